@@ -1,0 +1,23 @@
+# Shared set-up for scripts/*.sh: system packages via apt (as root), node_modules via npm ci.
+NETFENCE_APT_PACKAGES="iptables ipset iproute2 conntrack python3"
+
+ensure_system_packages() {
+  local missing=()
+  for tool in iptables-nft-restore iptables-legacy-restore ipset ip conntrack python3; do
+    command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" != "0" ]; then
+    echo "missing system tools (${missing[*]}); install as root: apt-get install -y $NETFENCE_APT_PACKAGES" >&2
+    return 0
+  fi
+  echo "installing system packages: $NETFENCE_APT_PACKAGES" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $NETFENCE_APT_PACKAGES >/dev/null
+}
+
+ensure_node_modules() {
+  if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+    npm ci --no-audit --no-fund
+  fi
+}

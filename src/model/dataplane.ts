@@ -1,0 +1,130 @@
+// The desired (and observed) kernel state: ipsets and filter-table chains, as structured values.
+// Rendering to restore text happens in src/render/; nothing here knows about text formats.
+
+import type { IpFamily } from './cluster.js';
+
+export type ChainName = string & { readonly __brand: 'ChainName' };
+export type IpSetName = string & { readonly __brand: 'IpSetName' };
+
+/** iptables: XT_EXTENSION_MAXNAMELEN is 29 including the NUL (Felix MaxChainNameLength). */
+export const MAX_CHAIN_NAME = 28;
+/** ipset: IPSET_MAXNAMELEN is 32 including the NUL (Felix MaxIPSetNameLength). */
+export const MAX_IPSET_NAME = 31;
+
+const CHAIN_NAME_RE = /^[A-Za-z0-9_.:+-]+$/;
+const IPSET_NAME_RE = /^[A-Za-z0-9_.:+-]+$/;
+
+export function chainName(name: string): ChainName {
+  if (name.length === 0 || name.length > MAX_CHAIN_NAME || !CHAIN_NAME_RE.test(name)) {
+    throw new Error(`invalid chain name ${JSON.stringify(name)} (1-${MAX_CHAIN_NAME} chars of [A-Za-z0-9_.:+-])`);
+  }
+  return name as ChainName;
+}
+
+export function ipSetName(name: string): IpSetName {
+  if (name.length === 0 || name.length > MAX_IPSET_NAME || !IPSET_NAME_RE.test(name)) {
+    throw new Error(`invalid ipset name ${JSON.stringify(name)} (1-${MAX_IPSET_NAME} chars of [A-Za-z0-9_.:+-])`);
+  }
+  return name as IpSetName;
+}
+
+/** Chains the kernel owns; we only ever add our hook rules to these. */
+export type KernelChainName = 'INPUT' | 'FORWARD' | 'OUTPUT';
+export const KERNEL_CHAINS: readonly KernelChainName[] = ['INPUT', 'FORWARD', 'OUTPUT'];
+
+export type IpSetType = 'hash:ip' | 'hash:net' | 'hash:ip,port';
+
+export interface IpSet {
+  readonly name: IpSetName;
+  readonly type: IpSetType;
+  readonly family: IpFamily;
+  /**
+   * Canonical member strings exactly as `ipset save` prints them, sorted:
+   * `10.0.0.1`, `10.0.0.0/24` (hash:net omits /32), `10.0.0.1,tcp:80`, and `10.0.0.0/24 nomatch`.
+   */
+  readonly members: readonly string[];
+  /** What the set stands for, for humans (diff, inspect). Not written to the kernel. */
+  readonly description: string;
+}
+
+export type L4Protocol = 'tcp' | 'udp' | 'sctp';
+
+export interface PortRange {
+  readonly from: number;
+  /** Equal to `from` for a single port. */
+  readonly to: number;
+}
+
+/** `src`, `dst`, or the two-dimension flags of hash:ip,port sets. */
+export type SetDirection = 'src' | 'dst' | 'src,src' | 'dst,dst';
+
+export type ConntrackState = 'NEW' | 'ESTABLISHED' | 'RELATED' | 'INVALID' | 'UNTRACKED';
+
+/** Every match netfence emits. The renderer, parser, hasher and tracer each handle all of them. */
+export type Match =
+  | { readonly kind: 'src-net'; readonly cidr: string; readonly negate?: boolean }
+  | { readonly kind: 'dst-net'; readonly cidr: string; readonly negate?: boolean }
+  | { readonly kind: 'in-iface'; readonly name: string; readonly negate?: boolean }
+  | { readonly kind: 'out-iface'; readonly name: string; readonly negate?: boolean }
+  | { readonly kind: 'protocol'; readonly protocol: L4Protocol }
+  | { readonly kind: 'dports'; readonly ports: readonly PortRange[] }
+  | { readonly kind: 'set'; readonly set: IpSetName; readonly direction: SetDirection; readonly negate?: boolean }
+  | { readonly kind: 'mark'; readonly value: number; readonly mask: number; readonly negate?: boolean }
+  | { readonly kind: 'ctstate'; readonly states: readonly ConntrackState[] }
+  | { readonly kind: 'physdev'; readonly in?: string; readonly out?: string; readonly isBridged?: boolean };
+
+export type MatchKind = Match['kind'];
+
+export type Action =
+  | { readonly kind: 'accept' }
+  | { readonly kind: 'drop' }
+  | { readonly kind: 'reject' }
+  | { readonly kind: 'return' }
+  | { readonly kind: 'jump'; readonly target: ChainName }
+  | { readonly kind: 'goto'; readonly target: ChainName }
+  /** `-j MARK --set-xmark value/mask`: clears the mask bits, then xors value in. */
+  | { readonly kind: 'set-mark'; readonly value: number; readonly mask: number };
+
+export type ActionKind = Action['kind'];
+
+export interface Rule {
+  readonly match: readonly Match[];
+  readonly action: Action;
+  /** Human text after the hash in the rule's comment (e.g. `ns/policy ingress[0]`). */
+  readonly comment?: string;
+}
+
+/** What a chain is for, so tools can group and explain without parsing names. */
+export type ChainRole =
+  | { readonly kind: 'static' }
+  | { readonly kind: 'dispatch'; readonly direction: 'from' | 'to' }
+  | { readonly kind: 'workload'; readonly direction: 'ingress' | 'egress'; readonly pod: string; readonly ip: string }
+  | { readonly kind: 'policy'; readonly direction: 'ingress' | 'egress'; readonly policy: string };
+
+export interface Chain {
+  readonly name: ChainName;
+  readonly rules: readonly Rule[];
+  readonly role: ChainRole;
+}
+
+/** A rule we place in a kernel chain. `position: 'insert'` keeps it at the top (re-asserted every sync). */
+export interface Hook {
+  readonly chain: KernelChainName;
+  readonly rule: Rule;
+  readonly position: 'insert' | 'append';
+}
+
+/** One address family's worth of filter-table state. */
+export interface FamilyState {
+  readonly family: IpFamily;
+  readonly ipsets: readonly IpSet[];
+  readonly chains: readonly Chain[];
+  readonly hooks: readonly Hook[];
+}
+
+export interface DesiredState {
+  readonly v4: FamilyState;
+  readonly v6: FamilyState;
+}
+
+export const emptyFamilyState = (family: IpFamily): FamilyState => ({ family, ipsets: [], chains: [], hooks: [] });

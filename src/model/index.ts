@@ -1,0 +1,4 @@
+export * from './cluster.js';
+export * from './dataplane.js';
+export * from './node.js';
+export * from './problem.js';

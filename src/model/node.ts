@@ -1,0 +1,42 @@
+// Settings of the node being programmed: everything the compiler needs besides the cluster snapshot.
+
+export type UnknownPodPolicy = 'fail-closed' | 'fail-open';
+
+export interface MarkBits {
+  /** Set by a policy chain when it allows the packet. */
+  readonly accept: number;
+  /** Scratch bit: reserved for multi-rule boolean blocks. */
+  readonly scratch0: number;
+  /** All bits netfence owns; cleared on entry to nf-FORWARD. */
+  readonly all: number;
+}
+
+export interface NodeSettings {
+  readonly nodeName: string;
+  /** The CNI bridge pods hang off (flannel: cni0). */
+  readonly bridge: string;
+  /** This node's pod CIDRs (spec.podCIDRs / flannel subnet.env), any family. */
+  readonly podCidrs: readonly string[];
+  readonly unknownPods: UnknownPodPolicy;
+  /** Chain name prefix, e.g. `nf-`. */
+  readonly chainPrefix: string;
+  /** ipset name prefix, e.g. `nf` (sets are `nf4s:…`, `nf6n:…`). */
+  readonly ipsetPrefix: string;
+  readonly marks: MarkBits;
+}
+
+/** Away from kube-proxy's 0x4000/0x8000; the same layout Felix uses under its 0xffff0000 mask. */
+export const DEFAULT_MARKS: MarkBits = { accept: 0x10000, scratch0: 0x40000, all: 0xf0000 };
+
+export const defaultNodeSettings = (nodeName: string, podCidrs: readonly string[] = []): NodeSettings => ({
+  nodeName,
+  bridge: 'cni0',
+  podCidrs,
+  // Fail closed: a pod the daemon has not programmed yet may be one a policy isolates, and letting
+  // its first packets through would be exactly the "window where traffic is wrongly allowed" we promise
+  // never to open. The cost is that a brand-new pod's first packets wait for one sync (tens of ms).
+  unknownPods: 'fail-closed',
+  chainPrefix: 'nf-',
+  ipsetPrefix: 'nf',
+  marks: DEFAULT_MARKS,
+});
