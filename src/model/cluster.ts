@@ -1,4 +1,5 @@
 // The cluster as netfence sees it: only the fields NetworkPolicy semantics depend on.
+
 // Everything is readonly; sources (informers, manifest files) build new snapshots, nobody mutates one.
 
 export type Labels = Readonly<Record<string, string>>;
@@ -77,6 +78,8 @@ export interface PolicyRule {
 
 export type PolicyType = 'Ingress' | 'Egress';
 
+import type { Problem } from './problem.js';
+
 export interface NetworkPolicy {
   readonly namespace: string;
   readonly name: string;
@@ -85,15 +88,30 @@ export interface NetworkPolicy {
   readonly policyTypes?: readonly PolicyType[];
   readonly ingress?: readonly PolicyRule[];
   readonly egress?: readonly PolicyRule[];
+  /**
+   * Problems found while loading (wrong types, unknown enum values). A policy with any is invalid:
+   * the compiler isolates the pods it selects in its directions and allows nothing through it.
+   */
+  readonly problems?: readonly Problem[];
+}
+
+/** A Kubernetes Node: where pods live and which pod CIDRs it owns. */
+export interface ClusterNode {
+  readonly name: string;
+  /** spec.podCIDRs (or spec.podCIDR). */
+  readonly podCidrs: readonly string[];
+  /** status.addresses (InternalIP/ExternalIP). */
+  readonly addresses: readonly string[];
 }
 
 export interface ClusterSnapshot {
+  readonly nodes: readonly ClusterNode[];
   readonly namespaces: readonly Namespace[];
   readonly pods: readonly Pod[];
   readonly policies: readonly NetworkPolicy[];
 }
 
-export const emptySnapshot: ClusterSnapshot = { namespaces: [], pods: [], policies: [] };
+export const emptySnapshot: ClusterSnapshot = { nodes: [], namespaces: [], pods: [], policies: [] };
 
 export const podKey = (p: { readonly namespace: string; readonly name: string }): string => `${p.namespace}/${p.name}`;
 export const policyKey = podKey;
