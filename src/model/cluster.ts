@@ -1,3 +1,4 @@
+import type { Problem } from './problem.js';
 // The cluster as netfence sees it: only the fields NetworkPolicy semantics depend on.
 
 // Everything is readonly; sources (informers, manifest files) build new snapshots, nobody mutates one.
@@ -77,8 +78,6 @@ export interface PolicyRule {
 }
 
 export type PolicyType = 'Ingress' | 'Egress';
-
-import type { Problem } from './problem.js';
 
 export interface NetworkPolicy {
   readonly namespace: string;
