@@ -1,7 +1,7 @@
-import type { Problem } from './problem.js';
 // The cluster as netfence sees it: only the fields NetworkPolicy semantics depend on.
-
 // Everything is readonly; sources (informers, manifest files) build new snapshots, nobody mutates one.
+
+import type { Problem } from './problem.js';
 
 export type Labels = Readonly<Record<string, string>>;
 
