@@ -1,0 +1,67 @@
+// Deterministic, length-limited names for everything we create (kube-proxy's "KUBE-SVC-" + hash[:16]).
+
+import { createHash } from 'node:crypto';
+import { chainName, ipSetName, type ChainName, type IpFamily, type IpSetName } from '../model/index.js';
+
+const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
+
+/** Lower-case base32 of SHA-256: safe in chain and set names, case-insensitive friendly. */
+export function hash32(text: string, length: number): string {
+  const digest = createHash('sha256').update(text).digest();
+  let out = '';
+  let buffer = 0;
+  let bits = 0;
+  for (const byte of digest) {
+    buffer = (buffer << 8) | byte;
+    bits += 8;
+    while (bits >= 5 && out.length < length) {
+      out += BASE32[(buffer >> (bits - 5)) & 31];
+      bits -= 5;
+    }
+    buffer &= (1 << bits) - 1;
+    if (out.length >= length) break;
+  }
+  return out;
+}
+
+export interface ChainNames {
+  readonly forward: ChainName;
+  readonly fromDispatch: ChainName;
+  readonly toDispatch: ChainName;
+  fromDispatchChild(key: string): ChainName;
+  toDispatchChild(key: string): ChainName;
+  /** Egress of a local pod ("from workload"). */
+  fromWorkload(podKey: string): ChainName;
+  /** Ingress of a local pod ("to workload"). */
+  toWorkload(podKey: string): ChainName;
+  policyIngress(policyKey: string): ChainName;
+  policyEgress(policyKey: string): ChainName;
+}
+
+export function chainNames(prefix: string): ChainNames {
+  const hashed = (kind: string, key: string, len = 16): ChainName => chainName(`${prefix}${kind}-${hash32(`${kind}|${key}`, len)}`);
+  return {
+    forward: chainName(`${prefix}FORWARD`),
+    fromDispatch: chainName(`${prefix}from-wl-dispatch`),
+    toDispatch: chainName(`${prefix}to-wl-dispatch`),
+    fromDispatchChild: (key) => hashed('fd', key, 12),
+    toDispatchChild: (key) => hashed('td', key, 12),
+    fromWorkload: (key) => hashed('fw', key),
+    toWorkload: (key) => hashed('tw', key),
+    policyIngress: (key) => hashed('pi', key),
+    policyEgress: (key) => hashed('po', key),
+  };
+}
+
+/** Set kinds: `s` selector (pod IPs), `n` named port (IP,proto:port), `b` ipBlock (CIDRs). */
+export type SetKind = 's' | 'n' | 'b';
+
+export function ipSetNameFor(prefix: string, family: IpFamily, kind: SetKind, canonicalKey: string): IpSetName {
+  const head = `${prefix}${family}${kind}:`;
+  return ipSetName(head + hash32(`${family}${kind}|${canonicalKey}`, Math.min(20, 31 - head.length)));
+}
+
+/** The prefix every set we own starts with, per family (for ownership checks and cleanup). */
+export const ownedIpSetPattern = (prefix: string): RegExp => new RegExp(`^${escapeRe(prefix)}[46][a-z]:`);
+
+const escapeRe = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

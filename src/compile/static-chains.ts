@@ -1,0 +1,32 @@
+// Fixed wiring as typed data: the hook into FORWARD and the nf-FORWARD chain that fans out to dispatch.
+// These go through the same renderer, hasher and tracer as every generated chain.
+
+import type { Chain, Hook, NodeSettings } from '../model/index.js';
+import type { ChainNames } from './names.js';
+
+export function forwardHook(names: ChainNames): Hook {
+  return { chain: 'FORWARD', position: 'insert', rule: { match: [], action: { kind: 'jump', target: names.forward }, comment: 'netfence policy' } };
+}
+
+/**
+ * nf-FORWARD: clear our mark bits, run the sender's egress chain (traffic entering from the pod bridge),
+ * then the receiver's ingress chain (traffic leaving through it), and accept once if the bit survived.
+ * Same-node pod-to-pod traffic is bridged and crosses FORWARD once (br_netfilter), so both run in one pass.
+ * Traffic that involves no local pod leaves with no bit set and no verdict: the rest of FORWARD decides.
+ */
+export function forwardChain(names: ChainNames, settings: NodeSettings): Chain {
+  const { accept, all } = settings.marks;
+  const bridge = settings.bridge;
+  return {
+    name: names.forward,
+    role: { kind: 'static' },
+    rules: [
+      { match: [], action: { kind: 'set-mark', value: 0, mask: all } },
+      { match: [{ kind: 'in-iface', name: bridge }], action: { kind: 'jump', target: names.fromDispatch }, comment: 'egress of local pods' },
+      { match: [{ kind: 'out-iface', name: bridge }], action: { kind: 'jump', target: names.toDispatch }, comment: 'ingress of local pods' },
+      // Accepting here rather than at the end of FORWARD keeps allowed pod traffic flowing when someone
+      // sets `-P FORWARD DROP` or appends a catch-all DROP below us.
+      { match: [{ kind: 'mark', value: accept, mask: accept }], action: { kind: 'accept' }, comment: 'policy accepted packet' },
+    ],
+  };
+}

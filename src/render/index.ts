@@ -1,0 +1,3 @@
+export * from './iptables-render.js';
+export * from './iptables-parse.js';
+export * from './ipset.js';

@@ -1,0 +1,255 @@
+// `iptables-save` text → tables, chains and rules; our own rules also back into structured Rules.
+// Foreign rules are kept as raw lines: we read them only to leave them alone (and to show them).
+
+import type { Action, ChainName, ConntrackState, IpSetName, L4Protocol, Match, PortRange, Rule, SetDirection } from '../model/index.js';
+import { HASH_PREFIX } from './iptables-render.js';
+
+export interface SavedRule {
+  /** The line as saved, without the leading `-A <chain> `. */
+  readonly text: string;
+  readonly args: readonly string[];
+  /** Our hash, when the rule carries an `nf:` comment. */
+  readonly hash?: string;
+  /** The human part of our comment. */
+  readonly comment?: string;
+  /** The structured rule, when every part of it is something netfence emits. */
+  readonly rule?: Rule;
+}
+
+export interface SavedChain {
+  readonly name: string;
+  /** `ACCEPT`/`DROP` for built-in chains, `-` for user chains. */
+  readonly policy: string;
+  readonly rules: SavedRule[];
+}
+
+export interface SavedTable {
+  readonly name: string;
+  readonly chains: Map<string, SavedChain>;
+}
+
+export class SaveParseError extends Error {
+  override readonly name = 'SaveParseError';
+  constructor(
+    readonly line: number,
+    message: string,
+  ) {
+    super(`iptables-save input line ${line}: ${message}`);
+  }
+}
+
+/** Split a saved rule like a shell would for the quoting iptables-save uses (double quotes, backslash). */
+export function tokenize(text: string): string[] {
+  const out: string[] = [];
+  let current = '';
+  let inToken = false;
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i]!;
+    if (quoted) {
+      if (ch === '\\' && i + 1 < text.length) current += text[++i];
+      else if (ch === '"') quoted = false;
+      else current += ch;
+    } else if (ch === '"') {
+      quoted = true;
+      inToken = true;
+    } else if (ch === ' ' || ch === '\t') {
+      if (inToken) out.push(current);
+      current = '';
+      inToken = false;
+    } else {
+      current += ch;
+      inToken = true;
+    }
+  }
+  if (quoted) throw new Error('unterminated quote');
+  if (inToken) out.push(current);
+  return out;
+}
+
+export function parseIptablesSave(text: string): Map<string, SavedTable> {
+  const tables = new Map<string, SavedTable>();
+  let table: SavedTable | undefined;
+  const lines = text.split('\n');
+  lines.forEach((raw, i) => {
+    const line = raw.trimEnd();
+    const n = i + 1;
+    if (line === '' || line.startsWith('#')) return;
+    if (line.startsWith('*')) {
+      if (table) throw new SaveParseError(n, `table ${line} starts before ${table.name} was COMMITted`);
+      table = { name: line.slice(1), chains: new Map() };
+      tables.set(table.name, table);
+      return;
+    }
+    if (!table) throw new SaveParseError(n, `"${line.slice(0, 60)}" outside any *table section (not iptables-save output?)`);
+    if (line === 'COMMIT') {
+      table = undefined;
+      return;
+    }
+    if (line.startsWith(':')) {
+      const [name, policy] = line.slice(1).split(' ');
+      if (!name || !policy) throw new SaveParseError(n, `bad chain declaration "${line}"`);
+      table.chains.set(name, { name, policy, rules: [] });
+      return;
+    }
+    if (line.startsWith('-A ')) {
+      let args: string[];
+      try {
+        args = tokenize(line);
+      } catch (e) {
+        throw new SaveParseError(n, (e as Error).message);
+      }
+      const chain = table.chains.get(args[1] ?? '');
+      if (!chain) throw new SaveParseError(n, `rule for undeclared chain "${args[1]}"`);
+      chain.rules.push(parseSavedRule(line.slice(3 + args[1]!.length + 1), args.slice(2)));
+      return;
+    }
+    throw new SaveParseError(n, `unexpected line "${line.slice(0, 60)}"`);
+  });
+  if (table) throw new SaveParseError(lines.length, `table ${table.name} has no COMMIT (truncated dump?)`);
+  return tables;
+}
+
+export function parseSavedRule(text: string, args: readonly string[]): SavedRule {
+  const commentAt = args.findIndex((a, i) => a === '--comment' && args[i + 1]?.startsWith(HASH_PREFIX));
+  if (commentAt < 0) return { text, args };
+  const full = args[commentAt + 1]!.slice(HASH_PREFIX.length);
+  const space = full.indexOf(' ');
+  const hash = space < 0 ? full : full.slice(0, space);
+  const comment = space < 0 ? undefined : full.slice(space + 1);
+  const rule = toRule(args, comment);
+  return { text, args, hash, ...(comment !== undefined ? { comment } : {}), ...(rule ? { rule } : {}) };
+}
+
+/** Structured form of a rule netfence wrote; undefined if it contains anything we never emit. */
+export function toRule(args: readonly string[], comment?: string): Rule | undefined {
+  const match: Match[] = [];
+  let action: Action | undefined;
+  let i = 0;
+  const next = (): string | undefined => args[i++];
+  while (i < args.length) {
+    const negate = args[i] === '!';
+    if (negate) i++;
+    const a = next();
+    const v = (): string => {
+      const value = next();
+      if (value === undefined) throw new Error(`${a} needs a value`);
+      return value;
+    };
+    try {
+      switch (a) {
+        case '-s': match.push({ kind: 'src-net', cidr: v(), ...(negate ? { negate } : {}) }); break;
+        case '-d': match.push({ kind: 'dst-net', cidr: v(), ...(negate ? { negate } : {}) }); break;
+        case '-i': match.push({ kind: 'in-iface', name: v(), ...(negate ? { negate } : {}) }); break;
+        case '-o': match.push({ kind: 'out-iface', name: v(), ...(negate ? { negate } : {}) }); break;
+        case '-p': {
+          const p = v();
+          if (p !== 'tcp' && p !== 'udp' && p !== 'sctp') return undefined;
+          match.push({ kind: 'protocol', protocol: p as L4Protocol });
+          break;
+        }
+        case '-m': {
+          const m = parseModule(v(), args, i);
+          if (!m) return undefined;
+          i = m.next;
+          if (m.match) match.push(m.match);
+          break;
+        }
+        case '-j':
+        case '-g': {
+          const t = parseTarget(a, v(), args, i);
+          if (!t) return undefined;
+          action = t.action;
+          i = t.next;
+          break;
+        }
+        default:
+          return undefined;
+      }
+    } catch {
+      return undefined;
+    }
+  }
+  if (!action) return undefined;
+  return { match, action, ...(comment !== undefined ? { comment } : {}) };
+}
+
+function parseModule(name: string, args: readonly string[], start: number): { match?: Match; next: number } | undefined {
+  let i = start;
+  const negate = args[i] === '!';
+  if (negate) i++;
+  const opt = args[i];
+  switch (name) {
+    case 'comment':
+      return opt === '--comment' ? { next: i + 2 } : undefined;
+    case 'tcp':
+    case 'udp':
+    case 'sctp':
+      // `-p tcp -m tcp` with no further option: the implicit protocol module.
+      return { next: start };
+    case 'multiport': {
+      if (opt !== '--dports') return undefined;
+      const ports = parsePorts(args[i + 1] ?? '');
+      return ports && { match: { kind: 'dports', ports }, next: i + 2 };
+    }
+    case 'set': {
+      const set = args[i + 1];
+      const direction = args[i + 2] as SetDirection | undefined;
+      if (opt !== '--match-set' || !set || !direction || !['src', 'dst', 'src,src', 'dst,dst'].includes(direction)) return undefined;
+      return { match: { kind: 'set', set: set as IpSetName, direction, ...(negate ? { negate } : {}) }, next: i + 3 };
+    }
+    case 'mark': {
+      const mark = parseMark(args[i + 1]);
+      return opt === '--mark' && mark ? { match: { kind: 'mark', ...mark, ...(negate ? { negate } : {}) }, next: i + 2 } : undefined;
+    }
+    case 'conntrack': {
+      if (opt !== '--ctstate' || negate) return undefined;
+      const states = (args[i + 1] ?? '').split(',') as ConntrackState[];
+      return { match: { kind: 'ctstate', states }, next: i + 2 };
+    }
+    case 'physdev': {
+      let inName: string | undefined;
+      let outName: string | undefined;
+      let isBridged = false;
+      for (;;) {
+        if (args[i] === '--physdev-in') (inName = args[i + 1]), (i += 2);
+        else if (args[i] === '--physdev-out') (outName = args[i + 1]), (i += 2);
+        else if (args[i] === '--physdev-is-bridged') (isBridged = true), (i += 1);
+        else break;
+      }
+      const match: Match = { kind: 'physdev', ...(inName ? { in: inName } : {}), ...(outName ? { out: outName } : {}), ...(isBridged ? { isBridged } : {}) };
+      return { match, next: i };
+    }
+    default:
+      return undefined;
+  }
+}
+
+function parseTarget(flag: string, target: string, args: readonly string[], i: number): { action: Action; next: number } | undefined {
+  if (flag === '-g') return { action: { kind: 'goto', target: target as ChainName }, next: i };
+  switch (target) {
+    case 'ACCEPT': return { action: { kind: 'accept' }, next: i };
+    case 'DROP': return { action: { kind: 'drop' }, next: i };
+    case 'RETURN': return { action: { kind: 'return' }, next: i };
+    case 'REJECT': return { action: { kind: 'reject' }, next: args[i] === '--reject-with' ? i + 2 : i };
+    case 'MARK': {
+      const mark = args[i] === '--set-xmark' ? parseMark(args[i + 1]) : undefined;
+      return mark && { action: { kind: 'set-mark', ...mark }, next: i + 2 };
+    }
+    default:
+      return /^[A-Z]+$/.test(target) ? undefined : { action: { kind: 'jump', target: target as ChainName }, next: i };
+  }
+}
+
+function parseMark(text: string | undefined): { value: number; mask: number } | undefined {
+  const m = /^(0x[0-9a-f]+)\/(0x[0-9a-f]+)$/i.exec(text ?? '');
+  return m ? { value: Number(m[1]), mask: Number(m[2]) } : undefined;
+}
+
+function parsePorts(text: string): PortRange[] | undefined {
+  const ranges = text.split(',').map((p) => {
+    const [a, b] = p.split(':');
+    return { from: Number(a), to: Number(b ?? a) };
+  });
+  return ranges.every((r) => Number.isInteger(r.from) && Number.isInteger(r.to)) ? ranges : undefined;
+}

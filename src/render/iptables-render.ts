@@ -1,0 +1,123 @@
+// Rules → iptables argument lists and restore text, in exactly the form `iptables-save` prints them
+// (addresses, interfaces and protocol first, then our hash comment, then the other matches, then the
+// target), so a saved line can be compared with a rendered one byte for byte on both backends.
+
+import { createHash } from 'node:crypto';
+import type { Action, Chain, FamilyState, Hook, Match, Rule } from '../model/index.js';
+
+export const HASH_PREFIX = 'nf:';
+const HASH_LENGTH = 16;
+
+const hex = (n: number): string => `0x${(n >>> 0).toString(16)}`;
+const markArg = (value: number, mask: number): string => `${hex(value)}/${hex(mask)}`;
+const CONNTRACK_ORDER = ['INVALID', 'NEW', 'RELATED', 'ESTABLISHED', 'UNTRACKED'] as const;
+
+/** iptables-save prints these as options before any `-m` module. */
+const OPTION_KINDS = ['src-net', 'dst-net', 'in-iface', 'out-iface', 'protocol'] as const;
+type OptionKind = (typeof OPTION_KINDS)[number];
+
+const not = (negate: boolean | undefined): string[] => (negate ? ['!'] : []);
+
+const renderMatch: { [K in Match['kind']]: (m: Extract<Match, { kind: K }>) => string[] } = {
+  'src-net': (m) => [...not(m.negate), '-s', m.cidr],
+  'dst-net': (m) => [...not(m.negate), '-d', m.cidr],
+  'in-iface': (m) => [...not(m.negate), '-i', m.name],
+  'out-iface': (m) => [...not(m.negate), '-o', m.name],
+  protocol: (m) => ['-p', m.protocol],
+  dports: (m) => ['-m', 'multiport', '--dports', m.ports.map((r) => (r.from === r.to ? `${r.from}` : `${r.from}:${r.to}`)).join(',')],
+  set: (m) => ['-m', 'set', ...not(m.negate), '--match-set', m.set, m.direction],
+  mark: (m) => ['-m', 'mark', ...not(m.negate), '--mark', markArg(m.value, m.mask)],
+  ctstate: (m) => ['-m', 'conntrack', '--ctstate', CONNTRACK_ORDER.filter((s) => m.states.includes(s)).join(',')],
+  physdev: (m) => [
+    '-m',
+    'physdev',
+    ...(m.in !== undefined ? ['--physdev-in', m.in] : []),
+    ...(m.out !== undefined ? ['--physdev-out', m.out] : []),
+    ...(m.isBridged ? ['--physdev-is-bridged'] : []),
+  ],
+};
+
+const renderAction: { [K in Action['kind']]: (a: Extract<Action, { kind: K }>) => string[] } = {
+  accept: () => ['-j', 'ACCEPT'],
+  drop: () => ['-j', 'DROP'],
+  reject: () => ['-j', 'REJECT', '--reject-with', 'icmp-port-unreachable'],
+  return: () => ['-j', 'RETURN'],
+  jump: (a) => ['-j', a.target],
+  goto: (a) => ['-g', a.target],
+  'set-mark': (a) => ['-j', 'MARK', '--set-xmark', markArg(a.value, a.mask)],
+};
+
+const matchArgs = (m: Match): string[] => (renderMatch[m.kind] as (m: Match) => string[])(m);
+const actionArgs = (a: Action): string[] => (renderAction[a.kind] as (a: Action) => string[])(a);
+const isOption = (m: Match): m is Extract<Match, { kind: OptionKind }> => (OPTION_KINDS as readonly string[]).includes(m.kind);
+
+/** Option matches in iptables-save's fixed order; module matches keep the rule's own order. */
+function splitMatches(rule: Rule): { options: Match[]; modules: Match[] } {
+  const options = rule.match.filter(isOption).sort((a, b) => OPTION_KINDS.indexOf(a.kind as OptionKind) - OPTION_KINDS.indexOf(b.kind as OptionKind));
+  return { options, modules: rule.match.filter((m) => !isOption(m)) };
+}
+
+/** The rule's arguments without the comment: what its hash covers. */
+export function ruleArgs(rule: Rule): string[] {
+  const { options, modules } = splitMatches(rule);
+  return [...options.flatMap(matchArgs), ...modules.flatMap(matchArgs), ...actionArgs(rule.action)];
+}
+
+// Felix escapeComment: keep comments to a safe alphabet so quoting never has to escape anything.
+export function sanitizeComment(text: string): string {
+  return text.replace(/[^\w @%+=:,./-]/g, '_').slice(0, 240);
+}
+
+/** The rule's full argument list as iptables-save prints it after `-A <chain>`. */
+export function ruleArgsWithComment(rule: Rule, hash: string): string[] {
+  const { options, modules } = splitMatches(rule);
+  const comment = sanitizeComment(`${HASH_PREFIX}${hash}${rule.comment ? ` ${rule.comment}` : ''}`);
+  return [...options.flatMap(matchArgs), '-m', 'comment', '--comment', comment, ...modules.flatMap(matchArgs), ...actionArgs(rule.action)];
+}
+
+/** Quote like iptables-save: comments always in double quotes, everything else bare. */
+export function joinArgs(args: readonly string[]): string {
+  return args.map((a, i) => (args[i - 1] === '--comment' ? `"${a}"` : a)).join(' ');
+}
+
+/**
+ * Felix RuleHashes: h0 = H(chain), h_i = H(h_{i-1} + rule_i); a rule's hash depends on every rule before
+ * it, so one saved hash sequence proves the whole chain is as we wrote it.
+ */
+export function ruleHashes(chain: string, rules: readonly Rule[]): string[] {
+  let prev = createHash('sha256').update(chain).digest('base64url');
+  return rules.map((rule) => {
+    prev = createHash('sha256').update(prev).update(joinArgs(ruleArgs(rule))).digest('base64url');
+    return prev.slice(0, HASH_LENGTH);
+  });
+}
+
+/** Hooks are hashed on their own (not chained): they sit among foreign rules we do not control. */
+export const hookHash = (hook: Hook): string => ruleHashes(`${hook.chain}*hook`, [hook.rule])[0]!;
+
+export interface RenderedChain {
+  readonly name: string;
+  /** `-A <chain> …` lines, exactly as iptables-save prints them. */
+  readonly lines: readonly string[];
+  readonly hashes: readonly string[];
+}
+
+export function renderChain(chain: Chain): RenderedChain {
+  const hashes = ruleHashes(chain.name, chain.rules);
+  const lines = chain.rules.map((rule, i) => `-A ${chain.name} ${joinArgs(ruleArgsWithComment(rule, hashes[i]!))}`);
+  return { name: chain.name, lines, hashes };
+}
+
+/** The hook's rule as iptables-save prints it, without the `-A <chain>` head. */
+export const renderHookArgs = (hook: Hook): string => joinArgs(ruleArgsWithComment(hook.rule, hookHash(hook)));
+
+/** Everything a family needs, as one `iptables-restore --noflush` input that programs it from scratch. */
+export function renderFullRestore(state: FamilyState): string {
+  const chains = state.chains.map(renderChain);
+  const out = ['*filter', ...chains.map((c) => `:${c.name} - [0:0]`), ...chains.flatMap((c) => c.lines)];
+  for (const hook of state.hooks) {
+    out.push(hook.position === 'insert' ? `-I ${hook.chain} 1 ${renderHookArgs(hook)}` : `-A ${hook.chain} ${renderHookArgs(hook)}`);
+  }
+  out.push('COMMIT', '');
+  return out.join('\n');
+}
