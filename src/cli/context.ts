@@ -1,0 +1,96 @@
+// Shared plumbing of the commands: flags → config → snapshot → node settings → kernel.
+
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { loadManifests } from '../cluster/manifests.js';
+import { readFlannelSubnetEnv } from '../config/flannel.js';
+import { CONFIG_FLAG_OPTIONS, loadConfig, toNodeSettings } from '../config/load.js';
+import type { DaemonConfig } from '../config/schema.js';
+import { openKernel, type Kernel } from '../dataplane/kernel.js';
+import { createLogger, type Logger } from '../log.js';
+import type { ClusterSnapshot, NodeSettings, Problem } from '../model/index.js';
+
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+export type Options = NonNullable<ParseArgsConfig['options']>;
+
+/** Flags every command that reads a cluster takes, besides the config flags. */
+export const SOURCE_OPTIONS: Options = {
+  resources: { type: 'string', multiple: true },
+  kubeconfig: { type: 'string' },
+  // Act inside a named network namespace instead of the current one (tests, sandbox, demos).
+  netns: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+};
+
+export interface Parsed {
+  readonly values: Record<string, string | boolean | (string | boolean)[] | undefined>;
+  readonly positionals: string[];
+}
+
+export function parse(argv: readonly string[], extra: Options, allowPositionals = false): Parsed {
+  try {
+    const { values, positionals } = parseArgs({
+      args: [...argv],
+      options: { ...CONFIG_FLAG_OPTIONS, ...SOURCE_OPTIONS, ...extra },
+      allowPositionals,
+      strict: true,
+    });
+    return { values: values as Parsed['values'], positionals };
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
+export function configFrom(parsed: Parsed, requireNodeName = true): DaemonConfig {
+  return loadConfig({ argvFlags: parsed.values, env: process.env, requireNodeName }).config;
+}
+
+export function cliLogger(config: Pick<DaemonConfig, 'logLevel'>, format: 'json' | 'text' = 'text'): Logger {
+  return createLogger({ level: config.logLevel, format });
+}
+
+export const resourcePaths = (parsed: Parsed): string[] => (parsed.values['resources'] as string[] | undefined) ?? [];
+export const netnsOf = (parsed: Parsed): string | undefined => parsed.values['netns'] as string | undefined;
+
+export interface LoadedCluster {
+  readonly snapshot: ClusterSnapshot;
+  readonly problems: readonly Problem[];
+}
+
+export function loadResources(parsed: Parsed): LoadedCluster {
+  const paths = resourcePaths(parsed);
+  if (paths.length === 0) throw new UsageError('--resources PATH is required (files or directories of manifests)');
+  const loaded = loadManifests(paths);
+  return { snapshot: loaded.snapshot, problems: loaded.problems };
+}
+
+/**
+ * This node's pod CIDRs: configuration first, then the Node object's spec.podCIDRs, then flannel's
+ * subnet.env (DESIGN §4). Without any, unknown local pods cannot be recognised (and the log says so).
+ */
+export async function nodeSettings(config: DaemonConfig, snapshot: ClusterSnapshot, logger?: Logger): Promise<NodeSettings> {
+  let discovered = snapshot.nodes.find((n) => n.name === config.nodeName)?.podCidrs ?? [];
+  if (config.podCidrs.length === 0 && discovered.length === 0) {
+    discovered = (await readFlannelSubnetEnv(config.flannelSubnetEnv).catch(() => undefined))?.podCidrs ?? [];
+  }
+  const settings = toNodeSettings(config, discovered);
+  if (settings.podCidrs.length === 0) {
+    logger?.warn('no pod CIDR known for this node: unknown local pods cannot be handled fail-closed', { node: config.nodeName });
+  }
+  return settings;
+}
+
+export function kernelFor(config: DaemonConfig, parsed: Parsed): Promise<Kernel> {
+  return openKernel({
+    netns: netnsOf(parsed),
+    backend: config.backend === 'auto' ? undefined : config.backend,
+    ipv6: config.ipv6,
+  });
+}
+
+export const ownershipOf = (config: Pick<DaemonConfig, 'chainPrefix' | 'ipsetPrefix'>) => ({
+  chainPrefix: config.chainPrefix,
+  ipsetPrefix: config.ipsetPrefix,
+});

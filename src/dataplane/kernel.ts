@@ -1,0 +1,56 @@
+// The kernel as the reconciler uses it: filter-table save/restore per family plus ipset save/restore,
+// all inside one network namespace (the current one, or a named one for tests and the sandbox).
+
+import { existsSync } from 'node:fs';
+import type { IpFamily } from '../model/index.js';
+import { detectBackend, type BackendDecision } from './backend.js';
+import { createIpsetRunner } from './ipset.js';
+import { createIptablesRunner, iptablesTool, type IptablesBackend, type IptablesRunner } from './iptables.js';
+
+export interface KernelOptions {
+  readonly netns?: string | undefined;
+  /** Undefined: detect like kube-proxy's iptables-wrappers. */
+  readonly backend?: IptablesBackend | undefined;
+  readonly ipv6?: boolean;
+}
+
+export interface Kernel {
+  readonly backend: BackendDecision;
+  readonly netns: string | undefined;
+  supports(family: IpFamily): boolean;
+  saveFilter(family: IpFamily): Promise<string>;
+  restoreFilter(family: IpFamily, text: string): Promise<void>;
+  /** Validate only (`--test`): nothing is written. */
+  testFilter(family: IpFamily, text: string): Promise<void>;
+  ipsetSave(): Promise<string>;
+  ipsetRestore(text: string): Promise<void>;
+  ipsetListNames(): Promise<string[]>;
+}
+
+const onPath = (tool: string): boolean => ['/usr/sbin', '/sbin', '/usr/bin', '/bin'].some((dir) => existsSync(`${dir}/${tool}`));
+
+export async function openKernel(opts: KernelOptions = {}): Promise<Kernel> {
+  const backend = await detectBackend({ netns: opts.netns, override: opts.backend });
+  const runners = new Map<IpFamily, IptablesRunner>();
+  for (const family of [4, 6] as const) {
+    if (family === 6 && (opts.ipv6 === false || !onPath(iptablesTool(6, backend.backend, 'restore')))) continue;
+    runners.set(family, createIptablesRunner({ family, backend: backend.backend, netns: opts.netns }));
+  }
+  const ipset = createIpsetRunner({ netns: opts.netns });
+  const runner = (family: IpFamily): IptablesRunner => {
+    const r = runners.get(family);
+    if (!r) throw new Error(`IPv${family} is not available (ip6tables missing or disabled)`);
+    return r;
+  };
+  return {
+    backend,
+    netns: opts.netns,
+    supports: (family) => runners.has(family),
+    saveFilter: (family) => runner(family).save('filter'),
+    restoreFilter: (family, text) => runner(family).restore(text, { noflush: true }),
+    testFilter: (family, text) => runner(family).restore(text, { noflush: true, test: true }),
+    ipsetSave: () => ipset.save(),
+    ipsetRestore: (text) => ipset.restore(text),
+    ipsetListNames: () => ipset.listNames(),
+  };
+}

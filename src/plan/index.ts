@@ -1,0 +1,2 @@
+export * from './observed.js';
+export * from './plan.js';

@@ -1,0 +1,92 @@
+// What the kernel holds of ours, read from `iptables-save -t filter` and `ipset save` text.
+
+import { KERNEL_CHAINS, type FamilyState, type IpFamily, type KernelChainName } from '../model/index.js';
+import {
+  IPSET_MAXELEM,
+  parseIpsetSave,
+  parseIptablesSave,
+  renderChain,
+  renderHookArgs,
+  type SavedIpSet,
+  type SavedRule,
+} from '../render/index.js';
+
+export interface ObservedHook {
+  /** 1-based position in the kernel chain. */
+  readonly position: number;
+  readonly text: string;
+}
+
+export interface ObservedFamily {
+  readonly family: IpFamily;
+  /** Our chains (by prefix): rule texts as saved, without `-A <chain> `. */
+  readonly chains: ReadonlyMap<string, readonly string[]>;
+  /** Our rules (by hash comment) inside kernel chains. */
+  readonly hooks: ReadonlyMap<KernelChainName, readonly ObservedHook[]>;
+  /** Built-in chain policies (`FORWARD` → `ACCEPT`), to notice someone flipping them. */
+  readonly policies: ReadonlyMap<string, string>;
+  /** Our ipsets (by prefix) of this family, members sorted. */
+  readonly ipsets: ReadonlyMap<string, SavedIpSet>;
+  /** Rules in kernel chains above our first hook that are not ours (foreign rules that run before us). */
+  readonly foreignAbove: ReadonlyMap<KernelChainName, readonly string[]>;
+}
+
+export interface Ownership {
+  readonly chainPrefix: string;
+  readonly ipsetPrefix: string;
+}
+
+export const ownsChain = (name: string, own: Ownership): boolean => name.startsWith(own.chainPrefix);
+export const ownsIpSet = (name: string, own: Ownership): boolean => new RegExp(`^${escapeRe(own.ipsetPrefix)}[46][a-z]:`).test(name);
+const escapeRe = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+export function emptyObserved(family: IpFamily): ObservedFamily {
+  return { family, chains: new Map(), hooks: new Map(), policies: new Map(), ipsets: new Map(), foreignAbove: new Map() };
+}
+
+export function observeFamily(family: IpFamily, iptablesSave: string, ipsetSave: string, own: Ownership): ObservedFamily {
+  const filter = parseIptablesSave(iptablesSave).get('filter');
+  const chains = new Map<string, string[]>();
+  const hooks = new Map<KernelChainName, ObservedHook[]>();
+  const foreignAbove = new Map<KernelChainName, string[]>();
+  const policies = new Map<string, string>();
+  for (const chain of filter?.chains.values() ?? []) {
+    if ((KERNEL_CHAINS as readonly string[]).includes(chain.name)) {
+      const name = chain.name as KernelChainName;
+      policies.set(name, chain.policy);
+      const ours = chain.rules.flatMap((r: SavedRule, i) => (isOurs(r, own) ? [{ position: i + 1, text: r.text }] : []));
+      if (ours.length > 0) hooks.set(name, ours);
+      const firstOurs = ours[0]?.position ?? 1;
+      foreignAbove.set(name, chain.rules.slice(0, firstOurs - 1).map((r) => r.text));
+    } else if (ownsChain(chain.name, own)) {
+      chains.set(chain.name, chain.rules.map((r) => r.text));
+    }
+  }
+  const ipsets = new Map<string, SavedIpSet>();
+  for (const set of parseIpsetSave(ipsetSave).values()) {
+    if (set.family === family && ownsIpSet(set.name, own)) ipsets.set(set.name, { ...set, members: [...set.members].sort() });
+  }
+  return { family, chains, hooks, policies, ipsets, foreignAbove };
+}
+
+/** A rule in a kernel chain is ours if it carries our hash comment and jumps to one of our chains. */
+function isOurs(rule: SavedRule, own: Ownership): boolean {
+  if (rule.hash === undefined) return false;
+  const target = rule.args[rule.args.indexOf('-j') + 1] ?? rule.args[rule.args.indexOf('-g') + 1];
+  return target !== undefined && ownsChain(target, own);
+}
+
+/** What reading the kernel back will show once `desired` is applied: the tracker's "programmed" state. */
+export function expectedObserved(desired: FamilyState): ObservedFamily {
+  const chains = new Map(desired.chains.map((c) => [c.name as string, renderChain(c).lines.map((l) => l.slice(`-A ${c.name} `.length))]));
+  const hooks = new Map<KernelChainName, ObservedHook[]>();
+  for (const hook of desired.hooks) {
+    const list = hooks.get(hook.chain) ?? [];
+    list.push({ position: list.length + 1, text: renderHookArgs(hook) });
+    hooks.set(hook.chain, list);
+  }
+  const ipsets = new Map<string, SavedIpSet>(
+    desired.ipsets.map((s) => [s.name as string, { name: s.name, type: s.type, family: s.family, maxelem: IPSET_MAXELEM, members: [...s.members].sort() }]),
+  );
+  return { family: desired.family, chains, hooks, policies: new Map(), ipsets, foreignAbove: new Map() };
+}

@@ -1,0 +1,188 @@
+// The planner: desired − observed → the ordered, atomic steps that make the kernel hold exactly what we want.
+// Pure: the same plan is the daemon's apply step, `netfence apply`, and `netfence diff`.
+
+import type { Chain, ChainRole, FamilyState, Hook, IpFamily, IpSet, KernelChainName } from '../model/index.js';
+import { createLine, renderChain, renderHookArgs } from '../render/index.js';
+import type { ObservedFamily, Ownership } from './observed.js';
+
+export type ChangeObject = 'chain' | 'set' | 'hook';
+export type ChangeAction = 'create' | 'update' | 'delete';
+
+export interface Change {
+  readonly object: ChangeObject;
+  readonly name: string;
+  readonly action: ChangeAction;
+  readonly before: readonly string[];
+  readonly after: readonly string[];
+  /** Who the object belongs to, for grouping: `pod ns/name`, `policy ns/name`, `dispatch`, `static`, a set's meaning. */
+  readonly owner: string;
+}
+
+export interface PlanCounts {
+  chainsWritten: number;
+  rulesWritten: number;
+  chainsDeleted: number;
+  hooksWritten: number;
+  setsCreated: number;
+  setsRewritten: number;
+  setsDestroyed: number;
+  membersAdded: number;
+  membersRemoved: number;
+}
+
+export interface FamilyPlan {
+  readonly family: IpFamily;
+  /** Step 1, `ipset -exist restore`: new sets, member deltas, temp-set swaps. Empty: nothing to do. */
+  readonly ipsetRestore: string;
+  /** Step 2, one `iptables-restore --noflush` transaction: changed chains, hooks, stale chains. */
+  readonly iptablesRestore: string;
+  /** Step 3, `ipset -exist restore`: destroy sets nothing references any more. */
+  readonly ipsetDestroy: string;
+  readonly changes: readonly Change[];
+  readonly counts: PlanCounts;
+  /** Sets we cannot fix by ourselves (e.g. someone recreated one with another type). */
+  readonly errors: readonly string[];
+}
+
+export const isEmptyPlan = (p: FamilyPlan): boolean => p.changes.length === 0;
+
+/** Above this share of changed members, a set is rebuilt in a temp set and swapped in (atomic). */
+const SWAP_MIN_CHANGES = 64;
+
+export function planFamily(desired: FamilyState, observed: ObservedFamily, own: Ownership): FamilyPlan {
+  const changes: Change[] = [];
+  const errors: string[] = [];
+  const counts: PlanCounts = {
+    chainsWritten: 0, rulesWritten: 0, chainsDeleted: 0, hooksWritten: 0,
+    setsCreated: 0, setsRewritten: 0, setsDestroyed: 0, membersAdded: 0, membersRemoved: 0,
+  };
+
+  // Step 1: sets. Removals go before additions: every set we own widens what is allowed, so a
+  // half-applied delta may briefly deny more, never allow more.
+  const ipsetLines: string[] = [];
+  const desiredSets = new Set(desired.ipsets.map((s) => s.name as string));
+  for (const set of desired.ipsets) {
+    const seen = observed.ipsets.get(set.name);
+    const owner = `set ${set.description}`;
+    if (!seen) {
+      ipsetLines.push(createLine(set), ...set.members.map((m) => `add ${set.name} ${m}`));
+      changes.push({ object: 'set', name: set.name, action: 'create', before: [], after: set.members, owner });
+      counts.setsCreated++;
+      counts.membersAdded += set.members.length;
+      continue;
+    }
+    if (seen.type !== set.type || seen.family !== set.family) {
+      errors.push(`ipset ${set.name} exists as ${seen.type} (family ${seen.family}) but netfence needs ${set.type}; destroy it or run 'netfence cleanup'`);
+      continue;
+    }
+    const have = new Set(seen.members);
+    const want = new Set(set.members);
+    const adds = set.members.filter((m) => !have.has(m));
+    const dels = seen.members.filter((m) => !want.has(m));
+    if (adds.length === 0 && dels.length === 0) continue;
+    changes.push({ object: 'set', name: set.name, action: 'update', before: sorted(seen.members), after: set.members, owner });
+    counts.membersAdded += adds.length;
+    counts.membersRemoved += dels.length;
+    if (adds.length + dels.length > Math.max(SWAP_MIN_CHANGES, set.members.length / 2)) {
+      const temp = tempSetName(set, own);
+      ipsetLines.push(createLine(set, temp), `flush ${temp}`, ...set.members.map((m) => `add ${temp} ${m}`), `swap ${temp} ${set.name}`, `destroy ${temp}`);
+      counts.setsRewritten++;
+    } else {
+      // Priming with the set's own create line lets ipset batch the lines (limits.md §2); the observed
+      // maxelem keeps `-exist` from failing on a set created with another one.
+      ipsetLines.push(createLine(set).replace(/maxelem \d+/, `maxelem ${seen.maxelem ?? 1048576}`));
+      ipsetLines.push(...dels.map((m) => `del ${set.name} ${m}`), ...adds.map((m) => `add ${set.name} ${m}`));
+    }
+  }
+  const staleSets = [...observed.ipsets.keys()].filter((name) => !desiredSets.has(name)).sort();
+  for (const name of staleSets) {
+    changes.push({ object: 'set', name, action: 'delete', before: sorted(observed.ipsets.get(name)!.members), after: [], owner: 'set no longer needed' });
+    counts.setsDestroyed++;
+  }
+
+  // Step 2: chains and hooks, one transaction.
+  const declare: string[] = [];
+  const body: string[] = [];
+  const tail: string[] = [];
+  const desiredChains = new Set(desired.chains.map((c) => c.name as string));
+  for (const chain of desired.chains) {
+    const rendered = renderChain(chain);
+    const after = rendered.lines.map((l) => l.slice(`-A ${chain.name} `.length));
+    const before = observed.chains.get(chain.name);
+    if (before && sameLines(before, after)) continue;
+    declare.push(`:${chain.name} - [0:0]`);
+    body.push(...rendered.lines);
+    changes.push({ object: 'chain', name: chain.name, action: before ? 'update' : 'create', before: before ?? [], after, owner: ownerOf(chain) });
+    counts.chainsWritten++;
+    counts.rulesWritten += after.length;
+  }
+  for (const hookChain of new Set([...desired.hooks.map((h) => h.chain), ...observed.hooks.keys()])) {
+    const hookLines = planHooks(hookChain, desired.hooks.filter((h) => h.chain === hookChain), observed.hooks.get(hookChain) ?? []);
+    if (!hookLines) continue;
+    body.push(...hookLines.lines);
+    changes.push({ object: 'hook', name: hookChain, action: hookLines.action, before: hookLines.before, after: hookLines.after, owner: 'static' });
+    counts.hooksWritten++;
+  }
+  const staleChains = [...observed.chains.keys()].filter((name) => !desiredChains.has(name)).sort();
+  for (const name of staleChains) {
+    // Flush every stale chain first and delete them after: they may refer to each other.
+    declare.push(`:${name} - [0:0]`);
+    tail.push(`-X ${name}`);
+    changes.push({ object: 'chain', name, action: 'delete', before: observed.chains.get(name)!, after: [], owner: 'no longer needed' });
+    counts.chainsDeleted++;
+  }
+  const iptablesRestore = declare.length + body.length + tail.length > 0 ? ['*filter', ...declare, ...body, ...tail, 'COMMIT', ''].join('\n') : '';
+
+  return {
+    family: desired.family,
+    ipsetRestore: ipsetLines.length ? `${ipsetLines.join('\n')}\n` : '',
+    iptablesRestore,
+    ipsetDestroy: staleSets.length ? `${staleSets.map((n) => `destroy ${n}`).join('\n')}\n` : '',
+    changes,
+    counts,
+    errors,
+  };
+}
+
+/** Our hooks must be exactly the desired ones, inserted ones at the very top, in order. */
+function planHooks(
+  chain: KernelChainName,
+  desired: readonly Hook[],
+  observed: readonly { position: number; text: string }[],
+): { lines: string[]; action: ChangeAction; before: string[]; after: string[] } | undefined {
+  const wantInserted = desired.filter((h) => h.position === 'insert').map(renderHookArgs);
+  const wantAppended = desired.filter((h) => h.position === 'append').map(renderHookArgs);
+  const before = observed.map((o) => `${o.position}: ${o.text}`);
+  const insertedOk = wantInserted.every((text, i) => observed[i]?.position === i + 1 && observed[i]?.text === text);
+  const appendedOk = sameLines(observed.slice(wantInserted.length).map((o) => o.text), wantAppended);
+  if (insertedOk && appendedOk && observed.length === desired.length) return undefined;
+  const lines = [
+    ...observed.map((o) => `-D ${chain} ${o.text}`),
+    ...[...wantInserted].reverse().map((text) => `-I ${chain} 1 ${text}`),
+    ...wantAppended.map((text) => `-A ${chain} ${text}`),
+  ];
+  const after = [...wantInserted.map((t, i) => `${i + 1}: ${t}`), ...wantAppended.map((t) => `end: ${t}`)];
+  return { lines, action: observed.length === 0 ? 'create' : desired.length === 0 ? 'delete' : 'update', before, after };
+}
+
+function ownerOf(chain: Chain): string {
+  const role: ChainRole = chain.role;
+  switch (role.kind) {
+    case 'static':
+      return 'static';
+    case 'dispatch':
+      return 'dispatch';
+    case 'workload':
+      return `pod ${role.pod}`;
+    case 'policy':
+      return `policy ${role.policy}`;
+  }
+}
+
+function tempSetName(set: IpSet, own: Ownership): string {
+  const suffix = set.name.slice(set.name.indexOf(':') + 1);
+  return `${own.ipsetPrefix}${set.family}t:${suffix}`.slice(0, 31);
+}
+
+const sameLines = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((l, i) => l === b[i]);
+const sorted = (xs: readonly string[]): string[] => [...xs].sort();

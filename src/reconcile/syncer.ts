@@ -1,0 +1,126 @@
+// The desired-against-programmed tracker (Felix Table, kube-proxy needFullSync): it remembers what it
+// last programmed, plans against that, and re-reads the kernel only when it has reason to doubt it
+// (start, drift timer, any failure).
+
+import type { DesiredState, IpFamily } from '../model/index.js';
+import { expectedObserved, observeFamily, planFamily, type FamilyPlan, type ObservedFamily, type Ownership } from '../plan/index.js';
+
+/** The kernel as the syncer needs it; src/dataplane provides the real one, tests may fake it. */
+export interface KernelPort {
+  saveFilter(family: IpFamily): Promise<string>;
+  restoreFilter(family: IpFamily, text: string): Promise<void>;
+  ipsetSave(): Promise<string>;
+  ipsetRestore(text: string): Promise<void>;
+  /** Whether this family can be programmed at all (ip6tables present, IPv6 enabled). */
+  supports(family: IpFamily): boolean;
+}
+
+export interface SyncLogger {
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+  debug(msg: string, fields?: Record<string, unknown>): void;
+}
+
+export interface SyncResult {
+  readonly plans: readonly FamilyPlan[];
+  /** True when the kernel was read back (full check) rather than trusted from the last apply. */
+  readonly readKernel: boolean;
+  /** Changes found against the kernel that our own last apply did not explain: someone else's edits. */
+  readonly drift: boolean;
+}
+
+export class Syncer {
+  private programmed = new Map<IpFamily, ObservedFamily>();
+  private inSync = false;
+
+  constructor(
+    private readonly kernel: KernelPort,
+    private readonly own: Ownership,
+    private readonly logger: SyncLogger,
+  ) {}
+
+  /** Forget what we believe is programmed: the next sync reads the kernel first. */
+  markOutOfSync(reason: string): void {
+    if (this.inSync) this.logger.debug('kernel state will be re-read', { reason });
+    this.inSync = false;
+  }
+
+  /** Read the kernel and plan, without writing (dry run / diff). */
+  async planOnly(desired: DesiredState): Promise<FamilyPlan[]> {
+    const ipsetText = await this.kernel.ipsetSave();
+    const plans: FamilyPlan[] = [];
+    for (const family of this.families()) {
+      const observed = observeFamily(family, await this.kernel.saveFilter(family), ipsetText, this.own);
+      plans.push(planFamily(desired[family === 4 ? 'v4' : 'v6'], observed, this.own));
+    }
+    return plans;
+  }
+
+  /**
+   * Make the kernel hold `desired`. Order (DESIGN §5): sets, then one iptables transaction per family,
+   * then stale sets. A failing step throws and leaves the state before it; the next sync re-reads.
+   */
+  async sync(desired: DesiredState, opts: { readKernel?: boolean } = {}): Promise<SyncResult> {
+    const readKernel = opts.readKernel === true || !this.inSync;
+    let drift = false;
+    const plans: FamilyPlan[] = [];
+    const ipsetText = readKernel ? await this.kernel.ipsetSave() : '';
+    for (const family of this.families()) {
+      const state = desired[family === 4 ? 'v4' : 'v6'];
+      let observed = this.programmed.get(family);
+      if (readKernel || !observed) {
+        const fresh = observeFamily(family, await this.kernel.saveFilter(family), ipsetText, this.own);
+        // Drift: the kernel differs from what we last programmed (only meaningful once we programmed).
+        if (observed && !sameObserved(observed, fresh)) drift = true;
+        observed = fresh;
+      }
+      plans.push(planFamily(state, observed, this.own));
+    }
+    this.inSync = false;
+    try {
+      for (const plan of plans) {
+        if (plan.ipsetRestore) await this.kernel.ipsetRestore(plan.ipsetRestore);
+        if (plan.iptablesRestore) await this.kernel.restoreFilter(plan.family, plan.iptablesRestore);
+      }
+      for (const plan of plans) {
+        if (plan.ipsetDestroy) await this.destroyStaleSets(plan.ipsetDestroy);
+      }
+    } catch (err) {
+      this.programmed.clear();
+      throw err;
+    }
+    for (const family of this.families()) this.programmed.set(family, expectedObserved(desired[family === 4 ? 'v4' : 'v6']));
+    this.inSync = plans.every((p) => p.errors.length === 0);
+    for (const plan of plans) for (const e of plan.errors) this.logger.error(e);
+    return { plans, readKernel, drift };
+  }
+
+  private async destroyStaleSets(text: string): Promise<void> {
+    try {
+      await this.kernel.ipsetRestore(text);
+    } catch (err) {
+      // A set still referenced by someone else's rule cannot be destroyed; enforcement is unaffected.
+      this.logger.warn('could not destroy stale ipsets; will retry', { error: (err as Error).message });
+      this.markOutOfSync('stale ipset destroy failed');
+    }
+  }
+
+  private families(): IpFamily[] {
+    return ([4, 6] as const).filter((f) => this.kernel.supports(f));
+  }
+}
+
+/** Same chains, hooks and set members: what we own is exactly as we left it. */
+export function sameObserved(a: ObservedFamily, b: ObservedFamily): boolean {
+  const sameList = (x: readonly string[] | undefined, y: readonly string[] | undefined) =>
+    x !== undefined && y !== undefined && x.length === y.length && x.every((v, i) => v === y[i]);
+  if (a.chains.size !== b.chains.size || a.ipsets.size !== b.ipsets.size || a.hooks.size !== b.hooks.size) return false;
+  for (const [name, lines] of a.chains) if (!sameList(lines, b.chains.get(name))) return false;
+  for (const [name, set] of a.ipsets) if (!sameList(set.members, b.ipsets.get(name)?.members)) return false;
+  for (const [chain, hooks] of a.hooks) {
+    const other = b.hooks.get(chain);
+    if (!sameList(hooks.map((h) => `${h.position} ${h.text}`), other?.map((h) => `${h.position} ${h.text}`))) return false;
+  }
+  return true;
+}
