@@ -1,0 +1,67 @@
+// Picks the iptables backend (nft or legacy) the node already uses, so our rules land in the same
+// netfilter tables as kube-proxy's and flannel's. Mixing backends "works" but splits the ruleset in
+// two places that both run, in an order nobody chose.
+//
+// The heuristic is the one kube-proxy images use (kubernetes-sigs/iptables-wrappers):
+//  1. kubelet (≥ 1.17) leaves a marker chain, :KUBE-IPTABLES-HINT or :KUBE-KUBELET-CANARY (in mangle);
+//     whichever backend holds it is the one kubelet, and so kube-proxy, writes to. nft is checked first.
+//  2. Otherwise, the backend with more rules ("-A …" lines) across iptables and ip6tables wins;
+//  3. a tie, including both empty, means nft: the default of every current distribution.
+
+import { run } from './exec.js';
+import { iptablesTool, type IptablesBackend } from './iptables.js';
+
+/** The concatenated `iptables-save` + `ip6tables-save` output of each backend ('' when a tool failed). */
+export interface BackendEvidence {
+  readonly nft: string;
+  readonly legacy: string;
+}
+
+export interface BackendDecision {
+  readonly backend: IptablesBackend;
+  /** One line for the log: why this backend. */
+  readonly reason: string;
+}
+
+const KUBELET_HINT = /^:(KUBE-IPTABLES-HINT|KUBE-KUBELET-CANARY) /m;
+
+export function countRules(saveOutput: string): number {
+  return saveOutput.split('\n').filter((l) => l.startsWith('-')).length;
+}
+
+export function decideBackend(evidence: BackendEvidence, override?: IptablesBackend): BackendDecision {
+  if (override !== undefined) return { backend: override, reason: `configured: ${override}` };
+  if (KUBELET_HINT.test(evidence.nft)) return { backend: 'nft', reason: 'kubelet hint chain found in iptables-nft' };
+  if (KUBELET_HINT.test(evidence.legacy)) return { backend: 'legacy', reason: 'kubelet hint chain found in iptables-legacy' };
+  const nft = countRules(evidence.nft);
+  const legacy = countRules(evidence.legacy);
+  if (legacy > nft) return { backend: 'legacy', reason: `legacy has more rules (${legacy} > ${nft})` };
+  if (nft > legacy) return { backend: 'nft', reason: `nft has more rules (${nft} > ${legacy})` };
+  return { backend: 'nft', reason: `no preference (${nft} rules each): default nft` };
+}
+
+export interface DetectBackendOptions {
+  readonly netns?: string | undefined;
+  readonly override?: IptablesBackend | undefined;
+}
+
+/** Reads both backends' rules in the target netns (best effort: a failing tool counts as empty) and decides. */
+export async function detectBackend(opts: DetectBackendOptions = {}): Promise<BackendDecision> {
+  if (opts.override !== undefined) return decideBackend({ nft: '', legacy: '' }, opts.override);
+  // Whole-ruleset saves, never `-t mangle`: asking legacy for a table creates it in the kernel
+  // (module autoload), and detection must not change what it observes.
+  const [nft, legacy] = await Promise.all([gather('nft', opts.netns), gather('legacy', opts.netns)]);
+  return decideBackend({ nft, legacy });
+}
+
+async function gather(backend: IptablesBackend, netns: string | undefined): Promise<string> {
+  const outputs = await Promise.all(
+    ([4, 6] as const).map((family) =>
+      run(iptablesTool(family, backend, 'save'), [], { netns }).then(
+        (r) => r.stdout,
+        () => '',
+      ),
+    ),
+  );
+  return outputs.join('\n');
+}

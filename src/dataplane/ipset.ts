@@ -1,0 +1,44 @@
+// Runs `ipset` for the sets of one network namespace (ipsets are per netns, like iptables tables).
+
+import { run } from './exec.js';
+
+export interface IpsetRunner {
+  /** `ipset save`: every set of the namespace with its members, as restore-format text. */
+  save(): Promise<string>;
+  /** `ipset list -n`: set names only, cheap even with millions of members. */
+  listNames(): Promise<string[]>;
+  /**
+   * `ipset -exist restore` with `text` on stdin. -exist makes re-creating an identical set and
+   * re-adding/deleting a present/absent member no-ops, so a delta can be replayed safely.
+   * NOT transactional: sets created before the failing line stay (seen with 7.17: the `create`
+   * stayed, the adds batched with the bad line did not), so plan for it with temp sets + swap (Felix). Throws DataplaneCommandError with `.line` from "Error in line N".
+   */
+  restore(text: string): Promise<void>;
+}
+
+export interface IpsetRunnerOptions {
+  readonly netns?: string | undefined;
+  readonly timeoutMs?: number;
+}
+
+export function createIpsetRunner(opts: IpsetRunnerOptions = {}): IpsetRunner {
+  const base = { netns: opts.netns, ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}) };
+  return {
+    async save() {
+      return (await run('ipset', ['save'], base)).stdout;
+    },
+    async listNames() {
+      const { stdout } = await run('ipset', ['list', '-n'], base);
+      return stdout.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+    },
+    async restore(text) {
+      await run('ipset', ['-exist', 'restore'], { ...base, input: text, lineOf: ipsetErrorLine });
+    },
+  };
+}
+
+/** "ipset v7.17: Error in line 3: Syntax error: '33' is out of range 0-32" → 3. */
+export function ipsetErrorLine(stderr: string): number | undefined {
+  const m = /\bError in line (\d+)/.exec(stderr);
+  return m?.[1] !== undefined ? Number(m[1]) : undefined;
+}
