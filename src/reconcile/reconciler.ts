@@ -1,0 +1,119 @@
+// The sync loop: source events → (batched) compile → plan → apply; the drift timer re-reads the kernel
+// and repairs what someone else changed; failures keep the old rules and retry with backoff.
+
+import { compile } from '../compile/index.js';
+import type { ClusterSnapshot, DesiredState, NodeSettings, Problem } from '../model/index.js';
+import { formatPlanDiff, formatSummary, summarize } from '../plan/diff.js';
+import type { FamilyPlan } from '../plan/index.js';
+import { BoundedFrequencyRunner, type Clock, type RunReason } from './runner.js';
+import type { SyncLogger, Syncer } from './syncer.js';
+
+export interface SnapshotSource {
+  snapshot(): ClusterSnapshot;
+  /** Load problems of the source itself (malformed manifests and the like). */
+  problems(): readonly Problem[];
+}
+
+/** What the loop reports, for metrics and health; all optional. */
+export interface ReconcileObserver {
+  synced?(info: { reason: RunReason; seconds: number; applySeconds: number; plans: readonly FamilyPlan[]; drift: boolean; desired: DesiredState }): void;
+  failed?(info: { reason: RunReason; error: Error }): void;
+  problems?(problems: readonly Problem[]): void;
+  heartbeat?(): void;
+}
+
+export interface ReconcilerOptions {
+  readonly source: SnapshotSource;
+  /** Node settings may depend on the snapshot (the Node object's pod CIDR). */
+  readonly settings: (snapshot: ClusterSnapshot) => NodeSettings;
+  readonly syncer: Pick<Syncer, 'sync' | 'planOnly' | 'markOutOfSync'>;
+  readonly logger: SyncLogger;
+  readonly clock: Clock;
+  readonly batchWindowMs: number;
+  readonly resyncIntervalMs: number;
+  readonly dryRun?: boolean;
+  readonly observer?: ReconcileObserver;
+}
+
+export class Reconciler {
+  private readonly runner: BoundedFrequencyRunner;
+  private syncs = 0;
+  private lastProblemKey = '';
+
+  constructor(private readonly opts: ReconcilerOptions) {
+    this.runner = new BoundedFrequencyRunner((reason) => this.syncOnce(reason), {
+      batchWindowMs: opts.batchWindowMs,
+      maxIntervalMs: opts.resyncIntervalMs,
+      retryBaseMs: Math.max(100, opts.batchWindowMs),
+      retryMaxMs: Math.min(opts.resyncIntervalMs, 30_000),
+      clock: opts.clock,
+    });
+  }
+
+  /** Call once the source has its first full list of everything: nothing is written before. */
+  start(): void {
+    this.runner.start();
+    this.runner.request();
+  }
+
+  stop(): void {
+    this.runner.stop();
+  }
+
+  /** The source changed. */
+  changed(): void {
+    this.runner.request();
+  }
+
+  /** Number of completed syncs (tests wait on it). */
+  get completedSyncs(): number {
+    return this.syncs;
+  }
+
+  private async syncOnce(reason: RunReason): Promise<void> {
+    const { clock, logger } = this.opts;
+    this.opts.observer?.heartbeat?.();
+    const started = clock.now();
+    const snapshot = this.opts.source.snapshot();
+    const result = compile(snapshot, this.opts.settings(snapshot));
+    this.reportProblems([...this.opts.source.problems(), ...result.problems]);
+    try {
+      if (this.opts.dryRun) {
+        const plans = await this.opts.syncer.planOnly(result.desired);
+        const diff = formatPlanDiff(plans);
+        logger.info(`dry run: ${formatSummary(summarize(plans))}`, diff ? { diff } : {});
+        this.syncs++;
+        return;
+      }
+      const applyStart = clock.now();
+      const sync = await this.opts.syncer.sync(result.desired, { readKernel: reason !== 'change' });
+      const now = clock.now();
+      this.syncs++;
+      const summary = summarize(sync.plans);
+      if (sync.drift) logger.warn('repaired drift: netfence-owned kernel state had been changed by someone else', { changes: summary });
+      else if (!summary.inSync) logger.info('programmed', { reason, ...summary });
+      this.opts.observer?.synced?.({
+        reason,
+        seconds: (now - started) / 1000,
+        applySeconds: (now - applyStart) / 1000,
+        plans: sync.plans,
+        drift: sync.drift,
+        desired: result.desired,
+      });
+    } catch (err) {
+      const error = err as Error;
+      this.opts.syncer.markOutOfSync(`apply failed: ${error.message}`);
+      logger.error('apply failed; the previous rules stay in place and the sync will be retried', { reason, error: error.message });
+      this.opts.observer?.failed?.({ reason, error });
+      throw err;
+    }
+  }
+
+  private reportProblems(problems: readonly Problem[]): void {
+    this.opts.observer?.problems?.(problems);
+    const key = problems.map((p) => `${p.object}|${p.field}|${p.message}`).join('\n');
+    if (key === this.lastProblemKey) return;
+    this.lastProblemKey = key;
+    for (const p of problems) this.opts.logger[p.severity === 'error' ? 'error' : 'warn'](`${p.object}: ${p.field}: ${p.message}`);
+  }
+}
