@@ -1,0 +1,32 @@
+# syntax=docker/dockerfile:1
+# netfence image: docker build -t netfence:0.1.0 .   (deploy/daemonset.yaml runs this tag)
+# Node 20, the same major the project is developed and tested on (package.json engines).
+
+# ---- build: compile TypeScript, then drop dev dependencies ----------------------------------
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+# Lockfile first, so the dependency layer is cached across source edits. No compiler toolchain is
+# needed: netlink loads its bundled prebuilt binding (node-gyp-build finds prebuilds/linux-*).
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json ./
+COPY src ./src
+RUN npm run build && npm prune --omit=dev
+
+# ---- runtime ----------------------------------------------------------------------------------
+FROM node:20-bookworm-slim
+# Debian's iptables package ships both backends (iptables-nft* and iptables-legacy*, ip6tables too);
+# the daemon picks one per node. ipset for address sets, iproute2 for `ip`, conntrack for flushing
+# denied flows, kmod so the legacy backend can find modules under the mounted /lib/modules.
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      iptables ipset iproute2 conntrack kmod \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+ENV NODE_ENV=production
+COPY --from=build /app/package.json ./package.json
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+# Runs as root: iptables needs uid 0 with NET_ADMIN, which the DaemonSet grants (not privileged).
+ENTRYPOINT ["node", "/app/dist/cli/main.js"]
+CMD ["--help"]

@@ -1,0 +1,287 @@
+// Builds the daemon's configuration from, lowest precedence first: defaults, the config file
+// (`--config F` or NETFENCE_CONFIG), the environment (NODE_NAME, NETFENCE_*), and flags.
+// Each layer is validated on its own so every error names where the bad value came from.
+
+import { readFileSync } from 'node:fs';
+import type { ParseArgsConfig } from 'node:util';
+import { Ajv, type ErrorObject } from 'ajv';
+import { LineCounter, parseDocument } from 'yaml';
+import type { NodeSettings } from '../model/index.js';
+import { canonicalCidr, isCidr } from './cidr.js';
+import { parseListenAddress } from './listen-address.js';
+import { allocateMarks, markMaskProblems, parseMarkMask } from './marks.js';
+import {
+  CONFIG_FILE_ENV,
+  CONFIG_KEYS,
+  CONFIG_LAYER_SCHEMA,
+  DEFAULT_CONFIG,
+  KEY_SPELLINGS,
+  PATTERN_HINTS,
+  type ConfigKey,
+  type DaemonConfig,
+  type KeyKind,
+} from './schema.js';
+
+/** Every problem found, each prefixed with its source and JSON path. */
+export class ConfigError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(`invalid configuration:\n  ${problems.join('\n  ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Values as `node:util` parseArgs returns them (kebab-case names). Keys that are not config flags are ignored. */
+export type FlagValues = Readonly<Record<string, string | boolean | readonly (string | boolean)[] | undefined>>;
+
+export interface ConfigFileInput {
+  readonly path: string;
+  readonly text: string;
+}
+
+export interface LoadConfigInput {
+  readonly argvFlags?: FlagValues;
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** The config file's contents. When absent, the file named by `--config` or NETFENCE_CONFIG is read. */
+  readonly file?: ConfigFileInput;
+  /** The daemon needs a node name; offline commands (`diff`, `inspect`) may not. Default true. */
+  readonly requireNodeName?: boolean;
+}
+
+/** Config flags in `node:util` parseArgs form; booleans also get `--no-<flag>` (parseArgs on Node 20 has no negation). */
+export const CONFIG_FLAG_OPTIONS: NonNullable<ParseArgsConfig['options']> = configFlagOptions();
+
+function configFlagOptions(): NonNullable<ParseArgsConfig['options']> {
+  const options: NonNullable<ParseArgsConfig['options']> = { config: { type: 'string' } };
+  for (const key of CONFIG_KEYS) {
+    const { kind, flag } = KEY_SPELLINGS[key];
+    if (kind === 'boolean') {
+      options[flag] = { type: 'boolean' };
+      options[`no-${flag}`] = { type: 'boolean' };
+    } else {
+      options[flag] = kind === 'string-list' ? { type: 'string', multiple: true } : { type: 'string' };
+    }
+  }
+  return options;
+}
+
+export function loadConfig(input: LoadConfigInput): { config: DaemonConfig } {
+  const env = input.env ?? {};
+  const flags = input.argvFlags ?? {};
+  const problems: string[] = [];
+  const layers: Layer[] = [];
+
+  const file = input.file ?? readNamedFile(flags, env, problems);
+  if (file) layers.push(fileLayer(file, problems));
+  layers.push(envLayer(env, problems), flagLayer(flags, problems));
+  for (const layer of layers) problems.push(...validateLayer(layer));
+  if (problems.length > 0) throw new ConfigError(problems);
+
+  const merged: Record<string, unknown> = { ...DEFAULT_CONFIG };
+  for (const layer of layers) Object.assign(merged, layer.values);
+  if (input.requireNodeName !== false && merged['nodeName'] === undefined) {
+    const [nodeEnv] = KEY_SPELLINGS.nodeName.env;
+    throw new ConfigError([`/nodeName: is required (set --node-name, ${nodeEnv}, or nodeName in the config file)`]);
+  }
+  merged['markMask'] = parseMarkMask(merged['markMask']);
+  merged['nodeName'] ??= '';
+  return { config: merged as unknown as DaemonConfig };
+}
+
+/**
+ * The compiler's view of this node. Pod CIDRs configured explicitly win over discovered ones
+ * (`podCidrs`: Node spec.podCIDRs or flannel's subnet.env), since an operator who sets them means it.
+ * CIDRs are canonicalized (host bits cleared) and de-duplicated.
+ */
+export function toNodeSettings(config: DaemonConfig, podCidrs: readonly string[]): NodeSettings {
+  const chosen = config.podCidrs.length > 0 ? config.podCidrs : podCidrs;
+  const canonical = chosen.map((text) => {
+    const parsed = canonicalCidr(text);
+    if (!parsed) throw new ConfigError([`pod CIDR "${text}" is not a CIDR`]);
+    return parsed.cidr;
+  });
+  return {
+    nodeName: config.nodeName,
+    bridge: config.bridge,
+    podCidrs: [...new Set(canonical)],
+    unknownPods: config.unknownPods,
+    chainPrefix: config.chainPrefix,
+    ipsetPrefix: config.ipsetPrefix,
+    marks: allocateMarks(config.markMask),
+  };
+}
+
+// ---- layers ------------------------------------------------------------------------------------
+
+interface Layer {
+  readonly values: Record<string, unknown>;
+  /** Names the origin of a key's value in error messages. */
+  readonly origin: (key: string) => string;
+}
+
+function readNamedFile(flags: FlagValues, env: LoadConfigInput['env'] & object, problems: string[]): ConfigFileInput | undefined {
+  const fromFlag = flags['config'];
+  const path = typeof fromFlag === 'string' ? fromFlag : nonEmpty(env[CONFIG_FILE_ENV]);
+  if (path === undefined) return undefined;
+  try {
+    return { path, text: readFileSync(path, 'utf8') };
+  } catch (err) {
+    problems.push(`config file ${path}: cannot read: ${(err as Error).message}`);
+    return undefined;
+  }
+}
+
+function fileLayer(file: ConfigFileInput, problems: string[]): Layer {
+  const origin = (): string => `config file ${file.path}`;
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(file.text, { prettyErrors: false, uniqueKeys: true, lineCounter });
+  // Only the first syntax error: the ones after it are usually the parser losing its footing.
+  const [syntax] = doc.errors;
+  if (syntax) {
+    problems.push(`${origin()}: line ${lineCounter.linePos(syntax.pos[0]).line}: ${syntax.message}`);
+    return { values: {}, origin };
+  }
+  const parsed: unknown = doc.toJS();
+  if (parsed === null || parsed === undefined) return { values: {}, origin }; // an empty file sets nothing
+  if (typeof parsed !== 'object' || Array.isArray(parsed)) {
+    problems.push(`${origin()}: /: must be a mapping of settings`);
+    return { values: {}, origin };
+  }
+  return { values: parsed as Record<string, unknown>, origin };
+}
+
+function envLayer(env: Readonly<Record<string, string | undefined>>, problems: string[]): Layer {
+  const values: Record<string, unknown> = {};
+  const source: Record<string, string> = {};
+  const known = new Set<string>([CONFIG_FILE_ENV]);
+  for (const key of CONFIG_KEYS) {
+    const { kind, env: names } = KEY_SPELLINGS[key];
+    // Later names win: NETFENCE_NODE_NAME overrides the downward API's NODE_NAME.
+    for (const name of names) {
+      known.add(name);
+      // An empty variable is treated as unset, as shells and manifests often leave them.
+      const raw = nonEmpty(env[name]);
+      if (raw === undefined) continue;
+      values[key] = coerce(kind, raw);
+      source[key] = name;
+    }
+  }
+  // A misspelt NETFENCE_ variable would otherwise be ignored without a word.
+  for (const name of Object.keys(env).sort()) {
+    if (name.startsWith('NETFENCE_') && !known.has(name)) problems.push(`environment ${name}: unknown setting${suggest(name, [...known])}`);
+  }
+  return { values, origin: (key) => `environment ${source[key] ?? KEY_SPELLINGS[key as ConfigKey]?.env.at(-1) ?? ''}` };
+}
+
+function flagLayer(flags: FlagValues, problems: string[]): Layer {
+  const values: Record<string, unknown> = {};
+  for (const key of CONFIG_KEYS) {
+    const { kind, flag } = KEY_SPELLINGS[key];
+    const raw = flags[flag];
+    if (kind === 'boolean') {
+      const negated = flags[`no-${flag}`] === true;
+      if (raw === true && negated) problems.push(`flag --${flag}: conflicts with --no-${flag}`);
+      else if (raw !== undefined) values[key] = typeof raw === 'string' ? coerce(kind, raw) : raw;
+      else if (negated) values[key] = false;
+    } else if (raw !== undefined) {
+      const list = (Array.isArray(raw) ? raw : [raw]).map(String);
+      values[key] = kind === 'string-list' ? list.flatMap(splitList) : coerce(kind, list.at(-1) ?? '');
+    }
+  }
+  return { values, origin: (key) => `flag --${KEY_SPELLINGS[key as ConfigKey]?.flag ?? key}` };
+}
+
+// Strings from the environment and flags become the JSON types the schema checks. A value that does
+// not convert stays a string, so the schema reports it ("must be integer") with its origin.
+function coerce(kind: KeyKind, raw: string): unknown {
+  switch (kind) {
+    case 'integer':
+      return /^[+-]?\d+$/.test(raw.trim()) ? Number(raw) : raw;
+    case 'boolean': {
+      const word = raw.trim().toLowerCase();
+      if (['true', '1', 'yes', 'on'].includes(word)) return true;
+      if (['false', '0', 'no', 'off'].includes(word)) return false;
+      return raw;
+    }
+    case 'string-list':
+      return splitList(raw);
+    case 'string':
+    case 'mark-mask':
+      return raw;
+  }
+}
+
+const splitList = (raw: string): string[] =>
+  raw
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '');
+
+const nonEmpty = (value: string | undefined): string | undefined => (value === undefined || value === '' ? undefined : value);
+
+// ---- validation ---------------------------------------------------------------------------------
+
+const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
+ajv.addFormat('cidr', { type: 'string', validate: isCidr });
+ajv.addFormat('listen-address', { type: 'string', validate: (text: string) => parseListenAddress(text) !== undefined });
+const validateSchema = ajv.compile(CONFIG_LAYER_SCHEMA);
+
+function validateLayer(layer: Layer): string[] {
+  const problems: string[] = [];
+  if (!validateSchema(layer.values)) {
+    for (const err of validateSchema.errors ?? []) {
+      const { path, reason } = describe(err);
+      problems.push(`${layer.origin(topKey(path))}: ${path}: ${reason}`);
+    }
+  }
+  // Bit rules the schema cannot say: how many bits, and which ones are kube-proxy's.
+  const mask = layer.values['markMask'];
+  if (mask !== undefined && (typeof mask === 'number' || typeof mask === 'string')) {
+    const value = parseMarkMask(mask);
+    const reasons = value === undefined ? ['must be a number or a hex string such as "0xffff0000"'] : markMaskProblems(value);
+    for (const reason of reasons) problems.push(`${layer.origin('markMask')}: /markMask: ${reason}`);
+  }
+  return problems;
+}
+
+const topKey = (path: string): string => path.split('/')[1] ?? '';
+
+function describe(err: ErrorObject): { path: string; reason: string } {
+  const path = err.instancePath || '/';
+  const params = err.params as Record<string, unknown>;
+  switch (err.keyword) {
+    case 'additionalProperties': {
+      const name = String(params['additionalProperty']);
+      return { path: `${err.instancePath}/${name}`, reason: `unknown key${suggest(name, CONFIG_KEYS)}` };
+    }
+    case 'enum':
+      return { path, reason: `must be one of: ${(params['allowedValues'] as unknown[]).join(', ')}` };
+    case 'format':
+      return params['format'] === 'cidr'
+        ? { path, reason: 'must be a CIDR such as 10.244.1.0/24 or fd00:10:244:1::/64' }
+        : { path, reason: 'must be host:port such as 0.0.0.0:9476 or [::]:9476' };
+    case 'pattern':
+      return { path, reason: PATTERN_HINTS[topKey(path) as ConfigKey] ?? err.message ?? 'is invalid' };
+    default:
+      return { path, reason: err.message ?? 'is invalid' };
+  }
+}
+
+// "did you mean …": case-insensitive match, or an edit distance of at most 2.
+function suggest(name: string, candidates: readonly string[]): string {
+  const lower = name.toLowerCase();
+  const best = candidates.find((c) => c.toLowerCase() === lower) ?? candidates.find((c) => editDistance(c.toLowerCase(), lower) <= 2);
+  return best === undefined ? '' : ` (did you mean ${best}?)`;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1);
+      current.push(Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, substitution));
+    }
+    previous = current;
+  }
+  return previous[b.length] ?? 0;
+}

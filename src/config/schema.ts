@@ -1,0 +1,151 @@
+// The daemon's configuration: its keys, defaults, how each key is spelled in the environment and on
+// the command line, and the JSON Schema every layer (file, environment, flags) is checked against.
+
+import type { UnknownPodPolicy } from '../model/index.js';
+import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from '../log.js';
+import { DEFAULT_MARK_MASK } from './marks.js';
+
+export const BACKENDS = ['auto', 'nft', 'legacy'] as const;
+/** Which iptables binaries to drive; `auto` picks the one holding more rules, as kube-proxy's iptables-wrappers do. */
+export type IptablesBackend = (typeof BACKENDS)[number];
+
+export const UNKNOWN_POD_POLICIES = ['fail-closed', 'fail-open'] as const satisfies readonly UnknownPodPolicy[];
+
+export interface DaemonConfig {
+  readonly nodeName: string;
+  readonly bridge: string;
+  /** Pod CIDRs from configuration; when empty the daemon discovers them (Node spec, flannel subnet.env). */
+  readonly podCidrs: readonly string[];
+  readonly unknownPods: UnknownPodPolicy;
+  readonly chainPrefix: string;
+  readonly ipsetPrefix: string;
+  /** The bits netfence may use in the packet mark; see marks.ts for how they are allocated. */
+  readonly markMask: number;
+  readonly backend: IptablesBackend;
+  /** Program ip6tables as well when pods have IPv6 addresses. */
+  readonly ipv6: boolean;
+  /** Drift check period: the kernel is re-read and repaired at least this often. */
+  readonly resyncIntervalSeconds: number;
+  /** Informer events arriving within this window are folded into one sync. */
+  readonly batchWindowMs: number;
+  /** Delete conntrack entries of flows that a new deny forbids (otherwise established flows survive). */
+  readonly conntrackFlush: boolean;
+  /** `host:port` serving /healthz, /readyz and /metrics. */
+  readonly listenAddress: string;
+  readonly logLevel: LogLevel;
+  readonly logFormat: LogFormat;
+  /** flannel's per-node lease file, read for this node's pod CIDR. */
+  readonly flannelSubnetEnv: string;
+  /** Log the plan and write nothing. */
+  readonly dryRun: boolean;
+}
+
+export type ConfigKey = keyof DaemonConfig;
+
+/** How a key's value is written where only strings exist (environment, flags). */
+export type KeyKind = 'string' | 'integer' | 'boolean' | 'string-list' | 'mark-mask';
+
+export interface KeySpelling {
+  readonly kind: KeyKind;
+  /** Environment variables, lowest precedence first. */
+  readonly env: readonly string[];
+  /** Long flag without dashes. */
+  readonly flag: string;
+}
+
+const spell = (kind: KeyKind, envSuffix: string, flag: string, extraEnv: readonly string[] = []): KeySpelling => ({
+  kind,
+  env: [...extraEnv, `NETFENCE_${envSuffix}`],
+  flag,
+});
+
+export const KEY_SPELLINGS: { readonly [K in ConfigKey]: KeySpelling } = {
+  // NODE_NAME is what the DaemonSet sets from the downward API (spec.nodeName).
+  nodeName: spell('string', 'NODE_NAME', 'node-name', ['NODE_NAME']),
+  bridge: spell('string', 'BRIDGE', 'bridge'),
+  podCidrs: spell('string-list', 'POD_CIDRS', 'pod-cidr'),
+  unknownPods: spell('string', 'UNKNOWN_PODS', 'unknown-pods'),
+  chainPrefix: spell('string', 'CHAIN_PREFIX', 'chain-prefix'),
+  ipsetPrefix: spell('string', 'IPSET_PREFIX', 'ipset-prefix'),
+  markMask: spell('mark-mask', 'MARK_MASK', 'mark-mask'),
+  backend: spell('string', 'BACKEND', 'backend'),
+  ipv6: spell('boolean', 'IPV6', 'ipv6'),
+  resyncIntervalSeconds: spell('integer', 'RESYNC_INTERVAL_SECONDS', 'resync-interval-seconds'),
+  batchWindowMs: spell('integer', 'BATCH_WINDOW_MS', 'batch-window-ms'),
+  conntrackFlush: spell('boolean', 'CONNTRACK_FLUSH', 'conntrack-flush'),
+  listenAddress: spell('string', 'LISTEN_ADDRESS', 'listen-address'),
+  logLevel: spell('string', 'LOG_LEVEL', 'log-level'),
+  logFormat: spell('string', 'LOG_FORMAT', 'log-format'),
+  flannelSubnetEnv: spell('string', 'FLANNEL_SUBNET_ENV', 'flannel-subnet-env'),
+  dryRun: spell('boolean', 'DRY_RUN', 'dry-run'),
+};
+
+export const CONFIG_KEYS = Object.keys(KEY_SPELLINGS) as readonly ConfigKey[];
+
+/** Names the config file path in the environment, as `--config` does on the command line. */
+export const CONFIG_FILE_ENV = 'NETFENCE_CONFIG';
+
+export const DEFAULT_CONFIG: Omit<DaemonConfig, 'nodeName'> = {
+  bridge: 'cni0',
+  podCidrs: [],
+  // Fail closed; the reasoning is in model/node.ts defaultNodeSettings.
+  unknownPods: 'fail-closed',
+  chainPrefix: 'nf-',
+  ipsetPrefix: 'nf',
+  markMask: DEFAULT_MARK_MASK,
+  backend: 'auto',
+  ipv6: true,
+  resyncIntervalSeconds: 30,
+  batchWindowMs: 20,
+  conntrackFlush: false,
+  listenAddress: '0.0.0.0:9476',
+  logLevel: 'info',
+  logFormat: 'json',
+  flannelSubnetEnv: '/run/flannel/subnet.env',
+  dryRun: false,
+};
+
+/** Readable hints for `pattern` failures, which ajv would report as a bare regular expression. */
+export const PATTERN_HINTS: Partial<Record<ConfigKey, string>> = {
+  nodeName: 'must be a DNS subdomain (lowercase letters, digits, "-" and ".")',
+  bridge: 'must be a Linux interface name (up to 15 characters, no "/", ":" or spaces)',
+  chainPrefix: 'must be letters, digits and "-" only',
+  ipsetPrefix: 'must be letters and digits only',
+};
+
+/**
+ * One layer of configuration. Every key is optional (defaults fill the rest) and unknown keys are
+ * errors, so a typo in a ConfigMap fails loudly instead of silently keeping a default.
+ * Formats `cidr` and `listen-address` are registered by load.ts.
+ */
+export const CONFIG_LAYER_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    nodeName: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 253,
+      pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$',
+    },
+    bridge: { type: 'string', minLength: 1, maxLength: 15, pattern: '^[^/:\\s]*$' },
+    podCidrs: { type: 'array', items: { type: 'string', format: 'cidr' }, uniqueItems: true },
+    unknownPods: { type: 'string', enum: [...UNKNOWN_POD_POLICIES] },
+    // Chains are ≤ 28 characters; a short prefix leaves room for the hash that keeps names unique.
+    chainPrefix: { type: 'string', minLength: 1, maxLength: 6, pattern: '^[a-zA-Z0-9-]+$' },
+    // Sets are ≤ 31 characters and the family/kind tag (`4s:`) follows the prefix.
+    ipsetPrefix: { type: 'string', minLength: 1, maxLength: 4, pattern: '^[a-zA-Z0-9]+$' },
+    // A number, or a string such as "0xffff0000"; bit rules are checked in marks.ts.
+    markMask: { type: ['integer', 'string'] },
+    backend: { type: 'string', enum: [...BACKENDS] },
+    ipv6: { type: 'boolean' },
+    resyncIntervalSeconds: { type: 'integer', minimum: 1, maximum: 86400 },
+    batchWindowMs: { type: 'integer', minimum: 0, maximum: 60000 },
+    conntrackFlush: { type: 'boolean' },
+    listenAddress: { type: 'string', format: 'listen-address' },
+    logLevel: { type: 'string', enum: [...LOG_LEVELS] },
+    logFormat: { type: 'string', enum: [...LOG_FORMATS] },
+    flannelSubnetEnv: { type: 'string', minLength: 1 },
+    dryRun: { type: 'boolean' },
+  },
+} as const;

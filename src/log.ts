@@ -1,0 +1,95 @@
+// The one logger factory. There is no global logger: the composition root creates one and passes it
+// down, and each module narrows it with `child({ component })` (kube-proxy's `proxier.logger`).
+
+import type { Writable } from 'node:stream';
+import winston from 'winston';
+
+export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export const LOG_FORMATS = ['json', 'text'] as const;
+/** `json`: one object per line, for nodes and log shippers. `text`: readable lines, for the CLI. */
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
+/** Structured fields attached to one line. Error values are flattened so they survive JSON. */
+export type LogFields = Readonly<Record<string, unknown>>;
+
+export interface Logger {
+  error(message: string, fields?: LogFields): void;
+  warn(message: string, fields?: LogFields): void;
+  info(message: string, fields?: LogFields): void;
+  debug(message: string, fields?: LogFields): void;
+  /** A logger whose every line carries `fields` (at least the component that writes it). */
+  child(fields: { readonly component: string } & LogFields): Logger;
+}
+
+export interface LoggerOptions {
+  readonly level: LogLevel;
+  readonly format: LogFormat;
+  /**
+   * Where lines go. Default: stderr, for both formats, because stdout belongs to command output
+   * (`netfence compile` prints restore text there and must stay pipeable).
+   */
+  readonly stream?: Writable;
+}
+
+export function createLogger(options: LoggerOptions): Logger {
+  const transport = options.stream
+    ? new winston.transports.Stream({ stream: options.stream })
+    : new winston.transports.Console({ stderrLevels: [...LOG_LEVELS] });
+  const format = winston.format.combine(
+    flattenErrors(),
+    winston.format.timestamp(),
+    options.format === 'json' ? winston.format.json() : textLine,
+  );
+  // winston's npm levels are a superset of ours with the same order; only ours are reachable.
+  return wrap(winston.createLogger({ level: options.level, format, transports: [transport] }));
+}
+
+/** A logger that drops everything: for tests and library callers that do not care. */
+export const nullLogger: Logger = {
+  error: () => {},
+  warn: () => {},
+  info: () => {},
+  debug: () => {},
+  child: () => nullLogger,
+};
+
+function wrap(inner: winston.Logger): Logger {
+  return {
+    error: (message, fields) => inner.error(message, fields ?? {}),
+    warn: (message, fields) => inner.warn(message, fields ?? {}),
+    info: (message, fields) => inner.info(message, fields ?? {}),
+    debug: (message, fields) => inner.debug(message, fields ?? {}),
+    child: (fields) => wrap(inner.child(fields)),
+  };
+}
+
+// `JSON.stringify(new Error('x'))` is `{}`; keep what an operator needs to act on (name, message and
+// own fields such as DataplaneCommandError's command/stderr/line).
+const flattenErrors = winston.format((info) => {
+  for (const [key, value] of Object.entries(info)) {
+    if (value instanceof Error) info[key] = errorFields(value);
+  }
+  return info;
+});
+
+function errorFields(err: Error): Record<string, unknown> {
+  const own: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(err)) own[key] = value;
+  return { name: err.name, message: err.message, ...own };
+}
+
+// Text lines: `2024-05-01T10:00:00.000Z info  [sync] applied chains=12 sets=3`.
+const textLine = winston.format.printf((info) => {
+  const { timestamp, level, message, component, ...rest } = info;
+  // Object.entries skips winston's Symbol-keyed internals (LEVEL, MESSAGE, SPLAT).
+  const fields = Object.entries(rest).map(([key, value]) => `${key}=${formatValue(value)}`);
+  const where = component === undefined ? '' : `[${String(component)}] `;
+  return [`${String(timestamp)} ${level.padEnd(5)} ${where}${String(message)}`, ...fields].join(' ');
+});
+
+function formatValue(value: unknown): string {
+  if (typeof value === 'string') return /^[^\s"=]+$/.test(value) ? value : JSON.stringify(value);
+  return JSON.stringify(value) ?? String(value);
+}

@@ -1,0 +1,99 @@
+// What /healthz and /readyz answer. The sync loop reports into a HealthState; the HTTP server only
+// reads it. Time comes from an injected clock so tests decide when the loop counts as stalled.
+
+export type Check = { readonly ok: true } | { readonly ok: false; readonly reason: string };
+
+export interface HealthChecks {
+  /** Alive while the loop keeps reporting: a kubelet restart is the cure for a wedged loop. */
+  liveness(): Check;
+  /** Ready once this node enforces policy: the first full sync is programmed and bridged traffic reaches iptables. */
+  readiness(): Check;
+}
+
+export interface HealthStateOptions {
+  /** Milliseconds, monotonic enough for intervals (Date.now or performance.now, or a fake). */
+  readonly now: () => number;
+  /**
+   * The loop counts as dead when it has not called `heartbeat` for this long. The drift timer wakes it
+   * every resync interval, so a few intervals is a safe bound.
+   */
+  readonly stallAfterMs: number;
+  /** Told whenever readiness flips (e.g. Metrics.setReady). */
+  readonly onReadyChange?: (ready: boolean) => void;
+}
+
+const OK: Check = { ok: true };
+
+export class HealthState implements HealthChecks {
+  private lastBeat: number;
+  private stopped: string | undefined;
+  private programmed = false;
+  private bridgeNf: boolean | undefined;
+  private lastReady = false;
+
+  constructor(private readonly options: HealthStateOptions) {
+    // Start-up counts as a beat: the loop gets a full stall window before its first report.
+    this.lastBeat = options.now();
+  }
+
+  /** Called by the loop on every iteration, idle drift checks included. */
+  heartbeat(): void {
+    this.lastBeat = this.options.now();
+    this.stopped = undefined;
+    this.notify();
+  }
+
+  /** The loop ended or crashed; liveness fails at once instead of after the stall window. */
+  loopStopped(reason: string): void {
+    this.stopped = reason;
+    this.notify();
+  }
+
+  /** The first full sync reached the kernel. Later failures keep the old rules in place, so this stays true. */
+  fullSyncProgrammed(): void {
+    this.programmed = true;
+    this.notify();
+  }
+
+  /** Result of reading net.bridge.bridge-nf-call-iptables in this network namespace. */
+  bridgeNfCallIptables(on: boolean): void {
+    this.bridgeNf = on;
+    this.notify();
+  }
+
+  liveness(): Check {
+    if (this.stopped !== undefined) return { ok: false, reason: `sync loop stopped: ${this.stopped}` };
+    const silentMs = this.options.now() - this.lastBeat;
+    if (silentMs > this.options.stallAfterMs) {
+      return { ok: false, reason: `sync loop silent for ${Math.round(silentMs)} ms (limit ${this.options.stallAfterMs} ms)` };
+    }
+    return OK;
+  }
+
+  readiness(): Check {
+    const check = this.computeReadiness();
+    this.report(check.ok);
+    return check;
+  }
+
+  private computeReadiness(): Check {
+    const live = this.liveness();
+    if (!live.ok) return live;
+    if (this.bridgeNf === undefined) return { ok: false, reason: 'net.bridge.bridge-nf-call-iptables not checked yet' };
+    if (!this.bridgeNf) {
+      return { ok: false, reason: 'net.bridge.bridge-nf-call-iptables is 0: bridged pod-to-pod traffic would bypass iptables' };
+    }
+    if (!this.programmed) return { ok: false, reason: 'first full sync not programmed yet' };
+    return OK;
+  }
+
+  private notify(): void {
+    this.report(this.computeReadiness().ok);
+  }
+
+  private report(ready: boolean): void {
+    if (ready === this.lastReady) return;
+    this.lastReady = ready;
+    this.options.onReadyChange?.(ready);
+  }
+}

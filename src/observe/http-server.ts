@@ -1,0 +1,96 @@
+// The observability endpoints on the metrics port: /healthz (liveness), /readyz (readiness) and
+// /metrics (Prometheus text). Plain node:http: three read-only routes do not need a framework.
+
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { parseListenAddress, type ListenAddress } from '../config/listen-address.js';
+import { nullLogger, type Logger } from '../log.js';
+import type { Check, HealthChecks } from './health.js';
+import type { Metrics } from './metrics.js';
+
+export interface ObserveServerOptions {
+  readonly health: HealthChecks;
+  readonly metrics: Pick<Metrics, 'render' | 'contentType'>;
+  readonly logger?: Logger;
+}
+
+export class ObserveServer {
+  private server: Server | undefined;
+  private readonly logger: Logger;
+
+  constructor(private readonly options: ObserveServerOptions) {
+    this.logger = options.logger ?? nullLogger;
+  }
+
+  /** Listens on `host:port` (port 0 picks a free one) and resolves to the address actually bound. */
+  async start(listen: string | ListenAddress): Promise<ListenAddress> {
+    if (this.server) throw new Error('observe server already started');
+    const address = typeof listen === 'string' ? parseListenAddress(listen) : listen;
+    if (!address) throw new Error(`listen address "${String(listen)}" is not host:port`);
+    const server = createServer((req, res) => void this.handle(req, res));
+    // Probes and scrapes are short; do not let a stuck client hold a socket forever.
+    server.requestTimeout = 10_000;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      // An empty host listens on every interface (both families where the kernel allows).
+      const onListening = (): void => {
+        server.off('error', reject);
+        resolve();
+      };
+      if (address.host === '') server.listen(address.port, onListening);
+      else server.listen(address.port, address.host, onListening);
+    });
+    server.on('error', (err) => this.logger.error('observe server error', { err }));
+    this.server = server;
+    const bound = server.address() as AddressInfo;
+    this.logger.info('serving /healthz /readyz /metrics', { address: bound.address, port: bound.port });
+    return { host: bound.address, port: bound.port };
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    if (!server) return;
+    this.server = undefined;
+    // Keep-alive connections (Prometheus keeps one) would otherwise hold close() open.
+    server.closeAllConnections();
+    await new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      return send(res, 405, 'method not allowed\n', { Allow: 'GET, HEAD' });
+    }
+    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+    switch (path) {
+      case '/healthz':
+        return sendCheck(res, this.options.health.liveness());
+      case '/readyz':
+        return sendCheck(res, this.options.health.readiness());
+      case '/metrics':
+        try {
+          const text = await this.options.metrics.render();
+          return send(res, 200, text, { 'Content-Type': this.options.metrics.contentType });
+        } catch (err) {
+          this.logger.error('rendering metrics failed', { err });
+          return send(res, 500, 'rendering metrics failed\n');
+        }
+      default:
+        return send(res, 404, 'not found: try /healthz, /readyz or /metrics\n');
+    }
+  }
+}
+
+function sendCheck(res: ServerResponse, check: Check): void {
+  if (check.ok) send(res, 200, 'ok\n');
+  else send(res, 503, `${check.reason}\n`);
+}
+
+function send(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
+  res.writeHead(status, {
+    'Content-Type': 'text/plain; charset=utf-8',
+    'Content-Length': Buffer.byteLength(body),
+    'Cache-Control': 'no-store',
+    ...headers,
+  });
+  res.end(res.req.method === 'HEAD' ? undefined : body);
+}

@@ -1,0 +1,121 @@
+// The daemon's Prometheus metrics. prom-client renders the text exposition format; this module owns
+// the metric names, help texts, label values and buckets, and hands the daemon a narrow typed facade
+// so no other module depends on prom-client. Each instance has its own registry: no global state.
+
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export type SyncKind = 'full' | 'incremental';
+/** What woke the loop: an informer event per resource kind, a manifest change, or the drift timer. */
+export type EventKind = 'pod' | 'namespace' | 'networkpolicy' | 'node' | 'manifest' | 'resync';
+/** Kernel objects a drift check found deleted, edited or displaced and put back. */
+export type DriftObject = 'chain' | 'set' | 'hook';
+
+export interface ProgrammedCounts {
+  readonly rules: number;
+  readonly ipsets: number;
+  readonly ipsetMembers: number;
+}
+
+export interface Metrics {
+  observeSync(kind: SyncKind, seconds: number): void;
+  observeApply(seconds: number): void;
+  countEvent(kind: EventKind, n?: number): void;
+  setProgrammed(counts: ProgrammedCounts): void;
+  countApplyFailure(): void;
+  countDriftRepair(object: DriftObject, n?: number): void;
+  /** Replaces every policy's count, so a policy that was fixed or deleted disappears from /metrics. */
+  setPolicyProblems(problemsByPolicy: ReadonlyMap<string, number>): void;
+  setReady(ready: boolean): void;
+  /** The exposition text for GET /metrics. */
+  render(): Promise<string>;
+  readonly contentType: string;
+}
+
+export interface MetricsOptions {
+  /** Also export process_* and nodejs_* metrics (the daemon wants them; tests do not). */
+  readonly processMetrics?: boolean;
+}
+
+// A sync is compile + plan + apply. Tens of ms on small clusters, seconds at 10k pods (limits.md).
+const SYNC_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+// One iptables-restore / ipset restore round; a tail past 1 s means xtables lock contention.
+const APPLY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+
+export function createMetrics(options: MetricsOptions = {}): Metrics {
+  const registry = new Registry();
+  const registers = [registry];
+  if (options.processMetrics) collectDefaultMetrics({ register: registry });
+
+  const syncDuration = new Histogram({
+    name: 'netfence_sync_duration_seconds',
+    help: 'Time to compile, plan and apply one sync, by kind (full rewrite or incremental).',
+    labelNames: ['kind'] as const,
+    buckets: SYNC_BUCKETS,
+    registers,
+  });
+  const applyDuration = new Histogram({
+    name: 'netfence_apply_duration_seconds',
+    help: 'Time spent in ipset restore and iptables-restore for one apply.',
+    buckets: APPLY_BUCKETS,
+    registers,
+  });
+  const events = new Counter({
+    name: 'netfence_events_total',
+    help: 'Events that triggered a sync, by kind.',
+    labelNames: ['kind'] as const,
+    registers,
+  });
+  const rules = new Gauge({ name: 'netfence_rules_programmed', help: 'iptables rules netfence owns, as last programmed.', registers });
+  const ipsets = new Gauge({ name: 'netfence_ipsets_programmed', help: 'ipsets netfence owns, as last programmed.', registers });
+  const ipsetMembers = new Gauge({
+    name: 'netfence_ipset_members_programmed',
+    help: 'Members across all ipsets netfence owns, as last programmed.',
+    registers,
+  });
+  const applyFailures = new Counter({
+    name: 'netfence_apply_failures_total',
+    help: 'Applies that failed and left the previous ruleset in place (retried with backoff).',
+    registers,
+  });
+  const driftRepairs = new Counter({
+    name: 'netfence_drift_repairs_total',
+    help: 'Kernel objects found changed by someone else and restored, by object type.',
+    labelNames: ['object'] as const,
+    registers,
+  });
+  const policyProblems = new Gauge({
+    name: 'netfence_policy_problems',
+    help: 'Problems found in a NetworkPolicy (namespace/name); its selected pods stay isolated.',
+    labelNames: ['policy'] as const,
+    registers,
+  });
+  const ready = new Gauge({
+    name: 'netfence_ready',
+    help: '1 once the first full sync is programmed and bridge-nf-call-iptables is on, else 0.',
+    registers,
+  });
+  ready.set(0);
+  // Pre-create the label values a dashboard expects, so `rate()` sees a 0 before the first increment.
+  for (const kind of ['full', 'incremental'] as const) syncDuration.zero({ kind });
+  for (const object of ['chain', 'set', 'hook'] as const) driftRepairs.labels({ object }).inc(0);
+
+  return {
+    observeSync: (kind, seconds) => syncDuration.observe({ kind }, seconds),
+    observeApply: (seconds) => applyDuration.observe(seconds),
+    countEvent: (kind, n = 1) => events.inc({ kind }, n),
+    setProgrammed: (counts) => {
+      rules.set(counts.rules);
+      ipsets.set(counts.ipsets);
+      ipsetMembers.set(counts.ipsetMembers);
+    },
+    countApplyFailure: () => applyFailures.inc(),
+    countDriftRepair: (object, n = 1) => driftRepairs.inc({ object }, n),
+    setPolicyProblems: (problemsByPolicy) => {
+      policyProblems.reset();
+      for (const [policy, count] of problemsByPolicy) policyProblems.set({ policy }, count);
+    },
+    setReady: (isReady) => ready.set(isReady ? 1 : 0),
+    render: () => registry.metrics(),
+    contentType: registry.contentType,
+  };
+}

@@ -1,0 +1,127 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const ROOT = process.cwd();
+const packageJson = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { bin: Record<string, string>; engines: { node: string } };
+
+interface Instruction {
+  op: string;
+  args: string;
+}
+interface Stage {
+  from: string;
+  name: string | undefined;
+  body: Instruction[];
+}
+
+/** Dockerfile → stages of instructions (comments dropped, `\` continuations joined). */
+function parseDockerfile(text: string): Stage[] {
+  const logical = text
+    .split('\n')
+    .filter((line) => !/^\s*#/.test(line))
+    .join('\n')
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean);
+  const stages: Stage[] = [];
+  for (const line of logical) {
+    const [, op = '', args = ''] = /^(\S+)\s+(.*)$/.exec(line) ?? [];
+    if (op.toUpperCase() === 'FROM') {
+      const [, from = '', name] = /^(\S+)(?:\s+AS\s+(\S+))?$/i.exec(args) ?? [];
+      stages.push({ from, name, body: [] });
+    } else {
+      stages.at(-1)?.body.push({ op: op.toUpperCase(), args: args.replace(/\s+/g, ' ') });
+    }
+  }
+  return stages;
+}
+
+/** Whether `.dockerignore` keeps `path` in the build context (last matching pattern wins). */
+function inContext(patterns: string[], path: string): boolean {
+  let kept = true;
+  for (const raw of patterns) {
+    const negated = raw.startsWith('!');
+    const pattern = negated ? raw.slice(1) : raw;
+    const matches = pattern === '*' || path === pattern || path.startsWith(`${pattern}/`);
+    if (matches) kept = negated;
+  }
+  return kept;
+}
+
+const stages = parseDockerfile(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'));
+const ignore = readFileSync(join(ROOT, '.dockerignore'), 'utf8')
+  .split('\n')
+  .map((l) => l.trim())
+  .filter((l) => l && !l.startsWith('#'));
+const build = stages.find((s) => s.name === 'build');
+const runtime = stages.at(-1)!;
+const runs = (stage: Stage | undefined) => (stage?.body ?? []).filter((i) => i.op === 'RUN').map((i) => i.args).join(' && ');
+
+describe('parseDockerfile', () => {
+  it('joins continuations, drops comments and splits stages', () => {
+    expect(parseDockerfile('FROM a AS b\n# x\nRUN one \\\n  two\nFROM c\nCMD ["d"]\n')).toEqual([
+      { from: 'a', name: 'b', body: [{ op: 'RUN', args: 'one two' }] },
+      { from: 'c', name: undefined, body: [{ op: 'CMD', args: '["d"]' }] },
+    ]);
+  });
+});
+
+describe('inContext', () => {
+  it.each([
+    { patterns: ['*', '!src'], path: 'src/cli/main.ts', kept: true },
+    { patterns: ['*', '!src'], path: 'node_modules/x', kept: false },
+    { patterns: ['node_modules'], path: 'src/a.ts', kept: true },
+    { patterns: ['node_modules'], path: 'node_modules/a', kept: false },
+  ])('$patterns keeps $path: $kept', ({ patterns, path, kept }) => {
+    expect(inContext(patterns, path)).toBe(kept);
+  });
+});
+
+describe('Dockerfile', () => {
+  it('builds and runs on the Node 20 Debian slim image, the major package.json requires', () => {
+    expect(stages.map((s) => s.from)).toEqual(['node:20-bookworm-slim', 'node:20-bookworm-slim']);
+    expect(packageJson.engines.node).toBe('>=20');
+  });
+
+  it('installs, builds and prunes dev dependencies in the build stage', () => {
+    expect(runs(build)).toMatch(/npm ci\b.*npm run build && npm prune --omit=dev/);
+  });
+
+  it.each(['iptables', 'ipset', 'iproute2', 'conntrack'])('installs %s in the runtime image', (pkg) => {
+    const install = /apt-get install ([^&]*)/.exec(runs(runtime))?.[1] ?? '';
+    expect(install.split(' ')).toContain(pkg);
+  });
+
+  it('copies the built app from the build stage', () => {
+    const copies = runtime.body.filter((i) => i.op === 'COPY').map((i) => i.args);
+    expect(copies).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^--from=build \/app\/dist /),
+        expect.stringMatching(/^--from=build \/app\/node_modules /),
+        expect.stringMatching(/^--from=build \/app\/package.json /),
+      ]),
+    );
+  });
+
+  it("enters at the package's bin", () => {
+    const entrypoint = runtime.body.find((i) => i.op === 'ENTRYPOINT');
+    const workdir = runtime.body.find((i) => i.op === 'WORKDIR')?.args;
+    expect(JSON.parse(entrypoint?.args ?? 'null')).toEqual(['node', `${workdir}/${packageJson.bin['netfence']}`]);
+  });
+
+  it('copies only context paths that exist and .dockerignore keeps', () => {
+    const sources = (build?.body ?? [])
+      .filter((i) => i.op === 'COPY' && !i.args.startsWith('--from'))
+      .flatMap((i) => i.args.split(' ').slice(0, -1));
+    expect(sources).toEqual(['package.json', 'package-lock.json', 'tsconfig.json', 'src']);
+    for (const source of sources) {
+      expect(existsSync(join(ROOT, source))).toBe(true);
+      expect(inContext(ignore, source)).toBe(true);
+    }
+  });
+
+  it.each(['node_modules/jest/package.json', 'dist/cli/main.js', '.git/HEAD', 'test/unit/x.test.ts'])('keeps %s out of the build context', (path) => {
+    expect(inContext(ignore, path)).toBe(false);
+  });
+});

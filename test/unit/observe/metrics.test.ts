@@ -1,0 +1,130 @@
+import { createMetrics } from '../../../src/observe/metrics.js';
+
+/** The sample lines (no HELP/TYPE) of one metric family. */
+async function samples(render: () => Promise<string>, family: string): Promise<string[]> {
+  const text = await render();
+  return text.split('\n').filter((line) => line.startsWith(family) && !line.startsWith('#'));
+}
+
+describe('createMetrics', () => {
+  it('declares every metric with HELP and TYPE', async () => {
+    const text = await createMetrics().render();
+    const declared = [...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map(([, name, type]) => `${name} ${type}`);
+    expect(declared.sort()).toEqual(
+      [
+        'netfence_apply_duration_seconds histogram',
+        'netfence_apply_failures_total counter',
+        'netfence_drift_repairs_total counter',
+        'netfence_events_total counter',
+        'netfence_ipset_members_programmed gauge',
+        'netfence_ipsets_programmed gauge',
+        'netfence_policy_problems gauge',
+        'netfence_ready gauge',
+        'netfence_rules_programmed gauge',
+        'netfence_sync_duration_seconds histogram',
+      ].sort(),
+    );
+    expect(text).toMatch(/^# HELP netfence_ready \S/m);
+  });
+
+  it.each<{ name: string; act: (m: ReturnType<typeof createMetrics>) => void; family: string; expect: string[] }>([
+    {
+      name: 'events counted by kind',
+      act: (m) => {
+        m.countEvent('pod');
+        m.countEvent('pod', 2);
+        m.countEvent('networkpolicy');
+      },
+      family: 'netfence_events_total',
+      expect: ['netfence_events_total{kind="pod"} 3', 'netfence_events_total{kind="networkpolicy"} 1'],
+    },
+    {
+      name: 'programmed gauges',
+      act: (m) => m.setProgrammed({ rules: 120, ipsets: 7, ipsetMembers: 4000 }),
+      family: 'netfence_i',
+      expect: ['netfence_ipsets_programmed 7', 'netfence_ipset_members_programmed 4000'],
+    },
+    {
+      name: 'rules gauge',
+      act: (m) => m.setProgrammed({ rules: 120, ipsets: 7, ipsetMembers: 4000 }),
+      family: 'netfence_rules_programmed',
+      expect: ['netfence_rules_programmed 120'],
+    },
+    {
+      name: 'drift repairs pre-created at zero, then counted',
+      act: (m) => m.countDriftRepair('hook'),
+      family: 'netfence_drift_repairs_total',
+      expect: ['netfence_drift_repairs_total{object="chain"} 0', 'netfence_drift_repairs_total{object="set"} 0', 'netfence_drift_repairs_total{object="hook"} 1'],
+    },
+    {
+      name: 'apply failures',
+      act: (m) => {
+        m.countApplyFailure();
+        m.countApplyFailure();
+      },
+      family: 'netfence_apply_failures_total',
+      expect: ['netfence_apply_failures_total 2'],
+    },
+    {
+      name: 'policy problems are replaced, not accumulated',
+      act: (m) => {
+        m.setPolicyProblems(new Map([['prod/old', 1], ['prod/db', 2]]));
+        m.setPolicyProblems(new Map([['prod/db', 1]]));
+      },
+      family: 'netfence_policy_problems',
+      expect: ['netfence_policy_problems{policy="prod/db"} 1'],
+    },
+    {
+      name: 'ready flips',
+      act: (m) => m.setReady(true),
+      family: 'netfence_ready',
+      expect: ['netfence_ready 1'],
+    },
+    {
+      name: 'apply histogram buckets are cumulative',
+      act: (m) => {
+        m.observeApply(0.003);
+        m.observeApply(0.2);
+      },
+      family: 'netfence_apply_duration_seconds_',
+      expect: expect.arrayContaining([
+        'netfence_apply_duration_seconds_bucket{le="0.0025"} 0',
+        'netfence_apply_duration_seconds_bucket{le="0.005"} 1',
+        'netfence_apply_duration_seconds_bucket{le="0.25"} 2',
+        'netfence_apply_duration_seconds_bucket{le="+Inf"} 2',
+        'netfence_apply_duration_seconds_sum 0.203',
+        'netfence_apply_duration_seconds_count 2',
+      ]) as unknown as string[],
+    },
+    {
+      name: 'sync histogram labelled by kind',
+      act: (m) => m.observeSync('full', 1.5),
+      family: 'netfence_sync_duration_seconds_count',
+      expect: ['netfence_sync_duration_seconds_count{kind="full"} 1', 'netfence_sync_duration_seconds_count{kind="incremental"} 0'],
+    },
+  ])('$name', async ({ act, family, expect: expected }) => {
+    const metrics = createMetrics();
+    act(metrics);
+    expect(await samples(metrics.render, family)).toEqual(expected);
+  });
+
+  it('starts not ready', async () => {
+    expect(await samples(createMetrics().render, 'netfence_ready')).toEqual(['netfence_ready 0']);
+  });
+
+  it('keeps instances apart (no global registry)', async () => {
+    const a = createMetrics();
+    const b = createMetrics();
+    a.countApplyFailure();
+    expect(await samples(b.render, 'netfence_apply_failures_total')).toEqual(['netfence_apply_failures_total 0']);
+  });
+
+  it('adds process metrics on request', async () => {
+    expect(await createMetrics({ processMetrics: true }).render()).toMatch(/^process_cpu_seconds_total /m);
+    expect(await createMetrics().render()).not.toMatch(/^process_/m);
+  });
+
+  it('uses the Prometheus text content type', () => {
+    expect(createMetrics().contentType).toMatch(/^text\/plain; version=0\.0\.4/);
+  });
+});
