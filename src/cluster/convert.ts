@@ -1,0 +1,290 @@
+// Kubernetes JSON objects (from the API or from manifest files) → netfence's model objects.
+//
+// Each object is first checked against its schema (schemas.ts); every schema error becomes a Problem
+// naming the object and the field. Then the fields are read leniently: what has the wrong type is
+// left out. That leniency matters only for NetworkPolicies, which are never dropped (dropping one
+// would open the traffic it restricts): a policy with problems is returned with `problems` set, and
+// the compiler isolates the pods it selects and allows nothing through it. Where a broken field
+// could change *which* pods or directions that isolation covers, we read it the closed way (see
+// readPolicyTypes, readRules). Pods, Namespaces and Nodes with schema errors are rejected.
+
+import ipaddr from 'ipaddr.js';
+import type {
+  ClusterNode,
+  ContainerPort,
+  Labels,
+  LabelSelector,
+  Namespace,
+  NetworkPolicy,
+  Pod,
+  PodPhase,
+  PolicyPeer,
+  PolicyPort,
+  PolicyRule,
+  PolicyType,
+  Problem,
+  Protocol,
+  SelectorOperator,
+  SelectorRequirement,
+} from '../model/index.js';
+import { schemaErrors, type ObjectKind } from './schemas.js';
+
+export type { ObjectKind } from './schemas.js';
+
+export interface ModelOf {
+  readonly Namespace: Namespace;
+  readonly Pod: Pod;
+  readonly NetworkPolicy: NetworkPolicy;
+  readonly Node: ClusterNode;
+}
+
+export type Converted<T> =
+  | { readonly ok: true; readonly value: T; readonly problems: readonly Problem[] }
+  | { readonly ok: false; readonly problems: readonly Problem[] };
+
+export const OBJECT_KINDS: readonly ObjectKind[] = ['Namespace', 'Pod', 'NetworkPolicy', 'Node'];
+
+export const isObjectKind = (kind: unknown): kind is ObjectKind => OBJECT_KINDS.includes(kind as ObjectKind);
+
+/** The namespace kubectl puts a namespaced object in when its manifest names none. */
+export const DEFAULT_NAMESPACE = 'default';
+
+const NAMESPACED: Readonly<Record<ObjectKind, boolean>> = { Namespace: false, Pod: true, NetworkPolicy: true, Node: false };
+
+/** `NetworkPolicy ns/name`, `Pod ns/name`, `Namespace name`, `Node name`: how problems name objects. */
+export function objectName(kind: ObjectKind, obj: unknown): string {
+  const meta = record(record(obj)?.['metadata']);
+  const name = typeof meta?.['name'] === 'string' && meta['name'] !== '' ? meta['name'] : '<unnamed>';
+  if (!NAMESPACED[kind]) return `${kind} ${name}`;
+  return `${kind} ${namespaceOf(meta)}/${name}`;
+}
+
+export function convert<K extends ObjectKind>(kind: K, obj: unknown): Converted<ModelOf[K]> {
+  const object = objectName(kind, obj);
+  const problems: Problem[] = schemaErrors(kind, obj).map((e) => ({ object, field: e.field, message: e.message, severity: 'error' }));
+  const meta = record(record(obj)?.['metadata']);
+  // Without a name there is nothing to key the object by (and the API server would never hold it).
+  if (!meta || typeof meta['name'] !== 'string' || meta['name'] === '') return { ok: false, problems };
+  if (kind === 'NetworkPolicy') {
+    const policy = readPolicy(obj as Record<string, unknown>, meta);
+    return { ok: true, value: (problems.length > 0 ? { ...policy, problems } : policy) as ModelOf[K], problems };
+  }
+  if (problems.some((p) => p.severity === 'error')) return { ok: false, problems };
+  const read = readers[kind as Exclude<ObjectKind, 'NetworkPolicy'>];
+  const value = read(obj as Record<string, unknown>, meta, (field, message) =>
+    problems.push({ object, field, message, severity: 'warning' }),
+  );
+  return { ok: true, value: value as ModelOf[K], problems };
+}
+
+type Warn = (field: string, message: string) => void;
+type Reader<T> = (obj: Record<string, unknown>, meta: Record<string, unknown>, warn: Warn) => T;
+
+const readers: { readonly [K in Exclude<ObjectKind, 'NetworkPolicy'>]: Reader<ModelOf[K]> } = {
+  Namespace: (_obj, meta) => {
+    const name = meta['name'] as string;
+    // The API server sets this label on every namespace (since 1.21); manifests rarely write it, and
+    // namespaceSelectors often use it.
+    return { name, labels: { ...readLabels(meta['labels']), 'kubernetes.io/metadata.name': name } };
+  },
+  Pod: readPod,
+  Node: readNode,
+};
+
+// --- Pod --------------------------------------------------------------------------------------
+
+const PHASES: readonly PodPhase[] = ['Pending', 'Running', 'Succeeded', 'Failed', 'Unknown'];
+
+function readPod(obj: Record<string, unknown>, meta: Record<string, unknown>, warn: Warn): Pod {
+  const spec = record(obj['spec']) ?? {};
+  const status = record(obj['status']) ?? {};
+  const phase = status['phase'];
+  const uid = meta['uid'];
+  return {
+    namespace: namespaceOf(meta),
+    name: meta['name'] as string,
+    ...(typeof uid === 'string' && uid !== '' ? { uid } : {}),
+    labels: readLabels(meta['labels']),
+    nodeName: typeof spec['nodeName'] === 'string' ? spec['nodeName'] : '',
+    hostNetwork: spec['hostNetwork'] === true,
+    // A pod without a reported phase has not started yet.
+    phase: PHASES.includes(phase as PodPhase) ? (phase as PodPhase) : 'Pending',
+    ips: readPodIps(status, warn),
+    ports: readContainerPorts(spec),
+  };
+}
+
+function readPodIps(status: Record<string, unknown>, warn: Warn): string[] {
+  // "podIPs holds the IP addresses allocated to the pod. If this field is specified, the 0th entry must
+  // match the podIP field." Older servers and hand-written manifests may only set podIP.
+  const listed = array(status['podIPs']).map((e) => record(e)?.['ip']);
+  const raw: { text: unknown; field: string }[] =
+    listed.length > 0
+      ? listed.map((text, i) => ({ text, field: `status.podIPs[${i}].ip` }))
+      : status['podIP'] ? [{ text: status['podIP'], field: 'status.podIP' }] : [];
+  const ips: string[] = [];
+  for (const { text, field } of raw) {
+    const ip = canonicalIp(text);
+    if (ip === undefined) warn(field, `"${String(text)}" is not an IP address; ignored`);
+    else if (!ips.includes(ip)) ips.push(ip);
+  }
+  return ips;
+}
+
+function readContainerPorts(spec: Record<string, unknown>): ContainerPort[] {
+  return array(spec['containers']).flatMap((c) =>
+    array(record(c)?.['ports']).flatMap((p): ContainerPort[] => {
+      const port = record(p);
+      if (!port || !Number.isInteger(port['containerPort'])) return [];
+      const name = port['name'];
+      return [
+        {
+          ...(typeof name === 'string' && name !== '' ? { name } : {}),
+          containerPort: port['containerPort'] as number,
+          protocol: readProtocol(port['protocol']),
+        },
+      ];
+    }),
+  );
+}
+
+// --- Node -------------------------------------------------------------------------------------
+
+function readNode(obj: Record<string, unknown>, meta: Record<string, unknown>, warn: Warn): ClusterNode {
+  const spec = record(obj['spec']) ?? {};
+  const status = record(obj['status']) ?? {};
+  const listed = array(spec['podCIDRs']).filter((c): c is string => typeof c === 'string');
+  const podCidrs = listed.length > 0 ? listed : typeof spec['podCIDR'] === 'string' && spec['podCIDR'] ? [spec['podCIDR']] : [];
+  const addresses: string[] = [];
+  array(status['addresses']).forEach((a, i) => {
+    const entry = record(a);
+    if (!entry || (entry['type'] !== 'InternalIP' && entry['type'] !== 'ExternalIP')) return;
+    const ip = canonicalIp(entry['address']);
+    if (ip === undefined) warn(`status.addresses[${i}].address`, `"${String(entry['address'])}" is not an IP address; ignored`);
+    else if (!addresses.includes(ip)) addresses.push(ip);
+  });
+  return { name: meta['name'] as string, podCidrs, addresses };
+}
+
+// --- NetworkPolicy ----------------------------------------------------------------------------
+
+function readPolicy(obj: Record<string, unknown>, meta: Record<string, unknown>): NetworkPolicy {
+  const spec = record(obj['spec']) ?? {};
+  const policyTypes = readPolicyTypes(spec['policyTypes']);
+  const ingress = readRules(spec['ingress'], 'from');
+  const egress = readRules(spec['egress'], 'to');
+  return {
+    namespace: namespaceOf(meta),
+    name: meta['name'] as string,
+    // "podSelector ... An empty podSelector selects all pods in this namespace." A missing or unreadable
+    // one reads as empty: for a broken policy that isolates the whole namespace, the closed choice.
+    podSelector: readSelector(spec['podSelector']),
+    ...(policyTypes ? { policyTypes } : {}),
+    ...(ingress ? { ingress } : {}),
+    ...(egress ? { egress } : {}),
+  };
+}
+
+const POLICY_TYPES: readonly PolicyType[] = ['Ingress', 'Egress'];
+
+/** Absent stays absent (the compiler defaults it). Unreadable means both directions: fail closed. */
+function readPolicyTypes(v: unknown): PolicyType[] | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (Array.isArray(v) && v.every((t) => POLICY_TYPES.includes(t as PolicyType))) return v as PolicyType[];
+  return ['Ingress', 'Egress'];
+}
+
+/**
+ * A rule list that is present but not a list reads as one empty rule, so that policyTypes
+ * defaulting ("policies that contain an egress section are assumed to affect egress") still isolates
+ * that direction. The policy is invalid then, so the rule allows nothing.
+ */
+function readRules(v: unknown, peersField: 'from' | 'to'): PolicyRule[] | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (!Array.isArray(v)) return [{}];
+  return v.map((r): PolicyRule => {
+    const rule = record(r) ?? {};
+    const peers = rule[peersField];
+    const ports = rule['ports'];
+    return {
+      ...(Array.isArray(peers) ? { peers: peers.map(readPeer) } : {}),
+      ...(Array.isArray(ports) ? { ports: ports.map(readPort) } : {}),
+    };
+  });
+}
+
+function readPeer(v: unknown): PolicyPeer {
+  const peer = record(v) ?? {};
+  const block = record(peer['ipBlock']);
+  return {
+    ...(record(peer['podSelector']) ? { podSelector: readSelector(peer['podSelector']) } : {}),
+    ...(record(peer['namespaceSelector']) ? { namespaceSelector: readSelector(peer['namespaceSelector']) } : {}),
+    ...(block
+      ? {
+          ipBlock: {
+            cidr: typeof block['cidr'] === 'string' ? block['cidr'] : '',
+            except: array(block['except']).filter((e): e is string => typeof e === 'string'),
+          },
+        }
+      : {}),
+  };
+}
+
+function readPort(v: unknown): PolicyPort {
+  const port = record(v) ?? {};
+  const p = port['port'];
+  const end = port['endPort'];
+  return {
+    // "The protocol (TCP, UDP, or SCTP) which traffic must match. If not specified, this field defaults to TCP."
+    protocol: readProtocol(port['protocol']),
+    ...(typeof p === 'number' || typeof p === 'string' ? { port: p } : {}),
+    ...(typeof end === 'number' ? { endPort: end } : {}),
+  };
+}
+
+const OPERATORS: readonly SelectorOperator[] = ['In', 'NotIn', 'Exists', 'DoesNotExist'];
+
+/** Unreadable requirements are left out, which can only widen a selector (see readPolicy). */
+function readSelector(v: unknown): LabelSelector {
+  const sel = record(v) ?? {};
+  const matchExpressions = array(sel['matchExpressions']).flatMap((e): SelectorRequirement[] => {
+    const req = record(e);
+    if (!req || typeof req['key'] !== 'string' || !OPERATORS.includes(req['operator'] as SelectorOperator)) return [];
+    const values = array(req['values']).filter((x): x is string => typeof x === 'string');
+    return [{ key: req['key'], operator: req['operator'] as SelectorOperator, values }];
+  });
+  return { matchLabels: readLabels(sel['matchLabels']), matchExpressions };
+}
+
+// --- small readers ----------------------------------------------------------------------------
+
+function readProtocol(v: unknown): Protocol {
+  return v === 'UDP' || v === 'SCTP' ? v : 'TCP';
+}
+
+function readLabels(v: unknown): Labels {
+  const out: Record<string, string> = {};
+  for (const [k, val] of Object.entries(record(v) ?? {})) if (typeof val === 'string') out[k] = val;
+  return out;
+}
+
+function namespaceOf(meta: Record<string, unknown> | undefined): string {
+  const ns = meta?.['namespace'];
+  return typeof ns === 'string' && ns !== '' ? ns : DEFAULT_NAMESPACE;
+}
+
+/** Canonical text of an IPv4 (dotted quad only) or IPv6 address; undefined if it is neither. */
+export function canonicalIp(v: unknown): string | undefined {
+  if (typeof v !== 'string') return undefined;
+  if (ipaddr.IPv4.isValidFourPartDecimal(v)) return ipaddr.IPv4.parse(v).toString();
+  if (ipaddr.IPv6.isValid(v)) return ipaddr.IPv6.parse(v).toString();
+  return undefined;
+}
+
+function record(v: unknown): Record<string, unknown> | undefined {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+}
+
+function array(v: unknown): readonly unknown[] {
+  return Array.isArray(v) ? v : [];
+}

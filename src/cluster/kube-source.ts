@@ -1,0 +1,281 @@
+// ClusterSource backed by the API server: one client-node informer (list, then watch) per kind,
+// every object converted on arrival into an ObjectStore.
+//
+// client-node 1.4.0 behaviour this module is written around (dist/cache.js, watch.js):
+// - A watch that ends cleanly (server timeout, or after a 410 ERROR event) is reconnected by the
+//   informer itself; after a 410 it relists, and the relist calls `delete` for every cached object
+//   missing from the new list, so deletions missed while disconnected are reconciled.
+// - Any other failure (connection refused, reset mid-stream, HTTP 5xx on list or watch) only fires
+//   the `error` callbacks; the informer then stays stopped. We restart it with capped, jittered
+//   backoff. A restart resumes watching from the last resourceVersion, relisting only if that is gone.
+// - `stop()` aborts the open watch, and the abort arrives as one more `error` callback (ignored).
+//   A watch still connecting when stop() runs is not aborted by client-node, so GuardedWatch aborts
+//   it once it connects.
+// - The watch has no client-side timeout (watch.js builds an AbortSignal.timeout and then overwrites
+//   it) and ListWatch sends no timeoutSeconds, so a silently dead connection would go unnoticed for
+//   as long as TCP keepalive takes. GuardedWatch asks the server to end each watch after 5–10 minutes
+//   (as client-go's reflector does) and aborts it itself if the server has not done so 30 s later.
+// - Exceptions thrown by our event handlers are swallowed by watch.js, so handlers catch and log.
+// - Listed objects are ObjectSerializer-deserialized (unknown fields dropped, timestamps as Date);
+//   watched objects are raw JSON. The converter reads only fields both forms share.
+// We build the informers from ListWatch + Watch (exactly what makeInformer does) so that the Watch
+// can be wrapped.
+
+import {
+  CoreV1Api,
+  ListWatch,
+  NetworkingV1Api,
+  Watch,
+  type KubeConfig,
+  type KubernetesListObject,
+  type KubernetesObject,
+} from '@kubernetes/client-node';
+import type { ClusterSnapshot, Problem } from '../model/index.js';
+import { convert } from './convert.js';
+import type { ObjectKind } from './schemas.js';
+import { ChangeEmitter, ObjectStore, type ClusterChange, type ClusterSource, type Logger } from './source.js';
+
+export interface BackoffOptions {
+  /** First retry delay (before jitter). Default 500 ms. */
+  readonly initialMs?: number;
+  /** Cap on the retry delay. Default 30 s. */
+  readonly maxMs?: number;
+}
+
+export interface KubeSourceOptions {
+  readonly kubeConfig: KubeConfig;
+  readonly logger: Logger;
+  readonly backoff?: BackoffOptions;
+  /** Source of jitter in [0, 1); injectable for tests. */
+  readonly random?: () => number;
+  /** Server-side watch timeout; default a random 300–600 s per watch. */
+  readonly watchTimeoutSeconds?: number;
+}
+
+/** How long after the requested server-side timeout we give up on a watch ourselves. */
+const WATCH_GRACE_SECONDS = 30;
+
+type AnyList = KubernetesListObject<KubernetesObject>;
+
+interface KindWatch {
+  readonly kind: ObjectKind;
+  readonly path: string;
+  readonly list: () => Promise<AnyList>;
+}
+
+/**
+ * Delay before retry number `attempt` (0-based): exponential up to the cap, then "equal jitter"
+ * (50–100% of that), so nodes that lost the API together do not come back in lockstep.
+ */
+export function backoffDelay(attempt: number, initialMs: number, maxMs: number, random: () => number): number {
+  const base = Math.min(maxMs, initialMs * 2 ** Math.min(attempt, 30));
+  return Math.round(base * (0.5 + random() / 2));
+}
+
+export class KubeSource implements ClusterSource {
+  readonly synced: Promise<void>;
+  private readonly store = new ObjectStore();
+  private readonly changes: ChangeEmitter;
+  /** Problems per `kind key` of objects that were rejected or read with warnings. */
+  private readonly objectProblems = new Map<string, readonly Problem[]>();
+  private problemList: readonly Problem[] | undefined;
+  private readonly informers = new Map<ObjectKind, ListWatch<KubernetesObject>>();
+  private readonly listed = new Set<ObjectKind>();
+  private readonly attempts = new Map<ObjectKind, number>();
+  private readonly retryTimers = new Map<ObjectKind, NodeJS.Timeout>();
+  private markSynced!: () => void;
+  private stopped = false;
+  private readonly logger: Logger;
+  private readonly initialMs: number;
+  private readonly maxMs: number;
+  private readonly random: () => number;
+  private readonly watchTimeoutSeconds: number | undefined;
+
+  constructor(opts: KubeSourceOptions) {
+    this.watchTimeoutSeconds = opts.watchTimeoutSeconds;
+    this.logger = opts.logger;
+    this.changes = new ChangeEmitter(opts.logger);
+    this.initialMs = opts.backoff?.initialMs ?? 500;
+    this.maxMs = opts.backoff?.maxMs ?? 30_000;
+    this.random = opts.random ?? Math.random;
+    this.synced = new Promise<void>((resolve) => (this.markSynced = resolve));
+
+    const core = opts.kubeConfig.makeApiClient(CoreV1Api);
+    const networking = opts.kubeConfig.makeApiClient(NetworkingV1Api);
+    // Pods of all namespaces and all nodes: policy peers can be anywhere.
+    const watches: readonly KindWatch[] = [
+      { kind: 'Namespace', path: '/api/v1/namespaces', list: () => core.listNamespace() },
+      { kind: 'Pod', path: '/api/v1/pods', list: () => core.listPodForAllNamespaces() },
+      { kind: 'Node', path: '/api/v1/nodes', list: () => core.listNode() },
+      {
+        kind: 'NetworkPolicy',
+        path: '/apis/networking.k8s.io/v1/networkpolicies',
+        list: () => networking.listNetworkPolicyForAllNamespaces(),
+      },
+    ];
+    for (const w of watches) this.informers.set(w.kind, this.makeInformer(opts.kubeConfig, w));
+    for (const kind of this.informers.keys()) this.startInformer(kind);
+  }
+
+  snapshot(): ClusterSnapshot {
+    return this.store.snapshot();
+  }
+
+  problems(): readonly Problem[] {
+    this.problemList ??= [...this.objectProblems.values()].flat();
+    return this.problemList;
+  }
+
+  onChange(cb: (change: ClusterChange) => void): () => void {
+    return this.changes.on(cb);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const timer of this.retryTimers.values()) clearTimeout(timer);
+    this.retryTimers.clear();
+    await Promise.all([...this.informers.values()].map((i) => i.stop()));
+  }
+
+  private makeInformer(kubeConfig: KubeConfig, w: KindWatch): ListWatch<KubernetesObject> {
+    const watch = new GuardedWatch(kubeConfig, {
+      isStopped: () => this.stopped,
+      // The informer watches only after its list has been processed, so the first watch of a kind
+      // means that kind's first full list is in the store.
+      onWatchStart: () => this.markListed(w.kind),
+      onConnected: () => this.attempts.set(w.kind, 0),
+      timeoutSeconds: () => this.watchTimeoutSeconds ?? 300 + Math.floor(this.random() * 300),
+    });
+    const list = async (): Promise<AnyList> => {
+      const result = await w.list();
+      // Stopped while listing: make the informer give up instead of opening a watch.
+      if (this.stopped) throw new Error('cluster source stopped');
+      return result;
+    };
+    const informer = new ListWatch<KubernetesObject>(w.path, watch, list, false);
+    const guarded = (what: string, fn: (obj: KubernetesObject) => void) => (obj: KubernetesObject) => {
+      try {
+        if (!this.stopped) fn(obj);
+      } catch (err) {
+        this.logger.error(`handling ${w.kind} ${what} failed`, { error: String(err) });
+      }
+    };
+    informer.on('add', guarded('add', (obj) => this.upsert(w.kind, obj)));
+    informer.on('update', guarded('update', (obj) => this.upsert(w.kind, obj)));
+    informer.on('delete', guarded('delete', (obj) => this.remove(w.kind, obj)));
+    informer.on('connect', () => this.logger.debug('informer (re)connecting', { kind: w.kind }));
+    informer.on('error', (err) => this.onInformerError(w.kind, err));
+    return informer;
+  }
+
+  private startInformer(kind: ObjectKind): void {
+    const informer = this.informers.get(kind)!;
+    informer.start().catch((err: unknown) => this.onInformerError(kind, err));
+  }
+
+  private onInformerError(kind: ObjectKind, err: unknown): void {
+    if (this.stopped || this.retryTimers.has(kind)) return;
+    const attempt = this.attempts.get(kind) ?? 0;
+    this.attempts.set(kind, attempt + 1);
+    const delayMs = backoffDelay(attempt, this.initialMs, this.maxMs, this.random);
+    // The store keeps the last state it saw: the kernel keeps enforcing it while the API is away.
+    this.logger.warn('informer failed; retrying', { kind, attempt: attempt + 1, delayMs, error: describeError(err) });
+    this.retryTimers.set(
+      kind,
+      setTimeout(() => {
+        this.retryTimers.delete(kind);
+        if (!this.stopped) this.startInformer(kind);
+      }, delayMs),
+    );
+  }
+
+  private markListed(kind: ObjectKind): void {
+    if (this.listed.has(kind)) return;
+    this.listed.add(kind);
+    this.logger.debug('initial list done', { kind, listed: [...this.listed] });
+    if (this.listed.size === this.informers.size) {
+      this.logger.info('cluster synced', { nodes: this.snapshot().nodes.length, pods: this.snapshot().pods.length });
+      this.markSynced();
+    }
+  }
+
+  private upsert(kind: ObjectKind, obj: KubernetesObject): void {
+    const key = keyOf(kind, obj);
+    const result = convert(kind, obj);
+    // A policy's problems travel on the policy; other kinds' problems are kept here.
+    this.setProblems(kind, key, result.ok && kind === 'NetworkPolicy' ? [] : result.problems);
+    if (!result.ok) {
+      this.logger.warn('ignoring an object that cannot be read', { kind, key, problems: result.problems.map((p) => `${p.field}: ${p.message}`) });
+      this.changes.emit(this.store.delete(kind, key));
+      return;
+    }
+    this.changes.emit(this.store.set(kind, key, result.value));
+  }
+
+  private remove(kind: ObjectKind, obj: KubernetesObject): void {
+    const key = keyOf(kind, obj);
+    this.setProblems(kind, key, []);
+    this.changes.emit(this.store.delete(kind, key));
+  }
+
+  private setProblems(kind: ObjectKind, key: string, problems: readonly Problem[]): void {
+    const id = `${kind} ${key}`;
+    if (problems.length === 0 && !this.objectProblems.has(id)) return;
+    if (problems.length === 0) this.objectProblems.delete(id);
+    else this.objectProblems.set(id, problems);
+    this.problemList = undefined;
+  }
+}
+
+interface WatchHooks {
+  readonly isStopped: () => boolean;
+  readonly onWatchStart: () => void;
+  readonly onConnected: () => void;
+  readonly timeoutSeconds: () => number;
+}
+
+/** client-node's Watch, plus: abort a watch that connects after stop(), report connects, and bound
+ * each watch's life (server-side timeoutSeconds, then a client-side watchdog). */
+class GuardedWatch extends Watch {
+  constructor(config: KubeConfig, private readonly hooks: WatchHooks) {
+    super(config);
+  }
+
+  override async watch(
+    path: string,
+    queryParams: Record<string, string | number | boolean | undefined>,
+    callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void,
+    done: (err: unknown) => void,
+  ): Promise<AbortController> {
+    this.hooks.onWatchStart();
+    const timeoutSeconds = this.hooks.timeoutSeconds();
+    let failed = false;
+    let watchdog: NodeJS.Timeout | undefined;
+    const controller = await super.watch(path, { ...queryParams, timeoutSeconds }, callback, (err) => {
+      clearTimeout(watchdog);
+      failed ||= err !== null && err !== undefined;
+      done(err);
+    });
+    if (this.hooks.isStopped()) controller.abort();
+    else if (!failed) {
+      this.hooks.onConnected();
+      // Aborting makes watch.js report an error, and the informer is restarted with backoff.
+      watchdog = setTimeout(() => controller.abort(), (timeoutSeconds + WATCH_GRACE_SECONDS) * 1000);
+      watchdog.unref();
+    }
+    return controller;
+  }
+}
+
+function keyOf(kind: ObjectKind, obj: KubernetesObject): string {
+  const name = obj.metadata?.name ?? '';
+  if (kind === 'Namespace' || kind === 'Node') return name;
+  return `${obj.metadata?.namespace || 'default'}/${name}`;
+}
+
+function describeError(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const e = err as Error & { code?: unknown; statusCode?: unknown };
+  const code = e.statusCode ?? e.code;
+  return code !== undefined ? `${e.message} (${String(code)})` : e.message;
+}

@@ -1,0 +1,228 @@
+// Manifest files → ClusterSnapshot (the `--resources` mode and the one-shot commands).
+//
+// Paths are files or directories (walked recursively, *.yaml/*.yml/*.json, sorted so two runs
+// load the same snapshot). Each file may hold many YAML documents; `kind: List` and `*List` kinds are
+// expanded. A malformed document is reported as a Problem named `<file>#<docIndex>` (0-based) and
+// skipped; everything else still loads. NetworkPolicies with schema errors are kept (with their
+// `problems`, which the compiler reports), because dropping one would open traffic.
+
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { extname, join } from 'node:path';
+import { LineCounter, parseAllDocuments, type Document } from 'yaml';
+import type { ClusterNode, ClusterSnapshot, Namespace, NetworkPolicy, Pod, Problem } from '../model/index.js';
+import { convert, isObjectKind, objectName, type ObjectKind } from './convert.js';
+
+export interface LoadedManifests {
+  readonly snapshot: ClusterSnapshot;
+  /** Skipped documents and warnings. Problems of kept policies travel on the policy instead. */
+  readonly problems: readonly Problem[];
+  /** Every file that was read, in load order (the manifest source watches these). */
+  readonly files: readonly string[];
+}
+
+const EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
+
+const API_VERSIONS: Readonly<Record<ObjectKind, string>> = {
+  Namespace: 'v1',
+  Pod: 'v1',
+  Node: 'v1',
+  NetworkPolicy: 'networking.k8s.io/v1',
+};
+
+export function loadManifests(paths: readonly string[]): LoadedManifests {
+  const collector = new Collector();
+  const files: string[] = [];
+  for (const path of paths) files.push(...manifestFiles(path, collector));
+  for (const file of files) {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (err) {
+      collector.problem({ object: file, field: '(file)', message: `cannot read: ${errorMessage(err)}`, severity: 'error' });
+      continue;
+    }
+    loadText(file, text, collector);
+  }
+  return { snapshot: collector.snapshot(), problems: collector.problems, files };
+}
+
+/** The manifest files under a path. Hidden entries are skipped: a ConfigMap volume's `..data` links
+ * and timestamped `..2024_…` directories would otherwise load every file twice. */
+export function manifestFiles(path: string, collector?: { problem(p: Problem): void }): string[] {
+  let stat;
+  try {
+    stat = statSync(path);
+  } catch (err) {
+    collector?.problem({ object: path, field: '(file)', message: `cannot read: ${errorMessage(err)}`, severity: 'error' });
+    return [];
+  }
+  if (!stat.isDirectory()) return [path];
+  let names: string[];
+  try {
+    names = readdirSync(path);
+  } catch (err) {
+    collector?.problem({ object: path, field: '(file)', message: `cannot read: ${errorMessage(err)}`, severity: 'error' });
+    return [];
+  }
+  return names
+    .filter((name) => !name.startsWith('.'))
+    .sort()
+    .flatMap((name) => {
+      const child = join(path, name);
+      try {
+        if (statSync(child).isDirectory()) return manifestFiles(child, collector);
+      } catch {
+        return []; // a dangling symlink: nothing to load
+      }
+      return EXTENSIONS.has(extname(name).toLowerCase()) ? [child] : [];
+    });
+}
+
+/** Parses one file's text (YAML or JSON, multi-document) into the collector. Exported for tests. */
+export function loadText(file: string, text: string, collector: Collector): void {
+  const lines = new LineCounter();
+  const docs = parseAllDocuments(text, { lineCounter: lines });
+  // parseAllDocuments returns an EmptyStream (not an array) for a file with no documents.
+  if (!Array.isArray(docs)) return;
+  docs.forEach((doc, index) => {
+    const object = `${file}#${index}`;
+    const fail = (field: string, message: string, line?: number) =>
+      collector.problem({ object, field, message: line ? `${message} (line ${line})` : message, severity: 'error' });
+    const firstError = doc.errors[0];
+    if (firstError) return fail('(document)', firstError.message.split(':\n')[0] ?? firstError.message);
+    let value: unknown;
+    try {
+      value = doc.toJS({ maxAliasCount: 1000 });
+    } catch (err) {
+      return fail('(document)', errorMessage(err));
+    }
+    if (value === null || value === undefined) return; // an empty document (comments only, trailing ---)
+    const lineOf = (field: string) => lineOfField(doc, lines, field);
+    if (!isRecord(value)) return fail('(root)', 'a document must be a Kubernetes object (a mapping)', lineOf('(root)'));
+    loadObject(value, '', object, collector, (field, message) => fail(field, message, lineOf(field)));
+  });
+}
+
+type Fail = (field: string, message: string) => void;
+
+function loadObject(value: Record<string, unknown>, at: string, object: string, collector: Collector, fail: Fail, itemKind?: string): void {
+  const kind = value['kind'] ?? itemKind;
+  const kindField = at === '' ? 'kind' : `${at}.kind`;
+  if (typeof kind !== 'string' || kind === '') return fail(kindField, 'required field "kind" is missing');
+  if (kind.endsWith('List')) {
+    const items = value['items'];
+    const itemsField = at === '' ? 'items' : `${at}.items`;
+    if (items !== undefined && items !== null && !Array.isArray(items)) return fail(itemsField, 'must be array');
+    // "PodList" items may leave out their kind; a plain "List" names it on each item.
+    const inner = kind === 'List' ? undefined : kind.slice(0, -'List'.length);
+    (items ?? []).forEach((item: unknown, i: number) => {
+      const field = `${itemsField}[${i}]`;
+      if (!isRecord(item)) return fail(field, 'a list item must be a Kubernetes object (a mapping)');
+      loadObject(item, field, object, collector, fail, inner);
+    });
+    return;
+  }
+  if (!isObjectKind(kind)) {
+    // Well-formed objects netfence has no use for (Deployments, Services…) are common in a resources
+    // directory; say so once per document, but it is not an error.
+    collector.problem({ object, field: kindField, message: `kind "${kind}" is not used by netfence; skipped`, severity: 'warning' });
+    return;
+  }
+  const apiVersion = value['apiVersion'];
+  if (apiVersion !== undefined && apiVersion !== API_VERSIONS[kind]) {
+    return fail(at === '' ? 'apiVersion' : `${at}.apiVersion`, `${kind} must be ${API_VERSIONS[kind]} (got ${JSON.stringify(apiVersion)})`);
+  }
+  const result = convert(kind, value);
+  if (!result.ok) {
+    for (const p of result.problems) fail(at === '' ? p.field : `${at}.${p.field}`, `${p.object}: ${p.message}`);
+    if (result.problems.length === 0) fail(at === '' ? '(root)' : at, `${objectName(kind, value)} could not be read`);
+    return;
+  }
+  collector.add(kind, result.value);
+  // A kept policy carries its own problems (the compiler reports them); only warnings go here.
+  if (kind !== 'NetworkPolicy') for (const p of result.problems) collector.problem(p);
+}
+
+/** Collects objects by key; a later document with the same key replaces the earlier one. */
+export class Collector {
+  readonly problems: Problem[] = [];
+  private readonly namespaces = new Map<string, Namespace>();
+  private readonly pods = new Map<string, Pod>();
+  private readonly policies = new Map<string, NetworkPolicy>();
+  private readonly nodes = new Map<string, ClusterNode>();
+
+  problem(p: Problem): void {
+    this.problems.push(p);
+  }
+
+  add(kind: ObjectKind, value: Namespace | Pod | NetworkPolicy | ClusterNode): void {
+    switch (kind) {
+      case 'Namespace':
+        return this.put(this.namespaces, (value as Namespace).name, value as Namespace, kind);
+      case 'Node':
+        return this.put(this.nodes, (value as ClusterNode).name, value as ClusterNode, kind);
+      case 'Pod': {
+        const pod = value as Pod;
+        return this.put(this.pods, `${pod.namespace}/${pod.name}`, pod, kind);
+      }
+      case 'NetworkPolicy': {
+        const policy = value as NetworkPolicy;
+        return this.put(this.policies, `${policy.namespace}/${policy.name}`, policy, kind);
+      }
+    }
+  }
+
+  snapshot(): ClusterSnapshot {
+    return {
+      nodes: [...this.nodes.values()],
+      namespaces: [...this.namespaces.values()],
+      pods: [...this.pods.values()],
+      policies: [...this.policies.values()],
+    };
+  }
+
+  private put<T>(map: Map<string, T>, key: string, value: T, kind: ObjectKind): void {
+    if (map.has(key)) {
+      this.problem({ object: `${kind} ${key}`, field: '(root)', message: 'defined more than once; the last definition wins', severity: 'warning' });
+    }
+    map.set(key, value);
+  }
+}
+
+// --- line numbers for schema errors -------------------------------------------------------------
+
+/** The line of the deepest node on the field's path that exists in the YAML document. */
+function lineOfField(doc: Document, lines: LineCounter, field: string): number | undefined {
+  const segments = parseFieldPath(field);
+  for (let n = segments.length; n >= 0; n--) {
+    const node = n === 0 ? doc.contents : doc.getIn(segments.slice(0, n), true);
+    const range = (node as { range?: [number, number, number] } | null | undefined)?.range;
+    if (range) return lines.linePos(range[0]).line;
+  }
+  return undefined;
+}
+
+const SEGMENT = /\.?([A-Za-z_$][\w$]*)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]/gy;
+
+/** Inverse of fieldPath in schemas.ts: `spec.ingress[0].from[1].podSelector.matchLabels["a/b"]`. */
+export function parseFieldPath(field: string): (string | number)[] {
+  if (field === '(root)' || field === '(document)') return [];
+  const out: (string | number)[] = [];
+  SEGMENT.lastIndex = 0;
+  let m: RegExpExecArray | null;
+  while ((m = SEGMENT.exec(field)) !== null) {
+    if (m[1] !== undefined) out.push(m[1]);
+    else if (m[2] !== undefined) out.push(Number(m[2]));
+    else if (m[3] !== undefined) out.push(JSON.parse(m[3]) as string);
+    if (SEGMENT.lastIndex === field.length) break;
+  }
+  return out;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

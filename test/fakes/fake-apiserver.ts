@@ -1,0 +1,412 @@
+// An in-process Kubernetes API server for tests: the list/watch wire protocol for namespaces, pods,
+// nodes and networkpolicies, over plain HTTP on 127.0.0.1 (client-node accepts http:// only with
+// `insecure-skip-tls-verify: true`, which writeKubeconfig sets).
+//
+// What it does like the real server (and what informers depend on):
+// - one global, monotonically increasing resourceVersion (etcd's revision); a list carries the
+//   current one in metadata.resourceVersion, every stored object its own;
+// - `?watch=true&resourceVersion=N` replays the events after N from a bounded history, then streams
+//   live ones as JSON lines `{type, object}` (chunked); no N (or "0") starts with ADDED for each object;
+// - a watch from an N older than the history gets one `ERROR` event whose object is a `Status` with
+//   code 410 (reason Expired), then the stream ends; that is what makes an informer relist;
+// - `allowWatchBookmarks=true` enables BOOKMARK events (sent by `bookmark()` or on an interval);
+// - `timeoutSeconds` ends a watch normally after that long.
+// Not served: label/field selectors, pagination (`limit`/`continue`), writes over HTTP.
+//
+// Test controls: create/update/delete/apply, dropWatches, compact, stop/start (same port),
+// holdLists (delay a resource's list until released), failRequests, and a `requests` log.
+
+import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { join } from 'node:path';
+
+export type Resource = 'namespaces' | 'pods' | 'nodes' | 'networkpolicies';
+
+interface ResourceInfo {
+  readonly kind: string;
+  readonly apiVersion: string;
+  readonly prefix: string;
+  readonly namespaced: boolean;
+}
+
+export const RESOURCES: { readonly [R in Resource]: ResourceInfo } = {
+  namespaces: { kind: 'Namespace', apiVersion: 'v1', prefix: '/api/v1', namespaced: false },
+  pods: { kind: 'Pod', apiVersion: 'v1', prefix: '/api/v1', namespaced: true },
+  nodes: { kind: 'Node', apiVersion: 'v1', prefix: '/api/v1', namespaced: false },
+  networkpolicies: { kind: 'NetworkPolicy', apiVersion: 'networking.k8s.io/v1', prefix: '/apis/networking.k8s.io/v1', namespaced: true },
+};
+
+const RESOURCE_OF_KIND: Readonly<Record<string, Resource>> = Object.fromEntries(
+  Object.entries(RESOURCES).map(([r, info]) => [info.kind, r as Resource]),
+);
+
+/** A Kubernetes object as JSON. Only metadata.name (and namespace) are required by the fake. */
+export interface KubeObject {
+  readonly kind?: string;
+  readonly apiVersion?: string;
+  readonly metadata: { readonly name: string; readonly namespace?: string; readonly [k: string]: unknown };
+  readonly [k: string]: unknown;
+}
+
+export type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+interface StoredEvent {
+  readonly rv: number;
+  readonly resource: Resource;
+  readonly type: EventType;
+  readonly object: KubeObject;
+}
+
+interface Watcher {
+  readonly resource: Resource;
+  readonly namespace: string | undefined;
+  readonly bookmarks: boolean;
+  readonly res: ServerResponse;
+}
+
+export interface RequestRecord {
+  readonly method: string;
+  readonly path: string;
+  readonly query: Readonly<Record<string, string>>;
+  readonly resource: Resource | undefined;
+  readonly watch: boolean;
+}
+
+export interface FakeApiServerOptions {
+  /** How many events the watch history keeps before old resourceVersions become 410 Gone. */
+  readonly historyLimit?: number;
+  /** Send a BOOKMARK to bookmark-enabled watches this often (0: only when bookmark() is called). */
+  readonly bookmarkIntervalMs?: number;
+}
+
+export class FakeApiServer {
+  /** Every request served, in arrival order. */
+  readonly requests: RequestRecord[] = [];
+  /** Resources of the watches answered with 410 Gone, in order. */
+  readonly expiredWatches: Resource[] = [];
+  private readonly store = new Map<Resource, Map<string, KubeObject>>(
+    (Object.keys(RESOURCES) as Resource[]).map((r) => [r, new Map<string, KubeObject>()]),
+  );
+  private history: StoredEvent[] = [];
+  /** Watches may start from any resourceVersion ≥ horizon; older ones get 410. */
+  private horizon = 0;
+  private rv = 1;
+  private readonly watchers = new Set<Watcher>();
+  private readonly sockets = new Set<Socket>();
+  private readonly held = new Map<Resource, Promise<void>>();
+  private readonly failures = new Map<Resource, { status: number; remaining: number }>();
+  private server: Server | undefined;
+  private bookmarkTimer: NodeJS.Timeout | undefined;
+  private portNumber = 0;
+  private readonly historyLimit: number;
+  private readonly bookmarkIntervalMs: number;
+
+  constructor(opts: FakeApiServerOptions = {}) {
+    this.historyLimit = opts.historyLimit ?? 1000;
+    this.bookmarkIntervalMs = opts.bookmarkIntervalMs ?? 0;
+  }
+
+  get port(): number {
+    return this.portNumber;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.portNumber}`;
+  }
+
+  get resourceVersion(): string {
+    return String(this.rv);
+  }
+
+  /** Writes `<dir>/kubeconfig` pointing at this server; returns its path. */
+  writeKubeconfig(dir: string): string {
+    return writeKubeconfig(this, dir);
+  }
+
+  /** Open watch connections, per resource (tests wait on this to know informers are watching). */
+  watchCount(resource?: Resource): number {
+    return [...this.watchers].filter((w) => resource === undefined || w.resource === resource).length;
+  }
+
+  /** Listens on 127.0.0.1 (a free port the first time, the same port after a stop()). */
+  async start(): Promise<void> {
+    if (this.server) return;
+    const server = createServer((req, res) => void this.handle(req, res));
+    server.on('connection', (socket) => {
+      this.sockets.add(socket);
+      socket.on('close', () => this.sockets.delete(socket));
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.portNumber, '127.0.0.1', () => resolve());
+    });
+    this.portNumber = (server.address() as { port: number }).port;
+    this.server = server;
+    if (this.bookmarkIntervalMs > 0) this.bookmarkTimer = setInterval(() => this.bookmark(), this.bookmarkIntervalMs);
+  }
+
+  /** Closes the listener and every connection abruptly, as a crashed API server would. State is kept. */
+  async stop(): Promise<void> {
+    const server = this.server;
+    if (!server) return;
+    this.server = undefined;
+    clearInterval(this.bookmarkTimer);
+    this.watchers.clear();
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    for (const socket of this.sockets) socket.destroy();
+    await closed;
+  }
+
+  // --- object store ---------------------------------------------------------------------------
+
+  create(obj: KubeObject): KubeObject {
+    const { resource, key } = this.locate(obj);
+    if (this.store.get(resource)!.has(key)) throw new Error(`${resource} ${key} already exists`);
+    return this.write(resource, key, 'ADDED', obj, { uid: randomUUID(), creationTimestamp: new Date().toISOString() });
+  }
+
+  update(obj: KubeObject): KubeObject {
+    const { resource, key } = this.locate(obj);
+    const old = this.store.get(resource)!.get(key);
+    if (!old) throw new Error(`${resource} ${key} does not exist`);
+    return this.write(resource, key, 'MODIFIED', obj, { uid: old.metadata['uid'], creationTimestamp: old.metadata['creationTimestamp'] });
+  }
+
+  /** create or update. */
+  apply(obj: KubeObject): KubeObject {
+    const { resource, key } = this.locate(obj);
+    return this.store.get(resource)!.has(key) ? this.update(obj) : this.create(obj);
+  }
+
+  delete(obj: Pick<KubeObject, 'kind' | 'metadata'>): void {
+    const { resource, key } = this.locate(obj);
+    const old = this.store.get(resource)!.get(key);
+    if (!old) throw new Error(`${resource} ${key} does not exist`);
+    this.store.get(resource)!.delete(key);
+    // The DELETED event carries the object as it was, stamped with the deletion's resourceVersion.
+    const rv = ++this.rv;
+    this.record({ rv, resource, type: 'DELETED', object: { ...old, metadata: { ...old.metadata, resourceVersion: String(rv) } } });
+  }
+
+  get(kind: string, name: string, namespace?: string): KubeObject | undefined {
+    const { resource, key } = this.locate({ kind, metadata: { name, ...(namespace ? { namespace } : {}) } });
+    return this.store.get(resource)!.get(key);
+  }
+
+  // --- failure injection ----------------------------------------------------------------------
+
+  /** Closes every watch connection abruptly (socket destroyed mid-stream). */
+  dropWatches(): void {
+    for (const w of this.watchers) w.res.socket?.destroy();
+    this.watchers.clear();
+  }
+
+  /** Forgets the event history: the next watch from any resourceVersion before now gets 410 Gone. */
+  compact(): void {
+    this.history = [];
+    this.horizon = this.rv;
+  }
+
+  /** List requests for the resource wait until the returned function is called. */
+  holdLists(resource: Resource): () => void {
+    let release!: () => void;
+    this.held.set(resource, new Promise<void>((resolve) => (release = resolve)));
+    return () => {
+      this.held.delete(resource);
+      release();
+    };
+  }
+
+  /** The next `times` requests (list or watch) for the resource get this HTTP status and a Status body. */
+  failRequests(resource: Resource, status: number, times = 1): void {
+    this.failures.set(resource, { status, remaining: times });
+  }
+
+  /** Sends a BOOKMARK with the current resourceVersion to every watch that asked for bookmarks. */
+  bookmark(): void {
+    for (const w of this.watchers) {
+      if (!w.bookmarks) continue;
+      const info = RESOURCES[w.resource];
+      send(w.res, { type: 'BOOKMARK', object: { kind: info.kind, apiVersion: info.apiVersion, metadata: { resourceVersion: String(this.rv) } } });
+    }
+  }
+
+  // --- internals ------------------------------------------------------------------------------
+
+  private locate(obj: Pick<KubeObject, 'kind' | 'metadata'>): { resource: Resource; key: string } {
+    const resource = obj.kind ? RESOURCE_OF_KIND[obj.kind] : undefined;
+    if (!resource) throw new Error(`fake API server does not serve kind ${String(obj.kind)}`);
+    if (!RESOURCES[resource].namespaced) return { resource, key: obj.metadata.name };
+    return { resource, key: `${obj.metadata.namespace ?? 'default'}/${obj.metadata.name}` };
+  }
+
+  private write(resource: Resource, key: string, type: EventType, obj: KubeObject, keep: Record<string, unknown>): KubeObject {
+    const info = RESOURCES[resource];
+    const rv = ++this.rv;
+    const stored: KubeObject = structuredClone({
+      ...obj,
+      kind: info.kind,
+      apiVersion: info.apiVersion,
+      metadata: {
+        ...obj.metadata,
+        ...(info.namespaced ? { namespace: obj.metadata.namespace ?? 'default' } : {}),
+        ...keep,
+        resourceVersion: String(rv),
+      },
+    });
+    this.store.get(resource)!.set(key, stored);
+    this.record({ rv, resource, type, object: stored });
+    return stored;
+  }
+
+  private record(event: StoredEvent): void {
+    this.history.push(event);
+    if (this.history.length > this.historyLimit) {
+      const dropped = this.history.splice(0, this.history.length - this.historyLimit);
+      this.horizon = dropped[dropped.length - 1]!.rv;
+    }
+    for (const w of this.watchers) {
+      if (w.resource === event.resource && matchesNamespace(event.object, w.namespace)) send(w.res, { type: event.type, object: event.object });
+    }
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://fake');
+    const query = Object.fromEntries(url.searchParams);
+    const route = parseRoute(url.pathname);
+    const watch = query['watch'] === 'true' || query['watch'] === '1';
+    this.requests.push({ method: req.method ?? 'GET', path: url.pathname, query, resource: route?.resource, watch });
+    if (req.method !== 'GET') return status(res, 405, 'MethodNotAllowed', `the fake API server only serves GET`);
+    if (!route) return status(res, 404, 'NotFound', `the server could not find the requested resource (${url.pathname})`);
+    const failure = this.failures.get(route.resource);
+    if (failure && failure.remaining > 0) {
+      if (--failure.remaining === 0) this.failures.delete(route.resource);
+      return status(res, failure.status, 'InternalError', `injected failure ${failure.status}`);
+    }
+    if (route.name !== undefined) return this.serveGet(res, route.resource, route.namespace, route.name);
+    if (watch) return this.serveWatch(req, res, route.resource, route.namespace, query);
+    await this.held.get(route.resource);
+    if (!this.server) return; // stopped while held
+    return this.serveList(res, route.resource, route.namespace);
+  }
+
+  private serveGet(res: ServerResponse, resource: Resource, namespace: string | undefined, name: string): void {
+    const key = RESOURCES[resource].namespaced ? `${namespace}/${name}` : name;
+    const obj = this.store.get(resource)!.get(key);
+    if (!obj) return status(res, 404, 'NotFound', `${resource} "${name}" not found`);
+    json(res, 200, obj);
+  }
+
+  private serveList(res: ServerResponse, resource: Resource, namespace: string | undefined): void {
+    const info = RESOURCES[resource];
+    const items = [...this.store.get(resource)!.values()].filter((o) => matchesNamespace(o, namespace));
+    json(res, 200, { kind: `${info.kind}List`, apiVersion: info.apiVersion, metadata: { resourceVersion: String(this.rv) }, items });
+  }
+
+  private serveWatch(req: IncomingMessage, res: ServerResponse, resource: Resource, namespace: string | undefined, query: Record<string, string>): void {
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
+    res.flushHeaders();
+    const from = query['resourceVersion'] ?? '';
+    if (from === '' || from === '0') {
+      // "Start at most recent": synthetic ADDED events for the current state first.
+      for (const o of this.store.get(resource)!.values()) if (matchesNamespace(o, namespace)) send(res, { type: 'ADDED', object: o });
+    } else {
+      const n = Number(from);
+      if (!Number.isInteger(n) || n < this.horizon) {
+        this.expiredWatches.push(resource);
+        send(res, {
+          type: 'ERROR',
+          object: {
+            kind: 'Status',
+            apiVersion: 'v1',
+            metadata: {},
+            status: 'Failure',
+            message: `too old resource version: ${from} (${this.horizon})`,
+            reason: 'Expired',
+            code: 410,
+          },
+        });
+        res.end();
+        return;
+      }
+      for (const e of this.history) {
+        if (e.rv > n && e.resource === resource && matchesNamespace(e.object, namespace)) send(res, { type: e.type, object: e.object });
+      }
+    }
+    const watcher: Watcher = { resource, namespace, bookmarks: query['allowWatchBookmarks'] === 'true', res };
+    this.watchers.add(watcher);
+    const timeout = Number(query['timeoutSeconds']);
+    const timer = timeout > 0 ? setTimeout(() => res.end(), timeout * 1000) : undefined;
+    const done = () => {
+      clearTimeout(timer);
+      this.watchers.delete(watcher);
+    };
+    res.on('close', done);
+    req.on('close', done);
+  }
+}
+
+interface Route {
+  readonly resource: Resource;
+  readonly namespace: string | undefined;
+  readonly name: string | undefined;
+}
+
+/** `/api/v1/pods`, `/api/v1/namespaces/ns/pods[/name]`, `/api/v1/namespaces[/name]`, `/apis/networking.k8s.io/v1/…`. */
+function parseRoute(path: string): Route | undefined {
+  for (const [resource, info] of Object.entries(RESOURCES) as [Resource, ResourceInfo][]) {
+    if (!path.startsWith(`${info.prefix}/`)) continue;
+    const parts = path.slice(info.prefix.length + 1).split('/').filter((p) => p !== '').map(decodeURIComponent);
+    if (parts[0] === resource && parts.length <= 2) return { resource, namespace: undefined, name: parts[1] };
+    if (info.namespaced && parts[0] === 'namespaces' && parts[2] === resource && parts.length <= 4) {
+      return { resource, namespace: parts[1], name: parts[3] };
+    }
+  }
+  return undefined;
+}
+
+function matchesNamespace(obj: KubeObject, namespace: string | undefined): boolean {
+  return namespace === undefined || obj.metadata.namespace === namespace;
+}
+
+function send(res: ServerResponse, event: unknown): void {
+  if (!res.writableEnded && !res.destroyed) res.write(`${JSON.stringify(event)}\n`);
+}
+
+function json(res: ServerResponse, code: number, body: unknown): void {
+  res.writeHead(code, { 'Content-Type': 'application/json' });
+  res.end(JSON.stringify(body));
+}
+
+function status(res: ServerResponse, code: number, reason: string, message: string): void {
+  json(res, code, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code });
+}
+
+/** Writes `<dir>/kubeconfig` pointing at the server and returns its path. */
+export function writeKubeconfig(server: FakeApiServer, dir: string): string {
+  const path = join(dir, 'kubeconfig');
+  writeFileSync(
+    path,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      'clusters:',
+      '- name: fake',
+      '  cluster:',
+      `    server: ${server.url}`,
+      // client-node refuses http:// unless TLS verification is skipped (config.js createAgent).
+      '    insecure-skip-tls-verify: true',
+      'users:',
+      '- name: fake',
+      '  user: {token: fake-token}',
+      'contexts:',
+      '- name: fake',
+      '  context: {cluster: fake, user: fake}',
+      'current-context: fake',
+      '',
+    ].join('\n'),
+  );
+  return path;
+}
