@@ -9,7 +9,7 @@
 import { existsSync, statSync, watch, type FSWatcher } from 'node:fs';
 import { dirname } from 'node:path';
 import type { ClusterSnapshot, Problem } from '../model/index.js';
-import { loadManifests } from './manifests.js';
+import { loadManifests, manifestFiles } from './manifests.js';
 import { OBJECT_KINDS } from './convert.js';
 import { ChangeEmitter, ObjectStore, type ClusterChange, type ClusterSource, type Logger } from './source.js';
 
@@ -31,6 +31,8 @@ export class ManifestSource implements ClusterSource {
   private readonly paths: readonly string[];
   private readonly logger: Logger;
   private readonly debounceMs: number;
+  /** Per file, the objects of its last read without unreadable documents. */
+  private lastGood = new Map<string, ClusterSnapshot>();
 
   constructor(opts: ManifestSourceOptions) {
     this.paths = opts.paths;
@@ -66,14 +68,25 @@ export class ManifestSource implements ClusterSource {
 
   /** Re-reads every path now and applies the difference. */
   reload(): void {
-    const loaded = loadManifests(this.paths);
-    this.loadProblems = loaded.problems;
-    const next = loaded.snapshot;
+    const files: string[] = [];
+    const problems: Problem[] = [];
+    for (const path of this.paths) files.push(...manifestFiles(path, { problem: (p: Problem) => void problems.push(p) }));
     const fresh = new ObjectStore();
-    for (const n of next.namespaces) fresh.set('Namespace', n.name, n);
-    for (const n of next.nodes) fresh.set('Node', n.name, n);
-    for (const p of next.pods) fresh.set('Pod', `${p.namespace}/${p.name}`, p);
-    for (const p of next.policies) fresh.set('NetworkPolicy', `${p.namespace}/${p.name}`, p);
+    const good = new Map<string, ClusterSnapshot>();
+    for (const file of files) {
+      const loaded = loadManifests([file]);
+      problems.push(...loaded.problems);
+      const broken = loaded.problems.some((p) => p.severity === 'error' && p.object.startsWith(`${file}#`));
+      const previous = this.lastGood.get(file);
+      // A document that does not parse any more (an editor mid-save, a typo) must not make its policies
+      // vanish: that would open traffic. Until the file reads cleanly, what it held before stays.
+      if (broken && previous) addAll(fresh, previous);
+      addAll(fresh, loaded.snapshot);
+      good.set(file, broken && previous ? previous : loaded.snapshot);
+    }
+    this.lastGood = good;
+    this.loadProblems = problems;
+    const loaded = { files, problems };
     const changes: ClusterChange[] = [];
     for (const kind of OBJECT_KINDS) {
       for (const key of this.store.keys(kind)) {
@@ -119,6 +132,13 @@ export class ManifestSource implements ClusterSource {
       }
     }, this.debounceMs);
   }
+}
+
+function addAll(store: ObjectStore, snapshot: ClusterSnapshot): void {
+  for (const n of snapshot.namespaces) store.set('Namespace', n.name, n);
+  for (const n of snapshot.nodes) store.set('Node', n.name, n);
+  for (const p of snapshot.pods) store.set('Pod', `${p.namespace}/${p.name}`, p);
+  for (const p of snapshot.policies) store.set('NetworkPolicy', `${p.namespace}/${p.name}`, p);
 }
 
 function pushDefined<T>(out: T[], v: T | undefined): void {

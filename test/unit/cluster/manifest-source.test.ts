@@ -103,4 +103,17 @@ describe('ManifestSource', () => {
     await s.synced;
     expect(s.problems().map((p) => p.object.replace(dir, '<dir>'))).toEqual(['<dir>/a.yaml#1']);
   });
+
+  it('keeps the policies of a file that stops parsing until it reads cleanly again (never fails open)', async () => {
+    const file = join(dir, 'a.yaml');
+    writeFileSync(file, `${ns('a')}---\n${policy('p')}---\n${policy('q')}`);
+    const s = start([dir]);
+    await s.synced;
+    writeFileSync(file, `${ns('a')}---\n${policy('p')}---\nkind: NetworkPolicy\nmetadata: {name: q`);
+    await waitFor('the broken read is reported', () => s.problems().some((p) => p.object.startsWith(`${file}#`)));
+    expect(names(s)).toEqual(['a', 'a/p', 'a/q']);
+    writeFileSync(file, `${ns('a')}---\n${policy('p')}`);
+    await waitFor('q is deleted once the file parses', () => !names(s).includes('a/q'));
+    expect(names(s)).toEqual(['a', 'a/p']);
+  });
 });
