@@ -102,6 +102,11 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
 
 const isEntry = process.argv[1] !== undefined && import.meta.url === new URL(`file://${process.argv[1]}`).href;
 if (isEntry || process.argv[1]?.endsWith('/netfence')) {
+  // `netfence compile | head` closes the pipe early: that is the reader's choice, not an error.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0);
+    throw err;
+  });
   const io: Io = { out: (t) => process.stdout.write(t), err: (t) => process.stderr.write(t) };
   main(process.argv.slice(2), io).then(
     (code) => (process.exitCode = code),
