@@ -61,7 +61,9 @@ function checkPolicy(policy: NetworkPolicy, index: ClusterIndex, problems: Probl
   // An invalid podSelector cannot say which pods it meant; failing closed means isolating the namespace.
   const badSelector = errors.some((p) => p.field.startsWith('spec.podSelector'));
   const targets = badSelector ? local : local.filter((p) => selectorMatches(policy.podSelector, p.labels));
-  return { policy, key: `${policy.namespace}/${policy.name}`, valid: errors.length === 0, types: policyTypes(policy), targets };
+  // Any loading problem (wrong types, unknown values) invalidates the policy; semantic warnings do not.
+  const valid = errors.length === 0 && (policy.problems?.length ?? 0) === 0;
+  return { policy, key: `${policy.namespace}/${policy.name}`, valid, types: policyTypes(policy), targets };
 }
 
 // "If this field is not specified, it will default based on the existence of ingress or egress rules;

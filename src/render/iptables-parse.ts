@@ -106,7 +106,10 @@ export function parseIptablesSave(text: string): Map<string, SavedTable> {
     }
     throw new SaveParseError(n, `unexpected line "${line.slice(0, 60)}"`);
   });
-  if (table) throw new SaveParseError(lines.length, `table ${table.name} has no COMMIT (truncated dump?)`);
+  if (table) {
+    const last = lines.reduce((n, l, i) => (l.trim() !== '' ? i + 1 : n), 0);
+    throw new SaveParseError(last, `table ${table.name} has no COMMIT (truncated dump?)`);
+  }
   return tables;
 }
 
@@ -242,8 +245,9 @@ function parseTarget(flag: string, target: string, args: readonly string[], i: n
 }
 
 function parseMark(text: string | undefined): { value: number; mask: number } | undefined {
-  const m = /^(0x[0-9a-f]+)\/(0x[0-9a-f]+)$/i.exec(text ?? '');
-  return m ? { value: Number(m[1]), mask: Number(m[2]) } : undefined;
+  // iptables-save omits the mask when it is all ones.
+  const m = /^(0x[0-9a-f]+)(?:\/(0x[0-9a-f]+))?$/i.exec(text ?? '');
+  return m ? { value: Number(m[1]), mask: m[2] === undefined ? 0xffffffff : Number(m[2]) } : undefined;
 }
 
 function parsePorts(text: string): PortRange[] | undefined {

@@ -9,7 +9,8 @@ export const HASH_PREFIX = 'nf:';
 const HASH_LENGTH = 16;
 
 const hex = (n: number): string => `0x${(n >>> 0).toString(16)}`;
-const markArg = (value: number, mask: number): string => `${hex(value)}/${hex(mask)}`;
+// As iptables-save prints it: a full mask is left out.
+const markArg = (value: number, mask: number): string => ((mask >>> 0) === 0xffffffff ? hex(value) : `${hex(value)}/${hex(mask)}`);
 const CONNTRACK_ORDER = ['INVALID', 'NEW', 'RELATED', 'ESTABLISHED', 'UNTRACKED'] as const;
 
 /** iptables-save prints these as options before any `-m` module. */
