@@ -37,12 +37,12 @@ const COMMANDS: Record<string, CommandSpec> = {
   },
   inspect: {
     run: async () => (await import('./inspect.js')).inspectCommand,
-    usage: 'netfence inspect [--saved FILE] [--pod ns/name] [--policy ns/name] [--json]',
+    usage: 'netfence inspect [--saved FILE] [--pod ns/name] [--policy ns/name] [--family 4|6] [--json]',
     summary: 'show per local pod: dispatch → workload chain → policy chains → rules, with policy names',
   },
   trace: {
     run: async () => (await import('./trace.js')).traceCommand,
-    usage: 'netfence trace --src IP|ns/pod --dst IP|ns/pod --proto tcp|udp|sctp --port N [--saved FILE]',
+    usage: 'netfence trace --src IP|ns/pod --dst IP|ns/pod --proto tcp|udp|sctp --port N [--saved FILE] [--resources PATH… --node-name N] [--json]',
     summary: 'walk one new packet through the live (or saved) ruleset and name the rule that decided it',
   },
   cleanup: {

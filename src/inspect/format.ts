@@ -1,0 +1,107 @@
+// The inspect report as text: one block per local pod (dispatch → workload chain → policies → rules),
+// then the problems. Every line fits 80 columns.
+
+import { wrap } from '../trace/index.js';
+import type { InspectProblem, InspectReport, PeerView, PodView, PolicyRuleView, PolicyView, SetView, WorkloadView } from './model.js';
+
+export interface FormatOptions {
+  /** Print policy blocks (with the pods using them) instead of pod blocks: `--policy`. */
+  readonly byPolicy?: boolean;
+}
+
+export function formatReport(report: InspectReport, opts: FormatOptions = {}): string {
+  const out: string[] = [];
+  const hook = report.hookPosition !== undefined ? `hook at FORWARD #${report.hookPosition}` : 'NO hook in FORWARD';
+  out.push(`netfence: ${count(report.pods.length, 'local pod')}, ${count(report.policies.length, 'policy chain')}`);
+  out.push(...wrap(`${hook}, FORWARD policy ${report.forwardPolicy}`, '          '));
+  if (report.failClosedCidrs.length > 0) out.push(...wrap(`unknown addresses in ${report.failClosedCidrs.join(', ')} are dropped (fail-closed)`, '          '));
+  const byChain = new Map(report.policies.map((p) => [p.chain, p]));
+  if (opts.byPolicy) {
+    for (const p of report.policies) out.push('', ...policyBlock(p, ''));
+  } else {
+    for (const pod of report.pods) out.push('', ...podBlock(pod, byChain));
+  }
+  out.push('', ...problemsBlock(report.problems));
+  return `${out.join('\n')}\n`;
+}
+
+function podBlock(pod: PodView, policies: ReadonlyMap<string, PolicyView>): string[] {
+  const out = wrap(`${pod.pod ?? '(pod name unknown)'} (${pod.ip})`, '', '  ');
+  for (const dir of ['egress', 'ingress'] as const) {
+    const path = pod.dispatch[dir];
+    if (path.length === 0) continue;
+    const steps = path.map((r) => `${r.chain} #${r.ruleIndex}`).join(' -> ');
+    const target = pod[dir]?.chain ?? '?';
+    out.push(...wrap(`${steps} -> ${target}`, `  ${`${dir === 'egress' ? 'from' : 'to'}:`.padEnd(9)}`, ' '.repeat(11)));
+  }
+  for (const dir of ['ingress', 'egress'] as const) {
+    const w = pod[dir];
+    if (!w) {
+      out.push(`  ${dir.padEnd(8)} no workload chain found`);
+      continue;
+    }
+    out.push(...wrap(workloadSummary(w, dir), `  ${dir.padEnd(8)} `, '           '));
+    w.policyChains.forEach((chain) => {
+      const p = policies.get(chain);
+      if (p) out.push(...policyBlock(p, '    ', false));
+    });
+  }
+  return out;
+}
+
+function workloadSummary(w: WorkloadView, dir: 'ingress' | 'egress'): string {
+  if (!w.isolated) return `not isolated: all ${dir} allowed (${w.chain})`;
+  const n = w.policies.length;
+  return n === 0 ? `isolated, no policy allows anything (${w.chain})` : `isolated: allowed only by ${n} polic${n === 1 ? 'y' : 'ies'} (${w.chain})`;
+}
+
+function policyBlock(p: PolicyView, pad: string, withUsers = true): string[] {
+  const out = wrap(`${p.policy} ${p.direction} (${p.chain})`, `${pad}policy `, `${pad}       `);
+  if (withUsers) out.push(...wrap(p.usedBy.length > 0 ? p.usedBy.join(', ') : 'no local pod', `${pad}  used by: `, `${pad}           `));
+  if (p.note) out.push(...wrap(p.note, `${pad}  note: `, `${pad}        `));
+  for (const r of p.rules) {
+    const head = `${pad}  ${r.rule.padEnd(9)} `;
+    const hang = ' '.repeat(head.length);
+    out.push(...wrap(ruleText(r, p.direction), head, hang));
+    if (r.peer.kind === 'set') out.push(...wrap(membersText(r.peer), `${hang}  `, `${hang}    `));
+    if (r.namedPorts) out.push(...wrap(membersText(r.namedPorts), `${hang}  `, `${hang}    `));
+  }
+  return out;
+}
+
+function ruleText(r: PolicyRuleView, dir: 'ingress' | 'egress'): string {
+  const proto = r.protocol === 'any' ? 'any protocol' : r.protocol;
+  const ports = r.ports === 'any' ? 'all ports' : r.ports === 'named' && r.namedPorts ? `named port (set ${r.namedPorts.set})` : `port ${r.ports}`;
+  return `${proto} ${ports} ${dir === 'ingress' ? 'from' : 'to'} ${peerText(r.peer)}`;
+}
+
+function peerText(p: PeerView): string {
+  switch (p.kind) {
+    case 'any':
+      return 'anywhere';
+    case 'cidr':
+      return `${p.negate ? 'not ' : ''}${p.cidr}`;
+    case 'set':
+      return `set ${p.set}`;
+  }
+}
+
+function membersText(s: SetView): string {
+  if (s.type === undefined) return `${s.set}: MISSING from the ipset dump`;
+  if (s.members === 0) return `${s.type}, empty`;
+  const more = s.members > s.sample.length ? ', …' : '';
+  return `${s.type}, ${count(s.members, 'member')}: ${s.sample.join(', ')}${more}`;
+}
+
+const count = (n: number, noun: string): string => `${n} ${noun}${n === 1 ? '' : 's'}`;
+
+function problemsBlock(problems: readonly InspectProblem[]): string[] {
+  if (problems.length === 0) return ['problems: none'];
+  const out = [`problems: ${problems.length}`];
+  for (const p of problems) {
+    const where = p.chain ? `${p.chain}${p.ruleIndex !== undefined ? ` #${p.ruleIndex}` : ''}: ` : '';
+    out.push(...wrap(`${where}${p.message}`, `  - [${p.kind}] `, '    '));
+    if (p.text) out.push(...wrap(p.text, '      ', '        '));
+  }
+  return out;
+}

@@ -1,0 +1,3 @@
+export * from './format.js';
+export * from './model.js';
+export * from './schema.js';

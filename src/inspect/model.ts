@@ -1,0 +1,299 @@
+// What the saved (or live) ruleset says netfence is doing, per local pod: dispatch rules → workload
+// chains → policy chains → rules, mapped back to `namespace/name` through our rule comments. Pure: the
+// parsed filter table and ipsets come in, a plain JSON-able report comes out.
+
+import type { Match, Rule } from '../model/index.js';
+import type { SavedChain, SavedRule } from '../render/index.js';
+import { chainKind, readComment, targetOf, type Direction, type IpSets, type Ruleset } from '../trace/index.js';
+
+export interface RuleRef {
+  readonly chain: string;
+  /** 1-based, as `iptables -L --line-numbers` counts. */
+  readonly ruleIndex: number;
+  readonly text: string;
+}
+
+export interface SetView {
+  readonly set: string;
+  /** `src`, `dst`, `dst,dst`. */
+  readonly direction: string;
+  /** Absent when the set is not in the ipset dump. */
+  readonly type?: string;
+  readonly members: number;
+  /** The first few members, as ipset prints them. */
+  readonly sample: readonly string[];
+}
+
+export type PeerView = { readonly kind: 'any' } | ({ readonly kind: 'set' } & SetView) | { readonly kind: 'cidr'; readonly cidr: string; readonly negate: boolean };
+
+/** One iptables rule of a policy chain: one (peer, port) alternative of a NetworkPolicy rule. */
+export interface PolicyRuleView {
+  /** `ingress:0` (from the comment), or `?` when the comment does not say. */
+  readonly rule: string;
+  readonly ruleIndex: number;
+  readonly protocol: 'tcp' | 'udp' | 'sctp' | 'any';
+  /** `6379`, `443,8000-8100`, `any`, or `named` (see namedPorts). */
+  readonly ports: string;
+  readonly peer: PeerView;
+  /** A named port: the hash:ip,port set of (pod IP, protocol:number) it resolved to. */
+  readonly namedPorts?: SetView;
+}
+
+export interface PolicyView {
+  readonly policy: string;
+  readonly direction: Direction;
+  readonly chain: string;
+  readonly rules: readonly PolicyRuleView[];
+  /** Why the chain allows nothing (invalid policy, no rule can match). */
+  readonly note?: string;
+  /** Local pods whose workload chains jump here. */
+  readonly usedBy: readonly string[];
+}
+
+export interface WorkloadView {
+  readonly chain: string;
+  /** A final DROP is present: only what a policy allows passes. */
+  readonly isolated: boolean;
+  readonly policies: readonly string[];
+  readonly policyChains: readonly string[];
+}
+
+export interface PodView {
+  /** `namespace/name` from the workload chains' comments; absent when they do not say. */
+  readonly pod?: string;
+  readonly ip: string;
+  readonly dispatch: { readonly egress: readonly RuleRef[]; readonly ingress: readonly RuleRef[] };
+  readonly egress?: WorkloadView;
+  readonly ingress?: WorkloadView;
+}
+
+export type ProblemKind = 'owned-unexpected' | 'foreign-above-hook' | 'missing-hook' | 'unreferenced-chain' | 'missing-set' | 'missing-chain';
+
+export interface InspectProblem {
+  readonly kind: ProblemKind;
+  readonly message: string;
+  readonly chain?: string;
+  readonly ruleIndex?: number;
+  readonly text?: string;
+}
+
+export interface InspectReport {
+  readonly chainPrefix: string;
+  readonly forwardPolicy: string;
+  /** Our jump in FORWARD, 1-based; absent when missing. */
+  readonly hookPosition?: number;
+  /** Address ranges whose unknown addresses are dropped (fail-closed), from the dispatch chains. */
+  readonly failClosedCidrs: readonly string[];
+  readonly pods: readonly PodView[];
+  readonly policies: readonly PolicyView[];
+  readonly problems: readonly InspectProblem[];
+}
+
+export interface InspectOptions {
+  readonly chainPrefix: string;
+  /** How many members of each set to show. */
+  readonly sampleSize?: number;
+}
+
+const SAMPLE = 3;
+
+export function inspectRuleset(ruleset: Ruleset, ipsets: IpSets, opts: InspectOptions): InspectReport {
+  const prefix = opts.chainPrefix;
+  const problems: InspectProblem[] = [];
+  const sets = setViewer(ipsets, opts.sampleSize ?? SAMPLE, problems);
+  const chain = (name: string): SavedChain | undefined => ruleset.chains.get(name);
+  const forward = chain('FORWARD');
+  const hookIndex = forward?.rules.findIndex((r) => targetIsOurs(r, prefix)) ?? -1;
+  if (hookIndex < 0) problems.push({ kind: 'missing-hook', chain: 'FORWARD', message: `no rule in FORWARD jumps to ${prefix}FORWARD: netfence's chains are never reached` });
+  forward?.rules.slice(0, Math.max(0, hookIndex)).forEach((r, i) =>
+    problems.push({ kind: 'foreign-above-hook', chain: 'FORWARD', ruleIndex: i + 1, text: r.text, message: 'runs before netfence: it can accept or drop pod traffic before any policy is checked' }),
+  );
+  problems.push(...unexpectedOwnedRules(ruleset, prefix), ...unreferencedChains(ruleset, prefix));
+
+  const failClosed: string[] = [];
+  const pods = new Map<string, { egress: RuleRef[]; ingress: RuleRef[]; egressChain?: string; ingressChain?: string }>();
+  for (const [root, dir] of [[`${prefix}from-wl-dispatch`, 'egress'], [`${prefix}to-wl-dispatch`, 'ingress']] as const) {
+    if (!chain(root)) {
+      problems.push({ kind: 'missing-chain', chain: root, message: `${root} is missing: local pods cannot be found for ${dir}` });
+      continue;
+    }
+    walkDispatch(ruleset, root, prefix, [], new Set(), (ip, path, target) => {
+      const entry = pods.get(ip) ?? { egress: [], ingress: [] };
+      entry[dir] = path;
+      entry[dir === 'egress' ? 'egressChain' : 'ingressChain'] = target;
+      pods.set(ip, entry);
+    }, (cidr) => failClosed.includes(cidr) || failClosed.push(cidr));
+  }
+
+  const policyViews = new Map<string, PolicyView & { usedBy: string[] }>();
+  for (const c of ruleset.chains.values()) {
+    const kind = chainKind(c.name, prefix);
+    if (kind === 'policy-ingress' || kind === 'policy-egress') policyViews.set(c.name, { ...policyView(c, kind === 'policy-ingress' ? 'ingress' : 'egress', sets), usedBy: [] });
+  }
+
+  const podViews: PodView[] = [];
+  for (const [ip, entry] of pods) {
+    const egress = entry.egressChain ? workloadView(chain(entry.egressChain), policyViews) : undefined;
+    const ingress = entry.ingressChain ? workloadView(chain(entry.ingressChain), policyViews) : undefined;
+    const pod = podName(chain(entry.egressChain ?? '')) ?? podName(chain(entry.ingressChain ?? ''));
+    for (const w of [egress, ingress]) for (const pc of w?.policyChains ?? []) policyViews.get(pc)?.usedBy.push(pod ?? ip);
+    podViews.push({
+      ...(pod !== undefined ? { pod } : {}),
+      ip,
+      dispatch: { egress: entry.egress, ingress: entry.ingress },
+      ...(egress ? { egress } : {}),
+      ...(ingress ? { ingress } : {}),
+    });
+  }
+  podViews.sort((a, b) => cmp(a.pod ?? a.ip, b.pod ?? b.ip));
+  const policies = [...policyViews.values()].sort((a, b) => cmp(`${a.policy} ${a.direction}`, `${b.policy} ${b.direction}`));
+  return {
+    chainPrefix: prefix,
+    forwardPolicy: forward?.policy ?? 'unknown',
+    ...(hookIndex >= 0 ? { hookPosition: hookIndex + 1 } : {}),
+    failClosedCidrs: failClosed,
+    pods: podViews,
+    policies: policies.map((p) => ({ ...p, usedBy: [...new Set(p.usedBy)].sort() })),
+    problems,
+  };
+}
+
+const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+const refOf = (chain: string, i: number, r: SavedRule): RuleRef => ({ chain, ruleIndex: i + 1, text: r.text });
+
+function targetIsOurs(r: SavedRule, prefix: string): boolean {
+  const t = targetOf(r.args);
+  return t !== undefined && t.target.startsWith(prefix);
+}
+
+/** Follows the dispatch tree: `-s IP/32 -g nf-fw-…` is a pod; `-s NET -g nf-fd-…` a subtree; `-s NET -j DROP` fail-closed. */
+function walkDispatch(
+  ruleset: Ruleset,
+  name: string,
+  prefix: string,
+  path: readonly RuleRef[],
+  seen: Set<string>,
+  onPod: (ip: string, path: RuleRef[], target: string) => void,
+  onFailClosed: (cidr: string) => void,
+): void {
+  if (seen.has(name)) return;
+  seen.add(name);
+  ruleset.chains.get(name)?.rules.forEach((r, i) => {
+    const rule = r.rule;
+    const net = rule?.match.find((m): m is Extract<Match, { kind: 'src-net' | 'dst-net' }> => m.kind === 'src-net' || m.kind === 'dst-net');
+    if (!rule || !net) return;
+    const here = [...path, refOf(name, i, r)];
+    const action = rule.action;
+    if (action.kind === 'drop' || action.kind === 'reject') onFailClosed(net.cidr);
+    if (action.kind !== 'goto' && action.kind !== 'jump') return;
+    const kind = chainKind(action.target, prefix);
+    if (kind === 'dispatch-from' || kind === 'dispatch-to') walkDispatch(ruleset, action.target, prefix, here, seen, onPod, onFailClosed);
+    else if (kind === 'workload-egress' || kind === 'workload-ingress') onPod(net.cidr.replace(/\/(32|128)$/, ''), here, action.target);
+  });
+}
+
+function podName(chain: SavedChain | undefined): string | undefined {
+  for (const r of chain?.rules ?? []) {
+    const m = r.comment !== undefined ? readComment(r.comment) : undefined;
+    if (m?.kind === 'workload') return m.pod;
+  }
+  return undefined;
+}
+
+function workloadView(chain: SavedChain | undefined, policies: ReadonlyMap<string, PolicyView>): WorkloadView | undefined {
+  if (!chain) return undefined;
+  const policyChains = chain.rules.flatMap((r) => (r.rule?.action.kind === 'jump' && policies.has(r.rule.action.target) ? [r.rule.action.target] : []));
+  const last = chain.rules.at(-1)?.rule;
+  const isolated = last !== undefined && last.action.kind === 'drop' && last.match.length === 0;
+  return { chain: chain.name, isolated, policies: policyChains.map((c) => policies.get(c)?.policy ?? c), policyChains };
+}
+
+function policyView(chain: SavedChain, direction: Direction, sets: (m: Extract<Match, { kind: 'set' }>) => SetView): PolicyView {
+  let policy: string | undefined;
+  let note: string | undefined;
+  const rules: PolicyRuleView[] = [];
+  chain.rules.forEach((r, i) => {
+    const meaning = r.comment !== undefined ? readComment(r.comment) : undefined;
+    if (meaning?.kind === 'policy-empty') {
+      policy ??= meaning.policy;
+      note = meaning.why;
+    }
+    if (meaning?.kind === 'policy-rule') policy ??= meaning.policy;
+    if (r.rule?.action.kind === 'set-mark') rules.push(ruleView(r.rule, i + 1, meaning?.kind === 'policy-rule' ? meaning.rule : '?', direction, sets));
+  });
+  return { policy: policy ?? `? (${chain.name})`, direction, chain: chain.name, rules, ...(note !== undefined ? { note } : {}), usedBy: [] };
+}
+
+function ruleView(rule: Rule, ruleIndex: number, label: string, direction: Direction, sets: (m: Extract<Match, { kind: 'set' }>) => SetView): PolicyRuleView {
+  const peerDir = direction === 'ingress' ? 'src' : 'dst';
+  let protocol: PolicyRuleView['protocol'] = 'any';
+  let ports = 'any';
+  let peer: PeerView = { kind: 'any' };
+  let namedPorts: SetView | undefined;
+  for (const m of rule.match) {
+    if (m.kind === 'protocol') protocol = m.protocol;
+    else if (m.kind === 'dports') ports = m.ports.map((p) => (p.from === p.to ? `${p.from}` : `${p.from}-${p.to}`)).join(',');
+    else if (m.kind === 'set' && m.direction === 'dst,dst') {
+      namedPorts = sets(m);
+      ports = 'named';
+    } else if (m.kind === 'set' && m.direction === peerDir) peer = { kind: 'set', ...sets(m) };
+    else if ((m.kind === 'src-net' && peerDir === 'src') || (m.kind === 'dst-net' && peerDir === 'dst')) peer = { kind: 'cidr', cidr: m.cidr, negate: m.negate === true };
+  }
+  return { rule: label, ruleIndex, protocol, ports, peer, ...(namedPorts ? { namedPorts } : {}) };
+}
+
+function setViewer(ipsets: IpSets, sample: number, problems: InspectProblem[]): (m: Extract<Match, { kind: 'set' }>) => SetView {
+  const reported = new Set<string>();
+  return (m) => {
+    const set = ipsets.get(m.set);
+    if (!set) {
+      if (!reported.has(m.set)) problems.push({ kind: 'missing-set', message: `ipset ${m.set} is used by a rule but is not in the ipset dump` });
+      reported.add(m.set);
+      return { set: m.set, direction: m.direction, members: 0, sample: [] };
+    }
+    return { set: m.set, direction: m.direction, type: set.type, members: set.members.length, sample: set.members.slice(0, sample) };
+  };
+}
+
+/** Rules in our chains that netfence did not write as they are (no hash comment, or parts it never emits). */
+function unexpectedOwnedRules(ruleset: Ruleset, prefix: string): InspectProblem[] {
+  const out: InspectProblem[] = [];
+  for (const c of ruleset.chains.values()) {
+    if (!c.name.startsWith(prefix)) continue;
+    c.rules.forEach((r, i) => {
+      if (r.hash !== undefined && r.rule) return;
+      const message = r.hash === undefined ? 'owned chain holds a rule without a netfence hash comment (added by hand?)' : 'owned but unexpected: netfence cannot parse this rule';
+      out.push({ kind: 'owned-unexpected', chain: c.name, ruleIndex: i + 1, text: r.text, message });
+    });
+  }
+  return out;
+}
+
+/** Owned chains nothing jumps to: left over from an interrupted apply, or cut loose by a hand edit. */
+function unreferencedChains(ruleset: Ruleset, prefix: string): InspectProblem[] {
+  const referenced = new Set<string>();
+  for (const c of ruleset.chains.values()) for (const r of c.rules) {
+    const t = targetOf(r.args);
+    if (t) referenced.add(t.target);
+  }
+  return [...ruleset.chains.keys()]
+    .filter((name) => name.startsWith(prefix) && !referenced.has(name))
+    .map((name) => ({ kind: 'unreferenced-chain' as const, chain: name, message: 'owned chain that no rule jumps to' }));
+}
+
+/** Keeps the pods (by `ns/name` or IP) and policies asked for; undefined filters keep everything. */
+export function filterReport(report: InspectReport, filter: { readonly pod?: string; readonly policy?: string }): InspectReport {
+  let pods = report.pods;
+  let policies = report.policies;
+  if (filter.pod !== undefined) {
+    pods = pods.filter((p) => p.pod === filter.pod || p.ip === filter.pod);
+    const wanted = new Set(pods.flatMap((p) => [...(p.egress?.policyChains ?? []), ...(p.ingress?.policyChains ?? [])]));
+    policies = policies.filter((p) => wanted.has(p.chain));
+  }
+  if (filter.policy !== undefined) {
+    policies = policies.filter((p) => p.policy === filter.policy);
+    const chains = new Set(policies.map((p) => p.chain));
+    pods = pods.filter((p) => [...(p.egress?.policyChains ?? []), ...(p.ingress?.policyChains ?? [])].some((c) => chains.has(c)));
+  }
+  return { ...report, pods, policies };
+}

@@ -1,0 +1,109 @@
+// JSON Schema of `netfence inspect --json` (draft-07, ajv strict mode): the contract scripts rely on.
+// Kept beside model.ts; a unit test validates real reports against it, so the two cannot drift apart.
+
+const str = { type: 'string' } as const;
+const int = { type: 'integer', minimum: 0 } as const;
+const strings = { type: 'array', items: str } as const;
+
+const ruleRef = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['chain', 'ruleIndex', 'text'],
+  properties: { chain: str, ruleIndex: { type: 'integer', minimum: 1 }, text: str },
+} as const;
+
+const setView = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['set', 'direction', 'members', 'sample'],
+  properties: { set: str, direction: { enum: ['src', 'dst', 'src,src', 'dst,dst'] }, type: str, members: int, sample: strings },
+} as const;
+
+const peer = {
+  oneOf: [
+    { type: 'object', additionalProperties: false, required: ['kind'], properties: { kind: { const: 'any' } } },
+    {
+      type: 'object',
+      additionalProperties: false,
+      required: ['kind', 'set', 'direction', 'members', 'sample'],
+      properties: { kind: { const: 'set' }, ...setView.properties },
+    },
+    {
+      type: 'object',
+      additionalProperties: false,
+      required: ['kind', 'cidr', 'negate'],
+      properties: { kind: { const: 'cidr' }, cidr: str, negate: { type: 'boolean' } },
+    },
+  ],
+} as const;
+
+const direction = { enum: ['ingress', 'egress'] } as const;
+
+const policyRule = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['rule', 'ruleIndex', 'protocol', 'ports', 'peer'],
+  properties: { rule: str, ruleIndex: { type: 'integer', minimum: 1 }, protocol: { enum: ['tcp', 'udp', 'sctp', 'any'] }, ports: str, peer, namedPorts: setView },
+} as const;
+
+const policy = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['policy', 'direction', 'chain', 'rules', 'usedBy'],
+  properties: { policy: str, direction, chain: str, rules: { type: 'array', items: policyRule }, note: str, usedBy: strings },
+} as const;
+
+const workload = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['chain', 'isolated', 'policies', 'policyChains'],
+  properties: { chain: str, isolated: { type: 'boolean' }, policies: strings, policyChains: strings },
+} as const;
+
+const pod = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['ip', 'dispatch'],
+  properties: {
+    pod: str,
+    ip: str,
+    dispatch: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['egress', 'ingress'],
+      properties: { egress: { type: 'array', items: ruleRef }, ingress: { type: 'array', items: ruleRef } },
+    },
+    egress: workload,
+    ingress: workload,
+  },
+} as const;
+
+const problem = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['kind', 'message'],
+  properties: {
+    kind: { enum: ['owned-unexpected', 'foreign-above-hook', 'missing-hook', 'unreferenced-chain', 'missing-set', 'missing-chain'] },
+    message: str,
+    chain: str,
+    ruleIndex: { type: 'integer', minimum: 1 },
+    text: str,
+  },
+} as const;
+
+export const INSPECT_REPORT_SCHEMA = {
+  $schema: 'http://json-schema.org/draft-07/schema#',
+  title: 'netfence inspect --json',
+  type: 'object',
+  additionalProperties: false,
+  required: ['chainPrefix', 'forwardPolicy', 'failClosedCidrs', 'pods', 'policies', 'problems'],
+  properties: {
+    chainPrefix: str,
+    forwardPolicy: str,
+    hookPosition: { type: 'integer', minimum: 1 },
+    failClosedCidrs: strings,
+    pods: { type: 'array', items: pod },
+    policies: { type: 'array', items: policy },
+    problems: { type: 'array', items: problem },
+  },
+} as const;

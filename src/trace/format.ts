@@ -1,0 +1,89 @@
+// A trace as text for an operator's terminal: the rules the packet met, chain by chain, then the
+// verdict with the policy (or isolation) that decided it. Every line fits 80 columns.
+
+import type { Packet } from './packet.js';
+import { chainLabel, ruleTextWithoutComment, type Ruleset } from './ruleset.js';
+import type { Allowance, DecidedBy, Step, TraceResult } from './trace.js';
+import { wrap } from './wrap.js';
+
+export interface FormatContext {
+  readonly ruleset: Ruleset;
+  readonly chainPrefix: string;
+  /** How each end of the packet was resolved (`default/db`, `local pod`, …), for the header. */
+  readonly srcLabel?: string;
+  readonly dstLabel?: string;
+}
+
+const RESULT_WORD: Record<Step['result'], string> = { match: 'yes', 'no-match': 'no', 'not-evaluated': '??', policy: 'end' };
+
+export function formatTrace(result: TraceResult, packet: Packet, ctx: FormatContext): string {
+  const out: string[] = [];
+  const end = (ip: string, label: string | undefined) => (label ? `${ip} (${label})` : ip);
+  out.push(...wrap(`${packet.proto} ${end(packet.src, ctx.srcLabel)} -> ${end(packet.dst, ctx.dstLabel)} dport ${packet.dport}, new connection`, 'packet  ', '        '));
+  out.push(...wrap(`enters FORWARD in ${packet.inIface}, leaves out ${packet.outIface}`, '        '));
+  out.push('');
+  let current: string | undefined;
+  for (const step of result.steps) {
+    const pad = '  '.repeat(step.depth);
+    if (step.chain !== current) {
+      current = step.chain;
+      const chain = ctx.ruleset.chains.get(step.chain);
+      out.push(...wrap(`${step.chain}${chain ? `  (${chainLabel(chain, ctx.chainPrefix)})` : ''}`, pad));
+    }
+    out.push(...formatStep(step, `${pad}  `));
+  }
+  out.push('', ...formatVerdict(result));
+  if (result.warnings.length > 0) {
+    out.push('', 'warnings:');
+    for (const w of result.warnings) out.push(...wrap(w, '  - ', '    '));
+  }
+  return `${out.join('\n')}\n`;
+}
+
+function formatStep(step: Step, pad: string): string[] {
+  const head = `${pad}${step.result === 'policy' ? '  ' : `#${step.ruleIndex}`.padEnd(3)} ${RESULT_WORD[step.result].padEnd(3)} `;
+  const hang = ' '.repeat(head.length);
+  const lines = wrap(step.result === 'policy' ? step.text : ruleTextWithoutComment(step.text), head, hang);
+  if (step.comment) lines.push(...wrap(step.comment, `${hang}# `, `${hang}  `));
+  if (step.detail) lines.push(...wrap(step.result === 'no-match' ? `(no: ${step.detail})` : `(${step.detail})`, hang));
+  return lines;
+}
+
+export function verdictSentence(result: TraceResult): string {
+  const d = result.decidedBy;
+  if (result.verdict === 'NO-VERDICT') {
+    const after = result.after;
+    const how = after ? `${after.verdict} by ${where(after.decidedBy)}` : 'undecided';
+    const reached = result.hookFound ? 'netfence did not decide' : 'netfence is not hooked into FORWARD';
+    return `NO-VERDICT: ${reached}; the rest of FORWARD does: ${how}`;
+  }
+  if (!d) return result.verdict;
+  if (!d.owned) return `${result.verdict}: by a rule netfence does not own, ${where(d)}`;
+  return `${result.verdict}: ${because(d, result.verdict)} (${where(d)})`;
+}
+
+const where = (d: DecidedBy): string => (d.ruleIndex === 0 ? `${d.chain} ${d.text}` : `${d.chain} #${d.ruleIndex}`);
+
+function because(d: DecidedBy, verdict: 'ACCEPT' | 'DROP'): string {
+  if (d.policy && d.rule) return `allowed by policy ${d.policy} rule ${d.rule}`;
+  if (d.pod && d.direction) {
+    return verdict === 'ACCEPT' ? `${d.pod} is not isolated for ${d.direction}` : `${d.pod} is isolated for ${d.direction} and no policy allowed it`;
+  }
+  return d.comment ?? ruleTextWithoutComment(d.text);
+}
+
+function formatVerdict(result: TraceResult): string[] {
+  const out = wrap(verdictSentence(result), 'verdict ', '        ');
+  const shown = result.allowedBy.filter((a) => a.comment !== undefined);
+  if (shown.length > 0) {
+    out.push('allowed on the way:');
+    for (const a of shown) out.push(...wrap(`${allowanceText(a)} (${a.chain} #${a.ruleIndex})`, `  ${(a.direction ?? '').padEnd(8)} `, '           '));
+  }
+  return out;
+}
+
+function allowanceText(a: Allowance): string {
+  if (a.policy && a.rule) return `policy ${a.policy} rule ${a.rule}`;
+  if (a.pod && a.direction) return `${a.pod} is not isolated for ${a.direction}`;
+  return a.comment ?? '';
+}

@@ -1,0 +1,84 @@
+// Every Match kind netfence emits, evaluated against one packet. A mapped table, like the renderer's:
+// a new Match kind does not compile until the tracer can evaluate and describe it.
+
+import type { Match } from '../model/index.js';
+import { ifaceMatches, netContains, parseAddr, parseNet } from './addr.js';
+import { setMatches, type IpSets } from './ipsets.js';
+import type { Packet } from './packet.js';
+
+export interface MatchContext {
+  readonly packet: Packet;
+  /** The packet mark at this point of the walk. */
+  readonly mark: number;
+  readonly ipsets: IpSets;
+}
+
+/** `true`/`false`, or why the tracer cannot tell (then the rule is reported as not evaluated). */
+export type MatchAnswer = boolean | { readonly unknown: string };
+
+const flip = (answer: MatchAnswer, negate: boolean | undefined): MatchAnswer => (typeof answer === 'boolean' && negate ? !answer : answer);
+
+function addrIn(cidr: string, ip: string): MatchAnswer {
+  const net = parseNet(cidr);
+  const addr = parseAddr(ip);
+  if (!net) return { unknown: `"${cidr}" is not a CIDR` };
+  if (!addr) return { unknown: `"${ip}" is not an address` };
+  return netContains(net, addr);
+}
+
+const evaluate: { [K in Match['kind']]: (m: Extract<Match, { kind: K }>, ctx: MatchContext) => MatchAnswer } = {
+  'src-net': (m, { packet }) => flip(addrIn(m.cidr, packet.src), m.negate),
+  'dst-net': (m, { packet }) => flip(addrIn(m.cidr, packet.dst), m.negate),
+  'in-iface': (m, { packet }) => flip(ifaceMatches(m.name, packet.inIface), m.negate),
+  'out-iface': (m, { packet }) => flip(ifaceMatches(m.name, packet.outIface), m.negate),
+  protocol: (m, { packet }) => m.protocol === packet.proto,
+  dports: (m, { packet }) => m.ports.some((r) => packet.dport >= r.from && packet.dport <= r.to),
+  set: (m, { packet, ipsets }) => {
+    const set = ipsets.get(m.set);
+    if (!set) return { unknown: `ipset ${m.set} is not in the ipset dump` };
+    const answer = setMatches(set, packet, m.direction);
+    return answer.known ? flip(answer.member, m.negate) : { unknown: answer.why };
+  },
+  // `-m mark --mark value/mask`: (mark & mask) == value.
+  mark: (m, { mark }) => flip(((mark & m.mask) >>> 0) === m.value >>> 0, m.negate),
+  ctstate: (m, { packet }) => m.states.includes(packet.ctstate),
+  physdev: (m, { packet }) =>
+    (m.in === undefined || ifaceMatches(m.in, packet.physIn)) &&
+    (m.out === undefined || ifaceMatches(m.out, packet.physOut)) &&
+    (!m.isBridged || packet.physOut !== undefined),
+};
+
+const not = (negate: boolean | undefined): string => (negate ? '! ' : '');
+
+/** Short words for a match, for "did not match: …" lines. */
+export const describe: { [K in Match['kind']]: (m: Extract<Match, { kind: K }>) => string } = {
+  'src-net': (m) => `src ${not(m.negate)}${m.cidr}`,
+  'dst-net': (m) => `dst ${not(m.negate)}${m.cidr}`,
+  'in-iface': (m) => `in ${not(m.negate)}${m.name}`,
+  'out-iface': (m) => `out ${not(m.negate)}${m.name}`,
+  protocol: (m) => `proto ${m.protocol}`,
+  dports: (m) => `dport ${m.ports.map((r) => (r.from === r.to ? `${r.from}` : `${r.from}-${r.to}`)).join(',')}`,
+  set: (m) => `${m.direction} ${not(m.negate)}in set ${m.set}`,
+  mark: (m) => `mark ${not(m.negate)}0x${m.value.toString(16)}/0x${m.mask.toString(16)}`,
+  ctstate: (m) => `ctstate ${m.states.join(',')}`,
+  physdev: (m) => `physdev${m.in ? ` in ${m.in}` : ''}${m.out ? ` out ${m.out}` : ''}${m.isBridged ? ' bridged' : ''}`,
+};
+
+export const evaluateMatch = (m: Match, ctx: MatchContext): MatchAnswer => (evaluate[m.kind] as (m: Match, c: MatchContext) => MatchAnswer)(m, ctx);
+export const describeMatch = (m: Match): string => (describe[m.kind] as (m: Match) => string)(m);
+
+export type RuleMatch =
+  | { readonly result: 'match' }
+  | { readonly result: 'no-match'; readonly failed: string }
+  | { readonly result: 'unknown'; readonly why: string };
+
+/** All matches must hold (iptables ANDs them); the first failing one is named. */
+export function evaluateMatches(matches: readonly Match[], ctx: MatchContext): RuleMatch {
+  let unknown: string | undefined;
+  for (const m of matches) {
+    const answer = evaluateMatch(m, ctx);
+    if (answer === false) return { result: 'no-match', failed: describeMatch(m) };
+    if (answer !== true) unknown ??= answer.unknown;
+  }
+  return unknown === undefined ? { result: 'match' } : { result: 'unknown', why: unknown };
+}

@@ -1,0 +1,60 @@
+// The packet a trace walks, and how its interfaces follow from the node's layout.
+
+import type { L4Protocol } from '../model/index.js';
+import { inAnyNet, parseAddr } from './addr.js';
+
+/** The first packet of a flow as it enters the filter table's FORWARD chain. */
+export interface Packet {
+  readonly src: string;
+  readonly dst: string;
+  readonly proto: L4Protocol;
+  readonly dport: number;
+  readonly sport?: number;
+  readonly inIface: string;
+  readonly outIface: string;
+  /** Bridge ports (veths) when br_netfilter hands a bridged frame to iptables. */
+  readonly physIn?: string;
+  readonly physOut?: string;
+  /** A trace is about new connections; replies are accepted by conntrack before any policy. */
+  readonly ctstate: 'NEW';
+  /** The packet mark on entry (default 0). */
+  readonly mark?: number;
+}
+
+export interface NodeLayout {
+  /** The CNI bridge local pods hang off (flannel: cni0). */
+  readonly bridge: string;
+  /** Where traffic to and from other nodes and the outside goes (default eth0). */
+  readonly uplink: string;
+  /** This node's pod CIDRs: an address in one is a local pod. */
+  readonly podCidrs: readonly string[];
+  /** Addresses known to be local pods even without a pod CIDR (e.g. read from the dispatch chains). */
+  readonly localIps?: readonly string[];
+}
+
+export interface Flow {
+  readonly src: string;
+  readonly dst: string;
+  readonly proto: L4Protocol;
+  readonly dport: number;
+  readonly sport?: number;
+}
+
+export function isLocal(ip: string, layout: NodeLayout): boolean {
+  const addr = parseAddr(ip);
+  if (!addr) return false;
+  return inAnyNet(addr, layout.podCidrs) || (layout.localIps ?? []).some((l) => parseAddr(l)?.value === addr.value && parseAddr(l)?.family === addr.family);
+}
+
+/**
+ * flannel's layout: a packet from a local pod enters FORWARD on the bridge, one to a local pod leaves
+ * on it (same-node traffic is bridged and seen through br_netfilter with both); anything else uses the uplink.
+ */
+export function packetFor(flow: Flow, layout: NodeLayout): Packet {
+  return {
+    ...flow,
+    inIface: isLocal(flow.src, layout) ? layout.bridge : layout.uplink,
+    outIface: isLocal(flow.dst, layout) ? layout.bridge : layout.uplink,
+    ctstate: 'NEW',
+  };
+}

@@ -1,0 +1,193 @@
+// The ruleset the tools read: the filter table of an `iptables-save` dump (or of the restore payload
+// `netfence compile` prints), with clear errors for input that is not one, and the naming conventions
+// that tell our chains and comments apart.
+
+import { KERNEL_CHAINS } from '../model/index.js';
+import { parseIptablesSave, SaveParseError, type SavedChain, type SavedTable } from '../render/index.js';
+
+export type Ruleset = SavedTable;
+
+/** The input cannot be read as a ruleset; the message says what is wrong and what was expected. */
+export class RulesetError extends Error {
+  override readonly name = 'RulesetError';
+}
+
+export const NO_NETFENCE_CHAINS = 'no netfence chains found — is netfence running in this network namespace?';
+
+export interface LoadOptions {
+  /** Policy assumed for built-in chains a restore payload uses without declaring (default ACCEPT). */
+  readonly builtinPolicy?: 'ACCEPT' | 'DROP';
+}
+
+/**
+ * The filter table of `text`. Accepts `iptables-save` output and also restore payloads (`-N`, `-I chain n`,
+ * rules for undeclared built-in chains), so the output of `netfence compile` can be traced too.
+ */
+export function loadRuleset(text: string, opts: LoadOptions = {}): Ruleset {
+  if (text.trim() === '') throw new RulesetError('empty input: expected the output of iptables-save');
+  const saveText = /^-[IN] /m.test(text) || undeclaredBuiltins(text).length > 0 ? restoreToSave(text, opts.builtinPolicy ?? 'ACCEPT') : text;
+  let tables: Map<string, SavedTable>;
+  try {
+    tables = parseIptablesSave(saveText);
+  } catch (err) {
+    if (err instanceof SaveParseError) throw new RulesetError(`not a complete iptables-save dump: ${err.message}`);
+    throw err;
+  }
+  const filter = tables.get('filter');
+  if (!filter) throw new RulesetError(`no *filter table in the input (tables: ${[...tables.keys()].join(', ') || 'none'})`);
+  return filter;
+}
+
+/** Throws the operator-facing error when the ruleset holds nothing of ours. */
+export function requireOwnedChains(ruleset: Ruleset, prefix: string): void {
+  if (![...ruleset.chains.keys()].some((name) => name.startsWith(prefix))) throw new RulesetError(NO_NETFENCE_CHAINS);
+}
+
+function undeclaredBuiltins(text: string): string[] {
+  return KERNEL_CHAINS.filter((c) => new RegExp(`^-A ${c} `, 'm').test(text) && !new RegExp(`^:${c} `, 'm').test(text));
+}
+
+/** Replays a restore payload's chain edits in order and prints the result as iptables-save would. */
+function restoreToSave(text: string, builtinPolicy: string): string {
+  const out: string[] = [];
+  let chains: Map<string, { policy: string; rules: string[] }> | undefined;
+  const declare = (name: string, policy: string) => {
+    if (chains && !chains.has(name)) chains.set(name, { policy, rules: [] });
+  };
+  for (const raw of text.split('\n')) {
+    const line = raw.trimEnd();
+    if (line.startsWith('*')) {
+      chains = new Map();
+      out.push(line);
+      continue;
+    }
+    if (!chains || line === '' || line.startsWith('#')) {
+      if (line !== '') out.push(line);
+      continue;
+    }
+    if (line === 'COMMIT') {
+      for (const [name, c] of chains) out.push(`:${name} ${c.policy} [0:0]`);
+      for (const [name, c] of chains) for (const r of c.rules) out.push(`-A ${name} ${r}`);
+      out.push('COMMIT');
+      chains = undefined;
+      continue;
+    }
+    const words = line.split(' ');
+    const [verb, chain = ''] = words;
+    const builtin = (KERNEL_CHAINS as readonly string[]).includes(chain);
+    if (line.startsWith(':')) declare((words[0] ?? '').slice(1), words[1] ?? '-');
+    else if (verb === '-N') declare(chain, '-');
+    else if (verb === '-A' || verb === '-I') {
+      if (builtin) declare(chain, builtinPolicy);
+      const target = chains.get(chain);
+      if (!target) {
+        out.push(line); // left for the parser to report with its line number
+        continue;
+      }
+      const at = verb === '-I' && /^\d+$/.test(words[2] ?? '') ? Number(words[2]) : verb === '-I' ? 1 : undefined;
+      const body = words.slice(at !== undefined && /^\d+$/.test(words[2] ?? '') ? 3 : 2).join(' ');
+      if (at === undefined) target.rules.push(body);
+      else target.rules.splice(at - 1, 0, body);
+    } else out.push(line);
+  }
+  return `${out.join('\n')}\n`;
+}
+
+// ---- what our names and comments mean ----------------------------------------------------------
+
+export type ChainKind =
+  | 'builtin'
+  | 'foreign'
+  | 'forward'
+  | 'dispatch-from'
+  | 'dispatch-to'
+  | 'workload-egress'
+  | 'workload-ingress'
+  | 'policy-ingress'
+  | 'policy-egress'
+  | 'owned-other';
+
+/** Classifies a chain by the names src/compile/names.ts gives (`nf-fw-…`, `nf-fd-…`, …). */
+export function chainKind(name: string, prefix: string): ChainKind {
+  if ((KERNEL_CHAINS as readonly string[]).includes(name)) return 'builtin';
+  if (!name.startsWith(prefix)) return 'foreign';
+  const rest = name.slice(prefix.length);
+  if (rest === 'FORWARD') return 'forward';
+  if (rest === 'from-wl-dispatch' || rest.startsWith('fd-')) return 'dispatch-from';
+  if (rest === 'to-wl-dispatch' || rest.startsWith('td-')) return 'dispatch-to';
+  if (rest.startsWith('fw-')) return 'workload-egress';
+  if (rest.startsWith('tw-')) return 'workload-ingress';
+  if (rest.startsWith('pi-')) return 'policy-ingress';
+  if (rest.startsWith('po-')) return 'policy-egress';
+  return 'owned-other';
+}
+
+export type Direction = 'ingress' | 'egress';
+
+/** The human part of our rule comments, read back (see policy-chains.ts and workload-chains.ts). */
+export type CommentMeaning =
+  | { readonly kind: 'policy-rule'; readonly policy: string; readonly direction: Direction; readonly rule: string }
+  | { readonly kind: 'policy-empty'; readonly policy: string; readonly why: string }
+  | { readonly kind: 'workload'; readonly pod: string; readonly direction: Direction; readonly isolated: boolean }
+  | { readonly kind: 'other'; readonly text: string };
+
+const KEY = String.raw`([a-z0-9.-]+\/[A-Za-z0-9._-]+)`;
+const POLICY_RULE = new RegExp(`^${KEY} (ingress|egress):(\\d+)$`);
+const POLICY_NONE = new RegExp(`^no (ingress|egress) rule of ${KEY} can match$`);
+const POLICY_INVALID = new RegExp(`^${KEY} is invalid: allows nothing$`);
+const WORKLOAD = new RegExp(`^${KEY} (not isolated|isolated) for (ingress|egress)`);
+
+export function readComment(text: string): CommentMeaning {
+  let m = POLICY_RULE.exec(text);
+  if (m) return { kind: 'policy-rule', policy: m[1]!, direction: m[2] as Direction, rule: `${m[2]}:${m[3]}` };
+  if ((m = POLICY_NONE.exec(text))) return { kind: 'policy-empty', policy: m[2]!, why: `no ${m[1]} rule can match` };
+  if ((m = POLICY_INVALID.exec(text))) return { kind: 'policy-empty', policy: m[1]!, why: 'invalid: allows nothing' };
+  if ((m = WORKLOAD.exec(text))) return { kind: 'workload', pod: m[1]!, direction: m[3] as Direction, isolated: m[2] === 'isolated' };
+  return { kind: 'other', text };
+}
+
+/** `-j X` / `-g X` target of a saved rule, from its arguments. */
+export function targetOf(args: readonly string[]): { readonly flag: '-j' | '-g'; readonly target: string } | undefined {
+  for (let i = args.length - 2; i >= 0; i--) {
+    if ((args[i] === '-j' || args[i] === '-g') && args[i - 1] !== '--comment') return { flag: args[i] as '-j' | '-g', target: args[i + 1]! };
+  }
+  return undefined;
+}
+
+export const chainOf = (ruleset: Ruleset, name: string): SavedChain | undefined => ruleset.chains.get(name);
+
+/** Rule text without our `-m comment --comment "nf:…"` part: what an operator reads. */
+export function ruleTextWithoutComment(text: string): string {
+  return text.replace(/\s*-m comment --comment "(?:[^"\\]|\\.)*"/, '').trim();
+}
+
+/** A few words on what one of our chains is for, read from its kind and its comments. */
+export function chainLabel(chain: SavedChain, prefix: string): string {
+  const kind = chainKind(chain.name, prefix);
+  const meanings = chain.rules.flatMap((r) => (r.comment !== undefined ? [readComment(r.comment)] : []));
+  switch (kind) {
+    case 'builtin':
+      return `built-in, policy ${chain.policy}`;
+    case 'foreign':
+      return 'not netfence';
+    case 'forward':
+      return 'netfence entry';
+    case 'dispatch-from':
+      return 'find the sending local pod';
+    case 'dispatch-to':
+      return 'find the receiving local pod';
+    case 'workload-egress':
+    case 'workload-ingress': {
+      const w = meanings.find((m) => m.kind === 'workload');
+      return `${w?.kind === 'workload' ? w.pod : 'pod'} ${kind === 'workload-egress' ? 'egress' : 'ingress'}`;
+    }
+    case 'policy-ingress':
+    case 'policy-egress': {
+      const p = meanings.find((m) => m.kind === 'policy-rule' || m.kind === 'policy-empty');
+      const name = p && (p.kind === 'policy-rule' || p.kind === 'policy-empty') ? p.policy : '?';
+      return `policy ${name} ${kind === 'policy-ingress' ? 'ingress' : 'egress'}`;
+    }
+    case 'owned-other':
+      return 'netfence (unknown kind)';
+  }
+}

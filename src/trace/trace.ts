@@ -1,0 +1,232 @@
+// Walks one new packet through a parsed filter table, from the built-in FORWARD chain, the way the
+// kernel would: rules in order, matches ANDed, jump/goto/RETURN with a call stack, MARK --set-xmark,
+// and the built-in chain's policy at the end. Pure: the ruleset and ipset members come in as values.
+
+import type { Rule } from '../model/index.js';
+import { toRule, type SavedChain, type SavedRule } from '../render/index.js';
+import type { IpSets } from './ipsets.js';
+import { evaluateMatches } from './match.js';
+import type { Packet } from './packet.js';
+import { readComment, type Direction, type Ruleset } from './ruleset.js';
+
+export type Verdict = 'ACCEPT' | 'DROP' | 'NO-VERDICT';
+
+export interface StepRef {
+  readonly chain: string;
+  /** 1-based, as `iptables -L --line-numbers` counts; 0 means the chain's policy. */
+  readonly ruleIndex: number;
+  /** The saved rule text after `-A <chain>` (or `policy ACCEPT`). */
+  readonly text: string;
+}
+
+export interface Step extends StepRef {
+  /** Call depth: 0 in FORWARD, 1 in a chain it jumped to, … */
+  readonly depth: number;
+  readonly result: 'match' | 'no-match' | 'not-evaluated' | 'policy';
+  /** The first match that failed, why a rule could not be evaluated, or what a match did to the mark. */
+  readonly detail?: string;
+  readonly owned: boolean;
+  readonly comment?: string;
+}
+
+/** Who a verdict or an allow bit is attributed to, read from our rule comments. */
+export interface Attribution {
+  readonly policy?: string;
+  /** `ingress:0`: the rule's index in the policy's ingress/egress list. */
+  readonly rule?: string;
+  readonly pod?: string;
+  readonly direction?: Direction;
+  readonly comment?: string;
+}
+
+export interface DecidedBy extends StepRef, Attribution {
+  readonly action: 'ACCEPT' | 'DROP' | 'REJECT';
+  /** A rule in a chain netfence owns. */
+  readonly owned: boolean;
+}
+
+/** A rule that set mark bits on the way (a policy rule allowing, or a pod that is not isolated). */
+export interface Allowance extends StepRef, Attribution {
+  readonly value: number;
+}
+
+export interface TraceResult {
+  /** NO-VERDICT: the packet fell through netfence's chains (or never reached them); the rest of FORWARD decides. */
+  readonly verdict: Verdict;
+  readonly decidedBy?: DecidedBy;
+  /** With NO-VERDICT: how FORWARD ended after our chains (`UNKNOWN` when a rule could not be evaluated). */
+  readonly after?: { readonly verdict: 'ACCEPT' | 'DROP'; readonly decidedBy: DecidedBy };
+  readonly allowedBy: readonly Allowance[];
+  readonly steps: readonly Step[];
+  readonly warnings: readonly string[];
+  /** A rule in FORWARD jumps into our chains. */
+  readonly hookFound: boolean;
+  readonly finalMark: number;
+}
+
+export interface TraceOptions {
+  /** Owned chain prefix (default `nf-`). */
+  readonly chainPrefix?: string;
+  readonly startChain?: string;
+  /** Guards against jump loops in a hand-edited ruleset. */
+  readonly maxSteps?: number;
+}
+
+interface Frame {
+  readonly chain: SavedChain;
+  next: number;
+}
+
+type Phase = 'before-hook' | 'netfence' | 'after';
+
+export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, opts: TraceOptions = {}): TraceResult {
+  const prefix = opts.chainPrefix ?? 'nf-';
+  const start = ruleset.chains.get(opts.startChain ?? 'FORWARD');
+  if (!start) throw new Error(`the ruleset has no ${opts.startChain ?? 'FORWARD'} chain`);
+  const owned = (name: string): boolean => name.startsWith(prefix);
+  const steps: Step[] = [];
+  const warnings: string[] = [];
+  const allowedBy: Allowance[] = [];
+  const hookFound = start.rules.some((r) => targetChain(r) !== undefined && owned(targetChain(r)!));
+  const frames: Frame[] = [{ chain: start, next: 0 }];
+  let mark = packet.mark ?? 0;
+  let phase: Phase = 'before-hook';
+  const maxSteps = opts.maxSteps ?? 10000;
+
+  const finish = (decided: DecidedBy): TraceResult => {
+    const base = { allowedBy, steps, warnings, hookFound, finalMark: mark };
+    // A foreign rule above our hook takes the decision away from us; say so rather than hide it in NO-VERDICT.
+    const aboveHook = !decided.owned && phase === 'before-hook' && hookFound && decided.ruleIndex > 0;
+    if (aboveHook) warnings.push(`decided by a foreign rule above the netfence hook (${decided.chain} #${decided.ruleIndex}): netfence never saw this packet`);
+    if (decided.owned || aboveHook) return { ...base, verdict: decided.action === 'ACCEPT' ? 'ACCEPT' : 'DROP', decidedBy: decided };
+    return { ...base, verdict: 'NO-VERDICT', after: { verdict: decided.action === 'ACCEPT' ? 'ACCEPT' : 'DROP', decidedBy: decided } };
+  };
+
+  while (frames.length > 0) {
+    if (steps.length >= maxSteps) {
+      warnings.push(`stopped after ${maxSteps} steps: the chains loop`);
+      return { verdict: 'NO-VERDICT', allowedBy, steps, warnings, hookFound, finalMark: mark };
+    }
+    const frame = frames[frames.length - 1]!;
+    const chain = frame.chain;
+    const depth = frames.length - 1;
+    const isOwned = owned(chain.name);
+    const saved = chain.rules[frame.next];
+    if (!saved) {
+      frames.pop();
+      if (frames.length === 0) return finish(policyDecision(chain, depth, steps));
+      if (isOwned && !owned(frames[frames.length - 1]!.chain.name)) phase = 'after';
+      continue;
+    }
+    const ruleIndex = ++frame.next;
+    const ref: StepRef = { chain: chain.name, ruleIndex, text: saved.text };
+    const comment = saved.comment;
+    const rule = saved.rule ?? toRule(saved.args);
+    const record = (result: Step['result'], detail?: string) =>
+      steps.push({ ...ref, depth, result, owned: isOwned, ...(detail !== undefined ? { detail } : {}), ...(comment !== undefined ? { comment } : {}) });
+    if (!rule) {
+      record('not-evaluated', 'netfence cannot read this rule');
+      warnings.push(notEvaluated(ref, 'a match or target the tracer does not model', phase));
+      continue;
+    }
+    const matched = evaluateMatches(rule.match, { packet, mark, ipsets });
+    if (matched.result === 'no-match') {
+      record('no-match', matched.failed);
+      continue;
+    }
+    if (matched.result === 'unknown') {
+      record('not-evaluated', matched.why);
+      warnings.push(notEvaluated(ref, matched.why, phase));
+      continue;
+    }
+    const action = rule.action;
+    switch (action.kind) {
+      case 'accept':
+      case 'drop':
+      case 'reject': {
+        record('match');
+        const verb = action.kind === 'accept' ? 'ACCEPT' : action.kind === 'drop' ? 'DROP' : 'REJECT';
+        return finish({ ...ref, action: verb, owned: isOwned, ...attribute(saved, rule, allowedBy) });
+      }
+      case 'set-mark': {
+        mark = ((mark & ~action.mask) ^ action.value) >>> 0;
+        record('match', `mark is now 0x${mark.toString(16)}`);
+        if (action.value !== 0) allowedBy.push({ ...ref, value: action.value, ...attributionOf(comment) });
+        break;
+      }
+      case 'return':
+        record('match');
+        frames.pop();
+        if (frames.length === 0) return finish(policyDecision(chain, depth, steps));
+        if (isOwned && !owned(frames[frames.length - 1]!.chain.name)) phase = 'after';
+        break;
+      case 'jump':
+      case 'goto': {
+        const target = ruleset.chains.get(action.target);
+        if (!target) {
+          record('not-evaluated', `chain ${action.target} does not exist`);
+          warnings.push(notEvaluated(ref, `target chain ${action.target} is missing`, phase));
+          break;
+        }
+        record('match');
+        if (owned(target.name) && !isOwned) phase = 'netfence';
+        // goto: the target replaces this chain, so its RETURN goes back to whoever called this chain.
+        if (action.kind === 'goto') frames.pop();
+        frames.push({ chain: target, next: 0 });
+        break;
+      }
+    }
+  }
+  throw new Error('unreachable: the walk ends at a verdict or a chain policy');
+}
+
+function targetChain(saved: SavedRule): string | undefined {
+  const action = (saved.rule ?? toRule(saved.args))?.action;
+  return action && (action.kind === 'jump' || action.kind === 'goto') ? action.target : undefined;
+}
+
+/** The built-in chain's policy decides when its last rule did not. */
+function policyDecision(chain: SavedChain, depth: number, steps: Step[]): DecidedBy {
+  const text = `policy ${chain.policy}`;
+  steps.push({ chain: chain.name, ruleIndex: 0, text, depth, result: 'policy', owned: false });
+  const action = chain.policy === 'DROP' ? 'DROP' : 'ACCEPT';
+  return { chain: chain.name, ruleIndex: 0, text, action, owned: false };
+}
+
+function notEvaluated(ref: StepRef, why: string, phase: Phase): string {
+  const where = `${ref.chain} #${ref.ruleIndex} not evaluated (${why})`;
+  if (phase === 'before-hook') return `${where}: it sits above the netfence hook; if it matches, it could decide this packet before netfence sees it`;
+  return `${where}: assumed not to match`;
+}
+
+function attributionOf(comment: string | undefined): Attribution {
+  if (comment === undefined) return {};
+  const meaning = readComment(comment);
+  switch (meaning.kind) {
+    case 'policy-rule':
+      return { policy: meaning.policy, rule: meaning.rule, direction: meaning.direction, comment };
+    case 'policy-empty':
+      return { policy: meaning.policy, comment };
+    case 'workload':
+      return { pod: meaning.pod, direction: meaning.direction, comment };
+    case 'other':
+      return { comment };
+  }
+}
+
+/**
+ * A final ACCEPT that tests mark bits is attributed to the last rule that set those bits: that is the
+ * policy rule (or the "not isolated" rule) that allowed the packet. Anything else speaks for itself.
+ */
+function attribute(saved: SavedRule, rule: Rule, allowedBy: readonly Allowance[]): Attribution {
+  const markMatch = rule.match.find((m) => m.kind === 'mark');
+  if (rule.action.kind === 'accept' && markMatch?.kind === 'mark') {
+    const bits = markMatch.value & markMatch.mask;
+    const setter = [...allowedBy].reverse().find((a) => (a.value & bits) !== 0);
+    if (setter) {
+      const { chain: _c, ruleIndex: _r, text: _t, value: _v, ...who } = setter;
+      return who;
+    }
+  }
+  return attributionOf(saved.comment);
+}
