@@ -7,7 +7,7 @@ import { observeFamily, planFamily, type FamilyPlan } from '../plan/index.js';
 import { Syncer } from '../reconcile/syncer.js';
 import { renderFullRestore, renderIpsetRestore } from '../render/index.js';
 import type { Kernel } from '../dataplane/kernel.js';
-import { cliLogger, configFrom, kernelFor, loadResources, nodeSettings, ownershipOf, parse, UsageError } from './context.js';
+import { cliLogger, configFrom, kernelFor, loadCluster, loadResources, nodeSettings, ownershipOf, parse, UsageError } from './context.js';
 
 export interface Io {
   out(text: string): void;
@@ -51,7 +51,7 @@ export async function applyCommand(argv: readonly string[], io: Io): Promise<num
 export async function diffCommand(argv: readonly string[], io: Io): Promise<number> {
   const parsed = parse(argv, { saved: { type: 'string' }, json: { type: 'boolean' } });
   const config = configFrom(parsed);
-  const cluster = loadResources(parsed);
+  const cluster = await loadCluster(parsed, cliLogger(config));
   const settings = await nodeSettings(config, cluster.snapshot);
   const result = compile(cluster.snapshot, settings);
   printProblems(io, [...cluster.problems, ...result.problems]);

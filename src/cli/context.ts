@@ -1,6 +1,8 @@
 // Shared plumbing of the commands: flags → config → snapshot → node settings → kernel.
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { KubeConfig } from '@kubernetes/client-node';
+import { KubeSource } from '../cluster/kube-source.js';
 import { loadManifests } from '../cluster/manifests.js';
 import { readFlannelSubnetEnv } from '../config/flannel.js';
 import { CONFIG_FLAG_OPTIONS, loadConfig, toNodeSettings } from '../config/load.js';
@@ -64,6 +66,29 @@ export function loadResources(parsed: Parsed): LoadedCluster {
   if (paths.length === 0) throw new UsageError('--resources PATH is required (files or directories of manifests)');
   const loaded = loadManifests(paths);
   return { snapshot: loaded.snapshot, problems: loaded.problems };
+}
+
+/** The cluster from `--resources`, else from the API (`--kubeconfig F`, or in-cluster config): one full list. */
+export async function loadCluster(parsed: Parsed, logger: Logger): Promise<LoadedCluster> {
+  if (resourcePaths(parsed).length > 0) return loadResources(parsed);
+  const kubeConfig = new KubeConfig();
+  const file = parsed.values['kubeconfig'] as string | undefined;
+  try {
+    if (file) kubeConfig.loadFromFile(file);
+    else kubeConfig.loadFromCluster();
+  } catch (err) {
+    throw new UsageError(`give --resources PATH or --kubeconfig F (no in-cluster config: ${(err as Error).message})`);
+  }
+  const source = new KubeSource({ kubeConfig, logger: logger.child({ component: 'source' }) });
+  try {
+    await Promise.race([
+      source.synced,
+      new Promise((_, reject) => setTimeout(() => reject(new Error('timed out listing the cluster from the API server')), 30_000).unref()),
+    ]);
+    return { snapshot: source.snapshot(), problems: source.problems() };
+  } finally {
+    await source.stop();
+  }
 }
 
 /**
