@@ -78,31 +78,39 @@ export class Syncer {
       plans.push(planFamily(state, observed, this.own));
     }
     this.inSync = false;
+    let leftovers = false;
     try {
       for (const plan of plans) {
         if (plan.ipsetRestore) await this.kernel.ipsetRestore(plan.ipsetRestore);
         if (plan.iptablesRestore) await this.kernel.restoreFilter(plan.family, plan.iptablesRestore);
       }
       for (const plan of plans) {
-        if (plan.ipsetDestroy) await this.destroyStaleSets(plan.ipsetDestroy);
+        if (plan.ipsetDestroy && !(await this.destroyStaleSets(plan.ipsetDestroy))) leftovers = true;
       }
     } catch (err) {
       this.programmed.clear();
       throw err;
     }
-    for (const family of this.families()) this.programmed.set(family, expectedObserved(desired[family === 4 ? 'v4' : 'v6']));
-    this.inSync = plans.every((p) => p.errors.length === 0);
+    if (leftovers) {
+      // Our own undestroyed sets are not drift: forget the programmed view so the next sync re-reads and retries.
+      this.programmed.clear();
+      this.inSync = false;
+    } else {
+      for (const family of this.families()) this.programmed.set(family, expectedObserved(desired[family === 4 ? 'v4' : 'v6']));
+      this.inSync = plans.every((p) => p.errors.length === 0);
+    }
     for (const plan of plans) for (const e of plan.errors) this.logger.error(e);
     return { plans, readKernel, drift };
   }
 
-  private async destroyStaleSets(text: string): Promise<void> {
+  /** False when a set could not be destroyed (still referenced by someone else's rule); enforcement is unaffected. */
+  private async destroyStaleSets(text: string): Promise<boolean> {
     try {
       await this.kernel.ipsetRestore(text);
+      return true;
     } catch (err) {
-      // A set still referenced by someone else's rule cannot be destroyed; enforcement is unaffected.
       this.logger.warn('could not destroy stale ipsets; will retry', { error: (err as Error).message });
-      this.markOutOfSync('stale ipset destroy failed');
+      return false;
     }
   }
 

@@ -95,7 +95,7 @@ describeKernel('trace agrees with the kernel', () => {
 
   it.each(PROTOCOLS.flatMap((proto) => PORTS.map((port) => [proto, port] as const)))('%s/%i: traced verdicts equal probed ones', async (proto, port) => {
     const views = await Promise.all(sb.nodes().map(nodeView));
-    const observed = await probeMatrix(sb, { protocol: proto, port, timeoutMs: 500 });
+    const observed = await probeMatrix(sb, { protocol: proto.toUpperCase() as 'TCP' | 'UDP' | 'SCTP', port, timeoutMs: 500 });
     const disagreements: string[] = [];
     let allowed = 0;
     for (const from of sb.pods()) {
