@@ -179,10 +179,7 @@ describeKernel('apply failures: a stale set someone else still references', () =
     });
   });
 
-  // BUG (same cause, src/reconcile/syncer.ts): after the failed destroy, `programmed` is set to
-  // expectedObserved(desired), which lacks the set we failed to destroy. The periodic run then sees
-  // our own leftover as a difference, reports drift=true and logs "changed by someone else" — on every
-  // periodic run for as long as the foreign reference stays. Nobody else changed anything of ours.
+  // Regression (same cause): our own leftover set must not be reported as drift by someone else.
   it.each(BACKENDS)('the periodic run that finally destroys our own leftover set reports no drift (%s)', async (backend) => {
     await withNetns(async (ns) => {
       const kernel = recordingKernel(await openKernel({ netns: ns.name, backend }));
