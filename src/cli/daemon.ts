@@ -150,7 +150,8 @@ function observerFor(metrics: Metrics, health: HealthState, config: DaemonConfig
   return {
     heartbeat: () => health.heartbeat(),
     synced: (info) => {
-      metrics.observeSync(info.reason === 'change' ? 'incremental' : 'full', info.seconds);
+      // A sync that re-read the kernel is a full one (start-up, drift timer, retry); others trust the tracker.
+      metrics.observeSync(info.readKernel ? 'full' : 'incremental', info.seconds);
       metrics.observeApply(info.applySeconds);
       if (info.reason !== 'change') metrics.countEvent('resync');
       metrics.setProgrammed(programmedCounts(info.desired));

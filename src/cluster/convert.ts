@@ -59,7 +59,8 @@ export function objectName(kind: ObjectKind, obj: unknown): string {
   return `${kind} ${namespaceOf(meta)}/${name}`;
 }
 
-export function convert<K extends ObjectKind>(kind: K, obj: unknown): Converted<ModelOf[K]> {
+export function convert<K extends ObjectKind>(kind: K, input: unknown): Converted<ModelOf[K]> {
+  const obj = kind === 'NetworkPolicy' ? wireNames(input) : input;
   const object = objectName(kind, obj);
   const problems: Problem[] = schemaErrors(kind, obj).map((e) => ({ object, field: e.field, message: e.message, severity: 'error' }));
   const meta = record(record(obj)?.['metadata']);
@@ -199,6 +200,24 @@ function readPolicyTypes(v: unknown): PolicyType[] | undefined {
  * defaulting ("policies that contain an egress section are assumed to affect egress") still isolates
  * that direction. The policy is invalid then, so the rule allows nothing.
  */
+/**
+ * client-node's ObjectSerializer renames ingress `from` to `_from` (a reserved word in its generated models):
+ * listed objects carry `_from`, watch events the wire name. Reading only `from` would silently turn every
+ * listed ingress rule into "allow from anywhere", so put the wire name back before anything reads it.
+ */
+function wireNames(obj: unknown): unknown {
+  const spec = record(record(obj)?.['spec']);
+  const ingress = spec?.['ingress'];
+  if (!Array.isArray(ingress) || !ingress.some((r) => record(r) && '_from' in (r as object))) return obj;
+  const fixed = ingress.map((r) => {
+    const rule = record(r);
+    if (!rule || !('_from' in rule)) return r;
+    const { _from, ...rest } = rule;
+    return rest['from'] === undefined ? { ...rest, from: _from } : rest;
+  });
+  return { ...(obj as Record<string, unknown>), spec: { ...spec, ingress: fixed } };
+}
+
 function readRules(v: unknown, peersField: 'from' | 'to'): PolicyRule[] | undefined {
   if (v === undefined || v === null) return undefined;
   if (!Array.isArray(v)) return [{}];

@@ -16,7 +16,7 @@ export interface SnapshotSource {
 
 /** What the loop reports, for metrics and health; all optional. */
 export interface ReconcileObserver {
-  synced?(info: { reason: RunReason; seconds: number; applySeconds: number; plans: readonly FamilyPlan[]; drift: boolean; desired: DesiredState }): void;
+  synced?(info: { reason: RunReason; readKernel: boolean; seconds: number; applySeconds: number; plans: readonly FamilyPlan[]; drift: boolean; desired: DesiredState }): void;
   failed?(info: { reason: RunReason; error: Error }): void;
   problems?(problems: readonly Problem[]): void;
   heartbeat?(): void;
@@ -94,6 +94,7 @@ export class Reconciler {
       else if (!summary.inSync) logger.info('programmed', { reason, ...summary });
       this.opts.observer?.synced?.({
         reason,
+        readKernel: sync.readKernel,
         seconds: (now - started) / 1000,
         applySeconds: (now - applyStart) / 1000,
         plans: sync.plans,

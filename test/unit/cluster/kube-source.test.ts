@@ -255,6 +255,20 @@ describe('KubeSource', () => {
     expect(s.problems()).toEqual([]);
   });
 
+  it('reads ingress peers of listed and watched policies alike (client-node lists them as `_from`)', async () => {
+    const spec = { podSelector: {}, ingress: [{ from: [{ podSelector: { matchLabels: { app: 'x' } } }], ports: [{ port: 80 }] }] };
+    server.create(policy('prod', 'listed', spec));
+    const s = startSource();
+    await s.synced;
+    await waitFor('watches', allWatching);
+    server.create(policy('prod', 'watched', spec));
+    await waitFor('watched', () => s.snapshot().policies.some((p) => p.name === 'watched'));
+    for (const name of ['listed', 'watched']) {
+      const got = s.snapshot().policies.find((p) => p.name === name);
+      expect(got?.ingress?.[0]?.peers).toEqual([{ podSelector: { matchLabels: { app: 'x' }, matchExpressions: [] } }]);
+    }
+  });
+
   it('reports and leaves out a pod it cannot read', async () => {
     const s = startSource();
     await s.synced;
