@@ -1,0 +1,214 @@
+// `npm run demo`: a 2-node flannel-like sandbox (network namespaces), `netfence daemon` running inside
+// each node and watching a folder of manifests, and TCP 80 reachability matrices before and after the
+// example policies in scripts/demo/. Then a pending change is previewed with `netfence diff` and
+// applied. Everything it creates (namespaces, daemons, temp files) is removed at the end, also on
+// failure and Ctrl-C. Exit 0 only when every expected matrix was reached.
+//
+// Run as root after `npm run build`: node --import ./scripts/register-ts.mjs scripts/demo.ts
+
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { stringify } from 'yaml';
+import { run } from '../src/dataplane/exec.js';
+import { createSandbox, formatMatrix, matrixOf, waitForMatrix, type Matrix, type Sandbox, type SandboxNode } from '../src/sandbox/index.js';
+import { httpStatusIn, sleep, startDaemonProcess, terminateNow, type DaemonProcess } from './demo/daemon-process.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const CLI = join(ROOT, 'dist', 'cli', 'main.js');
+const BUNDLE = join(ROOT, 'scripts', 'demo');
+const PORT = 80;
+const LISTEN = '127.0.0.1:9476';
+
+const NODES = [
+  { name: 'n1', podCidr: '10.244.1.0/24' },
+  { name: 'n2', podCidr: '10.244.2.0/24' },
+];
+
+interface DemoPod {
+  readonly namespace: string;
+  readonly name: string;
+  readonly node: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly namedPorts?: readonly { readonly name: string; readonly containerPort: number }[];
+}
+
+const PODS: readonly DemoPod[] = [
+  { namespace: 'prod', name: 'db', node: 'n1', labels: { role: 'db' } },
+  { namespace: 'prod', name: 'web', node: 'n1', labels: { role: 'frontend' } },
+  { namespace: 'prod', name: 'api', node: 'n2', labels: { role: 'backend' }, namedPorts: [{ name: 'http', containerPort: 80 }] },
+  { namespace: 'dev', name: 'client', node: 'n2', labels: { app: 'client' } },
+  { namespace: 'other', name: 'web', node: 'n2', labels: { role: 'frontend' } },
+];
+const KEYS = PODS.map((p) => `${p.namespace}/${p.name}`);
+
+/** What the policies in scripts/demo/policies allow (a pod always reaches itself). */
+function withPolicies(from: string, to: string): boolean {
+  if (from === to) return true;
+  if (from === 'prod/db') return false; // db may only talk to 10.0.0.0/24:5978 (egress)
+  if (to === 'prod/db') return from === 'prod/web' || from === 'dev/client'; // frontend of prod, project=myproject
+  if (to === 'prod/web') return false; // default deny
+  if (to === 'prod/api') return from === 'prod/web'; // named port "http", frontend of prod only
+  return true; // dev and other have no policies
+}
+
+/** …plus the pending web-public policy. */
+function withPending(from: string, to: string): boolean {
+  if (to === 'prod/web' && from !== 'prod/db') return true;
+  return withPolicies(from, to);
+}
+
+const out = (text = ''): void => void process.stdout.write(`${text}\n`);
+const bold = (text: string): string => (process.stdout.isTTY ? `\x1b[1m${text}\x1b[0m` : text);
+const demoStart = Date.now();
+/** Numbered step heading, with the time since the demo started. */
+const heading = (n: number, text: string): void => out(`\n${bold(`${n}. ${text}`)}  [${((Date.now() - demoStart) / 1000).toFixed(1)} s]`);
+
+function clusterManifests(sandbox: Sandbox): string {
+  const docs: unknown[] = sandbox.nodes().map((n) => ({
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: { name: n.name },
+    spec: { podCIDR: n.podCidr, podCIDRs: [n.podCidr] },
+    status: { addresses: [{ type: 'InternalIP', address: n.underlayIp }] },
+  }));
+  for (const p of PODS) {
+    const ip = sandbox.addressOf(`${p.namespace}/${p.name}`);
+    docs.push({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: p.name, namespace: p.namespace, labels: p.labels },
+      spec: { nodeName: p.node, containers: [{ name: 'app', image: 'demo', ports: (p.namedPorts ?? []).map((np) => ({ ...np, protocol: 'TCP' })) }] },
+      status: { phase: 'Running', podIP: ip, podIPs: [{ ip }] },
+    });
+  }
+  return docs.map((d) => stringify(d)).join('---\n');
+}
+
+/** Probes until the matrix is `expected` (the daemons converge asynchronously); prints it. */
+async function showMatrix(sandbox: Sandbox, expected: Matrix, deadlineMs = 15_000): Promise<boolean> {
+  const started = Date.now();
+  const result = await waitForMatrix(sandbox, expected, { protocol: 'TCP', port: PORT, deadlineMs, timeoutMs: 300 });
+  if (result.ok) {
+    out(formatMatrix(result.observed, { indent: '    ' }));
+    out(`    (rows: from, columns: to; . = connected, X = blocked; reached in ${Date.now() - started} ms)`);
+    return true;
+  }
+  out(formatMatrix(result.observed, { expected, indent: '    ' }));
+  out(`    NOT reached after ${result.rounds} rounds (${Date.now() - started} ms)`);
+  return false;
+}
+
+/** Runs a one-shot netfence command and returns its output and exit code (1 from `diff` is an answer, not an error). */
+async function netfence(args: readonly string[], netns?: string): Promise<{ code: number; output: string }> {
+  const quoted = [process.execPath, CLI, ...args].map((a) => `'${a.replaceAll("'", `'\\''`)}'`).join(' ');
+  const { stdout } = await run('sh', ['-c', `${quoted} 2>&1; echo "exit=$?"`], { netns });
+  const lines = stdout.trimEnd().split('\n');
+  const code = Number((lines.pop() ?? '').replace('exit=', ''));
+  return { code, output: lines.join('\n') };
+}
+
+async function waitReady(daemon: DaemonProcess, node: SandboxNode, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (!daemon.alive()) throw new Error(`the daemon on ${node.name} exited:\n${daemon.tail(15).join('\n')}`);
+    if ((await httpStatusIn(node.netns, `http://${LISTEN}/readyz`)) === 200) return;
+    if (Date.now() > deadline) throw new Error(`the daemon on ${node.name} is not ready after ${timeoutMs} ms:\n${daemon.tail(15).join('\n')}`);
+    await sleep(100);
+  }
+}
+
+async function main(): Promise<number> {
+  const tmp = mkdtempSync(join(tmpdir(), 'netfence-demo-'));
+  const watched = join(tmp, 'cluster');
+  mkdirSync(watched);
+  const daemons: DaemonProcess[] = [];
+  let sandbox: Sandbox | undefined;
+
+  // Ctrl-C: stop the daemons by pid and drop the temp dir; exiting runs the sandbox's own exit
+  // handler, which kills its agents and deletes its namespaces.
+  const interrupted = (): void => {
+    for (const d of daemons) terminateNow(d);
+    rmSync(tmp, { recursive: true, force: true });
+    out('\ninterrupted: daemons stopped, sandbox removed');
+    process.exit(130);
+  };
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
+
+  let ok = true;
+  try {
+    heading(1, 'Sandbox: 2 nodes (network namespaces, flannel-like host-gw), 5 pods, 3 namespaces');
+    sandbox = await createSandbox({ nodes: NODES }, { ports: [PORT] });
+    for (const p of PODS) await sandbox.addPod({ namespace: p.namespace, name: p.name, node: p.node });
+    for (const p of PODS) {
+      out(`    ${`${p.namespace}/${p.name}`.padEnd(12)} ${p.node}  ${sandbox.addressOf(`${p.namespace}/${p.name}`).padEnd(12)} ${Object.entries(p.labels).map(([k, v]) => `${k}=${v}`).join(',')}`);
+    }
+    writeFileSync(join(watched, 'cluster.yaml'), clusterManifests(sandbox));
+    copyFileSync(join(BUNDLE, 'cluster', 'namespaces.yaml'), join(watched, 'namespaces.yaml'));
+
+    heading(2, `netfence daemon on each node, watching ${watched}`);
+    for (const node of sandbox.nodes()) {
+      const flannelDir = join(tmp, 'flannel', node.name);
+      mkdirSync(flannelDir, { recursive: true });
+      writeFileSync(join(flannelDir, 'subnet.env'), node.subnetEnv);
+      const args = ['--node-name', node.name, '--resources', watched, '--listen-address', LISTEN, '--log-format', 'text'];
+      args.push('--flannel-subnet-env', join(flannelDir, 'subnet.env'));
+      daemons.push(await startDaemonProcess(CLI, args, { netns: node.netns, logFile: join(tmp, `daemon-${node.name}.log`) }));
+    }
+    await Promise.all(sandbox.nodes().map((node, i) => waitReady(daemons[i]!, node)));
+    for (const [i, node] of sandbox.nodes().entries()) out(`    ${node.name}: pid ${daemons[i]!.pid}, /readyz 200 (netns ${node.netns})`);
+
+    heading(3, `TCP ${PORT} reachability, no policies: everything is open`);
+    ok = (await showMatrix(sandbox, matrixOf(KEYS, KEYS, true))) && ok;
+
+    heading(4, 'Adding the example policies to the watched folder');
+    for (const file of readdirSync(join(BUNDLE, 'policies')).sort()) {
+      copyFileSync(join(BUNDLE, 'policies', file), join(watched, file));
+      out(`    + ${file}`);
+    }
+    out('    default-deny-ingress: nothing enters prod unless allowed');
+    out('    db: from prod role=frontend and namespaces project=myproject (dev); db itself may only reach 10.0.0.0/24:5978');
+    out('    api-from-frontend: named port "http", from prod role=frontend only (not other/web)');
+    ok = (await showMatrix(sandbox, matrixOf(KEYS, KEYS, withPolicies))) && ok;
+
+    heading(5, 'Previewing a pending change on n1 with `netfence diff` (nothing is written)');
+    const n1 = sandbox.nodes()[0]!;
+    const diffArgs = ['diff', '--netns', n1.netns, '--node-name', n1.name, '--flannel-subnet-env', join(tmp, 'flannel', n1.name, 'subnet.env')];
+    const now = await netfence([...diffArgs, '--resources', watched]);
+    out(`    current folder: exit ${now.code} (${now.output.split('\n').at(-1) ?? ''})`);
+    const pending = join(BUNDLE, 'pending', '40-web-public.yaml');
+    const diff = await netfence([...diffArgs, '--resources', watched, '--resources', pending]);
+    out(`    with ${basename(pending)} (prod/web accepts TCP ${PORT} from every namespace): exit ${diff.code} (1 = differs)`);
+    const lines = diff.output.split('\n');
+    const shown = lines.slice(0, 30);
+    for (const line of shown) out(`    | ${line}`);
+    if (lines.length > shown.length) out(`    | … ${lines.length - shown.length} more lines`);
+    if (now.code !== 0 || diff.code !== 1) {
+      out('    unexpected: the current folder should be in sync (exit 0) and the pending change should differ (exit 1)');
+      ok = false;
+    }
+
+    heading(6, 'Applying it (copying it into the watched folder)');
+    copyFileSync(pending, join(watched, basename(pending)));
+    ok = (await showMatrix(sandbox, matrixOf(KEYS, KEYS, withPending))) && ok;
+  } catch (err) {
+    out(`\nFAILED: ${(err as Error).message}`);
+    ok = false;
+  } finally {
+    heading(7, 'Cleaning up');
+    const stopped = await Promise.all(daemons.map((d) => d.stop()));
+    if (!ok) for (const d of daemons) out(`    last lines of ${d.logFile}:\n${d.tail(10).map((l) => `      ${l}`).join('\n')}`);
+    out(`    daemons: SIGTERM → ${stopped.join(', ') || 'none started'} (their rules would stay; the namespaces go)`);
+    await sandbox?.destroy();
+    rmSync(tmp, { recursive: true, force: true });
+    out(`    sandbox ${sandbox?.prefix ?? ''}* removed`);
+    process.off('SIGINT', interrupted);
+    process.off('SIGTERM', interrupted);
+  }
+  out(`\n${ok ? 'OK: every expected matrix was reached' : 'FAILED: see above'} (${((Date.now() - demoStart) / 1000).toFixed(1)} s)`);
+  return ok ? 0 : 1;
+}
+
+process.exitCode = await main();
