@@ -24,7 +24,19 @@ export interface ClusterIndex {
 export const countsAsPeer = (p: Pod): boolean =>
   p.ips.length > 0 && !p.hostNetwork && p.phase !== 'Succeeded' && p.phase !== 'Failed';
 
-export const ipsOfFamily = (p: Pod, family: IpFamily): string[] => p.ips.filter((ip) => parseIp(ip)?.family === family);
+// Sources hand us canonical addresses; a colon is what tells the families apart. Malformed ones are
+// reported by the compiler (podProblems) and never become members.
+const familyCache = new Map<string, IpFamily | undefined>();
+export function familyOf(ip: string): IpFamily | undefined {
+  let family = familyCache.get(ip);
+  if (family === undefined && !familyCache.has(ip)) {
+    family = parseIp(ip)?.family;
+    if (familyCache.size > 1_000_000) familyCache.clear();
+    familyCache.set(ip, family);
+  }
+  return family;
+}
+export const ipsOfFamily = (p: Pod, family: IpFamily): string[] => p.ips.filter((ip) => familyOf(ip) === family);
 
 export function indexCluster(snapshot: ClusterSnapshot, nodeName: string): ClusterIndex {
   const nsLabels = new Map(snapshot.namespaces.map((n) => [n.name, n.labels]));

@@ -16,8 +16,8 @@ import {
   type Problem,
   type Rule,
 } from '../model/index.js';
-import { familyBits, formatCidr, parseCidr, parseIp } from './cidr.js';
-import { indexCluster, ipsOfFamily, type ClusterIndex } from './cluster-index.js';
+import { familyBits, formatCidr, parseCidr } from './cidr.js';
+import { familyOf, indexCluster, ipsOfFamily, type ClusterIndex } from './cluster-index.js';
 import { dispatchChains } from './dispatch.js';
 import { IpSetRegistry } from './ipsets.js';
 import { chainNames, type ChainNames } from './names.js';
@@ -155,7 +155,7 @@ function compileFamily(
 function podProblems(snapshot: ClusterSnapshot): Problem[] {
   return snapshot.pods.flatMap((pod) =>
     pod.ips
-      .filter((ip) => !parseIp(ip))
+      .filter((ip) => familyOf(ip) === undefined)
       .map((ip) => ({ object: `Pod ${pod.namespace}/${pod.name}`, field: 'status.podIPs', message: `"${ip}" is not an IP address; ignored`, severity: 'warning' as const })),
   );
 }

@@ -20,7 +20,7 @@ export class IpSetRegistry {
   request(kind: SetKind, key: string, description: string, members: () => Iterable<string>): IpSetName {
     const name = ipSetNameFor(this.prefix, this.family, kind, key);
     if (!this.sets.has(name)) {
-      const unique = [...new Set(members())].sort(compareMembers);
+      const unique = sortMembers(new Set(members()));
       this.sets.set(name, { name, type: TYPE_OF[kind], family: this.family, members: unique, description });
     }
     return name;
@@ -32,10 +32,12 @@ export class IpSetRegistry {
 }
 
 /** Order members the way humans read addresses (numeric within dotted quads), stable across runs. */
-export function compareMembers(a: string, b: string): number {
-  const ka = memberSortKey(a);
-  const kb = memberSortKey(b);
-  return ka < kb ? -1 : ka > kb ? 1 : 0;
+export function sortMembers(members: Iterable<string>): string[] {
+  // Keys are computed once per member, not once per comparison: this sort runs over every set member.
+  return [...members]
+    .map((m) => [memberSortKey(m), m] as const)
+    .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+    .map(([, m]) => m);
 }
 
 function memberSortKey(member: string): string {

@@ -103,7 +103,20 @@ export interface RenderedChain {
   readonly hashes: readonly string[];
 }
 
+// Chains are immutable values; the compiler hands back the same object while a chain is unchanged, so a
+// chain is hashed and rendered once however many plans and trackers look at it.
+const rendered = new WeakMap<Chain, RenderedChain>();
+
 export function renderChain(chain: Chain): RenderedChain {
+  let out = rendered.get(chain);
+  if (!out) {
+    out = renderChainUncached(chain);
+    rendered.set(chain, out);
+  }
+  return out;
+}
+
+function renderChainUncached(chain: Chain): RenderedChain {
   const hashes = ruleHashes(chain.name, chain.rules);
   const lines = chain.rules.map((rule, i) => `-A ${chain.name} ${joinArgs(ruleArgsWithComment(rule, hashes[i]!))}`);
   return { name: chain.name, lines, hashes };
