@@ -9,10 +9,19 @@ ensure_node_modules
 npm run --silent build
 npx --no-install tsc -p tsconfig.test.json
 JEST="node --experimental-vm-modules node_modules/jest/bin/jest.js"
+RESULTS=$(mktemp)
+trap 'rm -f "$RESULTS"' EXIT
+status=0
 if [ "$(id -u)" = "0" ]; then
-  $JEST --selectProjects unit golden kernel --runInBand "$@"
+  $JEST --selectProjects unit golden kernel --runInBand --json --outputFile="$RESULTS" "$@" || status=$?
 else
   echo "SKIPPED: kernel and sandbox suites (test/kernel) need root to create network namespaces; run 'sudo npm test' for them." >&2
-  $JEST --selectProjects unit golden "$@"
+  $JEST --selectProjects unit golden --json --outputFile="$RESULTS" "$@" || status=$?
   echo "SKIPPED: kernel and sandbox suites (not root)" >&2
 fi
+# One plain closing line, whatever the runner printed above it.
+node -e '
+  const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+  console.log(`${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests + r.numTodoTests} skipped`);
+' "$RESULTS" 2>/dev/null || true
+exit $status
