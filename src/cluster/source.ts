@@ -48,6 +48,10 @@ export class ObjectStore {
     NetworkPolicy: new Map(),
     Node: new Map(),
   };
+  /** Keys per kind in sorted order, kept sorted on insert so a change never re-sorts 10k pods. */
+  private readonly sorted: { readonly [K in ObjectKind]: string[] } = { Namespace: [], Pod: [], NetworkPolicy: [], Node: [] };
+  /** Per kind, the array handed out last; rebuilt only for the kind that changed, so unchanged kinds keep their identity. */
+  private readonly arrays: { [K in ObjectKind]?: Model[] | undefined } = {};
   private cached: ClusterSnapshot | undefined;
 
   get(kind: ObjectKind, key: string): Model | undefined {
@@ -63,29 +67,52 @@ export class ObjectStore {
     const old = this.maps[kind].get(key);
     if (old !== undefined && JSON.stringify(old) === JSON.stringify(value)) return undefined;
     this.maps[kind].set(key, value);
-    this.cached = undefined;
+    if (old === undefined) {
+      const keys = this.sorted[kind];
+      keys.splice(lowerBound(keys, key), 0, key);
+    }
+    this.invalidate(kind);
     return { kind, key, type: old === undefined ? 'add' : 'update' };
   }
 
   delete(kind: ObjectKind, key: string): ClusterChange | undefined {
     if (!this.maps[kind].delete(key)) return undefined;
-    this.cached = undefined;
+    const keys = this.sorted[kind];
+    keys.splice(lowerBound(keys, key), 1);
+    this.invalidate(kind);
     return { kind, key, type: 'delete' };
   }
 
   snapshot(): ClusterSnapshot {
     this.cached ??= {
-      nodes: sortedValues(this.maps.Node) as ClusterNode[],
-      namespaces: sortedValues(this.maps.Namespace) as Namespace[],
-      pods: sortedValues(this.maps.Pod) as Pod[],
-      policies: sortedValues(this.maps.NetworkPolicy) as NetworkPolicy[],
+      nodes: this.values('Node') as ClusterNode[],
+      namespaces: this.values('Namespace') as Namespace[],
+      pods: this.values('Pod') as Pod[],
+      policies: this.values('NetworkPolicy') as NetworkPolicy[],
     };
     return this.cached;
   }
+
+  private invalidate(kind: ObjectKind): void {
+    this.cached = undefined;
+    this.arrays[kind] = undefined;
+  }
+
+  private values(kind: ObjectKind): Model[] {
+    const map = this.maps[kind];
+    return (this.arrays[kind] ??= this.sorted[kind].map((k) => map.get(k)!));
+  }
 }
 
-function sortedValues(map: Map<string, Model>): Model[] {
-  return [...map.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
+function lowerBound(keys: readonly string[], key: string): number {
+  let lo = 0;
+  let hi = keys.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (keys[mid]! < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /** Subscriber list whose callbacks cannot break the caller (a throwing subscriber is logged). */

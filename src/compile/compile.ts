@@ -1,25 +1,32 @@
-// The compiler: a pure function from (cluster snapshot, node settings) to the desired dataplane state.
-// No I/O, no clock, no logging; a bad object becomes a Problem and everything else still compiles.
+// The compiler: (cluster snapshot, node settings) → the desired dataplane state. No I/O, no clock, no
+// logging; a bad object becomes a Problem and everything else still compiles.
+//
+// `compile()` is the pure function. A `Compiler` instance gives the same answer for the same inputs but
+// remembers its previous work, so the daemon's next compile redoes only what the change touched: policy
+// chains are cached per policy object, workload and dispatch chains per content, set members per selector
+// version. Unchanged chains and sets come back as the same objects, which the renderer and planner exploit.
 
-import {
-  emptyFamilyState,
-  type Chain,
-  type ChainName,
-  type ClusterSnapshot,
-  type DesiredState,
-  type FamilyState,
-  type IpFamily,
-  type NetworkPolicy,
-  type NodeSettings,
-  type Pod,
-  type PolicyType,
-  type Problem,
-  type Rule,
+import type {
+  Chain,
+  ChainName,
+  ClusterSnapshot,
+  DesiredState,
+  FamilyState,
+  Hook,
+  IpFamily,
+  IpSetName,
+  NetworkPolicy,
+  NodeSettings,
+  Pod,
+  PolicyType,
+  Problem,
+  Rule,
 } from '../model/index.js';
+import { emptyFamilyState } from '../model/index.js';
 import { familyBits, formatCidr, parseCidr } from './cidr.js';
-import { familyOf, indexCluster, ipsOfFamily, type ClusterIndex } from './cluster-index.js';
+import { ClusterState, familyOf, ipsOfFamily } from './cluster-state.js';
 import { dispatchChains } from './dispatch.js';
-import { IpSetRegistry } from './ipsets.js';
+import { IpSetBuilder, IpSetRegistry, type SetRequest } from './ipsets.js';
 import { chainNames, type ChainNames } from './names.js';
 import { policyChain, type Direction } from './policy-chains.js';
 import { selectorMatches } from './selectors.js';
@@ -32,6 +39,11 @@ export interface CompileResult {
   readonly problems: readonly Problem[];
 }
 
+/** The pure compiler: a fresh Compiler for every call. */
+export function compile(snapshot: ClusterSnapshot, settings: NodeSettings): CompileResult {
+  return new Compiler().compile(snapshot, settings);
+}
+
 interface CheckedPolicy {
   readonly policy: NetworkPolicy;
   readonly key: string;
@@ -41,29 +53,202 @@ interface CheckedPolicy {
   readonly targets: readonly Pod[];
 }
 
-export function compile(snapshot: ClusterSnapshot, settings: NodeSettings): CompileResult {
-  const problems: Problem[] = [...podProblems(snapshot)];
-  const index = indexCluster(snapshot, settings.nodeName);
-  const policies = [...snapshot.policies]
-    .sort((a, b) => cmp(`${a.namespace}/${a.name}`, `${b.namespace}/${b.name}`))
-    .map((policy) => checkPolicy(policy, index, problems));
-  const names = chainNames(settings.chainPrefix);
-  const v4 = compileFamily(4, policies, index, names, settings);
-  const v6 = wantsFamily(6, index, settings) ? compileFamily(6, policies, index, names, settings) : emptyFamilyState(6);
-  return { desired: { v4, v6 }, problems };
+interface CachedPolicyChain {
+  readonly chain: Chain;
+  readonly requests: readonly SetRequest[];
 }
 
-function checkPolicy(policy: NetworkPolicy, index: ClusterIndex, problems: Problem[]): CheckedPolicy {
-  const found = validatePolicy(policy);
-  problems.push(...found);
-  const errors = found.filter((p) => p.severity === 'error');
-  const local = index.localPods.filter((p) => p.namespace === policy.namespace);
-  // An invalid podSelector cannot say which pods it meant; failing closed means isolating the namespace.
-  const badSelector = errors.some((p) => p.field.startsWith('spec.podSelector'));
-  const targets = badSelector ? local : local.filter((p) => selectorMatches(policy.podSelector, p.labels));
-  // Any loading problem (wrong types, unknown values) invalidates the policy; semantic warnings do not.
-  const valid = errors.length === 0 && (policy.problems?.length ?? 0) === 0;
-  return { policy, key: `${policy.namespace}/${policy.name}`, valid, types: policyTypes(policy), targets };
+/** Results reused while the inputs they came from are the same objects (or the same content). */
+class Memo<V> {
+  private previous = new Map<string, V>();
+  private current = new Map<string, V>();
+  get(key: string, make: () => V): V {
+    let v = this.current.get(key) ?? this.previous.get(key);
+    if (v === undefined) v = make();
+    this.current.set(key, v);
+    return v;
+  }
+  /** Drop what the last compile did not use. */
+  rotate(): void {
+    this.previous = this.current;
+    this.current = new Map();
+  }
+}
+
+export class Compiler {
+  private readonly state = new ClusterState();
+  private settingsKey = '';
+  private names: ChainNames = chainNames('nf-');
+  private hooks: readonly Hook[] = [];
+  private lastPods: readonly Pod[] | undefined;
+  private podProblems: readonly Problem[] = [];
+  private lastPolicies: readonly NetworkPolicy[] | undefined;
+  private sortedPolicies: readonly NetworkPolicy[] = [];
+  private validations = new WeakMap<NetworkPolicy, readonly Problem[]>();
+  private policyChains = new WeakMap<NetworkPolicy, Map<string, CachedPolicyChain>>();
+  private chains = new Memo<Chain | Chain[]>();
+  private readonly setBuilders = new Map<IpFamily, IpSetBuilder>();
+
+  compile(snapshot: ClusterSnapshot, settings: NodeSettings): CompileResult {
+    const settingsKey = JSON.stringify(settings);
+    if (settingsKey !== this.settingsKey) this.reset(settingsKey, settings);
+    this.state.update(snapshot, settings.nodeName);
+    if (snapshot.pods !== this.lastPods) {
+      this.lastPods = snapshot.pods;
+      this.podProblems = podProblems(snapshot);
+    }
+    if (snapshot.policies !== this.lastPolicies) {
+      this.lastPolicies = snapshot.policies;
+      this.sortedPolicies = snapshot.policies
+        .map((policy) => [`${policy.namespace}/${policy.name}`, policy] as const)
+        .sort((a, b) => cmp(a[0], b[0]))
+        .map(([, policy]) => policy);
+    }
+    const problems: Problem[] = [...this.podProblems];
+    const policies = this.sortedPolicies.map((policy) => this.checkPolicy(policy, problems));
+    const v4 = this.compileFamily(4, policies, settings);
+    const v6 = this.wantsFamily(6, settings) ? this.compileFamily(6, policies, settings) : emptyFamilyState(6);
+    this.chains.rotate();
+    this.state.sweep();
+    return { desired: { v4, v6 }, problems };
+  }
+
+  private reset(settingsKey: string, settings: NodeSettings): void {
+    this.settingsKey = settingsKey;
+    this.names = chainNames(settings.chainPrefix);
+    this.hooks = [forwardHook(this.names)];
+    this.policyChains = new WeakMap();
+    this.chains = new Memo();
+    this.setBuilders.clear();
+  }
+
+  private checkPolicy(policy: NetworkPolicy, problems: Problem[]): CheckedPolicy {
+    let found = this.validations.get(policy);
+    if (!found) this.validations.set(policy, (found = validatePolicy(policy)));
+    problems.push(...found);
+    const errors = found.filter((p) => p.severity === 'error');
+    const local = this.state.localPods.filter((p) => p.namespace === policy.namespace);
+    // An invalid podSelector cannot say which pods it meant; failing closed means isolating the namespace.
+    const badSelector = errors.some((p) => p.field.startsWith('spec.podSelector'));
+    const targets = badSelector ? local : local.filter((p) => selectorMatches(policy.podSelector, p.labels));
+    // Any loading problem (wrong types, unknown values) invalidates the policy; semantic warnings do not.
+    const valid = errors.length === 0 && (policy.problems?.length ?? 0) === 0;
+    return { policy, key: `${policy.namespace}/${policy.name}`, valid, types: policyTypes(policy), targets };
+  }
+
+  private wantsFamily(family: IpFamily, settings: NodeSettings): boolean {
+    return (
+      settings.podCidrs.some((c) => {
+        const parsed = parseCidr(c);
+        return parsed.ok && parsed.cidr.family === family;
+      }) || this.state.localPods.some((p) => ipsOfFamily(p, family).length > 0)
+    );
+  }
+
+  /** A policy chain depends only on the policy, direction, family and validity: cached per policy object. */
+  private policyChain(cp: CheckedPolicy, direction: Direction, family: IpFamily, sets: IpSetRegistry, settings: NodeSettings): Chain {
+    let perPolicy = this.policyChains.get(cp.policy);
+    if (!perPolicy) this.policyChains.set(cp.policy, (perPolicy = new Map()));
+    const key = `${direction}|${family}|${cp.valid}`;
+    let cached = perPolicy.get(key);
+    if (!cached) {
+      const requests: SetRequest[] = [];
+      const recorder = { request: (req: SetRequest): IpSetName => (requests.push(req), sets.request(req)) };
+      const chain = policyChain({ policy: cp.policy, direction, family, valid: cp.valid }, { state: this.state, sets: recorder, names: this.names, settings });
+      perPolicy.set(key, (cached = { chain, requests }));
+    } else {
+      for (const req of cached.requests) sets.request(req);
+    }
+    return cached.chain;
+  }
+
+  private compileFamily(family: IpFamily, policies: readonly CheckedPolicy[], settings: NodeSettings): FamilyState {
+    const names = this.names;
+    const sets = new IpSetRegistry(settings.ipsetPrefix, family);
+    const policyChainsOut: Chain[] = [];
+    const workloadChainsOut: Chain[] = [];
+    const fromEntries: { ip: string; target: ChainName }[] = [];
+    const toEntries: { ip: string; target: ChainName }[] = [];
+    const targetsByPolicy = new Map<string, readonly Pod[]>();
+
+    // Only policies that select a local pod of this family are programmed (Felix: referenced chains only).
+    const byPod = new Map<Pod, Record<Direction, ChainName[]>>();
+    for (const cp of policies) {
+      const targets = cp.targets.filter((p) => ipsOfFamily(p, family).length > 0);
+      if (targets.length === 0) continue;
+      targetsByPolicy.set(cp.key, targets);
+      for (const direction of ['ingress', 'egress'] as const) {
+        if (!cp.types.includes(direction === 'ingress' ? 'Ingress' : 'Egress')) continue;
+        const chain = this.policyChain(cp, direction, family, sets, settings);
+        policyChainsOut.push(chain);
+        for (const pod of targets) {
+          const entry = byPod.get(pod) ?? { ingress: [], egress: [] };
+          entry[direction].push(chain.name);
+          byPod.set(pod, entry);
+        }
+      }
+    }
+
+    for (const pod of this.state.localPods) {
+      const ips = ipsOfFamily(pod, family);
+      if (ips.length === 0) continue;
+      const key = `${pod.namespace}/${pod.name}`;
+      const selected = byPod.get(pod) ?? { ingress: [], egress: [] };
+      for (const direction of ['ingress', 'egress'] as const) {
+        const input = {
+          podKey: key,
+          ip: ips[0]!,
+          hostBits: familyBits(family),
+          name: direction === 'ingress' ? names.toWorkload(key) : names.fromWorkload(key),
+          direction,
+          policyChains: selected[direction],
+        };
+        workloadChainsOut.push(this.chains.get(`w|${JSON.stringify(input)}`, () => workloadChain(input, settings)) as Chain);
+      }
+      for (const ip of ips) {
+        toEntries.push({ ip, target: names.toWorkload(key) });
+        fromEntries.push({ ip, target: names.fromWorkload(key) });
+      }
+    }
+
+    const podCidrs = settings.podCidrs.flatMap((c) => {
+      const parsed = parseCidr(c);
+      return parsed.ok && parsed.cidr.family === family ? [formatCidr(parsed.cidr)] : [];
+    });
+    const endRules = (direction: 'from' | 'to'): Rule[] =>
+      settings.unknownPods === 'fail-open'
+        ? []
+        : podCidrs.map((cidr) => ({
+            match: [direction === 'from' ? { kind: 'src-net', cidr } : { kind: 'dst-net', cidr }],
+            action: { kind: 'drop' },
+            comment: 'unknown local pod, fail-closed',
+          }));
+    const dispatch = (['from', 'to'] as const).flatMap((direction) => {
+      const entries = direction === 'from' ? fromEntries : toEntries;
+      return this.chains.get(`d|${family}|${direction}|${JSON.stringify(entries)}`, () =>
+        dispatchChains({
+          root: direction === 'from' ? names.fromDispatch : names.toDispatch,
+          direction,
+          family,
+          entries,
+          childName: direction === 'from' ? names.fromDispatchChild : names.toDispatchChild,
+          endRules: endRules(direction),
+        }),
+      ) as Chain[];
+    });
+    const forward = this.chains.get('forward', () => forwardChain(names, settings)) as Chain;
+
+    let builder = this.setBuilders.get(family);
+    if (!builder) this.setBuilders.set(family, (builder = new IpSetBuilder()));
+    const ipsets = builder.build(sets, { state: this.state, family, targetsOf: (policy) => targetsByPolicy.get(`${policy.namespace}/${policy.name}`) ?? [] });
+
+    return {
+      family,
+      ipsets,
+      chains: [forward, ...dispatch, ...workloadChainsOut, ...policyChainsOut],
+      hooks: this.hooks,
+    };
+  }
 }
 
 // "If this field is not specified, it will default based on the existence of ingress or egress rules;
@@ -74,90 +259,21 @@ export function policyTypes(policy: NetworkPolicy): readonly PolicyType[] {
   return policy.egress && policy.egress.length > 0 ? ['Ingress', 'Egress'] : ['Ingress'];
 }
 
-function wantsFamily(family: IpFamily, index: ClusterIndex, settings: NodeSettings): boolean {
-  return (
-    settings.podCidrs.some((c) => parseCidr(c).ok && (parseCidr(c) as { cidr: { family: number } }).cidr.family === family) ||
-    index.localPods.some((p) => ipsOfFamily(p, family).length > 0)
-  );
-}
-
-function compileFamily(
-  family: IpFamily,
-  policies: readonly CheckedPolicy[],
-  index: ClusterIndex,
-  names: ChainNames,
-  settings: NodeSettings,
-): FamilyState {
-  const sets = new IpSetRegistry(settings.ipsetPrefix, family);
-  const ctx = { index, sets, names, settings };
-  const policyChainsOut: Chain[] = [];
-  const workloadChainsOut: Chain[] = [];
-  const fromEntries: { ip: string; target: ChainName }[] = [];
-  const toEntries: { ip: string; target: ChainName }[] = [];
-
-  // Only policies that select a local pod of this family are programmed (Felix: referenced chains only).
-  const byPod = new Map<Pod, Record<Direction, ChainName[]>>();
-  for (const cp of policies) {
-    const targets = cp.targets.filter((p) => ipsOfFamily(p, family).length > 0);
-    if (targets.length === 0) continue;
-    for (const direction of ['ingress', 'egress'] as const) {
-      if (!cp.types.includes(direction === 'ingress' ? 'Ingress' : 'Egress')) continue;
-      const chain = policyChain({ policy: cp.policy, direction, family, valid: cp.valid, localTargets: targets }, ctx);
-      policyChainsOut.push(chain);
-      for (const pod of targets) {
-        const entry = byPod.get(pod) ?? { ingress: [], egress: [] };
-        entry[direction].push(chain.name);
-        byPod.set(pod, entry);
-      }
-    }
-  }
-
-  for (const pod of index.localPods) {
-    const ips = ipsOfFamily(pod, family);
-    if (ips.length === 0) continue;
-    const key = `${pod.namespace}/${pod.name}`;
-    const selected = byPod.get(pod) ?? { ingress: [], egress: [] };
-    const common = { podKey: key, ip: ips[0]!, hostBits: familyBits(family) };
-    const tw = workloadChain({ ...common, name: names.toWorkload(key), direction: 'ingress', policyChains: selected.ingress }, settings);
-    const fw = workloadChain({ ...common, name: names.fromWorkload(key), direction: 'egress', policyChains: selected.egress }, settings);
-    workloadChainsOut.push(tw, fw);
-    for (const ip of ips) {
-      toEntries.push({ ip, target: tw.name });
-      fromEntries.push({ ip, target: fw.name });
-    }
-  }
-
-  const podCidrs = settings.podCidrs.flatMap((c) => {
-    const parsed = parseCidr(c);
-    return parsed.ok && parsed.cidr.family === family ? [formatCidr(parsed.cidr)] : [];
-  });
-  const endRules = (direction: 'from' | 'to'): Rule[] =>
-    settings.unknownPods === 'fail-open'
-      ? []
-      : podCidrs.map((cidr) => ({
-          match: [direction === 'from' ? { kind: 'src-net', cidr } : { kind: 'dst-net', cidr }],
-          action: { kind: 'drop' },
-          comment: 'unknown local pod, fail-closed',
-        }));
-  const dispatch = [
-    ...dispatchChains({ root: names.fromDispatch, direction: 'from', family, entries: fromEntries, childName: names.fromDispatchChild, endRules: endRules('from') }),
-    ...dispatchChains({ root: names.toDispatch, direction: 'to', family, entries: toEntries, childName: names.toDispatchChild, endRules: endRules('to') }),
-  ];
-
-  return {
-    family,
-    ipsets: sets.all(),
-    chains: [forwardChain(names, settings), ...dispatch, ...workloadChainsOut, ...policyChainsOut],
-    hooks: [forwardHook(names)],
-  };
-}
+const NO_PROBLEMS: readonly Problem[] = [];
+const podProblemCache = new WeakMap<Pod, readonly Problem[]>();
 
 function podProblems(snapshot: ClusterSnapshot): Problem[] {
-  return snapshot.pods.flatMap((pod) =>
-    pod.ips
-      .filter((ip) => familyOf(ip) === undefined)
-      .map((ip) => ({ object: `Pod ${pod.namespace}/${pod.name}`, field: 'status.podIPs', message: `"${ip}" is not an IP address; ignored`, severity: 'warning' as const })),
-  );
+  const out: Problem[] = [];
+  for (const pod of snapshot.pods) {
+    let found = podProblemCache.get(pod);
+    if (!found) {
+      const bad = pod.ips.filter((ip) => familyOf(ip) === undefined);
+      found = bad.length === 0 ? NO_PROBLEMS : bad.map((ip) => ({ object: `Pod ${pod.namespace}/${pod.name}`, field: 'status.podIPs', message: `"${ip}" is not an IP address; ignored`, severity: 'warning' as const }));
+      podProblemCache.set(pod, found);
+    }
+    if (found.length > 0) out.push(...found);
+  }
+  return out;
 }
 
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

@@ -1,34 +1,149 @@
-// Collects the address sets rules refer to: one per distinct canonical content, shared by every rule.
+// Address sets rules refer to: one per distinct canonical content, shared by every rule that uses it.
+// Rules only need a set's name; what it holds is described declaratively (MemberSpec) and resolved once
+// per compile, so a cached chain can re-request its sets and a set is rebuilt only when its inputs moved.
 
-import type { IpFamily, IpSet, IpSetName, IpSetType } from '../model/index.js';
+import type { IpFamily, IpSet, IpSetName, IpSetType, L4Protocol, NetworkPolicy, Pod, PolicyPeer } from '../model/index.js';
+import { containsIp, parseIp, type Cidr } from './cidr.js';
+import { ipsOfFamily, type ClusterState } from './cluster-state.js';
 import { ipSetNameFor, type SetKind } from './names.js';
 
 const TYPE_OF: Record<SetKind, IpSetType> = { s: 'hash:ip', n: 'hash:ip,port', b: 'hash:net' };
 
+/** Destinations of an egress named port: all peer pods, a selector's pods, or the pods inside an ipBlock. */
+export type PodScope =
+  | { readonly kind: 'all' }
+  | { readonly kind: 'selector'; readonly peer: PolicyPeer; readonly namespace: string }
+  | { readonly kind: 'cidrs'; readonly cidrs: readonly Cidr[] };
+
+export type MemberSpec =
+  /** Pod IPs a selector peer matches. */
+  | { readonly kind: 'selector'; readonly peer: PolicyPeer; readonly namespace: string }
+  /** CIDR members, fixed by the key. */
+  | { readonly kind: 'cidrs'; readonly members: readonly string[] }
+  /** Ingress named port: the policy's own local targets define the number. */
+  | { readonly kind: 'named-targets'; readonly policy: NetworkPolicy; readonly protocol: L4Protocol; readonly name: string }
+  /** Egress named port: the destination pods define the number. */
+  | { readonly kind: 'named-pods'; readonly scope: PodScope; readonly protocol: L4Protocol; readonly name: string };
+
+export interface SetRequest {
+  readonly kind: SetKind;
+  readonly key: string;
+  readonly description: string;
+  readonly spec: MemberSpec;
+}
+
+/** What a compile asks of the sets: names now, members resolved at the end. */
 export class IpSetRegistry {
-  private readonly sets = new Map<IpSetName, IpSet>();
+  private readonly requests = new Map<IpSetName, SetRequest>();
 
   constructor(
     private readonly prefix: string,
     readonly family: IpFamily,
   ) {}
 
-  /**
-   * The set for `key` (canonical description of what it holds); `members` is computed only the first time.
-   * Members are canonical `ipset save` strings.
-   */
-  request(kind: SetKind, key: string, description: string, members: () => Iterable<string>): IpSetName {
-    const name = ipSetNameFor(this.prefix, this.family, kind, key);
-    if (!this.sets.has(name)) {
-      const unique = sortMembers(new Set(members()));
-      this.sets.set(name, { name, type: TYPE_OF[kind], family: this.family, members: unique, description });
-    }
+  request(req: SetRequest): IpSetName {
+    const name = ipSetNameFor(this.prefix, this.family, req.kind, req.key);
+    if (!this.requests.has(name)) this.requests.set(name, req);
     return name;
   }
 
-  all(): IpSet[] {
-    return [...this.sets.values()].sort((a, b) => (a.name < b.name ? -1 : 1));
+  entries(): [IpSetName, SetRequest][] {
+    return [...this.requests].sort(([a], [b]) => (a < b ? -1 : 1));
   }
+}
+
+export interface MemberContext {
+  readonly state: ClusterState;
+  readonly family: IpFamily;
+  /** Local pods a policy selects (for ingress named ports). */
+  readonly targetsOf: (policy: NetworkPolicy) => readonly Pod[];
+}
+
+/** A resolved set, with the stamp of the inputs it was built from (cache key across compiles). */
+interface Built {
+  readonly stamp: string;
+  readonly set: IpSet;
+}
+
+/** Resolves set requests into IpSets, reusing the previous compile's object when its inputs did not move. */
+export class IpSetBuilder {
+  private previous = new Map<string, Built>();
+
+  build(registry: IpSetRegistry, ctx: MemberContext): IpSet[] {
+    const next = new Map<string, Built>();
+    const out: IpSet[] = [];
+    for (const [name, req] of registry.entries()) {
+      const stamp = stampOf(req.spec, ctx);
+      const old = this.previous.get(name);
+      let built: Built;
+      if (old && stamp !== undefined && old.stamp === stamp && old.set.description === req.description) {
+        built = old;
+      } else {
+        const members = sortMembers(new Set(membersOf(req.spec, ctx)));
+        const same = old && old.set.description === req.description && sameList(old.set.members, members);
+        built = { stamp: stamp ?? '', set: same ? old.set : { name, type: TYPE_OF[req.kind], family: ctx.family, members, description: req.description } };
+      }
+      next.set(name, built);
+      out.push(built.set);
+    }
+    this.previous = next;
+    return out;
+  }
+}
+
+/** A string that changes whenever the members might; undefined: always recompute (cheap inputs). */
+function stampOf(spec: MemberSpec, ctx: MemberContext): string | undefined {
+  switch (spec.kind) {
+    case 'selector':
+      return `s${ctx.state.select(spec.peer, spec.namespace).version}`;
+    case 'cidrs':
+      return 'fixed';
+    case 'named-targets':
+      return undefined;
+    case 'named-pods':
+      return spec.scope.kind === 'selector' ? `s${ctx.state.select(spec.scope.peer, spec.scope.namespace).version}` : `a${ctx.state.allPodsVersion}`;
+  }
+}
+
+function membersOf(spec: MemberSpec, ctx: MemberContext): string[] {
+  switch (spec.kind) {
+    case 'selector':
+      return [...ctx.state.select(spec.peer, spec.namespace).pods.values()].flatMap((p) => ipsOfFamily(p, ctx.family));
+    case 'cidrs':
+      return [...spec.members];
+    case 'named-targets':
+      return namedMembers(ctx.targetsOf(spec.policy), spec.protocol, spec.name, ctx.family);
+    case 'named-pods':
+      return namedMembers(podsInScope(spec.scope, ctx), spec.protocol, spec.name, ctx.family);
+  }
+}
+
+function podsInScope(scope: PodScope, ctx: MemberContext): Iterable<Pod> {
+  switch (scope.kind) {
+    case 'all':
+      return ctx.state.allPeers();
+    case 'selector':
+      return ctx.state.select(scope.peer, scope.namespace).pods.values();
+    case 'cidrs':
+      return [...ctx.state.allPeers()].filter((pod) =>
+        pod.ips.some((ip) => {
+          const parsed = parseIp(ip);
+          return parsed?.family === ctx.family && scope.cidrs.some((c) => containsIp(c, ctx.family, parsed.value));
+        }),
+      );
+  }
+}
+
+// "port ... can either be a numerical or named port on a pod" — resolved per destination pod, from its
+// own container ports with the same protocol; a destination without that name does not match.
+function namedMembers(pods: Iterable<Pod>, protocol: L4Protocol, name: string, family: IpFamily): string[] {
+  const out: string[] = [];
+  for (const pod of pods) {
+    const port = pod.ports.find((p) => p.name === name && p.protocol.toLowerCase() === protocol)?.containerPort;
+    if (port === undefined) continue;
+    for (const ip of ipsOfFamily(pod, family)) out.push(`${ip},${protocol}:${port}`);
+  }
+  return out;
 }
 
 /** Order members the way humans read addresses (numeric within dotted quads), stable across runs. */
@@ -43,3 +158,5 @@ export function sortMembers(members: Iterable<string>): string[] {
 function memberSortKey(member: string): string {
   return member.replace(/\d+/g, (d) => d.padStart(5, '0'));
 }
+
+const sameList = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((v, i) => v === b[i]);

@@ -39,7 +39,17 @@ export interface ChainNames {
 }
 
 export function chainNames(prefix: string): ChainNames {
-  const hashed = (kind: string, key: string, len = 16): ChainName => chainName(`${prefix}${kind}-${hash32(`${kind}|${key}`, len)}`);
+  // Names are asked for on every compile; hashing each key once is enough.
+  const memo = new Map<string, ChainName>();
+  const hashed = (kind: string, key: string, len = 16): ChainName => {
+    const id = `${kind}|${key}`;
+    let name = memo.get(id);
+    if (name === undefined) {
+      if (memo.size > 200_000) memo.clear();
+      memo.set(id, (name = chainName(`${prefix}${kind}-${hash32(id, len)}`)));
+    }
+    return name;
+  };
   return {
     forward: chainName(`${prefix}FORWARD`),
     fromDispatch: chainName(`${prefix}from-wl-dispatch`),
@@ -56,9 +66,16 @@ export function chainNames(prefix: string): ChainNames {
 /** Set kinds: `s` selector (pod IPs), `n` named port (IP,proto:port), `b` ipBlock (CIDRs). */
 export type SetKind = 's' | 'n' | 'b';
 
+const setNames = new Map<string, IpSetName>();
 export function ipSetNameFor(prefix: string, family: IpFamily, kind: SetKind, canonicalKey: string): IpSetName {
   const head = `${prefix}${family}${kind}:`;
-  return ipSetName(head + hash32(`${family}${kind}|${canonicalKey}`, Math.min(20, 31 - head.length)));
+  const id = `${head}|${canonicalKey}`;
+  let name = setNames.get(id);
+  if (name === undefined) {
+    if (setNames.size > 200_000) setNames.clear();
+    setNames.set(id, (name = ipSetName(head + hash32(`${family}${kind}|${canonicalKey}`, Math.min(20, 31 - head.length)))));
+  }
+  return name;
 }
 
 /** The prefix every set we own starts with, per family (for ownership checks and cleanup). */

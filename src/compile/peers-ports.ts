@@ -1,13 +1,13 @@
 // One NetworkPolicy rule's peers and ports, resolved into alternatives for one address family.
 // A rule allows a packet iff some peer alternative AND some port alternative match.
 
-import type { IpFamily, L4Protocol, Pod, PolicyPeer, PolicyPort, PortRange, Protocol } from '../model/index.js';
+import type { IpFamily, L4Protocol, PolicyPeer, PolicyPort, PortRange, Protocol } from '../model/index.js';
 import { familyBits, formatCidr, parseCidr, subtract, type Cidr } from './cidr.js';
-import type { ClusterIndex } from './cluster-index.js';
+import type { ClusterState } from './cluster-state.js';
 
 export type PeerAlt =
   | { readonly kind: 'any' }
-  | { readonly kind: 'pods'; readonly key: string; readonly pods: readonly Pod[] }
+  | { readonly kind: 'pods'; readonly key: string; readonly peer: PolicyPeer; readonly namespace: string }
   | { readonly kind: 'cidrs'; readonly key: string; readonly cidrs: readonly Cidr[] };
 
 export type PortAlt =
@@ -25,14 +25,14 @@ export function resolvePeers(
   peers: readonly PolicyPeer[] | undefined,
   policyNamespace: string,
   family: IpFamily,
-  index: ClusterIndex,
+  state: Pick<ClusterState, 'peerKey'>,
 ): PeerAlt[] {
   // "If this field is empty or missing, this rule matches all sources (traffic not restricted by source)."
   if (!peers || peers.length === 0) return [{ kind: 'any' }];
   const alts: PeerAlt[] = [];
   for (const peer of peers) {
     if (peer.ipBlock) continue;
-    alts.push({ kind: 'pods', key: index.peerKey(peer, policyNamespace), pods: index.podsForPeer(peer, policyNamespace) });
+    alts.push({ kind: 'pods', key: state.peerKey(peer, policyNamespace), peer, namespace: policyNamespace });
   }
   const blocks = ipBlockAlt(peers, family);
   if (blocks) alts.push(blocks);
@@ -116,9 +116,4 @@ function chunkForMultiport(ranges: readonly PortRange[]): PortRange[][] {
   }
   if (current.length > 0) chunks.push(current);
   return chunks;
-}
-
-/** The container port a pod's named port resolves to for one protocol, if the pod defines it. */
-export function namedPortOf(pod: Pod, name: string, protocol: L4Protocol): number | undefined {
-  return pod.ports.find((p) => p.name === name && L4[p.protocol] === protocol)?.containerPort;
 }

@@ -1,12 +1,11 @@
 // Per-policy chains nf-pi-<id> / nf-po-<id>: shared by every local pod the policy selects.
 // They never ACCEPT: an allow sets the accept bit and returns; the workload chain decides.
 
-import type { Chain, IpFamily, Match, NetworkPolicy, NodeSettings, Pod, PolicyRule, Rule } from '../model/index.js';
-import { containsIp, parseIp } from './cidr.js';
-import { ipsOfFamily, type ClusterIndex } from './cluster-index.js';
-import type { IpSetRegistry } from './ipsets.js';
+import type { Chain, IpFamily, IpSetName, Match, NetworkPolicy, NodeSettings, PolicyRule, Rule } from '../model/index.js';
+import type { ClusterState } from './cluster-state.js';
+import type { PodScope, SetRequest } from './ipsets.js';
 import type { ChainNames } from './names.js';
-import { cidrMember, namedPortOf, resolvePeers, resolvePorts, type PeerAlt, type PortAlt } from './peers-ports.js';
+import { cidrMember, resolvePeers, resolvePorts, type PeerAlt, type PortAlt } from './peers-ports.js';
 
 export type Direction = 'ingress' | 'egress';
 
@@ -16,13 +15,15 @@ export interface PolicyChainInput {
   readonly family: IpFamily;
   /** False for a policy with errors: it isolates but allows nothing. */
   readonly valid: boolean;
-  /** Local pods the policy selects: the destinations an ingress named port resolves against. */
-  readonly localTargets: readonly Pod[];
 }
 
+/**
+ * What a policy chain needs: set names for its matches (the sets' members are resolved later, from the
+ * requests), chain names and mark bits. A chain depends on nothing else, so it can be cached per policy.
+ */
 export interface PolicyChainContext {
-  readonly index: ClusterIndex;
-  readonly sets: IpSetRegistry;
+  readonly state: Pick<ClusterState, 'peerKey'>;
+  readonly sets: { request(req: SetRequest): IpSetName };
   readonly names: ChainNames;
   readonly settings: NodeSettings;
 }
@@ -54,7 +55,7 @@ export function policyChain(input: PolicyChainInput, ctx: PolicyChainContext): C
 
 /** The match lists (each one iptables rule) whose union is one NetworkPolicy rule. */
 function ruleBody(rule: PolicyRule, input: PolicyChainInput, ctx: PolicyChainContext): Match[][] {
-  const peers = resolvePeers(rule.peers, input.policy.namespace, input.family, ctx.index);
+  const peers = resolvePeers(rule.peers, input.policy.namespace, input.family, ctx.state);
   const ports = resolvePorts(rule.ports);
   const out: Match[][] = [];
   for (const peer of peers) {
@@ -67,58 +68,55 @@ function ruleBody(rule: PolicyRule, input: PolicyChainInput, ctx: PolicyChainCon
 }
 
 function combine(peer: PeerAlt, port: PortAlt, input: PolicyChainInput, ctx: PolicyChainContext): Match[] | undefined {
-  const { family, direction } = input;
+  const { direction } = input;
   const peerDir = direction === 'ingress' ? 'src' : 'dst';
   const protocol: Match[] = port.kind === 'any' ? [] : [{ kind: 'protocol', protocol: port.protocol }];
   const portMatch: Match[] = port.kind === 'ranges' ? [{ kind: 'dports', ports: port.ranges }] : [];
 
   if (port.kind === 'named') {
-    // "port ... can either be a numerical or named port on a pod" — resolved per destination pod, from its
-    // own container ports with the same protocol; a destination without that name does not match.
-    const destinations = direction === 'ingress' ? input.localTargets : podsOfPeer(peer, family, ctx);
+    // Named ports resolve per destination pod: for ingress the policy's own targets, for egress the peers.
+    const name = port.name;
     const scope = direction === 'ingress' ? `targets of ${input.policy.namespace}/${input.policy.name}` : peerScope(peer);
-    const set = ctx.sets.request('n', `${scope} ${port.protocol}:${port.name}`, `${scope}, named port ${port.protocol}/${port.name}`, () =>
-      destinations.flatMap((pod) => {
-        const number = namedPortOf(pod, port.name, port.protocol);
-        return number === undefined ? [] : ipsOfFamily(pod, family).map((ip) => `${ip},${port.protocol}:${number}`);
-      }),
-    );
-    const peerMatch = direction === 'ingress' ? peerSetMatch(peer, peerDir, input, ctx) : [];
-    return peerMatch && [...protocol, ...peerMatch, { kind: 'set', set, direction: 'dst,dst' }];
+    const set = ctx.sets.request({
+      kind: 'n',
+      key: `${scope} ${port.protocol}:${name}`,
+      description: `${scope}, named port ${port.protocol}/${name}`,
+      spec:
+        direction === 'ingress'
+          ? { kind: 'named-targets', policy: input.policy, protocol: port.protocol, name }
+          : { kind: 'named-pods', scope: podScope(peer), protocol: port.protocol, name },
+    });
+    const peerMatch = direction === 'ingress' ? peerSetMatch(peer, peerDir, ctx) : [];
+    return [...protocol, ...peerMatch, { kind: 'set', set, direction: 'dst,dst' }];
   }
-  const peerMatch = peerSetMatch(peer, peerDir, input, ctx);
-  return peerMatch && [...protocol, ...peerMatch, ...portMatch];
+  return [...protocol, ...peerSetMatch(peer, peerDir, ctx), ...portMatch];
 }
 
-function peerSetMatch(peer: PeerAlt, dir: 'src' | 'dst', input: PolicyChainInput, ctx: PolicyChainContext): Match[] | undefined {
+function peerSetMatch(peer: PeerAlt, dir: 'src' | 'dst', ctx: PolicyChainContext): Match[] {
   switch (peer.kind) {
     case 'any':
       return [];
     case 'pods': {
-      const set = ctx.sets.request('s', peer.key, peer.key, () => peer.pods.flatMap((p) => ipsOfFamily(p, input.family)));
+      const set = ctx.sets.request({ kind: 's', key: peer.key, description: peer.key, spec: { kind: 'selector', peer: peer.peer, namespace: peer.namespace } });
       return [{ kind: 'set', set, direction: dir }];
     }
     case 'cidrs': {
-      const set = ctx.sets.request('b', peer.key, `ipBlock ${peer.key}`, () => peer.cidrs.map(cidrMember));
+      const members = peer.cidrs.map(cidrMember);
+      const set = ctx.sets.request({ kind: 'b', key: peer.key, description: `ipBlock ${peer.key}`, spec: { kind: 'cidrs', members } });
       return [{ kind: 'set', set, direction: dir }];
     }
   }
 }
 
-/** Egress named ports: the peer's pods that exist, restricted to the ipBlock when the peer is one. */
-function podsOfPeer(peer: PeerAlt, family: IpFamily, ctx: PolicyChainContext): readonly Pod[] {
+/** Egress named ports: the peer's pods, restricted to the ipBlock when the peer is one. */
+function podScope(peer: PeerAlt): PodScope {
   switch (peer.kind) {
     case 'any':
-      return ctx.index.peerPods;
+      return { kind: 'all' };
     case 'pods':
-      return peer.pods;
+      return { kind: 'selector', peer: peer.peer, namespace: peer.namespace };
     case 'cidrs':
-      return ctx.index.peerPods.filter((pod) =>
-        pod.ips.some((ip) => {
-          const parsed = parseIp(ip);
-          return parsed?.family === family && peer.cidrs.some((c) => containsIp(c, family, parsed.value));
-        }),
-      );
+      return { kind: 'cidrs', cidrs: peer.cidrs };
   }
 }
 

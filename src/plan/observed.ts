@@ -1,6 +1,6 @@
 // What the kernel holds of ours, read from `iptables-save -t filter` and `ipset save` text.
 
-import { KERNEL_CHAINS, type FamilyState, type IpFamily, type KernelChainName } from '../model/index.js';
+import { KERNEL_CHAINS, type Chain, type FamilyState, type IpFamily, type IpSet, type KernelChainName } from '../model/index.js';
 import {
   IPSET_MAXELEM,
   parseIpsetSave,
@@ -77,16 +77,28 @@ function isOurs(rule: SavedRule, own: Ownership): boolean {
 }
 
 /** What reading the kernel back will show once `desired` is applied: the tracker's "programmed" state. */
+const savedLines = new WeakMap<Chain, readonly string[]>();
+const savedSets = new WeakMap<IpSet, SavedIpSet>();
+
 export function expectedObserved(desired: FamilyState): ObservedFamily {
-  const chains = new Map(desired.chains.map((c) => [c.name as string, renderChain(c).lines.map((l) => l.slice(`-A ${c.name} `.length))]));
+  // Cached per chain and set object: the compiler returns the same objects for what did not change.
+  const linesOf = (c: Chain): readonly string[] => {
+    let lines = savedLines.get(c);
+    if (!lines) savedLines.set(c, (lines = renderChain(c).lines.map((l) => l.slice(`-A ${c.name} `.length))));
+    return lines;
+  };
+  const savedOf = (s: IpSet): SavedIpSet => {
+    let saved = savedSets.get(s);
+    if (!saved) savedSets.set(s, (saved = { name: s.name, type: s.type, family: s.family, maxelem: IPSET_MAXELEM, members: [...s.members].sort() }));
+    return saved;
+  };
+  const chains = new Map(desired.chains.map((c) => [c.name as string, linesOf(c)]));
   const hooks = new Map<KernelChainName, ObservedHook[]>();
   for (const hook of desired.hooks) {
     const list = hooks.get(hook.chain) ?? [];
     list.push({ position: list.length + 1, text: renderHookArgs(hook) });
     hooks.set(hook.chain, list);
   }
-  const ipsets = new Map<string, SavedIpSet>(
-    desired.ipsets.map((s) => [s.name as string, { name: s.name, type: s.type, family: s.family, maxelem: IPSET_MAXELEM, members: [...s.members].sort() }]),
-  );
+  const ipsets = new Map<string, SavedIpSet>(desired.ipsets.map((s) => [s.name as string, savedOf(s)]));
   return { family: desired.family, chains, hooks, policies: new Map(), ipsets, foreignAbove: new Map() };
 }

@@ -49,7 +49,13 @@ export const isEmptyPlan = (p: FamilyPlan): boolean => p.changes.length === 0;
 /** Above this share of changed members, a set is rebuilt in a temp set and swapped in (atomic). */
 const SWAP_MIN_CHANGES = 64;
 
-export function planFamily(desired: FamilyState, observed: ObservedFamily, own: Ownership): FamilyPlan {
+/**
+ * `previous`: the state `observed` was derived from (the tracker's last apply, not a kernel read). Chains and
+ * sets that are the very same objects as in `previous` are known to be programmed and are skipped unseen,
+ * which keeps an incremental plan proportional to the change, not to the ruleset.
+ */
+export function planFamily(desired: FamilyState, observed: ObservedFamily, own: Ownership, previous?: FamilyState): FamilyPlan {
+  const known = new Set<object>(previous ? [...previous.chains, ...previous.ipsets] : []);
   const changes: Change[] = [];
   const errors: string[] = [];
   const counts: PlanCounts = {
@@ -62,6 +68,7 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
   const ipsetLines: string[] = [];
   const desiredSets = new Set(desired.ipsets.map((s) => s.name as string));
   for (const set of desired.ipsets) {
+    if (known.has(set)) continue;
     const seen = observed.ipsets.get(set.name);
     const owner = `set ${set.description}`;
     if (!seen) {
@@ -106,6 +113,7 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
   const tail: string[] = [];
   const desiredChains = new Set(desired.chains.map((c) => c.name as string));
   for (const chain of desired.chains) {
+    if (known.has(chain)) continue;
     const rendered = renderChain(chain);
     const after = rendered.lines.map((l) => l.slice(`-A ${chain.name} `.length));
     const before = observed.chains.get(chain.name);

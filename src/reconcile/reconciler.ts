@@ -1,7 +1,7 @@
 // The sync loop: source events → (batched) compile → plan → apply; the drift timer re-reads the kernel
 // and repairs what someone else changed; failures keep the old rules and retry with backoff.
 
-import { compile } from '../compile/index.js';
+import { Compiler } from '../compile/index.js';
 import type { ClusterSnapshot, DesiredState, NodeSettings, Problem } from '../model/index.js';
 import { formatPlanDiff, formatSummary, summarize } from '../plan/diff.js';
 import type { FamilyPlan } from '../plan/index.js';
@@ -37,6 +37,8 @@ export interface ReconcilerOptions {
 
 export class Reconciler {
   private readonly runner: BoundedFrequencyRunner;
+  /** Long-lived, so each sync recompiles only what the change touched (same answer as compile()). */
+  private readonly compiler = new Compiler();
   private syncs = 0;
   private lastProblemKey = '';
 
@@ -75,7 +77,7 @@ export class Reconciler {
     this.opts.observer?.heartbeat?.();
     const started = clock.now();
     const snapshot = this.opts.source.snapshot();
-    const result = compile(snapshot, this.opts.settings(snapshot));
+    const result = this.compiler.compile(snapshot, this.opts.settings(snapshot));
     this.reportProblems([...this.opts.source.problems(), ...result.problems]);
     try {
       if (this.opts.dryRun) {

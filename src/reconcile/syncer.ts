@@ -2,7 +2,7 @@
 // last programmed, plans against that, and re-reads the kernel only when it has reason to doubt it
 // (start, drift timer, any failure).
 
-import type { DesiredState, IpFamily } from '../model/index.js';
+import type { DesiredState, FamilyState, IpFamily } from '../model/index.js';
 import { expectedObserved, observeFamily, planFamily, type FamilyPlan, type ObservedFamily, type Ownership } from '../plan/index.js';
 
 /** The kernel as the syncer needs it; src/dataplane provides the real one, tests may fake it. */
@@ -32,6 +32,8 @@ export interface SyncResult {
 
 export class Syncer {
   private programmed = new Map<IpFamily, ObservedFamily>();
+  /** The desired state `programmed` was derived from: lets the planner skip unchanged objects by identity. */
+  private lastDesired = new Map<IpFamily, FamilyState>();
   private inSync = false;
 
   constructor(
@@ -69,13 +71,15 @@ export class Syncer {
     for (const family of this.families()) {
       const state = desired[family === 4 ? 'v4' : 'v6'];
       let observed = this.programmed.get(family);
+      let previous = readKernel ? undefined : this.lastDesired.get(family);
       if (readKernel || !observed) {
+        previous = undefined;
         const fresh = observeFamily(family, await this.kernel.saveFilter(family), ipsetText, this.own);
         // Drift: the kernel differs from what we last programmed (only meaningful once we programmed).
         if (observed && !sameObserved(observed, fresh)) drift = true;
         observed = fresh;
       }
-      plans.push(planFamily(state, observed, this.own));
+      plans.push(planFamily(state, observed, this.own, previous));
     }
     this.inSync = false;
     let leftovers = false;
@@ -89,14 +93,20 @@ export class Syncer {
       }
     } catch (err) {
       this.programmed.clear();
+      this.lastDesired.clear();
       throw err;
     }
     if (leftovers) {
       // Our own undestroyed sets are not drift: forget the programmed view so the next sync re-reads and retries.
       this.programmed.clear();
+      this.lastDesired.clear();
       this.inSync = false;
     } else {
-      for (const family of this.families()) this.programmed.set(family, expectedObserved(desired[family === 4 ? 'v4' : 'v6']));
+      for (const family of this.families()) {
+        const state = desired[family === 4 ? 'v4' : 'v6'];
+        this.programmed.set(family, expectedObserved(state));
+        this.lastDesired.set(family, state);
+      }
       this.inSync = plans.every((p) => p.errors.length === 0);
     }
     for (const plan of plans) for (const e of plan.errors) this.logger.error(e);

@@ -1,0 +1,208 @@
+// The compiler's view of the cluster, kept up to date from one snapshot to the next: which pods count as
+// peers, which are local, and which pods each selector peer matches. Sources hand over unchanged objects
+// as the same references, so a new snapshot is diffed by identity and only what changed is re-matched.
+
+import type { ClusterSnapshot, IpFamily, Labels, Namespace, Pod, PolicyPeer } from '../model/index.js';
+import { parseIp } from './cidr.js';
+import { canonicalSelector, selectorMatches } from './selectors.js';
+
+// "Peer pods count only while they have an IP and are not Succeeded/Failed; hostNetwork pods are never
+// policy targets and never selector-matched peers (their IP is the node's)." (DESIGN.md §3)
+export const countsAsPeer = (p: Pod): boolean =>
+  p.ips.length > 0 && !p.hostNetwork && p.phase !== 'Succeeded' && p.phase !== 'Failed';
+
+// Sources hand us canonical addresses; parsing each one once is enough.
+const familyCache = new Map<string, IpFamily | undefined>();
+export function familyOf(ip: string): IpFamily | undefined {
+  let family = familyCache.get(ip);
+  if (family === undefined && !familyCache.has(ip)) {
+    family = parseIp(ip)?.family;
+    if (familyCache.size > 1_000_000) familyCache.clear();
+    familyCache.set(ip, family);
+  }
+  return family;
+}
+const byFamily = new WeakMap<Pod, { readonly 4: readonly string[]; readonly 6: readonly string[] }>();
+/** A pod's addresses of one family (cached per pod object: pods are immutable values). */
+export function ipsOfFamily(p: Pod, family: IpFamily): readonly string[] {
+  let split = byFamily.get(p);
+  if (!split) byFamily.set(p, (split = { 4: p.ips.filter((ip) => familyOf(ip) === 4), 6: p.ips.filter((ip) => familyOf(ip) === 6) }));
+  return split[family];
+}
+
+const keys = new WeakMap<object, string>();
+function keyOf(p: { readonly namespace: string; readonly name: string }): string {
+  let key = keys.get(p);
+  if (key === undefined) keys.set(p, (key = `${p.namespace}/${p.name}`));
+  return key;
+}
+const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+const byNamespaceThenName = (a: Pod, b: Pod): number => (a.namespace === b.namespace ? cmp(a.name, b.name) : cmp(a.namespace, b.namespace));
+
+/** The pods one selector peer matches, and a version that moves whenever any of them changes. */
+export interface Selection {
+  readonly key: string;
+  readonly pods: ReadonlyMap<string, Pod>;
+  readonly version: number;
+}
+
+interface SelectionEntry {
+  readonly key: string;
+  readonly peer: PolicyPeer;
+  readonly namespace: string;
+  readonly pods: Map<string, Pod>;
+  version: number;
+  used: boolean;
+}
+
+export class ClusterState {
+  private pods: readonly Pod[] = [];
+  private podRefs = new Set<Pod>();
+  private namespaces: readonly Namespace[] = [];
+  private readonly peerByKey = new Map<string, Pod>();
+  private readonly peersByNamespace = new Map<string, Map<string, Pod>>();
+  private readonly nsLabels = new Map<string, Labels>();
+  private readonly selections = new Map<string, SelectionEntry>();
+  private nodeName = '';
+  private local: Pod[] = [];
+  private versionCounter = 0;
+  /** Moves whenever any peer pod is added, removed or changed. */
+  allPodsVersion = 0;
+
+  /** Bring the state to `snapshot`: O(pods) identity checks, plus re-matching of what changed. */
+  update(snapshot: ClusterSnapshot, nodeName: string): void {
+    const nodeChanged = nodeName !== this.nodeName;
+    this.nodeName = nodeName;
+    if (snapshot.namespaces !== this.namespaces) this.updateNamespaces(snapshot.namespaces);
+    if (snapshot.pods !== this.pods || nodeChanged) this.updatePods(snapshot.pods, nodeChanged);
+  }
+
+  namespaceLabels(ns: string): Labels {
+    return this.nsLabels.get(ns) ?? { 'kubernetes.io/metadata.name': ns };
+  }
+
+  /** Pods of this node that policies can target, sorted by namespace/name. */
+  get localPods(): readonly Pod[] {
+    return this.local;
+  }
+
+  allPeers(): Iterable<Pod> {
+    return this.peerByKey.values();
+  }
+
+  /** Canonical key of a selector peer (namespace scope + selectors). */
+  peerKey(peer: PolicyPeer, policyNamespace: string): string {
+    // "If namespaceSelector is also set ... selects the Pods matching PodSelector in the Namespaces
+    // selected by NamespaceSelector. Otherwise it selects the Pods matching PodSelector in the policy's own Namespace."
+    const scope = peer.namespaceSelector ? `nsSelector=${canonicalSelector(peer.namespaceSelector)}` : `namespace=${policyNamespace}`;
+    return `${scope} podSelector=${peer.podSelector ? canonicalSelector(peer.podSelector) : '{}'}`;
+  }
+
+  /** The peer pods a selector peer matches (computed on first use, then kept current). */
+  select(peer: PolicyPeer, policyNamespace: string): Selection {
+    const key = this.peerKey(peer, policyNamespace);
+    let entry = this.selections.get(key);
+    if (!entry) {
+      entry = { key, peer, namespace: policyNamespace, pods: new Map(), version: ++this.versionCounter, used: true };
+      this.fill(entry);
+      this.selections.set(key, entry);
+    }
+    entry.used = true;
+    return entry;
+  }
+
+  /** Forget selections no compile asked for since the last sweep (policies that went away). */
+  sweep(): void {
+    for (const [key, entry] of this.selections) {
+      if (!entry.used) this.selections.delete(key);
+      else entry.used = false;
+    }
+  }
+
+  private matches(entry: SelectionEntry, pod: Pod): boolean {
+    const inScope = entry.peer.namespaceSelector
+      ? selectorMatches(entry.peer.namespaceSelector, this.namespaceLabels(pod.namespace))
+      : pod.namespace === entry.namespace;
+    return inScope && (!entry.peer.podSelector || selectorMatches(entry.peer.podSelector, pod.labels));
+  }
+
+  private fill(entry: SelectionEntry): void {
+    entry.pods.clear();
+    // Narrow by namespace first: most selectors scope to one namespace or a few.
+    const namespaces = entry.peer.namespaceSelector
+      ? [...this.peersByNamespace.keys()].filter((ns) => selectorMatches(entry.peer.namespaceSelector!, this.namespaceLabels(ns)))
+      : [entry.namespace];
+    for (const ns of namespaces) {
+      for (const [key, pod] of this.peersByNamespace.get(ns) ?? []) {
+        if (!entry.peer.podSelector || selectorMatches(entry.peer.podSelector, pod.labels)) entry.pods.set(key, pod);
+      }
+    }
+  }
+
+  private updateNamespaces(namespaces: readonly Namespace[]): void {
+    const before = new Map(this.namespaces.map((n) => [n.name, n]));
+    this.namespaces = namespaces;
+    let changed = false;
+    const seen = new Set<string>();
+    for (const n of namespaces) {
+      seen.add(n.name);
+      if (before.get(n.name) !== n) {
+        changed = changed || JSON.stringify(before.get(n.name)?.labels) !== JSON.stringify(n.labels);
+        this.nsLabels.set(n.name, n.labels);
+      }
+    }
+    for (const name of before.keys()) {
+      if (!seen.has(name)) {
+        this.nsLabels.delete(name);
+        changed = true;
+      }
+    }
+    if (!changed) return;
+    // Namespace labels only matter to selectors with a namespaceSelector: refill those.
+    for (const entry of this.selections.values()) {
+      if (entry.peer.namespaceSelector) {
+        this.fill(entry);
+        entry.version = ++this.versionCounter;
+      }
+    }
+  }
+
+  private updatePods(pods: readonly Pod[], rebuildLocal: boolean): void {
+    // Diff by identity: unchanged pods are the same objects, so only new references need their keys.
+    const refs = new Set(pods);
+    const added = pods.filter((p) => !this.podRefs.has(p));
+    const removed = refs.size - added.length === this.podRefs.size ? [] : [...this.podRefs].filter((p) => !refs.has(p));
+    this.pods = pods;
+    this.podRefs = refs;
+    const changed = new Map<string, Pod | undefined>();
+    for (const p of removed) changed.set(keyOf(p), undefined);
+    for (const p of added) changed.set(keyOf(p), p);
+    let localChanged = rebuildLocal;
+    for (const [key, now] of changed) {
+      const peerNow = now && countsAsPeer(now) ? now : undefined;
+      const peerBefore = this.peerByKey.get(key);
+      if (!peerNow && !peerBefore) continue;
+      localChanged ||= peerBefore?.nodeName === this.nodeName || peerNow?.nodeName === this.nodeName;
+      this.allPodsVersion = ++this.versionCounter;
+      if (peerBefore) this.peersByNamespace.get(peerBefore.namespace)?.delete(key);
+      if (peerNow) {
+        this.peerByKey.set(key, peerNow);
+        let inNs = this.peersByNamespace.get(peerNow.namespace);
+        if (!inNs) this.peersByNamespace.set(peerNow.namespace, (inNs = new Map()));
+        inNs.set(key, peerNow);
+      } else {
+        this.peerByKey.delete(key);
+      }
+      for (const entry of this.selections.values()) {
+        const was = entry.pods.has(key);
+        const is = peerNow !== undefined && this.matches(entry, peerNow);
+        if (is) entry.pods.set(key, peerNow);
+        else if (was) entry.pods.delete(key);
+        if (was || is) entry.version = ++this.versionCounter;
+      }
+    }
+    if (localChanged) {
+      this.local = [...this.peerByKey.values()].filter((p) => p.nodeName === this.nodeName).sort(byNamespaceThenName);
+    }
+  }
+}
