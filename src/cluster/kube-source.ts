@@ -32,6 +32,7 @@ import {
 } from '@kubernetes/client-node';
 import type { ClusterSnapshot, Problem } from '../model/index.js';
 import { convert } from './convert.js';
+import { slimObject } from './slim.js';
 import type { ObjectKind } from './schemas.js';
 import { ChangeEmitter, ObjectStore, type ClusterChange, type ClusterSource, type Logger } from './source.js';
 
@@ -139,6 +140,7 @@ export class KubeSource implements ClusterSource {
 
   private makeInformer(kubeConfig: KubeConfig, w: KindWatch): ListWatch<KubernetesObject> {
     const watch = new GuardedWatch(kubeConfig, {
+      slim: (obj) => slimObject(w.kind, obj),
       isStopped: () => this.stopped,
       // The informer watches only after its list has been processed, so the first watch of a kind
       // means that kind's first full list is in the store.
@@ -150,7 +152,7 @@ export class KubeSource implements ClusterSource {
       const result = await w.list();
       // Stopped while listing: make the informer give up instead of opening a watch.
       if (this.stopped) throw new Error('cluster source stopped');
-      return result;
+      return { ...result, items: result.items.map((item) => slimObject(w.kind, item)) };
     };
     const informer = new ListWatch<KubernetesObject>(w.path, watch, list, false);
     const guarded = (what: string, fn: (obj: KubernetesObject) => void) => (obj: KubernetesObject) => {
@@ -228,6 +230,8 @@ export class KubeSource implements ClusterSource {
 }
 
 interface WatchHooks {
+  /** Keeps only what netfence reads, before the informer caches the object. */
+  readonly slim: (obj: KubernetesObject) => KubernetesObject;
   readonly isStopped: () => boolean;
   readonly onWatchStart: () => void;
   readonly onConnected: () => void;
@@ -251,7 +255,9 @@ class GuardedWatch extends Watch {
     const timeoutSeconds = this.hooks.timeoutSeconds();
     let failed = false;
     let watchdog: NodeJS.Timeout | undefined;
-    const controller = await super.watch(path, { ...queryParams, timeoutSeconds }, callback, (err) => {
+    const slimmed = (phase: string, apiObj: unknown, watchObj?: unknown): void =>
+      callback(phase, phase === 'ERROR' || phase === 'BOOKMARK' ? apiObj : this.hooks.slim(apiObj as KubernetesObject), watchObj);
+    const controller = await super.watch(path, { ...queryParams, timeoutSeconds }, slimmed, (err) => {
       clearTimeout(watchdog);
       failed ||= err !== null && err !== undefined;
       done(err);

@@ -1,0 +1,44 @@
+// The informer keeps a copy of every object it saw. Full Pod objects (managedFields, env, volumes,
+// conditions, …) cost kilobytes each; netfence reads a few fields. Keeping only those makes the cache of a
+// 10,000-pod cluster a fraction of its size. Whatever convert() reads must survive here.
+
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { ObjectKind } from './schemas.js';
+
+type Json = Record<string, unknown>;
+const rec = (v: unknown): Json | undefined => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : undefined);
+
+function pick(obj: Json | undefined, keys: readonly string[]): Json | undefined {
+  if (!obj) return undefined;
+  const out: Json = {};
+  for (const k of keys) if (obj[k] !== undefined) out[k] = obj[k];
+  return out;
+}
+
+const META = ['name', 'namespace', 'uid', 'resourceVersion', 'labels', 'deletionTimestamp'] as const;
+
+export function slimObject(kind: ObjectKind, obj: KubernetesObject): KubernetesObject {
+  const o = rec(obj);
+  if (!o) return obj;
+  const head: Json = { ...pick(o, ['apiVersion', 'kind']), metadata: pick(rec(o['metadata']), META) };
+  switch (kind) {
+    case 'Pod': {
+      const spec = rec(o['spec']);
+      const containers = Array.isArray(spec?.['containers'])
+        ? (spec['containers'] as unknown[]).map((c) => pick(rec(c), ['name', 'ports']) ?? c)
+        : spec?.['containers'];
+      return {
+        ...head,
+        spec: { ...pick(spec, ['nodeName', 'hostNetwork']), ...(containers !== undefined ? { containers } : {}) },
+        status: pick(rec(o['status']), ['phase', 'podIP', 'podIPs']),
+      } as KubernetesObject;
+    }
+    case 'Node':
+      return { ...head, spec: pick(rec(o['spec']), ['podCIDR', 'podCIDRs']), status: pick(rec(o['status']), ['addresses']) } as KubernetesObject;
+    case 'Namespace':
+      return head as KubernetesObject;
+    case 'NetworkPolicy':
+      // Policies are small and every field of the spec matters (and must be validated): keep it whole.
+      return { ...head, spec: o['spec'] } as KubernetesObject;
+  }
+}
