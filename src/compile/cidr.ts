@@ -18,12 +18,26 @@ function toBigInt(addr: ipaddr.IPv4 | ipaddr.IPv6): bigint {
   return addr.toByteArray().reduce((acc, byte) => (acc << 8n) | BigInt(byte), 0n);
 }
 
+export interface ParsedIp {
+  readonly family: IpFamily;
+  readonly value: bigint;
+}
+
+// Every compile parses the same pod addresses again (dispatch trees, ipBlock scopes): parse each once.
+const parsedIps = new Map<string, ParsedIp | undefined>();
+
 /** Parses an address (`10.0.0.1`, `fd00::1`) into family and value; undefined when it is not one. */
-export function parseIp(text: string): { family: IpFamily; value: bigint } | undefined {
-  if (!ipaddr.isValid(text)) return undefined;
-  const addr = ipaddr.parse(text);
-  // An IPv4-mapped IPv6 address is still an IPv6 address on the wire.
-  return { family: addr.kind() === 'ipv4' ? 4 : 6, value: toBigInt(addr) };
+export function parseIp(text: string): ParsedIp | undefined {
+  if (parsedIps.has(text)) return parsedIps.get(text);
+  let parsed: ParsedIp | undefined;
+  if (ipaddr.isValid(text)) {
+    const addr = ipaddr.parse(text);
+    // An IPv4-mapped IPv6 address is still an IPv6 address on the wire.
+    parsed = { family: addr.kind() === 'ipv4' ? 4 : 6, value: toBigInt(addr) };
+  }
+  if (parsedIps.size >= 1_000_000) parsedIps.clear();
+  parsedIps.set(text, parsed);
+  return parsed;
 }
 
 export function parseCidr(text: string): ParsedCidr {

@@ -2,7 +2,7 @@
 // peers, which are local, and which pods each selector peer matches. Sources hand over unchanged objects
 // as the same references, so a new snapshot is diffed by identity and only what changed is re-matched.
 
-import type { ClusterSnapshot, IpFamily, Labels, Namespace, Pod, PolicyPeer } from '../model/index.js';
+import { diffByIdentity, type ClusterSnapshot, type IpFamily, type Labels, type Namespace, type Pod, type PolicyPeer } from '../model/index.js';
 import { parseIp } from './cidr.js';
 import { canonicalSelector, selectorMatches } from './selectors.js';
 
@@ -11,17 +11,8 @@ import { canonicalSelector, selectorMatches } from './selectors.js';
 export const countsAsPeer = (p: Pod): boolean =>
   p.ips.length > 0 && !p.hostNetwork && p.phase !== 'Succeeded' && p.phase !== 'Failed';
 
-// Sources hand us canonical addresses; parsing each one once is enough.
-const familyCache = new Map<string, IpFamily | undefined>();
-export function familyOf(ip: string): IpFamily | undefined {
-  let family = familyCache.get(ip);
-  if (family === undefined && !familyCache.has(ip)) {
-    family = parseIp(ip)?.family;
-    if (familyCache.size > 1_000_000) familyCache.clear();
-    familyCache.set(ip, family);
-  }
-  return family;
-}
+// parseIp keeps what it parsed: asking again for the same address is a map lookup.
+export const familyOf = (ip: string): IpFamily | undefined => parseIp(ip)?.family;
 const byFamily = new WeakMap<Pod, { readonly 4: readonly string[]; readonly 6: readonly string[] }>();
 /** A pod's addresses of one family (cached per pod object: pods are immutable values). */
 export function ipsOfFamily(p: Pod, family: IpFamily): readonly string[] {
@@ -37,7 +28,8 @@ function keyOf(p: { readonly namespace: string; readonly name: string }): string
   return key;
 }
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-const byNamespaceThenName = (a: Pod, b: Pod): number => (a.namespace === b.namespace ? cmp(a.name, b.name) : cmp(a.namespace, b.namespace));
+const byName = (a: Pod, b: Pod): number => cmp(a.name, b.name);
+const NO_PODS: readonly Pod[] = [];
 
 /** The pods one selector peer matches, and a version that moves whenever any of them changes. */
 export interface Selection {
@@ -57,14 +49,19 @@ interface SelectionEntry {
 
 export class ClusterState {
   private pods: readonly Pod[] = [];
-  private podRefs = new Set<Pod>();
+  /** Pods with an address that does not parse (reported as problems; usually none). */
+  readonly badAddresses = new Set<Pod>();
   private namespaces: readonly Namespace[] = [];
   private readonly peerByKey = new Map<string, Pod>();
   private readonly peersByNamespace = new Map<string, Map<string, Pod>>();
   private readonly nsLabels = new Map<string, Labels>();
   private readonly selections = new Map<string, SelectionEntry>();
+  private readonly byNamespace = new Map<string, Set<SelectionEntry>>();
+  private readonly crossNamespace = new Set<SelectionEntry>();
   private nodeName = '';
-  private local: Pod[] = [];
+  private local: readonly Pod[] = [];
+  /** Local pods per namespace, each array replaced only when that namespace's local pods change. */
+  private readonly localByNamespace = new Map<string, readonly Pod[]>();
   private versionCounter = 0;
   /** Moves whenever any peer pod is added, removed or changed. */
   allPodsVersion = 0;
@@ -84,6 +81,11 @@ export class ClusterState {
   /** Pods of this node that policies can target, sorted by namespace/name. */
   get localPods(): readonly Pod[] {
     return this.local;
+  }
+
+  /** Local pods of one namespace, sorted by name; the same array until one of them changes. */
+  localPodsIn(namespace: string): readonly Pod[] {
+    return this.localByNamespace.get(namespace) ?? NO_PODS;
   }
 
   allPeers(): Iterable<Pod> {
@@ -106,6 +108,7 @@ export class ClusterState {
       entry = { key, peer, namespace: policyNamespace, pods: new Map(), version: ++this.versionCounter, used: true };
       this.fill(entry);
       this.selections.set(key, entry);
+      this.scopeOf(entry).add(entry);
     }
     entry.used = true;
     return entry;
@@ -114,9 +117,19 @@ export class ClusterState {
   /** Forget selections no compile asked for since the last sweep (policies that went away). */
   sweep(): void {
     for (const [key, entry] of this.selections) {
-      if (!entry.used) this.selections.delete(key);
-      else entry.used = false;
+      if (!entry.used) {
+        this.selections.delete(key);
+        this.scopeOf(entry).delete(entry);
+      } else entry.used = false;
     }
+  }
+
+  /** Selections a pod of one namespace can be in: those scoped to it, and those with a namespaceSelector. */
+  private scopeOf(entry: SelectionEntry): Set<SelectionEntry> {
+    if (entry.peer.namespaceSelector) return this.crossNamespace;
+    let scoped = this.byNamespace.get(entry.namespace);
+    if (!scoped) this.byNamespace.set(entry.namespace, (scoped = new Set()));
+    return scoped;
   }
 
   private matches(entry: SelectionEntry, pod: Pod): boolean {
@@ -142,47 +155,62 @@ export class ClusterState {
   private updateNamespaces(namespaces: readonly Namespace[]): void {
     const before = new Map(this.namespaces.map((n) => [n.name, n]));
     this.namespaces = namespaces;
-    let changed = false;
+    const moved: { readonly name: string; readonly was: Labels }[] = [];
     const seen = new Set<string>();
     for (const n of namespaces) {
       seen.add(n.name);
-      if (before.get(n.name) !== n) {
-        changed = changed || JSON.stringify(before.get(n.name)?.labels) !== JSON.stringify(n.labels);
-        this.nsLabels.set(n.name, n.labels);
-      }
+      if (before.get(n.name) === n) continue;
+      const was = this.namespaceLabels(n.name);
+      this.nsLabels.set(n.name, n.labels);
+      if (JSON.stringify(was) !== JSON.stringify(n.labels)) moved.push({ name: n.name, was });
     }
     for (const name of before.keys()) {
-      if (!seen.has(name)) {
-        this.nsLabels.delete(name);
-        changed = true;
-      }
+      if (seen.has(name)) continue;
+      const was = this.namespaceLabels(name);
+      this.nsLabels.delete(name);
+      moved.push({ name, was });
     }
-    if (!changed) return;
-    // Namespace labels only matter to selectors with a namespaceSelector: refill those.
-    for (const entry of this.selections.values()) {
-      if (entry.peer.namespaceSelector) {
-        this.fill(entry);
-        entry.version = ++this.versionCounter;
+    // Namespace labels only matter to selectors with a namespaceSelector, and only where a namespace
+    // enters or leaves one: move that namespace's pods in or out of those selections.
+    for (const { name, was } of moved) {
+      const now = this.namespaceLabels(name);
+      for (const entry of this.selections.values()) {
+        const nsSelector = entry.peer.namespaceSelector;
+        if (!nsSelector) continue;
+        const wasIn = selectorMatches(nsSelector, was);
+        const isIn = selectorMatches(nsSelector, now);
+        if (wasIn === isIn) continue;
+        let touched = false;
+        for (const [key, pod] of this.peersByNamespace.get(name) ?? []) {
+          if (isIn) {
+            if (entry.peer.podSelector && !selectorMatches(entry.peer.podSelector, pod.labels)) continue;
+            entry.pods.set(key, pod);
+            touched = true;
+          } else {
+            touched = entry.pods.delete(key) || touched;
+          }
+        }
+        if (touched) entry.version = ++this.versionCounter;
       }
     }
   }
 
   private updatePods(pods: readonly Pod[], rebuildLocal: boolean): void {
     // Diff by identity: unchanged pods are the same objects, so only new references need their keys.
-    const refs = new Set(pods);
-    const added = pods.filter((p) => !this.podRefs.has(p));
-    const removed = refs.size - added.length === this.podRefs.size ? [] : [...this.podRefs].filter((p) => !refs.has(p));
+    const { added, removed } = diffByIdentity(this.pods, pods);
     this.pods = pods;
-    this.podRefs = refs;
+    for (const p of removed) this.badAddresses.delete(p);
+    for (const p of added) if (p.ips.some((ip) => familyOf(ip) === undefined)) this.badAddresses.add(p);
     const changed = new Map<string, Pod | undefined>();
     for (const p of removed) changed.set(keyOf(p), undefined);
     for (const p of added) changed.set(keyOf(p), p);
-    let localChanged = rebuildLocal;
+    const localNamespaces = new Set<string>();
     for (const [key, now] of changed) {
       const peerNow = now && countsAsPeer(now) ? now : undefined;
       const peerBefore = this.peerByKey.get(key);
       if (!peerNow && !peerBefore) continue;
-      localChanged ||= peerBefore?.nodeName === this.nodeName || peerNow?.nodeName === this.nodeName;
+      if (peerBefore?.nodeName === this.nodeName) localNamespaces.add(peerBefore.namespace);
+      if (peerNow?.nodeName === this.nodeName) localNamespaces.add(peerNow.namespace);
       this.allPodsVersion = ++this.versionCounter;
       if (peerBefore) this.peersByNamespace.get(peerBefore.namespace)?.delete(key);
       if (peerNow) {
@@ -193,7 +221,9 @@ export class ClusterState {
       } else {
         this.peerByKey.delete(key);
       }
-      for (const entry of this.selections.values()) {
+      // A pod's key holds its namespace, so before and now it can only be in these selections.
+      const namespace = (peerNow ?? peerBefore)!.namespace;
+      for (const entry of [...(this.byNamespace.get(namespace) ?? []), ...this.crossNamespace]) {
         const was = entry.pods.has(key);
         const is = peerNow !== undefined && this.matches(entry, peerNow);
         if (is) entry.pods.set(key, peerNow);
@@ -201,8 +231,16 @@ export class ClusterState {
         if (was || is) entry.version = ++this.versionCounter;
       }
     }
-    if (localChanged) {
-      this.local = [...this.peerByKey.values()].filter((p) => p.nodeName === this.nodeName).sort(byNamespaceThenName);
+    if (rebuildLocal) {
+      this.localByNamespace.clear();
+      for (const ns of this.peersByNamespace.keys()) localNamespaces.add(ns);
     }
+    if (localNamespaces.size === 0) return;
+    for (const ns of localNamespaces) {
+      const pods = [...(this.peersByNamespace.get(ns)?.values() ?? [])].filter((p) => p.nodeName === this.nodeName).sort(byName);
+      if (pods.length > 0) this.localByNamespace.set(ns, pods);
+      else this.localByNamespace.delete(ns);
+    }
+    this.local = [...this.localByNamespace.keys()].sort(cmp).flatMap((ns) => this.localByNamespace.get(ns)!);
   }
 }

@@ -85,6 +85,7 @@ export class Compiler {
   private lastPolicies: readonly NetworkPolicy[] | undefined;
   private sortedPolicies: readonly NetworkPolicy[] = [];
   private validations = new WeakMap<NetworkPolicy, readonly Problem[]>();
+  private checked = new WeakMap<NetworkPolicy, { readonly local: readonly Pod[]; readonly checked: CheckedPolicy }>();
   private policyChains = new WeakMap<NetworkPolicy, Map<string, CachedPolicyChain>>();
   private chains = new Memo<Chain | Chain[]>();
   private readonly setBuilders = new Map<IpFamily, IpSetBuilder>();
@@ -95,7 +96,7 @@ export class Compiler {
     this.state.update(snapshot, settings.nodeName);
     if (snapshot.pods !== this.lastPods) {
       this.lastPods = snapshot.pods;
-      this.podProblems = podProblems(snapshot);
+      this.podProblems = podProblems(snapshot, this.state.badAddresses);
     }
     if (snapshot.policies !== this.lastPolicies) {
       this.lastPolicies = snapshot.policies;
@@ -126,8 +127,18 @@ export class Compiler {
     let found = this.validations.get(policy);
     if (!found) this.validations.set(policy, (found = validatePolicy(policy)));
     problems.push(...found);
+    // Targets depend on the policy and its namespace's local pods only: reuse them while neither changed.
+    const local = this.state.localPodsIn(policy.namespace);
+    const cached = this.checked.get(policy);
+    if (cached && cached.local === local) return cached.checked;
+    const checked = this.checkTargets(policy, found, local);
+    this.checked.set(policy, { local, checked });
+    return checked;
+  }
+
+  /** `local`: the local pods of the policy's namespace. */
+  private checkTargets(policy: NetworkPolicy, found: readonly Problem[], local: readonly Pod[]): CheckedPolicy {
     const errors = found.filter((p) => p.severity === 'error');
-    const local = this.state.localPods.filter((p) => p.namespace === policy.namespace);
     // An invalid podSelector cannot say which pods it meant; failing closed means isolating the namespace.
     const badSelector = errors.some((p) => p.field.startsWith('spec.podSelector'));
     const targets = badSelector ? local : local.filter((p) => selectorMatches(policy.podSelector, p.labels));
@@ -174,7 +185,7 @@ export class Compiler {
     // Only policies that select a local pod of this family are programmed (Felix: referenced chains only).
     const byPod = new Map<Pod, Record<Direction, ChainName[]>>();
     for (const cp of policies) {
-      const targets = cp.targets.filter((p) => ipsOfFamily(p, family).length > 0);
+      const targets = targetsOfFamily(cp.targets, family);
       if (targets.length === 0) continue;
       targetsByPolicy.set(cp.key, targets);
       for (const direction of ['ingress', 'egress'] as const) {
@@ -225,7 +236,7 @@ export class Compiler {
           }));
     const dispatch = (['from', 'to'] as const).flatMap((direction) => {
       const entries = direction === 'from' ? fromEntries : toEntries;
-      return this.chains.get(`d|${family}|${direction}|${JSON.stringify(entries)}`, () =>
+      return (this.chains.get(`d|${family}|${direction}|${JSON.stringify(entries)}`, () =>
         dispatchChains({
           root: direction === 'from' ? names.fromDispatch : names.toDispatch,
           direction,
@@ -234,13 +245,14 @@ export class Compiler {
           childName: direction === 'from' ? names.fromDispatchChild : names.toDispatchChild,
           endRules: endRules(direction),
         }),
-      ) as Chain[];
+        // A pod coming or going changes one branch of the tree: the other chains stay the same objects.
+      ) as Chain[]).map((chain) => this.chains.get(`dc|${contentKey(chain)}`, () => chain) as Chain);
     });
     const forward = this.chains.get('forward', () => forwardChain(names, settings)) as Chain;
 
     let builder = this.setBuilders.get(family);
     if (!builder) this.setBuilders.set(family, (builder = new IpSetBuilder()));
-    const ipsets = builder.build(sets, { state: this.state, family, targetsOf: (policy) => targetsByPolicy.get(`${policy.namespace}/${policy.name}`) ?? [] });
+    const ipsets = builder.build(sets, { state: this.state, family, targetsOf: (policy) => targetsByPolicy.get(`${policy.namespace}/${policy.name}`) ?? NO_PODS });
 
     return {
       family,
@@ -259,21 +271,33 @@ export function policyTypes(policy: NetworkPolicy): readonly PolicyType[] {
   return policy.egress && policy.egress.length > 0 ? ['Ingress', 'Egress'] : ['Ingress'];
 }
 
-const NO_PROBLEMS: readonly Problem[] = [];
-const podProblemCache = new WeakMap<Pod, readonly Problem[]>();
+/** Problems of pods whose addresses do not parse, in snapshot order (the state tracks which pods those are). */
+function podProblems(snapshot: ClusterSnapshot, bad: ReadonlySet<Pod>): Problem[] {
+  if (bad.size === 0) return [];
+  return snapshot.pods
+    .filter((pod) => bad.has(pod))
+    .flatMap((pod) =>
+      pod.ips
+        .filter((ip) => familyOf(ip) === undefined)
+        .map((ip) => ({ object: `Pod ${pod.namespace}/${pod.name}`, field: 'status.podIPs', message: `"${ip}" is not an IP address; ignored`, severity: 'warning' as const })),
+    );
+}
 
-function podProblems(snapshot: ClusterSnapshot): Problem[] {
-  const out: Problem[] = [];
-  for (const pod of snapshot.pods) {
-    let found = podProblemCache.get(pod);
-    if (!found) {
-      const bad = pod.ips.filter((ip) => familyOf(ip) === undefined);
-      found = bad.length === 0 ? NO_PROBLEMS : bad.map((ip) => ({ object: `Pod ${pod.namespace}/${pod.name}`, field: 'status.podIPs', message: `"${ip}" is not an IP address; ignored`, severity: 'warning' as const }));
-      podProblemCache.set(pod, found);
-    }
-    if (found.length > 0) out.push(...found);
-  }
-  return out;
+const NO_PODS: readonly Pod[] = [];
+
+// The same array while the policy's targets are the same: named-port sets built from it are reused.
+const targetsByFamily = new WeakMap<readonly Pod[], { 4?: readonly Pod[]; 6?: readonly Pod[] }>();
+function targetsOfFamily(targets: readonly Pod[], family: IpFamily): readonly Pod[] {
+  let split = targetsByFamily.get(targets);
+  if (!split) targetsByFamily.set(targets, (split = {}));
+  return (split[family] ??= targets.filter((p) => ipsOfFamily(p, family).length > 0));
+}
+
+const contentKeys = new WeakMap<Chain, string>();
+function contentKey(chain: Chain): string {
+  let key = contentKeys.get(chain);
+  if (key === undefined) contentKeys.set(chain, (key = JSON.stringify(chain)));
+  return key;
 }
 
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

@@ -55,7 +55,7 @@ export class IpSetRegistry {
 export interface MemberContext {
   readonly state: ClusterState;
   readonly family: IpFamily;
-  /** Local pods a policy selects (for ingress named ports). */
+  /** Local pods a policy selects (for ingress named ports): the same array while they are the same. */
   readonly targetsOf: (policy: NetworkPolicy) => readonly Pod[];
 }
 
@@ -79,7 +79,8 @@ export class IpSetBuilder {
       if (old && stamp !== undefined && old.stamp === stamp && old.set.description === req.description) {
         built = old;
       } else {
-        const members = sortMembers(new Set(membersOf(req.spec, ctx)));
+        const fresh = new Set(membersOf(req.spec, ctx));
+        const members = old ? resortMembers(old.set.members, fresh) : sortMembers(fresh);
         const same = old && old.set.description === req.description && sameList(old.set.members, members);
         built = { stamp: stamp ?? '', set: same ? old.set : { name, type: TYPE_OF[req.kind], family: ctx.family, members, description: req.description } };
       }
@@ -91,6 +92,15 @@ export class IpSetBuilder {
   }
 }
 
+const objectIds = new WeakMap<object, number>();
+let nextObjectId = 0;
+/** A number per object: the compiler hands over the same array while its content is unchanged. */
+function objectId(o: object): number {
+  let id = objectIds.get(o);
+  if (id === undefined) objectIds.set(o, (id = ++nextObjectId));
+  return id;
+}
+
 /** A string that changes whenever the members might; undefined: always recompute (cheap inputs). */
 function stampOf(spec: MemberSpec, ctx: MemberContext): string | undefined {
   switch (spec.kind) {
@@ -99,7 +109,7 @@ function stampOf(spec: MemberSpec, ctx: MemberContext): string | undefined {
     case 'cidrs':
       return 'fixed';
     case 'named-targets':
-      return undefined;
+      return `t${objectId(ctx.targetsOf(spec.policy))}`;
     case 'named-pods':
       return spec.scope.kind === 'selector' ? `s${ctx.state.select(spec.scope.peer, spec.scope.namespace).version}` : `a${ctx.state.allPodsVersion}`;
   }
@@ -155,8 +165,37 @@ export function sortMembers(members: Iterable<string>): string[] {
     .map(([, m]) => m);
 }
 
+// Sets are re-sorted whenever a member moves; the same addresses come back every time, so their keys are kept.
+const sortKeys = new Map<string, string>();
+/**
+ * `now` in sortMembers order, given the sorted members a set had before. A pod change moves a member or
+ * two of a set that may hold thousands: the kept ones are already in order, so only the new ones are
+ * sorted and merged in.
+ */
+function resortMembers(before: readonly string[], now: ReadonlySet<string>): string[] {
+  const kept = before.filter((m) => now.has(m));
+  if (kept.length === now.size) return kept;
+  const had = new Set(kept);
+  const added = sortMembers([...now].filter((m) => !had.has(m)));
+  const out: string[] = [];
+  let i = 0;
+  for (const m of added) {
+    const key = memberSortKey(m);
+    while (i < kept.length && memberSortKey(kept[i]!) < key) out.push(kept[i++]!);
+    out.push(m);
+  }
+  while (i < kept.length) out.push(kept[i++]!);
+  return out;
+}
+
 function memberSortKey(member: string): string {
-  return member.replace(/\d+/g, (d) => d.padStart(5, '0'));
+  let key = sortKeys.get(member);
+  if (key === undefined) {
+    key = member.replace(/\d+/g, (d) => d.padStart(5, '0'));
+    if (sortKeys.size >= 1_000_000) sortKeys.clear();
+    sortKeys.set(member, key);
+  }
+  return key;
 }
 
 const sameList = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((v, i) => v === b[i]);

@@ -2,3 +2,4 @@ export * from './cluster.js';
 export * from './dataplane.js';
 export * from './node.js';
 export * from './problem.js';
+export * from './identity-diff.js';

@@ -1,7 +1,7 @@
 // The planner: desired − observed → the ordered, atomic steps that make the kernel hold exactly what we want.
 // Pure: the same plan is the daemon's apply step, `netfence apply`, and `netfence diff`.
 
-import type { Chain, ChainRole, FamilyState, Hook, IpFamily, IpSet, KernelChainName } from '../model/index.js';
+import { diffByIdentity, type Chain, type ChainRole, type FamilyState, type Hook, type IpFamily, type IpSet, type KernelChainName } from '../model/index.js';
 import { createLine, renderChain, renderHookArgs } from '../render/index.js';
 import type { ObservedFamily, Ownership } from './observed.js';
 
@@ -56,6 +56,7 @@ const SWAP_MIN_CHANGES = 64;
  */
 export function planFamily(desired: FamilyState, observed: ObservedFamily, own: Ownership, previous?: FamilyState): FamilyPlan {
   const known = new Set<object>(previous ? [...previous.chains, ...previous.ipsets] : []);
+  const previousSets = new Map(previous?.ipsets.map((s) => [s.name as string, s]));
   const changes: Change[] = [];
   const errors: string[] = [];
   const counts: PlanCounts = {
@@ -82,12 +83,10 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
       errors.push(`ipset ${set.name} exists as ${seen.type} (family ${seen.family}) but netfence needs ${set.type}; destroy it or run 'netfence cleanup'`);
       continue;
     }
-    const have = new Set(seen.members);
-    const want = new Set(set.members);
-    const adds = set.members.filter((m) => !have.has(m));
-    const dels = seen.members.filter((m) => !want.has(m));
+    const { adds, dels } = memberDelta(seen.members, set, previousSets.get(set.name));
     if (adds.length === 0 && dels.length === 0) continue;
-    changes.push({ object: 'set', name: set.name, action: 'update', before: sorted(seen.members), after: set.members, owner });
+    // Observed members are sorted; the lines a diff shows are computed only if someone reads them.
+    changes.push(lazyLines({ object: 'set', name: set.name, action: 'update', owner }, () => seen.members, () => sorted(set.members)));
     counts.membersAdded += adds.length;
     counts.membersRemoved += dels.length;
     if (adds.length + dels.length > Math.max(SWAP_MIN_CHANGES, set.members.length / 2)) {
@@ -103,7 +102,7 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
   }
   const staleSets = [...observed.ipsets.keys()].filter((name) => !desiredSets.has(name)).sort();
   for (const name of staleSets) {
-    changes.push({ object: 'set', name, action: 'delete', before: sorted(observed.ipsets.get(name)!.members), after: [], owner: 'set no longer needed' });
+    changes.push({ object: 'set', name, action: 'delete', before: observed.ipsets.get(name)!.members, after: [], owner: 'set no longer needed' });
     counts.setsDestroyed++;
   }
 
@@ -171,6 +170,35 @@ function planHooks(
   ];
   const after = [...wantInserted.map((t, i) => `${i + 1}: ${t}`), ...wantAppended.map((t) => `end: ${t}`)];
   return { lines, action: observed.length === 0 ? 'create' : desired.length === 0 ? 'delete' : 'update', before, after };
+}
+
+/**
+ * Members to add and delete. When the observed set is the tracker's copy of the previous desired set
+ * (same name, same size), the two member lists share their order and mostly their values: walking them
+ * in step costs far less than hashing thousands of members for a one-pod change.
+ */
+function memberDelta(observed: readonly string[], set: IpSet, previous: IpSet | undefined): { adds: readonly string[]; dels: readonly string[] } {
+  if (previous && previous.members.length === observed.length) {
+    const { added, removed } = diffByIdentity(previous.members, set.members);
+    return { adds: added, dels: removed };
+  }
+  const have = new Set(observed);
+  const want = new Set(set.members);
+  return { adds: set.members.filter((m) => !have.has(m)), dels: observed.filter((m) => !want.has(m)) };
+}
+
+function lazyLines(head: Pick<Change, 'object' | 'name' | 'action' | 'owner'>, before: () => readonly string[], after: () => readonly string[]): Change {
+  let b: readonly string[] | undefined;
+  let a: readonly string[] | undefined;
+  return {
+    ...head,
+    get before() {
+      return (b ??= before());
+    },
+    get after() {
+      return (a ??= after());
+    },
+  };
 }
 
 function ownerOf(chain: Chain): string {
