@@ -4,6 +4,8 @@ import { convert, type ObjectKind } from '../../../src/cluster/convert.js';
 import { slimObject } from '../../../src/cluster/slim.js';
 import type { KubernetesObject } from '@kubernetes/client-node';
 
+const asApi = (o: object): KubernetesObject => o as unknown as KubernetesObject;
+
 const managedFields = Array.from({ length: 4 }, (_, i) => ({
   manager: `controller-${i}`,
   operation: 'Update',
@@ -20,7 +22,7 @@ const apiPod = {
     resourceVersion: '4711',
     labels: { app: 'web', tier: 'frontend' },
     annotations: { 'kubectl.kubernetes.io/last-applied-configuration': 'x'.repeat(2000) },
-    ownerReferences: [{ kind: 'ReplicaSet', name: 'web-7d9f', uid: 'r1' }],
+    ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-7d9f', uid: 'r1' }],
     managedFields,
   },
   spec: {
@@ -94,18 +96,18 @@ describe('slimObject keeps what convert reads', () => {
     ['NetworkPolicy', apiPolicy],
   ])('%s converts to the same model slimmed as whole', (kind, obj) => {
     const whole = convert(kind, obj);
-    const slim = convert(kind, slimObject(kind, obj as KubernetesObject));
+    const slim = convert(kind, slimObject(kind, asApi(obj)));
     expect(whole.ok).toBe(true);
     expect(slim).toEqual(whole);
   });
 
   it('a pod with malformed fields yields the same problems slimmed as whole', () => {
     const broken = { ...apiPod, status: { ...apiPod.status, podIPs: [{ ip: 'not-an-ip' }] } };
-    expect(convert('Pod', slimObject('Pod', broken as KubernetesObject))).toEqual(convert('Pod', broken));
+    expect(convert('Pod', slimObject('Pod', asApi(broken)))).toEqual(convert('Pod', broken));
   });
 
   it('drops managedFields, annotations, env, volumes and status noise', () => {
-    const slim = slimObject('Pod', apiPod as KubernetesObject) as unknown as typeof apiPod;
+    const slim = slimObject('Pod', asApi(apiPod)) as unknown as typeof apiPod;
     expect(slim.metadata).toEqual({ name: 'web-7d9f', namespace: 'prod', uid: '5b0c-11', resourceVersion: '4711', labels: apiPod.metadata.labels });
     expect(slim.spec.containers.map((c) => Object.keys(c).sort())).toEqual([['name', 'ports'], ['name', 'ports']]);
     expect(Object.keys(slim.spec).sort()).toEqual(['containers', 'hostNetwork', 'nodeName']);
@@ -115,6 +117,6 @@ describe('slimObject keeps what convert reads', () => {
 
   it('keeps deletionTimestamp, which marks a terminating object', () => {
     const terminating = { ...apiNamespace, metadata: { ...apiNamespace.metadata, deletionTimestamp: '2026-11-23T00:00:00Z' } };
-    expect(slimObject('Namespace', terminating as KubernetesObject).metadata).toHaveProperty('deletionTimestamp', '2026-11-23T00:00:00Z');
+    expect(slimObject('Namespace', asApi(terminating)).metadata).toHaveProperty('deletionTimestamp', '2026-11-23T00:00:00Z');
   });
 });
