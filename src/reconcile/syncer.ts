@@ -75,9 +75,16 @@ export class Syncer {
       if (readKernel || !observed) {
         previous = undefined;
         const fresh = observeFamily(family, await this.kernel.saveFilter(family), ipsetText, this.own);
-        // Drift: the kernel differs from what we last programmed (only meaningful once we programmed).
-        if (observed && !sameObserved(observed, fresh)) drift = true;
-        observed = fresh;
+        const last = this.lastDesired.get(family);
+        if (observed && last && this.inSync && sameObserved(observed, fresh)) {
+          // The kernel holds exactly what we last programmed: plan from the tracker, which lets the
+          // planner skip every unchanged object by identity instead of comparing the whole ruleset.
+          previous = last;
+        } else {
+          // Drift: the kernel differs from what we last programmed (only meaningful once we programmed).
+          if (observed && !sameObserved(observed, fresh)) drift = true;
+          observed = fresh;
+        }
       }
       plans.push(planFamily(state, observed, this.own, previous));
     }
@@ -135,7 +142,10 @@ export function sameObserved(a: ObservedFamily, b: ObservedFamily): boolean {
     x !== undefined && y !== undefined && x.length === y.length && x.every((v, i) => v === y[i]);
   if (a.chains.size !== b.chains.size || a.ipsets.size !== b.ipsets.size || a.hooks.size !== b.hooks.size) return false;
   for (const [name, lines] of a.chains) if (!sameList(lines, b.chains.get(name))) return false;
-  for (const [name, set] of a.ipsets) if (!sameList(set.members, b.ipsets.get(name)?.members)) return false;
+  for (const [name, set] of a.ipsets) {
+    const other = b.ipsets.get(name);
+    if (set.type !== other?.type || set.family !== other.family || !sameList(set.members, other.members)) return false;
+  }
   for (const [chain, hooks] of a.hooks) {
     const other = b.hooks.get(chain);
     if (!sameList(hooks.map((h) => `${h.position} ${h.text}`), other?.map((h) => `${h.position} ${h.text}`))) return false;

@@ -41,6 +41,16 @@ export class IpsetParseError extends Error {
 export function parseIpsetSave(text: string): Map<string, SavedIpSet> {
   const sets = new Map<string, SavedIpSet>();
   text.split('\n').forEach((raw, i) => {
+    // Members are nearly every line of a large dump: take them apart without a regex.
+    if (raw.startsWith('add ')) {
+      const space = raw.indexOf(' ', 4);
+      const set = space > 4 ? sets.get(raw.slice(4, space)) : undefined;
+      const member = space > 4 ? raw.slice(space + 1).trim() : '';
+      if (set && member !== '' && !/\s/.test(member)) {
+        set.members.push(member);
+        return;
+      }
+    }
     const line = raw.trim();
     if (line === '' || line.startsWith('#')) return;
     const words = line.split(/\s+/);

@@ -13,7 +13,7 @@ export interface SavedRule {
   /** The human part of our comment. */
   readonly comment?: string;
   /** The structured rule, when every part of it is something netfence emits. */
-  readonly rule?: Rule;
+  readonly rule?: Rule | undefined;
 }
 
 export interface SavedChain {
@@ -41,29 +41,34 @@ export class SaveParseError extends Error {
 /** Split a saved rule like a shell would for the quoting iptables-save uses (double quotes, backslash). */
 export function tokenize(text: string): string[] {
   const out: string[] = [];
-  let current = '';
-  let inToken = false;
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text[i]!;
-    if (quoted) {
-      if (ch === '\\' && i + 1 < text.length) current += text[++i];
-      else if (ch === '"') quoted = false;
-      else current += ch;
-    } else if (ch === '"') {
-      quoted = true;
-      inToken = true;
-    } else if (ch === ' ' || ch === '\t') {
-      if (inToken) out.push(current);
-      current = '';
-      inToken = false;
-    } else {
-      current += ch;
-      inToken = true;
+  let i = 0;
+  const n = text.length;
+  while (i < n) {
+    while (i < n && (text[i] === ' ' || text[i] === '\t')) i++;
+    if (i >= n) break;
+    // Most tokens are bare words: slice them whole instead of building them a character at a time.
+    let current = '';
+    while (i < n && text[i] !== ' ' && text[i] !== '\t') {
+      if (text[i] !== '"') {
+        const start = i;
+        while (i < n && text[i] !== ' ' && text[i] !== '\t' && text[i] !== '"') i++;
+        current += text.slice(start, i);
+        continue;
+      }
+      i++;
+      for (;;) {
+        if (i >= n) throw new Error('unterminated quote');
+        const ch = text[i]!;
+        if (ch === '"') {
+          i++;
+          break;
+        }
+        if (ch === '\\' && i + 1 < n) i++;
+        current += text[i++];
+      }
     }
+    out.push(current);
   }
-  if (quoted) throw new Error('unterminated quote');
-  if (inToken) out.push(current);
   return out;
 }
 
@@ -120,8 +125,18 @@ export function parseSavedRule(text: string, args: readonly string[]): SavedRule
   const space = full.indexOf(' ');
   const hash = space < 0 ? full : full.slice(0, space);
   const comment = space < 0 ? undefined : full.slice(space + 1);
-  const rule = toRule(args, comment);
-  return { text, args, hash, ...(comment !== undefined ? { comment } : {}), ...(rule ? { rule } : {}) };
+  // The structured form is parsed on first use: a drift check compares texts and never needs it.
+  let rule: Rule | undefined | null = null;
+  return {
+    text,
+    args,
+    hash,
+    ...(comment !== undefined ? { comment } : {}),
+    get rule() {
+      if (rule === null) rule = toRule(args, comment);
+      return rule;
+    },
+  };
 }
 
 /** Structured form of a rule netfence wrote; undefined if it contains anything we never emit. */
