@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { DAEMON_NODE_FLAGS } from '../../../src/cli/node-flags.js';
 
 const ROOT = process.cwd();
 const packageJson = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { bin: Record<string, string>; engines: { node: string } };
@@ -107,7 +108,7 @@ describe('Dockerfile', () => {
   it("enters at the package's bin", () => {
     const entrypoint = runtime.body.find((i) => i.op === 'ENTRYPOINT');
     const workdir = runtime.body.find((i) => i.op === 'WORKDIR')?.args;
-    expect(JSON.parse(entrypoint?.args ?? 'null')).toEqual(['node', `${workdir}/${packageJson.bin['netfence']}`]);
+    expect(JSON.parse(entrypoint?.args ?? 'null')).toEqual(['node', ...DAEMON_NODE_FLAGS, `${workdir}/${packageJson.bin['netfence']}`]);
   });
 
   it('copies only context paths that exist and .dockerignore keeps', () => {

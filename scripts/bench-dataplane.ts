@@ -1,0 +1,234 @@
+// Data-plane rows of `npm run bench`: new TCP connections per second between two pods on one sandbox node
+// with the tier's full ruleset installed on that node, against the same node with no netfence state (only
+// flannel's rules; conntrack on in both), and how many rules the first packet of that connection walks.
+//
+// The two sandbox pods are part of the compiled cluster: they join the generated snapshot as local pods
+// of the measured node (same name and pod CIDR as the sandbox node), in their own namespace, with an
+// ingress policy on the server and an egress policy on the client that allow exactly TCP 80, so the
+// first packet runs both pods' dispatch, workload and policy chains among the tier's other local pods.
+// Load: a Python connect / read-until-EOF / RST-close loop in the client pod's netns against the pod
+// agent on the server (which accepts and closes), for a fixed time; ×1 and ×4 client processes.
+// Modes are interleaved (rules, none, none, rules, …) on the same pods.
+//
+// Usage (root): node --import ./scripts/register-ts.mjs scripts/bench-dataplane.ts [--tier large] [--runs 3] [--seconds 2] [--seed 1] [--only <row>]
+
+import { generateCluster, TIERS, type Tier } from '../src/bench/generator.js';
+import { firstPacketBound } from '../src/bench/first-packet.js';
+import { compile } from '../src/compile/index.js';
+import { run } from '../src/dataplane/exec.js';
+import { openKernel } from '../src/dataplane/kernel.js';
+import { emptyFamilyState, type ClusterSnapshot, type DesiredState, type NetworkPolicy, type Pod } from '../src/model/index.js';
+import { Syncer } from '../src/reconcile/syncer.js';
+import { parseIpsetSave } from '../src/render/index.js';
+import { createSandbox, type Sandbox, type SandboxPod } from '../src/sandbox/index.js';
+import { loadRuleset, packetFor, tracePacket } from '../src/trace/index.js';
+import { silentLogger } from './lib/bench-kernel-port.js';
+import { fmtInt, median } from './lib/bench-stats.js';
+import { failedRow, renderTable, tsNode, type BenchRow } from './lib/bench-table.js';
+
+export interface DataplaneBenchOptions {
+  readonly tier: Tier;
+  readonly seed: number;
+  readonly runs: number;
+  readonly seconds: number;
+  readonly only?: string | undefined;
+  readonly progress?: (msg: string) => void;
+}
+
+export const DATAPLANE_ROWS: readonly string[] = ['crr-x1', 'crr-x4', 'first-packet'];
+const CONCURRENCY = { 'crr-x1': 1, 'crr-x4': 4 } as const;
+const NAMESPACE = 'bench-dp';
+const PORT = 80;
+
+/** Bounded by time; SO_LINGER 0 closes with RST, so neither side keeps TIME_WAIT sockets between runs. */
+const CLIENT = `
+import json, socket, struct, sys, time
+ip, port, dur = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+linger = struct.pack('ii', 1, 0)
+n = errors = 0
+t0 = time.monotonic(); end = t0 + dur
+while time.monotonic() < end:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
+    s.settimeout(1.0)
+    try:
+        s.connect((ip, port)); s.recv(1); n += 1
+    except OSError:
+        errors += 1
+    finally:
+        s.close()
+print(json.dumps({"n": n, "errors": errors, "s": time.monotonic() - t0}))
+`;
+
+/** Connections per second summed over `parallel` client processes running at the same time. */
+async function connectionRate(client: SandboxPod, server: SandboxPod, parallel: number, seconds: number): Promise<number> {
+  const results = await Promise.all(
+    Array.from({ length: parallel }, () =>
+      run('python3', ['-c', CLIENT, server.ip, String(PORT), String(seconds)], { netns: client.netns, timeoutMs: (seconds + 10) * 1000 }),
+    ),
+  );
+  let rate = 0;
+  for (const r of results) {
+    const { n, errors, s } = JSON.parse(r.stdout) as { n: number; errors: number; s: number };
+    if (errors > 0) throw new Error(`${errors} of ${n + errors} connections from ${client.key} to ${server.ip}:${PORT} failed`);
+    rate += n / s;
+  }
+  return rate;
+}
+
+function freeHosts(snapshot: ClusterSnapshot, prefix: string, count: number): string[] {
+  const used = new Set(snapshot.pods.flatMap((p) => p.ips));
+  const out: string[] = [];
+  for (let host = 254; host >= 2 && out.length < count; host--) if (!used.has(`${prefix}.${host}`)) out.push(`${prefix}.${host}`);
+  if (out.length < count) throw new Error(`no ${count} free addresses in ${prefix}.0/24`);
+  return out;
+}
+
+/** The generated cluster plus the two sandbox pods and the two policies that let client reach server on TCP 80 only. */
+function withBenchPods(snapshot: ClusterSnapshot, node: string, client: SandboxPod, server: SandboxPod): ClusterSnapshot {
+  const pod = (p: SandboxPod, app: string): Pod => ({
+    namespace: NAMESPACE,
+    name: p.name,
+    uid: `uid-${NAMESPACE}-${p.name}`,
+    labels: { app },
+    nodeName: node,
+    hostNetwork: false,
+    phase: 'Running',
+    ips: [p.ip],
+    ports: [{ name: 'http', containerPort: PORT, protocol: 'TCP' }],
+  });
+  const sel = (app: string) => ({ matchLabels: { app }, matchExpressions: [] });
+  const policies: NetworkPolicy[] = [
+    { namespace: NAMESPACE, name: 'server-ingress', podSelector: sel('crr-server'), policyTypes: ['Ingress'], ingress: [{ peers: [{ podSelector: sel('crr-client') }], ports: [{ protocol: 'TCP', port: PORT }] }] },
+    { namespace: NAMESPACE, name: 'client-egress', podSelector: sel('crr-client'), policyTypes: ['Egress'], egress: [{ peers: [{ podSelector: sel('crr-server') }], ports: [{ protocol: 'TCP', port: PORT }] }] },
+  ];
+  return {
+    ...snapshot,
+    namespaces: [...snapshot.namespaces, { name: NAMESPACE, labels: { 'kubernetes.io/metadata.name': NAMESPACE, team: 'platform', env: 'prod' } }],
+    pods: [...snapshot.pods, pod(client, 'crr-client'), pod(server, 'crr-server')],
+    policies: [...snapshot.policies, ...policies],
+  };
+}
+
+const NO_RULES: DesiredState = { v4: emptyFamilyState(4), v6: emptyFamilyState(6) };
+
+export async function dataplaneBench(o: DataplaneBenchOptions): Promise<BenchRow[]> {
+  const args = ['--tier', o.tier, '--runs', String(o.runs), '--seconds', String(o.seconds), '--seed', String(o.seed)];
+  const command = (row: string) => tsNode('scripts/bench-dataplane.ts', [...args, '--only', row]);
+  const wanted = (row: string) => o.only === undefined || o.only === row;
+  const say = o.progress ?? (() => {});
+  const { snapshot, settings } = generateCluster({ tier: o.tier, seed: o.seed, node: 'node-1' });
+  const podCidr = settings.podCidrs[0]!;
+  const prefix = podCidr.replace(/\.0\/24$/, '');
+  let sb: Sandbox | undefined;
+  const rows: BenchRow[] = [];
+  try {
+    say('data plane: building the sandbox node and pods');
+    sb = await createSandbox({ nodes: [{ name: settings.nodeName, podCidr }] }, { ports: [PORT, PORT + 1] });
+    const [clientIp, serverIp] = freeHosts(snapshot, prefix, 2);
+    const client = await sb.addPod({ namespace: NAMESPACE, name: 'crr-client', node: settings.nodeName, ip: clientIp! });
+    const server = await sb.addPod({ namespace: NAMESPACE, name: 'crr-server', node: settings.nodeName, ip: serverIp! });
+    const cluster = withBenchPods(snapshot, settings.nodeName, client, server);
+    const desired = compile(cluster, settings).desired;
+    const nodeNetns = sb.nodeNetns(settings.nodeName);
+    const kernel = await openKernel({ netns: nodeNetns, backend: 'nft', ipv6: true });
+    const syncer = new Syncer(kernel, { chainPrefix: settings.chainPrefix, ipsetPrefix: settings.ipsetPrefix }, silentLogger);
+
+    const setMode = async (mode: 'rules' | 'none') => {
+      await syncer.sync(mode === 'rules' ? desired : NO_RULES);
+      // Old flows' conntrack entries would only make the table bigger for whichever mode runs later.
+      await run('conntrack', ['-F'], { netns: nodeNetns }).catch(() => undefined);
+    };
+
+    // The rules must be doing something: TCP 80 allowed, TCP 81 (served too) dropped.
+    await setMode('rules');
+    const probe = (port: number) => sb!.probe(client.key, { protocol: 'TCP', ip: server.ip, port, timeoutMs: 500 });
+    const [open, closed] = [await probe(PORT), await probe(PORT + 1)];
+    if (!open.ok || closed.ok) throw new Error(`rules not in force: TCP ${PORT} ${open.ok ? 'open' : 'blocked'}, TCP ${PORT + 1} ${closed.ok ? 'open' : 'blocked'} (expected open, blocked)`);
+
+    if (wanted('first-packet')) {
+      const saved = (await run('iptables-nft-save', ['-t', 'filter'], { netns: nodeNetns })).stdout;
+      const sets = parseIpsetSave((await run('ipset', ['save'], { netns: nodeNetns })).stdout);
+      const packet = packetFor({ src: client.ip, dst: server.ip, proto: 'tcp', dport: PORT }, { bridge: settings.bridge, uplink: 'eth0', podCidrs: settings.podCidrs });
+      const trace = tracePacket(loadRuleset(saved), sets, packet, { chainPrefix: settings.chainPrefix });
+      const rules = trace.steps.filter((s) => s.result !== 'policy');
+      const owned = rules.filter((s) => s.owned);
+      const setMatches = owned.filter((s) => s.text.includes('--match-set')).length;
+      const bound = firstPacketBound(desired.v4);
+      rows.push({
+        id: 'first-packet',
+        what: `rules the first packet client → server TCP ${PORT} traverses on the node (tracePacket over the node's iptables-nft-save and ipset save)`,
+        value: `${rules.length} rules`,
+        verdict: 'info',
+        detail: `${owned.length} in netfence chains (${setMatches} ipset matches), ${rules.length - owned.length} foreign (FORWARD, flannel); verdict ${trace.verdict}; static worst case over every local pod pair (src/bench/first-packet.ts): ${bound.total} rules; node: ${fmtInt(desired.v4.chains.reduce((s, c) => s + c.rules.length, 0))} rules in ${fmtInt(desired.v4.chains.length)} chains, ${fmtInt(desired.v4.ipsets.length)} sets`,
+        command: command('first-packet'),
+      });
+    }
+
+    const loads = (['crr-x1', 'crr-x4'] as const).filter(wanted);
+    if (loads.length > 0) {
+      const rates: Record<string, { rules: number[]; none: number[] }> = Object.fromEntries(loads.map((l) => [l, { rules: [], none: [] }]));
+      for (let i = 0; i < o.runs; i++) {
+        for (const mode of i % 2 === 0 ? (['rules', 'none'] as const) : (['none', 'rules'] as const)) {
+          say(`data plane: run ${i + 1}/${o.runs}, ${mode}`);
+          await setMode(mode);
+          for (const load of loads) rates[load]![mode].push(await connectionRate(client, server, CONCURRENCY[load], o.seconds));
+        }
+      }
+      for (const load of loads) {
+        const withRules = median(rates[load]!.rules);
+        const none = median(rates[load]!.none);
+        const share = withRules / none;
+        rows.push({
+          id: load,
+          what: `new TCP connections/s, pod → pod on one node, ${CONCURRENCY[load]} client process${CONCURRENCY[load] > 1 ? 'es' : ''} (connect, read to EOF, RST close), ${o.tier} ruleset installed vs no netfence state`,
+          value: `${fmtInt(Math.round(withRules))} /s`,
+          floor: `${fmtInt(Math.round(none))} /s`,
+          ratio: `${(share * 100).toFixed(0)} %`,
+          target: '≥ 90 %',
+          verdict: share >= 0.9 ? 'met' : 'missed',
+          detail: `medians of ${o.runs} × ${o.seconds} s per mode, interleaved; all runs rules ${rates[load]!.rules.map((r) => Math.round(r)).join(', ')} / none ${rates[load]!.none.map((r) => Math.round(r)).join(', ')}; TCP ${PORT + 1} checked blocked with rules`,
+          command: command(load),
+        });
+      }
+    }
+  } catch (err) {
+    for (const id of DATAPLANE_ROWS.filter(wanted)) if (!rows.some((r) => r.id === id)) rows.push(failedRow(id, 'data plane', err, command(id)));
+  } finally {
+    await sb?.destroy();
+  }
+  return rows;
+}
+
+function parseArgs(argv: readonly string[]): DataplaneBenchOptions {
+  let tier: Tier = 'large';
+  let seed = 1;
+  let runs = 3;
+  let seconds = 2;
+  let only: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i];
+    const value = argv[++i];
+    if (value === undefined) throw new Error(`${flag} needs a value`);
+    if (flag === '--tier') {
+      if (!(TIERS as readonly string[]).includes(value)) throw new Error(`--tier must be one of ${TIERS.join(', ')}`);
+      tier = value as Tier;
+    } else if (flag === '--seed') seed = Number(value);
+    else if (flag === '--runs') runs = Math.max(1, Number(value));
+    else if (flag === '--seconds') seconds = Math.max(0.2, Number(value));
+    else if (flag === '--only') {
+      if (!DATAPLANE_ROWS.includes(value)) throw new Error(`--only must be one of ${DATAPLANE_ROWS.join(', ')}`);
+      only = value;
+    } else throw new Error(`unknown flag ${flag}`);
+  }
+  return { tier, seed, runs, seconds, only, progress: (m) => console.error(`… ${m}`) };
+}
+
+const isEntry = process.argv[1] !== undefined && import.meta.url === new URL(`file://${process.argv[1]}`).href;
+if (isEntry) {
+  if (process.getuid?.() !== 0) {
+    console.error('bench-dataplane needs root (it builds a sandbox of network namespaces); run it with sudo.');
+    process.exit(2);
+  }
+  console.log(renderTable(await dataplaneBench(parseArgs(process.argv.slice(2)))));
+}

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# `npm run bench`: installs what it needs, builds (the daemon rows run dist/), then prints one markdown
+# table of every benchmark row beside its kernel floor. Flags go to scripts/bench-all.ts:
+#   --tier small|medium|large|xl (default large)   --quick (smoke run)   --xl (daemon memory at xl too)   --seed N
+# Kernel, daemon and data-plane rows need root; without root they are skipped, and the table says so.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib/prereqs.sh
+ensure_system_packages
+ensure_node_modules
+npm run --silent build
+if [ "$(id -u)" != "0" ]; then
+  echo "SKIPPING kernel, daemon and data-plane rows: they need root to create network namespaces (run 'sudo npm run bench')." >&2
+fi
+exec node --import ./scripts/register-ts.mjs scripts/bench-all.ts "$@"
