@@ -81,7 +81,7 @@ function breakdown(t: Timed): string {
     for (const [op, ms] of sums) ops.set(op, [...(ops.get(op) ?? []), ms]);
   }
   const opText = describeCalls([...ops].map(([op, xs]) => ({ op: op as KernelCall['op'], ms: median(xs) })), fmtMs);
-  return `netfence = tools ${fmtMs(kernel)} ms (${opText}) + in-process ${fmtMs(own)} ms`;
+  return `netfence = tools running ${fmtMs(kernel)} ms of the wall time (${opText}; the reads run side by side) + in-process ${fmtMs(own)} ms`;
 }
 
 const v4 = (plans: readonly FamilyPlan[]): FamilyPlan => plans.find((p) => p.family === 4)!;

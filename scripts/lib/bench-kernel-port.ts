@@ -8,6 +8,8 @@ import type { KernelPort } from '../../src/reconcile/syncer.js';
 export interface KernelCall {
   readonly op: 'ipset save' | 'ipset restore' | `iptables-save v${IpFamily}` | `iptables-restore v${IpFamily}`;
   readonly ms: number;
+  /** performance.now() at the start: reads run side by side, so durations alone overcount. */
+  readonly start: number;
 }
 
 export class TimedKernel implements KernelPort {
@@ -43,15 +45,26 @@ export class TimedKernel implements KernelPort {
     try {
       return await fn();
     } finally {
-      this.calls.push({ op, ms: performance.now() - t0 });
+      this.calls.push({ op, ms: performance.now() - t0, start: t0 });
     }
   }
 }
 
-export const kernelMs = (calls: readonly KernelCall[]): number => calls.reduce((s, c) => s + c.ms, 0);
+/** Wall time during which at least one tool ran (the union of the calls' intervals). */
+export function kernelMs(calls: readonly KernelCall[]): number {
+  let total = 0;
+  let end = -Infinity;
+  for (const c of [...calls].sort((a, b) => a.start - b.start)) {
+    const stop = c.start + c.ms;
+    if (stop <= end) continue;
+    total += stop - Math.max(c.start, end);
+    end = stop;
+  }
+  return total;
+}
 
-/** "ipset restore 12 ms + iptables-restore v4 30 ms" (calls of the same op summed). */
-export function describeCalls(calls: readonly KernelCall[], fmt: (ms: number) => string): string {
+/** "ipset restore 12 ms + iptables-restore v4 30 ms" (calls of the same op summed; reads may overlap). */
+export function describeCalls(calls: readonly Pick<KernelCall, 'op' | 'ms'>[], fmt: (ms: number) => string): string {
   const byOp = new Map<string, { ms: number; n: number }>();
   for (const c of calls) {
     const e = byOp.get(c.op) ?? { ms: 0, n: 0 };

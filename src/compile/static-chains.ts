@@ -21,6 +21,13 @@ export function forwardChain(names: ChainNames, settings: NodeSettings): Chain {
     name: names.forward,
     role: { kind: 'static' },
     rules: [
+      // "Connections are judged on their first packet": later packets of a flow to or from a local pod
+      // pass here, before the dispatch trees, so only a connection's first packet walks the policy.
+      ...(['in-iface', 'out-iface'] as const).map((kind) => ({
+        match: [{ kind, name: bridge }, { kind: 'ctstate', states: ['RELATED', 'ESTABLISHED'] }] as const,
+        action: { kind: 'accept' } as const,
+        comment: 'established pod flow',
+      })),
       { match: [], action: { kind: 'set-mark', value: 0, mask: all } },
       { match: [{ kind: 'in-iface', name: bridge }], action: { kind: 'jump', target: names.fromDispatch }, comment: 'egress of local pods' },
       { match: [{ kind: 'out-iface', name: bridge }], action: { kind: 'jump', target: names.toDispatch }, comment: 'ingress of local pods' },

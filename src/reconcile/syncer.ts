@@ -35,6 +35,8 @@ export class Syncer {
   /** The desired state `programmed` was derived from: lets the planner skip unchanged objects by identity. */
   private lastDesired = new Map<IpFamily, FamilyState>();
   private inSync = false;
+  private readonly lastRead = new Map<IpFamily, { readonly iptables: string; readonly ipsets: string; readonly observed: ObservedFamily }>();
+  private lastMatch: { readonly programmed: ObservedFamily; readonly fresh: ObservedFamily } | undefined;
 
   constructor(
     private readonly kernel: KernelPort,
@@ -50,13 +52,9 @@ export class Syncer {
 
   /** Read the kernel and plan, without writing (dry run / diff). */
   async planOnly(desired: DesiredState): Promise<FamilyPlan[]> {
-    const ipsetText = await this.kernel.ipsetSave();
-    const plans: FamilyPlan[] = [];
-    for (const family of this.families()) {
-      const observed = observeFamily(family, await this.kernel.saveFilter(family), ipsetText, this.own);
-      plans.push(planFamily(desired[family === 4 ? 'v4' : 'v6'], observed, this.own));
-    }
-    return plans;
+    const families = this.families();
+    const observed = await this.read(families);
+    return families.map((family) => planFamily(desired[family === 4 ? 'v4' : 'v6'], observed.get(family)!, this.own));
   }
 
   /**
@@ -64,29 +62,28 @@ export class Syncer {
    * then stale sets. A failing step throws and leaves the state before it; the next sync re-reads.
    */
   async sync(desired: DesiredState, opts: { readKernel?: boolean } = {}): Promise<SyncResult> {
-    const readKernel = opts.readKernel === true || !this.inSync;
+    const families = this.families();
+    const readKernel = opts.readKernel === true || !this.inSync || families.some((f) => !this.programmed.has(f));
+    const reads = readKernel ? await this.read(families) : undefined;
     let drift = false;
     const plans: FamilyPlan[] = [];
-    const ipsetText = readKernel ? await this.kernel.ipsetSave() : '';
-    for (const family of this.families()) {
+    for (const family of families) {
       const state = desired[family === 4 ? 'v4' : 'v6'];
       let observed = this.programmed.get(family);
-      let previous = readKernel ? undefined : this.lastDesired.get(family);
-      if (readKernel || !observed) {
-        previous = undefined;
-        const fresh = observeFamily(family, await this.kernel.saveFilter(family), ipsetText, this.own);
-        const last = this.lastDesired.get(family);
-        if (observed && last && this.inSync && sameObserved(observed, fresh)) {
-          // The kernel holds exactly what we last programmed: plan from the tracker, which lets the
-          // planner skip every unchanged object by identity instead of comparing the whole ruleset.
-          previous = last;
-        } else {
+      let previous = this.lastDesired.get(family);
+      if (reads) {
+        const fresh = reads.get(family)!;
+        // When the kernel holds exactly what we last programmed, plan from the tracker: the planner then
+        // skips every unchanged object by identity instead of comparing the whole ruleset.
+        const trusted = observed !== undefined && previous !== undefined && this.inSync && this.matchesProgrammed(observed, fresh);
+        if (!trusted) {
           // Drift: the kernel differs from what we last programmed (only meaningful once we programmed).
           if (observed && !sameObserved(observed, fresh)) drift = true;
           observed = fresh;
+          previous = undefined;
         }
       }
-      plans.push(planFamily(state, observed, this.own, previous));
+      plans.push(planFamily(state, observed!, this.own, previous));
     }
     this.inSync = false;
     let leftovers = false;
@@ -129,6 +126,31 @@ export class Syncer {
       this.logger.warn('could not destroy stale ipsets; will retry', { error: (err as Error).message });
       return false;
     }
+  }
+
+  /** One `ipset save` and one `iptables-save` per family, run side by side, parsed unless unchanged. */
+  private async read(families: readonly IpFamily[]): Promise<Map<IpFamily, ObservedFamily>> {
+    const [ipsetText, ...saves] = await Promise.all([this.kernel.ipsetSave(), ...families.map((f) => this.kernel.saveFilter(f))]);
+    return new Map(families.map((family, i) => [family, this.observe(family, saves[i]!, ipsetText)]));
+  }
+
+  /** Parses a read, unless the kernel printed exactly what it printed last time (a drift timer's usual case). */
+  private observe(family: IpFamily, iptablesSave: string, ipsetSave: string): ObservedFamily {
+    // iptables-save's header and footer comments carry the time; everything else is the ruleset.
+    const iptables = iptablesSave.replace(/^#.*\n?/gm, '');
+    const last = this.lastRead.get(family);
+    if (last && last.iptables === iptables && last.ipsets === ipsetSave) return last.observed;
+    const observed = observeFamily(family, iptablesSave, ipsetSave, this.own);
+    this.lastRead.set(family, { iptables, ipsets: ipsetSave, observed });
+    return observed;
+  }
+
+  /** sameObserved, remembered for the last pair: an unchanged kernel is compared once, not on every tick. */
+  private matchesProgrammed(programmed: ObservedFamily, fresh: ObservedFamily): boolean {
+    if (this.lastMatch?.programmed === programmed && this.lastMatch.fresh === fresh) return true;
+    if (!sameObserved(programmed, fresh)) return false;
+    this.lastMatch = { programmed, fresh };
+    return true;
   }
 
   private families(): IpFamily[] {

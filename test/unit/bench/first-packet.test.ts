@@ -11,18 +11,18 @@ describe('firstPacketBound', () => {
     });
     const state = compile(cluster, settings()).desired.v4;
     const bound = firstPacketBound(state);
-    // nf-FORWARD: clear mark, egress dispatch, ingress dispatch, accept.
-    expect(bound.forward).toBe(4);
+    // nf-FORWARD: two established-flow shortcuts (a first packet is NEW), clear mark, egress dispatch, ingress dispatch, accept.
+    expect(bound.forward).toBe(6);
     // Ingress of db: dispatch lists pods by address, db (.5) first (1); workload chain: ct established, ct invalid,
     // clear mark, self, jump, return-if-accepted, drop (7); the policy chain's single set rule (1).
     expect(bound.ingress).toMatchObject({ pod: 'prod/db', dispatch: 1, dispatchDepth: 1, workload: 7, policyChains: 1, policies: 1, setMatches: 1, total: 9 });
     // Egress is not isolated; the longest dispatch scan is api's (2), then ct, ct, clear, self, set accept bit (5).
     expect(bound.egress).toMatchObject({ pod: 'prod/api', dispatch: 2, workload: 5, policyChains: 0, policies: 0, total: 7 });
-    expect(bound.total).toBe(4 + bound.ingress!.total + bound.egress!.total);
+    expect(bound.total).toBe(6 + bound.ingress!.total + bound.egress!.total);
   });
 
   it('has no sides when the node has no pods', () => {
     const bound = firstPacketBound(compile(snapshot({}), settings()).desired.v4);
-    expect(bound).toMatchObject({ egress: undefined, ingress: undefined, total: 4 });
+    expect(bound).toMatchObject({ egress: undefined, ingress: undefined, total: 6 });
   });
 });

@@ -110,7 +110,7 @@ describe('inspect: problems', () => {
 
   it.each([
     ['foreign rule above the hook', 'foreign-above-hook FORWARD #1'],
-    ['rule without our hash in an owned chain', 'owned-unexpected nf-FORWARD #5'],
+    ['rule without our hash in an owned chain', 'owned-unexpected nf-FORWARD #7'],
     ['owned chain nothing references', 'unreferenced-chain nf-stale'],
     ['rule in owned chain without hash (nf-stale)', 'owned-unexpected nf-stale #1'],
   ])('%s', (_n, kind) => expect(kinds).toContain(kind));
