@@ -120,7 +120,7 @@ async function main(): Promise<void> {
   console.log(`## netfence benchmarks: tier ${args.tier}, seed ${args.seed}${args.quick ? ' (--quick: fewer runs, a smoke run)' : ''}`);
   console.log('');
   console.log((await machine()).join('\n'));
-  console.log(`Medians: compile ${runs.compile} runs, kernel ${runs.kernel} runs (after one warm-up, netfence and floor interleaved), data plane ${runs.dataplane} × ${seconds} s per mode. Floors are measured in this run, in scratch namespaces, with the same restore texts.`);
+  console.log(`Medians: compile ${runs.compile} runs (after 10 warm-up runs), kernel ${runs.kernel} runs (after one warm-up, netfence and floor interleaved), data plane ${runs.dataplane} × ${seconds} s per mode. Floors are measured in this run, in scratch namespaces, with the same restore texts.`);
   if (!root) console.log('\n**Not root: kernel, daemon and data-plane rows were skipped.** Run `sudo npm run bench` for them.');
   console.log('');
   console.log(renderTable(rows));

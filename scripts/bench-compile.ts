@@ -1,8 +1,9 @@
 // Compile and incremental-recompute benchmark over a deterministic synthetic cluster.
 //
 // Usage: node --import ./scripts/register-ts.mjs scripts/bench-compile.ts [--tier large] [--runs 20]
-//          [--seed 1] [--warmup 3] [--node node-1] [--only <row>] [--compile-loop]
+//          [--seed 1] [--warmup 10] [--node node-1] [--only <row>] [--compile-loop]
 // `--compile-loop` only compiles `runs` times (for `node --cpu-prof …`), printing nothing else.
+// Warm-up runs (default 10) come first: the daemon is long-lived, so a warm JIT is its steady state.
 //
 // Incremental row = what the daemon does per change: its long-lived Compiler compiles the mutated
 // snapshot, then planFamily(desired, expectedObserved(previous desired), previous). The previous
@@ -28,7 +29,7 @@ interface Args {
 }
 
 function parseArgs(argv: readonly string[]): Args {
-  const args: Args = { tier: 'large', runs: 20, seed: 1, warmup: 3, node: 'node-1', only: undefined, compileLoop: false };
+  const args: Args = { tier: 'large', runs: 20, seed: 1, warmup: 10, node: 'node-1', only: undefined, compileLoop: false };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
     const value = (): string => {

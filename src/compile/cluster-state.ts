@@ -31,20 +31,56 @@ const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 const byName = (a: Pod, b: Pod): number => cmp(a.name, b.name);
 const NO_PODS: readonly Pod[] = [];
 
+/** One pod entering, leaving or changing inside a selection (`before`/`after` absent: not in it then). */
+export interface SelectionChange {
+  readonly version: number;
+  readonly before?: Pod | undefined;
+  readonly after?: Pod | undefined;
+}
+
 /** The pods one selector peer matches, and a version that moves whenever any of them changes. */
 export interface Selection {
   readonly key: string;
   readonly pods: ReadonlyMap<string, Pod>;
   readonly version: number;
+  /** What changed after `version`, oldest first; undefined when that is no longer remembered. */
+  changesSince(version: number): readonly SelectionChange[] | undefined;
 }
 
-interface SelectionEntry {
-  readonly key: string;
-  readonly peer: PolicyPeer;
-  readonly namespace: string;
-  readonly pods: Map<string, Pod>;
-  version: number;
-  used: boolean;
+/** How many changes a selection remembers: enough for the batches between two compiles. */
+const JOURNAL_MAX = 256;
+
+class SelectionEntry implements Selection {
+  readonly pods = new Map<string, Pod>();
+  used = true;
+  private journal: SelectionChange[] = [];
+  /** The journal holds every change with a version above this one. */
+  private journalFrom: number;
+
+  constructor(
+    readonly key: string,
+    readonly peer: PolicyPeer,
+    readonly namespace: string,
+    public version: number,
+  ) {
+    this.journalFrom = version;
+  }
+
+  record(version: number, before: Pod | undefined, after: Pod | undefined): void {
+    this.version = version;
+    this.journal.push({ version, before, after });
+    if (this.journal.length > JOURNAL_MAX) {
+      const dropped = this.journal.splice(0, this.journal.length - JOURNAL_MAX / 2);
+      this.journalFrom = dropped.at(-1)!.version;
+    }
+  }
+
+  changesSince(version: number): readonly SelectionChange[] | undefined {
+    if (version < this.journalFrom) return undefined;
+    let i = this.journal.length;
+    while (i > 0 && this.journal[i - 1]!.version > version) i--;
+    return this.journal.slice(i);
+  }
 }
 
 export class ClusterState {
@@ -105,7 +141,7 @@ export class ClusterState {
     const key = this.peerKey(peer, policyNamespace);
     let entry = this.selections.get(key);
     if (!entry) {
-      entry = { key, peer, namespace: policyNamespace, pods: new Map(), version: ++this.versionCounter, used: true };
+      entry = new SelectionEntry(key, peer, policyNamespace, ++this.versionCounter);
       this.fill(entry);
       this.selections.set(key, entry);
       this.scopeOf(entry).add(entry);
@@ -180,17 +216,15 @@ export class ClusterState {
         const wasIn = selectorMatches(nsSelector, was);
         const isIn = selectorMatches(nsSelector, now);
         if (wasIn === isIn) continue;
-        let touched = false;
         for (const [key, pod] of this.peersByNamespace.get(name) ?? []) {
           if (isIn) {
             if (entry.peer.podSelector && !selectorMatches(entry.peer.podSelector, pod.labels)) continue;
             entry.pods.set(key, pod);
-            touched = true;
-          } else {
-            touched = entry.pods.delete(key) || touched;
+            entry.record(++this.versionCounter, undefined, pod);
+          } else if (entry.pods.delete(key)) {
+            entry.record(++this.versionCounter, pod, undefined);
           }
         }
-        if (touched) entry.version = ++this.versionCounter;
       }
     }
   }
@@ -224,11 +258,11 @@ export class ClusterState {
       // A pod's key holds its namespace, so before and now it can only be in these selections.
       const namespace = (peerNow ?? peerBefore)!.namespace;
       for (const entry of [...(this.byNamespace.get(namespace) ?? []), ...this.crossNamespace]) {
-        const was = entry.pods.has(key);
+        const was = entry.pods.get(key);
         const is = peerNow !== undefined && this.matches(entry, peerNow);
         if (is) entry.pods.set(key, peerNow);
         else if (was) entry.pods.delete(key);
-        if (was || is) entry.version = ++this.versionCounter;
+        if (was || is) entry.record(++this.versionCounter, was, is ? peerNow : undefined);
       }
     }
     if (rebuildLocal) {

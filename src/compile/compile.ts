@@ -214,7 +214,9 @@ export class Compiler {
           direction,
           policyChains: selected[direction],
         };
-        workloadChainsOut.push(this.chains.get(`w|${JSON.stringify(input)}`, () => workloadChain(input, settings)) as Chain);
+        // Everything the chain depends on, as a key (the settings are fixed for this Compiler).
+        const chainKey = `w|${input.name}|${input.podKey}|${input.ip}/${input.hostBits}|${input.direction}|${input.policyChains.join(',')}`;
+        workloadChainsOut.push(this.chains.get(chainKey, () => workloadChain(input, settings)) as Chain);
       }
       for (const ip of ips) {
         toEntries.push({ ip, target: names.toWorkload(key) });

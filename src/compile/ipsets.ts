@@ -4,7 +4,7 @@
 
 import type { IpFamily, IpSet, IpSetName, IpSetType, L4Protocol, NetworkPolicy, Pod, PolicyPeer } from '../model/index.js';
 import { containsIp, parseIp, type Cidr } from './cidr.js';
-import { ipsOfFamily, type ClusterState } from './cluster-state.js';
+import { ipsOfFamily, type ClusterState, type Selection } from './cluster-state.js';
 import { ipSetNameFor, type SetKind } from './names.js';
 
 const TYPE_OF: Record<SetKind, IpSetType> = { s: 'hash:ip', n: 'hash:ip,port', b: 'hash:net' };
@@ -63,6 +63,8 @@ export interface MemberContext {
 interface Built {
   readonly stamp: string;
   readonly set: IpSet;
+  /** For pod-selector sets: the selection version the members reflect. */
+  readonly version?: number;
 }
 
 /** Resolves set requests into IpSets, reusing the previous compile's object when its inputs did not move. */
@@ -79,10 +81,16 @@ export class IpSetBuilder {
       if (old && stamp !== undefined && old.stamp === stamp && old.set.description === req.description) {
         built = old;
       } else {
-        const fresh = new Set(membersOf(req.spec, ctx));
-        const members = old ? resortMembers(old.set.members, fresh) : sortMembers(fresh);
+        const selection = req.spec.kind === 'selector' ? ctx.state.select(req.spec.peer, req.spec.namespace) : undefined;
+        const members =
+          (old && selection && old.version !== undefined ? patchMembers(old.set.members, selection, old.version, ctx.family) : undefined) ??
+          (old ? resortMembers(old.set.members, new Set(membersOf(req.spec, ctx))) : sortMembers(new Set(membersOf(req.spec, ctx))));
         const same = old && old.set.description === req.description && sameList(old.set.members, members);
-        built = { stamp: stamp ?? '', set: same ? old.set : { name, type: TYPE_OF[req.kind], family: ctx.family, members, description: req.description } };
+        built = {
+          stamp: stamp ?? '',
+          set: same ? old.set : { name, type: TYPE_OF[req.kind], family: ctx.family, members, description: req.description },
+          ...(selection ? { version: selection.version } : {}),
+        };
       }
       next.set(name, built);
       out.push(built.set);
@@ -167,6 +175,44 @@ export function sortMembers(members: Iterable<string>): string[] {
 
 // Sets are re-sorted whenever a member moves; the same addresses come back every time, so their keys are kept.
 const sortKeys = new Map<string, string>();
+/**
+ * A pod-selector set's members after the selection's changes since `version`, applied to the members it
+ * had then: a pod change touches an address or two of a set that may hold thousands. Undefined when the
+ * selection no longer remembers that far back, or changed too much to be worth patching.
+ */
+function patchMembers(before: readonly string[], selection: Selection, version: number, family: IpFamily): string[] | undefined {
+  const changes = selection.changesSince(version);
+  if (!changes || changes.length > 64) return undefined;
+  const gone = new Set(changes.flatMap((c) => (c.before ? ipsOfFamily(c.before, family) : [])));
+  const come = new Set(changes.flatMap((c) => (c.after ? ipsOfFamily(c.after, family) : [])));
+  for (const ip of come) gone.delete(ip);
+  // An address that left may still be another selected pod's (an IP handed on while both are listed).
+  if (gone.size > 0) for (const pod of selection.pods.values()) for (const ip of ipsOfFamily(pod, family)) gone.delete(ip);
+  const out = [...before];
+  for (const ip of gone) {
+    const at = findMember(out, ip);
+    if (out[at] === ip) out.splice(at, 1);
+  }
+  for (const ip of sortMembers(come)) {
+    const at = findMember(out, ip);
+    if (out[at] !== ip) out.splice(at, 0, ip);
+  }
+  return out;
+}
+
+/** Where `member` is, or would go, in a list in sortMembers order (binary search). */
+function findMember(sorted: readonly string[], member: string): number {
+  const key = memberSortKey(member);
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (memberSortKey(sorted[mid]!) < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /**
  * `now` in sortMembers order, given the sorted members a set had before. A pod change moves a member or
  * two of a set that may hold thousands: the kept ones are already in order, so only the new ones are

@@ -15,11 +15,11 @@ describe('incremental Compiler', () => {
   const { snapshot: start, settings } = generateCluster({ tier: 'medium', seed: 7, node: 'node-1' });
   const remote = remoteNode(start, 'node-1');
 
-  it('equals compile() after every change of a 40-step random sequence', () => {
+  it('equals compile() after every change of an 80-step random sequence', () => {
     const compiler = new Compiler();
     let snap: ClusterSnapshot = start;
     expect(text(compiler.compile(snap, settings).desired)).toBe(text(compile(snap, settings).desired));
-    for (let step = 0; step < 40; step++) {
+    for (let step = 0; step < 80; step++) {
       const mutation = MUTATIONS[(step * 7 + 3) % MUTATIONS.length]!;
       snap = mutation.apply(snap, { node: mutation.where === 'local' ? 'node-1' : remote, pick: step + 1 });
       const incremental = compiler.compile(snap, settings);
