@@ -108,8 +108,9 @@ export function daemonRssRow(d: DaemonFigures, tier: Tier): BenchRow {
     id: `rss-${tier}`,
     what: `daemon resident memory, ${tier} tier (VmRSS from /proc/<pid>/status after the events)`,
     value: `${d.rssAfterMiB} MiB (${mb.toFixed(0)} MB)`,
-    target: '< 200 MB',
-    verdict: below(mb, 200),
+    // The issue sets the memory target for the large tier; the other tiers show how memory scales.
+    target: tier === 'large' ? '< 200 MB' : '–',
+    verdict: tier === 'large' ? below(mb, 200) : 'info',
     detail: `VmRSS ${d.rssReadyMiB} MiB with everything programmed, ${d.rssAfterMiB} MiB after ${d.events} events, peak VmHWM ${d.hwmMiB} MiB (${(d.hwmMiB * MB_PER_MIB).toFixed(0)} MB)`,
     command: d.command,
   };
