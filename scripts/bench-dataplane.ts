@@ -12,7 +12,7 @@
 //
 // Usage (root): node --import ./scripts/register-ts.mjs scripts/bench-dataplane.ts [--tier large] [--runs 3] [--seconds 2] [--seed 1] [--only <row>]
 
-import { generateCluster, TIERS, type Tier } from '../src/bench/generator.js';
+import { generateCluster, type Tier } from '../src/bench/generator.js';
 import { firstPacketBound } from '../src/bench/first-packet.js';
 import { compile } from '../src/compile/index.js';
 import { run } from '../src/dataplane/exec.js';
@@ -24,6 +24,7 @@ import { createSandbox, type Sandbox, type SandboxPod } from '../src/sandbox/ind
 import { loadRuleset, packetFor, tracePacket } from '../src/trace/index.js';
 import { silentLogger } from './lib/bench-kernel-port.js';
 import { fmtInt, median } from './lib/bench-stats.js';
+import { parseBenchFlags, runAsScript } from './lib/bench-args.js';
 import { failedRow, renderTable, tsNode, type BenchRow } from './lib/bench-table.js';
 
 export interface DataplaneBenchOptions {
@@ -201,34 +202,10 @@ export async function dataplaneBench(o: DataplaneBenchOptions): Promise<BenchRow
 }
 
 function parseArgs(argv: readonly string[]): DataplaneBenchOptions {
-  let tier: Tier = 'large';
-  let seed = 1;
-  let runs = 3;
-  let seconds = 2;
-  let only: string | undefined;
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i];
-    const value = argv[++i];
-    if (value === undefined) throw new Error(`${flag} needs a value`);
-    if (flag === '--tier') {
-      if (!(TIERS as readonly string[]).includes(value)) throw new Error(`--tier must be one of ${TIERS.join(', ')}`);
-      tier = value as Tier;
-    } else if (flag === '--seed') seed = Number(value);
-    else if (flag === '--runs') runs = Math.max(1, Number(value));
-    else if (flag === '--seconds') seconds = Math.max(0.2, Number(value));
-    else if (flag === '--only') {
-      if (!DATAPLANE_ROWS.includes(value)) throw new Error(`--only must be one of ${DATAPLANE_ROWS.join(', ')}`);
-      only = value;
-    } else throw new Error(`unknown flag ${flag}`);
-  }
+  const { tier, seed, runs, seconds, only } = parseBenchFlags(argv, { runs: 3, seconds: 2 }, DATAPLANE_ROWS);
   return { tier, seed, runs, seconds, only, progress: (m) => console.error(`… ${m}`) };
 }
 
-const isEntry = process.argv[1] !== undefined && import.meta.url === new URL(`file://${process.argv[1]}`).href;
-if (isEntry) {
-  if (process.getuid?.() !== 0) {
-    console.error('bench-dataplane needs root (it builds a sandbox of network namespaces); run it with sudo.');
-    process.exit(2);
-  }
+await runAsScript(import.meta.url, 'bench-dataplane needs root (it builds a sandbox of network namespaces)', async () => {
   console.log(renderTable(await dataplaneBench(parseArgs(process.argv.slice(2)))));
-}
+});

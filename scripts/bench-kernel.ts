@@ -10,7 +10,7 @@
 // Usage (root): node --import ./scripts/register-ts.mjs scripts/bench-kernel.ts [--tier large] [--runs 7] [--seed 1] [--only <row>]
 
 import { Compiler } from '../src/compile/index.js';
-import { generateCluster, TIERS, type Tier } from '../src/bench/generator.js';
+import { generateCluster, type Tier } from '../src/bench/generator.js';
 import { MUTATIONS, type Mutation } from '../src/bench/mutations.js';
 import { run } from '../src/dataplane/exec.js';
 import { openKernel } from '../src/dataplane/kernel.js';
@@ -20,6 +20,7 @@ import { Syncer } from '../src/reconcile/syncer.js';
 import { describeCalls, kernelMs, silentLogger, TimedKernel, type KernelCall } from './lib/bench-kernel-port.js';
 import { createScratchNetns, destroyAllScratchNetns, type ScratchNetns } from './lib/bench-netns.js';
 import { fmtInt, fmtMs, median, sample, summarize, type Sample } from './lib/bench-stats.js';
+import { parseBenchFlags, runAsScript } from './lib/bench-args.js';
 import { atMost, failedRow, fmtRatio, renderTable, tsNode, type BenchRow } from './lib/bench-table.js';
 
 export interface KernelBenchOptions {
@@ -335,32 +336,10 @@ export async function kernelBench(o: KernelBenchOptions): Promise<BenchRow[]> {
 }
 
 function parseArgs(argv: readonly string[]): KernelBenchOptions {
-  let tier: Tier = 'large';
-  let seed = 1;
-  let runs = 7;
-  let only: string | undefined;
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i];
-    const value = argv[++i];
-    if (value === undefined) throw new Error(`${flag} needs a value`);
-    if (flag === '--tier') {
-      if (!(TIERS as readonly string[]).includes(value)) throw new Error(`--tier must be one of ${TIERS.join(', ')}`);
-      tier = value as Tier;
-    } else if (flag === '--seed') seed = Number(value);
-    else if (flag === '--runs') runs = Math.max(1, Number(value));
-    else if (flag === '--only') {
-      if (!KERNEL_ROWS.includes(value)) throw new Error(`--only must be one of ${KERNEL_ROWS.join(', ')}`);
-      only = value;
-    } else throw new Error(`unknown flag ${flag}`);
-  }
+  const { tier, seed, runs, only } = parseBenchFlags(argv, { runs: 7 }, KERNEL_ROWS);
   return { tier, seed, runs, node: 'node-1', only, progress: (m) => console.error(`… ${m}`) };
 }
 
-const isEntry = process.argv[1] !== undefined && import.meta.url === new URL(`file://${process.argv[1]}`).href;
-if (isEntry) {
-  if (process.getuid?.() !== 0) {
-    console.error('bench-kernel needs root (it creates network namespaces); run it with sudo.');
-    process.exit(2);
-  }
+await runAsScript(import.meta.url, 'bench-kernel needs root (it creates network namespaces)', async () => {
   console.log(renderTable(await kernelBench(parseArgs(process.argv.slice(2)))));
-}
+});

@@ -6,9 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/prereqs.sh
-ensure_system_packages
-ensure_node_modules
-npm run --silent build
+prepare
 if [ "$(id -u)" != "0" ]; then
   echo "SKIPPING kernel, daemon and data-plane rows: they need root to create network namespaces (run 'sudo npm run bench')." >&2
 fi

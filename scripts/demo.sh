@@ -10,8 +10,6 @@ if [ "$(id -u)" != "0" ]; then
   exit 1
 fi
 source scripts/lib/prereqs.sh
-ensure_system_packages
-ensure_node_modules
 echo "building…" >&2
-npm run --silent build
+prepare
 exec node --import ./scripts/register-ts.mjs scripts/demo.ts "$@"

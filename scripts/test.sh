@@ -4,9 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/prereqs.sh
-ensure_system_packages
-ensure_node_modules
-npm run --silent build
+prepare
 npx --no-install tsc -p tsconfig.test.json
 JEST="node --experimental-vm-modules node_modules/jest/bin/jest.js"
 RESULTS=$(mktemp)

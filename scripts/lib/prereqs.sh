@@ -21,3 +21,10 @@ ensure_node_modules() {
     npm ci --no-audit --no-fund
   fi
 }
+
+# What every entry script needs before it runs: system tools, node_modules, a fresh dist/.
+prepare() {
+  ensure_system_packages
+  ensure_node_modules
+  npm run --silent build
+}
