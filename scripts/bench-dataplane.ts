@@ -12,7 +12,7 @@
 //
 // Usage (root): node --import ./scripts/register-ts.mjs scripts/bench-dataplane.ts [--tier large] [--runs 3] [--seconds 2] [--seed 1] [--only <row>]
 
-import { generateCluster, type Tier } from '../src/bench/generator.js';
+import { generateCluster } from '../src/bench/generator.js';
 import { firstPacketBound } from '../src/bench/first-packet.js';
 import { compile } from '../src/compile/index.js';
 import { run } from '../src/dataplane/exec.js';
@@ -24,15 +24,10 @@ import { createSandbox, type Sandbox, type SandboxPod } from '../src/sandbox/ind
 import { loadRuleset, packetFor, tracePacket } from '../src/trace/index.js';
 import { silentLogger } from './lib/bench-kernel-port.js';
 import { fmtInt, median } from './lib/bench-stats.js';
-import { parseBenchFlags, runAsScript } from './lib/bench-args.js';
+import { parseBenchFlags, runAsScript, type BenchFlags } from './lib/bench-args.js';
 import { failedRow, renderTable, tsNode, type BenchRow } from './lib/bench-table.js';
 
-export interface DataplaneBenchOptions {
-  readonly tier: Tier;
-  readonly seed: number;
-  readonly runs: number;
-  readonly seconds: number;
-  readonly only?: string | undefined;
+export interface DataplaneBenchOptions extends BenchFlags {
   readonly progress?: (msg: string) => void;
 }
 

@@ -10,7 +10,7 @@
 // Usage (root): node --import ./scripts/register-ts.mjs scripts/bench-kernel.ts [--tier large] [--runs 7] [--seed 1] [--only <row>]
 
 import { Compiler } from '../src/compile/index.js';
-import { generateCluster, type Tier } from '../src/bench/generator.js';
+import { generateCluster } from '../src/bench/generator.js';
 import { MUTATIONS, type Mutation } from '../src/bench/mutations.js';
 import { run } from '../src/dataplane/exec.js';
 import { openKernel } from '../src/dataplane/kernel.js';
@@ -20,15 +20,11 @@ import { Syncer } from '../src/reconcile/syncer.js';
 import { describeCalls, kernelMs, silentLogger, TimedKernel, type KernelCall } from './lib/bench-kernel-port.js';
 import { createScratchNetns, destroyAllScratchNetns, type ScratchNetns } from './lib/bench-netns.js';
 import { fmtInt, fmtMs, median, sample, summarize, type Sample } from './lib/bench-stats.js';
-import { parseBenchFlags, runAsScript } from './lib/bench-args.js';
-import { atMost, failedRow, fmtRatio, renderTable, tsNode, type BenchRow } from './lib/bench-table.js';
+import { parseBenchFlags, runAsScript, type BenchFlags } from './lib/bench-args.js';
+import { againstFloor, failedRow, renderTable, tsNode, type BenchRow } from './lib/bench-table.js';
 
-export interface KernelBenchOptions {
-  readonly tier: Tier;
-  readonly seed: number;
-  readonly runs: number;
+export interface KernelBenchOptions extends Omit<BenchFlags, 'seconds'> {
   readonly node: string;
-  readonly only?: string | undefined;
   readonly progress?: (msg: string) => void;
 }
 
@@ -131,11 +127,7 @@ async function firstApply(o: KernelBenchOptions, desired: DesiredState, settings
   return {
     id: 'first-apply',
     what: 'first full apply into a fresh netns: Syncer.sync (reads the empty kernel, plans, ipset restore, iptables-restore) vs the same two restore texts loaded with the tools',
-    value: `${fmtMs(ours)} ms`,
-    floor: `${fmtMs(floor)} ms`,
-    ratio: fmtRatio(ours / floor),
-    target: '≤ 1.3×',
-    verdict: atMost(ours / floor, 1.3),
+    ...againstFloor(ours, floor, 1.3),
     detail: `${fmtInt(p.counts.setsCreated)} sets / ${fmtInt(p.counts.membersAdded)} members (${fmtInt(Buffer.byteLength(p.ipsetRestore))} B), ${fmtInt(p.counts.chainsWritten)} chains / ${fmtInt(p.counts.rulesWritten)} rules (${fmtInt(Buffer.byteLength(p.iptablesRestore))} B); ${breakdown(t)}`,
     command,
   };
@@ -224,15 +216,13 @@ async function podChange(
   const floor = summarize(t.floor).wallMs;
   const p = v4(forward);
   const own = ownWrites(p, pod);
-  const ratioOk = ours / floor <= 2;
+  const cells = againstFloor(ours, floor, 2);
   return {
     id: `change-${m.name}`,
     what: `one-pod change applied (${m.what}): Syncer.sync on a netns holding the full state (compile excluded), vs its restore texts applied with the tools to an identical netns; writes only its own chains/sets?`,
-    value: `${fmtMs(ours)} ms`,
-    floor: `${fmtMs(floor)} ms`,
-    ratio: fmtRatio(ours / floor),
-    target: '≤ 2× and own chains/sets only',
-    verdict: ratioOk && own.only ? 'met' : 'missed',
+    ...cells,
+    target: `${cells.target} and own chains/sets only`,
+    verdict: cells.verdict === 'met' && own.only ? 'met' : 'missed',
     detail: `own only: ${own.only ? 'yes' : 'NO'}; ${own.text}; ${fmtInt(Buffer.byteLength(p.ipsetRestore) + Buffer.byteLength(p.iptablesRestore) + Buffer.byteLength(p.ipsetDestroy))} B; ${breakdown(t)}`,
     command,
   };
@@ -267,22 +257,14 @@ async function driftCheck(o: KernelBenchOptions, desired: DesiredState, a: { syn
     {
       id: 'drift-wall',
       what: 'drift check on an in-sync kernel, wall time: Syncer.sync({ readKernel: true }) planning nothing (reads ipset save, iptables-save v4 and v6, parses, plans) vs `iptables-nft-save -t filter` + `ipset save` of the same netns',
-      value: `${fmtMs(ours.wallMs)} ms`,
-      floor: `${fmtMs(floor.wallMs)} ms`,
-      ratio: fmtRatio(ours.wallMs / floor.wallMs),
-      target: '≤ 1.5×',
-      verdict: atMost(ours.wallMs / floor.wallMs, 1.5),
+      ...againstFloor(ours.wallMs, floor.wallMs, 1.5),
       detail: breakdown(t),
       command: commands.wall,
     },
     {
       id: 'drift-cpu',
       what: 'the same drift check, CPU time (netfence process + the tools it ran) vs the floor\'s (this process spawning + the two tools)',
-      value: `${fmtMs(ours.cpuMs)} ms`,
-      floor: `${fmtMs(floor.cpuMs)} ms`,
-      ratio: fmtRatio(ours.cpuMs / floor.cpuMs),
-      target: '≤ 1.5×',
-      verdict: atMost(ours.cpuMs / floor.cpuMs, 1.5),
+      ...againstFloor(ours.cpuMs, floor.cpuMs, 1.5),
       detail: `netfence: own ${fmtMs(ours.selfCpuMs)} ms + tools ${fmtMs(ours.childCpuMs)} ms; floor: own ${fmtMs(floor.selfCpuMs)} ms + tools ${fmtMs(floor.childCpuMs)} ms; ${cpuHow}`,
       command: commands.cpu,
     },

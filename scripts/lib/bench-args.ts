@@ -8,7 +8,8 @@ export interface BenchFlags {
   readonly seed: number;
   readonly runs: number;
   readonly seconds: number;
-  readonly only: string | undefined;
+  /** One row only; all when absent. */
+  readonly only?: string | undefined;
 }
 
 /** `--tier T --seed N --runs N [--seconds S] [--only ROW]`; `rows` lists what --only may name. */

@@ -1,6 +1,8 @@
 // The one table `npm run bench` prints: every row with its figure, the floor measured in the same run,
 // the ratio, the target, met/missed, and the exact command that reproduces it.
 
+import { fmtMs } from './bench-stats.js';
+
 export type Verdict = 'met' | 'missed' | 'info' | 'skipped' | 'failed';
 
 export interface BenchRow {
@@ -38,6 +40,17 @@ export function renderTable(rows: readonly BenchRow[]): string {
 export const fmtRatio = (x: number): string => (Number.isFinite(x) ? `${x.toFixed(2)}×` : '–');
 
 export const atMost = (value: number, limit: number): Verdict => (value <= limit ? 'met' : 'missed');
+
+/** The cells of a row timed against its floor: both in ms, their ratio, and whether it is within `limit`×. */
+export function againstFloor(oursMs: number, floorMs: number, limit: number): Pick<BenchRow, 'value' | 'floor' | 'ratio' | 'target' | 'verdict'> {
+  return {
+    value: `${fmtMs(oursMs)} ms`,
+    floor: `${fmtMs(floorMs)} ms`,
+    ratio: fmtRatio(oursMs / floorMs),
+    target: `≤ ${limit}×`,
+    verdict: atMost(oursMs / floorMs, limit),
+  };
+}
 export const below = (value: number, limit: number): Verdict => (value < limit ? 'met' : 'missed');
 
 /** A row for a part that could not run, saying why. */

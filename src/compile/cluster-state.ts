@@ -85,8 +85,7 @@ class SelectionEntry implements Selection {
 
 export class ClusterState {
   private pods: readonly Pod[] = [];
-  /** Pods with an address that does not parse (reported as problems; usually none). */
-  readonly badAddresses = new Set<Pod>();
+  private readonly badPods = new Set<Pod>();
   private namespaces: readonly Namespace[] = [];
   private readonly peerByKey = new Map<string, Pod>();
   private readonly peersByNamespace = new Map<string, Map<string, Pod>>();
@@ -117,6 +116,11 @@ export class ClusterState {
   /** Pods of this node that policies can target, sorted by namespace/name. */
   get localPods(): readonly Pod[] {
     return this.local;
+  }
+
+  /** Pods with an address that does not parse (reported as problems; usually none). */
+  get badAddresses(): ReadonlySet<Pod> {
+    return this.badPods;
   }
 
   /** Local pods of one namespace, sorted by name; the same array until one of them changes. */
@@ -233,8 +237,8 @@ export class ClusterState {
     // Diff by identity: unchanged pods are the same objects, so only new references need their keys.
     const { added, removed } = diffByIdentity(this.pods, pods);
     this.pods = pods;
-    for (const p of removed) this.badAddresses.delete(p);
-    for (const p of added) if (p.ips.some((ip) => familyOf(ip) === undefined)) this.badAddresses.add(p);
+    for (const p of removed) this.badPods.delete(p);
+    for (const p of added) if (p.ips.some((ip) => familyOf(ip) === undefined)) this.badPods.add(p);
     const changed = new Map<string, Pod | undefined>();
     for (const p of removed) changed.set(keyOf(p), undefined);
     for (const p of added) changed.set(keyOf(p), p);

@@ -78,7 +78,7 @@ export class IpSetBuilder {
       const stamp = stampOf(req.spec, ctx);
       const old = this.previous.get(name);
       let built: Built;
-      if (old && stamp !== undefined && old.stamp === stamp && old.set.description === req.description) {
+      if (old && old.stamp === stamp && old.set.description === req.description) {
         built = old;
       } else {
         const selection = req.spec.kind === 'selector' ? ctx.state.select(req.spec.peer, req.spec.namespace) : undefined;
@@ -87,7 +87,7 @@ export class IpSetBuilder {
           (old ? resortMembers(old.set.members, new Set(membersOf(req.spec, ctx))) : sortMembers(new Set(membersOf(req.spec, ctx))));
         const same = old && old.set.description === req.description && sameList(old.set.members, members);
         built = {
-          stamp: stamp ?? '',
+          stamp,
           set: same ? old.set : { name, type: TYPE_OF[req.kind], family: ctx.family, members, description: req.description },
           ...(selection ? { version: selection.version } : {}),
         };
@@ -109,8 +109,8 @@ function objectId(o: object): number {
   return id;
 }
 
-/** A string that changes whenever the members might; undefined: always recompute (cheap inputs). */
-function stampOf(spec: MemberSpec, ctx: MemberContext): string | undefined {
+/** A string that changes whenever the members might. */
+function stampOf(spec: MemberSpec, ctx: MemberContext): string {
   switch (spec.kind) {
     case 'selector':
       return `s${ctx.state.select(spec.peer, spec.namespace).version}`;
@@ -173,8 +173,6 @@ export function sortMembers(members: Iterable<string>): string[] {
     .map(([, m]) => m);
 }
 
-// Sets are re-sorted whenever a member moves; the same addresses come back every time, so their keys are kept.
-const sortKeys = new Map<string, string>();
 /**
  * A pod-selector set's members after the selection's changes since `version`, applied to the members it
  * had then: a pod change touches an address or two of a set that may hold thousands. Undefined when the
@@ -188,52 +186,33 @@ function patchMembers(before: readonly string[], selection: Selection, version: 
   for (const ip of come) gone.delete(ip);
   // An address that left may still be another selected pod's (an IP handed on while both are listed).
   if (gone.size > 0) for (const pod of selection.pods.values()) for (const ip of ipsOfFamily(pod, family)) gone.delete(ip);
-  const out = [...before];
-  for (const ip of gone) {
-    const at = findMember(out, ip);
-    if (out[at] === ip) out.splice(at, 1);
-  }
-  for (const ip of sortMembers(come)) {
-    const at = findMember(out, ip);
-    if (out[at] !== ip) out.splice(at, 0, ip);
-  }
-  return out;
+  return mergeMembers(gone.size > 0 ? before.filter((m) => !gone.has(m)) : before, come);
 }
 
-/** Where `member` is, or would go, in a list in sortMembers order (binary search). */
-function findMember(sorted: readonly string[], member: string): number {
-  const key = memberSortKey(member);
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (memberSortKey(sorted[mid]!) < key) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+/** `now` in sortMembers order, given the sorted members a set had before. */
+function resortMembers(before: readonly string[], now: ReadonlySet<string>): string[] {
+  const kept = before.filter((m) => now.has(m));
+  return kept.length === now.size ? kept : mergeMembers(kept, now);
 }
 
 /**
- * `now` in sortMembers order, given the sorted members a set had before. A pod change moves a member or
- * two of a set that may hold thousands: the kept ones are already in order, so only the new ones are
- * sorted and merged in.
+ * `sorted` (in sortMembers order) with `more` merged in, each once. A change adds a member or two to a set
+ * that may hold thousands: only the new ones are sorted.
  */
-function resortMembers(before: readonly string[], now: ReadonlySet<string>): string[] {
-  const kept = before.filter((m) => now.has(m));
-  if (kept.length === now.size) return kept;
-  const had = new Set(kept);
-  const added = sortMembers([...now].filter((m) => !had.has(m)));
+function mergeMembers(sorted: readonly string[], more: Iterable<string>): string[] {
   const out: string[] = [];
   let i = 0;
-  for (const m of added) {
+  for (const m of sortMembers(more)) {
     const key = memberSortKey(m);
-    while (i < kept.length && memberSortKey(kept[i]!) < key) out.push(kept[i++]!);
-    out.push(m);
+    while (i < sorted.length && memberSortKey(sorted[i]!) < key) out.push(sorted[i++]!);
+    if (sorted[i] !== m) out.push(m);
   }
-  while (i < kept.length) out.push(kept[i++]!);
+  while (i < sorted.length) out.push(sorted[i++]!);
   return out;
 }
 
+// Sets are re-sorted whenever a member moves; the same addresses come back every time, so their keys are kept.
+const sortKeys = new Map<string, string>();
 function memberSortKey(member: string): string {
   let key = sortKeys.get(member);
   if (key === undefined) {

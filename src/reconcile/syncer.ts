@@ -75,10 +75,10 @@ export class Syncer {
         const fresh = reads.get(family)!;
         // When the kernel holds exactly what we last programmed, plan from the tracker: the planner then
         // skips every unchanged object by identity instead of comparing the whole ruleset.
-        const trusted = observed !== undefined && previous !== undefined && this.inSync && this.matchesProgrammed(observed, fresh);
-        if (!trusted) {
+        const matches = observed !== undefined && this.matchesProgrammed(observed, fresh);
+        if (!(matches && previous !== undefined && this.inSync)) {
           // Drift: the kernel differs from what we last programmed (only meaningful once we programmed).
-          if (observed && !sameObserved(observed, fresh)) drift = true;
+          if (observed && !matches) drift = true;
           observed = fresh;
           previous = undefined;
         }

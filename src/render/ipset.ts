@@ -46,7 +46,8 @@ export function parseIpsetSave(text: string): Map<string, SavedIpSet> {
       const space = raw.indexOf(' ', 4);
       const set = space > 4 ? sets.get(raw.slice(4, space)) : undefined;
       const member = space > 4 ? raw.slice(space + 1).trim() : '';
-      if (set && member !== '' && !/\s/.test(member)) {
+      // A member with options (`10.0.0.0/8 nomatch`) takes the general path below.
+      if (set && member !== '' && !member.includes(' ') && !member.includes('\t')) {
         set.members.push(member);
         return;
       }
