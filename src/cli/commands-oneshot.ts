@@ -1,5 +1,6 @@
 // One-shot commands: compile, apply, diff, cleanup.
 
+import { incompleteRead } from '../cluster/manifests.js';
 import { compile } from '../compile/index.js';
 import { emptyFamilyState, formatProblem, type DesiredState, type Problem } from '../model/index.js';
 import { formatPlanDiff, formatSummary, planJson, summarize } from '../plan/diff.js';
@@ -7,7 +8,19 @@ import { observeFamily, planFamily, type FamilyPlan } from '../plan/index.js';
 import { Syncer } from '../reconcile/syncer.js';
 import { renderFullRestore, renderIpsetRestore } from '../render/index.js';
 import type { Kernel } from '../dataplane/kernel.js';
-import { cliLogger, configFrom, kernelFor, loadCluster, loadResources, nodeSettings, ownershipOf, parse, UsageError } from './context.js';
+import {
+  cliLogger,
+  configFrom,
+  kernelFor,
+  loadCluster,
+  loadResources,
+  nodeSettings,
+  ownershipOf,
+  parse,
+  resourcePaths,
+  UsageError,
+  type LoadedCluster,
+} from './context.js';
 
 export interface Io {
   out(text: string): void;
@@ -18,10 +31,29 @@ const printProblems = (io: Io, problems: readonly Problem[]): void => {
   for (const p of problems) io.err(`${formatProblem(p)}\n`);
 };
 
+/** Exit code of a command whose manifests could not all be read. */
+export const EXIT_INCOMPLETE_SOURCE = 2;
+
+/**
+ * Manifests that could not be read completely (a misspelt path, a syntax error, a rejected document, a
+ * file caught mid-write…) would compile to a smaller cluster than the operator meant, and applying that
+ * removes the rules of whatever was lost: an opening made by a typo. So the command stops before the
+ * kernel is touched and names each file/document/line. Invalid *policies* are not in this list: they
+ * are kept and enforced fail-closed, and reported with the compile problems.
+ */
+function refuseIncomplete(io: Io, command: string, cluster: LoadedCluster): boolean {
+  const errors = incompleteRead(cluster.problems);
+  if (errors.length === 0) return false;
+  printProblems(io, cluster.problems);
+  io.err(`netfence ${command}: ${errors.length} manifest error(s) above: the resources were not read completely; stopped before touching the kernel\n`);
+  return true;
+}
+
 export async function compileCommand(argv: readonly string[], io: Io): Promise<number> {
   const parsed = parse(argv, { ipv6: { type: 'boolean' } });
   const config = configFrom(parsed);
   const cluster = loadResources(parsed);
+  if (refuseIncomplete(io, 'compile', cluster)) return EXIT_INCOMPLETE_SOURCE;
   const settings = await nodeSettings(config, cluster.snapshot);
   const result = compile(cluster.snapshot, settings);
   printProblems(io, [...cluster.problems, ...result.problems]);
@@ -37,6 +69,7 @@ export async function applyCommand(argv: readonly string[], io: Io): Promise<num
   const config = configFrom(parsed);
   const logger = cliLogger(config);
   const cluster = loadResources(parsed);
+  if (refuseIncomplete(io, 'apply', cluster)) return EXIT_INCOMPLETE_SOURCE;
   const settings = await nodeSettings(config, cluster.snapshot, logger);
   const result = compile(cluster.snapshot, settings);
   printProblems(io, [...cluster.problems, ...result.problems]);
@@ -52,6 +85,8 @@ export async function diffCommand(argv: readonly string[], io: Io): Promise<numb
   const parsed = parse(argv, { saved: { type: 'string' }, json: { type: 'boolean' } });
   const config = configFrom(parsed);
   const cluster = await loadCluster(parsed, cliLogger(config));
+  // A diff against manifests that did not all load would report removals nobody asked for: an error (2), not "differs" (1).
+  if (resourcePaths(parsed).length > 0 && refuseIncomplete(io, 'diff', cluster)) return EXIT_INCOMPLETE_SOURCE;
   const settings = await nodeSettings(config, cluster.snapshot);
   const result = compile(cluster.snapshot, settings);
   printProblems(io, [...cluster.problems, ...result.problems]);

@@ -3,7 +3,7 @@
 
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeSource } from '../cluster/kube-source.js';
-import { ManifestSource } from '../cluster/manifest-source.js';
+import { ManifestSource, type SourceHealth } from '../cluster/manifest-source.js';
 import type { ClusterSource } from '../cluster/source.js';
 import { readFlannelSubnetEnv } from '../config/flannel.js';
 import { toNodeSettings } from '../config/load.js';
@@ -80,7 +80,10 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
     logger.error('net.bridge.bridge-nf-call-iptables is not 1: bridged pod-to-pod traffic bypasses iptables; not ready until it is');
   }
 
-  const source = openSource(config, inputs);
+  const source = openSource(config, inputs, (h) => {
+    metrics.setSourceIncomplete(!h.complete);
+    health.sourceIncomplete(h.complete ? undefined : h.reason);
+  });
   // flannel's lease is read once; the Node object (when watched) wins over it, configuration over both.
   const flannelCidrs = (await readFlannelSubnetEnv(config.flannelSubnetEnv).catch(() => undefined))?.podCidrs ?? [];
   let lastCidrs = '';
@@ -133,9 +136,9 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   };
 }
 
-function openSource(config: DaemonConfig, inputs: DaemonInputs): ClusterSource {
+function openSource(config: DaemonConfig, inputs: DaemonInputs, onHealth: (h: SourceHealth) => void): ClusterSource {
   const logger = inputs.logger.child({ component: 'source' });
-  if (inputs.resources.length > 0) return new ManifestSource({ paths: inputs.resources, logger });
+  if (inputs.resources.length > 0) return new ManifestSource({ paths: inputs.resources, logger, onHealth });
   const kubeConfig = new KubeConfig();
   if (inputs.kubeconfig) kubeConfig.loadFromFile(inputs.kubeconfig);
   else kubeConfig.loadFromCluster();

@@ -16,6 +16,8 @@
 //   as long as TCP keepalive takes. GuardedWatch asks the server to end each watch after 5–10 minutes
 //   (as client-go's reflector does) and aborts it itself if the server has not done so 30 s later.
 // - Exceptions thrown by our event handlers are swallowed by watch.js, so handlers catch and log.
+// - A list that fails halfway (cut connection, unparsable body) rejects before the informer touches
+//   its cache, so no delete is emitted for objects it did not get to; the retry relists.
 // - Listed objects are ObjectSerializer-deserialized (unknown fields dropped, timestamps as Date);
 //   watched objects are raw JSON. The converter reads only fields both forms share.
 // We build the informers from ListWatch + Watch (exactly what makeInformer does) so that the Watch
@@ -207,8 +209,14 @@ export class KubeSource implements ClusterSource {
     // A policy's problems travel on the policy; other kinds' problems are kept here.
     this.setProblems(kind, key, result.ok && kind === 'NetworkPolicy' ? [] : result.problems);
     if (!result.ok) {
-      this.logger.warn('ignoring an object that cannot be read', { kind, key, problems: result.problems.map((p) => `${p.field}: ${p.message}`) });
-      this.changes.emit(this.store.delete(kind, key));
+      // The object still exists; dropping it would remove its rules (a local pod's chains, a peer's set
+      // entry, a namespace's labels). Until a version reads again, the last one that did stays.
+      const kept = this.store.get(kind, key) !== undefined;
+      this.logger.warn(kept ? 'an update cannot be read; keeping the last version that could' : 'ignoring an object that cannot be read', {
+        kind,
+        key,
+        problems: result.problems.map((p) => `${p.field}: ${p.message}`),
+      });
       return;
     }
     this.changes.emit(this.store.set(kind, key, result.value));

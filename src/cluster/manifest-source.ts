@@ -5,46 +5,71 @@
 // file watch would be holding. Each given directory is watched recursively; a given file through
 // its parent directory. Bursts of events are debounced into one reload, and a reload that changes
 // nothing emits nothing.
+//
+// A read that is not complete never shrinks the cluster (losing a policy would open traffic): a file
+// that does not read cleanly keeps the objects of its last clean read, and a given path that is gone,
+// unreadable or holds no manifest any more keeps every file it held. Meanwhile the source is
+// *incomplete* (reported through `onHealth`, logged on each change and then once a minute) and
+// re-reads every `retryMs`, since a vanished directory cannot deliver events. `synced` waits for the
+// first complete read: before it there is nothing good to keep, and the kernel keeps what it has.
 
-import { existsSync, statSync, watch, type FSWatcher } from 'node:fs';
+import { statSync, watch, type FSWatcher, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
-import type { ClusterSnapshot, Problem } from '../model/index.js';
-import { loadManifests, manifestFiles } from './manifests.js';
+import { formatProblem, type ClusterSnapshot, type Problem } from '../model/index.js';
+import { Collector, incompleteRead, loadFile, pathFiles } from './manifests.js';
 import { OBJECT_KINDS } from './convert.js';
 import { ChangeEmitter, ObjectStore, type ClusterChange, type ClusterSource, type Logger } from './source.js';
+
+/** Whether the last read saw every manifest; when not, which files/paths are served from an older read. */
+export type SourceHealth =
+  | { readonly complete: true }
+  | { readonly complete: false; readonly reason: string; readonly errors: readonly Problem[] };
 
 export interface ManifestSourceOptions {
   readonly paths: readonly string[];
   readonly logger: Logger;
   /** Quiet time after the last file event before re-reading. Default 100 ms. */
   readonly debounceMs?: number;
+  /** While a read is incomplete, re-read this often even without file events. Default 5 s. */
+  readonly retryMs?: number;
+  /** Repeat the "still incomplete" log at most this often. Default 60 s. */
+  readonly logEveryMs?: number;
+  /** Told when completeness changes (and at the first read). */
+  readonly onHealth?: (health: SourceHealth) => void;
+  readonly now?: () => number;
 }
 
 export class ManifestSource implements ClusterSource {
   readonly synced: Promise<void>;
+  private markSynced!: () => void;
   private readonly store = new ObjectStore();
   private readonly changes: ChangeEmitter;
   private loadProblems: readonly Problem[] = [];
-  private readonly watchers: FSWatcher[] = [];
+  private watchers: FSWatcher[] = [];
+  private watched = '';
   private timer: NodeJS.Timeout | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
   private stopped = false;
-  private readonly paths: readonly string[];
+  private readonly opts: ManifestSourceOptions;
   private readonly logger: Logger;
   private readonly debounceMs: number;
-  /** Per file, the objects of its last read without unreadable documents. */
+  /** Per file, the objects of its last clean read. */
   private lastGood = new Map<string, ClusterSnapshot>();
+  /** Per given path, the files it held at its last read (kept while the path cannot be listed). */
+  private filesOf = new Map<string, readonly string[]>();
+  private healthState: SourceHealth | undefined;
+  private lastLogAt = -Infinity;
 
   constructor(opts: ManifestSourceOptions) {
-    this.paths = opts.paths;
+    this.opts = opts;
     this.logger = opts.logger;
     this.debounceMs = opts.debounceMs ?? 100;
     this.changes = new ChangeEmitter(opts.logger);
+    this.synced = new Promise((resolve) => (this.markSynced = resolve));
     // Watch before the first read, so a change made during it is not missed.
     this.watchPaths();
     // The first load runs after the constructor returns, so subscribers added right away see its adds.
-    this.synced = Promise.resolve().then(() => {
-      if (!this.stopped) this.reload();
-    });
+    void Promise.resolve().then(() => this.safeReload());
   }
 
   snapshot(): ClusterSnapshot {
@@ -55,6 +80,10 @@ export class ManifestSource implements ClusterSource {
     return this.loadProblems;
   }
 
+  health(): SourceHealth | undefined {
+    return this.healthState;
+  }
+
   onChange(cb: (change: ClusterChange) => void): () => void {
     return this.changes.on(cb);
   }
@@ -62,31 +91,58 @@ export class ManifestSource implements ClusterSource {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    clearTimeout(this.retryTimer);
     for (const w of this.watchers) w.close();
-    this.watchers.length = 0;
+    this.watchers = [];
   }
 
   /** Re-reads every path now and applies the difference. */
   reload(): void {
-    const files: string[] = [];
     const problems: Problem[] = [];
-    for (const path of this.paths) files.push(...manifestFiles(path, { problem: (p: Problem) => void problems.push(p) }));
     const fresh = new ObjectStore();
     const good = new Map<string, ClusterSnapshot>();
-    for (const file of files) {
-      const loaded = loadManifests([file]);
-      problems.push(...loaded.problems);
-      const broken = loaded.problems.some((p) => p.severity === 'error' && p.object.startsWith(`${file}#`));
+    const filesOf = new Map<string, readonly string[]>();
+    const kept: string[] = [];
+    const keep = (file: string): void => {
       const previous = this.lastGood.get(file);
-      // A document that does not parse any more (an editor mid-save, a typo) must not make its policies
-      // vanish: that would open traffic. Until the file reads cleanly, what it held before stays.
-      if (broken && previous) addAll(fresh, previous);
-      addAll(fresh, loaded.snapshot);
-      good.set(file, broken && previous ? previous : loaded.snapshot);
+      if (previous) {
+        addAll(fresh, previous);
+        good.set(file, previous);
+      }
+    };
+    for (const path of this.opts.paths) {
+      const listing: Problem[] = [];
+      const files = pathFiles(path, { problem: (p) => void listing.push(p) });
+      problems.push(...listing);
+      const known = new Set(files);
+      if (incompleteRead(listing).length > 0) {
+        // Part of the path could not be listed (or none of it): a file missing from the listing may
+        // still exist, so what it held stays. A file deleted from a readable directory is a real delete.
+        for (const file of this.filesOf.get(path) ?? []) {
+          if (!known.has(file)) {
+            known.add(file);
+            keep(file);
+          }
+        }
+        kept.push(path);
+      }
+      filesOf.set(path, [...known]);
+      for (const file of files) {
+        const collector = new Collector();
+        loadFile(file, collector);
+        problems.push(...collector.problems);
+        if (incompleteRead(collector.problems).length > 0) {
+          keep(file);
+          kept.push(file);
+        } else {
+          addAll(fresh, collector.snapshot());
+          good.set(file, collector.snapshot());
+        }
+      }
     }
     this.lastGood = good;
+    this.filesOf = filesOf;
     this.loadProblems = problems;
-    const loaded = { files, problems };
     const changes: ClusterChange[] = [];
     for (const kind of OBJECT_KINDS) {
       for (const key of this.store.keys(kind)) {
@@ -94,23 +150,87 @@ export class ManifestSource implements ClusterSource {
       }
       for (const key of fresh.keys(kind)) pushDefined(changes, this.store.set(kind, key, fresh.get(kind, key)!));
     }
-    this.logger.debug('manifests loaded', { files: loaded.files.length, problems: loaded.problems.length, changes: changes.length });
-    for (const p of loaded.problems) this.logger.warn('manifest problem', { ...p });
+    this.logger.debug('manifests loaded', { paths: filesOf.size, problems: problems.length, changes: changes.length });
+    this.report(kept, problems);
     for (const c of changes) this.changes.emit(c);
+    if (kept.length === 0) this.markSynced();
+    // While incomplete, re-open the watches every time: a directory that vanished holds a dead watch.
+    if (kept.length > 0) this.watched = '';
+    this.watchPaths();
   }
 
-  private watchPaths(): void {
-    const targets = new Map<string, boolean>(); // path → recursive
-    for (const path of this.paths) {
-      const isDir = existsSync(path) && statSync(path).isDirectory();
-      // A file (or a path that does not exist yet) is watched through its directory.
-      if (isDir) targets.set(path, true);
-      else if (!targets.has(dirname(path))) targets.set(dirname(path), false);
+  /** Completeness: told to `onHealth` on change; logged on change and then at most every `logEveryMs`. */
+  private report(kept: readonly string[], problems: readonly Problem[]): void {
+    const errors = incompleteRead(problems);
+    const health: SourceHealth =
+      kept.length === 0 ? { complete: true } : { complete: false, reason: `cannot read ${kept.length} manifest path(s)/file(s) completely: ${kept.join(', ')}`, errors };
+    const key = (h: SourceHealth | undefined) => (h === undefined ? '' : h.complete ? 'ok' : `${h.reason}\n${h.errors.map(formatProblem).join('\n')}`);
+    const changed = key(health) !== key(this.healthState);
+    const now = (this.opts.now ?? Date.now)();
+    const first = this.healthState === undefined;
+    this.healthState = health;
+    if (changed) this.opts.onHealth?.(health);
+    if (health.complete) {
+      clearTimeout(this.retryTimer);
+      this.retryTimer = undefined;
+      if (changed && !first) this.logger.info('manifests read completely again; following them');
+      if (changed) for (const p of problems) this.logger.warn('manifest problem', { ...p });
+      return;
     }
+    this.scheduleRetry();
+    if (!changed && now - this.lastLogAt < (this.opts.logEveryMs ?? 60_000)) return;
+    this.lastLogAt = now;
+    this.logger.error(changed ? 'manifests not read completely; keeping the last clean read of what is missing' : 'manifests still not read completely; keeping the last clean read', {
+      kept,
+      problems: errors.map(formatProblem),
+    });
+  }
+
+  private scheduleRetry(): void {
+    if (this.stopped || this.retryTimer) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.safeReload();
+    }, this.opts.retryMs ?? 5_000);
+    this.retryTimer.unref?.();
+  }
+
+  private safeReload(): void {
+    if (this.stopped) return;
+    try {
+      this.reload();
+    } catch (err) {
+      // Keep the last good state: losing policies because a read failed would open traffic.
+      this.logger.error('reloading manifests failed; keeping the previous state', { error: String(err) });
+      this.scheduleRetry();
+    }
+  }
+
+  /** (Re)opens the watches when the set of targets changed (a directory that vanished or came back). */
+  private watchPaths(): void {
+    if (this.stopped) return;
+    const targets = new Map<string, boolean>(); // path → recursive
+    const inodes: number[] = [];
+    for (const path of this.opts.paths) {
+      const stat = statOrUndefined(path);
+      // A file (or a path that does not exist yet) is watched through its directory.
+      if (stat?.isDirectory()) targets.set(path, true);
+      else if (!targets.has(dirname(path))) targets.set(dirname(path), false);
+      inodes.push(stat?.ino ?? 0);
+    }
+    // The inodes tell a directory replaced under the same name (`mv new dir`): its old watch is dead.
+    const key = JSON.stringify([[...targets], inodes]);
+    if (key === this.watched) return;
+    this.watched = key;
+    for (const w of this.watchers) w.close();
+    this.watchers = [];
     for (const [path, recursive] of targets) {
       try {
         const w = watch(path, { recursive }, () => this.scheduleReload());
-        w.on('error', (err) => this.logger.warn('watching manifests failed', { path, error: String(err) }));
+        w.on('error', (err) => {
+          this.logger.warn('watching manifests failed', { path, error: String(err) });
+          this.scheduleReload();
+        });
         this.watchers.push(w);
       } catch (err) {
         this.logger.warn('cannot watch manifests; changes will not be picked up', { path, error: String(err) });
@@ -123,14 +243,16 @@ export class ManifestSource implements ClusterSource {
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      if (this.stopped) return;
-      try {
-        this.reload();
-      } catch (err) {
-        // Keep the last good state: losing policies because a read failed would open traffic.
-        this.logger.error('reloading manifests failed; keeping the previous state', { error: String(err) });
-      }
+      this.safeReload();
     }, this.debounceMs);
+  }
+}
+
+function statOrUndefined(path: string): Stats | undefined {
+  try {
+    return statSync(path);
+  } catch {
+    return undefined;
   }
 }
 

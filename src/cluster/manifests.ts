@@ -2,9 +2,17 @@
 //
 // Paths are files or directories (walked recursively, *.yaml/*.yml/*.json, sorted so two runs
 // load the same snapshot). Each file may hold many YAML documents; `kind: List` and `*List` kinds are
-// expanded. A malformed document is reported as a Problem named `<file>#<docIndex>` (0-based) and
-// skipped; everything else still loads. NetworkPolicies with schema errors are kept (with their
-// `problems`, which the compiler reports), because dropping one would open traffic.
+// expanded. A malformed document is reported as an error Problem named `<file>#<docIndex>` (0-based)
+// and left out of the snapshot. NetworkPolicies with schema errors are kept (with their `problems`,
+// which the compiler reports), because dropping one would open traffic.
+//
+// Any error Problem in `problems` means the source was NOT read completely: something it holds is
+// missing from the snapshot. Callers must not program such a snapshot in place of a complete one
+// (`incompleteRead`): the one-shot commands refuse, the daemon keeps the last complete read of the file.
+// Besides broken documents this covers a missing or unreadable path, a directory with no manifest
+// file, a dangling manifest symlink (a ConfigMap volume mid-swap), an empty (0-byte) file and a file
+// that changed while it was read (both: caught mid-write). A file holding only comments or `---` is
+// read as deliberately empty; so is an empty `kind: List`.
 
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { extname, join } from 'node:path';
@@ -32,18 +40,53 @@ const API_VERSIONS: Readonly<Record<ObjectKind, string>> = {
 export function loadManifests(paths: readonly string[]): LoadedManifests {
   const collector = new Collector();
   const files: string[] = [];
-  for (const path of paths) files.push(...manifestFiles(path, collector));
-  for (const file of files) {
-    let text: string;
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch (err) {
-      collector.problem({ object: file, field: '(file)', message: `cannot read: ${errorMessage(err)}`, severity: 'error' });
-      continue;
-    }
-    loadText(file, text, collector);
-  }
+  for (const path of paths) files.push(...pathFiles(path, collector));
+  for (const file of files) loadFile(file, collector);
   return { snapshot: collector.snapshot(), problems: collector.problems, files };
+}
+
+/** The errors among `problems`: each one means part of the source is missing from the snapshot. */
+export function incompleteRead(problems: readonly Problem[]): Problem[] {
+  return problems.filter((p) => p.severity === 'error');
+}
+
+/** The manifest files of one given path; a path that holds none is an error (a typo, an unmounted volume). */
+export function pathFiles(path: string, collector: { problem(p: Problem): void }): string[] {
+  let failed = false;
+  const files = manifestFiles(path, {
+    problem: (p) => {
+      failed = true;
+      collector.problem(p);
+    },
+  });
+  if (files.length === 0 && !failed) {
+    collector.problem({
+      object: path,
+      field: '(file)',
+      message: 'holds no manifest file (*.yaml, *.yml, *.json); to mean "no objects", give a file with an empty `kind: List`',
+      severity: 'error',
+    });
+  }
+  return files;
+}
+
+/** Reads one manifest file into the collector; a file caught mid-write is an error, not an empty file. */
+export function loadFile(file: string, collector: Collector): void {
+  const fail = (message: string) => collector.problem({ object: file, field: '(file)', message, severity: 'error' });
+  let bytes: Buffer;
+  try {
+    const before = statSync(file);
+    bytes = readFileSync(file);
+    const after = statSync(file);
+    if (bytes.length !== before.size || before.size !== after.size || before.mtimeMs !== after.mtimeMs) {
+      return fail('changed while being read (caught mid-write); write manifests to a temporary name and rename them into place');
+    }
+  } catch (err) {
+    return fail(`cannot read: ${errorMessage(err)}`);
+  }
+  const text = bytes.toString('utf8');
+  if (text.trim() === '') return fail('is empty (caught mid-write?); to mean "no objects", write an empty `kind: List`');
+  loadText(file, text, collector);
 }
 
 /** The manifest files under a path. Hidden entries are skipped: a ConfigMap volume's `..data` links
@@ -69,12 +112,15 @@ export function manifestFiles(path: string, collector?: { problem(p: Problem): v
     .sort()
     .flatMap((name) => {
       const child = join(path, name);
+      const manifest = EXTENSIONS.has(extname(name).toLowerCase());
       try {
         if (statSync(child).isDirectory()) return manifestFiles(child, collector);
       } catch {
-        return []; // a dangling symlink: nothing to load
+        // A dangling symlink. Named like a manifest it is one that cannot be read right now (a ConfigMap
+        // volume swapping `..data`): loading it reports the error instead of silently dropping its objects.
+        return manifest ? [child] : [];
       }
-      return EXTENSIONS.has(extname(name).toLowerCase()) ? [child] : [];
+      return manifest ? [child] : [];
     });
 }
 
@@ -224,5 +270,7 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 }
 
 function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  // Not `instanceof Error`: errors from another realm (node:fs under a VM context) fail that test.
+  const message = (err as { message?: unknown } | null)?.message;
+  return typeof message === 'string' ? message : String(err);
 }

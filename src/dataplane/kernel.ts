@@ -12,6 +12,11 @@ export interface KernelOptions {
   /** Undefined: detect like kube-proxy's iptables-wrappers. */
   readonly backend?: IptablesBackend | undefined;
   readonly ipv6?: boolean;
+  /**
+   * Each iptables/ipset command is killed after this long (default 60 s, exec.ts) and the sync fails; the
+   * reconciler retries with backoff. A hung tool or an xtables lock held forever cannot wedge the loop.
+   */
+  readonly commandTimeoutMs?: number;
 }
 
 export interface Kernel {
@@ -31,12 +36,13 @@ const onPath = (tool: string): boolean => ['/usr/sbin', '/sbin', '/usr/bin', '/b
 
 export async function openKernel(opts: KernelOptions = {}): Promise<Kernel> {
   const backend = await detectBackend({ netns: opts.netns, override: opts.backend });
+  const timing = opts.commandTimeoutMs !== undefined ? { timeoutMs: opts.commandTimeoutMs } : {};
   const runners = new Map<IpFamily, IptablesRunner>();
   for (const family of [4, 6] as const) {
     if (family === 6 && (opts.ipv6 === false || !onPath(iptablesTool(6, backend.backend, 'restore')))) continue;
-    runners.set(family, createIptablesRunner({ family, backend: backend.backend, netns: opts.netns }));
+    runners.set(family, createIptablesRunner({ family, backend: backend.backend, netns: opts.netns, ...timing }));
   }
-  const ipset = createIpsetRunner({ netns: opts.netns });
+  const ipset = createIpsetRunner({ netns: opts.netns, ...timing });
   const runner = (family: IpFamily): IptablesRunner => {
     const r = runners.get(family);
     if (!r) throw new Error(`IPv${family} is not available (ip6tables missing or disabled)`);

@@ -1,7 +1,8 @@
 // What /healthz and /readyz answer. The sync loop reports into a HealthState; the HTTP server only
 // reads it. Time comes from an injected clock so tests decide when the loop counts as stalled.
 
-export type Check = { readonly ok: true } | { readonly ok: false; readonly reason: string };
+/** `detail`: ready, but something the operator should know (e.g. enforcing an older read of a source). */
+export type Check = { readonly ok: true; readonly detail?: string } | { readonly ok: false; readonly reason: string };
 
 export interface HealthChecks {
   /** Alive while the loop keeps reporting: a kubelet restart is the cure for a wedged loop. */
@@ -30,6 +31,7 @@ export class HealthState implements HealthChecks {
   private programmed = false;
   private bridgeNf: boolean | undefined;
   private lastReady = false;
+  private sourceProblem: string | undefined;
 
   constructor(private readonly options: HealthStateOptions) {
     // Start-up counts as a beat: the loop gets a full stall window before its first report.
@@ -61,6 +63,16 @@ export class HealthState implements HealthChecks {
     this.notify();
   }
 
+  /**
+   * The cluster source could not be read completely (undefined: it reads cleanly again). Before the
+   * first sync this is why nothing is programmed; after it the node enforces the last clean read, so it
+   * stays ready and /readyz says what is stale.
+   */
+  sourceIncomplete(reason: string | undefined): void {
+    this.sourceProblem = reason;
+    this.notify();
+  }
+
   liveness(): Check {
     if (this.stopped !== undefined) return { ok: false, reason: `sync loop stopped: ${this.stopped}` };
     const silentMs = this.options.now() - this.lastBeat;
@@ -83,7 +95,11 @@ export class HealthState implements HealthChecks {
     if (!this.bridgeNf) {
       return { ok: false, reason: 'net.bridge.bridge-nf-call-iptables is 0: bridged pod-to-pod traffic would bypass iptables' };
     }
-    if (!this.programmed) return { ok: false, reason: 'first full sync not programmed yet' };
+    if (!this.programmed) {
+      const why = this.sourceProblem === undefined ? '' : ` (waiting for a complete read of the manifests: ${this.sourceProblem})`;
+      return { ok: false, reason: `first full sync not programmed yet${why}` };
+    }
+    if (this.sourceProblem !== undefined) return { ok: true, detail: `degraded: ${this.sourceProblem}` };
     return OK;
   }
 

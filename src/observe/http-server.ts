@@ -81,7 +81,7 @@ export class ObserveServer {
 }
 
 function sendCheck(res: ServerResponse, check: Check): void {
-  if (check.ok) send(res, 200, 'ok\n');
+  if (check.ok) send(res, 200, check.detail === undefined ? 'ok\n' : `ok (${check.detail})\n`);
   else send(res, 503, `${check.reason}\n`);
 }
 

@@ -26,6 +26,8 @@ export interface Metrics {
   /** Replaces every policy's count, so a policy that was fixed or deleted disappears from /metrics. */
   setPolicyProblems(problemsByPolicy: ReadonlyMap<string, number>): void;
   setReady(ready: boolean): void;
+  /** 1 while the cluster source could not be read completely and part of it is served from its last clean read. */
+  setSourceIncomplete(incomplete: boolean): void;
   /** The exposition text for GET /metrics. */
   render(): Promise<string>;
   readonly contentType: string;
@@ -95,6 +97,12 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     registers,
   });
   ready.set(0);
+  const sourceIncomplete = new Gauge({
+    name: 'netfence_source_incomplete',
+    help: '1 while the manifests could not all be read; what could not be read is enforced as last read cleanly.',
+    registers,
+  });
+  sourceIncomplete.set(0);
   // Pre-create the label values a dashboard expects, so `rate()` sees a 0 before the first increment.
   for (const kind of ['full', 'incremental'] as const) syncDuration.zero({ kind });
   for (const object of ['chain', 'set', 'hook'] as const) driftRepairs.labels({ object }).inc(0);
@@ -115,6 +123,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       for (const [policy, count] of problemsByPolicy) policyProblems.set({ policy }, count);
     },
     setReady: (isReady) => ready.set(isReady ? 1 : 0),
+    setSourceIncomplete: (incomplete) => sourceIncomplete.set(incomplete ? 1 : 0),
     render: () => registry.metrics(),
     contentType: registry.contentType,
   };

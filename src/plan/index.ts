@@ -1,2 +1,3 @@
 export * from './observed.js';
 export * from './plan.js';
+export * from './retype.js';

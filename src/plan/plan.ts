@@ -4,6 +4,7 @@
 import { diffByIdentity, type Chain, type ChainRole, type FamilyState, type Hook, type IpFamily, type IpSet, type KernelChainName } from '../model/index.js';
 import { createLine, renderChain, renderHookArgs } from '../render/index.js';
 import type { ObservedFamily, Ownership } from './observed.js';
+import { tempSetName } from './retype.js';
 
 export type ChangeObject = 'chain' | 'set' | 'hook';
 export type ChangeAction = 'create' | 'update' | 'delete';
@@ -40,7 +41,9 @@ export interface FamilyPlan {
   readonly ipsetDestroy: string;
   readonly changes: readonly Change[];
   readonly counts: PlanCounts;
-  /** Sets we cannot fix by ourselves (e.g. someone recreated one with another type). */
+  /** Sets of ours that exist with another type: recreated first (retype.ts), before the steps above. */
+  readonly retype: readonly IpSet[];
+  /** What the plan cannot fix by itself (none today; kept for the diff and JSON output). */
   readonly errors: readonly string[];
 }
 
@@ -59,6 +62,7 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
   const previousSets = new Map(previous?.ipsets.map((s) => [s.name as string, s]));
   const changes: Change[] = [];
   const errors: string[] = [];
+  const retype: IpSet[] = [];
   const counts: PlanCounts = {
     chainsWritten: 0, rulesWritten: 0, chainsDeleted: 0, hooksWritten: 0,
     setsCreated: 0, setsRewritten: 0, setsDestroyed: 0, membersAdded: 0, membersRemoved: 0,
@@ -80,7 +84,10 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
       continue;
     }
     if (seen.type !== set.type || seen.family !== set.family) {
-      errors.push(`ipset ${set.name} exists as ${seen.type} (family ${seen.family}) but netfence needs ${set.type}; destroy it or run 'netfence cleanup'`);
+      // Someone recreated it with another type: rebuilt by the retype steps before this plan runs.
+      retype.push(set);
+      changes.push({ object: 'set', name: set.name, action: 'update', before: [`type ${seen.type}`, ...seen.members], after: [`type ${set.type}`, ...sorted(set.members)], owner });
+      counts.setsRewritten++;
       continue;
     }
     const { adds, dels } = memberDelta(seen.members, set, previousSets.get(set.name));
@@ -147,6 +154,7 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
     ipsetDestroy: staleSets.length ? `${staleSets.map((n) => `destroy ${n}`).join('\n')}\n` : '',
     changes,
     counts,
+    retype,
     errors,
   };
 }
@@ -213,11 +221,6 @@ function ownerOf(chain: Chain): string {
     case 'policy':
       return `policy ${role.policy}`;
   }
-}
-
-function tempSetName(set: IpSet, own: Ownership): string {
-  const suffix = set.name.slice(set.name.indexOf(':') + 1);
-  return `${own.ipsetPrefix}${set.family}t:${suffix}`.slice(0, 31);
 }
 
 const sameLines = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((l, i) => l === b[i]);

@@ -3,7 +3,7 @@
 // (start, drift timer, any failure).
 
 import type { DesiredState, FamilyState, IpFamily } from '../model/index.js';
-import { expectedObserved, observeFamily, planFamily, type FamilyPlan, type ObservedFamily, type Ownership } from '../plan/index.js';
+import { expectedObserved, observeFamily, planFamily, retypeSteps, type FamilyPlan, type ObservedFamily, type Ownership } from '../plan/index.js';
 
 /** The kernel as the syncer needs it; src/dataplane provides the real one, tests may fake it. */
 export interface KernelPort {
@@ -61,7 +61,7 @@ export class Syncer {
    * Make the kernel hold `desired`. Order (DESIGN §5): sets, then one iptables transaction per family,
    * then stale sets. A failing step throws and leaves the state before it; the next sync re-reads.
    */
-  async sync(desired: DesiredState, opts: { readKernel?: boolean } = {}): Promise<SyncResult> {
+  async sync(desired: DesiredState, opts: { readKernel?: boolean; afterRetype?: boolean } = {}): Promise<SyncResult> {
     const families = this.families();
     const readKernel = opts.readKernel === true || !this.inSync || families.some((f) => !this.programmed.has(f));
     const reads = readKernel ? await this.read(families) : undefined;
@@ -86,6 +86,7 @@ export class Syncer {
       plans.push(planFamily(state, observed!, this.own, previous));
     }
     this.inSync = false;
+    if (reads && plans.some((p) => p.retype.length > 0)) return this.retype(desired, plans, reads, opts.afterRetype === true);
     let leftovers = false;
     try {
       for (const plan of plans) {
@@ -115,6 +116,30 @@ export class Syncer {
     }
     for (const plan of plans) for (const e of plan.errors) this.logger.error(e);
     return { plans, readKernel, drift };
+  }
+
+  /**
+   * Sets of ours someone recreated with another type (plan/retype.ts): rebuilt without a moment where a
+   * rule matches on the wrong set, then one ordinary sync against a fresh read finishes the job.
+   */
+  private async retype(desired: DesiredState, plans: readonly FamilyPlan[], reads: Map<IpFamily, ObservedFamily>, again: boolean): Promise<SyncResult> {
+    this.programmed.clear();
+    this.lastDesired.clear();
+    const sets: string[] = plans.flatMap((p) => p.retype.map((s) => s.name as string));
+    // A second pass that still finds them means the recreate did not take: stop rather than loop.
+    if (again) throw new Error(`ipset(s) ${sets.join(', ')} still have the wrong type after being recreated`);
+    for (const plan of plans) {
+      for (const set of plan.retype) {
+        const steps = retypeSteps(set, reads.get(plan.family)!, this.own);
+        await this.kernel.ipsetRestore(steps.createTemp);
+        if (steps.reroute) await this.kernel.restoreFilter(plan.family, steps.reroute);
+        await this.kernel.ipsetRestore(steps.recreate);
+      }
+    }
+    this.logger.warn('recreated ipsets someone had replaced with another type', { sets });
+    const rest = await this.sync(desired, { readKernel: true, afterRetype: true });
+    const retyped = new Map(plans.map((p) => [p.family, p.changes.filter((c) => c.object === 'set' && sets.includes(c.name))]));
+    return { ...rest, drift: true, plans: rest.plans.map((p) => ({ ...p, changes: [...(retyped.get(p.family) ?? []), ...p.changes] })) };
   }
 
   /** False when a set could not be destroyed (still referenced by someone else's rule); enforcement is unaffected. */

@@ -14,7 +14,8 @@
 // Not served: label/field selectors, pagination (`limit`/`continue`), writes over HTTP.
 //
 // Test controls: create/update/delete/apply, dropWatches, compact, stop/start (same port),
-// holdLists (delay a resource's list until released), failRequests, and a `requests` log.
+// holdLists (delay a resource's list until released), failRequests, truncateLists (a list cut off
+// halfway), and a `requests` log.
 
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
@@ -97,6 +98,7 @@ export class FakeApiServer {
   private readonly sockets = new Set<Socket>();
   private readonly held = new Map<Resource, Promise<void>>();
   private readonly failures = new Map<Resource, { status: number; remaining: number }>();
+  private readonly truncations = new Map<Resource, number>();
   private server: Server | undefined;
   private bookmarkTimer: NodeJS.Timeout | undefined;
   private portNumber = 0;
@@ -224,6 +226,11 @@ export class FakeApiServer {
     this.failures.set(resource, { status, remaining: times });
   }
 
+  /** The next `times` lists of the resource fail halfway: 200, half the body, then the connection is cut. */
+  truncateLists(resource: Resource, times = 1): void {
+    this.truncations.set(resource, times);
+  }
+
   /** Sends a BOOKMARK with the current resourceVersion to every watch that asked for bookmarks. */
   bookmark(): void {
     for (const w of this.watchers) {
@@ -289,6 +296,12 @@ export class FakeApiServer {
     if (watch) return this.serveWatch(req, res, route.resource, route.namespace, query);
     await this.held.get(route.resource);
     if (!this.server) return; // stopped while held
+    const truncate = this.truncations.get(route.resource) ?? 0;
+    if (truncate > 0) {
+      if (truncate === 1) this.truncations.delete(route.resource);
+      else this.truncations.set(route.resource, truncate - 1);
+      return this.serveList(res, route.resource, route.namespace, true);
+    }
     return this.serveList(res, route.resource, route.namespace);
   }
 
@@ -299,10 +312,15 @@ export class FakeApiServer {
     json(res, 200, obj);
   }
 
-  private serveList(res: ServerResponse, resource: Resource, namespace: string | undefined): void {
+  private serveList(res: ServerResponse, resource: Resource, namespace: string | undefined, truncate = false): void {
     const info = RESOURCES[resource];
     const items = [...this.store.get(resource)!.values()].filter((o) => matchesNamespace(o, namespace));
-    json(res, 200, { kind: `${info.kind}List`, apiVersion: info.apiVersion, metadata: { resourceVersion: String(this.rv) }, items });
+    const body = { kind: `${info.kind}List`, apiVersion: info.apiVersion, metadata: { resourceVersion: String(this.rv) }, items };
+    if (!truncate) return json(res, 200, body);
+    // Chunked, so the client cannot know the length: it sees a body that stops mid-object.
+    const text = JSON.stringify(body);
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
+    res.write(text.slice(0, Math.floor(text.length / 2)), () => res.socket?.destroy());
   }
 
   private serveWatch(req: IncomingMessage, res: ServerResponse, resource: Resource, namespace: string | undefined, query: Record<string, string>): void {

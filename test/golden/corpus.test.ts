@@ -3,6 +3,7 @@
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { incompleteRead, loadManifests } from '../../src/cluster/manifests.js';
 import { compile } from '../../src/compile/index.js';
 import { renderFullRestore, renderIpsetRestore } from '../../src/render/index.js';
 import { EXPECTED_FILES, goldenCaseNames, loadGoldenCase } from '../helpers/golden.js';
@@ -17,6 +18,8 @@ describe.each(cases)('rules/%s', (name) => {
   it('compiles to exactly expected.ipsets', () => expect(c.ipsets).toBe(expected(EXPECTED_FILES.ipsets)));
   it('compiles to exactly expected.rules', () => expect(c.rules).toBe(expected(EXPECTED_FILES.rules)));
   it('reports exactly expected.problems', () => expect(c.problems).toBe(expected(EXPECTED_FILES.problems)));
+  // The README promises `netfence compile --resources rules/<case>` prints these files; it refuses sources it cannot read completely.
+  it('reads completely (no document is dropped)', () => expect(incompleteRead(loadManifests([join(c.dir, 'cluster.yaml')]).problems)).toEqual([]));
 
   it('compiles deterministically regardless of input order', () => {
     const s = c.snapshot;

@@ -14,6 +14,7 @@ import {
   expectedFromRestore,
   ipset,
   iptables,
+  iptablesRestore,
   iptablesSave,
   memoryLogger,
   ourChains,
@@ -96,6 +97,33 @@ const DRIFTS: readonly DriftCase[] = [
     mutate: async ({ ipt, netns }) => {
       await ipt('-F', POLICY_IN);
       await ipset(netns, ['destroy', FRONTEND_SET]);
+    },
+    drift: true,
+  },
+  {
+    // Today's ipset cannot change a set's type in place: the set is rebuilt in a temp set of the right
+    // type, the chains moved over in one transaction, then the set recreated (plan/retype.ts).
+    name: 'a set recreated by someone else as hash:net with a wider member',
+    mutate: async ({ ipt, netns }) => {
+      await ipt('-F', POLICY_IN);
+      await ipset(netns, ['destroy', FRONTEND_SET]);
+      await ipset(netns, ['create', FRONTEND_SET, 'hash:net', 'family', 'inet']);
+      await ipset(netns, ['add', FRONTEND_SET, '10.244.0.0/16']);
+    },
+    drift: true,
+  },
+  {
+    // The same, and our chain matching on the impostor again (what a repair that skipped the set did):
+    // it allowed the whole /16. The chain cannot be left without the set for a moment.
+    name: 'a set recreated as hash:net that our chain references again',
+    mutate: async ({ ipt, netns, backend }) => {
+      const rules = parseFilter(await iptablesSave(netns, backend, 'filter')).rules.get(POLICY_IN) ?? [];
+      await ipt('-F', POLICY_IN);
+      await ipset(netns, ['destroy', FRONTEND_SET]);
+      await ipset(netns, ['create', FRONTEND_SET, 'hash:net', 'family', 'inet']);
+      await ipset(netns, ['add', FRONTEND_SET, '10.244.0.0/16']);
+      await iptablesRestore(netns, backend, `*filter\n:${POLICY_IN} - [0:0]\n${rules.join('\n')}\nCOMMIT\n`);
+      expect(parseFilter(await iptablesSave(netns, backend, 'filter')).rules.get(POLICY_IN)?.some((r) => r.includes(FRONTEND_SET))).toBe(true);
     },
     drift: true,
   },

@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { backoffDelay, KubeSource } from '../../../src/cluster/kube-source.js';
 import type { ClusterChange, Logger } from '../../../src/cluster/source.js';
-import type { ClusterSnapshot } from '../../../src/model/index.js';
+import { compile } from '../../../src/compile/index.js';
+import { defaultNodeSettings, type ClusterSnapshot } from '../../../src/model/index.js';
 import { FakeApiServer, writeKubeconfig, type KubeObject } from '../../fakes/fake-apiserver.js';
 
 // --- builders ---------------------------------------------------------------------------------
@@ -269,16 +270,67 @@ describe('KubeSource', () => {
     }
   });
 
-  it('reports and leaves out a pod it cannot read', async () => {
+  it('reports a watched update it cannot read and keeps the last version that could (the pod still exists)', async () => {
     const s = startSource();
     await s.synced;
     await waitFor('watches', allWatching);
-    server.update({ ...pod('prod', 'web', '10.244.1.5'), status: { phase: 'Exploded', podIP: '10.244.1.5' } });
-    await waitFor('web gone', () => s.snapshot().pods.length === 0);
+    const before = s.snapshot().pods;
+    changes.length = 0;
+    server.update({ ...pod('prod', 'web', '10.244.1.5', { app: 'web' }), status: { phase: 'Exploded', podIP: '10.244.1.5' } });
+    await waitFor('reported', () => s.problems().length > 0);
     expect(s.problems().map((p) => `${p.object} ${p.field}`)).toEqual(['Pod prod/web status.phase']);
-    server.update(pod('prod', 'web', '10.244.1.5'));
-    await waitFor('web back', () => s.snapshot().pods.length === 1);
+    expect(s.snapshot().pods).toEqual(before);
+    expect(changes).toEqual([]);
+    server.update(pod('prod', 'web', '10.244.1.5', { app: 'web', v: '2' }));
+    await waitFor('the next good version', () => s.snapshot().pods[0]?.labels['v'] === '2');
     expect(s.problems()).toEqual([]);
+  });
+
+  it('leaves out a new object it cannot read (nothing to keep), and reports it', async () => {
+    const s = startSource();
+    await s.synced;
+    await waitFor('watches', allWatching);
+    server.create({ ...pod('prod', 'odd', '10.244.1.9'), status: { phase: 'Exploded', podIP: '10.244.1.9' } });
+    await waitFor('reported', () => s.problems().length > 0);
+    expect(keys(s.snapshot()).pods).toEqual(['prod/web']);
+  });
+
+  it('a relist that fails halfway removes nothing; the retry catches up', async () => {
+    server.create(pod('prod', 'db', '10.244.1.6'));
+    const s = startSource();
+    await s.synced;
+    await waitFor('watches', allWatching);
+    changes.length = 0;
+    const requestsBefore = server.requests.length;
+    // Force a relist (410 after a dropped watch), and cut the next two lists of pods off halfway.
+    server.truncateLists('pods', 2);
+    server.dropWatches();
+    server.create(pod('prod', 'new', '10.244.1.7'));
+    server.compact();
+    await waitFor('caught up', () => keys(s.snapshot()).pods.includes('prod/new'), 8_000);
+    const podLists = server.requests.slice(requestsBefore).filter((r) => r.path === '/api/v1/pods' && !r.watch);
+    expect(podLists.length).toBeGreaterThanOrEqual(3); // two cut off, then one whole
+    expect(logger.lines.filter((l) => l.message.includes('retrying') && l.meta?.['kind'] === 'Pod').length).toBeGreaterThanOrEqual(2);
+    expect(changes.filter((c) => c.type === 'delete')).toEqual([]);
+    expect(keys(s.snapshot()).pods).toEqual(['prod/db', 'prod/new', 'prod/web']);
+  });
+
+  it('a namespace deleted before its pods and policies keeps their rules: they stay in the snapshot', async () => {
+    const s = startSource();
+    await s.synced;
+    await waitFor('watches', allWatching);
+    changes.length = 0;
+    const settings = defaultNodeSettings('n1', ['10.244.1.0/24']);
+    const chains = () => compile(s.snapshot(), settings).desired.v4.chains.map((c) => `${c.name} ${c.rules.length}`);
+    const before = chains();
+    // The pod and policy informers lag: only the namespace's delete has arrived.
+    server.delete(ns('prod'));
+    await waitFor('namespace gone', () => s.snapshot().namespaces.length === 0);
+    expect(keys(s.snapshot())).toEqual({ namespaces: [], nodes: ['n1'], pods: ['prod/web'], policies: ['prod/deny'] });
+    expect(changes).toEqual([{ kind: 'Namespace', key: 'prod', type: 'delete' }]);
+    // The pod stays isolated by its policy: the same chains with the same rules compile.
+    expect(chains()).toEqual(before);
+    expect(before.some((c) => c.startsWith('nf-pi-'))).toBe(true);
   });
 
   it('retries a failing list with backoff, then syncs', async () => {

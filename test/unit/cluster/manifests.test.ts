@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadManifests, parseFieldPath } from '../../../src/cluster/manifests.js';
+import { incompleteRead, loadManifests, parseFieldPath } from '../../../src/cluster/manifests.js';
 import { formatProblem } from '../../../src/model/index.js';
 
 let dir: string;
@@ -157,11 +157,39 @@ describe('loadManifests', () => {
     expect(r.snapshot.namespaces[0]?.labels).toEqual({ 'kubernetes.io/metadata.name': 'prod' });
   });
 
-  it('reports a missing path and a dangling symlink without failing', () => {
+  it('reports a missing path and a dangling manifest symlink as incomplete reads', () => {
     symlinkSync(join(dir, 'nowhere.yaml'), join(dir, 'link.yaml'));
+    symlinkSync(join(dir, 'nowhere.txt'), join(dir, 'link.txt'));
     const r = loadManifests([join(dir, 'missing'), dir]);
-    expect(r.problems.map((p) => `${p.object.replaceAll(dir, '<dir>')} ${p.field}`)).toEqual(['<dir>/missing (file)']);
-    expect(r.files).toEqual([]);
+    expect(r.problems.map((p) => `${p.severity} ${p.object.replaceAll(dir, '<dir>')} ${p.field}`)).toEqual([
+      'error <dir>/missing (file)',
+      'error <dir>/link.yaml (file)',
+    ]);
+    expect(incompleteRead(r.problems)).toHaveLength(2);
+    expect(r.files).toEqual([join(dir, 'link.yaml')]);
+  });
+
+  // Each of these would otherwise load as "fewer objects" and shrink what is programmed.
+  it.each<{ name: string; files: Record<string, string>; path?: string; problem: RegExp }>([
+    { name: 'an empty directory', files: { 'sub/.keep': '' }, path: 'sub', problem: /^error: <dir>\/sub: \(file\): holds no manifest file/ },
+    { name: 'a 0-byte file (truncated before it is written)', files: { 'a.yaml': '' }, problem: /^error: <dir>\/a\.yaml: \(file\): is empty/ },
+    { name: 'a whitespace-only file', files: { 'a.yaml': '\n  \n' }, problem: /^error: <dir>\/a\.yaml: \(file\): is empty/ },
+    {
+      name: 'a JSON file cut off mid-write',
+      files: { 'a.json': '{"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": "x", "namespace"' },
+      problem: /^error: <dir>\/a\.json#0: \(document\): /,
+    },
+  ])('$name is an incomplete read', ({ files, path, problem }) => {
+    write(files);
+    const r = loadManifests([path ? join(dir, path) : dir]);
+    expect(incompleteRead(r.problems).map((p) => formatProblem(p).replaceAll(dir, '<dir>'))).toEqual([expect.stringMatching(problem)]);
+  });
+
+  it('an empty `kind: List` or a comments-only file is a deliberately empty source, not an error', () => {
+    write({ 'none.yaml': 'apiVersion: v1\nkind: List\nitems: []\n', 'off.yaml': '# all policies removed on purpose\n' });
+    const r = loadManifests([dir]);
+    expect(r.problems).toEqual([]);
+    expect(loadedKeys(r)).toEqual([]);
   });
 
   it('keeps the invalid policy problems on the policy', () => {

@@ -185,3 +185,31 @@ describe('DaemonSet', () => {
     });
   });
 });
+
+describe('deploy/uninstall (README "Uninstall")', () => {
+  const UNINSTALL = join(DEPLOY, 'uninstall');
+  const uk = parseAllDocuments(readFileSync(join(UNINSTALL, 'kustomization.yaml'), 'utf8'))[0]?.toJS() as { kind: string; resources: string[] };
+  const udocs = uk.resources.flatMap((file) => parseAllDocuments(readFileSync(join(UNINSTALL, file), 'utf8')).map((d) => d.toJS() as Doc));
+  const cleanup = udocs.find((d) => d.kind === 'DaemonSet') as Doc & { spec: { template: { spec: PodSpec & { initContainers: Container[] } } } };
+  const cpod = cleanup.spec.template.spec;
+
+  it('is a valid Kustomization of valid objects', () => {
+    expect(uk.kind).toBe('Kustomization');
+    for (const d of udocs) expect(schemaProblems(d)).toEqual([]);
+  });
+
+  it('runs `netfence cleanup` once per node, on every node, with the prefixes the daemon uses', () => {
+    expect(cpod).toMatchObject({ hostNetwork: true, priorityClassName: 'system-node-critical' });
+    expect(cpod.tolerations).toEqual(pod.tolerations);
+    const [init] = cpod.initContainers;
+    expect(init?.image).toBe(container.image);
+    const args = init!.args;
+    expect(args[0]).toBe('cleanup');
+    const config = configMap.data['config.yaml']!;
+    const flag = (name: string) => args[args.indexOf(name) + 1];
+    expect(config).toContain(`chainPrefix: ${flag('--chain-prefix')}\n`);
+    expect(config).toContain(`ipsetPrefix: ${flag('--ipset-prefix')}\n`);
+    expect([...init!.securityContext.capabilities.add].sort()).toEqual(['NET_ADMIN', 'NET_RAW']);
+    expect(init!.volumeMounts.map((m) => m.mountPath)).toContain('/run/xtables.lock');
+  });
+});

@@ -55,3 +55,22 @@ describe('HealthState', () => {
     expect(f.readyChanges).toEqual([true, false]);
   });
 });
+
+describe('HealthState: a source that cannot be read completely', () => {
+  it('before the first sync it says why nothing is programmed; after it, ready with a degraded detail until it reads again', () => {
+    const f = fixture();
+    bridgeOn(f);
+    f.state.sourceIncomplete('cannot read 1 manifest path(s)/file(s) completely: /rules');
+    expect(f.state.readiness()).toEqual({
+      ok: false,
+      reason: 'first full sync not programmed yet (waiting for a complete read of the manifests: cannot read 1 manifest path(s)/file(s) completely: /rules)',
+    });
+    f.state.sourceIncomplete(undefined);
+    programmed(f);
+    f.state.sourceIncomplete('cannot read 1 manifest path(s)/file(s) completely: /rules');
+    expect(f.state.readiness()).toEqual({ ok: true, detail: 'degraded: cannot read 1 manifest path(s)/file(s) completely: /rules' });
+    f.state.sourceIncomplete(undefined);
+    expect(f.state.readiness()).toEqual({ ok: true });
+    expect(f.readyChanges).toEqual([true]);
+  });
+});

@@ -21,6 +21,7 @@ describe('createMetrics', () => {
         'netfence_policy_problems gauge',
         'netfence_ready gauge',
         'netfence_rules_programmed gauge',
+        'netfence_source_incomplete gauge',
         'netfence_sync_duration_seconds histogram',
       ].sort(),
     );
