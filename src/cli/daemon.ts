@@ -21,6 +21,7 @@ import { systemClock } from '../reconcile/runner.js';
 import { Syncer } from '../reconcile/syncer.js';
 import type { Io } from './commands-oneshot.js';
 import { configFrom, kernelFor, netnsOf, ownershipOf, parse, resourcePaths } from './context.js';
+import { startServiceGuards } from './service-guards.js';
 
 export async function daemonCommand(argv: readonly string[], io: Io): Promise<number> {
   const parsed = parse(argv, {});
@@ -108,6 +109,14 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
     dryRun: config.dryRun,
     observer,
   });
+  const guards = startServiceGuards({ config, kernel, reconciler, metrics, health, logger: logger.child({ component: 'service-guards' }), netns: inputs.netns });
+  const synced = observer.synced;
+  observer.synced = (info) => {
+    guards.programmed(info.desired);
+    if (info.reason === 'periodic') void guards.checkIpvs();
+    synced?.(info);
+  };
+  await guards.checkIpvs();
   const unsubscribe = source.onChange((change) => {
     metrics.countEvent(eventKind(change.kind));
     reconciler.changed();
@@ -116,6 +125,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   void source.synced.then(() => {
     logger.info('cluster state synced; programming');
     reconciler.start();
+    guards.start();
   });
 
   return {
@@ -125,6 +135,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
     listen,
     async stop() {
       unsubscribe();
+      guards.stop();
       reconciler.stop();
       health.loopStopped('stopped');
       await source.stop();

@@ -29,6 +29,7 @@ export class HealthState implements HealthChecks {
   private stopped: string | undefined;
   private programmed = false;
   private bridgeNf: boolean | undefined;
+  private ipvs: string | undefined;
   private lastReady = false;
 
   constructor(private readonly options: HealthStateOptions) {
@@ -61,6 +62,15 @@ export class HealthState implements HealthChecks {
     this.notify();
   }
 
+  /**
+   * kube-proxy's IPVS mode was found (reason says what), or is gone (undefined). With IPVS, same-node
+   * Service traffic never crosses FORWARD, so netfence would not enforce it: not ready while it is there.
+   */
+  ipvsDetected(reason: string | undefined): void {
+    this.ipvs = reason;
+    this.notify();
+  }
+
   liveness(): Check {
     if (this.stopped !== undefined) return { ok: false, reason: `sync loop stopped: ${this.stopped}` };
     const silentMs = this.options.now() - this.lastBeat;
@@ -83,6 +93,7 @@ export class HealthState implements HealthChecks {
     if (!this.bridgeNf) {
       return { ok: false, reason: 'net.bridge.bridge-nf-call-iptables is 0: bridged pod-to-pod traffic would bypass iptables' };
     }
+    if (this.ipvs !== undefined) return { ok: false, reason: this.ipvs };
     if (!this.programmed) return { ok: false, reason: 'first full sync not programmed yet' };
     return OK;
   }

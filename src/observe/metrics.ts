@@ -26,6 +26,10 @@ export interface Metrics {
   /** Replaces every policy's count, so a policy that was fixed or deleted disappears from /metrics. */
   setPolicyProblems(problemsByPolicy: ReadonlyMap<string, number>): void;
   setReady(ready: boolean): void;
+  /** The hook watch found netfence's jump no longer first in a kernel chain (and asked for a repair). */
+  countHookDisplaced(chain: string): void;
+  /** kube-proxy's IPVS mode found on this node (kube-ipvs0): netfence cannot enforce there and stays unready. */
+  setIpvsDetected(detected: boolean): void;
   /** The exposition text for GET /metrics. */
   render(): Promise<string>;
   readonly contentType: string;
@@ -95,6 +99,19 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     registers,
   });
   ready.set(0);
+  const hookDisplaced = new Counter({
+    name: 'netfence_hook_displaced_total',
+    help: "Times netfence's jump was found pushed down from first place in a kernel chain (e.g. kube-proxy re-prepending KUBE-FORWARD), by chain.",
+    labelNames: ['chain'] as const,
+    registers,
+  });
+  const ipvs = new Gauge({
+    name: 'netfence_kube_proxy_ipvs',
+    help: "1 when kube-proxy's IPVS mode is found on this node (kube-ipvs0): same-node Service traffic would bypass FORWARD, so netfence is not ready.",
+    registers,
+  });
+  ipvs.set(0);
+  hookDisplaced.labels({ chain: 'FORWARD' }).inc(0);
   // Pre-create the label values a dashboard expects, so `rate()` sees a 0 before the first increment.
   for (const kind of ['full', 'incremental'] as const) syncDuration.zero({ kind });
   for (const object of ['chain', 'set', 'hook'] as const) driftRepairs.labels({ object }).inc(0);
@@ -115,6 +132,8 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       for (const [policy, count] of problemsByPolicy) policyProblems.set({ policy }, count);
     },
     setReady: (isReady) => ready.set(isReady ? 1 : 0),
+    countHookDisplaced: (chain) => hookDisplaced.inc({ chain }),
+    setIpvsDetected: (detected) => ipvs.set(detected ? 1 : 0),
     render: () => registry.metrics(),
     contentType: registry.contentType,
   };
