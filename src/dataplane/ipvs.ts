@@ -3,6 +3,7 @@
 // LOCAL_IN and re-sent through LOCAL_OUT ("all transmitters are called from LOCAL_IN (remote clients)
 // and LOCAL_OUT (local clients)", ip_vs_xmit.c): it never crosses FORWARD, where netfence enforces.
 
+import { readFile } from 'node:fs/promises';
 import { run } from './exec.js';
 import { listLinks, type LinkInfo } from './links.js';
 
@@ -32,8 +33,8 @@ export function ipvsFrom(links: readonly LinkInfo[], procIpVs: string | undefine
 export async function detectIpvs(opts: { readonly netns?: string | undefined } = {}): Promise<IpvsDetection> {
   const [links, proc] = await Promise.all([
     listLinks({ netns: opts.netns }),
-    run('cat', ['/proc/net/ip_vs'], { netns: opts.netns }).then(
-      (r) => r.stdout,
+    // /proc/net follows the reader's network namespace: another namespace needs a process inside it.
+    (opts.netns === undefined ? readFile('/proc/net/ip_vs', 'utf8') : run('cat', ['/proc/net/ip_vs'], { netns: opts.netns }).then((r) => r.stdout)).catch(
       () => undefined,
     ),
   ]);
