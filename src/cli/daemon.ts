@@ -21,7 +21,7 @@ import { systemClock } from '../reconcile/runner.js';
 import { Syncer } from '../reconcile/syncer.js';
 import type { Io } from './commands-oneshot.js';
 import { configFrom, kernelFor, netnsOf, ownershipOf, parse, resourcePaths } from './context.js';
-import { startServiceGuards } from './service-guards.js';
+import { createServiceGuards } from './service-guards.js';
 
 export async function daemonCommand(argv: readonly string[], io: Io): Promise<number> {
   const parsed = parse(argv, {});
@@ -109,7 +109,8 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
     dryRun: config.dryRun,
     observer,
   });
-  const guards = startServiceGuards({ config, kernel, reconciler, metrics, health, logger: logger.child({ component: 'service-guards' }), netns: inputs.netns });
+  const guards = createServiceGuards({ config, kernel, reconciler, metrics, health, logger: logger.child({ component: 'service-guards' }), netns: inputs.netns });
+  // The guards learn each programmed state (the hooks the watch expects first) through the loop's observer.
   const synced = observer.synced;
   observer.synced = (info) => {
     guards.programmed(info.desired);

@@ -41,7 +41,7 @@ export const IPVS_REFUSAL =
   'delivered by IPVS from INPUT through OUTPUT and never crosses FORWARD, where netfence enforces policy, so it would ' +
   'pass unchecked. netfence does not support IPVS mode and stays not ready; run kube-proxy in iptables or nftables mode';
 
-export function startServiceGuards(inputs: ServiceGuardsInputs): ServiceGuards {
+export function createServiceGuards(inputs: ServiceGuardsInputs): ServiceGuards {
   const { kernel, logger } = inputs;
   let expected: { family: IpFamily; chain: string; rule: string }[] = [];
   const watch = new HookWatch({
