@@ -21,6 +21,7 @@ import { systemClock } from '../reconcile/runner.js';
 import { Syncer } from '../reconcile/syncer.js';
 import type { Io } from './commands-oneshot.js';
 import { configFrom, kernelFor, netnsOf, ownershipOf, parse, resourcePaths } from './context.js';
+import { createServiceGuards } from './service-guards.js';
 
 export async function daemonCommand(argv: readonly string[], io: Io): Promise<number> {
   const parsed = parse(argv, {});
@@ -111,6 +112,15 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
     dryRun: config.dryRun,
     observer,
   });
+  const guards = createServiceGuards({ config, kernel, reconciler, metrics, health, logger: logger.child({ component: 'service-guards' }), netns: inputs.netns });
+  // The guards learn each programmed state (the hooks the watch expects first) through the loop's observer.
+  const synced = observer.synced;
+  observer.synced = (info) => {
+    guards.programmed(info.desired);
+    if (info.reason === 'periodic') void guards.checkIpvs();
+    synced?.(info);
+  };
+  await guards.checkIpvs();
   const unsubscribe = source.onChange((change) => {
     metrics.countEvent(eventKind(change.kind));
     reconciler.changed();
@@ -119,6 +129,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   void source.synced.then(() => {
     logger.info('cluster state synced; programming');
     reconciler.start();
+    guards.start();
   });
 
   return {
@@ -128,6 +139,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
     listen,
     async stop() {
       unsubscribe();
+      guards.stop();
       reconciler.stop();
       health.loopStopped('stopped');
       await source.stop();

@@ -24,3 +24,4 @@ export {
 export { readSysctl, writeSysctl, sysctlPath, type SysctlOptions } from './sysctl.js';
 export { flushFlows, conntrackDeleteArgs, deletedCount, type FlowFilter } from './conntrack.js';
 export { listLinks, linksFromIpJson, type LinkInfo, type ListLinksOptions } from './links.js';
+export { detectIpvs, ipvsFrom, KUBE_IPVS_DEVICE, type IpvsDetection } from './ipvs.js';

@@ -28,6 +28,11 @@ export interface IptablesRunner {
   save(table: IptablesTable): Promise<string>;
   /** Throws DataplaneCommandError with `.line` set to the input line the tool rejected, when it said. */
   restore(text: string, opts: RestoreOptions): Promise<void>;
+  /**
+   * The first rule of a filter-table chain as iptables-save prints it (`-A FORWARD …`), or undefined when
+   * the chain is empty: `iptables -S CHAIN 1` reads one chain, not the table, so it is cheap enough to poll.
+   */
+  firstRule(chain: string): Promise<string | undefined>;
 }
 
 export interface IptablesRunnerOptions {
@@ -52,6 +57,12 @@ export function createIptablesRunner(opts: IptablesRunnerOptions): IptablesRunne
     async save(table) {
       const { stdout } = await run(iptablesTool(family, backend, 'save'), ['-t', table], { netns, ...timing });
       return stdout;
+    },
+    async firstRule(chain) {
+      const tool = `${family === 6 ? 'ip6tables' : 'iptables'}-${backend}`;
+      const { stdout } = await run(tool, ['-w', '-t', 'filter', '-S', chain, '1'], { netns, ...timing });
+      const line = stdout.trim();
+      return line === '' ? undefined : line;
     },
     async restore(text, { noflush, test = false }) {
       // --wait: take the xtables lock like every other well-behaved writer (kube-proxy, flannel, kubelet)

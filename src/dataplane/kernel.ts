@@ -30,6 +30,8 @@ export interface Kernel {
   ipsetSave(): Promise<string>;
   ipsetRestore(text: string): Promise<void>;
   ipsetListNames(): Promise<string[]>;
+  /** First rule of a filter chain (`-A FORWARD …`), undefined when empty: the cheap hook-position read. */
+  firstRule(family: IpFamily, chain: string): Promise<string | undefined>;
 }
 
 const onPath = (tool: string): boolean => ['/usr/sbin', '/sbin', '/usr/bin', '/bin'].some((dir) => existsSync(`${dir}/${tool}`));
@@ -58,5 +60,6 @@ export async function openKernel(opts: KernelOptions = {}): Promise<Kernel> {
     ipsetSave: () => ipset.save(),
     ipsetRestore: (text) => ipset.restore(text),
     ipsetListNames: () => ipset.listNames(),
+    firstRule: (family, chain) => runner(family).firstRule(chain),
   };
 }

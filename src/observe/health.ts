@@ -30,6 +30,7 @@ export class HealthState implements HealthChecks {
   private stopped: string | undefined;
   private programmed = false;
   private bridgeNf: boolean | undefined;
+  private ipvs: string | undefined;
   private lastReady = false;
   private sourceProblem: string | undefined;
 
@@ -73,6 +74,15 @@ export class HealthState implements HealthChecks {
     this.notify();
   }
 
+  /**
+   * kube-proxy's IPVS mode was found (reason says what), or is gone (undefined). With IPVS, same-node
+   * Service traffic never crosses FORWARD, so netfence would not enforce it: not ready while it is there.
+   */
+  ipvsDetected(reason: string | undefined): void {
+    this.ipvs = reason;
+    this.notify();
+  }
+
   liveness(): Check {
     if (this.stopped !== undefined) return { ok: false, reason: `sync loop stopped: ${this.stopped}` };
     const silentMs = this.options.now() - this.lastBeat;
@@ -95,6 +105,7 @@ export class HealthState implements HealthChecks {
     if (!this.bridgeNf) {
       return { ok: false, reason: 'net.bridge.bridge-nf-call-iptables is 0: bridged pod-to-pod traffic would bypass iptables' };
     }
+    if (this.ipvs !== undefined) return { ok: false, reason: this.ipvs };
     if (!this.programmed) {
       const why = this.sourceProblem === undefined ? '' : ` (waiting for a complete read of the manifests: ${this.sourceProblem})`;
       return { ok: false, reason: `first full sync not programmed yet${why}` };

@@ -28,6 +28,10 @@ export interface Metrics {
   setReady(ready: boolean): void;
   /** 1 while the cluster source could not be read completely and part of it is served from its last clean read. */
   setSourceIncomplete(incomplete: boolean): void;
+  /** The hook watch found netfence's jump no longer first in a kernel chain (and asked for a repair). */
+  countHookDisplaced(chain: string): void;
+  /** kube-proxy's IPVS mode found on this node (kube-ipvs0): netfence cannot enforce there and stays unready. */
+  setIpvsDetected(detected: boolean): void;
   /** The exposition text for GET /metrics. */
   render(): Promise<string>;
   readonly contentType: string;
@@ -103,6 +107,19 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     registers,
   });
   sourceIncomplete.set(0);
+  const hookDisplaced = new Counter({
+    name: 'netfence_hook_displaced_total',
+    help: "Times netfence's jump was found pushed down from first place in a kernel chain (e.g. kube-proxy re-prepending KUBE-FORWARD), by chain.",
+    labelNames: ['chain'] as const,
+    registers,
+  });
+  const ipvs = new Gauge({
+    name: 'netfence_kube_proxy_ipvs',
+    help: "1 when kube-proxy's IPVS mode is found on this node (kube-ipvs0): same-node Service traffic would bypass FORWARD, so netfence is not ready.",
+    registers,
+  });
+  ipvs.set(0);
+  hookDisplaced.labels({ chain: 'FORWARD' }).inc(0);
   // Pre-create the label values a dashboard expects, so `rate()` sees a 0 before the first increment.
   for (const kind of ['full', 'incremental'] as const) syncDuration.zero({ kind });
   for (const object of ['chain', 'set', 'hook'] as const) driftRepairs.labels({ object }).inc(0);
@@ -124,6 +141,8 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     },
     setReady: (isReady) => ready.set(isReady ? 1 : 0),
     setSourceIncomplete: (incomplete) => sourceIncomplete.set(incomplete ? 1 : 0),
+    countHookDisplaced: (chain) => hookDisplaced.inc({ chain }),
+    setIpvsDetected: (detected) => ipvs.set(detected ? 1 : 0),
     render: () => registry.metrics(),
     contentType: registry.contentType,
   };

@@ -67,6 +67,11 @@ export class Reconciler {
     this.runner.request();
   }
 
+  /** The kernel is known to differ from what we programmed: re-read and repair now, not at the next drift tick. */
+  resyncNow(): void {
+    this.runner.requestFull();
+  }
+
   /** Number of completed syncs (tests wait on it). */
   get completedSyncs(): number {
     return this.syncs;

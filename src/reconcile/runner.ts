@@ -60,6 +60,15 @@ export class BoundedFrequencyRunner {
     else this.schedule(this.opts.batchWindowMs, 'change');
   }
 
+  /**
+   * Someone else changed the kernel (the hook watch saw our jump displaced): run a full, kernel-reading
+   * sync now, or right after the run in progress. It counts as the periodic drift check.
+   */
+  requestFull(): void {
+    if (this.stopped) return;
+    this.schedule(0, 'periodic');
+  }
+
   private schedule(delayMs: number, reason: RunReason): void {
     const at = this.opts.clock.now() + delayMs;
     if ((this.due.get(reason) ?? Infinity) > at) this.due.set(reason, at);

@@ -86,6 +86,15 @@ export interface SandboxPod {
 
 export type PodRef = string | { readonly namespace: string; readonly name: string };
 
+/** A host outside the cluster on the node underlay (a NodePort client): `ext:<name>` as a probe source. */
+export interface SandboxExternal {
+  readonly name: string;
+  /** `ext:<name>`. */
+  readonly key: string;
+  readonly netns: string;
+  readonly ip: string;
+}
+
 export interface Sandbox {
   readonly id: string;
   /** `nfs<id>-`: the prefix of every namespace this sandbox owns. */
@@ -94,6 +103,8 @@ export interface Sandbox {
   nodes(): readonly SandboxNode[];
   pods(): readonly SandboxPod[];
   addPod(spec: PodSpec): Promise<SandboxPod>;
+  /** Plugs a client namespace into the underlay, outside every node (the next free underlay address from the top). */
+  addExternal(name: string): Promise<SandboxExternal>;
   removePod(pod: PodRef): Promise<void>;
   nodeNetns(node: string): string;
   podNetns(pod: PodRef): string;
@@ -118,6 +129,10 @@ interface PodState extends SandboxPod {
   agent?: Agent;
 }
 
+interface ExternalState extends SandboxExternal {
+  agent?: Agent;
+}
+
 const RESTORE = { iptables: 'iptables-restore', nft: 'iptables-nft-restore', legacy: 'iptables-legacy-restore' } as const;
 
 const ipBatch = (netns: string, lines: readonly string[]): Promise<unknown> =>
@@ -139,6 +154,7 @@ export async function createSandbox(spec: SandboxSpec, opts: SandboxOptions = {}
   const unguard = guard(owned);
   const nodes = new Map<string, NodeState>();
   const pods = new Map<string, PodState>();
+  const externals = new Map<string, ExternalState>();
   let destroyed = false;
 
   const addNetns = async (name: string): Promise<void> => {
@@ -186,7 +202,7 @@ export async function createSandbox(spec: SandboxSpec, opts: SandboxOptions = {}
 
   const destroy = async (): Promise<void> => {
     destroyed = true;
-    await Promise.all([...pods.values(), ...nodes.values()].map((s) => stopAgent(s.agent).catch(() => undefined)));
+    await Promise.all([...pods.values(), ...nodes.values(), ...externals.values()].map((s) => stopAgent(s.agent).catch(() => undefined)));
     if (owned.netns.length > 0) {
       await run('ip', ['-force', '-batch', '-'], { input: [...owned.netns].reverse().map((n) => `netns del ${n}\n`).join('') }).catch(() => undefined);
     }
@@ -237,6 +253,26 @@ export async function createSandbox(spec: SandboxSpec, opts: SandboxOptions = {}
     pods.delete(pod.key);
   };
 
+  const addExternal = async (name: string): Promise<SandboxExternal> => {
+    if (destroyed) throw new Error(`sandbox ${id} was destroyed`);
+    checkName('node', name);
+    const key = `ext:${name}`;
+    if (externals.has(key)) throw new Error(`external ${name} already exists in sandbox ${id}`);
+    // From the top of the underlay down, away from the node addresses (.1, .2, …).
+    const ip = formatIpv4(underlay.base + cidrSize(underlay) - 2 - externals.size);
+    const ext: ExternalState = { name, key, netns: `${names.prefix}ext-${name}`, ip };
+    externals.set(key, ext);
+    const port = `${names.prefix}x${externals.size - 1}`;
+    if (port.length > 15) throw new Error(`underlay port name ${port} is longer than 15 characters: use a shorter sandbox id`);
+    await addNetns(ext.netns);
+    await ipBatch(ext.netns, ['link set lo up', `link add eth0 type veth peer name ${port} netns ${names.underlayNetns}`, `addr add ${ip}/${underlay.prefix} dev eth0`, 'link set eth0 up']);
+    await ipBatch(names.underlayNetns, [`link set ${port} master br0`, `link set ${port} up`]);
+    ext.agent = await launch(ext.netns, key, ports);
+    log?.debug('external client added', { name, ip });
+    const { agent: _agent, ...pub } = ext;
+    return pub;
+  };
+
   const sandbox: Sandbox = {
     id,
     prefix: names.prefix,
@@ -244,15 +280,16 @@ export async function createSandbox(spec: SandboxSpec, opts: SandboxOptions = {}
     nodes: () => [...nodes.values()].map(publicNode),
     pods: () => [...pods.values()].filter((p) => p.agent).map(publicPod),
     addPod,
+    addExternal,
     removePod: async (ref) => removePodState(podOf(ref)),
     nodeNetns: (name) => nodeOf(name).netns,
     podNetns: (ref) => podOf(ref).netns,
     addressOf(endpoint) {
       const node = [...nodes.values()].find((n) => n.key === endpoint);
-      return node ? node.underlayIp : podOf(endpoint).ip;
+      return node ? node.underlayIp : (externals.get(endpoint)?.ip ?? podOf(endpoint).ip);
     },
     async probe(from, req) {
-      const source = [...nodes.values()].find((n) => n.key === from) ?? podOf(from);
+      const source = [...nodes.values()].find((n) => n.key === from) ?? externals.get(from) ?? podOf(from);
       if (!source.agent) return { ok: false, error: `${from} has no running agent` };
       return source.agent.probe(req);
     },

@@ -11,6 +11,16 @@ import type { ClusterSnapshot, Protocol } from '../../../src/model/index.js';
 import { createSandbox, formatMatrix, waitForMatrix, wrongCells, type Matrix, type Sandbox, type WaitForMatrixResult } from '../../../src/sandbox/index.js';
 import { BASE_STATE, writeManifests, type ClusterState, type PolicyDoc } from './manifests.js';
 import { MODEL_PODS, NODES, type ContainerPortSpec, type Labels, type ModelPod } from './model.js';
+import { startModelServices, type ModelServices } from './services.js';
+import type { KubeProxyMode } from '../../../src/sandbox/kube-proxy/index.js';
+
+export interface ConformanceOptions {
+  /**
+   * Run kube-proxy in this mode on every node, give every model pod a ClusterIP Service (plus NodePorts
+   * in front of x/a and an external client), and probe ClusterIPs instead of pod IPs.
+   */
+  readonly kubeProxy?: KubeProxyMode;
+}
 
 export interface Probe {
   readonly protocol: Protocol;
@@ -35,17 +45,21 @@ export class ConformanceCluster {
   private constructor(
     readonly sandbox: Sandbox,
     private readonly dir: string,
+    /** Present when the cluster runs kube-proxy (ConformanceOptions.kubeProxy): checks then probe ClusterIPs. */
+    readonly services?: ModelServices,
   ) {}
 
-  static async create(): Promise<ConformanceCluster> {
+  static async create(options: ConformanceOptions = {}): Promise<ConformanceCluster> {
     const sandbox = await createSandbox({ nodes: NODES });
+    let services: ModelServices | undefined;
     try {
       await Promise.all(MODEL_PODS.map((p) => sandbox.addPod({ namespace: p.namespace, name: p.name, node: p.node, ip: p.ip })));
+      if (options.kubeProxy) services = await startModelServices(sandbox, options.kubeProxy);
     } catch (err) {
       await sandbox.destroy();
       throw err;
     }
-    return new ConformanceCluster(sandbox, mkdtempSync(join(tmpdir(), 'nft-conformance-')));
+    return new ConformanceCluster(sandbox, mkdtempSync(join(tmpdir(), 'nft-conformance-')), services);
   }
 
   get current(): ClusterState {
@@ -118,8 +132,9 @@ export class ConformanceCluster {
 
   /** Probes until the matrix matches `expected` (deadline ~3 s); the report is the diff view. */
   async check(expected: Matrix, probe: Probe): Promise<CheckOutcome> {
-    const result = await waitForMatrix(this.sandbox, expected, { ...probe, deadlineMs: DEADLINE_MS, timeoutMs: PROBE_TIMEOUT_MS });
-    return { ok: result.ok, report: report(result, probe) };
+    const target = this.services ? this.services.viaClusterIp(this.sandbox) : this.sandbox;
+    const result = await waitForMatrix(target, expected, { ...probe, deadlineMs: DEADLINE_MS, timeoutMs: PROBE_TIMEOUT_MS });
+    return { ok: result.ok, report: (this.services ? `via ClusterIP (kube-proxy ${this.services.proxy.mode} mode): ` : '') + report(result, probe) };
   }
 
   /** Back to the bare model: original pods (re-created where a case replaced them), labels, no policies. */
@@ -139,6 +154,7 @@ export class ConformanceCluster {
   async destroy(): Promise<void> {
     try {
       for (const node of this.sandbox.nodes()) await runCli(['cleanup', '--netns', node.netns, '--log-level', 'error']);
+      await this.services?.proxy.stop();
     } finally {
       await this.sandbox.destroy();
       rmSync(this.dir, { recursive: true, force: true });

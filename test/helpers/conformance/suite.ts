@@ -5,12 +5,17 @@
 import { jest } from '@jest/globals';
 import { describeKernel } from '../netns.js';
 import { runCase, type ConformanceCase } from './cases.js';
-import { ConformanceCluster } from './cluster.js';
+import { ConformanceCluster, type ConformanceOptions } from './cluster.js';
 
 /** A case's budget: a few applies, and a 3 s deadline per matrix when it is wrong. */
 const CASE_TIMEOUT_MS = 60_000;
 
-export function describeConformance(title: string, cases: readonly ConformanceCase[], extra?: (cluster: () => ConformanceCluster) => void): void {
+export function describeConformance(
+  title: string,
+  cases: readonly ConformanceCase[],
+  extra?: (cluster: () => ConformanceCluster) => void,
+  options: ConformanceOptions = {},
+): void {
   const names = cases.map((c) => c.name);
   const duplicate = names.find((n, i) => names.indexOf(n) !== i);
   if (duplicate) throw new Error(`duplicate conformance case name "${duplicate}"`);
@@ -24,7 +29,7 @@ export function describeConformance(title: string, cases: readonly ConformanceCa
     };
 
     beforeAll(async () => {
-      cluster = await ConformanceCluster.create();
+      cluster = await ConformanceCluster.create(options);
       await cluster.reset();
     }, CASE_TIMEOUT_MS);
     afterAll(async () => {

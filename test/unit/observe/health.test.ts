@@ -13,6 +13,7 @@ const bridgeOff: Step = (f) => f.state.bridgeNfCallIptables(false);
 const programmed: Step = (f) => f.state.fullSyncProgrammed();
 const wait = (ms: number): Step => (f) => f.advance(ms);
 const beat: Step = (f) => f.state.heartbeat();
+const ipvs = (reason: string | undefined): Step => (f) => f.state.ipvsDetected(reason);
 const crash: Step = (f) => f.state.loopStopped('TypeError: boom');
 
 describe('HealthState', () => {
@@ -35,6 +36,8 @@ describe('HealthState', () => {
     },
     { name: 'a stopped loop fails at once', steps: [bridgeOn, programmed, crash], live: 'sync loop stopped: TypeError: boom', ready: 'sync loop stopped: TypeError: boom' },
     { name: 'a restarted loop recovers', steps: [bridgeOn, programmed, crash, beat], live: true, ready: true },
+    { name: 'kube-proxy in IPVS mode: programmed but not ready', steps: [bridgeOn, programmed, ipvs('IPVS mode found')], live: true, ready: 'IPVS mode found' },
+    { name: 'IPVS gone again', steps: [bridgeOn, programmed, ipvs('IPVS mode found'), ipvs(undefined)], live: true, ready: true },
   ])('$name', ({ steps, live, ready }) => {
     const f = fixture();
     for (const step of steps) step(f);

@@ -1,0 +1,108 @@
+// kube-proxy restarts re-prepend KUBE-FORWARD, whose mark rule ACCEPTs masquerade-marked traffic: a
+// NodePort client with externalTrafficPolicy Cluster then reaches a pod its policy denies, until
+// netfence's jump is first again. The daemon's hook watch (one `iptables -S FORWARD 1` a second) must
+// close that hole without waiting for the drift timer, which is set to an hour here so only the watch
+// can repair. Real packets from an external client through the sandbox's kube-proxy (iptables mode).
+
+import { jest } from '@jest/globals';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { run } from '../../src/dataplane/exec.js';
+import { startKubeProxy, type KubeProxy } from '../../src/sandbox/kube-proxy/index.js';
+import { createSandbox, type Sandbox, type SandboxExternal, type SandboxPod } from '../../src/sandbox/index.js';
+import { httpGet, metricValue, startNodeDaemon, waitReady, waitUntil, type NodeDaemon } from '../helpers/daemon-harness.js';
+import { describeKernel } from '../helpers/netns.js';
+
+jest.setTimeout(90_000);
+
+const NODE_PORT = 30080;
+
+describeKernel('hook watch: netfence back above KUBE-FORWARD without waiting for the drift timer', () => {
+  let sandbox: Sandbox;
+  let pod: SandboxPod;
+  let client: SandboxExternal;
+  let proxy: KubeProxy;
+  let daemon: NodeDaemon | undefined;
+  let dir: string;
+
+  beforeAll(async () => {
+    sandbox = await createSandbox({ nodes: [{ name: 'n1', podCidr: '10.244.1.0/24' }] });
+    pod = await sandbox.addPod({ namespace: 'x', name: 'a', node: 'n1' });
+    client = await sandbox.addExternal('client');
+    proxy = await startKubeProxy(
+      sandbox.nodes(),
+      [
+        {
+          namespace: 'x',
+          name: 'web',
+          clusterIp: '10.96.0.10',
+          externalTrafficPolicy: 'Cluster',
+          ports: [{ name: 'http', protocol: 'TCP', port: 80, targetPort: 80, nodePort: NODE_PORT }],
+          endpoints: [{ ip: pod.ip, node: 'n1' }],
+        },
+      ],
+      { mode: 'iptables', clusterCidr: sandbox.clusterCidr },
+    );
+    dir = mkdtempSync(join(tmpdir(), 'nft-hookwatch-'));
+    const items = [
+      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'x' } },
+      {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { namespace: 'x', name: 'a', labels: { app: 'a' } },
+        spec: { nodeName: 'n1', containers: [{ name: 'c' }] },
+        status: { phase: 'Running', podIP: pod.ip, podIPs: [{ ip: pod.ip }] },
+      },
+      { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', metadata: { namespace: 'x', name: 'deny-ingress' }, spec: { podSelector: {}, policyTypes: ['Ingress'] } },
+    ];
+    const file = join(dir, 'cluster.json');
+    writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
+    const node = sandbox.nodes()[0]!;
+    daemon = await startNodeDaemon(node, { resources: [file] }, { 'resync-interval-seconds': '3600', 'hook-check-interval-ms': '1000' });
+    await waitReady(daemon);
+  });
+
+  afterAll(async () => {
+    await daemon?.stop();
+    await proxy?.stop().catch(() => undefined);
+    await sandbox?.destroy();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const netns = (): string => sandbox.nodeNetns('n1');
+  const firstInForward = async (): Promise<string> => (await run('iptables', ['-S', 'FORWARD', '1'], { netns: netns() })).stdout.trim();
+  const nodePortReachable = async (): Promise<boolean> =>
+    (await sandbox.probe(client.key, { protocol: 'TCP', ip: sandbox.addressOf('node:n1'), port: NODE_PORT, timeoutMs: 300 })).ok;
+
+  it('repairs a kube-proxy re-prepend within two seconds; the bypass is open only while KUBE-FORWARD is first', async () => {
+    expect(await firstInForward()).toMatch(/-j nf-FORWARD$/);
+    expect(await nodePortReachable()).toBe(false);
+
+    // The watch ticks every second at a phase we do not control, so one restart may be repaired before the
+    // first probe lands: try a few restarts until one probe is seen inside the window.
+    const windows: number[] = [];
+    let bypassSeen = false;
+    for (let attempt = 0; attempt < 4 && !bypassSeen; attempt++) {
+      await proxy.restart('n1');
+      const start = performance.now();
+      const head = await firstInForward();
+      const reached = await nodePortReachable();
+      const stillAbove = (await firstInForward()).endsWith('-j KUBE-FORWARD');
+      // A probe through counts as the bypass only if KUBE-FORWARD was first before and after it.
+      if (reached) expect(head.endsWith('-j KUBE-FORWARD') && stillAbove).toBe(true);
+      bypassSeen ||= reached;
+      await waitUntil('netfence first in FORWARD again', async () => (await firstInForward()).endsWith('-j nf-FORWARD'), 5000, 10);
+      windows.push(Math.round(performance.now() - start));
+      expect(await nodePortReachable()).toBe(false);
+    }
+    // Printed for the record: the time from a re-prepend to netfence on top again (shared, loaded machine).
+    console.log(`KUBE-FORWARD re-prepend → netfence first again: ${windows.join(', ')} ms (hook check every 1000 ms)`);
+    expect(bypassSeen).toBe(true);
+    expect(Math.max(...windows)).toBeLessThanOrEqual(2000);
+
+    const metrics = (await httpGet(`${daemon!.url}/metrics`)).body;
+    expect(metricValue(metrics, 'netfence_hook_displaced_total{chain="FORWARD"}')).toBeGreaterThanOrEqual(windows.length);
+    expect(daemon!.logs.some((l) => l.includes('jump is no longer first'))).toBe(true);
+  });
+});
