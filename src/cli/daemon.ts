@@ -9,6 +9,7 @@ import { readFlannelSubnetEnv } from '../config/flannel.js';
 import { toNodeSettings } from '../config/load.js';
 import type { DaemonConfig } from '../config/schema.js';
 import { flushFlows } from '../dataplane/conntrack.js';
+import { openConntrackTable } from '../dataplane/ctnetlink.js';
 import { readSysctl } from '../dataplane/sysctl.js';
 import { createLogger, type Logger } from '../log.js';
 import type { ClusterSnapshot, DesiredState, NodeSettings } from '../model/index.js';
@@ -19,6 +20,7 @@ import type { FamilyPlan } from '../plan/index.js';
 import { Reconciler, type ReconcileObserver } from '../reconcile/reconciler.js';
 import { systemClock } from '../reconcile/runner.js';
 import { Syncer } from '../reconcile/syncer.js';
+import { Revoker } from '../revoke/revoker.js';
 import type { Io } from './commands-oneshot.js';
 import { configFrom, kernelFor, netnsOf, ownershipOf, parse, resourcePaths } from './context.js';
 
@@ -58,6 +60,8 @@ export interface RunningDaemon {
   readonly source: ClusterSource;
   readonly metrics: Metrics;
   readonly listen: { host: string; port: number };
+  /** Strict mode's conntrack marker; undefined when revokeEstablished is off. */
+  readonly revoker: Revoker | undefined;
   stop(): Promise<void>;
 }
 
@@ -84,6 +88,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   // flannel's lease is read once; the Node object (when watched) wins over it, configuration over both.
   const flannelCidrs = (await readFlannelSubnetEnv(config.flannelSubnetEnv).catch(() => undefined))?.podCidrs ?? [];
   let lastCidrs = '';
+  let lastSettings: NodeSettings | undefined;
   const settings = (snapshot: ClusterSnapshot): NodeSettings => {
     const fromNode = snapshot.nodes.find((n) => n.name === config.nodeName)?.podCidrs ?? [];
     const s = toNodeSettings(config, fromNode.length > 0 ? fromNode : flannelCidrs);
@@ -92,11 +97,17 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
       if (s.podCidrs.length === 0) logger.warn('no pod CIDR known for this node: unknown local pods cannot be handled');
       else logger.info('pod CIDRs of this node', { podCidrs: s.podCidrs });
     }
+    lastSettings = s;
     return s;
   };
 
   const syncer = new Syncer(kernel, ownershipOf(config), logger.child({ component: 'syncer' }));
-  const observer = observerFor(metrics, health, config, inputs, logger);
+  const revoker = config.revokeEstablished
+    ? new Revoker({ open: () => openConntrackTable({ netns: inputs.netns }), logger: logger.child({ component: 'strict-mode' }) })
+    : undefined;
+  const observer = observerFor(metrics, health, config, inputs, logger, (desired) => {
+    if (revoker && lastSettings && !config.dryRun) revoker.request(desired, lastSettings);
+  });
   const reconciler = new Reconciler({
     source,
     settings,
@@ -123,9 +134,11 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
     source,
     metrics,
     listen,
+    revoker,
     async stop() {
       unsubscribe();
       reconciler.stop();
+      await revoker?.stop();
       health.loopStopped('stopped');
       await source.stop();
       await server.stop();
@@ -146,7 +159,15 @@ function openSource(config: DaemonConfig, inputs: DaemonInputs): ClusterSource {
 const eventKind = (kind: string): EventKind =>
   kind === 'Pod' ? 'pod' : kind === 'Namespace' ? 'namespace' : kind === 'Node' ? 'node' : 'networkpolicy';
 
-function observerFor(metrics: Metrics, health: HealthState, config: DaemonConfig, inputs: DaemonInputs, logger: Logger): ReconcileObserver {
+function observerFor(
+  metrics: Metrics,
+  health: HealthState,
+  config: DaemonConfig,
+  inputs: DaemonInputs,
+  logger: Logger,
+  rulesChanged: (desired: DesiredState) => void,
+): ReconcileObserver {
+  let programmedOnce = false;
   return {
     heartbeat: () => health.heartbeat(),
     synced: (info) => {
@@ -160,6 +181,10 @@ function observerFor(metrics: Metrics, health: HealthState, config: DaemonConfig
       }
       health.fullSyncProgrammed();
       if (config.conntrackFlush) void flushDeniedFlows(info.plans, info.desired, inputs.netns, logger);
+      // Strict mode re-judges established flows whenever the rules changed, and once at start-up for
+      // flows that predate this daemon.
+      if (!programmedOnce || info.plans.some((p) => p.changes.length > 0)) rulesChanged(info.desired);
+      programmedOnce = true;
     },
     failed: () => metrics.countApplyFailure(),
     problems: (problems) => {
