@@ -132,13 +132,16 @@ function parseTuple(buf: Buffer | undefined): CtTuple | undefined {
   const sport = proto.get(CTA_PROTO_SRC_PORT);
   const dport = proto.get(CTA_PROTO_DST_PORT);
   return {
-    src: ipaddr.fromByteArray([...src]).toString(),
-    dst: ipaddr.fromByteArray([...dst]).toString(),
+    src: addrText(src),
+    dst: addrText(dst),
     proto: num.readUInt8(0),
     ...(sport && sport.length >= 2 ? { sport: sport.readUInt16BE(0) } : {}),
     ...(dport && dport.length >= 2 ? { dport: dport.readUInt16BE(0) } : {}),
   };
 }
+
+// A dump holds every flow of the node: format IPv4 by hand rather than through ipaddr's objects.
+const addrText = (b: Buffer): string => (b.length === 4 ? `${b[0]}.${b[1]}.${b[2]}.${b[3]}` : ipaddr.fromByteArray([...b]).toString());
 
 /** One CT_NEW message of a dump (its payload, nfgenmsg included) → the entry, or undefined if malformed. */
 export function parseEntry(payload: Buffer): CtEntry | undefined {
@@ -172,3 +175,23 @@ export function markUpdateRequest(u: MarkUpdate): Buffer {
 export const errnoOf = (payload: Buffer): number => (payload.length >= 4 ? -payload.readInt32LE(0) : 0);
 
 export const PROTOCOL_NUMBERS = { tcp: 6, udp: 17, sctp: 132 } as const;
+
+/** An entry as the netns worker sends it: a flat array, a third of the JSON of the object form. */
+export type WireEntry = readonly [IpFamily, string, string, number, number, number, string, string, number, number, number, number];
+
+export function entryToWire(e: CtEntry): WireEntry {
+  const { orig: o, reply: r } = e;
+  return [e.family, o.src, o.dst, o.proto, o.sport ?? -1, o.dport ?? -1, r.src, r.dst, r.sport ?? -1, r.dport ?? -1, e.mark, e.zone];
+}
+
+export function entryFromWire(w: WireEntry): CtEntry {
+  const [family, oSrc, oDst, proto, oSport, oDport, rSrc, rDst, rSport, rDport, mark, zone] = w;
+  const ports = (sport: number, dport: number) => ({ ...(sport >= 0 ? { sport } : {}), ...(dport >= 0 ? { dport } : {}) });
+  return {
+    family,
+    orig: { src: oSrc, dst: oDst, proto, ...ports(oSport, oDport) },
+    reply: { src: rSrc, dst: rDst, proto, ...ports(rSport, rDport) },
+    mark,
+    zone,
+  };
+}

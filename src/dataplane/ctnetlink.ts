@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import type { IpFamily } from '../model/cluster.js';
 import {
   dumpRequest,
+  entryFromWire,
   errnoOf,
   IPCTNL_MSG_CT_GET,
   IPCTNL_MSG_CT_NEW,
@@ -18,6 +19,7 @@ import {
   parseEntry,
   type CtEntry,
   type MarkUpdate,
+  type WireEntry,
 } from './ctnetlink-codec.js';
 import { startJsonLineProcess, type JsonLineProcess } from './process.js';
 
@@ -120,7 +122,7 @@ async function openWorker(netns: string, onStderr?: (line: string) => void): Pro
   };
   return {
     async list(family) {
-      return (await ask({ op: 'list', family }))['entries'] as CtEntry[];
+      return ((await ask({ op: 'list', family }))['entries'] as WireEntry[]).map(entryFromWire);
     },
     async updateMarks(updates) {
       const reply = await ask({ op: 'mark', updates });

@@ -18,14 +18,14 @@ const PROTOCOLS: ReadonlyMap<number, L4Protocol> = new Map([
 ]);
 
 /** The first packet of the entry's flow as nf-FORWARD sees it, or why it is not ours to judge. */
-export function flowPacket(entry: CtEntry, layout: NodeLayout): Packet | { readonly skip: 'protocol' | 'not-local' } {
+export function flowPacket(entry: CtEntry, layout: NodeLayout, local: (ip: string) => boolean = (ip) => isLocal(ip, layout)): Packet | { readonly skip: 'protocol' | 'not-local' } {
   const proto = PROTOCOLS.get(entry.orig.proto);
   // Policies name TCP, UDP and SCTP ports only; ICMP and the rest are never denied by a port rule, and
   // a pod-level deny of ICMP would need the same judgement on a tuple without ports (not done).
   if (!proto || entry.reply.sport === undefined) return { skip: 'protocol' };
   const src = entry.orig.src;
   const dst = entry.reply.src;
-  if (!isLocal(src, layout) && !isLocal(dst, layout)) return { skip: 'not-local' };
+  if (!local(src) && !local(dst)) return { skip: 'not-local' };
   return packetFor({ src, dst, proto, dport: entry.reply.sport, ...(entry.orig.sport !== undefined ? { sport: entry.orig.sport } : {}) }, layout);
 }
 
@@ -45,26 +45,34 @@ export interface RevokePlan {
  * holds many flows of one service, and policy never looks at the source port.
  */
 export function planRevocations(entries: readonly CtEntry[], layout: NodeLayout, bit: number, refuses: (packet: Packet) => boolean): RevokePlan {
-  const cache = new Map<string, boolean>();
+  // Verdicts by (src, dst, proto, dport); undefined: not ours to judge. Addresses repeat across a busy
+  // table, so locality is worked out once per address too.
+  const cache = new Map<string, boolean | undefined>();
+  const locality = new Map<string, boolean>();
+  const local = (ip: string): boolean => {
+    let answer = locality.get(ip);
+    if (answer === undefined) locality.set(ip, (answer = isLocal(ip, layout)));
+    return answer;
+  };
   const revoke: CtEntry[] = [];
   const restore: CtEntry[] = [];
   for (const entry of entries) {
     const carries = (entry.mark & bit) !== 0;
-    const packet = flowPacket(entry, layout);
-    if ('skip' in packet) {
+    const key = `${entry.orig.src} ${entry.reply.src} ${entry.orig.proto} ${entry.reply.sport}`;
+    let refused = cache.get(key);
+    if (!cache.has(key)) {
+      const packet = flowPacket(entry, layout, local);
+      refused = 'skip' in packet ? undefined : refuses(packet);
+      cache.set(key, refused);
+    }
+    if (refused === undefined) {
       if (carries) restore.push(entry);
       continue;
-    }
-    const key = `${packet.src} ${packet.dst} ${packet.proto} ${packet.dport}`;
-    let refused = cache.get(key);
-    if (refused === undefined) {
-      refused = refuses(packet);
-      cache.set(key, refused);
     }
     if (refused && !carries) revoke.push(entry);
     if (!refused && carries) restore.push(entry);
   }
-  return { revoke, restore, judged: cache.size, seen: entries.length };
+  return { revoke, restore, judged: [...cache.values()].filter((v) => v !== undefined).length, seen: entries.length };
 }
 
 /** The netlink updates that carry out a plan: set the bit on `revoke`, clear it on `restore`. */

@@ -1,7 +1,7 @@
 // ctnetlink bytes: an update request carries the tuple, mark and mask the kernel expects (layout from
 // include/uapi/linux/netfilter/nfnetlink_conntrack.h), and a dumped entry parses back to the same flow.
 
-import { markUpdateRequest, parseAttrs, parseEntry } from '../../../src/dataplane/ctnetlink-codec.js';
+import { entryFromWire, entryToWire, markUpdateRequest, parseAttrs, parseEntry } from '../../../src/dataplane/ctnetlink-codec.js';
 
 const tcp = { src: '10.244.1.2', dst: '10.244.1.3', proto: 6, sport: 40000, dport: 80 };
 
@@ -63,5 +63,14 @@ describe('parseEntry', () => {
 
   it('refuses an entry without tuples', () => {
     expect(parseEntry(Buffer.from([2, 0, 0, 0]))).toBeUndefined();
+  });
+});
+
+describe('the worker wire form', () => {
+  it.each([
+    { name: 'TCP', entry: { family: 4 as const, orig: tcp, reply: { ...tcp, src: tcp.dst, dst: tcp.src, sport: 80, dport: 40000 }, mark: 5, zone: 0 } },
+    { name: 'ICMP, no ports', entry: { family: 4 as const, orig: { src: '10.0.0.1', dst: '10.0.0.2', proto: 1 }, reply: { src: '10.0.0.2', dst: '10.0.0.1', proto: 1 }, mark: 0, zone: 2 } },
+  ])('$name survives the round trip', ({ entry }) => {
+    expect(entryFromWire(JSON.parse(JSON.stringify(entryToWire(entry))))).toEqual(entry);
   });
 });
