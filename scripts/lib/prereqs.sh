@@ -1,9 +1,9 @@
 # Shared set-up for scripts/*.sh: system packages via apt (as root), node_modules via npm ci.
-NETFENCE_APT_PACKAGES="iptables ipset iproute2 conntrack python3"
+NETFENCE_APT_PACKAGES="iptables ipset iproute2 conntrack nftables python3"
 
 ensure_system_packages() {
   local missing=()
-  for tool in iptables-nft-restore iptables-legacy-restore ipset ip conntrack python3; do
+  for tool in iptables-nft-restore iptables-legacy-restore ipset ip conntrack nft python3; do
     command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
   done
   [ ${#missing[@]} -eq 0 ] && return 0

@@ -9,7 +9,10 @@ import { readFlannelSubnetEnv } from '../config/flannel.js';
 import { toNodeSettings } from '../config/load.js';
 import type { DaemonConfig } from '../config/schema.js';
 import { flushFlows } from '../dataplane/conntrack.js';
+import { readCniCache, watchCniCache } from '../dataplane/cni-cache.js';
 import { openConntrackTable } from '../dataplane/ctnetlink.js';
+import { listLinks } from '../dataplane/links.js';
+import { applyNftScript } from '../dataplane/nft.js';
 import { readSysctl } from '../dataplane/sysctl.js';
 import { createLogger, type Logger } from '../log.js';
 import type { ClusterSnapshot, DesiredState, NodeSettings } from '../model/index.js';
@@ -21,6 +24,7 @@ import { Reconciler, type ReconcileObserver } from '../reconcile/reconciler.js';
 import { systemClock } from '../reconcile/runner.js';
 import { Syncer } from '../reconcile/syncer.js';
 import { Revoker } from '../revoke/revoker.js';
+import { AntiSpoofGuard } from '../antispoof/guard.js';
 import type { Io } from './commands-oneshot.js';
 import { configFrom, kernelFor, netnsOf, ownershipOf, parse, resourcePaths } from './context.js';
 
@@ -62,6 +66,8 @@ export interface RunningDaemon {
   readonly listen: { host: string; port: number };
   /** Strict mode's conntrack marker; undefined when revokeEstablished is off. */
   readonly revoker: Revoker | undefined;
+  /** The bridge-port address binding; undefined when antiSpoofing is off or in dry-run. */
+  readonly antiSpoof: AntiSpoofGuard | undefined;
   stop(): Promise<void>;
 }
 
@@ -119,6 +125,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
     dryRun: config.dryRun,
     observer,
   });
+  const antiSpoof = config.antiSpoofing && !config.dryRun ? startAntiSpoof(config, inputs.netns, logger) : undefined;
   const unsubscribe = source.onChange((change) => {
     metrics.countEvent(eventKind(change.kind));
     reconciler.changed();
@@ -135,15 +142,31 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
     metrics,
     listen,
     revoker,
+    antiSpoof,
     async stop() {
       unsubscribe();
       reconciler.stop();
       await revoker?.stop();
+      await antiSpoof?.stop();
       health.loopStopped('stopped');
       await source.stop();
       await server.stop();
     },
   };
+}
+
+/** The anti-spoofing table is independent of the cluster state: it starts at once, before the first sync. */
+function startAntiSpoof(config: DaemonConfig, netns: string | undefined, logger: Logger): AntiSpoofGuard {
+  const guard = new AntiSpoofGuard({
+    bridge: config.bridge,
+    readLinks: () => listLinks({ netns }),
+    readCache: () => readCniCache(config.cniCacheDir, config.bridge),
+    apply: (script) => applyNftScript(script, netns),
+    watch: (onChange) => watchCniCache(config.cniCacheDir, onChange),
+    logger: logger.child({ component: 'anti-spoofing' }),
+  });
+  guard.start();
+  return guard;
 }
 
 function openSource(config: DaemonConfig, inputs: DaemonInputs): ClusterSource {

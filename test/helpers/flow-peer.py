@@ -72,6 +72,7 @@ class Peer:
         self.flows = {}
         self.waiters = {}
         self.servers = []
+        self.sunk = []
         self.sctp_ports = set()
         self.sctp_assoc = {}  # (peer ip, peer port, our port) -> dict(flow, peer_tag, our_tag, tsn)
         self.raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, IPPROTO_SCTP)
@@ -240,6 +241,37 @@ class Peer:
             return {}
         if op == "send":
             self.flows[req["flow"]].send(req["text"])
+            return {}
+        if op == "sink":
+            peer = self
+
+            class Sink(asyncio.DatagramProtocol):
+                def datagram_received(self, data, addr):
+                    peer.sunk.append([addr[0], data.decode(errors="replace")])
+
+            await self.loop.create_datagram_endpoint(Sink, local_addr=("0.0.0.0", int(req["port"])))
+            return {}
+        if op == "sunk":
+            return {"datagrams": list(self.sunk)}
+        if op == "sendfrom":
+            # IP_TRANSPARENT: bind to and route from an address this pod does not hold, as a forger would.
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.setsockopt(socket.SOL_IP, 19, 1)
+            s.bind((req["src"], 0))
+            s.sendto(req["text"].encode(), (req["ip"], int(req["port"])))
+            s.close()
+            return {}
+        if op == "garp":
+            # A gratuitous ARP reply, broadcast: "<claim> is at <our MAC>" (ARP poisoning).
+            iface = req.get("iface", "eth0")
+            mac = bytes.fromhex(open(f"/sys/class/net/{iface}/address").read().strip().replace(":", ""))
+            claim = socket.inet_aton(req["claim"])
+            frame = b"\xff" * 6 + mac + b"\x08\x06" + struct.pack("!HHBBH", 1, 0x0800, 6, 4, 2) + mac + claim + b"\xff" * 6 + claim
+            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+            s.bind((iface, 0))
+            for _ in range(int(req.get("count", 3))):
+                s.send(frame)
+            s.close()
             return {}
         if op == "received":
             flow = self.flows.get(req["flow"])

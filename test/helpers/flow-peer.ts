@@ -14,6 +14,13 @@ export interface FlowPeer {
   connect(proto: FlowProto, ip: string, port: number, flow: string): Promise<void>;
   send(flow: string, text: string): Promise<void>;
   received(flow: string): Promise<string[]>;
+  /** Records every UDP datagram to `port` with its source address. */
+  sink(port: number): Promise<void>;
+  sunk(): Promise<{ readonly src: string; readonly text: string }[]>;
+  /** One UDP datagram with a source address the pod may not hold (IP_TRANSPARENT). */
+  sendFrom(src: string, ip: string, port: number, text: string): Promise<void>;
+  /** Broadcasts gratuitous ARP replies claiming `ip` for this pod's eth0 MAC. */
+  garp(ip: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -29,6 +36,10 @@ export async function startFlowPeer(netns: string): Promise<FlowPeer> {
     connect: async (proto, ip, port, flow) => void (await ask({ op: 'connect', proto, ip, port, flow })),
     send: async (flow, text) => void (await ask({ op: 'send', flow, text })),
     received: async (flow) => (await ask({ op: 'received', flow }))['messages'] as string[],
+    sink: async (port) => void (await ask({ op: 'sink', port })),
+    sunk: async () => ((await ask({ op: 'sunk' }))['datagrams'] as [string, string][]).map(([src, text]) => ({ src, text })),
+    sendFrom: async (src, ip, port, text) => void (await ask({ op: 'sendfrom', src, ip, port, text })),
+    garp: async (ip) => void (await ask({ op: 'garp', claim: ip })),
     stop: async () => void (await proc.stop()),
   };
 }
