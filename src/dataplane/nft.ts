@@ -29,3 +29,12 @@ export function countersFromJson(json: string): Map<string, number> {
   }
   return out;
 }
+
+/** `nft -j list table family table` as text; undefined when the table does not exist. */
+export async function listNftTableJson(family: string, table: string, netns?: string): Promise<string | undefined> {
+  try {
+    return (await run('nft', ['-j', 'list', 'table', family, table], { netns })).stdout;
+  } catch {
+    return undefined;
+  }
+}

@@ -9,6 +9,7 @@ import { jest } from '@jest/globals';
 import { existsSync, mkdtempSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { main } from '../../src/cli/main.js';
 import { readNftCounters } from '../../src/dataplane/nft.js';
 import { run } from '../../src/dataplane/exec.js';
 import { createSandbox, nodeCacheDir, type Sandbox, type SandboxPod } from '../../src/sandbox/index.js';
@@ -116,6 +117,25 @@ describeKernel('anti-spoofing on the pod bridge', () => {
     expect(await poisonAttempt()).toBe(await macOf(pod('b')));
     expect(await counter(`nf:spoof arp ${pod('a').hostVeth}`)).toBeGreaterThan(before);
     expect((await sandbox.probe('x/c', { protocol: 'TCP', ip: pod('b').ip, port: 80, timeoutMs: 2000 })).ok).toBe(true);
+  });
+
+  it('trace --in-iface gives the anti-spoofing verdict; inspect lists the bound ports and their drops', async () => {
+    const cli = async (...argv: string[]) => {
+      let out = '';
+      const code = await main([...argv, '--netns', netns()], { out: (t) => void (out += t), err: (t) => void (out += t) });
+      return { code, out };
+    };
+    const a = pod('a');
+    const forged = await cli('trace', '--src', pod('b').ip, '--dst', pod('c').ip, '--proto', 'udp', '--port', '80', '--in-iface', a.hostVeth, '--json');
+    expect(forged.code).toBe(0);
+    expect(JSON.parse(forged.out).antiSpoof).toMatchObject({ verdict: 'drop' });
+    const honest = await cli('trace', '--src', a.ip, '--dst', pod('c').ip, '--proto', 'udp', '--port', '80', '--in-iface', a.hostVeth);
+    expect(honest.out).toMatch(/anti-spoofing on veth\w+: ACCEPT/);
+    const inspected = await cli('inspect', '--json');
+    const view = JSON.parse(inspected.out).antiSpoofing as { programmed: boolean; ports: { port: string; addresses: string[]; drops: number }[] };
+    expect(view.programmed).toBe(true);
+    expect(view.ports.find((p) => p.port === a.hostVeth)).toMatchObject({ addresses: [a.ip] });
+    expect(view.ports.find((p) => p.port === a.hostVeth)!.drops).toBeGreaterThan(0);
   });
 
   it('a new pod works once the runtime has recorded it; a port whose pod is not known sends nothing', async () => {

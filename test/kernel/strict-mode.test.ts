@@ -9,6 +9,7 @@ import { jest } from '@jest/globals';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { main } from '../../src/cli/main.js';
 import { run } from '../../src/dataplane/exec.js';
 import { createSandbox, type Sandbox, type SandboxPod } from '../../src/sandbox/index.js';
 import { FakeApiServer, type KubeObject } from '../fakes/fake-apiserver.js';
@@ -163,6 +164,14 @@ describeKernel('strict mode on: a new deny revokes established flows', () => {
     // The entries are still there (not deleted, so nothing can pick the flow up again), carrying the bit.
     const listed = (await run('conntrack', ['-L', '-p', 'udp', '--dport', '7001'], { netns: w.daemon.node.netns })).stdout;
     expect(listed).toMatch(/mark=1048576/);
+    // trace says what happens to an established flow of the same tuple; inspect says strict mode is on.
+    let out = '';
+    const io = { out: (t: string) => void (out += t), err: (t: string) => void (out += t) };
+    await main(['trace', '--src', 'x/client', '--dst', w.serverPod.ip, '--proto', 'tcp', '--port', '7000', '--netns', w.daemon.node.netns], io);
+    expect(out).toMatch(/established: strict mode on: an established flow with this tuple is revoked/);
+    out = '';
+    await main(['inspect', '--json', '--netns', w.daemon.node.netns], io);
+    expect(JSON.parse(out).strictMode).toEqual({ on: true, bit: 0x100000, position: 1 });
   });
 
   it('clears the bit when a later change allows the flows again', async () => {
