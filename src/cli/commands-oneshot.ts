@@ -1,5 +1,7 @@
 // One-shot commands: compile, apply, diff, cleanup.
 
+import { ANTISPOOF_TABLE, renderAntiSpoofDelete } from '../antispoof/render.js';
+import { applyNftScript, listNftTableJson } from '../dataplane/nft.js';
 import { compile } from '../compile/index.js';
 import { emptyFamilyState, formatProblem, type DesiredState, type Problem } from '../model/index.js';
 import { formatPlanDiff, formatSummary, planJson, summarize } from '../plan/diff.js';
@@ -7,7 +9,7 @@ import { observeFamily, planFamily, type FamilyPlan } from '../plan/index.js';
 import { Syncer } from '../reconcile/syncer.js';
 import { renderFullRestore, renderIpsetRestore } from '../render/index.js';
 import type { Kernel } from '../dataplane/kernel.js';
-import { cliLogger, configFrom, kernelFor, loadCluster, loadResources, nodeSettings, ownershipOf, parse, UsageError } from './context.js';
+import { cliLogger, configFrom, kernelFor, loadCluster, loadResources, netnsOf, nodeSettings, ownershipOf, parse, UsageError } from './context.js';
 
 export interface Io {
   out(text: string): void;
@@ -84,7 +86,10 @@ export async function cleanupCommand(argv: readonly string[], io: Io): Promise<n
   const nothing: DesiredState = { v4: emptyFamilyState(4), v6: emptyFamilyState(6) };
   const sync = await new Syncer(kernel, ownershipOf(config), cliLogger(config)).sync(nothing, { readKernel: true });
   const s = summarize(sync.plans);
-  io.err(`cleanup: removed ${s.chainsChanged} chain(s), ${s.hooksChanged} hook(s), ${s.setsChanged} set(s)\n`);
+  // The anti-spoofing bridge table (nft); its absence is not an error.
+  const table = (await listNftTableJson('bridge', ANTISPOOF_TABLE, netnsOf(parsed))) !== undefined;
+  if (table) await applyNftScript(renderAntiSpoofDelete(), netnsOf(parsed));
+  io.err(`cleanup: removed ${s.chainsChanged} chain(s), ${s.hooksChanged} hook(s), ${s.setsChanged} set(s)${table ? ', the anti-spoofing table' : ''}\n`);
   return 0;
 }
 

@@ -168,4 +168,13 @@ describeKernel('anti-spoofing on the pod bridge', () => {
     expect(guard.state?.bindings.find((b) => b.port === e.hostVeth)?.ipv4).toEqual([d.ip]);
     expect(existsSync(join(nodeCacheDir(dir, NODE.name), 'results'))).toBe(true);
   });
+
+  it('cleanup removes the table (after the daemon stopped), and only then are pods unbound', async () => {
+    await daemon!.stop();
+    let out = '';
+    const io = { out: (t: string) => void (out += t), err: (t: string) => void (out += t) };
+    expect(await main(['cleanup', '--netns', netns()], io)).toBe(0);
+    expect(out).toMatch(/the anti-spoofing table/);
+    expect(await counters()).toEqual(new Map());
+  });
 });
