@@ -66,7 +66,8 @@ export class AntiSpoofGuard {
   }
 
   private async once(): Promise<void> {
-    const [links, cache] = await Promise.all([this.deps.readLinks(), this.deps.readCache()]);
+    // The cache first: a node without one is not polled for links every second for nothing.
+    const cache = await this.deps.readCache();
     if (cache === undefined) {
       if (!this.warnedNoCache) {
         this.deps.logger.error('anti-spoofing: no CNI result cache on this node (results/ missing under cniCacheDir): pod ports are NOT bound to their addresses');
@@ -75,7 +76,7 @@ export class AntiSpoofGuard {
       return;
     }
     this.warnedNoCache = false;
-    const state = antiSpoofState(this.deps.bridge, links, cache);
+    const state = antiSpoofState(this.deps.bridge, await this.deps.readLinks(), cache);
     const script = renderAntiSpoof(state);
     const now = (this.deps.now ?? Date.now)();
     if (script === this.lastScript && now - this.lastWriteAt < (this.deps.reassertMs ?? 30_000)) return;
