@@ -20,7 +20,7 @@ FROM node:20-bookworm-slim
 # denied flows, kmod so the legacy backend can find modules under the mounted /lib/modules.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      iptables ipset iproute2 conntrack kmod \
+      iptables ipset iproute2 conntrack nftables kmod \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 ENV NODE_ENV=production

@@ -1,6 +1,8 @@
 // One-shot commands: compile, apply, diff, cleanup.
 
 import { incompleteRead } from '../cluster/manifests.js';
+import { ANTISPOOF_TABLE, renderAntiSpoofDelete } from '../antispoof/render.js';
+import { applyNftScript, listNftTableJson } from '../dataplane/nft.js';
 import { compile } from '../compile/index.js';
 import { emptyFamilyState, formatProblem, type DesiredState, type Problem } from '../model/index.js';
 import { formatPlanDiff, formatSummary, planJson, summarize } from '../plan/diff.js';
@@ -14,6 +16,7 @@ import {
   kernelFor,
   loadCluster,
   loadResources,
+  netnsOf,
   nodeSettings,
   ownershipOf,
   parse,
@@ -119,7 +122,10 @@ export async function cleanupCommand(argv: readonly string[], io: Io): Promise<n
   const nothing: DesiredState = { v4: emptyFamilyState(4), v6: emptyFamilyState(6) };
   const sync = await new Syncer(kernel, ownershipOf(config), cliLogger(config)).sync(nothing, { readKernel: true });
   const s = summarize(sync.plans);
-  io.err(`cleanup: removed ${s.chainsChanged} chain(s), ${s.hooksChanged} hook(s), ${s.setsChanged} set(s)\n`);
+  // The anti-spoofing bridge table (nft); its absence is not an error.
+  const table = (await listNftTableJson('bridge', ANTISPOOF_TABLE, netnsOf(parsed))) !== undefined;
+  if (table) await applyNftScript(renderAntiSpoofDelete(), netnsOf(parsed));
+  io.err(`cleanup: removed ${s.chainsChanged} chain(s), ${s.hooksChanged} hook(s), ${s.setsChanged} set(s)${table ? ', the anti-spoofing table' : ''}\n`);
   return 0;
 }
 

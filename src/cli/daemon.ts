@@ -9,6 +9,10 @@ import { readFlannelSubnetEnv } from '../config/flannel.js';
 import { toNodeSettings } from '../config/load.js';
 import type { DaemonConfig } from '../config/schema.js';
 import { flushFlows } from '../dataplane/conntrack.js';
+import { readCniCache, watchCniCache } from '../dataplane/cni-cache.js';
+import { openConntrackTable } from '../dataplane/ctnetlink.js';
+import { listLinks } from '../dataplane/links.js';
+import { applyNftScript } from '../dataplane/nft.js';
 import { readSysctl } from '../dataplane/sysctl.js';
 import { createLogger, type Logger } from '../log.js';
 import type { ClusterSnapshot, DesiredState, NodeSettings } from '../model/index.js';
@@ -19,6 +23,8 @@ import type { FamilyPlan } from '../plan/index.js';
 import { Reconciler, type ReconcileObserver } from '../reconcile/reconciler.js';
 import { systemClock } from '../reconcile/runner.js';
 import { Syncer } from '../reconcile/syncer.js';
+import { Revoker } from '../revoke/revoker.js';
+import { AntiSpoofGuard } from '../antispoof/guard.js';
 import type { Io } from './commands-oneshot.js';
 import { configFrom, kernelFor, netnsOf, ownershipOf, parse, resourcePaths } from './context.js';
 import { createServiceGuards } from './service-guards.js';
@@ -59,6 +65,10 @@ export interface RunningDaemon {
   readonly source: ClusterSource;
   readonly metrics: Metrics;
   readonly listen: { host: string; port: number };
+  /** Strict mode's conntrack marker; undefined when revokeEstablished is off. */
+  readonly revoker: Revoker | undefined;
+  /** The bridge-port address binding; undefined when antiSpoofing is off or in dry-run. */
+  readonly antiSpoof: AntiSpoofGuard | undefined;
   stop(): Promise<void>;
 }
 
@@ -88,6 +98,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   // flannel's lease is read once; the Node object (when watched) wins over it, configuration over both.
   const flannelCidrs = (await readFlannelSubnetEnv(config.flannelSubnetEnv).catch(() => undefined))?.podCidrs ?? [];
   let lastCidrs = '';
+  let lastSettings: NodeSettings | undefined;
   const settings = (snapshot: ClusterSnapshot): NodeSettings => {
     const fromNode = snapshot.nodes.find((n) => n.name === config.nodeName)?.podCidrs ?? [];
     const s = toNodeSettings(config, fromNode.length > 0 ? fromNode : flannelCidrs);
@@ -96,11 +107,17 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
       if (s.podCidrs.length === 0) logger.warn('no pod CIDR known for this node: unknown local pods cannot be handled');
       else logger.info('pod CIDRs of this node', { podCidrs: s.podCidrs });
     }
+    lastSettings = s;
     return s;
   };
 
   const syncer = new Syncer(kernel, ownershipOf(config), logger.child({ component: 'syncer' }));
-  const observer = observerFor(metrics, health, config, inputs, logger);
+  const revoker = config.revokeEstablished
+    ? new Revoker({ open: () => openConntrackTable({ netns: inputs.netns }), logger: logger.child({ component: 'strict-mode' }) })
+    : undefined;
+  const observer = observerFor(metrics, health, config, inputs, logger, (desired) => {
+    if (revoker && lastSettings && !config.dryRun) revoker.request(desired, lastSettings);
+  });
   const reconciler = new Reconciler({
     source,
     settings,
@@ -121,6 +138,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
     synced?.(info);
   };
   await guards.checkIpvs();
+  const antiSpoof = config.antiSpoofing && !config.dryRun ? startAntiSpoof(config, inputs.netns, logger) : undefined;
   const unsubscribe = source.onChange((change) => {
     metrics.countEvent(eventKind(change.kind));
     reconciler.changed();
@@ -137,15 +155,33 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
     source,
     metrics,
     listen,
+    revoker,
+    antiSpoof,
     async stop() {
       unsubscribe();
       guards.stop();
       reconciler.stop();
+      await revoker?.stop();
+      await antiSpoof?.stop();
       health.loopStopped('stopped');
       await source.stop();
       await server.stop();
     },
   };
+}
+
+/** The anti-spoofing table is independent of the cluster state: it starts at once, before the first sync. */
+function startAntiSpoof(config: DaemonConfig, netns: string | undefined, logger: Logger): AntiSpoofGuard {
+  const guard = new AntiSpoofGuard({
+    bridge: config.bridge,
+    readLinks: () => listLinks({ netns }),
+    readCache: () => readCniCache(config.cniCacheDir, config.bridge),
+    apply: (script) => applyNftScript(script, netns),
+    watch: (onChange) => watchCniCache(config.cniCacheDir, onChange),
+    logger: logger.child({ component: 'anti-spoofing' }),
+  });
+  guard.start();
+  return guard;
 }
 
 function openSource(config: DaemonConfig, inputs: DaemonInputs, onHealth: (h: SourceHealth) => void): ClusterSource {
@@ -161,7 +197,15 @@ function openSource(config: DaemonConfig, inputs: DaemonInputs, onHealth: (h: So
 const eventKind = (kind: string): EventKind =>
   kind === 'Pod' ? 'pod' : kind === 'Namespace' ? 'namespace' : kind === 'Node' ? 'node' : 'networkpolicy';
 
-function observerFor(metrics: Metrics, health: HealthState, config: DaemonConfig, inputs: DaemonInputs, logger: Logger): ReconcileObserver {
+function observerFor(
+  metrics: Metrics,
+  health: HealthState,
+  config: DaemonConfig,
+  inputs: DaemonInputs,
+  logger: Logger,
+  rulesChanged: (desired: DesiredState) => void,
+): ReconcileObserver {
+  let programmedOnce = false;
   return {
     heartbeat: () => health.heartbeat(),
     synced: (info) => {
@@ -175,6 +219,10 @@ function observerFor(metrics: Metrics, health: HealthState, config: DaemonConfig
       }
       health.fullSyncProgrammed();
       if (config.conntrackFlush) void flushDeniedFlows(info.plans, info.desired, inputs.netns, logger);
+      // Strict mode re-judges established flows whenever the rules changed, and once at start-up for
+      // flows that predate this daemon.
+      if (!programmedOnce || info.plans.some((p) => p.changes.length > 0)) rulesChanged(info.desired);
+      programmedOnce = true;
     },
     failed: () => metrics.countApplyFailure(),
     problems: (problems) => {

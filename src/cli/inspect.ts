@@ -6,9 +6,13 @@ import type { DaemonConfig } from '../config/schema.js';
 import type { IpFamily } from '../model/index.js';
 import { IpsetParseError, parseIpsetSave } from '../render/index.js';
 import { filterReport, formatReport, inspectRuleset } from '../inspect/index.js';
+import { antiSpoofView, formatHardening, strictModeOf } from '../inspect/hardening.js';
+import { readProgrammedAntiSpoof, type ProgrammedAntiSpoof } from '../antispoof/read.js';
+import { ANTISPOOF_TABLE } from '../antispoof/render.js';
+import { listNftTableJson } from '../dataplane/nft.js';
 import { loadRuleset, requireOwnedChains, RulesetError, type IpSets, type Ruleset } from '../trace/index.js';
 import { extractIpsets, extractIptables, type Io } from './commands-oneshot.js';
-import { configFrom, kernelFor, parse, UsageError, type Parsed } from './context.js';
+import { configFrom, kernelFor, netnsOf, parse, UsageError, type Parsed } from './context.js';
 
 export interface LoadedRuleset {
   readonly ruleset: Ruleset;
@@ -64,6 +68,13 @@ export async function withRulesetErrors(name: string, io: Io, body: () => Promis
   }
 }
 
+/** The live anti-spoofing table (none for a saved dump: it holds iptables and ipsets only). */
+export async function readAntiSpoof(parsed: Parsed, config: DaemonConfig): Promise<ProgrammedAntiSpoof | undefined> {
+  if (parsed.values['saved'] !== undefined) return undefined;
+  const json = await listNftTableJson('bridge', ANTISPOOF_TABLE, netnsOf(parsed));
+  return json === undefined ? undefined : readProgrammedAntiSpoof(json, config.bridge);
+}
+
 export const familyFlag = (parsed: Parsed): IpFamily => {
   const raw = parsed.values['family'];
   if (raw === undefined || raw === '4') return 4;
@@ -95,8 +106,10 @@ export async function inspectCommand(argv: readonly string[], io: Io): Promise<n
       io.err(`netfence inspect: no policy ${policy} in the ruleset (a policy gets chains only while it selects a local pod)\n`);
       return 1;
     }
-    if (parsed.values['json'] === true) io.out(`${JSON.stringify(report, null, 2)}\n`);
-    else io.out(formatReport(report, { byPolicy: policy !== undefined && pod === undefined }));
+    const strictMode = strictModeOf(ruleset, config.chainPrefix);
+    const antiSpoofing = parsed.values['saved'] === undefined ? antiSpoofView(await readAntiSpoof(parsed, config)) : undefined;
+    if (parsed.values['json'] === true) io.out(`${JSON.stringify({ ...report, strictMode, antiSpoofing }, null, 2)}\n`);
+    else io.out(`${formatReport(report, { byPolicy: policy !== undefined && pod === undefined })}${formatHardening(strictMode, antiSpoofing).join('\n')}\n`);
     return 0;
   });
 }

@@ -17,7 +17,7 @@ interface CommandSpec {
 const COMMANDS: Record<string, CommandSpec> = {
   daemon: {
     run: async () => (await import('./daemon.js')).daemonCommand,
-    usage: 'netfence daemon --node-name N [--kubeconfig F | --resources PATH…] [--config F] [--dry-run]',
+    usage: 'netfence daemon --node-name N [--kubeconfig F | --resources PATH…] [--config F] [--dry-run] [--revoke-established] [--no-anti-spoofing]',
     summary: 'watch the cluster, program this node, repair drift, serve /healthz /readyz /metrics',
   },
   apply: {
@@ -42,7 +42,7 @@ const COMMANDS: Record<string, CommandSpec> = {
   },
   trace: {
     run: async () => (await import('./trace.js')).traceCommand,
-    usage: 'netfence trace --src IP|ns/pod --dst IP|ns/pod --proto tcp|udp|sctp --port N [--saved FILE] [--resources PATH… --node-name N] [--json]',
+    usage: 'netfence trace --src IP|ns/pod --dst IP|ns/pod --proto tcp|udp|sctp --port N [--saved FILE] [--resources PATH… --node-name N] [--in-iface PORT] [--json]',
     summary: 'walk one new packet through the live (or saved) ruleset and name the rule that decided it',
   },
   cleanup: {

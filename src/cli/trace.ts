@@ -8,7 +8,8 @@ import { podKey, type ClusterSnapshot, type L4Protocol } from '../model/index.js
 import { formatTrace, isLocal, packetFor, parseAddr, tracePacket, wrap, type NodeLayout } from '../trace/index.js';
 import type { Io } from './commands-oneshot.js';
 import { configFrom, parse, resourcePaths, UsageError, type Parsed } from './context.js';
-import { readRuleset, withRulesetErrors } from './inspect.js';
+import { readAntiSpoof, readRuleset, withRulesetErrors } from './inspect.js';
+import { antiSpoofVerdict, establishedFate, strictModeOf } from '../inspect/hardening.js';
 
 const PROTOCOLS: readonly L4Protocol[] = ['tcp', 'udp', 'sctp'];
 
@@ -27,6 +28,7 @@ export async function traceCommand(argv: readonly string[], io: Io): Promise<num
     port: { type: 'string' },
     'src-port': { type: 'string' },
     uplink: { type: 'string' },
+    'in-iface': { type: 'string' },
   });
   const config = configFrom(parsed, false);
   const want = (flag: string): string => {
@@ -55,15 +57,30 @@ export async function traceCommand(argv: readonly string[], io: Io): Promise<num
     if (parseAddr(src.ip)?.family !== parseAddr(dst.ip)?.family) throw new UsageError(`--src ${src.ip} and --dst ${dst.ip} are of different IP families`);
     const layout = nodeLayout(config, parsed, snapshot, report);
     const sport = sportText !== undefined ? { sport: portNumber('--src-port', sportText) } : {};
-    const packet = packetFor({ src: src.ip, dst: dst.ip, proto, dport, ...sport }, layout);
+    // --in-iface: the bridge port (host veth) the packet enters from, checked by the anti-spoofing table.
+    const inPort = parsed.values['in-iface'] as string | undefined;
+    const packet = { ...packetFor({ src: src.ip, dst: dst.ip, proto, dport, ...sport }, layout), ...(inPort ? { physIn: inPort } : {}) };
     const result = tracePacket(ruleset, ipsets, packet, { chainPrefix: config.chainPrefix });
+    const established = establishedFate(strictModeOf(ruleset, config.chainPrefix), result);
+    const programmed = inPort ? await readAntiSpoof(parsed, config) : undefined;
+    const family = parseAddr(src.ip)?.family === 6 ? 'ipv6' : 'ipv4';
+    const antiSpoof = inPort
+      ? programmed
+        ? antiSpoofVerdict(programmed, inPort, src.ip, family)
+        : { verdict: 'unknown', why: 'no anti-spoofing table to check (saved dump, or not programmed on this node)' }
+      : undefined;
     const label = (e: Endpoint) => `${e.pod ? `${e.pod}, ` : ''}${isLocal(e.ip, layout) ? 'local' : 'remote'}`;
     if (parsed.values['json'] === true) {
-      io.out(`${JSON.stringify({ source, packet, src, dst, podCidrs: layout.podCidrs, ...result }, null, 2)}\n`);
+      io.out(`${JSON.stringify({ source, packet, src, dst, podCidrs: layout.podCidrs, ...result, established, ...(antiSpoof ? { antiSpoof } : {}) }, null, 2)}\n`);
     } else {
       const local = layout.podCidrs.join(', ') || 'as listed in the dispatch chains';
       io.out(`${wrap(`${source}; local pods: ${local}`, 'ruleset ', '        ').join('\n')}\n`);
+      if (antiSpoof) {
+        const before = antiSpoof.verdict === 'drop' ? ' (the packet never reaches FORWARD)' : '';
+        io.out(`${wrap(`${antiSpoof.verdict.toUpperCase()}${before}: ${antiSpoof.why}`, `anti-spoofing on ${inPort}: `, '  ').join('\n')}\n`);
+      }
       io.out(formatTrace(result, packet, { ruleset, chainPrefix: config.chainPrefix, srcLabel: label(src), dstLabel: label(dst) }));
+      io.out(`${wrap(established, 'established: ', '  ').join('\n')}\n`);
     }
     return 0;
   });

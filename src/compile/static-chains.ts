@@ -1,7 +1,7 @@
 // Fixed wiring as typed data: the hook into FORWARD and the nf-FORWARD chain that fans out to dispatch.
 // These go through the same renderer, hasher and tracer as every generated chain.
 
-import type { Chain, Hook, NodeSettings } from '../model/index.js';
+import type { Chain, Hook, NodeSettings, Rule } from '../model/index.js';
 import type { ChainNames } from './names.js';
 
 export function forwardHook(names: ChainNames): Hook {
@@ -21,6 +21,7 @@ export function forwardChain(names: ChainNames, settings: NodeSettings): Chain {
     name: names.forward,
     role: { kind: 'static' },
     rules: [
+      ...revokedFlowRules(settings),
       // "Connections are judged on their first packet": later packets of a flow to or from a local pod
       // pass here, before the dispatch trees, so only a connection's first packet walks the policy.
       ...(['in-iface', 'out-iface'] as const).map((kind) => ({
@@ -36,4 +37,16 @@ export function forwardChain(names: ChainNames, settings: NodeSettings): Chain {
       { match: [{ kind: 'mark', value: accept, mask: accept }], action: { kind: 'accept' }, comment: 'policy accepted packet' },
     ],
   };
+}
+
+/**
+ * Strict mode: a flow whose conntrack entry carries the revoke bit is dropped in both directions, above
+ * the ESTABLISHED accepts. Marking (rather than deleting) the entry matters: with the default
+ * nf_conntrack_tcp_loose=1 a deleted TCP or UDP flow is picked up again from whichever side speaks
+ * next, as a new flow in the reverse direction that policy allows (research later-wave §2.4).
+ */
+function revokedFlowRules(settings: NodeSettings): Rule[] {
+  const bit = settings.revokeMark;
+  if (bit === undefined) return [];
+  return [{ match: [{ kind: 'connmark', value: bit, mask: bit }], action: { kind: 'drop' }, comment: 'flow revoked by a policy change (strict mode)' }];
 }

@@ -9,7 +9,7 @@ import { LineCounter, parseDocument } from 'yaml';
 import type { NodeSettings } from '../model/index.js';
 import { canonicalCidr, isCidr } from './cidr.js';
 import { parseListenAddress } from './listen-address.js';
-import { allocateMarks, markMaskProblems, parseMarkMask } from './marks.js';
+import { allocateMarks, hex, markMaskProblems, parseMarkMask, revokeBit } from './marks.js';
 import {
   CONFIG_FILE_ENV,
   CONFIG_KEYS,
@@ -83,6 +83,9 @@ export function loadConfig(input: LoadConfigInput): { config: DaemonConfig } {
     throw new ConfigError([`/nodeName: is required (set --node-name, ${nodeEnv}, or nodeName in the config file)`]);
   }
   merged['markMask'] = parseMarkMask(merged['markMask']);
+  if (merged['revokeEstablished'] === true && revokeBit(merged['markMask'] as number) === undefined) {
+    throw new ConfigError([`/markMask: revokeEstablished needs a fifth bit in the mark mask ${hex(merged['markMask'] as number)} for its conntrack mark`]);
+  }
   merged['nodeName'] ??= '';
   return { config: merged as unknown as DaemonConfig };
 }
@@ -107,7 +110,14 @@ export function toNodeSettings(config: DaemonConfig, podCidrs: readonly string[]
     chainPrefix: config.chainPrefix,
     ipsetPrefix: config.ipsetPrefix,
     marks: allocateMarks(config.markMask),
+    ...(config.revokeEstablished ? { revokeMark: revokeMarkOf(config.markMask) } : {}),
   };
+}
+
+function revokeMarkOf(mask: number): number {
+  const bit = revokeBit(mask);
+  if (bit === undefined) throw new ConfigError([`/markMask: revokeEstablished needs a fifth bit in the mark mask ${hex(mask)} for its conntrack mark`]);
+  return bit;
 }
 
 // ---- layers ------------------------------------------------------------------------------------

@@ -37,6 +37,16 @@ export function allocateMarks(mask: number): MarkBits {
   return { accept, scratch0, all: accept + pass + scratch0 + scratch1 };
 }
 
+/**
+ * Strict mode's conntrack-mark bit: the fifth bit of `mask` (0x100000 for 0xffff0000), after the four
+ * packet-mark bits. It is a ctmark bit, not a packet-mark bit, but it stays inside the mask the operator
+ * gave netfence, so a tool that copies marks between packet and flow (CONNMARK --save/--restore-mark)
+ * with its own bits cannot collide with it. Undefined when the mask has only four bits.
+ */
+export function revokeBit(mask: number): number | undefined {
+  return setBits(mask)[MARK_BITS_NEEDED];
+}
+
 /** Accepts a number or a `0x…` / decimal string; undefined when it is neither. */
 export function parseMarkMask(value: unknown): number | undefined {
   if (typeof value === 'number') return value;

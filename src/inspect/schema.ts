@@ -91,6 +91,28 @@ const problem = {
   },
 } as const;
 
+const strictMode = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['on'],
+  properties: { on: { type: 'boolean' }, bit: int, position: { type: 'integer', minimum: 1 } },
+} as const;
+
+/** Absent for a saved dump (it holds no nft tables). */
+const antiSpoofing = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['programmed', 'ports', 'unknownPortDrops'],
+  properties: {
+    programmed: { type: 'boolean' },
+    ports: {
+      type: 'array',
+      items: { type: 'object', additionalProperties: false, required: ['port', 'addresses', 'drops'], properties: { port: str, addresses: strings, drops: int } },
+    },
+    unknownPortDrops: int,
+  },
+} as const;
+
 export const INSPECT_REPORT_SCHEMA = {
   $schema: 'http://json-schema.org/draft-07/schema#',
   title: 'netfence inspect --json',
@@ -105,5 +127,7 @@ export const INSPECT_REPORT_SCHEMA = {
     pods: { type: 'array', items: pod },
     policies: { type: 'array', items: policy },
     problems: { type: 'array', items: problem },
+    strictMode,
+    antiSpoofing,
   },
 } as const;

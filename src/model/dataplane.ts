@@ -71,7 +71,9 @@ export type Match =
   | { readonly kind: 'set'; readonly set: IpSetName; readonly direction: SetDirection; readonly negate?: boolean }
   | { readonly kind: 'mark'; readonly value: number; readonly mask: number; readonly negate?: boolean }
   | { readonly kind: 'ctstate'; readonly states: readonly ConntrackState[] }
-  | { readonly kind: 'physdev'; readonly in?: string; readonly out?: string; readonly isBridged?: boolean };
+  | { readonly kind: 'physdev'; readonly in?: string; readonly out?: string; readonly isBridged?: boolean }
+  /** `-m connmark --mark value/mask`: the flow's conntrack mark (strict mode's revoke bit). */
+  | { readonly kind: 'connmark'; readonly value: number; readonly mask: number; readonly negate?: boolean };
 
 export type MatchKind = Match['kind'];
 

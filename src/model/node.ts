@@ -23,6 +23,11 @@ export interface NodeSettings {
   /** ipset name prefix, e.g. `nf` (sets are `nf4s:…`, `nf6n:…`). */
   readonly ipsetPrefix: string;
   readonly marks: MarkBits;
+  /**
+   * Strict mode (revokeEstablished): the conntrack-mark bit that revokes a flow. When set, nf-FORWARD
+   * drops packets of flows carrying it before any ESTABLISHED accept. Absent: strict mode is off.
+   */
+  readonly revokeMark?: number;
 }
 
 /** Away from kube-proxy's 0x4000/0x8000; the same layout Felix uses under its 0xffff0000 mask. */

@@ -220,6 +220,10 @@ function parseModule(name: string, args: readonly string[], start: number): { ma
       const mark = parseMark(args[i + 1]);
       return opt === '--mark' && mark ? { match: { kind: 'mark', ...mark, ...(negate ? { negate } : {}) }, next: i + 2 } : undefined;
     }
+    case 'connmark': {
+      const mark = parseMark(args[i + 1]);
+      return opt === '--mark' && mark ? { match: { kind: 'connmark', ...mark, ...(negate ? { negate } : {}) }, next: i + 2 } : undefined;
+    }
     case 'conntrack': {
       if (opt !== '--ctstate' || negate) return undefined;
       const states = (args[i + 1] ?? '').split(',') as ConntrackState[];

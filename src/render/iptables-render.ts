@@ -36,6 +36,7 @@ const renderMatch: { [K in Match['kind']]: (m: Extract<Match, { kind: K }>) => s
     ...(m.out !== undefined ? ['--physdev-out', m.out] : []),
     ...(m.isBridged ? ['--physdev-is-bridged'] : []),
   ],
+  connmark: (m) => ['-m', 'connmark', ...not(m.negate), '--mark', markArg(m.value, m.mask)],
 };
 
 const renderAction: { [K in Action['kind']]: (a: Extract<Action, { kind: K }>) => string[] } = {

@@ -12,3 +12,4 @@ export type { Matrix, MatrixCell, WrongCell } from './matrix.js';
 export { nodeKey, podKey } from './names.js';
 export { findLeftovers, removeLeftovers } from './leftovers.js';
 export type { Leftovers } from './leftovers.js';
+export { nodeCacheDir } from './cni-cache.js';

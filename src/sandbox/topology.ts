@@ -3,6 +3,7 @@
 // probe agent in every pod and node. Nothing touches the root namespace; everything created is
 // recorded in the exit/signal registry at once, so even a half-built sandbox is removed.
 
+import { removeCniResult, writeCniResult, type CachedPod } from './cni-cache.js';
 import type { Logger } from '../log.js';
 import type { Protocol } from '../model/index.js';
 import { run } from '../dataplane/exec.js';
@@ -43,6 +44,11 @@ export interface SandboxOptions {
   readonly iptables?: 'iptables' | 'nft' | 'legacy';
   /** Sandbox events at debug level (created, pods added, agent stderr). */
   readonly logger?: Logger;
+  /**
+   * Write a libcni-style result cache per pod under `<cniCacheDir>/<node>/results/` (see cni-cache.ts),
+   * as a containerd or CRI-O node would, so netfence can bind pod ports to addresses. Off by default.
+   */
+  readonly cniCacheDir?: string;
 }
 
 export interface SandboxNode {
@@ -234,6 +240,7 @@ export async function createSandbox(spec: SandboxSpec, opts: SandboxOptions = {}
       await addNetns(pod.netns);
       await ipBatch(node.netns, podHostBatch(pod.hostVeth, pod.netns));
       await ipBatch(pod.netns, podBatch(pod.ip, node.cidr.prefix, node.gatewayIp));
+      if (opts.cniCacheDir) writeCniResult(opts.cniCacheDir, cachedPod(pod, node));
       pod.agent = await launch(pod.netns, key, pod.ports, 'eth0');
     } catch (err) {
       await removePodState(pod).catch(() => undefined);
@@ -244,6 +251,7 @@ export async function createSandbox(spec: SandboxSpec, opts: SandboxOptions = {}
   };
 
   const removePodState = async (pod: PodState): Promise<void> => {
+    if (opts.cniCacheDir) removeCniResult(opts.cniCacheDir, cachedPod(pod, nodeOf(pod.node)));
     await stopAgent(pod.agent);
     // Deleting the host veth first removes both ends now; a namespace's links otherwise go away
     // asynchronously, and a lingering port on cni0 would confuse an IP-reuse test.
@@ -342,6 +350,15 @@ function underlayPortName(names: SandboxNames, index: number): string {
   if (name.length > 15) throw new Error(`underlay port name ${name} is longer than 15 characters: use a shorter sandbox id`);
   return name;
 }
+
+const cachedPod = (pod: PodState, node: NodeState): CachedPod => ({
+  node: node.name,
+  netns: pod.netns,
+  hostVeth: pod.hostVeth,
+  ips: [{ address: pod.ip, prefix: node.cidr.prefix, gateway: node.gatewayIp }],
+  // The veth name is random per pod: a stand-in for the sandbox container ID.
+  containerId: `${pod.netns}-${pod.hostVeth}`,
+});
 
 function publicNode(n: NodeState): SandboxNode {
   const { cidr: _cidr, taken: _taken, agent: _agent, ...node } = n;

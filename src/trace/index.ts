@@ -6,3 +6,4 @@ export * from './packet.js';
 export * from './ruleset.js';
 export * from './trace.js';
 export * from './wrap.js';
+export * from './desired.js';

@@ -46,6 +46,8 @@ const evaluate: { [K in Match['kind']]: (m: Extract<Match, { kind: K }>, ctx: Ma
     (m.in === undefined || ifaceMatches(m.in, packet.physIn)) &&
     (m.out === undefined || ifaceMatches(m.out, packet.physOut)) &&
     (!m.isBridged || packet.physOut !== undefined),
+  // The flow's conntrack mark; a traced packet is a new flow's first, whose mark is 0 unless the packet says.
+  connmark: (m, { packet }) => flip((((packet.ctmark ?? 0) & m.mask) >>> 0) === m.value >>> 0, m.negate),
 };
 
 const not = (negate: boolean | undefined): string => (negate ? '! ' : '');
@@ -62,6 +64,7 @@ export const describe: { [K in Match['kind']]: (m: Extract<Match, { kind: K }>) 
   mark: (m) => `mark ${not(m.negate)}0x${m.value.toString(16)}/0x${m.mask.toString(16)}`,
   ctstate: (m) => `ctstate ${m.states.join(',')}`,
   physdev: (m) => `physdev${m.in ? ` in ${m.in}` : ''}${m.out ? ` out ${m.out}` : ''}${m.isBridged ? ' bridged' : ''}`,
+  connmark: (m) => `connmark ${not(m.negate)}0x${m.value.toString(16)}/0x${m.mask.toString(16)}`,
 };
 
 export const evaluateMatch = (m: Match, ctx: MatchContext): MatchAnswer => (evaluate[m.kind] as (m: Match, c: MatchContext) => MatchAnswer)(m, ctx);

@@ -19,6 +19,8 @@ export interface Packet {
   readonly ctstate: 'NEW';
   /** The packet mark on entry (default 0). */
   readonly mark?: number;
+  /** The flow's conntrack mark (default 0: a new flow has none). */
+  readonly ctmark?: number;
 }
 
 export interface NodeLayout {

@@ -70,6 +70,9 @@ export function evaluate(state: FamilyState, pkt: EvalPacket): EvalResult {
         return xor(m.negate, (((mark & m.mask) >>> 0) === m.value >>> 0));
       case 'ctstate':
         return m.states.includes(pkt.ctstate ?? 'NEW');
+      case 'connmark':
+        // A NEW packet's flow has no conntrack mark yet.
+        return xor(m.negate, (((0 & m.mask) >>> 0) === m.value >>> 0));
       case 'physdev': {
         if ((m.in !== undefined && pkt.physIn === undefined) || (m.out !== undefined && pkt.physOut === undefined)) {
           throw new Error('packet has no bridge ports, but a rule matches physdev names');

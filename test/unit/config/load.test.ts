@@ -82,6 +82,11 @@ describe('loadConfig', () => {
       expect: { ipv6: false },
     },
     {
+      name: '--revoke-established turns strict mode on',
+      input: { env: { NODE_NAME: 'n1' }, argvFlags: flags('--revoke-established') },
+      expect: { revokeEstablished: true },
+    },
+    {
       name: '--dry-run',
       input: { env: { NODE_NAME: 'n1' }, argvFlags: flags('--dry-run') },
       expect: { dryRun: true },
@@ -159,6 +164,11 @@ describe('loadConfig', () => {
       name: 'non-boolean from flag value',
       input: { env: { NODE_NAME: 'n1' }, argvFlags: { 'conntrack-flush': 'maybe' } },
       problems: ['flag --conntrack-flush: /conntrackFlush: must be boolean'],
+    },
+    {
+      name: 'strict mode needs a fifth mark bit for its conntrack mark',
+      input: { env: { NODE_NAME: 'n1', NETFENCE_REVOKE_ESTABLISHED: 'true' }, file: file('markMask: "0x000f0000"') },
+      problems: ['/markMask: revokeEstablished needs a fifth bit in the mark mask 0xf0000 for its conntrack mark'],
     },
     {
       name: 'unknown NETFENCE_ variable',
@@ -261,5 +271,11 @@ describe('toNodeSettings', () => {
       ipsetPrefix: 'xy',
       marks: { accept: 0x1000000, scratch0: 0x4000000, all: 0xf000000 },
     });
+  });
+
+  it('strict mode takes the fifth bit of the mask as its conntrack mark', () => {
+    expect(toNodeSettings({ ...base, revokeEstablished: true }, []).revokeMark).toBe(0x100000);
+    expect(toNodeSettings({ ...base, revokeEstablished: true, markMask: 0x0f800000 }, []).revokeMark).toBe(0x8000000);
+    expect(toNodeSettings(base, [])).not.toHaveProperty('revokeMark');
   });
 });

@@ -150,6 +150,7 @@ describe('DaemonSet', () => {
     { path: '/run/xtables.lock', hostPath: '/run/xtables.lock', type: 'FileOrCreate', readOnly: undefined },
     { path: '/run/flannel', hostPath: '/run/flannel', type: 'DirectoryOrCreate', readOnly: true },
     { path: '/lib/modules', hostPath: '/lib/modules', type: undefined, readOnly: true },
+    { path: '/var/lib/cni', hostPath: '/var/lib/cni', type: 'DirectoryOrCreate', readOnly: true },
   ])('mounts host $path', ({ path, hostPath, type, readOnly }) => {
     const m = mount(path);
     expect(m?.readOnly).toBe(readOnly);

@@ -89,6 +89,8 @@ const handWritten: [string, Rule][] = [
   ['physdev out, bridged', { match: m({ kind: 'physdev', out: 'veth1234abcd', isBridged: true }), action: { kind: 'jump', target } }],
   ['physdev in and out', { match: m({ kind: 'physdev', in: 'veth1', out: 'veth2' }), action: { kind: 'accept' } }],
   ['physdev bridged only', { match: m({ kind: 'physdev', isBridged: true }), action: { kind: 'accept' } }],
+  ['connmark revoke bit', { match: m({ kind: 'connmark', value: 0x100000, mask: 0x100000 }), action: { kind: 'drop' } }],
+  ['negated connmark', { match: m({ kind: 'connmark', value: 0, mask: 0x100000, negate: true }), action: { kind: 'accept' } }],
   ['modules keep their order', {
     match: m({ kind: 'protocol', protocol: 'tcp' }, { kind: 'ctstate', states: ['NEW'] }, { kind: 'mark', value: 1, mask: 1 }, { kind: 'set', set, direction: 'dst' }, { kind: 'dports', ports: [{ from: 5, to: 5 }] }),
     action: { kind: 'set-mark', value: 0x10000, mask: 0x10000 },

@@ -64,6 +64,8 @@ const cases: Case[] = [
   { name: 'physdev in wildcard', match: { kind: 'physdev', in: 'veth+' }, packet: { physIn: 'veth1234' }, expect: true },
   { name: 'physdev is-bridged without bridge ports', match: { kind: 'physdev', isBridged: true }, expect: false },
   { name: 'physdev is-bridged', match: { kind: 'physdev', isBridged: true }, packet: { physIn: 'veth1', physOut: 'veth2' }, expect: true },
+  { name: 'connmark: a new flow carries none', match: { kind: 'connmark', value: 0x100000, mask: 0x100000 }, expect: false },
+  { name: 'connmark: a revoked flow', match: { kind: 'connmark', value: 0x100000, mask: 0x100000 }, packet: { ctmark: 0x100001 }, expect: true },
 ];
 
 describe('evaluateMatch', () => {

@@ -1,0 +1,95 @@
+// Keeps the anti-spoofing table current as pods come and go: re-reads the bridge's ports (kernel) and
+// the CNI result cache on every change the cache watch reports and on a short poll, and rewrites the
+// table when the bindings changed (and every `reassertMs`, which repairs a table someone deleted).
+// Refreshes never overlap; requests during one fold into one more.
+
+import type { CniBinding } from '../dataplane/cni-cache.js';
+import type { Logger } from '../log.js';
+import { antiSpoofState, type AntiSpoofState, type PortLink } from './model.js';
+import { renderAntiSpoof } from './render.js';
+
+export interface AntiSpoofDeps {
+  readonly bridge: string;
+  readonly readLinks: () => Promise<readonly PortLink[]>;
+  /** undefined: this node has no CNI result cache, so nothing can be bound (and nothing is programmed). */
+  readonly readCache: () => Promise<readonly CniBinding[] | undefined>;
+  readonly apply: (script: string) => Promise<void>;
+  readonly watch?: (onChange: () => void) => () => void;
+  readonly logger: Logger;
+  readonly pollMs?: number;
+  readonly reassertMs?: number;
+  readonly now?: () => number;
+}
+
+export class AntiSpoofGuard {
+  /** The bindings last programmed; undefined until the first successful write. */
+  state: AntiSpoofState | undefined;
+  writes = 0;
+  private lastScript = '';
+  private lastWriteAt = 0;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private timer: NodeJS.Timeout | undefined;
+  private unwatch: (() => void) | undefined;
+  private warnedNoCache = false;
+
+  constructor(private readonly deps: AntiSpoofDeps) {}
+
+  start(): void {
+    this.unwatch = this.deps.watch?.(() => this.refresh());
+    this.timer = setInterval(() => this.refresh(), this.deps.pollMs ?? 1000);
+    this.timer.unref();
+    this.refresh();
+  }
+
+  /** Re-read and rewrite if needed; returns when this request (or a later one) has been served. */
+  refresh(): Promise<void> {
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = this.loop().finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.unwatch?.();
+    while (this.running) await this.running;
+  }
+
+  private async loop(): Promise<void> {
+    do {
+      this.again = false;
+      await this.once().catch((err: Error) => this.deps.logger.warn('anti-spoofing: refresh failed; retried on the next poll', { error: err.message }));
+    } while (this.again);
+  }
+
+  private async once(): Promise<void> {
+    // The cache first: a node without one is not polled for links every second for nothing.
+    const cache = await this.deps.readCache();
+    if (cache === undefined) {
+      if (!this.warnedNoCache) {
+        this.deps.logger.error('anti-spoofing: no CNI result cache on this node (results/ missing under cniCacheDir): pod ports are NOT bound to their addresses');
+        this.warnedNoCache = true;
+      }
+      return;
+    }
+    this.warnedNoCache = false;
+    const state = antiSpoofState(this.deps.bridge, await this.deps.readLinks(), cache);
+    const script = renderAntiSpoof(state);
+    const now = (this.deps.now ?? Date.now)();
+    if (script === this.lastScript && now - this.lastWriteAt < (this.deps.reassertMs ?? 30_000)) return;
+    await this.deps.apply(script);
+    if (script !== this.lastScript) {
+      this.deps.logger.info('anti-spoofing: pod ports bound', {
+        bound: state.bindings.map((b) => `${b.port}=${[...b.ipv4, ...b.ipv6].join('+')}`),
+        unknownPorts: state.unknownPorts,
+      });
+    }
+    this.state = state;
+    this.lastScript = script;
+    this.lastWriteAt = now;
+    this.writes++;
+  }
+}

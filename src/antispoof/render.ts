@@ -1,0 +1,60 @@
+// The anti-spoofing state as an `nft -f` script: one `bridge` family table, replaced whole in one
+// transaction (the leading `table …` + `delete table …` make it exist, then drop it, so a script that
+// fails leaves the previous table in place — nft applies a file atomically or not at all).
+//
+// Why an nft bridge table (research later-wave §4.1): a prerouting hook at priority -300 sees every
+// frame entering a bridge port before conntrack, br_netfilter's iptables pass or the bridge's own
+// forwarding and local delivery, so one place binds IPv4, IPv6 and ARP; a forged source never rides an
+// existing conntrack entry; traffic to the node itself is covered too. iptables physdev rules stop IP
+// spoofing but cannot see ARP, and ARP poisoning then black-holes the victim's traffic.
+
+import { allowedSources, type AntiSpoofState, type PortBinding } from './model.js';
+
+export const ANTISPOOF_TABLE = 'netfence';
+
+/** Comments the counters are read back by. */
+export const dropComment = (kind: 'arp' | 'ipv4' | 'ipv6' | 'other' | 'unknown-port', port?: string): string =>
+  `nf:spoof ${kind}${port !== undefined ? ` ${port}` : ''}`;
+
+const quote = (s: string): string => `"${s}"`;
+const set = (items: readonly string[]): string => `{ ${items.join(', ')} }`;
+export const portChain = (port: string): string => `port-${port}`;
+
+function portRules(b: PortBinding): string[] {
+  const arp = allowedSources(b, 'arp');
+  const v6 = [...allowedSources(b, 'ipv6'), 'fe80::/10'];
+  return [
+    `    ether type arp arp saddr ip ${set(arp)} accept`,
+    ...(b.ipv4.length > 0 ? [`    ether type ip ip saddr ${set(b.ipv4)} accept`] : []),
+    `    ether type ip6 ip6 saddr ${set(v6)} accept`,
+    `    ether type arp counter drop comment ${quote(dropComment('arp', b.port))}`,
+    `    ether type ip counter drop comment ${quote(dropComment('ipv4', b.port))}`,
+    `    ether type ip6 counter drop comment ${quote(dropComment('ipv6', b.port))}`,
+    `    counter drop comment ${quote(dropComment('other', b.port))}`,
+  ];
+}
+
+/** The whole table. Frames entering ports of other bridges are not ours and pass untouched. */
+export function renderAntiSpoof(state: AntiSpoofState): string {
+  const lines = [
+    `table bridge ${ANTISPOOF_TABLE}`,
+    `delete table bridge ${ANTISPOOF_TABLE}`,
+    `table bridge ${ANTISPOOF_TABLE} {`,
+    ...state.bindings.flatMap((b) => [`  chain ${portChain(b.port)} {`, ...portRules(b), '  }']),
+    '  chain prerouting {',
+    '    type filter hook prerouting priority -300; policy accept;',
+    // This kernel has no bridge meta expressions (`meta ibrname` is EOPNOTSUPP without
+    // CONFIG_NFT_BRIDGE_META), so ports of other bridges are let through by name instead.
+    ...(state.otherPorts.length > 0 ? [`    iifname ${set(state.otherPorts.map(quote))} accept`] : []),
+    ...state.bindings.map((b) => `    iifname ${quote(b.port)} jump ${portChain(b.port)}`),
+    // Fail closed: a veth port whose pod the cache has not named yet, including one created after this
+    // table was written, sends nothing until the next rewrite names it.
+    `    meta iifkind "veth" counter drop comment ${quote(dropComment('unknown-port'))}`,
+    '  }',
+    '}',
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+/** The table removed (cleanup, or anti-spoofing turned off): tolerant of a table that is not there. */
+export const renderAntiSpoofDelete = (): string => `table bridge ${ANTISPOOF_TABLE}\ndelete table bridge ${ANTISPOOF_TABLE}\n`;

@@ -1,0 +1,51 @@
+// The guard's loop with fake sources: it writes the table when the bindings change and not otherwise,
+// re-asserts it after `reassertMs`, and writes nothing at all on a node without a CNI result cache.
+
+import { AntiSpoofGuard } from '../../../src/antispoof/guard.js';
+import type { CniBinding } from '../../../src/dataplane/cni-cache.js';
+import { createLogger } from '../../../src/log.js';
+import { Writable } from 'node:stream';
+
+const quiet = createLogger({ level: 'error', format: 'json', stream: new Writable({ write: (_c, _e, done) => done() }) });
+const A: CniBinding = { key: 'cbr0-a-eth0', containerId: 'a', hostVeth: 'veth0a', ips: ['10.244.1.2'] };
+
+function harness(cache: { value: CniBinding[] | undefined }, links = [{ name: 'veth0a', master: 'cni0' }]) {
+  const scripts: string[] = [];
+  let now = 0;
+  const guard = new AntiSpoofGuard({
+    bridge: 'cni0',
+    readLinks: async () => links,
+    readCache: async () => cache.value,
+    apply: async (s) => void scripts.push(s),
+    logger: quiet,
+    reassertMs: 1000,
+    now: () => now,
+  });
+  return { guard, scripts, advance: (ms: number) => void (now += ms) };
+}
+
+describe('AntiSpoofGuard', () => {
+  it('writes once per change of bindings, and again only to re-assert', async () => {
+    const cache = { value: [A] as CniBinding[] | undefined };
+    const h = harness(cache);
+    await h.guard.refresh();
+    await h.guard.refresh();
+    expect(h.scripts).toHaveLength(1);
+    expect(h.guard.state?.bindings.map((b) => b.port)).toEqual(['veth0a']);
+    cache.value = [];
+    await h.guard.refresh();
+    expect(h.scripts).toHaveLength(2);
+    expect(h.guard.state?.unknownPorts).toEqual(['veth0a']);
+    h.advance(1500);
+    await h.guard.refresh();
+    expect(h.scripts).toHaveLength(3);
+    expect(h.scripts[2]).toBe(h.scripts[1]);
+  });
+
+  it('programs nothing on a node without a CNI result cache', async () => {
+    const h = harness({ value: undefined });
+    await h.guard.refresh();
+    expect(h.scripts).toEqual([]);
+    expect(h.guard.state).toBeUndefined();
+  });
+});

@@ -1,0 +1,55 @@
+// The programmed table read back (fixture: `nft -j list table bridge netfence` of a table rendered for
+// port vethaaaa = 10.244.1.2, with vethdock a port of another bridge), and what inspect and trace say
+// about strict mode and anti-spoofing from it.
+
+import { readFileSync } from 'node:fs';
+import { readProgrammedAntiSpoof } from '../../../src/antispoof/read.js';
+import { compile } from '../../../src/compile/index.js';
+import { antiSpoofVerdict, antiSpoofView, establishedFate, strictModeOf } from '../../../src/inspect/hardening.js';
+import { rulesetOfDesired, type TraceResult } from '../../../src/trace/index.js';
+import { settings, snapshot } from '../../helpers/builders.js';
+
+const json = readFileSync(new URL('./fixtures/programmed-table.json', import.meta.url), 'utf8');
+const programmed = readProgrammedAntiSpoof(json, 'cni0')!;
+
+describe('readProgrammedAntiSpoof', () => {
+  it('finds the bound port, its addresses, the other bridge’s port and every drop counter', () => {
+    expect(programmed.state.bindings).toEqual([{ port: 'vethaaaa', ipv4: ['10.244.1.2'], ipv6: [], source: 'programmed table' }]);
+    expect(programmed.state.otherPorts).toEqual(['vethdock']);
+    expect([...programmed.counters.keys()].sort()).toEqual(['nf:spoof arp vethaaaa', 'nf:spoof ipv4 vethaaaa', 'nf:spoof ipv6 vethaaaa', 'nf:spoof other vethaaaa', 'nf:spoof unknown-port']);
+  });
+  it('is undefined for a document without the table', () => {
+    expect(readProgrammedAntiSpoof(JSON.stringify({ nftables: [{ metainfo: {} }] }), 'cni0')).toBeUndefined();
+  });
+});
+
+describe('antiSpoofVerdict (trace --in-iface)', () => {
+  it.each([
+    { port: 'vethaaaa', src: '10.244.1.2', expect: 'accept' },
+    { port: 'vethaaaa', src: '10.244.1.3', expect: 'drop' },
+    { port: 'vethdock', src: '172.17.0.2', expect: 'accept' },
+    { port: 'vethnew', src: '10.244.1.9', expect: 'drop' },
+  ])('$src on $port: $expect', ({ port, src, expect: expected }) => {
+    expect(antiSpoofVerdict(programmed, port, src, 'ipv4').verdict).toBe(expected);
+  });
+  it('inspect counts drops per bound port', () => {
+    expect(antiSpoofView(programmed)).toEqual({ programmed: true, ports: [{ port: 'vethaaaa', addresses: ['10.244.1.2'], drops: 0 }], unknownPortDrops: 0 });
+    expect(antiSpoofView(undefined).programmed).toBe(false);
+  });
+});
+
+describe('strict mode as read from a ruleset', () => {
+  const ruleset = (revokeMark?: number) =>
+    rulesetOfDesired(compile(snapshot({}), settings(revokeMark !== undefined ? { revokeMark } : {})).desired.v4).ruleset;
+  const dropped = { verdict: 'DROP' } as TraceResult;
+  const accepted = { verdict: 'ACCEPT' } as TraceResult;
+  it('is on with the connmark rule at the top of nf-FORWARD', () => {
+    expect(strictModeOf(ruleset(0x100000), 'nf-')).toEqual({ on: true, bit: 0x100000, position: 1 });
+    expect(strictModeOf(ruleset(), 'nf-')).toEqual({ on: false });
+  });
+  it('says what happens to an established flow of a traced tuple', () => {
+    expect(establishedFate(strictModeOf(ruleset(0x100000), 'nf-'), dropped)).toMatch(/is revoked/);
+    expect(establishedFate(strictModeOf(ruleset(0x100000), 'nf-'), accepted)).toMatch(/allowed to go on/);
+    expect(establishedFate(strictModeOf(ruleset(), 'nf-'), dropped)).toMatch(/strict mode off/);
+  });
+});
