@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import type { ParseArgsConfig } from 'node:util';
 import { Ajv, type ErrorObject } from 'ajv';
 import { LineCounter, parseDocument } from 'yaml';
-import type { NodeSettings } from '../model/index.js';
+import { DEFAULT_FLOW_LOG, type NodeSettings } from '../model/index.js';
 import { canonicalCidr, isCidr } from './cidr.js';
 import { parseListenAddress } from './listen-address.js';
 import { allocateMarks, markMaskProblems, parseMarkMask } from './marks.js';
@@ -107,6 +107,7 @@ export function toNodeSettings(config: DaemonConfig, podCidrs: readonly string[]
     chainPrefix: config.chainPrefix,
     ipsetPrefix: config.ipsetPrefix,
     marks: allocateMarks(config.markMask),
+    flowLog: config.flowLogs ? { group: config.flowLogGroup, perSecond: config.flowLogRate, burst: DEFAULT_FLOW_LOG.burst } : undefined,
   };
 }
 

@@ -2,7 +2,7 @@
 // Foreign rules are kept as raw lines: we read them only to leave them alone (and to show them).
 
 import type { Action, ChainName, ConntrackState, IpSetName, L4Protocol, Match, PortRange, Rule, SetDirection } from '../model/index.js';
-import { HASH_PREFIX } from './iptables-render.js';
+import { DEFAULT_LIMIT_BURST, HASH_PREFIX } from './iptables-render.js';
 
 export interface SavedRule {
   /** The line as saved, without the leading `-A <chain> `. */
@@ -238,6 +238,13 @@ function parseModule(name: string, args: readonly string[], start: number): { ma
       const match: Match = { kind: 'physdev', ...(inName ? { in: inName } : {}), ...(outName ? { out: outName } : {}), ...(isBridged ? { isBridged } : {}) };
       return { match, next: i };
     }
+    case 'limit': {
+      const rate = /^(\d+)\/sec$/.exec(args[i + 1] ?? '');
+      if (opt !== '--limit' || !rate) return undefined;
+      const burst = args[i + 2] === '--limit-burst' ? Number(args[i + 3]) : DEFAULT_LIMIT_BURST;
+      if (!Number.isInteger(burst)) return undefined;
+      return { match: { kind: 'limit', perSecond: Number(rate[1]), burst }, next: args[i + 2] === '--limit-burst' ? i + 4 : i + 2 };
+    }
     default:
       return undefined;
   }
@@ -253,6 +260,12 @@ function parseTarget(flag: string, target: string, args: readonly string[], i: n
     case 'MARK': {
       const mark = args[i] === '--set-xmark' ? parseMark(args[i + 1]) : undefined;
       return mark && { action: { kind: 'set-mark', ...mark }, next: i + 2 };
+    }
+    case 'NFLOG': {
+      if (args[i] !== '--nflog-prefix' || args[i + 1] === undefined) return undefined;
+      const group = args[i + 2] === '--nflog-group' ? Number(args[i + 3]) : 0;
+      if (!Number.isInteger(group)) return undefined;
+      return { action: { kind: 'nflog', group, prefix: args[i + 1]! }, next: args[i + 2] === '--nflog-group' ? i + 4 : i + 2 };
     }
     default:
       return /^[A-Z]+$/.test(target) ? undefined : { action: { kind: 'jump', target: target as ChainName }, next: i };

@@ -46,6 +46,8 @@ const evaluate: { [K in Match['kind']]: (m: Extract<Match, { kind: K }>, ctx: Ma
     (m.in === undefined || ifaceMatches(m.in, packet.physIn)) &&
     (m.out === undefined || ifaceMatches(m.out, packet.physOut)) &&
     (!m.isBridged || packet.physOut !== undefined),
+  // One packet never exhausts a token bucket: the trace assumes the rate is not exceeded.
+  limit: () => true,
 };
 
 const not = (negate: boolean | undefined): string => (negate ? '! ' : '');
@@ -62,6 +64,7 @@ export const describe: { [K in Match['kind']]: (m: Extract<Match, { kind: K }>) 
   mark: (m) => `mark ${not(m.negate)}0x${m.value.toString(16)}/0x${m.mask.toString(16)}`,
   ctstate: (m) => `ctstate ${m.states.join(',')}`,
   physdev: (m) => `physdev${m.in ? ` in ${m.in}` : ''}${m.out ? ` out ${m.out}` : ''}${m.isBridged ? ' bridged' : ''}`,
+  limit: (m) => `at most ${m.perSecond}/s (burst ${m.burst})`,
 };
 
 export const evaluateMatch = (m: Match, ctx: MatchContext): MatchAnswer => (evaluate[m.kind] as (m: Match, c: MatchContext) => MatchAnswer)(m, ctx);

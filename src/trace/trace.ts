@@ -154,6 +154,10 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
         if (action.value !== 0) allowedBy.push({ ...ref, value: action.value, ...attributionOf(comment) });
         break;
       }
+      case 'nflog':
+        // Not a verdict: the packet is copied to the flow log and goes on to the next rule.
+        record('match', `logged to NFLOG group ${action.group}`);
+        break;
       case 'return':
         record('match');
         frames.pop();
