@@ -20,6 +20,7 @@ import { Reconciler, type ReconcileObserver } from '../reconcile/reconciler.js';
 import { systemClock } from '../reconcile/runner.js';
 import { Syncer } from '../reconcile/syncer.js';
 import type { Io } from './commands-oneshot.js';
+import { createFlowLogging, type FlowLogging } from './daemon-flows.js';
 import { configFrom, kernelFor, netnsOf, ownershipOf, parse, resourcePaths } from './context.js';
 
 export async function daemonCommand(argv: readonly string[], io: Io): Promise<number> {
@@ -69,7 +70,8 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
     stallAfterMs: 3 * config.resyncIntervalSeconds * 1000 + 10_000,
     onReadyChange: (ready) => metrics.setReady(ready),
   });
-  const server = new ObserveServer({ health, metrics, logger: logger.child({ component: 'http' }) });
+  const flowLogging = config.flowLogs && !config.dryRun ? createFlowLogging({ config, logger: logger.child({ component: 'flow-log' }), now: () => Date.now() }) : undefined;
+  const server = new ObserveServer({ health, metrics, logger: logger.child({ component: 'http' }), ...(flowLogging ? { flows: flowLogging.query } : {}) });
   const listen = await server.start(config.listenAddress);
 
   const kernel = await kernelFor(config, inputs.parsed);
@@ -96,7 +98,8 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   };
 
   const syncer = new Syncer(kernel, ownershipOf(config), logger.child({ component: 'syncer' }));
-  const observer = observerFor(metrics, health, config, inputs, logger);
+  await flowLogging?.start(source, inputs.netns);
+  const observer = withFlowLogging(observerFor(metrics, health, config, inputs, logger), flowLogging);
   const reconciler = new Reconciler({
     source,
     settings,
@@ -126,6 +129,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
     async stop() {
       unsubscribe();
       reconciler.stop();
+      await flowLogging?.stop();
       health.loopStopped('stopped');
       await source.stop();
       await server.stop();
@@ -141,6 +145,22 @@ function openSource(config: DaemonConfig, inputs: DaemonInputs): ClusterSource {
   else kubeConfig.loadFromCluster();
   void config;
   return new KubeSource({ kubeConfig, logger });
+}
+
+/** The flow log explains drops against what was last programmed and which policies are invalid. */
+function withFlowLogging(observer: ReconcileObserver, flows: FlowLogging | undefined): ReconcileObserver {
+  if (!flows) return observer;
+  return {
+    ...observer,
+    synced: (info) => {
+      flows.synced(info.desired);
+      observer.synced?.(info);
+    },
+    problems: (problems) => {
+      flows.problems(problems);
+      observer.problems?.(problems);
+    },
+  };
 }
 
 const eventKind = (kind: string): EventKind =>
