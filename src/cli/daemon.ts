@@ -9,12 +9,15 @@ import { readFlannelSubnetEnv } from '../config/flannel.js';
 import { toNodeSettings } from '../config/load.js';
 import type { DaemonConfig } from '../config/schema.js';
 import { flushFlows } from '../dataplane/conntrack.js';
+import { onToolRun } from '../dataplane/exec.js';
 import { readSysctl } from '../dataplane/sysctl.js';
 import { createLogger, type Logger } from '../log.js';
 import type { ClusterSnapshot, DesiredState, NodeSettings } from '../model/index.js';
 import { HealthState } from '../observe/health.js';
 import { ObserveServer } from '../observe/http-server.js';
+import type { DeniedFlow } from '../observe/flows.js';
 import { createMetrics, type EventKind, type Metrics } from '../observe/metrics.js';
+import type { DeniedLabels } from '../observe/metrics-visibility.js';
 import type { FamilyPlan } from '../plan/index.js';
 import { Reconciler, type ReconcileObserver } from '../reconcile/reconciler.js';
 import { systemClock } from '../reconcile/runner.js';
@@ -70,7 +73,13 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
     stallAfterMs: 3 * config.resyncIntervalSeconds * 1000 + 10_000,
     onReadyChange: (ready) => metrics.setReady(ready),
   });
-  const flowLogging = config.flowLogs && !config.dryRun ? createFlowLogging({ config, logger: logger.child({ component: 'flow-log' }), now: () => Date.now() }) : undefined;
+  const flowLogging = config.flowLogs && !config.dryRun ? createFlowLogging({
+          config,
+          logger: logger.child({ component: 'flow-log' }),
+          now: () => Date.now(),
+          onDenied: (flow) => metrics.countDenied(deniedLabels(flow)),
+          onReaderError: () => metrics.countFlowLogReaderError(),
+        }) : undefined;
   const server = new ObserveServer({ health, metrics, logger: logger.child({ component: 'http' }), ...(flowLogging ? { flows: flowLogging.query } : {}) });
   const listen = await server.start(config.listenAddress);
 
@@ -99,7 +108,9 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
 
   const syncer = new Syncer(kernel, ownershipOf(config), logger.child({ component: 'syncer' }));
   await flowLogging?.start(source, inputs.netns);
-  const observer = withFlowLogging(observerFor(metrics, health, config, inputs, logger), flowLogging);
+  const latency = eventLatency(metrics);
+  const unsubscribeTools = onToolRun((tool, ok) => metrics.countToolRun(tool, ok));
+  const observer = withFlowLogging(withVisibilityMetrics(observerFor(metrics, health, config, inputs, logger), metrics, latency), flowLogging);
   const reconciler = new Reconciler({
     source,
     settings,
@@ -112,6 +123,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
     observer,
   });
   const unsubscribe = source.onChange((change) => {
+    latency.eventSeen();
     metrics.countEvent(eventKind(change.kind));
     reconciler.changed();
   });
@@ -128,6 +140,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
     listen,
     async stop() {
       unsubscribe();
+      unsubscribeTools();
       reconciler.stop();
       await flowLogging?.stop();
       health.loopStopped('stopped');
@@ -145,6 +158,54 @@ function openSource(config: DaemonConfig, inputs: DaemonInputs): ClusterSource {
   else kubeConfig.loadFromCluster();
   void config;
   return new KubeSource({ kubeConfig, logger });
+}
+
+/** Issue 13's daemon series: last successful sync, event → programmed latency, denied-connection label pruning. */
+function withVisibilityMetrics(observer: ReconcileObserver, metrics: Metrics, latency: EventLatency): ReconcileObserver {
+  return {
+    ...observer,
+    synced: (info) => {
+      metrics.setLastSuccessfulSync(Date.now() / 1000);
+      latency.programmed(info.seconds);
+      const local = new Set<string>();
+      for (const f of [info.desired.v4, info.desired.v6]) for (const c of f.chains) if (c.role.kind === 'workload') local.add(c.role.pod);
+      metrics.keepDeniedPods(local);
+      observer.synced?.(info);
+    },
+  };
+}
+
+interface EventLatency {
+  eventSeen(): void;
+  /** A sync that took `seconds` just finished. */
+  programmed(seconds: number): void;
+}
+
+/**
+ * The first event not yet programmed starts the clock; the first sync that began after it stops it.
+ * Events before the first sync (the initial lists) are start-up, not latency, and are not counted.
+ */
+function eventLatency(metrics: Metrics): EventLatency {
+  let started = false;
+  let firstPending: number | undefined;
+  return {
+    eventSeen: () => {
+      if (started && firstPending === undefined) firstPending = performance.now();
+    },
+    programmed: (seconds) => {
+      const now = performance.now();
+      if (firstPending !== undefined && firstPending <= now - seconds * 1000) {
+        metrics.observeEventToProgrammed((now - firstPending) / 1000);
+        firstPending = undefined;
+      }
+      started = true;
+    },
+  };
+}
+
+function deniedLabels(flow: DeniedFlow): DeniedLabels {
+  const [namespace = '', pod = ''] = flow.pod?.split('/') ?? [];
+  return { namespace, pod, direction: flow.direction, reason: flow.reason };
 }
 
 /** The flow log explains drops against what was last programmed and which policies are invalid. */

@@ -15,7 +15,7 @@ import { NflogBindError, startNflogReader, type NflogPacket } from '../../src/da
 import type { FlowRecord } from '../../src/observe/flow-log.js';
 import { createSandbox, type Sandbox, type SandboxPod } from '../../src/sandbox/index.js';
 import { FakeApiServer, type KubeObject } from '../fakes/fake-apiserver.js';
-import { namespaceObject, nodeObject, podObject, startNodeDaemon, waitReady, waitUntil, type NodeDaemon } from '../helpers/daemon-harness.js';
+import { httpGet, metricValue, namespaceObject, nodeObject, podObject, startNodeDaemon, waitReady, waitUntil, type NodeDaemon } from '../helpers/daemon-harness.js';
 import { createNetns, describeKernel, type Netns } from '../helpers/netns.js';
 
 jest.setTimeout(90_000);
@@ -191,6 +191,21 @@ print(time.time() - t)
       reason: 'isolated',
       because: 'prod/web is isolated for egress; policy prod/deny-web-egress selects it; none allowed this peer',
     });
+  });
+
+  it('/metrics counts the denied connections and the daemon series', async () => {
+    const metrics = (await httpGet(`${n1().url}/metrics`)).body;
+    expect(metricValue(metrics, 'netfence_denied_connections_total{namespace="prod",pod="db",direction="ingress",reason="isolated"}')).toBeGreaterThanOrEqual(2);
+    expect(metricValue(metrics, 'netfence_denied_connections_total{namespace="prod",pod="web",direction="egress",reason="isolated"}')).toBeGreaterThanOrEqual(1);
+    // Tools by their own names (the backend's iptables-nft-restore or iptables-legacy-restore, ipset, …).
+    expect(metrics).toMatch(/^netfence_tool_invocations_total\{tool="iptables-(nft|legacy)-restore"\} [1-9]\d*$/m);
+    expect(metrics).toMatch(/^netfence_tool_invocations_total\{tool="ipset"\} [1-9]\d*$/m);
+    expect(metrics).not.toMatch(/^netfence_tool_failures_total\{tool="[^"]*restore"\}/m);
+    expect(metricValue(metrics, 'netfence_last_successful_sync_timestamp_seconds')).toBeGreaterThan(Date.now() / 1000 - 600);
+    // The policy created in the previous test was programmed after start-up: one latency sample at least.
+    expect(metricValue(metrics, 'netfence_event_to_programmed_seconds_count')).toBeGreaterThanOrEqual(1);
+    expect(metricValue(metrics, 'netfence_flow_log_reader_errors_total')).toBe(0);
+    expect(metrics).toMatch(/^netfence_build_info\{version="[^"]+",nodejs="[^"]+"\} 1$/m);
   });
 });
 
