@@ -4,6 +4,7 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeSource } from '../cluster/kube-source.js';
 import { ManifestSource } from '../cluster/manifest-source.js';
+import { kubeEventsClient, PolicyEvents } from '../cluster/policy-events.js';
 import type { ClusterSource } from '../cluster/source.js';
 import { readFlannelSubnetEnv } from '../config/flannel.js';
 import { toNodeSettings } from '../config/load.js';
@@ -91,7 +92,11 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
     logger.error('net.bridge.bridge-nf-call-iptables is not 1: bridged pod-to-pod traffic bypasses iptables; not ready until it is');
   }
 
-  const source = openSource(config, inputs);
+  const kubeConfig = kubeConfigOf(inputs);
+  const source = openSource(config, inputs, kubeConfig);
+  const policyEvents = kubeConfig
+    ? new PolicyEvents({ client: kubeEventsClient(kubeConfig), node: config.nodeName, now: () => new Date(), logger: logger.child({ component: 'events' }) })
+    : undefined;
   // flannel's lease is read once; the Node object (when watched) wins over it, configuration over both.
   const flannelCidrs = (await readFlannelSubnetEnv(config.flannelSubnetEnv).catch(() => undefined))?.podCidrs ?? [];
   let lastCidrs = '';
@@ -110,7 +115,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   await flowLogging?.start(source, inputs.netns);
   const latency = eventLatency(metrics);
   const unsubscribeTools = onToolRun((tool, ok) => metrics.countToolRun(tool, ok));
-  const observer = withFlowLogging(withVisibilityMetrics(observerFor(metrics, health, config, inputs, logger), metrics, latency), flowLogging);
+  const observer = withPolicyEvents(withFlowLogging(withVisibilityMetrics(observerFor(metrics, health, config, inputs, logger), metrics, latency), flowLogging), policyEvents);
   const reconciler = new Reconciler({
     source,
     settings,
@@ -150,14 +155,32 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   };
 }
 
-function openSource(config: DaemonConfig, inputs: DaemonInputs): ClusterSource {
+function openSource(config: DaemonConfig, inputs: DaemonInputs, kubeConfig: KubeConfig | undefined): ClusterSource {
   const logger = inputs.logger.child({ component: 'source' });
-  if (inputs.resources.length > 0) return new ManifestSource({ paths: inputs.resources, logger });
+  if (!kubeConfig) return new ManifestSource({ paths: inputs.resources, logger });
+  void config;
+  return new KubeSource({ kubeConfig, logger });
+}
+
+/** The API's configuration (`--kubeconfig`, else in-cluster); none when watching manifest files. */
+function kubeConfigOf(inputs: DaemonInputs): KubeConfig | undefined {
+  if (inputs.resources.length > 0) return undefined;
   const kubeConfig = new KubeConfig();
   if (inputs.kubeconfig) kubeConfig.loadFromFile(inputs.kubeconfig);
   else kubeConfig.loadFromCluster();
-  void config;
-  return new KubeSource({ kubeConfig, logger });
+  return kubeConfig;
+}
+
+/** Problems of NetworkPolicies become Warning Events on them (API sources only: manifests have no API). */
+function withPolicyEvents(observer: ReconcileObserver, events: PolicyEvents | undefined): ReconcileObserver {
+  if (!events) return observer;
+  return {
+    ...observer,
+    problems: (problems) => {
+      void events.report(problems);
+      observer.problems?.(problems);
+    },
+  };
 }
 
 /** Issue 13's daemon series: last successful sync, event → programmed latency, denied-connection label pruning. */

@@ -193,6 +193,34 @@ print(time.time() - t)
     });
   });
 
+  it('an invalid policy: one Warning Event per node on it, and its drops say it is invalid', async () => {
+    server.create({
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: { name: 'broken', namespace: 'dev' },
+      spec: { podSelector: { matchLabels: { app: 'api' } }, ingress: [{ from: [{ ipBlock: { cidr: '10.0.0.0/33' } }] }] },
+    });
+    const onBroken = () => server.events().filter((e) => (e['regarding'] as { name?: string }).name === 'broken');
+    await waitUntil('an Event from each node', () => onBroken().length === 2, 10_000);
+    expect(onBroken().map((e) => e['reportingInstance']).sort()).toEqual(['netfence-n1', 'netfence-n2']);
+    expect(onBroken()[0]).toMatchObject({ type: 'Warning', reason: 'PolicyNotEnforceable', regarding: { kind: 'NetworkPolicy', namespace: 'dev' } });
+    const n2 = daemons.find((d) => d.node.name === 'n2')!;
+    await waitUntil('dev/api closed', async () => !(await sandbox.probe('prod/db', { protocol: 'TCP', ip: pod('dev/api').ip, port: 80, timeoutMs: 500 })).ok, 10_000);
+    let seen: FlowRecord[] = [];
+    await waitUntil('the invalid-policy drop on n2', async () => {
+      let out = '';
+      await dropsCommand(['--url', n2.url, '--json', '--policy', 'dev/broken'], { out: (t) => void (out += t), err: () => undefined });
+      seen = out.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as FlowRecord);
+      return seen.length > 0;
+    }, 2000);
+    expect(seen[0]).toMatchObject({ reason: 'invalid-policy', src: { pod: 'prod/db' }, dst: { pod: 'dev/api' }, because: 'dev/api is isolated for ingress; policy dev/broken selects it; none allowed this peer; dev/broken is invalid and allows nothing' });
+    // Later syncs (another change) do not write the Event again.
+    server.create(namespaceObject('later'));
+    await new Promise((r) => setTimeout(r, 500));
+    expect(onBroken()).toHaveLength(2);
+    expect(server.requests.filter((r) => r.method === 'POST' && r.path.includes('/events')).length).toBe(2);
+  });
+
   it('/metrics counts the denied connections and the daemon series', async () => {
     const metrics = (await httpGet(`${n1().url}/metrics`)).body;
     expect(metricValue(metrics, 'netfence_denied_connections_total{namespace="prod",pod="db",direction="ingress",reason="isolated"}')).toBeGreaterThanOrEqual(2);
