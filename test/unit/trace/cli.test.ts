@@ -8,6 +8,7 @@ import { Ajv } from 'ajv';
 import { main } from '../../../src/cli/main.js';
 import { INSPECT_REPORT_SCHEMA } from '../../../src/inspect/index.js';
 import { NO_NETFENCE_CHAINS } from '../../../src/trace/index.js';
+import { FakeApiServer } from '../../fakes/fake-apiserver.js';
 import { loadGoldenCase } from '../../helpers/golden.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'nft-cli-'));
@@ -36,16 +37,17 @@ async function run(...argv: string[]): Promise<{ code: number; out: string; err:
 const tooLong = (text: string) => text.split('\n').filter((l) => l.length > 80);
 
 describe('netfence trace', () => {
+  // Exit status for scripts: 0 allowed, 1 dropped, 2 error.
   it.each([
-    ['local pods by name, allowed by the policy', ['--src', 'default/frontend', '--dst', 'default/db', '--port', '6379'], /verdict ACCEPT: allowed by policy default\/test-network-policy rule ingress:0/],
-    ['isolation drop names the pod', ['--src', 'default/frontend', '--dst', 'default/db', '--port', '80'], /verdict DROP: default\/db is isolated for ingress and no policy allowed it/],
-    ['egress of an isolated pod', ['--src', 'default/db', '--dst', '10.0.0.7', '--port', '5978'], /verdict ACCEPT: allowed by policy default\/test-network-policy rule egress:0/],
-    ['traffic not involving local pods', ['--src', '10.244.2.1', '--dst', '10.244.3.1', '--port', '80'], /verdict NO-VERDICT: netfence did not decide; the rest of FORWARD does: ACCEPT/],
-    ['unknown local address, fail-closed', ['--src', '10.244.2.1', '--dst', '10.244.1.99', '--port', '80'], /verdict DROP: unknown local pod, fail-closed/],
-  ])('%s', async (_n, args, verdict) => {
+    ['local pods by name, allowed by the policy', ['--src', 'default/frontend', '--dst', 'default/db', '--port', '6379'], 0, /verdict ACCEPT: allowed by policy default\/test-network-policy rule ingress:0/],
+    ['isolation drop names the pod', ['--src', 'default/frontend', '--dst', 'default/db', '--port', '80'], 1, /verdict DROP: default\/db is isolated for ingress and no policy allowed it/],
+    ['egress of an isolated pod', ['--src', 'default/db', '--dst', '10.0.0.7', '--port', '5978'], 0, /verdict ACCEPT: allowed by policy default\/test-network-policy rule egress:0/],
+    ['traffic not involving local pods', ['--src', '10.244.2.1', '--dst', '10.244.3.1', '--port', '80'], 0, /verdict NO-VERDICT: netfence did not decide; the rest of FORWARD does: ACCEPT/],
+    ['unknown local address, fail-closed', ['--src', '10.244.2.1', '--dst', '10.244.1.99', '--port', '80'], 1, /verdict DROP: unknown local pod, fail-closed/],
+  ])('%s (exit %i)', async (_n, args, code, verdict) => {
     const r = await run('trace', '--saved', compiled, '--proto', 'tcp', ...args);
     expect(r.err).toBe('');
-    expect(r.code).toBe(0);
+    expect(r.code).toBe(code);
     expect(r.out).toMatch(verdict);
     expect(tooLong(r.out)).toEqual([]);
   });
@@ -59,21 +61,59 @@ describe('netfence trace', () => {
 
   it('--json carries the packet, verdict and steps', async () => {
     const r = await run('trace', '--saved', saved, '--src', 'other/frontend', '--dst', 'default/db', '--proto', 'tcp', '--port', '6379', '--resources', join(seed.dir, 'cluster.yaml'), '--json');
+    expect(r.code).toBe(1);
     const json = JSON.parse(r.out) as { verdict: string; packet: { inIface: string; outIface: string }; decidedBy: { pod: string }; steps: unknown[] };
     expect(json).toMatchObject({ verdict: 'DROP', packet: { inIface: 'eth0', outIface: 'cni0' }, decidedBy: { pod: 'default/db' } });
     expect(json.steps.length).toBeGreaterThan(5);
   });
 
   it.each([
-    ['remote pod without manifests', ['--src', 'myproject/client', '--dst', 'default/db', '--proto', 'tcp', '--port', '1'], /not a local pod in the ruleset; pass --resources/],
+    ['remote pod without manifests or API', ['--src', 'myproject/client', '--dst', 'default/db', '--proto', 'tcp', '--port', '1'], /not a local pod in the ruleset; pass --kubeconfig F \(or run in the cluster\) or --resources/],
     ['bad protocol', ['--src', '1.1.1.1', '--dst', '2.2.2.2', '--proto', 'icmp', '--port', '1'], /--proto must be tcp, udp or sctp/],
     ['bad port', ['--src', '1.1.1.1', '--dst', '2.2.2.2', '--proto', 'tcp', '--port', '70000'], /--port must be a port number/],
     ['missing --dst', ['--src', '1.1.1.1', '--proto', 'tcp', '--port', '1'], /--dst is required/],
-    ['API lookup not supported', ['--kubeconfig', '/nonexistent', '--src', 'a/b', '--dst', '2.2.2.2', '--proto', 'tcp', '--port', '1'], /through the API is not supported yet/],
+    ['unreadable kubeconfig', ['--kubeconfig', '/nonexistent', '--src', 'a/b', '--dst', '2.2.2.2', '--proto', 'tcp', '--port', '1'], /--kubeconfig F .*nonexistent/],
   ])('usage error: %s', async (_n, args, message) => {
     const r = await run('trace', '--saved', compiled, ...args);
     expect(r.code).toBe(2);
     expect(r.err).toMatch(message);
+  });
+});
+
+describe('netfence trace --kubeconfig: pod names from the API', () => {
+  let server: FakeApiServer;
+  let kubeconfig: string;
+  beforeAll(async () => {
+    server = new FakeApiServer();
+    await server.start();
+    kubeconfig = server.writeKubeconfig(mkdtempSync(join(dir, 'kube-')));
+    const pod = (namespace: string, name: string, ip: string, node: string) => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace, labels: {} },
+      spec: { nodeName: node, containers: [{ name: 'c', image: 'i' }] },
+      status: { phase: 'Running', podIP: ip, podIPs: [{ ip }] },
+    });
+    for (const ns of ['default', 'myproject']) server.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+    server.create({ apiVersion: 'v1', kind: 'Node', metadata: { name: 'node-1' }, spec: { podCIDR: '10.244.1.0/24', podCIDRs: ['10.244.1.0/24'] } });
+    server.create(pod('myproject', 'client', '10.244.2.13', 'node-2'));
+    server.create(pod('default', 'db', '10.244.1.10', 'node-1'));
+  });
+  afterAll(async () => server?.stop());
+
+  it('resolves a remote pod and answers with the exit status', async () => {
+    const allowed = await run('trace', '--saved', saved, '--kubeconfig', kubeconfig, '--node-name', 'node-1', '--src', 'myproject/client', '--dst', 'default/db', '--proto', 'tcp', '--port', '6379');
+    expect(allowed.err).toBe('');
+    expect(allowed.out).toMatch(/10\.244\.2\.13 \(myproject\/client, remote\)/);
+    expect(allowed.code).toBe(0);
+    const denied = await run('trace', '--saved', saved, '--kubeconfig', kubeconfig, '--node-name', 'node-1', '--src', 'myproject/client', '--dst', 'default/db', '--proto', 'tcp', '--port', '80');
+    expect(denied.code).toBe(1);
+  });
+
+  it('a pod the API does not know is an error (exit 2)', async () => {
+    const r = await run('trace', '--saved', saved, '--kubeconfig', kubeconfig, '--src', 'myproject/nope', '--dst', 'default/db', '--proto', 'tcp', '--port', '80');
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/pod myproject\/nope: not in the cluster/);
   });
 });
 
