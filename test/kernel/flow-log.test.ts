@@ -10,6 +10,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dropsCommand } from '../../src/cli/drops.js';
+import { main } from '../../src/cli/main.js';
+import type { InspectReport } from '../../src/inspect/index.js';
 import { run } from '../../src/dataplane/exec.js';
 import { NflogBindError, startNflogReader, type NflogPacket } from '../../src/dataplane/nflog.js';
 import type { FlowRecord } from '../../src/observe/flow-log.js';
@@ -166,6 +168,16 @@ print(time.time() - t)
     expect(dbChain).toBeDefined();
     const dropped = Number(/^\[(\d+):/.exec(dbChain!)![1]);
     expect(dropped).toBeGreaterThanOrEqual(10_000);
+    // inspect reads the same counters from the live node: per pod dropped, per policy allowed/dropped.
+    let out = '';
+    const code = await main(['inspect', '--netns', n1().node.netns, '--json'], { out: (t) => void (out += t), err: () => undefined });
+    expect(code).toBe(0);
+    const report = JSON.parse(out) as InspectReport;
+    expect(report.pods.find((p) => p.pod === 'prod/db')!.ingress!.droppedPackets).toBeGreaterThanOrEqual(10_000);
+    const dbPolicy = report.policies.find((p) => p.policy === 'prod/db' && p.direction === 'ingress')!;
+    expect(dbPolicy.deniedPackets).toBeGreaterThanOrEqual(10_000);
+    // prod/web's allowed probe to port 80 went through prod/db's only rule.
+    expect(dbPolicy.allowedPackets).toBeGreaterThanOrEqual(1);
   });
 
   it('keeps reading after the daemon reprograms the node (a policy change) and names the new state', async () => {

@@ -1,12 +1,12 @@
 // `netfence trace` and `netfence inspect` end to end over saved dumps (no kernel): exit codes, verdict
 // lines, JSON, and one-line errors for input that is not a netfence ruleset.
 
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
 import { main } from '../../../src/cli/main.js';
-import { INSPECT_REPORT_SCHEMA } from '../../../src/inspect/index.js';
+import { INSPECT_REPORT_SCHEMA, type InspectReport } from '../../../src/inspect/index.js';
 import { NO_NETFENCE_CHAINS } from '../../../src/trace/index.js';
 import { FakeApiServer } from '../../fakes/fake-apiserver.js';
 import { loadGoldenCase } from '../../helpers/golden.js';
@@ -125,6 +125,30 @@ describe('netfence inspect', () => {
     expect(r.out).toMatch(/policy default\/test-network-policy ingress \(nf-pi-/);
     expect(r.out).toMatch(/FORWARD policy DROP/);
     expect(tooLong(r.out)).toEqual([]);
+  });
+
+  it('with counters (iptables-save -c): packets per policy rule, allowed per policy, dropped per isolated pod', async () => {
+    let n = 0;
+    // Every rule gets its own count: 1, 2, 3, … in dump order.
+    const counted = file('counted.txt', readFileSync(saved, 'utf8').replace(/^-A /gm, () => `[${++n}:${n * 60}] -A `));
+    const r = await run('inspect', '--saved', counted, '--json');
+    expect(r.code).toBe(0);
+    const report = JSON.parse(r.out) as InspectReport;
+    expect(new Ajv({ strict: true }).compile(INSPECT_REPORT_SCHEMA)(report)).toBe(true);
+    const lines = readFileSync(counted, 'utf8').split('\n');
+    const countOf = (chain: string, index: number): number => {
+      const rules = lines.filter((l) => l.includes(`] -A ${chain} `));
+      return Number(/^\[(\d+):/.exec(rules[index - 1]!)![1]);
+    };
+    const db = report.pods.find((p) => p.pod === 'default/db')!;
+    expect(db.ingress!.droppedPackets).toBe(countOf(db.ingress!.chain, lines.filter((l) => l.includes(`] -A ${db.ingress!.chain} `)).length));
+    const policy = report.policies.find((p) => p.direction === 'ingress')!;
+    expect(policy.rules.map((x) => x.packets)).toEqual(policy.rules.map((x) => countOf(policy.chain, x.ruleIndex)));
+    expect(policy.allowedPackets).toBe(policy.rules.reduce((t, x) => t + x.packets!, 0));
+    expect(policy.deniedPackets).toBe(db.ingress!.droppedPackets);
+    const text = await run('inspect', '--saved', counted, '--policy', policy.policy);
+    expect(text.out).toContain(`packets: ${policy.allowedPackets} allowed, ${policy.deniedPackets} dropped at the pods it isolates`);
+    expect(tooLong(text.out)).toEqual([]);
   });
 
   it('--json validates against the schema', async () => {
