@@ -40,16 +40,23 @@ describe('netfence trace', () => {
   // Exit status for scripts: 0 allowed, 1 dropped, 2 error.
   it.each([
     ['local pods by name, allowed by the policy', ['--src', 'default/frontend', '--dst', 'default/db', '--port', '6379'], 0, /verdict ACCEPT: allowed by policy default\/test-network-policy rule ingress:0/],
-    ['isolation drop names the pod', ['--src', 'default/frontend', '--dst', 'default/db', '--port', '80'], 1, /verdict DROP: default\/db is isolated for ingress and no policy allowed it/],
+    ['isolation drop names the pod', ['--src', 'default/frontend', '--dst', 'default/db', '--port', '80'], 1, /verdict DROP: default\/db is isolated for ingress; policy\s+default\/test-network-policy selects it; none allowed this peer/],
     ['egress of an isolated pod', ['--src', 'default/db', '--dst', '10.0.0.7', '--port', '5978'], 0, /verdict ACCEPT: allowed by policy default\/test-network-policy rule egress:0/],
     ['traffic not involving local pods', ['--src', '10.244.2.1', '--dst', '10.244.3.1', '--port', '80'], 0, /verdict NO-VERDICT: netfence did not decide; the rest of FORWARD does: ACCEPT/],
     ['unknown local address, fail-closed', ['--src', '10.244.2.1', '--dst', '10.244.1.99', '--port', '80'], 1, /verdict DROP: unknown local pod, fail-closed/],
-  ])('%s (exit %i)', async (_n, args, code, verdict) => {
+  ])('%s', async (_n, args, code, verdict) => {
     const r = await run('trace', '--saved', compiled, '--proto', 'tcp', ...args);
     expect(r.err).toBe('');
     expect(r.code).toBe(code);
     expect(r.out).toMatch(verdict);
     expect(tooLong(r.out)).toEqual([]);
+  });
+
+  it('an invalid policy is named as such in the drop verdict (the words the flow log uses)', async () => {
+    const inv = loadGoldenCase('invalid-policy-fails-closed');
+    const r = await run('trace', '--saved', file('invalid.txt', inv.ipsets + inv.rules), '--resources', join(inv.dir, 'cluster.yaml'), '--node-name', 'node-1', '--src', 'shop/cart', '--dst', 'shop/pay', '--proto', 'tcp', '--port', '80');
+    expect(r.code).toBe(1);
+    expect(r.out.replace(/\s+/g, ' ')).toContain('verdict DROP: shop/pay is isolated for ingress; policy shop/broken selects it; none allowed this peer; shop/broken is invalid and allows nothing');
   });
 
   it('resolves remote pods through --resources', async () => {
