@@ -9,7 +9,7 @@ import { startNflogReader, type NflogReader } from '../dataplane/nflog.js';
 import type { Logger } from '../log.js';
 import type { DesiredState, Problem } from '../model/index.js';
 import { FlowLog, type FlowFilter } from '../observe/flow-log.js';
-import { explainDrop, explainsDrop, invalidPoliciesOf, PodIndex } from '../observe/flows.js';
+import { explainAllowed, explainDrop, explainsDrop, invalidPoliciesOf, PodIndex } from '../observe/flows.js';
 import type { NflogPacket } from '../dataplane/nflog.js';
 
 /** How long a packet waits for the sync that dropped it before it is explained with what we know. */
@@ -37,6 +37,8 @@ export interface FlowLoggingOptions {
 export function createFlowLogging(opts: FlowLoggingOptions): FlowLogging {
   const { config, logger } = opts;
   const flows = new FlowLog({ logger, now: opts.now, ...(opts.onDenied ? { onDenied: opts.onDenied } : {}) });
+  // Opt-in (flowLogAllowed): allowed connections are log lines only, kept apart from the denied ring.
+  const allowedFlows = new FlowLog({ logger, now: opts.now, message: 'allowed connection', capacity: 100 });
   let desired: DesiredState | undefined;
   let invalid: ReadonlySet<string> = new Set();
   let reader: NflogReader | undefined;
@@ -61,6 +63,8 @@ export function createFlowLogging(opts: FlowLoggingOptions): FlowLogging {
     async start(source, netns) {
       const pods = new PodIndex(() => source.snapshot());
       explain = (packet) => {
+        const allowed = explainAllowed(packet, { desired }, pods);
+        if (allowed) return allowedFlows.add(allowed);
         const flow = explainDrop(packet, { desired, snapshot: source.snapshot(), invalidPolicies: invalid }, pods);
         if (flow) flows.add(flow);
       };
@@ -86,6 +90,7 @@ export function createFlowLogging(opts: FlowLoggingOptions): FlowLogging {
       timer = setInterval(() => {
         retryPending(false);
         flows.closeWindows();
+        allowedFlows.closeWindows();
       }, 500);
       timer.unref();
     },

@@ -12,12 +12,21 @@ import type { ChainName, FlowLogSettings, Rule } from '../model/index.js';
  */
 export type DropCode =
   | { readonly kind: 'isolated'; readonly chain: ChainName }
-  | { readonly kind: 'unknown-pod'; readonly direction: 'from' | 'to' };
+  | { readonly kind: 'unknown-pod'; readonly direction: 'from' | 'to' }
+  /** Not a drop: `nf:alw:<policy chain>:<rule>`, rule `i` of the policy's ingress/egress list allowed it (opt-in). */
+  | { readonly kind: 'allowed'; readonly chain: ChainName; readonly rule: number };
 
 const PREFIX_HEAD = 'nf:';
 
 export function dropPrefix(code: DropCode): string {
-  return code.kind === 'isolated' ? `${PREFIX_HEAD}iso:${code.chain}` : `${PREFIX_HEAD}unk:${code.direction}`;
+  switch (code.kind) {
+    case 'isolated':
+      return `${PREFIX_HEAD}iso:${code.chain}`;
+    case 'unknown-pod':
+      return `${PREFIX_HEAD}unk:${code.direction}`;
+    case 'allowed':
+      return `${PREFIX_HEAD}alw:${code.chain}:${code.rule}`;
+  }
 }
 
 /** Inverse of dropPrefix; undefined for a prefix netfence did not write. */
@@ -26,6 +35,8 @@ export function parseDropPrefix(prefix: string): DropCode | undefined {
     const chain = prefix.slice(`${PREFIX_HEAD}iso:`.length);
     return chain.length > 0 ? { kind: 'isolated', chain: chain as ChainName } : undefined;
   }
+  const allowed = /^nf:alw:(.+):(\d+)$/.exec(prefix);
+  if (allowed) return { kind: 'allowed', chain: allowed[1]! as ChainName, rule: Number(allowed[2]) };
   if (prefix === `${PREFIX_HEAD}unk:from`) return { kind: 'unknown-pod', direction: 'from' };
   if (prefix === `${PREFIX_HEAD}unk:to`) return { kind: 'unknown-pod', direction: 'to' };
   return undefined;
@@ -38,7 +49,7 @@ export function flowLogRules(settings: FlowLogSettings | undefined, code: DropCo
     {
       match: [...match, { kind: 'limit', perSecond: settings.perSecond, burst: settings.burst }],
       action: { kind: 'nflog', group: settings.group, prefix: dropPrefix(code) },
-      comment: 'flow log of the drop below',
+      comment: code.kind === 'allowed' ? 'flow log of the allow below' : 'flow log of the drop below',
     },
   ];
 }

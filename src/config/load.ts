@@ -107,7 +107,9 @@ export function toNodeSettings(config: DaemonConfig, podCidrs: readonly string[]
     chainPrefix: config.chainPrefix,
     ipsetPrefix: config.ipsetPrefix,
     marks: allocateMarks(config.markMask),
-    flowLog: config.flowLogs ? { group: config.flowLogGroup, perSecond: config.flowLogRate, burst: DEFAULT_FLOW_LOG.burst } : undefined,
+    flowLog: config.flowLogs
+      ? { group: config.flowLogGroup, perSecond: config.flowLogRate, burst: DEFAULT_FLOW_LOG.burst, ...(config.flowLogAllowed ? { allowed: true } : {}) }
+      : undefined,
   };
 }
 

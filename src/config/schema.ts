@@ -44,6 +44,8 @@ export interface DaemonConfig {
   readonly flowLogGroup: number;
   /** Logged packets per second per drop rule (`-m limit`); the rest are dropped unlogged. */
   readonly flowLogRate: number;
+  /** Also log allowed new connections with the policy rule that allowed them (adds a rule per allow rule). */
+  readonly flowLogAllowed: boolean;
 }
 
 export type ConfigKey = keyof DaemonConfig;
@@ -87,6 +89,7 @@ export const KEY_SPELLINGS: { readonly [K in ConfigKey]: KeySpelling } = {
   flowLogs: spell('boolean', 'FLOW_LOGS', 'flow-logs'),
   flowLogGroup: spell('integer', 'FLOW_LOG_GROUP', 'flow-log-group'),
   flowLogRate: spell('integer', 'FLOW_LOG_RATE', 'flow-log-rate'),
+  flowLogAllowed: spell('boolean', 'FLOW_LOG_ALLOWED', 'flow-log-allowed'),
 };
 
 export const CONFIG_KEYS = Object.keys(KEY_SPELLINGS) as readonly ConfigKey[];
@@ -115,6 +118,7 @@ export const DEFAULT_CONFIG: Omit<DaemonConfig, 'nodeName'> = {
   flowLogs: true,
   flowLogGroup: DEFAULT_FLOW_LOG.group,
   flowLogRate: DEFAULT_FLOW_LOG.perSecond,
+  flowLogAllowed: false,
 };
 
 /** Readable hints for `pattern` failures, which ajv would report as a bare regular expression. */
@@ -162,5 +166,6 @@ export const CONFIG_LAYER_SCHEMA = {
     flowLogs: { type: 'boolean' },
     flowLogGroup: { type: 'integer', minimum: 0, maximum: 65535 },
     flowLogRate: { type: 'integer', minimum: 1, maximum: 10000 },
+    flowLogAllowed: { type: 'boolean' },
   },
 } as const;

@@ -18,6 +18,8 @@ export interface FlowLogSettings {
   /** Log packets per second per drop rule (`-m limit`), so a flood costs a bounded number of messages. */
   readonly perSecond: number;
   readonly burst: number;
+  /** Also log allowed new connections, at each policy rule that allows them (off by default: it costs a rule per allow). */
+  readonly allowed?: boolean;
 }
 
 /** Group 9476, like the metrics port: easy to recognise, far from kube-router's 100 and Calico's 1/2. */

@@ -4,15 +4,15 @@
 // reads it through the daemon's HTTP endpoint.
 
 import type { Logger } from '../log.js';
-import type { DeniedFlow, FlowEnd } from './flows.js';
+import type { DeniedFlow, FlowEnd, LoggedFlow } from './flows.js';
 
-export interface FlowRecord extends DeniedFlow {
+export type FlowRecord = LoggedFlow & {
   /** Increases by one per new record: `since=<seq>` returns only newer records (follow mode). */
   readonly seq: number;
   /** Packets logged for this flow while its window was open (kernel rate limit applies before this). */
   count: number;
   lastSeen: number;
-}
+};
 
 export interface FlowFilter {
   /** `ns/name`: either end is this pod. */
@@ -34,12 +34,14 @@ export interface FlowLogOptions {
   readonly windowMs?: number;
   /** Called once per logged packet of a denied flow (counters). */
   readonly onDenied?: (flow: DeniedFlow) => void;
+  /** The log line's message: `denied connection` (default) or `allowed connection`. */
+  readonly message?: string;
 }
 
 export const DEFAULT_RING_CAPACITY = 1000;
 export const DEFAULT_WINDOW_MS = 10_000;
 
-const flowKey = (f: DeniedFlow): string => `${f.reason}|${f.direction}|${f.src.ip}|${f.dst.ip}|${f.protocol}|${f.port ?? ''}`;
+const flowKey = (f: LoggedFlow): string => `${f.reason}|${f.direction}|${f.src.ip}|${f.dst.ip}|${f.protocol}|${f.port ?? ''}`;
 
 export const endText = (e: FlowEnd): string => (e.pod ? `${e.pod} (${e.ip})` : `${e.ip} (${e.where ?? 'unknown'})`);
 
@@ -55,8 +57,8 @@ export class FlowLog {
     this.windowMs = opts.windowMs ?? DEFAULT_WINDOW_MS;
   }
 
-  add(flow: DeniedFlow): void {
-    this.opts.onDenied?.(flow);
+  add(flow: LoggedFlow): void {
+    if (flow.reason !== 'allowed') this.opts.onDenied?.(flow);
     const now = this.opts.now();
     this.closeWindows(now);
     const key = flowKey(flow);
@@ -70,7 +72,7 @@ export class FlowLog {
     this.open.set(key, record);
     this.ring.push(record);
     if (this.ring.length > this.capacity) this.ring.splice(0, this.ring.length - this.capacity);
-    this.opts.logger.info('denied connection', fields(record));
+    this.opts.logger.info(this.opts.message ?? 'denied connection', fields(record));
   }
 
   /** Ends windows older than windowMs; a flow seen more than once gets a closing line with its count. */
@@ -78,7 +80,7 @@ export class FlowLog {
     for (const [key, r] of this.open) {
       if (now - r.time < this.windowMs) continue;
       this.open.delete(key);
-      if (r.count > 1) this.opts.logger.info('denied connection repeated', { ...fields(r), count: r.count, lastSeen: new Date(r.lastSeen).toISOString() });
+      if (r.count > 1) this.opts.logger.info(`${this.opts.message ?? 'denied connection'} repeated`, { ...fields(r), count: r.count, lastSeen: new Date(r.lastSeen).toISOString() });
     }
   }
 

@@ -5,7 +5,7 @@
 import { parseDropPrefix } from '../compile/flow-log.js';
 import type { NflogPacket } from '../dataplane/nflog.js';
 import type { Chain, ClusterSnapshot, DesiredState, Pod, Problem } from '../model/index.js';
-import { isolatedReason, unknownPodReason, type PolicyDirection } from '../trace/reasons.js';
+import { allowedReason, isolatedReason, unknownPodReason, type PolicyDirection } from '../trace/reasons.js';
 
 export type DropReason = 'isolated' | 'invalid-policy' | 'unknown-pod';
 
@@ -36,6 +36,13 @@ export interface DeniedFlow {
   readonly because: string;
 }
 
+/** An allowed new connection (flow log with `flowLogAllowed`): the policy rule that allowed it. */
+export interface AllowedFlow extends Omit<DeniedFlow, 'reason'> {
+  readonly reason: 'allowed';
+}
+
+export type LoggedFlow = DeniedFlow | AllowedFlow;
+
 export interface FlowContext {
   readonly desired: DesiredState | undefined;
   readonly snapshot: ClusterSnapshot;
@@ -48,7 +55,7 @@ const PROTOCOL_NAMES: Readonly<Record<number, string>> = { 1: 'icmp', 6: 'tcp', 
 export function explainDrop(packet: NflogPacket, ctx: FlowContext, pods: PodIndex): DeniedFlow | undefined {
   const code = parseDropPrefix(packet.prefix);
   const ip = packet.ip;
-  if (!code || !ip) return undefined;
+  if (!code || !ip || code.kind === 'allowed') return undefined;
   const src = pods.end(ip.src);
   const dst = pods.end(ip.dst);
   const base = {
@@ -78,6 +85,28 @@ export function explainDrop(packet: NflogPacket, ctx: FlowContext, pods: PodInde
     pod,
     policies,
     because: isolatedReason(pod, direction, policies, invalid),
+  };
+}
+
+/** An `nf:alw:` packet: which policy and rule allowed it (`allowed by policy prod/db rule ingress:0`). */
+export function explainAllowed(packet: NflogPacket, ctx: Pick<FlowContext, 'desired'>, pods: PodIndex): AllowedFlow | undefined {
+  const code = parseDropPrefix(packet.prefix);
+  const ip = packet.ip;
+  if (code?.kind !== 'allowed' || !ip) return undefined;
+  const chain = findChain(ctx.desired, code.chain);
+  if (chain?.role.kind !== 'policy') return undefined;
+  const { policy, direction } = chain.role;
+  const rule = `${direction}:${code.rule}`;
+  return {
+    time: packet.time,
+    src: pods.end(ip.src),
+    dst: pods.end(ip.dst),
+    protocol: PROTOCOL_NAMES[ip.protocol] ?? `proto-${ip.protocol}`,
+    ...(ip.dstPort !== undefined ? { port: ip.dstPort } : {}),
+    direction,
+    reason: 'allowed',
+    policies: [policy],
+    because: allowedReason(policy, rule),
   };
 }
 

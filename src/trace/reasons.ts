@@ -14,6 +14,11 @@ export function isolatedReason(pod: string, direction: PolicyDirection, policies
   return `${pod} is isolated for ${direction}; ${selecting}; none allowed this peer${broken}`;
 }
 
+/** An allowed new connection (opt-in flow log), as trace words its ACCEPT verdict. */
+export function allowedReason(policy: string, rule: string): string {
+  return `allowed by policy ${policy} rule ${rule}`;
+}
+
 /** fail-closed: an address of this node's pod CIDR that no known pod owns. */
 export function unknownPodReason(ip: string, direction: PolicyDirection): string {
   return `${ip} is in this node's pod CIDR but is no known pod (unknown local pods fail closed, ${direction})`;

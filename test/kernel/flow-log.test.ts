@@ -84,7 +84,10 @@ describeKernel('flow log of denied connections in the sandbox', () => {
     for (const p of PODS) server.create(podObject(pod(`${p.namespace}/${p.name}`), p.labels));
     for (const p of POLICIES) server.create(p);
     const kubeconfig = server.writeKubeconfig(dir);
-    for (const node of sandbox.nodes()) daemons.push(await startNodeDaemon(node, { kubeconfig }, { 'batch-window-ms': '10' }));
+    // n1 also logs allowed connections (opt-in); n2 runs the defaults.
+    for (const node of sandbox.nodes()) {
+      daemons.push(await startNodeDaemon(node, { kubeconfig }, { 'batch-window-ms': '10', ...(node.name === 'n1' ? { 'flow-log-allowed': 'true' } : {}) }));
+    }
     await Promise.all(daemons.map((d) => waitReady(d)));
   });
 
@@ -126,7 +129,7 @@ describeKernel('flow log of denied connections in the sandbox', () => {
     expect(await recordsOf('--policy', 'prod/other')).toEqual([]);
   });
 
-  it('an allowed probe leaves no record', async () => {
+  it('an allowed probe leaves no denied record; with flow-log-allowed it is an "allowed connection" line naming the policy rule', async () => {
     const probe = await sandbox.probe('prod/web', { protocol: 'TCP', ip: pod('prod/db').ip, port: 80, timeoutMs: 2000 });
     expect(probe.ok).toBe(true);
     // A denied probe sent after it is logged, so the log is live when we look for the allowed one.
@@ -136,6 +139,9 @@ describeKernel('flow log of denied connections in the sandbox', () => {
     const fromWeb = await recordsOf('--pod', 'prod/web');
     expect(fromWeb.map((r) => r.port)).toEqual([81]);
     expect(n1().logs.filter((l) => l.includes('"denied connection"') && l.includes('"port":80') && l.includes('prod/web'))).toEqual([]);
+    const allowedLine = n1().logs.find((l) => l.includes('"allowed connection"') && l.includes('prod/web'));
+    expect(allowedLine).toBeDefined();
+    expect(JSON.parse(allowedLine!)).toMatchObject({ port: 80, direction: 'ingress', reason: 'allowed', because: 'allowed by policy prod/db rule ingress:0', policies: ['prod/db'] });
   });
 
   it('10,000 denied packets of one flow in a second: a bounded number of kernel messages, one record, at most two lines', async () => {

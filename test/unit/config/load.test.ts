@@ -270,5 +270,7 @@ describe('toNodeSettings', () => {
     const moved = loadConfig({ env: { NODE_NAME: 'n', NETFENCE_FLOW_LOG_GROUP: '7' }, argvFlags: flags('--flow-log-rate', '100') }).config;
     expect(toNodeSettings(moved, []).flowLog).toEqual({ group: 7, perSecond: 100, burst: 5 });
     expect(() => loadConfig({ env: { NODE_NAME: 'n' }, argvFlags: flags('--flow-log-group', '70000') })).toThrow(/flowLogGroup|flow-log-group/);
+    const allowed = loadConfig({ env: { NODE_NAME: 'n' }, argvFlags: flags('--flow-log-allowed') }).config;
+    expect(toNodeSettings(allowed, []).flowLog).toEqual({ group: 9476, perSecond: 10, burst: 5, allowed: true });
   });
 });

@@ -4,8 +4,8 @@
 import { compile } from '../../../src/compile/index.js';
 import { dropPrefix } from '../../../src/compile/flow-log.js';
 import type { NflogPacket } from '../../../src/dataplane/nflog.js';
-import type { ChainName, ClusterSnapshot, DesiredState } from '../../../src/model/index.js';
-import { explainDrop, explainsDrop, invalidPoliciesOf, PodIndex } from '../../../src/observe/flows.js';
+import { DEFAULT_FLOW_LOG, type ChainName, type ClusterSnapshot, type DesiredState } from '../../../src/model/index.js';
+import { explainAllowed, explainDrop, explainsDrop, invalidPoliciesOf, PodIndex } from '../../../src/observe/flows.js';
 import { ingress, labels, makeNamespace, makePod, makePolicy, onNode, podPeer, rule, sel, selectPods, settings, snapshot, tcp, types } from '../../helpers/builders.js';
 
 const cluster: ClusterSnapshot = snapshot({
@@ -98,5 +98,34 @@ describe('explainsDrop', () => {
     expect(explainsDrop(p, undefined)).toBe(false);
     expect(explainsDrop(p, desired)).toBe(true);
     expect(explainsDrop(packet(dropPrefix({ kind: 'unknown-pod', direction: 'to' }), '1.1.1.1', '10.244.1.9'), undefined)).toBe(true);
+  });
+});
+
+describe('allowed connections (flowLogAllowed, off by default)', () => {
+  const withAllowed = compile(cluster, settings({ flowLog: { ...DEFAULT_FLOW_LOG, allowed: true } })).desired;
+  const dbIngress = withAllowed.v4.chains.find((c) => c.role.kind === 'policy' && c.role.policy === 'prod/db')!;
+
+  it('puts a rate-limited log rule with the same matches before each allow, and nothing by default', () => {
+    const logIndex = dbIngress.rules.findIndex((r) => r.action.kind === 'nflog');
+    const log = dbIngress.rules[logIndex]!;
+    const allow = dbIngress.rules[logIndex + 1]!;
+    expect(allow.action.kind).toBe('set-mark');
+    expect(log.match).toEqual([...allow.match, { kind: 'limit', perSecond: 10, burst: 5 }]);
+    expect(log.action).toEqual({ kind: 'nflog', group: 9476, prefix: `nf:alw:${dbIngress.name}:0` });
+    const byDefault = desired.v4.chains.filter((c) => c.role.kind === 'policy');
+    expect(byDefault.flatMap((c) => c.rules).filter((r) => r.action.kind === 'nflog')).toEqual([]);
+  });
+
+  it('explains the logged packet with the policy and rule, in trace words; explainDrop ignores it', () => {
+    const p = packet(`nf:alw:${dbIngress.name}:0`, '10.244.1.6', '10.244.1.5');
+    expect(explainAllowed(p, { desired: withAllowed }, new PodIndex(() => cluster))).toMatchObject({
+      src: { pod: 'prod/web' },
+      dst: { pod: 'prod/db' },
+      direction: 'ingress',
+      reason: 'allowed',
+      policies: ['prod/db'],
+      because: 'allowed by policy prod/db rule ingress:0',
+    });
+    expect(explainDrop(p, ctx(cluster, withAllowed), new PodIndex(() => cluster))).toBeUndefined();
   });
 });
