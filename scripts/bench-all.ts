@@ -113,7 +113,7 @@ async function main(): Promise<void> {
   // 7. data plane
   const dpCmd = (row: string) => tsNode('scripts/bench-dataplane.ts', ['--tier', args.tier, '--runs', String(runs.dataplane), '--seconds', String(seconds), '--seed', String(args.seed), '--only', row]);
   if (root) rows.push(...(await dataplaneBench({ tier: args.tier, seed: args.seed, runs: runs.dataplane, seconds, progress: say })));
-  else rows.push(...['crr-x1', 'crr-x4', 'first-packet'].map((id) => skippedRow(id, 'data plane', noRoot, dpCmd(id))));
+  else rows.push(...['crr-x1', 'crr-x4', 'first-packet', 'crr-flowlog'].map((id) => skippedRow(id, 'data plane', noRoot, dpCmd(id))));
 
   const missed = rows.filter((r) => r.verdict === 'missed' || r.verdict === 'failed');
   const met = rows.filter((r) => r.verdict === 'met');

@@ -9,6 +9,9 @@
 // Load: a Python connect / read-until-EOF / RST-close loop in the client pod's netns against the pod
 // agent on the server (which accepts and closes), for a fixed time; ×1 and ×4 client processes.
 // Modes are interleaved (rules, none, none, rules, …) on the same pods.
+// crr-flowlog: the same ruleset compiled with the flow-log NFLOG rules (and the group read by a reader in
+// the node, as the daemon does) against compiled without them, ×1 client: the log rules sit only in front
+// of drops, so allowed connections should not see them.
 //
 // Usage (root): node --import ./scripts/register-ts.mjs scripts/bench-dataplane.ts [--tier large] [--runs 3] [--seconds 2] [--seed 1] [--only <row>]
 
@@ -17,7 +20,8 @@ import { firstPacketBound } from '../src/bench/first-packet.js';
 import { compile } from '../src/compile/index.js';
 import { run } from '../src/dataplane/exec.js';
 import { openKernel } from '../src/dataplane/kernel.js';
-import { emptyFamilyState, type ClusterSnapshot, type DesiredState, type NetworkPolicy, type Pod } from '../src/model/index.js';
+import { startNflogReader } from '../src/dataplane/nflog.js';
+import { DEFAULT_FLOW_LOG, emptyFamilyState, type ClusterSnapshot, type DesiredState, type NetworkPolicy, type Pod } from '../src/model/index.js';
 import { Syncer } from '../src/reconcile/syncer.js';
 import { parseIpsetSave } from '../src/render/index.js';
 import { createSandbox, type Sandbox, type SandboxPod } from '../src/sandbox/index.js';
@@ -31,7 +35,7 @@ export interface DataplaneBenchOptions extends BenchFlags {
   readonly progress?: (msg: string) => void;
 }
 
-export const DATAPLANE_ROWS: readonly string[] = ['crr-x1', 'crr-x4', 'first-packet'];
+export const DATAPLANE_ROWS: readonly string[] = ['crr-x1', 'crr-x4', 'first-packet', 'crr-flowlog'];
 const CONCURRENCY = { 'crr-x1': 1, 'crr-x4': 4 } as const;
 const NAMESPACE = 'bench-dp';
 const PORT = 80;
@@ -186,6 +190,47 @@ export async function dataplaneBench(o: DataplaneBenchOptions): Promise<BenchRow
           detail: `medians of ${o.runs} × ${o.seconds} s per mode, interleaved; all runs rules ${rates[load]!.rules.map((r) => Math.round(r)).join(', ')} / none ${rates[load]!.none.map((r) => Math.round(r)).join(', ')}; TCP ${PORT + 1} checked blocked with rules`,
           command: command(load),
         });
+      }
+    }
+
+    if (wanted('crr-flowlog')) {
+      const logged = compile(cluster, { ...settings, flowLog: DEFAULT_FLOW_LOG }).desired;
+      const unlogged = compile(cluster, { ...settings, flowLog: undefined }).desired;
+      const reader = await startNflogReader({ group: DEFAULT_FLOW_LOG.group, netns: nodeNetns, onPacket: () => undefined });
+      try {
+        const rates = { logged: [] as number[], unlogged: [] as number[] };
+        // The rules the first packet of the allowed connection walks in the kernel's ruleset, per mode.
+        const walked = { logged: 0, unlogged: 0 };
+        const allowedWalk = async (): Promise<number> => {
+          const saved = (await run('iptables-nft-save', ['-t', 'filter'], { netns: nodeNetns })).stdout;
+          const sets = parseIpsetSave((await run('ipset', ['save'], { netns: nodeNetns })).stdout);
+          const packet = packetFor({ src: client.ip, dst: server.ip, proto: 'tcp', dport: PORT }, { bridge: settings.bridge, uplink: 'eth0', podCidrs: settings.podCidrs });
+          return tracePacket(loadRuleset(saved), sets, packet, { chainPrefix: settings.chainPrefix }).steps.filter((st) => st.result !== 'policy').length;
+        };
+        for (let i = 0; i < o.runs; i++) {
+          for (const mode of i % 2 === 0 ? (['logged', 'unlogged'] as const) : (['unlogged', 'logged'] as const)) {
+            say(`data plane: flow log run ${i + 1}/${o.runs}, ${mode}`);
+            await syncer.sync(mode === 'logged' ? logged : unlogged);
+            await run('conntrack', ['-F'], { netns: nodeNetns }).catch(() => undefined);
+            if (i === 0) walked[mode] = await allowedWalk();
+            rates[mode].push(await connectionRate(client, server, 1, o.seconds));
+          }
+        }
+        const [withLog, without] = [median(rates.logged), median(rates.unlogged)];
+        const nflogRules = logged.v4.chains.reduce((n, c) => n + c.rules.filter((r) => r.action.kind === 'nflog').length, 0);
+        rows.push({
+          id: 'crr-flowlog',
+          what: `new TCP connections/s (allowed), pod → pod on one node, 1 client process, ${o.tier} ruleset with flow-log NFLOG rules (group read) vs the same ruleset without them`,
+          value: `${fmtInt(Math.round(withLog))} /s`,
+          floor: `${fmtInt(Math.round(without))} /s`,
+          ratio: `${((withLog / without) * 100).toFixed(0)} %`,
+          target: '≥ 95 %',
+          verdict: withLog / without >= 0.95 ? 'met' : 'missed',
+          detail: `medians of ${o.runs} × ${o.seconds} s per mode, interleaved; all runs logged ${rates.logged.map((r) => Math.round(r)).join(', ')} / unlogged ${rates.unlogged.map((r) => Math.round(r)).join(', ')}; ${fmtInt(nflogRules)} NFLOG rules on the node, all in front of drops; the allowed first packet walks ${walked.logged} rules with them, ${walked.unlogged} without (tracePacket over iptables-nft-save)`,
+          command: command('crr-flowlog'),
+        });
+      } finally {
+        await reader.stop();
       }
     }
   } catch (err) {

@@ -69,7 +69,7 @@ export function loadResources(parsed: Parsed): LoadedCluster {
 }
 
 /** The cluster from `--resources`, else from the API (`--kubeconfig F`, or in-cluster config): one full list. */
-export async function loadCluster(parsed: Parsed, logger: Logger): Promise<LoadedCluster> {
+export async function loadCluster(parsed: Parsed, logger: Logger, timeoutMs = 30_000): Promise<LoadedCluster> {
   if (resourcePaths(parsed).length > 0) return loadResources(parsed);
   const kubeConfig = new KubeConfig();
   const file = parsed.values['kubeconfig'] as string | undefined;
@@ -83,7 +83,7 @@ export async function loadCluster(parsed: Parsed, logger: Logger): Promise<Loade
   try {
     await Promise.race([
       source.synced,
-      new Promise((_, reject) => setTimeout(() => reject(new Error('timed out listing the cluster from the API server')), 30_000).unref()),
+      new Promise((_, reject) => setTimeout(() => reject(new UsageError(`timed out after ${timeoutMs / 1000} s listing the cluster from the API server`)), timeoutMs).unref()),
     ]);
     return { snapshot: source.snapshot(), problems: source.problems() };
   } finally {

@@ -4,6 +4,7 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeSource } from '../cluster/kube-source.js';
 import { ManifestSource, type SourceHealth } from '../cluster/manifest-source.js';
+import { kubeEventsClient, PolicyEvents } from '../cluster/policy-events.js';
 import type { ClusterSource } from '../cluster/source.js';
 import { readFlannelSubnetEnv } from '../config/flannel.js';
 import { toNodeSettings } from '../config/load.js';
@@ -13,12 +14,15 @@ import { readCniCache, watchCniCache } from '../dataplane/cni-cache.js';
 import { openConntrackTable } from '../dataplane/ctnetlink.js';
 import { listLinks } from '../dataplane/links.js';
 import { applyNftScript } from '../dataplane/nft.js';
+import { onToolRun } from '../dataplane/exec.js';
 import { readSysctl } from '../dataplane/sysctl.js';
 import { createLogger, type Logger } from '../log.js';
 import type { ClusterSnapshot, DesiredState, NodeSettings } from '../model/index.js';
 import { HealthState } from '../observe/health.js';
 import { ObserveServer } from '../observe/http-server.js';
+import type { DeniedFlow } from '../observe/flows.js';
 import { createMetrics, type EventKind, type Metrics } from '../observe/metrics.js';
+import type { DeniedLabels } from '../observe/metrics-visibility.js';
 import type { FamilyPlan } from '../plan/index.js';
 import { Reconciler, type ReconcileObserver } from '../reconcile/reconciler.js';
 import { systemClock } from '../reconcile/runner.js';
@@ -26,6 +30,7 @@ import { Syncer } from '../reconcile/syncer.js';
 import { Revoker } from '../revoke/revoker.js';
 import { AntiSpoofGuard } from '../antispoof/guard.js';
 import type { Io } from './commands-oneshot.js';
+import { createFlowLogging, type FlowLogging } from './daemon-flows.js';
 import { configFrom, kernelFor, netnsOf, ownershipOf, parse, resourcePaths } from './context.js';
 import { createServiceGuards } from './service-guards.js';
 
@@ -80,7 +85,14 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
     stallAfterMs: 3 * config.resyncIntervalSeconds * 1000 + 10_000,
     onReadyChange: (ready) => metrics.setReady(ready),
   });
-  const server = new ObserveServer({ health, metrics, logger: logger.child({ component: 'http' }) });
+  const flowLogging = config.flowLogs && !config.dryRun ? createFlowLogging({
+          config,
+          logger: logger.child({ component: 'flow-log' }),
+          now: () => Date.now(),
+          onDenied: (flow) => metrics.countDenied(deniedLabels(flow)),
+          onReaderError: () => metrics.countFlowLogReaderError(),
+        }) : undefined;
+  const server = new ObserveServer({ health, metrics, logger: logger.child({ component: 'http' }), ...(flowLogging ? { flows: flowLogging.query } : {}) });
   const listen = await server.start(config.listenAddress);
 
   const kernel = await kernelFor(config, inputs.parsed);
@@ -91,10 +103,14 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
     logger.error('net.bridge.bridge-nf-call-iptables is not 1: bridged pod-to-pod traffic bypasses iptables; not ready until it is');
   }
 
-  const source = openSource(config, inputs, (h) => {
+  const kubeConfig = kubeConfigOf(inputs);
+  const source = openSource(config, inputs, kubeConfig, (h) => {
     metrics.setSourceIncomplete(!h.complete);
     health.sourceIncomplete(h.complete ? undefined : h.reason);
   });
+  const policyEvents = kubeConfig
+    ? new PolicyEvents({ client: kubeEventsClient(kubeConfig), node: config.nodeName, now: () => new Date(), logger: logger.child({ component: 'events' }) })
+    : undefined;
   // flannel's lease is read once; the Node object (when watched) wins over it, configuration over both.
   const flannelCidrs = (await readFlannelSubnetEnv(config.flannelSubnetEnv).catch(() => undefined))?.podCidrs ?? [];
   let lastCidrs = '';
@@ -115,9 +131,13 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   const revoker = config.revokeEstablished
     ? new Revoker({ open: () => openConntrackTable({ netns: inputs.netns }), logger: logger.child({ component: 'strict-mode' }) })
     : undefined;
-  const observer = observerFor(metrics, health, config, inputs, logger, (desired) => {
+  await flowLogging?.start(source, inputs.netns);
+  const latency = eventLatency(metrics);
+  const unsubscribeTools = onToolRun((tool, ok) => metrics.countToolRun(tool, ok));
+  const base = observerFor(metrics, health, config, inputs, logger, (desired) => {
     if (revoker && lastSettings && !config.dryRun) revoker.request(desired, lastSettings);
   });
+  const observer = withPolicyEvents(withFlowLogging(withVisibilityMetrics(base, metrics, latency), flowLogging), policyEvents);
   const reconciler = new Reconciler({
     source,
     settings,
@@ -140,6 +160,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   await guards.checkIpvs();
   const antiSpoof = config.antiSpoofing && !config.dryRun ? startAntiSpoof(config, inputs.netns, logger) : undefined;
   const unsubscribe = source.onChange((change) => {
+    latency.eventSeen();
     metrics.countEvent(eventKind(change.kind));
     reconciler.changed();
   });
@@ -159,10 +180,12 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
     antiSpoof,
     async stop() {
       unsubscribe();
+      unsubscribeTools();
       guards.stop();
       reconciler.stop();
       await revoker?.stop();
       await antiSpoof?.stop();
+      await flowLogging?.stop();
       health.loopStopped('stopped');
       await source.stop();
       await server.stop();
@@ -184,14 +207,96 @@ function startAntiSpoof(config: DaemonConfig, netns: string | undefined, logger:
   return guard;
 }
 
-function openSource(config: DaemonConfig, inputs: DaemonInputs, onHealth: (h: SourceHealth) => void): ClusterSource {
+function openSource(config: DaemonConfig, inputs: DaemonInputs, kubeConfig: KubeConfig | undefined, onHealth: (h: SourceHealth) => void): ClusterSource {
   const logger = inputs.logger.child({ component: 'source' });
-  if (inputs.resources.length > 0) return new ManifestSource({ paths: inputs.resources, logger, onHealth });
+  if (!kubeConfig) return new ManifestSource({ paths: inputs.resources, logger, onHealth });
+  void config;
+  return new KubeSource({ kubeConfig, logger });
+}
+
+/** The API's configuration (`--kubeconfig`, else in-cluster); none when watching manifest files. */
+function kubeConfigOf(inputs: DaemonInputs): KubeConfig | undefined {
+  if (inputs.resources.length > 0) return undefined;
   const kubeConfig = new KubeConfig();
   if (inputs.kubeconfig) kubeConfig.loadFromFile(inputs.kubeconfig);
   else kubeConfig.loadFromCluster();
-  void config;
-  return new KubeSource({ kubeConfig, logger });
+  return kubeConfig;
+}
+
+/** Problems of NetworkPolicies become Warning Events on them (API sources only: manifests have no API). */
+function withPolicyEvents(observer: ReconcileObserver, events: PolicyEvents | undefined): ReconcileObserver {
+  if (!events) return observer;
+  return {
+    ...observer,
+    problems: (problems) => {
+      void events.report(problems);
+      observer.problems?.(problems);
+    },
+  };
+}
+
+/** Issue 13's daemon series: last successful sync, event → programmed latency, denied-connection label pruning. */
+function withVisibilityMetrics(observer: ReconcileObserver, metrics: Metrics, latency: EventLatency): ReconcileObserver {
+  return {
+    ...observer,
+    synced: (info) => {
+      metrics.setLastSuccessfulSync(Date.now() / 1000);
+      latency.programmed(info.seconds);
+      const local = new Set<string>();
+      for (const f of [info.desired.v4, info.desired.v6]) for (const c of f.chains) if (c.role.kind === 'workload') local.add(c.role.pod);
+      metrics.keepDeniedPods(local);
+      observer.synced?.(info);
+    },
+  };
+}
+
+interface EventLatency {
+  eventSeen(): void;
+  /** A sync that took `seconds` just finished. */
+  programmed(seconds: number): void;
+}
+
+/**
+ * The first event not yet programmed starts the clock; the first sync that began after it stops it.
+ * Events before the first sync (the initial lists) are start-up, not latency, and are not counted.
+ */
+function eventLatency(metrics: Metrics): EventLatency {
+  let started = false;
+  let firstPending: number | undefined;
+  return {
+    eventSeen: () => {
+      if (started && firstPending === undefined) firstPending = performance.now();
+    },
+    programmed: (seconds) => {
+      const now = performance.now();
+      if (firstPending !== undefined && firstPending <= now - seconds * 1000) {
+        metrics.observeEventToProgrammed((now - firstPending) / 1000);
+        firstPending = undefined;
+      }
+      started = true;
+    },
+  };
+}
+
+function deniedLabels(flow: DeniedFlow): DeniedLabels {
+  const [namespace = '', pod = ''] = flow.pod?.split('/') ?? [];
+  return { namespace, pod, direction: flow.direction, reason: flow.reason };
+}
+
+/** The flow log explains drops against what was last programmed and which policies are invalid. */
+function withFlowLogging(observer: ReconcileObserver, flows: FlowLogging | undefined): ReconcileObserver {
+  if (!flows) return observer;
+  return {
+    ...observer,
+    synced: (info) => {
+      flows.synced(info.desired);
+      observer.synced?.(info);
+    },
+    problems: (problems) => {
+      flows.problems(problems);
+      observer.problems?.(problems);
+    },
+  };
 }
 
 const eventKind = (kind: string): EventKind =>

@@ -39,7 +39,8 @@ export async function readRuleset(parsed: Parsed, config: DaemonConfig, family: 
     source = `saved dump ${savedPath}`;
   } else {
     const kernel = await kernelFor(config, parsed);
-    iptablesText = await kernel.saveFilter(family);
+    // With counters: inspect shows how many packets each policy rule allowed and each pod's drop rule dropped.
+    iptablesText = await kernel.saveFilter(family, { counters: true });
     ipsetText = await kernel.ipsetSave();
     source = `live kernel (IPv${family}${kernel.netns ? `, netns ${kernel.netns}` : ''})`;
   }

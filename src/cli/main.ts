@@ -45,6 +45,11 @@ const COMMANDS: Record<string, CommandSpec> = {
     usage: 'netfence trace --src IP|ns/pod --dst IP|ns/pod --proto tcp|udp|sctp --port N [--saved FILE] [--resources PATH… --node-name N] [--in-iface PORT] [--json]',
     summary: 'walk one new packet through the live (or saved) ruleset and name the rule that decided it',
   },
+  drops: {
+    run: async () => (await import('./drops.js')).dropsCommand,
+    usage: 'netfence drops [--pod ns/name] [--namespace NS] [--policy ns/name] [--follow] [--json] [--url http://127.0.0.1:9476]',
+    summary: "show the connections this node's daemon denied, and why (its flow log)",
+  },
   cleanup: {
     run: async () => cleanupCommand,
     usage: 'netfence cleanup',

@@ -1,13 +1,15 @@
 // `netfence trace`: walk one new packet through the live (or saved) ruleset and say who decided it.
-// Pod names resolve through --resources manifests, or, for local pods, through our own rule comments.
+// Pod names resolve through --resources manifests or the API (--kubeconfig, in-cluster), or, for local
+// pods, through our own rule comments. Exit 0 allowed, 1 dropped, 2 error.
 
 import { loadManifests } from '../cluster/manifests.js';
 import type { DaemonConfig } from '../config/schema.js';
 import { inspectRuleset, type InspectReport } from '../inspect/index.js';
 import { podKey, type ClusterSnapshot, type L4Protocol } from '../model/index.js';
-import { formatTrace, isLocal, packetFor, parseAddr, tracePacket, wrap, type NodeLayout } from '../trace/index.js';
+import { formatTrace, isLocal, packetFor, parseAddr, tracePacket, wrap, type NodeLayout, type TraceResult } from '../trace/index.js';
 import type { Io } from './commands-oneshot.js';
-import { configFrom, parse, resourcePaths, UsageError, type Parsed } from './context.js';
+import { createLogger } from '../log.js';
+import { configFrom, loadCluster, parse, resourcePaths, UsageError, type Parsed } from './context.js';
 import { readAntiSpoof, readRuleset, withRulesetErrors } from './inspect.js';
 import { antiSpoofVerdict, establishedFate, strictModeOf } from '../inspect/hardening.js';
 
@@ -41,10 +43,7 @@ export async function traceCommand(argv: readonly string[], io: Io): Promise<num
   if (!proto) throw new UsageError(`--proto must be tcp, udp or sctp, not "${protoText}"`);
   const dport = portNumber('--port', portText);
   const sportText = parsed.values['src-port'] as string | undefined;
-  if (parsed.values['kubeconfig'] !== undefined) {
-    throw new UsageError('resolving pod names through the API is not supported yet: pass --resources PATH… or use IP addresses');
-  }
-  const snapshot = resourcePaths(parsed).length > 0 ? loadManifests(resourcePaths(parsed)).snapshot : undefined;
+  const snapshot = await clusterFor(parsed, [srcRef, dstRef]);
 
   return withRulesetErrors('trace', io, async () => {
     // The family follows the addresses: an IP literal decides it before any rules are read.
@@ -82,8 +81,31 @@ export async function traceCommand(argv: readonly string[], io: Io): Promise<num
       io.out(formatTrace(result, packet, { ruleset, chainPrefix: config.chainPrefix, srcLabel: label(src), dstLabel: label(dst) }));
       io.out(`${wrap(established, 'established: ', '  ').join('\n')}\n`);
     }
-    return 0;
+    return exitCodeOf(result);
   });
+}
+
+/** For scripts: 0 the packet is allowed, 1 it is dropped (by netfence or, past it, by the rest of FORWARD); 2 is left for errors. */
+export function exitCodeOf(result: Pick<TraceResult, 'verdict' | 'after'>): 0 | 1 {
+  const verdict = result.verdict === 'NO-VERDICT' ? result.after?.verdict ?? 'ACCEPT' : result.verdict;
+  return verdict === 'ACCEPT' ? 0 : 1;
+}
+
+/** Time to list the cluster for pod names before giving up (exit 2). */
+const API_TIMEOUT_MS = 15_000;
+
+/**
+ * Where `ns/pod` names come from: --resources manifests; else the API (--kubeconfig F, or the in-cluster
+ * configuration when running in a pod), listed once, only when a name is asked for; else nothing (local
+ * pods still resolve through the workload chains' comments).
+ */
+async function clusterFor(parsed: Parsed, refs: readonly string[]): Promise<ClusterSnapshot | undefined> {
+  if (resourcePaths(parsed).length > 0) return loadManifests(resourcePaths(parsed)).snapshot;
+  if (refs.every((r) => parseAddr(r) !== undefined)) return undefined;
+  const inCluster = process.env['KUBERNETES_SERVICE_HOST'] !== undefined && process.env['KUBERNETES_SERVICE_HOST'] !== '';
+  if (parsed.values['kubeconfig'] === undefined && !inCluster) return undefined;
+  const logger = createLogger({ level: 'error', format: 'text' });
+  return (await loadCluster(parsed, logger, API_TIMEOUT_MS)).snapshot;
 }
 
 function portNumber(flag: string, text: string): number {
@@ -101,7 +123,9 @@ function resolve(ref: string, snapshot: ClusterSnapshot | undefined, report: Ins
   if (ip) return { ip, pod: ref };
   const local = report.pods.find((p) => p.pod === ref);
   if (local) return { ip: local.ip, pod: ref };
-  const hint = snapshot ? 'not in the --resources manifests (or it has no IP yet)' : 'not a local pod in the ruleset; pass --resources PATH… to name remote pods';
+  const hint = snapshot
+    ? 'not in the cluster (--resources manifests or the API), or it has no IP yet'
+    : 'not a local pod in the ruleset; pass --kubeconfig F (or run in the cluster) or --resources PATH… to name remote pods';
   throw new UsageError(`pod ${ref}: ${hint}`);
 }
 

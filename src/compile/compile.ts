@@ -26,6 +26,7 @@ import { emptyFamilyState } from '../model/index.js';
 import { familyBits, formatCidr, parseCidr } from './cidr.js';
 import { ClusterState, familyOf, ipsOfFamily } from './cluster-state.js';
 import { dispatchChains } from './dispatch.js';
+import { flowLogRules } from './flow-log.js';
 import { IpSetBuilder, IpSetRegistry, type SetRequest } from './ipsets.js';
 import { chainNames, type ChainNames } from './names.js';
 import { policyChain, type Direction } from './policy-chains.js';
@@ -231,11 +232,13 @@ export class Compiler {
     const endRules = (direction: 'from' | 'to'): Rule[] =>
       settings.unknownPods === 'fail-open'
         ? []
-        : podCidrs.map((cidr) => ({
-            match: [direction === 'from' ? { kind: 'src-net', cidr } : { kind: 'dst-net', cidr }],
-            action: { kind: 'drop' },
-            comment: 'unknown local pod, fail-closed',
-          }));
+        : podCidrs.flatMap((cidr): Rule[] => {
+            const match: Rule['match'] = [direction === 'from' ? { kind: 'src-net', cidr } : { kind: 'dst-net', cidr }];
+            return [
+              ...flowLogRules(settings.flowLog, { kind: 'unknown-pod', direction }, match),
+              { match, action: { kind: 'drop' }, comment: 'unknown local pod, fail-closed' },
+            ];
+          });
     const dispatch = (['from', 'to'] as const).flatMap((direction) => {
       const entries = direction === 'from' ? fromEntries : toEntries;
       return (this.chains.get(`d|${family}|${direction}|${JSON.stringify(entries)}`, () =>

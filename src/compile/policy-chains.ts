@@ -6,6 +6,7 @@ import type { ClusterState } from './cluster-state.js';
 import type { PodScope, SetRequest } from './ipsets.js';
 import type { ChainNames } from './names.js';
 import { cidrMember, resolvePeers, resolvePorts, type PeerAlt, type PortAlt } from './peers-ports.js';
+import { flowLogRules } from './flow-log.js';
 
 export type Direction = 'ingress' | 'egress';
 
@@ -40,7 +41,14 @@ export function policyChain(input: PolicyChainInput, ctx: PolicyChainContext): C
       const body = ruleBody(rule, input, ctx);
       if (body.length === 0) return;
       const comment = `${key} ${direction}:${i}`;
-      rules.push(...body.map((match) => ({ match, action: { kind: 'set-mark', value: accept, mask: accept }, comment }) as const));
+      // Opt-in: each allow is preceded by its own rate-limited log rule with the same matches.
+      const logged = ctx.settings.flowLog?.allowed ? ctx.settings.flowLog : undefined;
+      rules.push(
+        ...body.flatMap((match): Rule[] => [
+          ...flowLogRules(logged, { kind: 'allowed', chain: name, rule: i }, match),
+          { match, action: { kind: 'set-mark', value: accept, mask: accept }, comment },
+        ]),
+      );
       rules.push({ match: [{ kind: 'mark', value: accept, mask: accept }], action: { kind: 'return' } });
     });
     // A trailing RETURN is a no-op: the chain ends there anyway.

@@ -1,6 +1,7 @@
 // Per-workload chains: nf-tw-<id> (ingress to a local pod) and nf-fw-<id> (egress from it).
 
 import type { Chain, ChainName, NodeSettings, Rule } from '../model/index.js';
+import { flowLogRules } from './flow-log.js';
 import type { Direction } from './policy-chains.js';
 
 export interface WorkloadChainInput {
@@ -36,6 +37,7 @@ export function workloadChain(input: WorkloadChainInput, settings: NodeSettings)
       rules.push({ match: [], action: { kind: 'jump', target } });
       rules.push({ match: [{ kind: 'mark', value: accept, mask: accept }], action: { kind: 'return' } });
     }
+    rules.push(...flowLogRules(settings.flowLog, { kind: 'isolated', chain: input.name }));
     rules.push({ match: [], action: { kind: 'drop' }, comment: `${input.podKey} isolated for ${input.direction}: no policy allowed` });
   }
   const role = { kind: 'workload', direction: input.direction, pod: input.podKey, ip: input.ip } as const;

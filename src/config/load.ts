@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import type { ParseArgsConfig } from 'node:util';
 import { Ajv, type ErrorObject } from 'ajv';
 import { LineCounter, parseDocument } from 'yaml';
-import type { NodeSettings } from '../model/index.js';
+import { DEFAULT_FLOW_LOG, type NodeSettings } from '../model/index.js';
 import { canonicalCidr, isCidr } from './cidr.js';
 import { parseListenAddress } from './listen-address.js';
 import { allocateMarks, hex, markMaskProblems, parseMarkMask, revokeBit } from './marks.js';
@@ -111,6 +111,9 @@ export function toNodeSettings(config: DaemonConfig, podCidrs: readonly string[]
     ipsetPrefix: config.ipsetPrefix,
     marks: allocateMarks(config.markMask),
     ...(config.revokeEstablished ? { revokeMark: revokeMarkOf(config.markMask) } : {}),
+    flowLog: config.flowLogs
+      ? { group: config.flowLogGroup, perSecond: config.flowLogRate, burst: DEFAULT_FLOW_LOG.burst, ...(config.flowLogAllowed ? { allowed: true } : {}) }
+      : undefined,
   };
 }
 

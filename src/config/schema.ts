@@ -1,7 +1,7 @@
 // The daemon's configuration: its keys, defaults, how each key is spelled in the environment and on
 // the command line, and the JSON Schema every layer (file, environment, flags) is checked against.
 
-import type { UnknownPodPolicy } from '../model/index.js';
+import { DEFAULT_FLOW_LOG, type UnknownPodPolicy } from '../model/index.js';
 import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from '../log.js';
 import { DEFAULT_MARK_MASK } from './marks.js';
 
@@ -55,6 +55,14 @@ export interface DaemonConfig {
   readonly flannelSubnetEnv: string;
   /** Log the plan and write nothing. */
   readonly dryRun: boolean;
+  /** NFLOG before every drop of a new connection, read back by the daemon (flow log, `netfence drops`). */
+  readonly flowLogs: boolean;
+  /** netlink log group of those rules; one reader per group and network namespace. */
+  readonly flowLogGroup: number;
+  /** Logged packets per second per drop rule (`-m limit`); the rest are dropped unlogged. */
+  readonly flowLogRate: number;
+  /** Also log allowed new connections with the policy rule that allowed them (adds a rule per allow rule). */
+  readonly flowLogAllowed: boolean;
 }
 
 export type ConfigKey = keyof DaemonConfig;
@@ -99,6 +107,10 @@ export const KEY_SPELLINGS: { readonly [K in ConfigKey]: KeySpelling } = {
   logFormat: spell('string', 'LOG_FORMAT', 'log-format'),
   flannelSubnetEnv: spell('string', 'FLANNEL_SUBNET_ENV', 'flannel-subnet-env'),
   dryRun: spell('boolean', 'DRY_RUN', 'dry-run'),
+  flowLogs: spell('boolean', 'FLOW_LOGS', 'flow-logs'),
+  flowLogGroup: spell('integer', 'FLOW_LOG_GROUP', 'flow-log-group'),
+  flowLogRate: spell('integer', 'FLOW_LOG_RATE', 'flow-log-rate'),
+  flowLogAllowed: spell('boolean', 'FLOW_LOG_ALLOWED', 'flow-log-allowed'),
 };
 
 export const CONFIG_KEYS = Object.keys(KEY_SPELLINGS) as readonly ConfigKey[];
@@ -131,6 +143,10 @@ export const DEFAULT_CONFIG: Omit<DaemonConfig, 'nodeName'> = {
   logFormat: 'json',
   flannelSubnetEnv: '/run/flannel/subnet.env',
   dryRun: false,
+  flowLogs: true,
+  flowLogGroup: DEFAULT_FLOW_LOG.group,
+  flowLogRate: DEFAULT_FLOW_LOG.perSecond,
+  flowLogAllowed: false,
 };
 
 /** Readable hints for `pattern` failures, which ajv would report as a bare regular expression. */
@@ -179,5 +195,9 @@ export const CONFIG_LAYER_SCHEMA = {
     logFormat: { type: 'string', enum: [...LOG_FORMATS] },
     flannelSubnetEnv: { type: 'string', minLength: 1 },
     dryRun: { type: 'boolean' },
+    flowLogs: { type: 'boolean' },
+    flowLogGroup: { type: 'integer', minimum: 0, maximum: 65535 },
+    flowLogRate: { type: 'integer', minimum: 1, maximum: 10000 },
+    flowLogAllowed: { type: 'boolean' },
   },
 } as const;

@@ -18,6 +18,21 @@ export interface RunResult {
   readonly stderr: string;
 }
 
+/** Told of every tool run (the tool's own name, not `ip netns exec`) and whether it succeeded. */
+export type ToolRunListener = (tool: string, ok: boolean) => void;
+const listeners = new Set<ToolRunListener>();
+
+/** Counts tool runs for metrics; returns the unsubscribe function. Every run in this process is reported. */
+export function onToolRun(listener: ToolRunListener): () => void {
+  listeners.add(listener);
+  return () => void listeners.delete(listener);
+}
+
+const notify = (file: string, ok: boolean): void => {
+  const tool = file.slice(file.lastIndexOf('/') + 1);
+  for (const l of listeners) l(tool, ok);
+};
+
 export async function run(file: string, args: readonly string[], opts: RunOptions = {}): Promise<RunResult> {
   const [cmd, argv] = opts.netns ? ['ip', ['netns', 'exec', opts.netns, file, ...args]] : [file, [...args]];
   const result = await execa(cmd, argv, {
@@ -27,6 +42,7 @@ export async function run(file: string, args: readonly string[], opts: RunOption
     stripFinalNewline: false,
     maxBuffer: 1024 * 1024 * 1024,
   });
+  notify(file, result.exitCode === 0 && !result.failed);
   if (result.exitCode !== 0 || result.failed) {
     const stderr = String(result.stderr ?? '') || String(result.message ?? '');
     const line = opts.lineOf?.(stderr);

@@ -1,6 +1,6 @@
 // The dataplane's public surface: the only code that runs processes or talks netlink.
 
-export { run, type RunOptions, type RunResult } from './exec.js';
+export { onToolRun, run, type RunOptions, type RunResult, type ToolRunListener } from './exec.js';
 export { DataplaneCommandError, linesAround } from './errors.js';
 export {
   createIptablesRunner,

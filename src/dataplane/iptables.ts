@@ -25,7 +25,8 @@ export interface IptablesRunner {
   readonly family: IpFamily;
   readonly backend: IptablesBackend;
   /** `iptables-save -t <table>` output, verbatim. */
-  save(table: IptablesTable): Promise<string>;
+  /** `counters`: `iptables-save -c`, each rule prefixed with `[packets:bytes]` (inspect). */
+  save(table: IptablesTable, opts?: { readonly counters?: boolean }): Promise<string>;
   /** Throws DataplaneCommandError with `.line` set to the input line the tool rejected, when it said. */
   restore(text: string, opts: RestoreOptions): Promise<void>;
   /**
@@ -54,8 +55,8 @@ export function createIptablesRunner(opts: IptablesRunnerOptions): IptablesRunne
   return {
     family,
     backend,
-    async save(table) {
-      const { stdout } = await run(iptablesTool(family, backend, 'save'), ['-t', table], { netns, ...timing });
+    async save(table, saveOpts) {
+      const { stdout } = await run(iptablesTool(family, backend, 'save'), [...(saveOpts?.counters ? ['-c'] : []), '-t', table], { netns, ...timing });
       return stdout;
     },
     async firstRule(chain) {

@@ -23,7 +23,7 @@ export interface Kernel {
   readonly backend: BackendDecision;
   readonly netns: string | undefined;
   supports(family: IpFamily): boolean;
-  saveFilter(family: IpFamily): Promise<string>;
+  saveFilter(family: IpFamily, opts?: { readonly counters?: boolean }): Promise<string>;
   restoreFilter(family: IpFamily, text: string): Promise<void>;
   /** Validate only (`--test`): nothing is written. */
   testFilter(family: IpFamily, text: string): Promise<void>;
@@ -54,7 +54,7 @@ export async function openKernel(opts: KernelOptions = {}): Promise<Kernel> {
     backend,
     netns: opts.netns,
     supports: (family) => runners.has(family),
-    saveFilter: (family) => runner(family).save('filter'),
+    saveFilter: (family, opts) => runner(family).save('filter', opts),
     restoreFilter: (family, text) => runner(family).restore(text, { noflush: true }),
     testFilter: (family, text) => runner(family).restore(text, { noflush: true, test: true }),
     ipsetSave: () => ipset.save(),

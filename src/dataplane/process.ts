@@ -16,6 +16,8 @@ export interface JsonLineProcessOptions {
   readonly readyTimeoutMs?: number;
   /** Receives every stderr line (diagnostics); dropped when absent. */
   readonly onStderr?: (line: string) => void;
+  /** Receives stdout lines that answer no request (a process that reports events); dropped when absent. */
+  readonly onMessage?: (message: JsonObject) => void;
 }
 
 export interface ProcessExit {
@@ -102,6 +104,7 @@ export async function startJsonLineProcess(opts: JsonLineProcessOptions): Promis
       clearTimeout(p.timer);
       p.resolve(message);
     }
+    else opts.onMessage?.(message);
   });
 
   const stop = async (graceMs = 1000): Promise<ProcessExit> => {

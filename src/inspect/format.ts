@@ -52,17 +52,21 @@ function podBlock(pod: PodView, policies: ReadonlyMap<string, PolicyView>): stri
 function workloadSummary(w: WorkloadView, dir: 'ingress' | 'egress'): string {
   if (!w.isolated) return `not isolated: all ${dir} allowed (${w.chain})`;
   const n = w.policies.length;
-  return n === 0 ? `isolated, no policy allows anything (${w.chain})` : `isolated: allowed only by ${n} polic${n === 1 ? 'y' : 'ies'} (${w.chain})`;
+  const dropped = w.droppedPackets !== undefined ? `; ${w.droppedPackets} packets dropped` : '';
+  return n === 0 ? `isolated, no policy allows anything (${w.chain})${dropped}` : `isolated: allowed only by ${n} polic${n === 1 ? 'y' : 'ies'} (${w.chain})${dropped}`;
 }
 
 function policyBlock(p: PolicyView, pad: string, withUsers = true): string[] {
   const out = wrap(`${p.policy} ${p.direction} (${p.chain})`, `${pad}policy `, `${pad}       `);
   if (withUsers) out.push(...wrap(p.usedBy.length > 0 ? p.usedBy.join(', ') : 'no local pod', `${pad}  used by: `, `${pad}           `));
+  if (withUsers && p.allowedPackets !== undefined) {
+    out.push(...wrap(`${p.allowedPackets} allowed, ${p.deniedPackets ?? 0} dropped at the pods it isolates`, `${pad}  packets: `, `${pad}           `));
+  }
   if (p.note) out.push(...wrap(p.note, `${pad}  note: `, `${pad}        `));
   for (const r of p.rules) {
     const head = `${pad}  ${r.rule.padEnd(9)} `;
     const hang = ' '.repeat(head.length);
-    out.push(...wrap(ruleText(r, p.direction), head, hang));
+    out.push(...wrap(`${ruleText(r, p.direction)}${r.packets !== undefined ? ` (${r.packets} packets)` : ''}`, head, hang));
     if (r.peer.kind === 'set') out.push(...wrap(membersText(r.peer), `${hang}  `, `${hang}    `));
     if (r.namedPorts) out.push(...wrap(membersText(r.namedPorts), `${hang}  `, `${hang}    `));
   }

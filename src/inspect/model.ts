@@ -37,6 +37,8 @@ export interface PolicyRuleView {
   readonly peer: PeerView;
   /** A named port: the hash:ip,port set of (pod IP, protocol:number) it resolved to. */
   readonly namedPorts?: SetView;
+  /** Packets this rule allowed (`iptables-save -c`), when the ruleset was read with counters. */
+  readonly packets?: number;
 }
 
 export interface PolicyView {
@@ -48,6 +50,9 @@ export interface PolicyView {
   readonly note?: string;
   /** Local pods whose workload chains jump here. */
   readonly usedBy: readonly string[];
+  /** With counters: packets its rules allowed, and packets dropped at the pods it isolates (shared with their other policies). */
+  readonly allowedPackets?: number;
+  readonly deniedPackets?: number;
 }
 
 export interface WorkloadView {
@@ -56,6 +61,8 @@ export interface WorkloadView {
   readonly isolated: boolean;
   readonly policies: readonly string[];
   readonly policyChains: readonly string[];
+  /** With counters: new connections' packets the chain's final drop dropped. */
+  readonly droppedPackets?: number;
 }
 
 export interface PodView {
@@ -146,7 +153,14 @@ export function inspectRuleset(ruleset: Ruleset, ipsets: IpSets, opts: InspectOp
     });
   }
   podViews.sort((a, b) => cmp(a.pod ?? a.ip, b.pod ?? b.ip));
-  const policies = [...policyViews.values()].sort((a, b) => cmp(`${a.policy} ${a.direction}`, `${b.policy} ${b.direction}`));
+  // The drops of an isolated pod belong to every policy that selects it: none of them allowed the packet.
+  const denied = new Map<string, number>();
+  for (const p of podViews) for (const w of [p.egress, p.ingress]) {
+    if (w?.droppedPackets === undefined) continue;
+    for (const pc of w.policyChains) denied.set(pc, (denied.get(pc) ?? 0) + w.droppedPackets);
+  }
+  const withDenied = [...policyViews.values()].map((p) => (p.allowedPackets !== undefined ? { ...p, deniedPackets: denied.get(p.chain) ?? 0 } : p));
+  const policies = withDenied.sort((a, b) => cmp(`${a.policy} ${a.direction}`, `${b.policy} ${b.direction}`));
   return {
     chainPrefix: prefix,
     forwardPolicy: forward?.policy ?? 'unknown',
@@ -203,9 +217,11 @@ function podName(chain: SavedChain | undefined): string | undefined {
 function workloadView(chain: SavedChain | undefined, policies: ReadonlyMap<string, PolicyView>): WorkloadView | undefined {
   if (!chain) return undefined;
   const policyChains = chain.rules.flatMap((r) => (r.rule?.action.kind === 'jump' && policies.has(r.rule.action.target) ? [r.rule.action.target] : []));
-  const last = chain.rules.at(-1)?.rule;
+  const lastSaved = chain.rules.at(-1);
+  const last = lastSaved?.rule;
   const isolated = last !== undefined && last.action.kind === 'drop' && last.match.length === 0;
-  return { chain: chain.name, isolated, policies: policyChains.map((c) => policies.get(c)?.policy ?? c), policyChains };
+  const dropped = isolated && lastSaved?.counters ? { droppedPackets: lastSaved.counters.packets } : {};
+  return { chain: chain.name, isolated, policies: policyChains.map((c) => policies.get(c)?.policy ?? c), policyChains, ...dropped };
 }
 
 function policyView(chain: SavedChain, direction: Direction, sets: (m: Extract<Match, { kind: 'set' }>) => SetView): PolicyView {
@@ -219,9 +235,14 @@ function policyView(chain: SavedChain, direction: Direction, sets: (m: Extract<M
       note = meaning.why;
     }
     if (meaning?.kind === 'policy-rule') policy ??= meaning.policy;
-    if (r.rule?.action.kind === 'set-mark') rules.push(ruleView(r.rule, i + 1, meaning?.kind === 'policy-rule' ? meaning.rule : '?', direction, sets));
+    if (r.rule?.action.kind === 'set-mark') {
+      const view = ruleView(r.rule, i + 1, meaning?.kind === 'policy-rule' ? meaning.rule : '?', direction, sets);
+      rules.push(r.counters ? { ...view, packets: r.counters.packets } : view);
+    }
   });
-  return { policy: policy ?? `? (${chain.name})`, direction, chain: chain.name, rules, ...(note !== undefined ? { note } : {}), usedBy: [] };
+  const counted = chain.rules.some((r) => r.counters !== undefined);
+  const allowed = counted ? { allowedPackets: rules.reduce((n, r) => n + (r.packets ?? 0), 0) } : {};
+  return { policy: policy ?? `? (${chain.name})`, direction, chain: chain.name, rules, ...(note !== undefined ? { note } : {}), usedBy: [], ...allowed };
 }
 
 function ruleView(rule: Rule, ruleIndex: number, label: string, direction: Direction, sets: (m: Extract<Match, { kind: 'set' }>) => SetView): PolicyRuleView {

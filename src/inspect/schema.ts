@@ -43,21 +43,21 @@ const policyRule = {
   type: 'object',
   additionalProperties: false,
   required: ['rule', 'ruleIndex', 'protocol', 'ports', 'peer'],
-  properties: { rule: str, ruleIndex: { type: 'integer', minimum: 1 }, protocol: { enum: ['tcp', 'udp', 'sctp', 'any'] }, ports: str, peer, namedPorts: setView },
+  properties: { rule: str, ruleIndex: { type: 'integer', minimum: 1 }, protocol: { enum: ['tcp', 'udp', 'sctp', 'any'] }, ports: str, peer, namedPorts: setView, packets: int },
 } as const;
 
 const policy = {
   type: 'object',
   additionalProperties: false,
   required: ['policy', 'direction', 'chain', 'rules', 'usedBy'],
-  properties: { policy: str, direction, chain: str, rules: { type: 'array', items: policyRule }, note: str, usedBy: strings },
+  properties: { policy: str, direction, chain: str, rules: { type: 'array', items: policyRule }, note: str, usedBy: strings, allowedPackets: int, deniedPackets: int },
 } as const;
 
 const workload = {
   type: 'object',
   additionalProperties: false,
   required: ['chain', 'isolated', 'policies', 'policyChains'],
-  properties: { chain: str, isolated: { type: 'boolean' }, policies: strings, policyChains: strings },
+  properties: { chain: str, isolated: { type: 'boolean' }, policies: strings, policyChains: strings, droppedPackets: int },
 } as const;
 
 const pod = {

@@ -73,7 +73,12 @@ export type Match =
   | { readonly kind: 'ctstate'; readonly states: readonly ConntrackState[] }
   | { readonly kind: 'physdev'; readonly in?: string; readonly out?: string; readonly isBridged?: boolean }
   /** `-m connmark --mark value/mask`: the flow's conntrack mark (strict mode's revoke bit). */
-  | { readonly kind: 'connmark'; readonly value: number; readonly mask: number; readonly negate?: boolean };
+  | { readonly kind: 'connmark'; readonly value: number; readonly mask: number; readonly negate?: boolean }
+  /**
+   * `-m limit --limit N/sec --limit-burst B`: a token bucket per rule. Only in front of NFLOG, so a flood
+   * of denied packets cannot flood the flow log; a packet over the rate simply skips the log rule.
+   */
+  | { readonly kind: 'limit'; readonly perSecond: number; readonly burst: number };
 
 export type MatchKind = Match['kind'];
 
@@ -85,7 +90,13 @@ export type Action =
   | { readonly kind: 'jump'; readonly target: ChainName }
   | { readonly kind: 'goto'; readonly target: ChainName }
   /** `-j MARK --set-xmark value/mask`: clears the mask bits, then xors value in. */
-  | { readonly kind: 'set-mark'; readonly value: number; readonly mask: number };
+  | { readonly kind: 'set-mark'; readonly value: number; readonly mask: number }
+  /**
+   * `-j NFLOG --nflog-prefix P --nflog-group G`: hands a copy of the packet to the userspace reader of
+   * netlink log group G and goes on to the next rule (not a verdict). The prefix names the drop, so the
+   * reader can explain it (see compile/flow-log.ts).
+   */
+  | { readonly kind: 'nflog'; readonly group: number; readonly prefix: string };
 
 export type ActionKind = Action['kind'];
 

@@ -11,6 +11,20 @@ export interface MarkBits {
   readonly all: number;
 }
 
+/** The kernel side of the flow log (compile/flow-log.ts). */
+export interface FlowLogSettings {
+  /** netlink log group (`--nflog-group`) the daemon reads. */
+  readonly group: number;
+  /** Log packets per second per drop rule (`-m limit`), so a flood costs a bounded number of messages. */
+  readonly perSecond: number;
+  readonly burst: number;
+  /** Also log allowed new connections, at each policy rule that allows them (off by default: it costs a rule per allow). */
+  readonly allowed?: boolean;
+}
+
+/** Group 9476, like the metrics port: easy to recognise, far from kube-router's 100 and Calico's 1/2. */
+export const DEFAULT_FLOW_LOG: FlowLogSettings = { group: 9476, perSecond: 10, burst: 5 };
+
 export interface NodeSettings {
   readonly nodeName: string;
   /** The CNI bridge pods hang off (flannel: cni0). */
@@ -28,6 +42,8 @@ export interface NodeSettings {
    * drops packets of flows carrying it before any ESTABLISHED accept. Absent: strict mode is off.
    */
   readonly revokeMark?: number;
+  /** NFLOG before every drop of a new connection; absent: no flow-log rules. */
+  readonly flowLog?: FlowLogSettings | undefined;
 }
 
 /** Away from kube-proxy's 0x4000/0x8000; the same layout Felix uses under its 0xffff0000 mask. */
@@ -44,4 +60,5 @@ export const defaultNodeSettings = (nodeName: string, podCidrs: readonly string[
   chainPrefix: 'nf-',
   ipsetPrefix: 'nf',
   marks: DEFAULT_MARKS,
+  flowLog: DEFAULT_FLOW_LOG,
 });

@@ -12,6 +12,8 @@ export interface ObserveServerOptions {
   readonly health: HealthChecks;
   readonly metrics: Pick<Metrics, 'render' | 'contentType'>;
   readonly logger?: Logger;
+  /** `/flows?pod=&namespace=&policy=&since=`: recent denied flows as JSON (`netfence drops`); 404 when absent. */
+  readonly flows?: (query: URLSearchParams) => unknown;
 }
 
 export class ObserveServer {
@@ -60,7 +62,8 @@ export class ObserveServer {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       return send(res, 405, 'method not allowed\n', { Allow: 'GET, HEAD' });
     }
-    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const path = url.pathname;
     switch (path) {
       case '/healthz':
         return sendCheck(res, this.options.health.liveness());
@@ -74,6 +77,9 @@ export class ObserveServer {
           this.logger.error('rendering metrics failed', { err });
           return send(res, 500, 'rendering metrics failed\n');
         }
+      case '/flows':
+        if (!this.options.flows) return send(res, 404, 'flow log is off (flowLogs: false)\n');
+        return send(res, 200, `${JSON.stringify(this.options.flows(url.searchParams))}\n`, { 'Content-Type': 'application/json' });
       default:
         return send(res, 404, 'not found: try /healthz, /readyz or /metrics\n');
     }

@@ -3,6 +3,7 @@
 // so no other module depends on prom-client. Each instance has its own registry: no global state.
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { createVisibilityMetrics, type VisibilityMetrics } from './metrics-visibility.js';
 
 export type SyncKind = 'full' | 'incremental';
 /** What woke the loop: an informer event per resource kind, a manifest change, or the drift timer. */
@@ -16,7 +17,7 @@ export interface ProgrammedCounts {
   readonly ipsetMembers: number;
 }
 
-export interface Metrics {
+export interface Metrics extends VisibilityMetrics {
   observeSync(kind: SyncKind, seconds: number): void;
   observeApply(seconds: number): void;
   countEvent(kind: EventKind, n?: number): void;
@@ -125,6 +126,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
   for (const object of ['chain', 'set', 'hook'] as const) driftRepairs.labels({ object }).inc(0);
 
   return {
+    ...createVisibilityMetrics(registers),
     observeSync: (kind, seconds) => syncDuration.observe({ kind }, seconds),
     observeApply: (seconds) => applyDuration.observe(seconds),
     countEvent: (kind, n = 1) => events.inc({ kind }, n),

@@ -2,7 +2,7 @@
 // Foreign rules are kept as raw lines: we read them only to leave them alone (and to show them).
 
 import type { Action, ChainName, ConntrackState, IpSetName, L4Protocol, Match, PortRange, Rule, SetDirection } from '../model/index.js';
-import { HASH_PREFIX } from './iptables-render.js';
+import { DEFAULT_LIMIT_BURST, HASH_PREFIX } from './iptables-render.js';
 
 export interface SavedRule {
   /** The line as saved, without the leading `-A <chain> `. */
@@ -14,6 +14,13 @@ export interface SavedRule {
   readonly comment?: string;
   /** The structured rule, when every part of it is something netfence emits. */
   readonly rule?: Rule | undefined;
+  /** Packet and byte counters, when the dump was taken with `iptables-save -c`. */
+  readonly counters?: RuleCounters;
+}
+
+export interface RuleCounters {
+  readonly packets: number;
+  readonly bytes: number;
 }
 
 export interface SavedChain {
@@ -97,16 +104,20 @@ export function parseIptablesSave(text: string): Map<string, SavedTable> {
       table.chains.set(name, { name, policy, rules: [] });
       return;
     }
-    if (line.startsWith('-A ')) {
+    // `iptables-save -c` puts the rule's counters first: `[packets:bytes] -A …`.
+    const counted = line.startsWith('[') ? /^\[(\d+):(\d+)\] (-A .*)$/.exec(line) : null;
+    const ruleLine = counted ? counted[3]! : line;
+    if (ruleLine.startsWith('-A ')) {
       let args: string[];
       try {
-        args = tokenize(line);
+        args = tokenize(ruleLine);
       } catch (e) {
         throw new SaveParseError(n, (e as Error).message);
       }
       const chain = table.chains.get(args[1] ?? '');
       if (!chain) throw new SaveParseError(n, `rule for undeclared chain "${args[1]}"`);
-      chain.rules.push(parseSavedRule(line.slice(3 + args[1]!.length + 1), args.slice(2)));
+      const counters = counted ? { packets: Number(counted[1]), bytes: Number(counted[2]) } : undefined;
+      chain.rules.push(parseSavedRule(ruleLine.slice(3 + args[1]!.length + 1), args.slice(2), counters));
       return;
     }
     throw new SaveParseError(n, `unexpected line "${line.slice(0, 60)}"`);
@@ -118,9 +129,9 @@ export function parseIptablesSave(text: string): Map<string, SavedTable> {
   return tables;
 }
 
-export function parseSavedRule(text: string, args: readonly string[]): SavedRule {
+export function parseSavedRule(text: string, args: readonly string[], counters?: RuleCounters): SavedRule {
   const commentAt = args.findIndex((a, i) => a === '--comment' && args[i + 1]?.startsWith(HASH_PREFIX));
-  if (commentAt < 0) return { text, args };
+  if (commentAt < 0) return { text, args, ...(counters ? { counters } : {}) };
   const full = args[commentAt + 1]!.slice(HASH_PREFIX.length);
   const space = full.indexOf(' ');
   const hash = space < 0 ? full : full.slice(0, space);
@@ -132,6 +143,7 @@ export function parseSavedRule(text: string, args: readonly string[]): SavedRule
     args,
     hash,
     ...(comment !== undefined ? { comment } : {}),
+    ...(counters ? { counters } : {}),
     get rule() {
       if (rule === null) rule = toRule(args, comment);
       return rule;
@@ -242,6 +254,13 @@ function parseModule(name: string, args: readonly string[], start: number): { ma
       const match: Match = { kind: 'physdev', ...(inName ? { in: inName } : {}), ...(outName ? { out: outName } : {}), ...(isBridged ? { isBridged } : {}) };
       return { match, next: i };
     }
+    case 'limit': {
+      const rate = /^(\d+)\/sec$/.exec(args[i + 1] ?? '');
+      if (opt !== '--limit' || !rate) return undefined;
+      const burst = args[i + 2] === '--limit-burst' ? Number(args[i + 3]) : DEFAULT_LIMIT_BURST;
+      if (!Number.isInteger(burst)) return undefined;
+      return { match: { kind: 'limit', perSecond: Number(rate[1]), burst }, next: args[i + 2] === '--limit-burst' ? i + 4 : i + 2 };
+    }
     default:
       return undefined;
   }
@@ -257,6 +276,12 @@ function parseTarget(flag: string, target: string, args: readonly string[], i: n
     case 'MARK': {
       const mark = args[i] === '--set-xmark' ? parseMark(args[i + 1]) : undefined;
       return mark && { action: { kind: 'set-mark', ...mark }, next: i + 2 };
+    }
+    case 'NFLOG': {
+      if (args[i] !== '--nflog-prefix' || args[i + 1] === undefined) return undefined;
+      const group = args[i + 2] === '--nflog-group' ? Number(args[i + 3]) : 0;
+      if (!Number.isInteger(group)) return undefined;
+      return { action: { kind: 'nflog', group, prefix: args[i + 1]! }, next: args[i + 2] === '--nflog-group' ? i + 4 : i + 2 };
     }
     default:
       return /^[A-Z]+$/.test(target) ? undefined : { action: { kind: 'jump', target: target as ChainName }, next: i };

@@ -11,6 +11,8 @@ const HASH_LENGTH = 16;
 const hex = (n: number): string => `0x${(n >>> 0).toString(16)}`;
 // As iptables-save prints it: a full mask is left out.
 const markArg = (value: number, mask: number): string => ((mask >>> 0) === 0xffffffff ? hex(value) : `${hex(value)}/${hex(mask)}`);
+/** xt_limit's default burst, which iptables-save does not print. */
+export const DEFAULT_LIMIT_BURST = 5;
 const CONNTRACK_ORDER = ['INVALID', 'NEW', 'RELATED', 'ESTABLISHED', 'UNTRACKED'] as const;
 
 /** iptables-save prints these as options before any `-m` module. */
@@ -37,6 +39,8 @@ const renderMatch: { [K in Match['kind']]: (m: Extract<Match, { kind: K }>) => s
     ...(m.isBridged ? ['--physdev-is-bridged'] : []),
   ],
   connmark: (m) => ['-m', 'connmark', ...not(m.negate), '--mark', markArg(m.value, m.mask)],
+  // iptables-save leaves out the default burst of 5.
+  limit: (m) => ['-m', 'limit', '--limit', `${m.perSecond}/sec`, ...(m.burst !== DEFAULT_LIMIT_BURST ? ['--limit-burst', `${m.burst}`] : [])],
 };
 
 const renderAction: { [K in Action['kind']]: (a: Extract<Action, { kind: K }>) => string[] } = {
@@ -47,6 +51,8 @@ const renderAction: { [K in Action['kind']]: (a: Extract<Action, { kind: K }>) =
   jump: (a) => ['-j', a.target],
   goto: (a) => ['-g', a.target],
   'set-mark': (a) => ['-j', 'MARK', '--set-xmark', markArg(a.value, a.mask)],
+  // iptables-save prints the prefix before the group and leaves out group 0.
+  nflog: (a) => ['-j', 'NFLOG', '--nflog-prefix', a.prefix, ...(a.group !== 0 ? ['--nflog-group', `${a.group}`] : [])],
 };
 
 const matchArgs = (m: Match): string[] => (renderMatch[m.kind] as (m: Match) => string[])(m);
@@ -77,9 +83,14 @@ export function ruleArgsWithComment(rule: Rule, hash: string): string[] {
   return [...options.flatMap(matchArgs), '-m', 'comment', '--comment', comment, ...modules.flatMap(matchArgs), ...actionArgs(rule.action)];
 }
 
-/** Quote like iptables-save: comments always in double quotes, everything else bare. */
+// xtables_save_string: a string of only these characters is printed bare, anything else in double quotes.
+const BARE_STRING = /^[A-Za-z0-9_-]+$/;
+
+/** Quote like iptables-save: comments always in double quotes, NFLOG prefixes when xtables would, everything else bare. */
 export function joinArgs(args: readonly string[]): string {
-  return args.map((a, i) => (args[i - 1] === '--comment' ? `"${a}"` : a)).join(' ');
+  return args
+    .map((a, i) => (args[i - 1] === '--comment' || (args[i - 1] === '--nflog-prefix' && !BARE_STRING.test(a)) ? `"${a}"` : a))
+    .join(' ');
 }
 
 /**

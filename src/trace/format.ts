@@ -4,6 +4,7 @@
 import type { Packet } from './packet.js';
 import { chainLabel, ruleTextWithoutComment, type Ruleset } from './ruleset.js';
 import type { Allowance, DecidedBy, Step, TraceResult } from './trace.js';
+import { isolatedReason } from './reasons.js';
 import { wrap } from './wrap.js';
 
 export interface FormatContext {
@@ -67,7 +68,7 @@ const where = (d: DecidedBy): string => (d.ruleIndex === 0 ? `${d.chain} ${d.tex
 function because(d: DecidedBy, verdict: 'ACCEPT' | 'DROP'): string {
   if (d.policy && d.rule) return `allowed by policy ${d.policy} rule ${d.rule}`;
   if (d.pod && d.direction) {
-    return verdict === 'ACCEPT' ? `${d.pod} is not isolated for ${d.direction}` : `${d.pod} is isolated for ${d.direction} and no policy allowed it`;
+    return verdict === 'ACCEPT' ? `${d.pod} is not isolated for ${d.direction}` : isolatedReason(d.pod, d.direction, d.policies ?? [], d.invalidPolicies ?? []);
   }
   return d.comment ?? ruleTextWithoutComment(d.text);
 }

@@ -48,6 +48,8 @@ const evaluate: { [K in Match['kind']]: (m: Extract<Match, { kind: K }>, ctx: Ma
     (!m.isBridged || packet.physOut !== undefined),
   // The flow's conntrack mark; a traced packet is a new flow's first, whose mark is 0 unless the packet says.
   connmark: (m, { packet }) => flip((((packet.ctmark ?? 0) & m.mask) >>> 0) === m.value >>> 0, m.negate),
+  // One packet never exhausts a token bucket: the trace assumes the rate is not exceeded.
+  limit: () => true,
 };
 
 const not = (negate: boolean | undefined): string => (negate ? '! ' : '');
@@ -65,6 +67,7 @@ export const describe: { [K in Match['kind']]: (m: Extract<Match, { kind: K }>) 
   ctstate: (m) => `ctstate ${m.states.join(',')}`,
   physdev: (m) => `physdev${m.in ? ` in ${m.in}` : ''}${m.out ? ` out ${m.out}` : ''}${m.isBridged ? ' bridged' : ''}`,
   connmark: (m) => `connmark ${not(m.negate)}0x${m.value.toString(16)}/0x${m.mask.toString(16)}`,
+  limit: (m) => `at most ${m.perSecond}/s (burst ${m.burst})`,
 };
 
 export const evaluateMatch = (m: Match, ctx: MatchContext): MatchAnswer => (evaluate[m.kind] as (m: Match, c: MatchContext) => MatchAnswer)(m, ctx);

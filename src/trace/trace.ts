@@ -41,6 +41,9 @@ export interface Attribution {
 
 export interface DecidedBy extends StepRef, Attribution {
   readonly action: 'ACCEPT' | 'DROP' | 'REJECT';
+  /** For an isolation drop: the policies the workload chain consulted (none allowed), and which are invalid. */
+  readonly policies?: readonly string[];
+  readonly invalidPolicies?: readonly string[];
   /** A rule in a chain netfence owns. */
   readonly owned: boolean;
 }
@@ -146,7 +149,10 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
       case 'reject': {
         record('match');
         const verb = action.kind === 'accept' ? 'ACCEPT' : action.kind === 'drop' ? 'DROP' : 'REJECT';
-        return finish({ ...ref, action: verb, owned: isOwned, ...attribute(saved, rule, allowedBy) });
+        const who = attribute(saved, rule, allowedBy);
+        // An isolation drop: name every policy the pod's chain consulted, as the flow log does.
+        const selecting = verb !== 'ACCEPT' && who.pod !== undefined && isOwned ? selectingPolicies(chain, ruleset) : {};
+        return finish({ ...ref, action: verb, owned: isOwned, ...who, ...selecting });
       }
       case 'set-mark': {
         mark = ((mark & ~action.mask) ^ action.value) >>> 0;
@@ -154,6 +160,10 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
         if (action.value !== 0) allowedBy.push({ ...ref, value: action.value, ...attributionOf(comment) });
         break;
       }
+      case 'nflog':
+        // Not a verdict: the packet is copied to the flow log and goes on to the next rule.
+        record('match', `logged to NFLOG group ${action.group}`);
+        break;
       case 'return':
         record('match');
         frames.pop();
@@ -178,6 +188,25 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
     }
   }
   throw new Error('unreachable: the walk ends at a verdict or a chain policy');
+}
+
+/** The policies a workload chain jumps to, named by their chains' comments; invalid ones say so there. */
+function selectingPolicies(chain: SavedChain, ruleset: Ruleset): { policies: string[]; invalidPolicies: string[] } {
+  const policies: string[] = [];
+  const invalidPolicies: string[] = [];
+  for (const r of chain.rules) {
+    const target = targetChain(r);
+    const rules = target !== undefined ? ruleset.chains.get(target)?.rules : undefined;
+    if (!rules) continue;
+    for (const pr of rules) {
+      const meaning = pr.comment !== undefined ? readComment(pr.comment) : undefined;
+      if (meaning?.kind !== 'policy-rule' && meaning?.kind !== 'policy-empty') continue;
+      if (!policies.includes(meaning.policy)) policies.push(meaning.policy);
+      if (meaning.kind === 'policy-empty' && meaning.why.startsWith('invalid') && !invalidPolicies.includes(meaning.policy)) invalidPolicies.push(meaning.policy);
+      break;
+    }
+  }
+  return { policies, invalidPolicies };
 }
 
 function targetChain(saved: SavedRule): string | undefined {

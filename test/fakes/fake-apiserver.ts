@@ -11,7 +11,9 @@
 //   code 410 (reason Expired), then the stream ends; that is what makes an informer relist;
 // - `allowWatchBookmarks=true` enables BOOKMARK events (sent by `bookmark()` or on an interval);
 // - `timeoutSeconds` ends a watch normally after that long.
-// Not served: label/field selectors, pagination (`limit`/`continue`), writes over HTTP.
+// Not served: label/field selectors, pagination (`limit`/`continue`), writes over HTTP — except
+// events.k8s.io/v1 Events, which the daemon writes: POST creates (409 AlreadyExists on a taken name,
+// 422 when required fields are missing), PATCH applies a JSON Patch (add/replace) or a merge patch.
 //
 // Test controls: create/update/delete/apply, dropWatches, compact, stop/start (same port),
 // holdLists (delay a resource's list until released), failRequests, truncateLists (a list cut off
@@ -96,6 +98,7 @@ export class FakeApiServer {
   private rv = 1;
   private readonly watchers = new Set<Watcher>();
   private readonly sockets = new Set<Socket>();
+  private readonly eventStore = new Map<string, KubeObject>();
   private readonly held = new Map<Resource, Promise<void>>();
   private readonly failures = new Map<Resource, { status: number; remaining: number }>();
   private readonly truncations = new Map<Resource, number>();
@@ -285,6 +288,8 @@ export class FakeApiServer {
     const route = parseRoute(url.pathname);
     const watch = query['watch'] === 'true' || query['watch'] === '1';
     this.requests.push({ method: req.method ?? 'GET', path: url.pathname, query, resource: route?.resource, watch });
+    const eventRoute = /^\/apis\/events\.k8s\.io\/v1\/namespaces\/([^/]+)\/events(?:\/([^/]+))?$/.exec(url.pathname);
+    if (eventRoute) return this.serveEventWrite(req, res, decodeURIComponent(eventRoute[1]!), eventRoute[2] && decodeURIComponent(eventRoute[2]));
     if (req.method !== 'GET') return status(res, 405, 'MethodNotAllowed', `the fake API server only serves GET`);
     if (!route) return status(res, 404, 'NotFound', `the server could not find the requested resource (${url.pathname})`);
     const failure = this.failures.get(route.resource);
@@ -303,6 +308,51 @@ export class FakeApiServer {
       return this.serveList(res, route.resource, route.namespace, true);
     }
     return this.serveList(res, route.resource, route.namespace);
+  }
+
+  /** Events written through the API (events.k8s.io/v1), in creation order. */
+  events(): KubeObject[] {
+    return [...this.eventStore.values()];
+  }
+
+  private async serveEventWrite(req: IncomingMessage, res: ServerResponse, namespace: string, name: string | undefined): Promise<void> {
+    let body: unknown;
+    try {
+      body = JSON.parse(await readBody(req));
+    } catch {
+      return status(res, 400, 'BadRequest', 'body is not JSON');
+    }
+    if (req.method === 'POST' && name === undefined) {
+      const event = body as KubeObject;
+      const missing = ['eventTime', 'reportingController', 'reportingInstance', 'action', 'reason', 'type', 'regarding'].filter((k) => event[k] === undefined);
+      if (!event.metadata?.name || missing.length > 0) return status(res, 422, 'Invalid', `Event is invalid: missing ${['metadata.name', ...missing].join(', ')}`);
+      if (!/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/.test(String(event['eventTime']))) return status(res, 422, 'Invalid', `eventTime must be a MicroTime, got ${String(event['eventTime'])}`);
+      const key = `${namespace}/${event.metadata.name}`;
+      if (this.eventStore.has(key)) return status(res, 409, 'AlreadyExists', `events.events.k8s.io "${event.metadata.name}" already exists`);
+      const stored = { ...event, metadata: { ...event.metadata, namespace, resourceVersion: String(++this.rv) } };
+      this.eventStore.set(key, stored);
+      return json(res, 201, stored);
+    }
+    if (req.method === 'PATCH' && name !== undefined) {
+      const key = `${namespace}/${name}`;
+      const current = this.eventStore.get(key);
+      if (!current) return status(res, 404, 'NotFound', `events.events.k8s.io "${name}" not found`);
+      let patched: Record<string, unknown> = structuredClone(current) as Record<string, unknown>;
+      if (Array.isArray(body)) {
+        for (const op of body as { op: string; path: string; value: unknown }[]) {
+          const field = /^\/([A-Za-z]+)$/.exec(op.path)?.[1];
+          if ((op.op !== 'add' && op.op !== 'replace') || !field) return status(res, 422, 'Invalid', `unsupported patch op ${JSON.stringify(op)}`);
+          if (op.op === 'replace' && !(field in patched)) return status(res, 422, 'Invalid', `replace of missing ${op.path}`);
+          patched[field] = op.value;
+        }
+      } else {
+        patched = { ...patched, ...(body as Record<string, unknown>) };
+      }
+      const stored: KubeObject = { ...patched, metadata: { ...current.metadata, resourceVersion: String(++this.rv) } };
+      this.eventStore.set(key, stored);
+      return json(res, 200, stored);
+    }
+    return status(res, 405, 'MethodNotAllowed', `${req.method} is not served for events`);
   }
 
   private serveGet(res: ServerResponse, resource: Resource, namespace: string | undefined, name: string): void {
@@ -383,6 +433,12 @@ function parseRoute(path: string): Route | undefined {
     }
   }
   return undefined;
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 function matchesNamespace(obj: KubeObject, namespace: string | undefined): boolean {

@@ -79,6 +79,9 @@ export function evaluate(state: FamilyState, pkt: EvalPacket): EvalResult {
         }
         return (m.in === undefined || m.in === pkt.physIn) && (m.out === undefined || m.out === pkt.physOut) && (!m.isBridged || pkt.bridged === true);
       }
+      case 'limit':
+        // One NEW packet never exhausts a rate limit's bucket.
+        return true;
     }
   };
 
@@ -97,6 +100,9 @@ export function evaluate(state: FamilyState, pkt: EvalPacket): EvalResult {
           return 'REJECT';
         case 'return':
           return 'CONTINUE';
+        case 'nflog':
+          // A copy to the flow log; the walk goes on.
+          break;
         case 'set-mark':
           mark = (((mark & ~a.mask) >>> 0) ^ a.value) >>> 0;
           break;

@@ -14,8 +14,8 @@ describe('firstPacketBound', () => {
     // nf-FORWARD: two established-flow shortcuts (a first packet is NEW), clear mark, egress dispatch, ingress dispatch, accept.
     expect(bound.forward).toBe(6);
     // Ingress of db: dispatch lists pods by address, db (.5) first (1); workload chain: ct established, ct invalid,
-    // clear mark, self, jump, return-if-accepted, drop (7); the policy chain's single set rule (1).
-    expect(bound.ingress).toMatchObject({ pod: 'prod/db', dispatch: 1, dispatchDepth: 1, workload: 7, policyChains: 1, policies: 1, setMatches: 1, total: 9 });
+    // clear mark, self, jump, return-if-accepted, flow log, drop (8); the policy chain's single set rule (1).
+    expect(bound.ingress).toMatchObject({ pod: 'prod/db', dispatch: 1, dispatchDepth: 1, workload: 8, policyChains: 1, policies: 1, setMatches: 1, total: 10 });
     // Egress is not isolated; the longest dispatch scan is api's (2), then ct, ct, clear, self, set accept bit (5).
     expect(bound.egress).toMatchObject({ pod: 'prod/api', dispatch: 2, workload: 5, policyChains: 0, policies: 0, total: 7 });
     expect(bound.total).toBe(6 + bound.ingress!.total + bound.egress!.total);

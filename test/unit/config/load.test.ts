@@ -270,6 +270,7 @@ describe('toNodeSettings', () => {
       chainPrefix: 'xy-',
       ipsetPrefix: 'xy',
       marks: { accept: 0x1000000, scratch0: 0x4000000, all: 0xf000000 },
+      flowLog: { group: 9476, perSecond: 10, burst: 5 },
     });
   });
 
@@ -277,5 +278,15 @@ describe('toNodeSettings', () => {
     expect(toNodeSettings({ ...base, revokeEstablished: true }, []).revokeMark).toBe(0x100000);
     expect(toNodeSettings({ ...base, revokeEstablished: true, markMask: 0x0f800000 }, []).revokeMark).toBe(0x8000000);
     expect(toNodeSettings(base, [])).not.toHaveProperty('revokeMark');
+  });
+
+  it('turns the flow-log rules off, or moves them to another group and rate', () => {
+    const off = loadConfig({ env: { NODE_NAME: 'n' }, argvFlags: flags('--no-flow-logs') }).config;
+    expect(toNodeSettings(off, []).flowLog).toBeUndefined();
+    const moved = loadConfig({ env: { NODE_NAME: 'n', NETFENCE_FLOW_LOG_GROUP: '7' }, argvFlags: flags('--flow-log-rate', '100') }).config;
+    expect(toNodeSettings(moved, []).flowLog).toEqual({ group: 7, perSecond: 100, burst: 5 });
+    expect(() => loadConfig({ env: { NODE_NAME: 'n' }, argvFlags: flags('--flow-log-group', '70000') })).toThrow(/flowLogGroup|flow-log-group/);
+    const allowed = loadConfig({ env: { NODE_NAME: 'n' }, argvFlags: flags('--flow-log-allowed') }).config;
+    expect(toNodeSettings(allowed, []).flowLog).toEqual({ group: 9476, perSecond: 10, burst: 5, allowed: true });
   });
 });

@@ -98,13 +98,18 @@ function podOf(d: Doc): PodSpec {
 }
 
 describe('RBAC', () => {
-  it('grants exactly get/list/watch on pods, namespaces, nodes and networkpolicies', () => {
+  it('grants exactly get/list/watch on pods, namespaces, nodes and networkpolicies, and create/patch on events.k8s.io events', () => {
     const grants = clusterRole.rules.flatMap((rule) => {
-      expect([...rule.verbs].sort()).toEqual(['get', 'list', 'watch']);
       expect(rule.resourceNames).toBeUndefined();
-      return rule.apiGroups.flatMap((group) => rule.resources.map((resource) => `${group}/${resource}`));
+      return rule.apiGroups.flatMap((group) => rule.resources.map((resource) => `${group}/${resource} ${[...rule.verbs].sort().join(',')}`));
     });
-    expect(grants.sort()).toEqual(['/namespaces', '/nodes', '/pods', 'networking.k8s.io/networkpolicies']);
+    expect(grants.sort()).toEqual([
+      '/namespaces get,list,watch',
+      '/nodes get,list,watch',
+      '/pods get,list,watch',
+      'events.k8s.io/events create,patch',
+      'networking.k8s.io/networkpolicies get,list,watch',
+    ]);
   });
 
   it('binds the ClusterRole to the DaemonSet service account', () => {

@@ -91,6 +91,8 @@ const handWritten: [string, Rule][] = [
   ['physdev bridged only', { match: m({ kind: 'physdev', isBridged: true }), action: { kind: 'accept' } }],
   ['connmark revoke bit', { match: m({ kind: 'connmark', value: 0x100000, mask: 0x100000 }), action: { kind: 'drop' } }],
   ['negated connmark', { match: m({ kind: 'connmark', value: 0, mask: 0x100000, negate: true }), action: { kind: 'accept' } }],
+  ['flow log: limit with default burst, NFLOG with a quoted prefix', { match: m({ kind: 'limit', perSecond: 10, burst: 5 }), action: { kind: 'nflog', group: 9476, prefix: 'nf:iso:nf-tw-abcdefghijklmnop' } }],
+  ['flow log: other burst, group 0, bare prefix', { match: m({ kind: 'src-net', cidr: '10.244.1.0/24' }, { kind: 'limit', perSecond: 1000, burst: 20 }), action: { kind: 'nflog', group: 0, prefix: 'drop-1' } }],
   ['modules keep their order', {
     match: m({ kind: 'protocol', protocol: 'tcp' }, { kind: 'ctstate', states: ['NEW'] }, { kind: 'mark', value: 1, mask: 1 }, { kind: 'set', set, direction: 'dst' }, { kind: 'dports', ports: [{ from: 5, to: 5 }] }),
     action: { kind: 'set-mark', value: 0x10000, mask: 0x10000 },
@@ -198,5 +200,22 @@ describe('comments', () => {
     expect(comment.length).toBeLessThanOrEqual(256);
     expect(comment).toBe(`nf:${renderChain(chain).hashes[0]} ${clean}`.slice(0, comment.length));
     expect(args.at(-1)).toBe('ACCEPT');
+  });
+});
+
+describe('flow-log rules print as iptables-save prints them (checked by hand against iptables 1.8.9, nft and legacy)', () => {
+  it.each<[string, Rule, string]>([
+    [
+      'default burst left out, prefix quoted because of ":"',
+      { match: m({ kind: 'limit', perSecond: 10, burst: 5 }), action: { kind: 'nflog', group: 5, prefix: 'nf:isolated' } },
+      '-m limit --limit 10/sec -j NFLOG --nflog-prefix "nf:isolated" --nflog-group 5',
+    ],
+    [
+      'burst shown, group 0 left out, bare prefix',
+      { match: m({ kind: 'limit', perSecond: 5, burst: 20 }), action: { kind: 'nflog', group: 0, prefix: 'p' } },
+      '-m limit --limit 5/sec --limit-burst 20 -j NFLOG --nflog-prefix p',
+    ],
+  ])('%s', (_name, rule, saved) => {
+    expect(joinArgs(ruleArgs(rule))).toBe(saved);
   });
 });

@@ -1,13 +1,14 @@
 // `netfence trace` and `netfence inspect` end to end over saved dumps (no kernel): exit codes, verdict
 // lines, JSON, and one-line errors for input that is not a netfence ruleset.
 
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
 import { main } from '../../../src/cli/main.js';
-import { INSPECT_REPORT_SCHEMA } from '../../../src/inspect/index.js';
+import { INSPECT_REPORT_SCHEMA, type InspectReport } from '../../../src/inspect/index.js';
 import { NO_NETFENCE_CHAINS } from '../../../src/trace/index.js';
+import { FakeApiServer } from '../../fakes/fake-apiserver.js';
 import { loadGoldenCase } from '../../helpers/golden.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'nft-cli-'));
@@ -36,18 +37,26 @@ async function run(...argv: string[]): Promise<{ code: number; out: string; err:
 const tooLong = (text: string) => text.split('\n').filter((l) => l.length > 80);
 
 describe('netfence trace', () => {
+  // Exit status for scripts: 0 allowed, 1 dropped, 2 error.
   it.each([
-    ['local pods by name, allowed by the policy', ['--src', 'default/frontend', '--dst', 'default/db', '--port', '6379'], /verdict ACCEPT: allowed by policy default\/test-network-policy rule ingress:0/],
-    ['isolation drop names the pod', ['--src', 'default/frontend', '--dst', 'default/db', '--port', '80'], /verdict DROP: default\/db is isolated for ingress and no policy allowed it/],
-    ['egress of an isolated pod', ['--src', 'default/db', '--dst', '10.0.0.7', '--port', '5978'], /verdict ACCEPT: allowed by policy default\/test-network-policy rule egress:0/],
-    ['traffic not involving local pods', ['--src', '10.244.2.1', '--dst', '10.244.3.1', '--port', '80'], /verdict NO-VERDICT: netfence did not decide; the rest of FORWARD does: ACCEPT/],
-    ['unknown local address, fail-closed', ['--src', '10.244.2.1', '--dst', '10.244.1.99', '--port', '80'], /verdict DROP: unknown local pod, fail-closed/],
-  ])('%s', async (_n, args, verdict) => {
+    ['local pods by name, allowed by the policy', ['--src', 'default/frontend', '--dst', 'default/db', '--port', '6379'], 0, /verdict ACCEPT: allowed by policy default\/test-network-policy rule ingress:0/],
+    ['isolation drop names the pod', ['--src', 'default/frontend', '--dst', 'default/db', '--port', '80'], 1, /verdict DROP: default\/db is isolated for ingress; policy\s+default\/test-network-policy selects it; none allowed this peer/],
+    ['egress of an isolated pod', ['--src', 'default/db', '--dst', '10.0.0.7', '--port', '5978'], 0, /verdict ACCEPT: allowed by policy default\/test-network-policy rule egress:0/],
+    ['traffic not involving local pods', ['--src', '10.244.2.1', '--dst', '10.244.3.1', '--port', '80'], 0, /verdict NO-VERDICT: netfence did not decide; the rest of FORWARD does: ACCEPT/],
+    ['unknown local address, fail-closed', ['--src', '10.244.2.1', '--dst', '10.244.1.99', '--port', '80'], 1, /verdict DROP: unknown local pod, fail-closed/],
+  ])('%s', async (_n, args, code, verdict) => {
     const r = await run('trace', '--saved', compiled, '--proto', 'tcp', ...args);
     expect(r.err).toBe('');
-    expect(r.code).toBe(0);
+    expect(r.code).toBe(code);
     expect(r.out).toMatch(verdict);
     expect(tooLong(r.out)).toEqual([]);
+  });
+
+  it('an invalid policy is named as such in the drop verdict (the words the flow log uses)', async () => {
+    const inv = loadGoldenCase('invalid-policy-fails-closed');
+    const r = await run('trace', '--saved', file('invalid.txt', inv.ipsets + inv.rules), '--resources', join(inv.dir, 'cluster.yaml'), '--node-name', 'node-1', '--src', 'shop/cart', '--dst', 'shop/pay', '--proto', 'tcp', '--port', '80');
+    expect(r.code).toBe(1);
+    expect(r.out.replace(/\s+/g, ' ')).toContain('verdict DROP: shop/pay is isolated for ingress; policy shop/broken selects it; none allowed this peer; shop/broken is invalid and allows nothing');
   });
 
   it('resolves remote pods through --resources', async () => {
@@ -59,21 +68,59 @@ describe('netfence trace', () => {
 
   it('--json carries the packet, verdict and steps', async () => {
     const r = await run('trace', '--saved', saved, '--src', 'other/frontend', '--dst', 'default/db', '--proto', 'tcp', '--port', '6379', '--resources', join(seed.dir, 'cluster.yaml'), '--json');
+    expect(r.code).toBe(1);
     const json = JSON.parse(r.out) as { verdict: string; packet: { inIface: string; outIface: string }; decidedBy: { pod: string }; steps: unknown[] };
     expect(json).toMatchObject({ verdict: 'DROP', packet: { inIface: 'eth0', outIface: 'cni0' }, decidedBy: { pod: 'default/db' } });
     expect(json.steps.length).toBeGreaterThan(5);
   });
 
   it.each([
-    ['remote pod without manifests', ['--src', 'myproject/client', '--dst', 'default/db', '--proto', 'tcp', '--port', '1'], /not a local pod in the ruleset; pass --resources/],
+    ['remote pod without manifests or API', ['--src', 'myproject/client', '--dst', 'default/db', '--proto', 'tcp', '--port', '1'], /not a local pod in the ruleset; pass --kubeconfig F \(or run in the cluster\) or --resources/],
     ['bad protocol', ['--src', '1.1.1.1', '--dst', '2.2.2.2', '--proto', 'icmp', '--port', '1'], /--proto must be tcp, udp or sctp/],
     ['bad port', ['--src', '1.1.1.1', '--dst', '2.2.2.2', '--proto', 'tcp', '--port', '70000'], /--port must be a port number/],
     ['missing --dst', ['--src', '1.1.1.1', '--proto', 'tcp', '--port', '1'], /--dst is required/],
-    ['API lookup not supported', ['--kubeconfig', '/nonexistent', '--src', 'a/b', '--dst', '2.2.2.2', '--proto', 'tcp', '--port', '1'], /through the API is not supported yet/],
+    ['unreadable kubeconfig', ['--kubeconfig', '/nonexistent', '--src', 'a/b', '--dst', '2.2.2.2', '--proto', 'tcp', '--port', '1'], /--kubeconfig F .*nonexistent/],
   ])('usage error: %s', async (_n, args, message) => {
     const r = await run('trace', '--saved', compiled, ...args);
     expect(r.code).toBe(2);
     expect(r.err).toMatch(message);
+  });
+});
+
+describe('netfence trace --kubeconfig: pod names from the API', () => {
+  let server: FakeApiServer;
+  let kubeconfig: string;
+  beforeAll(async () => {
+    server = new FakeApiServer();
+    await server.start();
+    kubeconfig = server.writeKubeconfig(mkdtempSync(join(dir, 'kube-')));
+    const pod = (namespace: string, name: string, ip: string, node: string) => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace, labels: {} },
+      spec: { nodeName: node, containers: [{ name: 'c', image: 'i' }] },
+      status: { phase: 'Running', podIP: ip, podIPs: [{ ip }] },
+    });
+    for (const ns of ['default', 'myproject']) server.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+    server.create({ apiVersion: 'v1', kind: 'Node', metadata: { name: 'node-1' }, spec: { podCIDR: '10.244.1.0/24', podCIDRs: ['10.244.1.0/24'] } });
+    server.create(pod('myproject', 'client', '10.244.2.13', 'node-2'));
+    server.create(pod('default', 'db', '10.244.1.10', 'node-1'));
+  });
+  afterAll(async () => server?.stop());
+
+  it('resolves a remote pod and answers with the exit status', async () => {
+    const allowed = await run('trace', '--saved', saved, '--kubeconfig', kubeconfig, '--node-name', 'node-1', '--src', 'myproject/client', '--dst', 'default/db', '--proto', 'tcp', '--port', '6379');
+    expect(allowed.err).toBe('');
+    expect(allowed.out).toMatch(/10\.244\.2\.13 \(myproject\/client, remote\)/);
+    expect(allowed.code).toBe(0);
+    const denied = await run('trace', '--saved', saved, '--kubeconfig', kubeconfig, '--node-name', 'node-1', '--src', 'myproject/client', '--dst', 'default/db', '--proto', 'tcp', '--port', '80');
+    expect(denied.code).toBe(1);
+  });
+
+  it('a pod the API does not know is an error (exit 2)', async () => {
+    const r = await run('trace', '--saved', saved, '--kubeconfig', kubeconfig, '--src', 'myproject/nope', '--dst', 'default/db', '--proto', 'tcp', '--port', '80');
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/pod myproject\/nope: not in the cluster/);
   });
 });
 
@@ -85,6 +132,30 @@ describe('netfence inspect', () => {
     expect(r.out).toMatch(/policy default\/test-network-policy ingress \(nf-pi-/);
     expect(r.out).toMatch(/FORWARD policy DROP/);
     expect(tooLong(r.out)).toEqual([]);
+  });
+
+  it('with counters (iptables-save -c): packets per policy rule, allowed per policy, dropped per isolated pod', async () => {
+    let n = 0;
+    // Every rule gets its own count: 1, 2, 3, … in dump order.
+    const counted = file('counted.txt', readFileSync(saved, 'utf8').replace(/^-A /gm, () => `[${++n}:${n * 60}] -A `));
+    const r = await run('inspect', '--saved', counted, '--json');
+    expect(r.code).toBe(0);
+    const report = JSON.parse(r.out) as InspectReport;
+    expect(new Ajv({ strict: true }).compile(INSPECT_REPORT_SCHEMA)(report)).toBe(true);
+    const lines = readFileSync(counted, 'utf8').split('\n');
+    const countOf = (chain: string, index: number): number => {
+      const rules = lines.filter((l) => l.includes(`] -A ${chain} `));
+      return Number(/^\[(\d+):/.exec(rules[index - 1]!)![1]);
+    };
+    const db = report.pods.find((p) => p.pod === 'default/db')!;
+    expect(db.ingress!.droppedPackets).toBe(countOf(db.ingress!.chain, lines.filter((l) => l.includes(`] -A ${db.ingress!.chain} `)).length));
+    const policy = report.policies.find((p) => p.direction === 'ingress')!;
+    expect(policy.rules.map((x) => x.packets)).toEqual(policy.rules.map((x) => countOf(policy.chain, x.ruleIndex)));
+    expect(policy.allowedPackets).toBe(policy.rules.reduce((t, x) => t + x.packets!, 0));
+    expect(policy.deniedPackets).toBe(db.ingress!.droppedPackets);
+    const text = await run('inspect', '--saved', counted, '--policy', policy.policy);
+    expect(text.out).toContain(`packets: ${policy.allowedPackets} allowed, ${policy.deniedPackets} dropped at the pods it isolates`);
+    expect(tooLong(text.out)).toEqual([]);
   });
 
   it('--json validates against the schema', async () => {

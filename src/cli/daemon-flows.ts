@@ -1,0 +1,118 @@
+// The daemon's flow log, wired: an NFLOG reader in the daemon's network namespace, each packet
+// explained against the last programmed chains and the cluster, recorded in the FlowLog ring (and the
+// log), and served at /flows for `netfence drops`. A reader that cannot start is logged, never fatal:
+// enforcement does not depend on it.
+
+import type { ClusterSource } from '../cluster/source.js';
+import type { DaemonConfig } from '../config/schema.js';
+import { startNflogReader, type NflogReader } from '../dataplane/nflog.js';
+import type { Logger } from '../log.js';
+import type { DesiredState, Problem } from '../model/index.js';
+import { FlowLog, type FlowFilter } from '../observe/flow-log.js';
+import { explainAllowed, explainDrop, explainsDrop, invalidPoliciesOf, PodIndex } from '../observe/flows.js';
+import type { NflogPacket } from '../dataplane/nflog.js';
+
+/** How long a packet waits for the sync that dropped it before it is explained with what we know. */
+const PENDING_MS = 2000;
+const MAX_PENDING = 1000;
+import type { DeniedFlow } from '../observe/flows.js';
+
+export interface FlowLogging {
+  /** The /flows handler. */
+  query(params: URLSearchParams): unknown;
+  start(source: ClusterSource, netns: string | undefined): Promise<void>;
+  synced(desired: DesiredState): void;
+  problems(problems: readonly Problem[]): void;
+  stop(): Promise<void>;
+}
+
+export interface FlowLoggingOptions {
+  readonly config: DaemonConfig;
+  readonly logger: Logger;
+  readonly now: () => number;
+  readonly onDenied?: (flow: DeniedFlow) => void;
+  readonly onReaderError?: () => void;
+}
+
+export function createFlowLogging(opts: FlowLoggingOptions): FlowLogging {
+  const { config, logger } = opts;
+  const flows = new FlowLog({ logger, now: opts.now, ...(opts.onDenied ? { onDenied: opts.onDenied } : {}) });
+  // Opt-in (flowLogAllowed): allowed connections are log lines only, kept apart from the denied ring.
+  const allowedFlows = new FlowLog({ logger, now: opts.now, message: 'allowed connection', capacity: 100 });
+  let desired: DesiredState | undefined;
+  let invalid: ReadonlySet<string> = new Set();
+  let reader: NflogReader | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let explain: ((packet: NflogPacket) => void) | undefined;
+  // Packets that name a chain newer than the last sync we heard of (explainsDrop), with when they came.
+  let pending: { packet: NflogPacket; at: number }[] = [];
+  const retryPending = (force: boolean): void => {
+    const now = opts.now();
+    const keep: typeof pending = [];
+    for (const p of pending) {
+      if (force || explainsDrop(p.packet, desired) || now - p.at > PENDING_MS) explain?.(p.packet);
+      else keep.push(p);
+    }
+    pending = keep;
+  };
+  return {
+    query: (params) => {
+      const filter = filterOf(params);
+      return { records: flows.list(filter) };
+    },
+    async start(source, netns) {
+      const pods = new PodIndex(() => source.snapshot());
+      explain = (packet) => {
+        const allowed = explainAllowed(packet, { desired }, pods);
+        if (allowed) return allowedFlows.add(allowed);
+        const flow = explainDrop(packet, { desired, snapshot: source.snapshot(), invalidPolicies: invalid }, pods);
+        if (flow) flows.add(flow);
+      };
+      try {
+        reader = await startNflogReader({
+          group: config.flowLogGroup,
+          netns,
+          onPacket: (packet) => {
+            if (pending.length < MAX_PENDING && !explainsDrop(packet, desired)) pending.push({ packet, at: opts.now() });
+            else explain?.(packet);
+          },
+          onError: (error) => {
+            opts.onReaderError?.();
+            logger.warn('flow log reader', { error });
+          },
+        });
+        logger.info('flow log: reading denied connections', { group: config.flowLogGroup, pid: reader.pid });
+      } catch (err) {
+        opts.onReaderError?.();
+        logger.error('flow log is off: cannot read the NFLOG group (drops are still enforced)', { error: (err as Error).message });
+      }
+      // Closes aggregation windows even when no new packet arrives, so repeat counts are written.
+      timer = setInterval(() => {
+        retryPending(false);
+        flows.closeWindows();
+        allowedFlows.closeWindows();
+      }, 500);
+      timer.unref();
+    },
+    synced: (d) => {
+      desired = d;
+      retryPending(false);
+    },
+    problems: (p) => void (invalid = invalidPoliciesOf(p)),
+    async stop() {
+      if (timer) clearInterval(timer);
+      await reader?.stop();
+      retryPending(true);
+    },
+  };
+}
+
+function filterOf(params: URLSearchParams): FlowFilter {
+  const since = params.get('since');
+  return {
+    pod: params.get('pod') ?? undefined,
+    namespace: params.get('namespace') ?? undefined,
+    policy: params.get('policy') ?? undefined,
+    since: since !== null && /^\d+$/.test(since) ? Number(since) : undefined,
+  };
+}

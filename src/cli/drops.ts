@@ -1,0 +1,93 @@
+// `netfence drops`: the denied connections the running daemon on this node recorded, read from its
+// /flows endpoint (the daemon holds the only NFLOG reader; this command never opens a second one).
+// Dump once, or --follow for new ones; filter by pod, namespace or policy; human text or --json.
+
+import type { DaemonConfig } from '../config/schema.js';
+import { parseListenAddress } from '../config/listen-address.js';
+import { endText, type FlowRecord } from '../observe/flow-log.js';
+import { wrap } from '../trace/wrap.js';
+import type { Io } from './commands-oneshot.js';
+import { configFrom, parse, UsageError, type Options } from './context.js';
+
+export const DROPS_OPTIONS: Options = {
+  url: { type: 'string' },
+  pod: { type: 'string' },
+  namespace: { type: 'string' },
+  policy: { type: 'string' },
+  follow: { type: 'boolean', short: 'f' },
+  json: { type: 'boolean' },
+};
+
+const FOLLOW_INTERVAL_MS = 1000;
+
+export async function dropsCommand(argv: readonly string[], io: Io, signal?: AbortSignal): Promise<number> {
+  const parsed = parse(argv, DROPS_OPTIONS);
+  const v = parsed.values;
+  for (const key of ['pod', 'policy'] as const) {
+    const value = v[key];
+    if (typeof value === 'string' && !/^[^/\s]+\/[^/\s]+$/.test(value)) throw new UsageError(`--${key} must be namespace/name, got "${value}"`);
+  }
+  const base = typeof v['url'] === 'string' ? v['url'].replace(/\/$/, '') : daemonUrl(configFrom(parsed, false));
+  const query = new URLSearchParams();
+  for (const key of ['pod', 'namespace', 'policy'] as const) if (typeof v[key] === 'string') query.set(key, v[key] as string);
+  const json = v['json'] === true;
+
+  let since = 0;
+  const once = async (): Promise<void> => {
+    if (since > 0) query.set('since', String(since));
+    const records = await fetchFlows(`${base}/flows?${query}`);
+    for (const r of records) {
+      since = Math.max(since, r.seq);
+      io.out(json ? `${JSON.stringify(r)}\n` : formatRecord(r));
+    }
+    if (!json && records.length === 0 && v['follow'] !== true) io.out('no denied connections recorded\n');
+  };
+  await once();
+  if (v['follow'] !== true) return 0;
+  const stop = signal ?? sigintSignal();
+  while (!stop.aborted) {
+    await new Promise((resolve) => setTimeout(resolve, FOLLOW_INTERVAL_MS));
+    if (!stop.aborted) await once();
+  }
+  return 0;
+}
+
+/** The daemon's observability address as this node's configuration names it; a wildcard host means loopback. */
+export function daemonUrl(config: Pick<DaemonConfig, 'listenAddress'>): string {
+  const addr = parseListenAddress(config.listenAddress);
+  if (!addr) throw new UsageError(`listen address "${config.listenAddress}" is not host:port; pass --url`);
+  const host = addr.host === '' || addr.host === '0.0.0.0' ? '127.0.0.1' : addr.host === '::' ? '[::1]' : addr.host.includes(':') ? `[${addr.host}]` : addr.host;
+  return `http://${host}:${addr.port}`;
+}
+
+export class DaemonUnreachableError extends Error {
+  override readonly name = 'DaemonUnreachableError';
+}
+
+async function fetchFlows(url: string): Promise<FlowRecord[]> {
+  let res: Response;
+  try {
+    res = await fetch(url, { signal: AbortSignal.timeout(5000) });
+  } catch (err) {
+    throw new UsageError(`cannot reach the netfence daemon at ${new URL(url).origin} (${(err as Error).cause ?? (err as Error).message}); is it running on this node? (--url)`);
+  }
+  const body = await res.text();
+  if (res.status !== 200) throw new UsageError(`the daemon at ${new URL(url).origin} answered ${res.status}: ${body.trim()}`);
+  const parsed = JSON.parse(body) as { records?: FlowRecord[] };
+  return parsed.records ?? [];
+}
+
+export function formatRecord(r: FlowRecord): string {
+  const time = new Date(r.time).toISOString().slice(11, 19);
+  const port = r.port !== undefined ? `/${r.port}` : '';
+  const count = r.count > 1 ? ` (×${r.count})` : '';
+  const head = `${time} ${r.protocol}${port} ${endText(r.src)} -> ${endText(r.dst)}, ${r.direction}${count}`;
+  return `${[...wrap(head, '', '         '), ...wrap(r.because, '         ', '         ')].join('\n')}\n`;
+}
+
+function sigintSignal(): AbortSignal {
+  const controller = new AbortController();
+  process.once('SIGINT', () => controller.abort());
+  process.once('SIGTERM', () => controller.abort());
+  return controller.signal;
+}

@@ -1,0 +1,121 @@
+// Kubernetes Events on NetworkPolicies netfence cannot enforce as written (an invalid CIDR, a bad
+// selector, …): one Warning Event per problem per node, so `kubectl describe networkpolicy` shows what
+// is wrong where it is looked for. Deduplicated twice: in the daemon (a problem is reported once while it
+// lasts) and across restarts (the Event's name is a hash of node and problem; an existing one gets its
+// series count patched instead of a second Event). events.k8s.io/v1, RBAC create + patch only.
+
+import { createHash } from 'node:crypto';
+import { EventsV1Api, V1MicroTime, type KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from '../log.js';
+import type { Problem } from '../model/index.js';
+
+/** The part of an events.k8s.io/v1 Event netfence writes. */
+export interface PolicyEvent {
+  readonly apiVersion: 'events.k8s.io/v1';
+  readonly kind: 'Event';
+  readonly metadata: { readonly name: string; readonly namespace: string };
+  readonly eventTime: string;
+  readonly reportingController: string;
+  readonly reportingInstance: string;
+  readonly action: string;
+  readonly reason: string;
+  readonly type: 'Warning';
+  readonly note: string;
+  readonly regarding: { readonly apiVersion: string; readonly kind: string; readonly namespace: string; readonly name: string };
+}
+
+export interface EventSeries {
+  readonly count: number;
+  readonly lastObservedTime: string;
+}
+
+export interface EventsClient {
+  /** Resolves false when an Event of that name already exists (409). */
+  create(event: PolicyEvent): Promise<boolean>;
+  setSeries(namespace: string, name: string, series: EventSeries): Promise<void>;
+}
+
+export const REPORTING_CONTROLLER = 'netfence.io/netfence';
+/** events.k8s.io validates note ≤ 1 kB. */
+const MAX_NOTE = 1024;
+
+/** MicroTime as the API server wants it: RFC 3339 with exactly six fractional digits. */
+export const microTime = (d: Date): string => d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+
+export function policyEvent(problem: Problem, node: string, now: Date): PolicyEvent | undefined {
+  if (!problem.object.startsWith('NetworkPolicy ')) return undefined;
+  const [namespace, name] = problem.object.slice('NetworkPolicy '.length).split('/');
+  if (!namespace || !name) return undefined;
+  const id = createHash('sha256').update(`${node}\n${problem.field}\n${problem.message}`).digest('hex').slice(0, 12);
+  const consequence =
+    problem.severity === 'error' ? 'the pods it selects stay isolated in its directions and it allows nothing' : 'enforced, but not as it reads';
+  return {
+    apiVersion: 'events.k8s.io/v1',
+    kind: 'Event',
+    // Policy names are DNS subdomains (≤ 253); leave room for the suffix.
+    metadata: { name: `${name.slice(0, 220)}.nf${id}`, namespace },
+    eventTime: microTime(now),
+    reportingController: REPORTING_CONTROLLER,
+    reportingInstance: `netfence-${node}`.slice(0, 128),
+    action: 'Enforce',
+    reason: problem.severity === 'error' ? 'PolicyNotEnforceable' : 'PolicyWarning',
+    type: 'Warning',
+    note: `node ${node}: ${problem.field}: ${problem.message}; ${consequence}`.slice(0, MAX_NOTE),
+    regarding: { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', namespace, name },
+  };
+}
+
+export class PolicyEvents {
+  /** Event names reported while their problem lasts, with how often each was seen. */
+  private readonly reported = new Map<string, number>();
+
+  constructor(
+    private readonly opts: { readonly client: EventsClient; readonly node: string; readonly now: () => Date; readonly logger: Logger },
+  ) {}
+
+  /** The current problems (the whole list): new ones become Events, gone ones are forgotten. */
+  async report(problems: readonly Problem[]): Promise<void> {
+    const now = this.opts.now();
+    const current = new Map<string, PolicyEvent>();
+    for (const p of problems) {
+      const event = policyEvent(p, this.opts.node, now);
+      if (event) current.set(`${event.metadata.namespace}/${event.metadata.name}`, event);
+    }
+    for (const key of [...this.reported.keys()]) if (!current.has(key)) this.reported.delete(key);
+    for (const [key, event] of current) {
+      if (this.reported.has(key)) continue;
+      try {
+        if (await this.opts.client.create(event)) {
+          this.reported.set(key, 1);
+        } else {
+          // Written before (an earlier run of this daemon, or the problem came back): count it again.
+          await this.opts.client.setSeries(event.metadata.namespace, event.metadata.name, { count: 2, lastObservedTime: microTime(now) });
+          this.reported.set(key, 2);
+        }
+      } catch (err) {
+        // Not fatal and not retried in a loop: the problem is also in the log, /metrics and inspect.
+        this.opts.logger.warn('could not write a policy Event', { event: key, error: (err as Error).message });
+      }
+    }
+  }
+}
+
+/** The client-node implementation. */
+export function kubeEventsClient(kubeConfig: KubeConfig): EventsClient {
+  const api = kubeConfig.makeApiClient(EventsV1Api);
+  return {
+    async create(event) {
+      try {
+        await api.createNamespacedEvent({ namespace: event.metadata.namespace, body: { ...event, eventTime: new V1MicroTime(event.eventTime) } });
+        return true;
+      } catch (err) {
+        if ((err as { code?: number }).code === 409) return false;
+        throw err;
+      }
+    },
+    async setSeries(namespace, name, series) {
+      // The generated client sends application/json-patch+json; `add` sets or replaces.
+      await api.patchNamespacedEvent({ namespace, name, body: [{ op: 'add', path: '/series', value: series }] });
+    },
+  };
+}

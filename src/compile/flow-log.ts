@@ -1,0 +1,55 @@
+// Flow-log rules: every DROP verdict netfence makes for a new connection is preceded by a rate-limited
+// NFLOG rule whose prefix names the drop, so the daemon's netlink reader can explain the packet it
+// receives ("x/db is isolated for ingress; …"). They sit only on drop paths: allowed traffic never
+// reaches them, and established flows are accepted long before.
+
+import type { ChainName, FlowLogSettings, Rule } from '../model/index.js';
+
+/**
+ * Why a drop happened, as carried in the NFLOG prefix (≤ 63 bytes, the kernel's NFLOG prefix limit):
+ * `nf:iso:<workload chain>` a pod isolated in that chain's direction with no policy allowing the packet;
+ * `nf:unk:from` / `nf:unk:to` an address of this node's pod CIDR that no known pod owns (fail-closed).
+ */
+export type DropCode =
+  | { readonly kind: 'isolated'; readonly chain: ChainName }
+  | { readonly kind: 'unknown-pod'; readonly direction: 'from' | 'to' }
+  /** Not a drop: `nf:alw:<policy chain>:<rule>`, rule `i` of the policy's ingress/egress list allowed it (opt-in). */
+  | { readonly kind: 'allowed'; readonly chain: ChainName; readonly rule: number };
+
+const PREFIX_HEAD = 'nf:';
+
+export function dropPrefix(code: DropCode): string {
+  switch (code.kind) {
+    case 'isolated':
+      return `${PREFIX_HEAD}iso:${code.chain}`;
+    case 'unknown-pod':
+      return `${PREFIX_HEAD}unk:${code.direction}`;
+    case 'allowed':
+      return `${PREFIX_HEAD}alw:${code.chain}:${code.rule}`;
+  }
+}
+
+/** Inverse of dropPrefix; undefined for a prefix netfence did not write. */
+export function parseDropPrefix(prefix: string): DropCode | undefined {
+  if (prefix.startsWith(`${PREFIX_HEAD}iso:`)) {
+    const chain = prefix.slice(`${PREFIX_HEAD}iso:`.length);
+    return chain.length > 0 ? { kind: 'isolated', chain: chain as ChainName } : undefined;
+  }
+  const allowed = /^nf:alw:(.+):(\d+)$/.exec(prefix);
+  if (allowed) return { kind: 'allowed', chain: allowed[1]! as ChainName, rule: Number(allowed[2]) };
+  if (prefix === `${PREFIX_HEAD}unk:from`) return { kind: 'unknown-pod', direction: 'from' };
+  if (prefix === `${PREFIX_HEAD}unk:to`) return { kind: 'unknown-pod', direction: 'to' };
+  return undefined;
+}
+
+/** The rule to put right before a DROP: none when flow logs are off. */
+export function flowLogRules(settings: FlowLogSettings | undefined, code: DropCode, match: Rule['match'] = []): Rule[] {
+  if (!settings) return [];
+  return [
+    {
+      match: [...match, { kind: 'limit', perSecond: settings.perSecond, burst: settings.burst }],
+      action: { kind: 'nflog', group: settings.group, prefix: dropPrefix(code) },
+      comment: code.kind === 'allowed' ? 'flow log of the allow below' : 'flow log of the drop below',
+    },
+  ];
+}

@@ -1,0 +1,113 @@
+// The daemon's record of denied connections: one structured log line and one ring entry per flow
+// (source, destination, protocol, port, direction), with repeats inside a window folded into a count,
+// so a flood of retransmitted SYNs is one line, not thousands. The ring is bounded; `netfence drops`
+// reads it through the daemon's HTTP endpoint.
+
+import type { Logger } from '../log.js';
+import type { DeniedFlow, FlowEnd, LoggedFlow } from './flows.js';
+
+export type FlowRecord = LoggedFlow & {
+  /** Increases by one per new record: `since=<seq>` returns only newer records (follow mode). */
+  readonly seq: number;
+  /** Packets logged for this flow while its window was open (kernel rate limit applies before this). */
+  count: number;
+  lastSeen: number;
+};
+
+export interface FlowFilter {
+  /** `ns/name`: either end is this pod. */
+  readonly pod?: string | undefined;
+  /** Either end is a pod in this namespace. */
+  readonly namespace?: string | undefined;
+  /** `ns/name`: the policy is among those that select the dropping pod. */
+  readonly policy?: string | undefined;
+  /** Only records with a greater seq. */
+  readonly since?: number | undefined;
+}
+
+export interface FlowLogOptions {
+  readonly logger: Logger;
+  readonly now: () => number;
+  /** Records kept (oldest go first). */
+  readonly capacity?: number;
+  /** Repeats of a flow within this long after its first packet join its record instead of a new line. */
+  readonly windowMs?: number;
+  /** Called once per logged packet of a denied flow (counters). */
+  readonly onDenied?: (flow: DeniedFlow) => void;
+  /** The log line's message: `denied connection` (default) or `allowed connection`. */
+  readonly message?: string;
+}
+
+export const DEFAULT_RING_CAPACITY = 1000;
+export const DEFAULT_WINDOW_MS = 10_000;
+
+const flowKey = (f: LoggedFlow): string => `${f.reason}|${f.direction}|${f.src.ip}|${f.dst.ip}|${f.protocol}|${f.port ?? ''}`;
+
+export const endText = (e: FlowEnd): string => (e.pod ? `${e.pod} (${e.ip})` : `${e.ip} (${e.where ?? 'unknown'})`);
+
+export class FlowLog {
+  private readonly ring: FlowRecord[] = [];
+  private readonly open = new Map<string, FlowRecord>();
+  private seq = 0;
+  private readonly capacity: number;
+  private readonly windowMs: number;
+
+  constructor(private readonly opts: FlowLogOptions) {
+    this.capacity = opts.capacity ?? DEFAULT_RING_CAPACITY;
+    this.windowMs = opts.windowMs ?? DEFAULT_WINDOW_MS;
+  }
+
+  add(flow: LoggedFlow): void {
+    if (flow.reason !== 'allowed') this.opts.onDenied?.(flow);
+    const now = this.opts.now();
+    this.closeWindows(now);
+    const key = flowKey(flow);
+    const open = this.open.get(key);
+    if (open) {
+      open.count++;
+      open.lastSeen = flow.time;
+      return;
+    }
+    const record: FlowRecord = { ...flow, seq: ++this.seq, count: 1, lastSeen: flow.time };
+    this.open.set(key, record);
+    this.ring.push(record);
+    if (this.ring.length > this.capacity) this.ring.splice(0, this.ring.length - this.capacity);
+    this.opts.logger.info(this.opts.message ?? 'denied connection', fields(record));
+  }
+
+  /** Ends windows older than windowMs; a flow seen more than once gets a closing line with its count. */
+  closeWindows(now = this.opts.now()): void {
+    for (const [key, r] of this.open) {
+      if (now - r.time < this.windowMs) continue;
+      this.open.delete(key);
+      if (r.count > 1) this.opts.logger.info(`${this.opts.message ?? 'denied connection'} repeated`, { ...fields(r), count: r.count, lastSeen: new Date(r.lastSeen).toISOString() });
+    }
+  }
+
+  list(filter: FlowFilter = {}): FlowRecord[] {
+    return this.ring.filter((r) => matches(r, filter));
+  }
+}
+
+function matches(r: FlowRecord, f: FlowFilter): boolean {
+  if (f.since !== undefined && r.seq <= f.since) return false;
+  if (f.pod !== undefined && r.src.pod !== f.pod && r.dst.pod !== f.pod) return false;
+  if (f.namespace !== undefined && ![r.src.pod, r.dst.pod].some((p) => p?.startsWith(`${f.namespace}/`))) return false;
+  if (f.policy !== undefined && !r.policies.includes(f.policy)) return false;
+  return true;
+}
+
+function fields(r: FlowRecord): Record<string, unknown> {
+  return {
+    component: 'flow-log',
+    time: new Date(r.time).toISOString(),
+    src: endText(r.src),
+    dst: endText(r.dst),
+    protocol: r.protocol,
+    ...(r.port !== undefined ? { port: r.port } : {}),
+    direction: r.direction,
+    reason: r.reason,
+    because: r.because,
+    ...(r.policies.length > 0 ? { policies: r.policies } : {}),
+  };
+}

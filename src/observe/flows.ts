@@ -1,0 +1,163 @@
+// Explains one logged packet: which pods it was between and why netfence dropped it, from the NFLOG
+// prefix (compile/flow-log.ts), the chains last programmed and the cluster as the daemon sees it.
+// Pure: the daemon hands in the state, so tests can explain kernel packets against any cluster.
+
+import { parseDropPrefix } from '../compile/flow-log.js';
+import type { NflogPacket } from '../dataplane/nflog.js';
+import type { Chain, ClusterSnapshot, DesiredState, Pod, Problem } from '../model/index.js';
+import { allowedReason, isolatedReason, unknownPodReason, type PolicyDirection } from '../trace/reasons.js';
+
+export type DropReason = 'isolated' | 'invalid-policy' | 'unknown-pod';
+
+/** One end of a flow: a pod (`ns/name`), or an address with where it lies. */
+export interface FlowEnd {
+  readonly ip: string;
+  /** `namespace/name` when a pod owns the address. */
+  readonly pod?: string;
+  /** `outside the cluster` when no pod owns it (node addresses and the internet alike). */
+  readonly where?: string;
+}
+
+export interface DeniedFlow {
+  readonly time: number;
+  readonly src: FlowEnd;
+  readonly dst: FlowEnd;
+  readonly protocol: string;
+  /** Destination port for TCP/UDP/SCTP. */
+  readonly port?: number;
+  /** Whose policy dropped it: the destination's ingress or the source's egress. */
+  readonly direction: PolicyDirection;
+  readonly reason: DropReason;
+  /** The local pod whose rules dropped it (`ns/name`), absent for unknown addresses. */
+  readonly pod?: string;
+  /** The policies that select that pod in that direction. */
+  readonly policies: readonly string[];
+  /** The sentence `trace` would give. */
+  readonly because: string;
+}
+
+/** An allowed new connection (flow log with `flowLogAllowed`): the policy rule that allowed it. */
+export interface AllowedFlow extends Omit<DeniedFlow, 'reason'> {
+  readonly reason: 'allowed';
+}
+
+export type LoggedFlow = DeniedFlow | AllowedFlow;
+
+export interface FlowContext {
+  readonly desired: DesiredState | undefined;
+  readonly snapshot: ClusterSnapshot;
+  /** Policies (`ns/name`) with error problems: they allow nothing. */
+  readonly invalidPolicies: ReadonlySet<string>;
+}
+
+const PROTOCOL_NAMES: Readonly<Record<number, string>> = { 1: 'icmp', 6: 'tcp', 17: 'udp', 58: 'icmpv6', 132: 'sctp' };
+
+export function explainDrop(packet: NflogPacket, ctx: FlowContext, pods: PodIndex): DeniedFlow | undefined {
+  const code = parseDropPrefix(packet.prefix);
+  const ip = packet.ip;
+  if (!code || !ip || code.kind === 'allowed') return undefined;
+  const src = pods.end(ip.src);
+  const dst = pods.end(ip.dst);
+  const base = {
+    time: packet.time,
+    src,
+    dst,
+    protocol: PROTOCOL_NAMES[ip.protocol] ?? `proto-${ip.protocol}`,
+    ...(ip.dstPort !== undefined ? { port: ip.dstPort } : {}),
+  };
+  if (code.kind === 'unknown-pod') {
+    const direction: PolicyDirection = code.direction === 'to' ? 'ingress' : 'egress';
+    const unknown = direction === 'ingress' ? ip.dst : ip.src;
+    return { ...base, direction, reason: 'unknown-pod', policies: [], because: unknownPodReason(unknown, direction) };
+  }
+  const chain = findChain(ctx.desired, code.chain);
+  if (!chain || chain.role.kind !== 'workload') {
+    // The chain changed since the packet was logged (a sync in between): say what we still know.
+    return { ...base, direction: 'ingress', reason: 'isolated', policies: [], because: `dropped by ${code.chain}, which is no longer programmed` };
+  }
+  const { pod, direction } = chain.role;
+  const policies = policiesOf(ctx.desired, chain);
+  const invalid = policies.filter((p) => ctx.invalidPolicies.has(p));
+  return {
+    ...base,
+    direction,
+    reason: invalid.length > 0 ? 'invalid-policy' : 'isolated',
+    pod,
+    policies,
+    because: isolatedReason(pod, direction, policies, invalid),
+  };
+}
+
+/** An `nf:alw:` packet: which policy and rule allowed it (`allowed by policy prod/db rule ingress:0`). */
+export function explainAllowed(packet: NflogPacket, ctx: Pick<FlowContext, 'desired'>, pods: PodIndex): AllowedFlow | undefined {
+  const code = parseDropPrefix(packet.prefix);
+  const ip = packet.ip;
+  if (code?.kind !== 'allowed' || !ip) return undefined;
+  const chain = findChain(ctx.desired, code.chain);
+  if (chain?.role.kind !== 'policy') return undefined;
+  const { policy, direction } = chain.role;
+  const rule = `${direction}:${code.rule}`;
+  return {
+    time: packet.time,
+    src: pods.end(ip.src),
+    dst: pods.end(ip.dst),
+    protocol: PROTOCOL_NAMES[ip.protocol] ?? `proto-${ip.protocol}`,
+    ...(ip.dstPort !== undefined ? { port: ip.dstPort } : {}),
+    direction,
+    reason: 'allowed',
+    policies: [policy],
+    because: allowedReason(policy, rule),
+  };
+}
+
+/**
+ * Whether `desired` is the state that dropped this packet: the chain its prefix names exists there and
+ * ends in a drop. The kernel enforces new rules a moment before the daemon hears the sync finished, so
+ * a packet can name a chain the daemon still knows in its previous (not isolated) form; such packets
+ * wait for the next sync rather than being explained wrongly.
+ */
+export function explainsDrop(packet: NflogPacket, desired: DesiredState | undefined): boolean {
+  const code = parseDropPrefix(packet.prefix);
+  if (!code || code.kind !== 'isolated') return true;
+  const chain = findChain(desired, code.chain);
+  return chain !== undefined && chain.rules.some((r) => r.action.kind === 'drop' && r.match.length === 0);
+}
+
+function findChain(desired: DesiredState | undefined, name: string): Chain | undefined {
+  if (!desired) return undefined;
+  return desired.v4.chains.find((c) => c.name === name) ?? desired.v6.chains.find((c) => c.name === name);
+}
+
+/** The policies a workload chain jumps to, by the role of each policy chain. */
+function policiesOf(desired: DesiredState | undefined, chain: Chain): string[] {
+  const out: string[] = [];
+  for (const rule of chain.rules) {
+    if (rule.action.kind !== 'jump') continue;
+    const target = findChain(desired, rule.action.target);
+    if (target?.role.kind === 'policy' && !out.includes(target.role.policy)) out.push(target.role.policy);
+  }
+  return out;
+}
+
+/** Pods by address, rebuilt only when the snapshot's pod list changes. */
+export class PodIndex {
+  private pods: readonly Pod[] | undefined;
+  private byIp = new Map<string, string>();
+
+  constructor(private readonly snapshot: () => ClusterSnapshot) {}
+
+  end(ip: string): FlowEnd {
+    const pods = this.snapshot().pods;
+    if (pods !== this.pods) {
+      this.pods = pods;
+      this.byIp = new Map();
+      // hostNetwork pods share the node's address: they are not "the pod" behind it.
+      for (const p of pods) if (!p.hostNetwork && p.phase !== 'Succeeded' && p.phase !== 'Failed') for (const a of p.ips) this.byIp.set(a, `${p.namespace}/${p.name}`);
+    }
+    const pod = this.byIp.get(ip);
+    return pod ? { ip, pod } : { ip, where: 'outside the cluster' };
+  }
+}
+
+export const invalidPoliciesOf = (problems: readonly Problem[]): Set<string> =>
+  new Set(problems.filter((p) => p.severity === 'error' && p.object.startsWith('NetworkPolicy ')).map((p) => p.object.slice('NetworkPolicy '.length)));

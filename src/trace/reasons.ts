@@ -1,0 +1,25 @@
+// Why a new connection was dropped, in one sentence: the words `trace` prints for its verdict and the
+// flow log writes for each denied connection, so an operator reads the same explanation in both.
+
+export type PolicyDirection = 'ingress' | 'egress';
+
+/**
+ * "A pod is isolated for ingress if there is any NetworkPolicy that both selects the pod and has
+ * "Ingress" in its policyTypes" (likewise egress); then only what one of them allows gets through.
+ */
+export function isolatedReason(pod: string, direction: PolicyDirection, policies: readonly string[], invalid: readonly string[] = []): string {
+  const selecting =
+    policies.length === 0 ? 'no policy allows anything' : `${policies.length === 1 ? 'policy' : 'policies'} ${policies.join(', ')} ${policies.length === 1 ? 'selects' : 'select'} it`;
+  const broken = invalid.length === 0 ? '' : `; ${invalid.join(', ')} ${invalid.length === 1 ? 'is' : 'are'} invalid and allow${invalid.length === 1 ? 's' : ''} nothing`;
+  return `${pod} is isolated for ${direction}; ${selecting}; none allowed this peer${broken}`;
+}
+
+/** An allowed new connection (opt-in flow log), as trace words its ACCEPT verdict. */
+export function allowedReason(policy: string, rule: string): string {
+  return `allowed by policy ${policy} rule ${rule}`;
+}
+
+/** fail-closed: an address of this node's pod CIDR that no known pod owns. */
+export function unknownPodReason(ip: string, direction: PolicyDirection): string {
+  return `${ip} is in this node's pod CIDR but is no known pod (unknown local pods fail closed, ${direction})`;
+}

@@ -1,0 +1,95 @@
+// `netfence drops` against the daemon's /flows endpoint (an ObserveServer with a FlowLog, no kernel):
+// filters reach the daemon, text and --json output, and where it looks for the daemon by default.
+
+import { daemonUrl, dropsCommand, formatRecord } from '../../../src/cli/drops.js';
+import { nullLogger } from '../../../src/log.js';
+import { HealthState } from '../../../src/observe/health.js';
+import { ObserveServer } from '../../../src/observe/http-server.js';
+import { createMetrics } from '../../../src/observe/metrics.js';
+import { FlowLog, type FlowRecord } from '../../../src/observe/flow-log.js';
+import type { DeniedFlow } from '../../../src/observe/flows.js';
+
+const flow = (over: Partial<DeniedFlow>): DeniedFlow => ({
+  time: Date.parse('2026-11-24T11:20:01Z'),
+  src: { ip: '10.244.2.9', pod: 'dev/api' },
+  dst: { ip: '10.244.1.5', pod: 'prod/db' },
+  protocol: 'tcp',
+  port: 80,
+  direction: 'ingress',
+  reason: 'isolated',
+  pod: 'prod/db',
+  policies: ['prod/default-deny'],
+  because: 'prod/db is isolated for ingress; policy prod/default-deny selects it; none allowed this peer',
+  ...over,
+});
+
+describe('netfence drops', () => {
+  let server: ObserveServer;
+  let url: string;
+  const log = new FlowLog({ logger: nullLogger, now: () => 0 });
+  const queries: string[] = [];
+  beforeAll(async () => {
+    log.add(flow({}));
+    log.add(flow({}));
+    log.add(flow({ src: { ip: '1.2.3.4', where: 'outside the cluster' }, dst: { ip: '10.244.1.6', pod: 'prod/web' }, pod: 'prod/web', policies: ['prod/web-in'], port: 443 }));
+    server = new ObserveServer({
+      health: new HealthState({ now: () => 0, stallAfterMs: 1000 }),
+      metrics: createMetrics(),
+      flows: (q) => {
+        queries.push(q.toString());
+        return {
+          records: log.list({
+            pod: q.get('pod') ?? undefined,
+            namespace: q.get('namespace') ?? undefined,
+            policy: q.get('policy') ?? undefined,
+          }),
+        };
+      },
+    });
+    const addr = await server.start('127.0.0.1:0');
+    url = `http://127.0.0.1:${addr.port}`;
+  });
+  afterAll(async () => server.stop());
+
+  const drops = async (...args: string[]) => {
+    let out = '';
+    const code = await dropsCommand(['--url', url, ...args], { out: (t) => void (out += t), err: () => undefined });
+    return { code, out };
+  };
+
+  it('prints each denied flow with both ends, the count and the reason', async () => {
+    const r = await drops();
+    expect(r.code).toBe(0);
+    expect(r.out).toBe(
+      [
+        '11:20:01 tcp/80 dev/api (10.244.2.9) -> prod/db (10.244.1.5), ingress (×2)',
+        '         prod/db is isolated for ingress; policy prod/default-deny selects it;',
+        '         none allowed this peer',
+        '11:20:01 tcp/443 1.2.3.4 (outside the cluster) -> prod/web (10.244.1.6), ingress',
+        '         prod/db is isolated for ingress; policy prod/default-deny selects it;',
+        '         none allowed this peer',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('passes the filters to the daemon and prints JSON lines', async () => {
+    const r = await drops('--policy', 'prod/web-in', '--namespace', 'prod', '--json');
+    expect(queries.at(-1)).toBe('namespace=prod&policy=prod%2Fweb-in');
+    const records = r.out.trim().split('\n').map((l) => JSON.parse(l) as FlowRecord);
+    expect(records.map((x) => x.port)).toEqual([443]);
+    expect((await drops('--pod', 'kube-system/dns')).out).toBe('no denied connections recorded\n');
+  });
+
+  it('finds the daemon on the configured listen address, loopback for a wildcard host', () => {
+    expect(daemonUrl({ listenAddress: '0.0.0.0:9476' })).toBe('http://127.0.0.1:9476');
+    expect(daemonUrl({ listenAddress: ':9000' })).toBe('http://127.0.0.1:9000');
+    expect(daemonUrl({ listenAddress: '[::]:9476' })).toBe('http://[::1]:9476');
+    expect(daemonUrl({ listenAddress: '10.0.0.5:9476' })).toBe('http://10.0.0.5:9476');
+  });
+
+  it('formatRecord keeps lines within 80 columns', () => {
+    const long = { ...flow({ because: 'x '.repeat(100) }), seq: 1, count: 1, lastSeen: 0 } as FlowRecord;
+    expect(formatRecord(long).split('\n').filter((l) => l.length > 80)).toEqual([]);
+  });
+});

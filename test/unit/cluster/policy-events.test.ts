@@ -1,0 +1,98 @@
+// Warning Events on unenforceable NetworkPolicies, written through client-node to the fake API server
+// (which checks the fields events.k8s.io requires and answers 409 on a taken name): one per problem per
+// node, not repeated while the problem lasts, counted (not duplicated) when it comes back or the daemon
+// restarts.
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import { kubeEventsClient, microTime, PolicyEvents, policyEvent } from '../../../src/cluster/policy-events.js';
+import { nullLogger } from '../../../src/log.js';
+import type { Problem } from '../../../src/model/index.js';
+import { FakeApiServer } from '../../fakes/fake-apiserver.js';
+
+const badCidr: Problem = { object: 'NetworkPolicy prod/db', field: 'spec.ingress[0].from[0].ipBlock.cidr', message: '"10.0.0.0/33" is not a CIDR', severity: 'error' };
+const badSelector: Problem = { object: 'NetworkPolicy prod/web', field: 'spec.podSelector.matchExpressions[0].operator', message: 'unknown operator "Has"', severity: 'error' };
+const podProblem: Problem = { object: 'Pod prod/x', field: 'status.podIP', message: 'not an address', severity: 'error' };
+const NOW = new Date('2026-11-24T10:00:00.123Z');
+
+describe('policyEvent', () => {
+  it('a Warning on the NetworkPolicy, naming the node, the field and the consequence; a stable name per node and problem', () => {
+    const e = policyEvent(badCidr, 'n1', NOW)!;
+    expect(e).toMatchObject({
+      apiVersion: 'events.k8s.io/v1',
+      kind: 'Event',
+      metadata: { namespace: 'prod' },
+      eventTime: '2026-11-24T10:00:00.123000Z',
+      reportingController: 'netfence.io/netfence',
+      reportingInstance: 'netfence-n1',
+      reason: 'PolicyNotEnforceable',
+      type: 'Warning',
+      regarding: { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', namespace: 'prod', name: 'db' },
+      note: 'node n1: spec.ingress[0].from[0].ipBlock.cidr: "10.0.0.0/33" is not a CIDR; the pods it selects stay isolated in its directions and it allows nothing',
+    });
+    expect(e.metadata.name).toMatch(/^db\.nf[0-9a-f]{12}$/);
+    expect(policyEvent(badCidr, 'n1', new Date())!.metadata.name).toBe(e.metadata.name);
+    expect(policyEvent(badCidr, 'n2', NOW)!.metadata.name).not.toBe(e.metadata.name);
+    expect(policyEvent(podProblem, 'n1', NOW)).toBeUndefined();
+    expect(microTime(new Date('2026-01-02T03:04:05.006Z'))).toBe('2026-01-02T03:04:05.006000Z');
+  });
+});
+
+describe('PolicyEvents against the fake API server', () => {
+  let server: FakeApiServer;
+  let dir: string;
+  let kubeConfig: KubeConfig;
+  beforeEach(async () => {
+    server = new FakeApiServer();
+    await server.start();
+    dir = mkdtempSync(join(tmpdir(), 'nft-events-'));
+    kubeConfig = new KubeConfig();
+    kubeConfig.loadFromFile(server.writeKubeconfig(dir));
+  });
+  afterEach(async () => {
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const recorder = (node: string) => new PolicyEvents({ client: kubeEventsClient(kubeConfig), node, now: () => NOW, logger: nullLogger });
+  const posts = () => server.requests.filter((r) => r.method === 'POST').length;
+  const patches = () => server.requests.filter((r) => r.method === 'PATCH').length;
+
+  it('one Event per problem per node, written once while the problem lasts', async () => {
+    const n1 = recorder('n1');
+    await n1.report([badCidr, badSelector, podProblem]);
+    await n1.report([badCidr, badSelector, podProblem]);
+    await recorder('n2').report([badCidr]);
+    const events = server.events();
+    expect(events.map((e) => `${e['reportingInstance']} ${(e['regarding'] as { name: string }).name}`).sort()).toEqual(['netfence-n1 db', 'netfence-n1 web', 'netfence-n2 db']);
+    expect(posts()).toBe(3);
+    expect(patches()).toBe(0);
+  });
+
+  it('a problem that comes back, or a restarted daemon, counts the existing Event instead of writing another', async () => {
+    const n1 = recorder('n1');
+    await n1.report([badCidr]);
+    await n1.report([]);
+    await n1.report([badCidr]);
+    await recorder('n1').report([badCidr]);
+    expect(server.events()).toHaveLength(1);
+    expect(server.events()[0]!['series']).toEqual({ count: 2, lastObservedTime: '2026-11-24T10:00:00.123000Z' });
+    expect(patches()).toBe(2);
+  });
+
+  it('an API error is logged, not thrown', async () => {
+    await server.stop();
+    const warnings: string[] = [];
+    const events = new PolicyEvents({
+      client: kubeEventsClient(kubeConfig),
+      node: 'n1',
+      now: () => NOW,
+      logger: { ...nullLogger, warn: (m: string) => void warnings.push(m) },
+    });
+    await expect(events.report([badCidr])).resolves.toBeUndefined();
+    expect(warnings).toEqual(['could not write a policy Event']);
+    await server.start();
+  });
+});

@@ -1,0 +1,51 @@
+// Issue 13's series as /metrics shows them: names and labels, the bound on denied-connection pods,
+// pruning of pods that left, tool runs and failures, build info.
+
+import { createMetrics } from '../../../src/observe/metrics.js';
+import { MAX_DENIED_PODS } from '../../../src/observe/metrics-visibility.js';
+
+const lines = async (m: ReturnType<typeof createMetrics>, family: string): Promise<string[]> =>
+  (await m.render()).split('\n').filter((l) => l.startsWith(family) && !l.startsWith('#'));
+
+describe('visibility metrics', () => {
+  it('counts denied connections by pod, direction and reason', async () => {
+    const m = createMetrics();
+    m.countDenied({ namespace: 'prod', pod: 'db', direction: 'ingress', reason: 'isolated' });
+    m.countDenied({ namespace: 'prod', pod: 'db', direction: 'ingress', reason: 'isolated' });
+    m.countDenied({ namespace: '', pod: '', direction: 'egress', reason: 'unknown-pod' });
+    expect(await lines(m, 'netfence_denied_connections_total')).toEqual([
+      'netfence_denied_connections_total{namespace="prod",pod="db",direction="ingress",reason="isolated"} 2',
+      'netfence_denied_connections_total{namespace="",pod="",direction="egress",reason="unknown-pod"} 1',
+    ]);
+  });
+
+  it(`folds pods past ${MAX_DENIED_PODS} into _other, and drops pods that left the node`, async () => {
+    const m = createMetrics();
+    for (let i = 0; i <= MAX_DENIED_PODS; i++) m.countDenied({ namespace: 'ns', pod: `p${i}`, direction: 'ingress', reason: 'isolated' });
+    const all = await lines(m, 'netfence_denied_connections_total');
+    expect(all).toHaveLength(MAX_DENIED_PODS + 1);
+    expect(all).toContain('netfence_denied_connections_total{namespace="_other",pod="_other",direction="ingress",reason="isolated"} 1');
+    m.keepDeniedPods(new Set(['ns/p0']));
+    expect(await lines(m, 'netfence_denied_connections_total')).toEqual([
+      'netfence_denied_connections_total{namespace="ns",pod="p0",direction="ingress",reason="isolated"} 1',
+      'netfence_denied_connections_total{namespace="_other",pod="_other",direction="ingress",reason="isolated"} 1',
+    ]);
+    // Room again for a new pod once others left.
+    m.countDenied({ namespace: 'ns', pod: 'new', direction: 'egress', reason: 'invalid-policy' });
+    expect(await lines(m, 'netfence_denied_connections_total{namespace="ns",pod="new"')).toHaveLength(1);
+  });
+
+  it('tool runs and failures per tool, the last sync time, latency and build info', async () => {
+    const m = createMetrics();
+    m.countToolRun('iptables-restore', true);
+    m.countToolRun('iptables-restore', false);
+    m.countToolRun('ipset', true);
+    m.setLastSuccessfulSync(1700000000.5);
+    m.observeEventToProgrammed(0.03);
+    expect(await lines(m, 'netfence_tool_invocations_total')).toEqual(['netfence_tool_invocations_total{tool="iptables-restore"} 2', 'netfence_tool_invocations_total{tool="ipset"} 1']);
+    expect(await lines(m, 'netfence_tool_failures_total')).toEqual(['netfence_tool_failures_total{tool="iptables-restore"} 1']);
+    expect(await lines(m, 'netfence_last_successful_sync_timestamp_seconds')).toEqual(['netfence_last_successful_sync_timestamp_seconds 1700000000.5']);
+    expect(await lines(m, 'netfence_event_to_programmed_seconds_bucket{le="0.05"}')).toEqual(['netfence_event_to_programmed_seconds_bucket{le="0.05"} 1']);
+    expect(await lines(m, 'netfence_build_info')).toEqual([`netfence_build_info{version="0.1.0",nodejs="${process.versions.node}"} 1`]);
+  });
+});
