@@ -1,39 +1,25 @@
-// One-shot commands: compile, apply, diff, cleanup.
+// One-shot commands that touch the kernel: apply, diff, cleanup. (compile is compile.ts: it needs none of this.)
 
 import { compile } from '../compile/index.js';
 import { emptyFamilyState, formatProblem, type DesiredState, type Problem } from '../model/index.js';
 import { formatPlanDiff, formatSummary, planJson, summarize } from '../plan/diff.js';
 import { observeFamily, planFamily, type FamilyPlan } from '../plan/index.js';
 import { Syncer } from '../reconcile/syncer.js';
-import { renderFullRestore, renderIpsetRestore } from '../render/index.js';
 import type { Kernel } from '../dataplane/kernel.js';
-import { cliLogger, configFrom, kernelFor, loadCluster, loadResources, nodeSettings, ownershipOf, parse, UsageError } from './context.js';
+import type { Io } from './commands.js';
+import { cliLogger, configFrom, kernelFor, loadCluster, loadResources, nodeSettings, ownershipOf, parseCommand, UsageError } from './context.js';
+import { extractIpsets, extractIptables } from './saved-dump.js';
 
-export interface Io {
-  out(text: string): void;
-  err(text: string): void;
-}
+export type { Io } from './commands.js';
+export { extractIpsets, extractIptables } from './saved-dump.js';
 
 const printProblems = (io: Io, problems: readonly Problem[]): void => {
   for (const p of problems) io.err(`${formatProblem(p)}\n`);
 };
 
-export async function compileCommand(argv: readonly string[], io: Io): Promise<number> {
-  const parsed = parse(argv, { ipv6: { type: 'boolean' } });
-  const config = configFrom(parsed);
-  const cluster = loadResources(parsed);
-  const settings = await nodeSettings(config, cluster.snapshot);
-  const result = compile(cluster.snapshot, settings);
-  printProblems(io, [...cluster.problems, ...result.problems]);
-  const state = parsed.values['ipv6'] === true ? result.desired.v6 : result.desired.v4;
-  io.out(renderIpsetRestore(state.ipsets));
-  io.out(renderFullRestore(state));
-  return 0;
-}
-
 /** Converge the kernel once from manifests. */
 export async function applyCommand(argv: readonly string[], io: Io): Promise<number> {
-  const parsed = parse(argv, {});
+  const parsed = parseCommand('apply', argv);
   const config = configFrom(parsed);
   const logger = cliLogger(config);
   const cluster = loadResources(parsed);
@@ -49,7 +35,7 @@ export async function applyCommand(argv: readonly string[], io: Io): Promise<num
 
 /** Plan against the live kernel (or a saved dump) and print it; never writes. Exit 0 in sync, 1 differs. */
 export async function diffCommand(argv: readonly string[], io: Io): Promise<number> {
-  const parsed = parse(argv, { saved: { type: 'string' }, json: { type: 'boolean' } });
+  const parsed = parseCommand('diff', argv);
   const config = configFrom(parsed);
   const cluster = await loadCluster(parsed, cliLogger(config));
   const settings = await nodeSettings(config, cluster.snapshot);
@@ -78,7 +64,7 @@ export async function diffCommand(argv: readonly string[], io: Io): Promise<numb
 
 /** Remove every chain, hook and set netfence owns; nothing else. */
 export async function cleanupCommand(argv: readonly string[], io: Io): Promise<number> {
-  const parsed = parse(argv, {});
+  const parsed = parseCommand('cleanup', argv);
   const config = configFrom(parsed, false);
   const kernel: Kernel = await kernelFor(config, parsed);
   const nothing: DesiredState = { v4: emptyFamilyState(4), v6: emptyFamilyState(6) };
@@ -86,21 +72,6 @@ export async function cleanupCommand(argv: readonly string[], io: Io): Promise<n
   const s = summarize(sync.plans);
   io.err(`cleanup: removed ${s.chainsChanged} chain(s), ${s.hooksChanged} hook(s), ${s.setsChanged} set(s)\n`);
   return 0;
-}
-
-/** A saved dump is `iptables-save` output followed by `ipset save` output (either order). */
-export function extractIptables(text: string): string {
-  return text
-    .split('\n')
-    .filter((l) => !/^(create|add) /.test(l))
-    .join('\n');
-}
-
-export function extractIpsets(text: string): string {
-  return text
-    .split('\n')
-    .filter((l) => /^(create|add) /.test(l))
-    .join('\n');
 }
 
 export { UsageError };

@@ -19,11 +19,11 @@ import type { FamilyPlan } from '../plan/index.js';
 import { Reconciler, type ReconcileObserver } from '../reconcile/reconciler.js';
 import { systemClock } from '../reconcile/runner.js';
 import { Syncer } from '../reconcile/syncer.js';
-import type { Io } from './commands-oneshot.js';
-import { configFrom, kernelFor, netnsOf, ownershipOf, parse, resourcePaths } from './context.js';
+import type { Io } from './commands.js';
+import { configFrom, kernelFor, netnsOf, ownershipOf, parseCommand, resourcePaths } from './context.js';
 
 export async function daemonCommand(argv: readonly string[], io: Io): Promise<number> {
-  const parsed = parse(argv, {});
+  const parsed = parseCommand('daemon', argv);
   const config = configFrom(parsed);
   const logger = createLogger({ level: config.logLevel, format: config.logFormat });
   const running = await startDaemon(config, {

@@ -7,8 +7,9 @@ import type { IpFamily } from '../model/index.js';
 import { IpsetParseError, parseIpsetSave } from '../render/index.js';
 import { filterReport, formatReport, inspectRuleset } from '../inspect/index.js';
 import { loadRuleset, requireOwnedChains, RulesetError, type IpSets, type Ruleset } from '../trace/index.js';
-import { extractIpsets, extractIptables, type Io } from './commands-oneshot.js';
-import { configFrom, kernelFor, parse, UsageError, type Parsed } from './context.js';
+import type { Io } from './commands.js';
+import { configFrom, kernelFor, parseCommand, UsageError, type Parsed } from './context.js';
+import { extractIpsets, extractIptables } from './saved-dump.js';
 
 export interface LoadedRuleset {
   readonly ruleset: Ruleset;
@@ -72,13 +73,7 @@ export const familyFlag = (parsed: Parsed): IpFamily => {
 };
 
 export async function inspectCommand(argv: readonly string[], io: Io): Promise<number> {
-  const parsed = parse(argv, {
-    saved: { type: 'string' },
-    json: { type: 'boolean' },
-    pod: { type: 'string' },
-    policy: { type: 'string' },
-    family: { type: 'string' },
-  });
+  const parsed = parseCommand('inspect', argv);
   const config = configFrom(parsed, false);
   const family = familyFlag(parsed);
   return withRulesetErrors('inspect', io, async () => {

@@ -6,8 +6,8 @@ import type { DaemonConfig } from '../config/schema.js';
 import { inspectRuleset, type InspectReport } from '../inspect/index.js';
 import { podKey, type ClusterSnapshot, type L4Protocol } from '../model/index.js';
 import { formatTrace, isLocal, packetFor, parseAddr, tracePacket, wrap, type NodeLayout } from '../trace/index.js';
-import type { Io } from './commands-oneshot.js';
-import { configFrom, parse, resourcePaths, UsageError, type Parsed } from './context.js';
+import type { Io } from './commands.js';
+import { configFrom, parseCommand, resourcePaths, UsageError, type Parsed } from './context.js';
 import { readRuleset, withRulesetErrors } from './inspect.js';
 
 const PROTOCOLS: readonly L4Protocol[] = ['tcp', 'udp', 'sctp'];
@@ -18,16 +18,7 @@ interface Endpoint {
 }
 
 export async function traceCommand(argv: readonly string[], io: Io): Promise<number> {
-  const parsed = parse(argv, {
-    saved: { type: 'string' },
-    json: { type: 'boolean' },
-    src: { type: 'string' },
-    dst: { type: 'string' },
-    proto: { type: 'string' },
-    port: { type: 'string' },
-    'src-port': { type: 'string' },
-    uplink: { type: 'string' },
-  });
+  const parsed = parseCommand('trace', argv);
   const config = configFrom(parsed, false);
   const want = (flag: string): string => {
     const v = parsed.values[flag];

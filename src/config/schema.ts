@@ -2,7 +2,7 @@
 // the command line, and the JSON Schema every layer (file, environment, flags) is checked against.
 
 import type { UnknownPodPolicy } from '../model/index.js';
-import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from '../log.js';
+import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from '../log-levels.js';
 import { DEFAULT_MARK_MASK } from './marks.js';
 
 export const BACKENDS = ['auto', 'nft', 'legacy'] as const;
