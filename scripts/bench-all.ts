@@ -9,6 +9,7 @@
 import { availableParallelism } from 'node:os';
 import { TIERS, type Tier } from '../src/bench/generator.js';
 import { run } from '../src/dataplane/exec.js';
+import { commandsBench } from './bench-commands.js';
 import { dataplaneBench } from './bench-dataplane.js';
 import { kernelBench, KERNEL_ROWS } from './bench-kernel.js';
 import { compileRows, daemonFigures, daemonLatencyRow, daemonRssRow, type DaemonFigures } from './lib/bench-children.js';
@@ -74,6 +75,10 @@ async function main(): Promise<void> {
   // 1. compile and incremental recompute
   say(`compile: bench-compile.ts --tier ${args.tier} --runs ${runs.compile}`);
   rows.push(...(await compileRows({ tier: args.tier, runs: runs.compile, seed: args.seed })));
+
+  // 1b. the commands as whole processes (start-up and module loading included), apply beside its floor
+  say(`commands: bench-commands.ts --tier ${args.tier} --runs ${args.quick ? 1 : 3}`);
+  rows.push(...(await commandsBench({ tier: args.tier, seed: args.seed, runs: args.quick ? 1 : 3, progress: say })));
 
   // 2–4. kernel: first apply, one-pod changes, drift check, each against its floor
   const kernelCmd = (row: string) => tsNode('scripts/bench-kernel.ts', ['--tier', args.tier, '--runs', String(runs.kernel), '--seed', String(args.seed), '--only', row]);
