@@ -27,6 +27,7 @@ import type {
   SelectorOperator,
   SelectorRequirement,
 } from '../model/index.js';
+import { LabelInterner } from './intern.js';
 import { schemaErrors, type ObjectKind } from './schemas.js';
 
 export type { ObjectKind } from './schemas.js';
@@ -96,6 +97,9 @@ const readers: { readonly [K in Exclude<ObjectKind, 'NetworkPolicy'>]: Reader<Mo
 
 const PHASES: readonly PodPhase[] = ['Pending', 'Running', 'Succeeded', 'Failed', 'Unknown'];
 
+/** Pods share label objects: see intern.ts. */
+const podLabels = new LabelInterner();
+
 function readPod(obj: Record<string, unknown>, meta: Record<string, unknown>, warn: Warn): Pod {
   const spec = record(obj['spec']) ?? {};
   const status = record(obj['status']) ?? {};
@@ -105,7 +109,7 @@ function readPod(obj: Record<string, unknown>, meta: Record<string, unknown>, wa
     namespace: namespaceOf(meta),
     name: meta['name'] as string,
     ...(typeof uid === 'string' && uid !== '' ? { uid } : {}),
-    labels: readLabels(meta['labels']),
+    labels: podLabels.intern(readLabels(meta['labels'])),
     nodeName: typeof spec['nodeName'] === 'string' ? spec['nodeName'] : '',
     hostNetwork: spec['hostNetwork'] === true,
     // A pod without a reported phase has not started yet.

@@ -32,7 +32,7 @@ import {
 } from '@kubernetes/client-node';
 import type { ClusterSnapshot, Problem } from '../model/index.js';
 import { convert } from './convert.js';
-import { slimObject } from './slim.js';
+import { keepOnlyKey, slimObject } from './slim.js';
 import type { ObjectKind } from './schemas.js';
 import { ChangeEmitter, ObjectStore, type ClusterChange, type ClusterSource, type Logger } from './source.js';
 
@@ -204,6 +204,7 @@ export class KubeSource implements ClusterSource {
   private upsert(kind: ObjectKind, obj: KubernetesObject): void {
     const key = keyOf(kind, obj);
     const result = convert(kind, obj);
+    keepOnlyKey(obj); // the model holds what was read; the informer's copy keeps its cache key only
     // A policy's problems travel on the policy; other kinds' problems are kept here.
     this.setProblems(kind, key, result.ok && kind === 'NetworkPolicy' ? [] : result.problems);
     if (!result.ok) {
