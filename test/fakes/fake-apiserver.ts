@@ -100,6 +100,7 @@ export class FakeApiServer {
   private server: Server | undefined;
   private bookmarkTimer: NodeJS.Timeout | undefined;
   private portNumber = 0;
+  private closedBytes = 0;
   private readonly historyLimit: number;
   private readonly bookmarkIntervalMs: number;
 
@@ -125,6 +126,13 @@ export class FakeApiServer {
     return writeKubeconfig(this, dir);
   }
 
+  /** Bytes written to clients so far (HTTP headers and bodies, lists and watch streams): the API load. */
+  get bytesSent(): number {
+    let open = 0;
+    for (const socket of this.sockets) open += socket.bytesWritten;
+    return this.closedBytes + open;
+  }
+
   /** Open watch connections, per resource (tests wait on this to know informers are watching). */
   watchCount(resource?: Resource): number {
     return [...this.watchers].filter((w) => resource === undefined || w.resource === resource).length;
@@ -136,7 +144,10 @@ export class FakeApiServer {
     const server = createServer((req, res) => void this.handle(req, res));
     server.on('connection', (socket) => {
       this.sockets.add(socket);
-      socket.on('close', () => this.sockets.delete(socket));
+      socket.on('close', () => {
+        this.closedBytes += socket.bytesWritten;
+        this.sockets.delete(socket);
+      });
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
