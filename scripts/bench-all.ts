@@ -92,8 +92,11 @@ async function main(): Promise<void> {
 
   // 2–4. kernel: first apply, one-pod changes, drift check, each against its floor
   const kernelCmd = (row: string) => tsNode('scripts/bench-kernel.ts', ['--tier', args.tier, '--runs', String(runs.kernel), '--seed', String(args.seed), '--only', row]);
-  if (root) rows.push(...(await kernelBench({ tier: args.tier, seed: args.seed, runs: runs.kernel, node: 'node-1', progress: say })));
-  else rows.push(...KERNEL_ROWS.map((id) => skippedRow(id, 'kernel row', noRoot, kernelCmd(id))));
+  if (root) {
+    rows.push(...(await kernelBench({ tier: args.tier, seed: args.seed, runs: runs.kernel, node: 'node-1', progress: say })));
+    // The same rows on iptables-legacy, each beside its own legacy floor.
+    rows.push(...(await kernelBench({ tier: args.tier, seed: args.seed, runs: runs.kernel, node: 'node-1', backend: 'legacy', progress: (m) => say(`${m} (legacy)`) })));
+  } else rows.push(...KERNEL_ROWS.map((id) => skippedRow(id, 'kernel row', noRoot, kernelCmd(id))));
 
   // 5–6. daemon latency and memory per tier
   const memoryTiers: Tier[] = ['small', 'medium', 'large', ...(args.xl ? (['xl'] as const) : [])];
