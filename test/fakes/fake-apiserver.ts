@@ -300,7 +300,7 @@ export class FakeApiServer {
     if (watch) return this.serveWatch(req, res, route.resource, route.namespace, query);
     await this.held.get(route.resource);
     if (!this.server) return; // stopped while held
-    return this.serveList(res, route.resource, route.namespace);
+    return this.serveList(res, route.resource, route.namespace, query);
   }
 
   private serveGet(res: ServerResponse, resource: Resource, namespace: string | undefined, name: string): void {
@@ -310,10 +310,23 @@ export class FakeApiServer {
     json(res, 200, obj);
   }
 
-  private serveList(res: ServerResponse, resource: Resource, namespace: string | undefined): void {
+  /**
+   * A list, paged when the client sends `limit`: the `continue` token is `<offset>:<resourceVersion>` and
+   * every page reports the first page's resourceVersion, as the API server's consistent snapshot does
+   * (this fake pages over the current objects, so a write between pages shows up early; watches from that
+   * resourceVersion replay it anyway).
+   */
+  private serveList(res: ServerResponse, resource: Resource, namespace: string | undefined, query: Record<string, string> = {}): void {
     const info = RESOURCES[resource];
-    const items = [...this.store.get(resource)!.values()].filter((o) => matchesNamespace(o, namespace));
-    json(res, 200, { kind: `${info.kind}List`, apiVersion: info.apiVersion, metadata: { resourceVersion: String(this.rv) }, items });
+    const all = [...this.store.get(resource)!.values()].filter((o) => matchesNamespace(o, namespace));
+    const limit = Number(query['limit'] ?? 0);
+    const [offsetText, rvText] = (query['continue'] ?? '').split(':');
+    const offset = Number(offsetText || 0);
+    const rv = rvText || String(this.rv);
+    const items = limit > 0 ? all.slice(offset, offset + limit) : all;
+    const more = limit > 0 && offset + limit < all.length;
+    const metadata = { resourceVersion: rv, ...(more ? { continue: `${offset + limit}:${rv}` } : {}) };
+    json(res, 200, { kind: `${info.kind}List`, apiVersion: info.apiVersion, metadata, items });
   }
 
   private serveWatch(req: IncomingMessage, res: ServerResponse, resource: Resource, namespace: string | undefined, query: Record<string, string>): void {
