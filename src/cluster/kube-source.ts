@@ -282,7 +282,10 @@ class GuardedWatch extends Watch {
     let watchdog: NodeJS.Timeout | undefined;
     const slimmed = (phase: string, apiObj: unknown, watchObj?: unknown): void =>
       callback(phase, phase === 'ERROR' || phase === 'BOOKMARK' ? apiObj : this.hooks.slim(apiObj as KubernetesObject), watchObj);
-    const controller = await super.watch(path, { ...queryParams, timeoutSeconds }, slimmed, (err) => {
+    // Bookmarks keep the informer's resourceVersion current while nothing it watches changes, so a watch
+    // that ends resumes from a recent version instead of one the server has compacted away (410, then a
+    // full relist of every pod: the most expensive request a node makes of the API server).
+    const controller = await super.watch(path, { ...queryParams, timeoutSeconds, allowWatchBookmarks: true }, slimmed, (err) => {
       clearTimeout(watchdog);
       failed ||= err !== null && err !== undefined;
       done(err);

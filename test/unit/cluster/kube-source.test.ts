@@ -303,6 +303,26 @@ describe('KubeSource', () => {
     expect(podWatches()[1]?.query['resourceVersion']).toBe(podWatches()[0]?.query['resourceVersion']);
   });
 
+  it('asks for bookmarks, so a dropped watch resumes past a compaction without relisting', async () => {
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromFile(writeKubeconfig(server, dir));
+    source = new KubeSource({ kubeConfig, logger: testLogger(), backoff: { initialMs: 10, maxMs: 20 } });
+    await source.synced;
+    await waitFor('watches', allWatching);
+    const podRequests = () => server.requests.filter((r) => r.path === '/api/v1/pods');
+    expect(podRequests().filter((r) => r.watch).every((r) => r.query['allowWatchBookmarks'] === 'true')).toBe(true);
+    // Writes elsewhere move the server's resourceVersion past what the pod watch last saw; only a
+    // bookmark tells the pod informer about it.
+    for (let i = 0; i < 3; i++) server.create(ns(`other-${i}`));
+    server.bookmark();
+    await new Promise((r) => setTimeout(r, 200));
+    server.compact();
+    server.dropWatches();
+    await waitFor('the pod watch back', () => podRequests().filter((r) => r.watch).length >= 2 && server.watchCount('pods') > 0);
+    expect(podRequests().filter((r) => !r.watch)).toHaveLength(1);
+    expect(server.expiredWatches.filter((r) => r === 'pods')).toEqual([]);
+  });
+
   it('stops watching on stop()', async () => {
     const s = startSource();
     await s.synced;
