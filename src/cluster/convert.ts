@@ -296,9 +296,13 @@ function namespaceOf(meta: Record<string, unknown> | undefined): string {
   return typeof ns === 'string' && ns !== '' ? ns : DEFAULT_NAMESPACE;
 }
 
+const CANONICAL_V4 = /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
+
 /** Canonical text of an IPv4 (dotted quad only) or IPv6 address; undefined if it is neither. */
 export function canonicalIp(v: unknown): string | undefined {
   if (typeof v !== 'string') return undefined;
+  // Nearly every pod address is a dotted quad without leading zeros, which is already canonical.
+  if (CANONICAL_V4.test(v)) return v;
   if (ipaddr.IPv4.isValidFourPartDecimal(v)) return ipaddr.IPv4.parse(v).toString();
   if (ipaddr.IPv6.isValid(v)) return ipaddr.IPv6.parse(v).toString();
   return undefined;
