@@ -27,6 +27,9 @@ ENV NODE_ENV=production
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+# `kubectl exec ds/netfence -- netfence diff`: the CLI on PATH (main.js starts with `#!/usr/bin/env node`).
+# It reads the same configuration as the daemon: NETFENCE_CONFIG and NODE_NAME are in the container's env.
+RUN chmod +x /app/dist/cli/main.js && ln -s /app/dist/cli/main.js /usr/local/bin/netfence
 # Runs as root: iptables needs uid 0 with NET_ADMIN, which the DaemonSet grants (not privileged).
 # V8 flags: src/cli/node-flags.ts (a smaller daemon: about 40 MiB less resident memory at 10,000 pods).
 ENTRYPOINT ["node", "--max-semi-space-size=2", "--optimize-for-size", "/app/dist/cli/main.js"]

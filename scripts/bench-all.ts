@@ -1,14 +1,17 @@
 // `npm run bench`: every benchmark row in one markdown table, each beside the kernel floor measured in
 // the same run, with its target, met/missed, and the command that reproduces it alone.
 //
-// Usage: node --import ./scripts/register-ts.mjs scripts/bench-all.ts [--tier large] [--quick] [--xl] [--seed 1]
+// Usage: node --import ./scripts/register-ts.mjs scripts/bench-all.ts [--tier large] [--quick] [--xl] [--curve] [--seed 1]
 //   --quick  fewer runs and events (a smoke run, about a minute)
 //   --xl     also measure the daemon's memory at the xl tier (50k pods; slow)
+//   --curve  instead of the table: the cost curve at 1k, 10k, 50k and 100k pods (scripts/bench-curve.ts; slow)
 // Kernel, daemon and data-plane rows need root; without it they are listed as skipped, with the reason.
 
 import { availableParallelism } from 'node:os';
 import { TIERS, type Tier } from '../src/bench/generator.js';
 import { run } from '../src/dataplane/exec.js';
+import { commandsBench } from './bench-commands.js';
+import { curve } from './bench-curve.js';
 import { dataplaneBench } from './bench-dataplane.js';
 import { kernelBench, KERNEL_ROWS } from './bench-kernel.js';
 import { compileRows, daemonFigures, daemonLatencyRow, daemonRssRow, type DaemonFigures } from './lib/bench-children.js';
@@ -18,22 +21,24 @@ interface Args {
   tier: Tier;
   quick: boolean;
   xl: boolean;
+  curve: boolean;
   seed: number;
 }
 
 function parseArgs(argv: readonly string[]): Args {
-  const args: Args = { tier: 'large', quick: false, xl: false, seed: 1 };
+  const args: Args = { tier: 'large', quick: false, xl: false, curve: false, seed: 1 };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
     if (flag === '--quick') args.quick = true;
     else if (flag === '--xl') args.xl = true;
+    else if (flag === '--curve') args.curve = true;
     else if (flag === '--tier' || flag === '--seed') {
       const value = argv[++i];
       if (value === undefined) throw new Error(`${flag} needs a value`);
       if (flag === '--seed') args.seed = Number(value);
       else if ((TIERS as readonly string[]).includes(value)) args.tier = value as Tier;
       else throw new Error(`--tier must be one of ${TIERS.join(', ')}`);
-    } else throw new Error(`unknown flag ${flag} (flags: --tier T, --quick, --xl, --seed N)`);
+    } else throw new Error(`unknown flag ${flag} (flags: --tier T, --quick, --xl, --curve, --seed N)`);
   }
   return args;
 }
@@ -68,6 +73,12 @@ async function main(): Promise<void> {
   const seconds = args.quick ? 1 : 2;
   const events = args.quick ? 10 : 60;
   const rssEvents = args.quick ? 2 : 6;
+  if (args.curve) {
+    if (!root) throw new Error('--curve needs root (kernel and daemon rows); run `sudo npm run bench -- --curve`');
+    console.log(`## netfence cost curve\n\n${(await machine()).join('\n')}\n\nCommand: node --import ./scripts/register-ts.mjs scripts/bench-curve.ts --seed ${args.seed} --runs ${args.quick ? 1 : 2}\n`);
+    console.log(await curve({ seed: args.seed, runs: args.quick ? 1 : 2, progress: say }));
+    return;
+  }
   const rows: BenchRow[] = [];
   const noRoot = 'needs root (network namespaces); run `sudo npm run bench`';
 
@@ -75,10 +86,17 @@ async function main(): Promise<void> {
   say(`compile: bench-compile.ts --tier ${args.tier} --runs ${runs.compile}`);
   rows.push(...(await compileRows({ tier: args.tier, runs: runs.compile, seed: args.seed })));
 
+  // 1b. the commands as whole processes (start-up and module loading included), apply beside its floor
+  say(`commands: bench-commands.ts --tier ${args.tier} --runs ${args.quick ? 1 : 3}`);
+  rows.push(...(await commandsBench({ tier: args.tier, seed: args.seed, runs: args.quick ? 1 : 3, progress: say })));
+
   // 2–4. kernel: first apply, one-pod changes, drift check, each against its floor
   const kernelCmd = (row: string) => tsNode('scripts/bench-kernel.ts', ['--tier', args.tier, '--runs', String(runs.kernel), '--seed', String(args.seed), '--only', row]);
-  if (root) rows.push(...(await kernelBench({ tier: args.tier, seed: args.seed, runs: runs.kernel, node: 'node-1', progress: say })));
-  else rows.push(...KERNEL_ROWS.map((id) => skippedRow(id, 'kernel row', noRoot, kernelCmd(id))));
+  if (root) {
+    rows.push(...(await kernelBench({ tier: args.tier, seed: args.seed, runs: runs.kernel, node: 'node-1', progress: say })));
+    // The same rows on iptables-legacy, each beside its own legacy floor.
+    rows.push(...(await kernelBench({ tier: args.tier, seed: args.seed, runs: runs.kernel, node: 'node-1', backend: 'legacy', progress: (m) => say(`${m} (legacy)`) })));
+  } else rows.push(...KERNEL_ROWS.map((id) => skippedRow(id, 'kernel row', noRoot, kernelCmd(id))));
 
   // 5–6. daemon latency and memory per tier
   const memoryTiers: Tier[] = ['small', 'medium', 'large', ...(args.xl ? (['xl'] as const) : [])];

@@ -212,6 +212,7 @@ async function main(): Promise<void> {
       await sleep(50);
     }
     const readyMs = Date.now() - startedAt;
+    const bytesAtReady = server.bytesSent;
     const log = new LogWatcher(logFile);
     await log.nextProgrammed(0, 1000); // the initial sync's line
 
@@ -228,6 +229,7 @@ async function main(): Promise<void> {
     const policiesMs = lastProgrammed - policiesAt;
     const rssReady = procStatusKiB(daemon.pid, 'VmRSS');
 
+    const bytesBeforeEvents = server.bytesSent;
     const latencies: { kind: 'pod label' | 'policy edit'; ms: number }[] = [];
     const flipped = new Set<string>();
     for (let i = 0; i < args.events; i++) {
@@ -247,6 +249,7 @@ async function main(): Promise<void> {
       }
     }
     const rssAfter = procStatusKiB(daemon.pid, 'VmRSS');
+    const bytesPerEvent = (server.bytesSent - bytesBeforeEvents) / Math.max(1, args.events);
     const hwm = procStatusKiB(daemon.pid, 'VmHWM');
     const metrics = await (await fetch(`${url}/metrics`)).text();
     // What the API server holds now, as a manifest file, for `netfence diff` (which reads manifests only).
@@ -277,6 +280,7 @@ async function main(): Promise<void> {
     console.log('');
     console.log(`Daemon's own incremental syncs (compile + plan + apply): ${syncCount}, mean ${((syncSum / syncCount) * 1000).toFixed(0)} ms (netfence_sync_duration_seconds); the rest of the latency is watch delivery, conversion and the batch window.`);
     console.log(`Daemon process memory (/proc/<pid>/status): VmRSS ${mib(rssReady)} with everything programmed, ${mib(rssAfter)} after ${args.events} events; peak VmHWM ${mib(hwm)}.`);
+    console.log(`API bytes sent to this one daemon (fake API server, uncompressed, headers included): ${bytesAtReady} at start (lists and watches of nodes, namespaces, pods, before any policy; ${(bytesAtReady / stats.pods).toFixed(0)} B per pod), ${bytesPerEvent.toFixed(0)} B per event (one watch event of the changed object).`);
     console.log(`Final check: netfence diff --resources <the API server's objects, saved> exits ${diff.stdout.trim()} (0 = kernel in sync).`);
   } catch (err) {
     if (daemon) console.error(`daemon log (last lines):\n${daemon.tail(15).join('\n')}`);

@@ -6,8 +6,9 @@
 //   drift-wall/cpu  Syncer.sync({ readKernel: true }) with nothing to change, vs `iptables-nft-save -t filter`
 //                   + `ipset save` of the same netns.
 // Runs are interleaved (netfence, floor, netfence, floor …) so load on the shared VM hits both alike.
+// `--backend legacy` runs every row on iptables-legacy (netfence and floor alike; ids get `-legacy`).
 //
-// Usage (root): node --import ./scripts/register-ts.mjs scripts/bench-kernel.ts [--tier large] [--runs 7] [--seed 1] [--only <row>]
+// Usage (root): node --import ./scripts/register-ts.mjs scripts/bench-kernel.ts [--tier large] [--runs 7] [--seed 1] [--backend nft|legacy] [--only <row>]
 
 import { Compiler } from '../src/compile/index.js';
 import { generateCluster } from '../src/bench/generator.js';
@@ -25,13 +26,16 @@ import { againstFloor, failedRow, renderTable, tsNode, type BenchRow } from './l
 
 export interface KernelBenchOptions extends Omit<BenchFlags, 'seconds'> {
   readonly node: string;
+  /** iptables backend of netfence and of its floor alike (default nft); legacy rows get a `-legacy` id. */
+  readonly backend?: IptablesBackend;
   readonly progress?: (msg: string) => void;
 }
 
 /** The mutations that change exactly one local pod: the "one-pod change" rows. */
 export const POD_CHANGES: readonly string[] = ['podAdd-local', 'podDelete-local', 'podLabelChange-local'];
 
-const IPTABLES_RESTORE = 'iptables-nft-restore';
+type IptablesBackend = 'nft' | 'legacy';
+const tool = (backend: IptablesBackend, family: 4 | 6, what: 'restore' | 'save'): string => `${family === 4 ? 'iptables' : 'ip6tables'}-${backend}-${what}`;
 
 type CompileFn = (snapshot: ClusterSnapshot, settings: NodeSettings) => { readonly desired: DesiredState };
 
@@ -42,22 +46,22 @@ function daemonCompile(): CompileFn {
 }
 
 /** The floor: the same texts straight into the tools, in the order the syncer runs them. */
-async function applyWithTools(netns: string, plans: readonly FamilyPlan[]): Promise<void> {
+async function applyWithTools(netns: string, plans: readonly FamilyPlan[], backend: IptablesBackend = 'nft'): Promise<void> {
   for (const p of plans) {
     if (p.ipsetRestore) await run('ipset', ['-exist', 'restore'], { netns, input: p.ipsetRestore });
-    if (p.iptablesRestore) await run(p.family === 4 ? IPTABLES_RESTORE : 'ip6tables-nft-restore', ['--noflush'], { netns, input: p.iptablesRestore });
+    if (p.iptablesRestore) await run(tool(backend, p.family, 'restore'), ['--noflush'], { netns, input: p.iptablesRestore });
   }
   for (const p of plans) if (p.ipsetDestroy) await run('ipset', ['-exist', 'restore'], { netns, input: p.ipsetDestroy });
 }
 
-async function readWithTools(netns: string): Promise<void> {
-  await run('iptables-nft-save', ['-t', 'filter'], { netns });
+async function readWithTools(netns: string, backend: IptablesBackend = 'nft'): Promise<void> {
+  await run(tool(backend, 4, 'save'), ['-t', 'filter'], { netns });
   await run('ipset', ['save'], { netns });
 }
 
-async function openSyncer(netns: string, settings: NodeSettings): Promise<{ syncer: Syncer; kernel: TimedKernel }> {
-  // The daemon's defaults, except the backend: pinned to nft so the floor uses the same one.
-  const kernel = new TimedKernel(await openKernel({ netns, backend: 'nft', ipv6: true }));
+async function openSyncer(netns: string, settings: NodeSettings, backend: IptablesBackend = 'nft'): Promise<{ syncer: Syncer; kernel: TimedKernel }> {
+  // The daemon's defaults, except the backend: pinned so the floor uses the same one.
+  const kernel = new TimedKernel(await openKernel({ netns, backend, ipv6: true }));
   const syncer = new Syncer(kernel, { chainPrefix: settings.chainPrefix, ipsetPrefix: settings.ipsetPrefix }, silentLogger);
   return { syncer, kernel };
 }
@@ -92,7 +96,7 @@ async function firstApply(o: KernelBenchOptions, desired: DesiredState, settings
     const a = await createScratchNetns();
     const b = await createScratchNetns();
     try {
-      const { syncer, kernel } = await openSyncer(a.name, settings);
+      const { syncer, kernel } = await openSyncer(a.name, settings, o.backend);
       kernel.take();
       // Alternate which goes first, so a noisy neighbour does not always hit the same side.
       const ours = async () => {
@@ -101,7 +105,7 @@ async function firstApply(o: KernelBenchOptions, desired: DesiredState, settings
         });
         return { s, calls: kernel.take() };
       };
-      const floor = () => sample(() => applyWithTools(b.name, plans));
+      const floor = () => sample(() => applyWithTools(b.name, plans, o.backend));
       let r: { s: Sample; calls: KernelCall[] };
       let f: Sample;
       if (i % 2 === 0) {
@@ -125,8 +129,8 @@ async function firstApply(o: KernelBenchOptions, desired: DesiredState, settings
   const floor = summarize(t.floor).wallMs;
   const p = v4(plans);
   return {
-    id: 'first-apply',
-    what: 'first full apply into a fresh netns: Syncer.sync (reads the empty kernel, plans, ipset restore, iptables-restore) vs the same two restore texts loaded with the tools',
+    id: `first-apply${suffix(o)}`,
+    what: `first full apply into a fresh netns (${o.backend ?? 'nft'} backend): Syncer.sync (reads the empty kernel, plans, ipset restore, iptables-restore) vs the same two restore texts loaded with the tools`,
     ...againstFloor(ours, floor, 1.3),
     detail: `${fmtInt(p.counts.setsCreated)} sets / ${fmtInt(p.counts.membersAdded)} members (${fmtInt(Buffer.byteLength(p.ipsetRestore))} B), ${fmtInt(p.counts.chainsWritten)} chains / ${fmtInt(p.counts.rulesWritten)} rules (${fmtInt(Buffer.byteLength(p.iptablesRestore))} B); ${breakdown(t)}`,
     command,
@@ -198,15 +202,15 @@ async function podChange(
   for (let i = 0; i <= o.runs; i++) {
     // Alternate which side goes first (from run 2 on: the floor needs the texts, which every run plans alike).
     const floorFirst = i % 2 === 1;
-    const f0 = floorFirst ? await sample(() => applyWithTools(b.name, forward)) : undefined;
+    const f0 = floorFirst ? await sample(() => applyWithTools(b.name, forward, o.backend)) : undefined;
     a.kernel.take();
     const s = await sample(async () => {
       forward = (await a.syncer.sync(next)).plans;
     });
     const calls = a.kernel.take();
-    const f = f0 ?? (await sample(() => applyWithTools(b.name, forward)));
+    const f = f0 ?? (await sample(() => applyWithTools(b.name, forward, o.backend)));
     // Back to the full state on both sides (untimed), so every run starts from the same kernel.
-    await applyWithTools(b.name, (await a.syncer.sync(back)).plans);
+    await applyWithTools(b.name, (await a.syncer.sync(back)).plans, o.backend);
     if (i === 0) continue;
     t.ours.push(s);
     t.floor.push(f);
@@ -218,7 +222,7 @@ async function podChange(
   const own = ownWrites(p, pod);
   const cells = againstFloor(ours, floor, 2);
   return {
-    id: `change-${m.name}`,
+    id: `change-${m.name}${suffix(o)}`,
     what: `one-pod change applied (${m.what}): Syncer.sync on a netns holding the full state (compile excluded), vs its restore texts applied with the tools to an identical netns; writes only its own chains/sets?`,
     ...cells,
     target: `${cells.target} and own chains/sets only`,
@@ -236,7 +240,7 @@ async function driftCheck(o: KernelBenchOptions, desired: DesiredState, a: { syn
     a.kernel.take();
     let changes = 0;
     let drift = false;
-    const f0 = i % 2 === 1 ? await sample(() => readWithTools(netns)) : undefined;
+    const f0 = i % 2 === 1 ? await sample(() => readWithTools(netns, o.backend)) : undefined;
     const s = await sample(async () => {
       const r = await a.syncer.sync(desired, { readKernel: true });
       changes = r.plans.reduce((n, p) => n + p.changes.length, 0);
@@ -244,7 +248,7 @@ async function driftCheck(o: KernelBenchOptions, desired: DesiredState, a: { syn
     });
     if (changes > 0 || drift) throw new Error(`drift check on an in-sync kernel planned ${changes} changes (drift ${drift})`);
     const calls = a.kernel.take();
-    const f = f0 ?? (await sample(() => readWithTools(netns)));
+    const f = f0 ?? (await sample(() => readWithTools(netns, o.backend)));
     if (i === 0) continue;
     t.ours.push(s);
     t.floor.push(f);
@@ -255,14 +259,14 @@ async function driftCheck(o: KernelBenchOptions, desired: DesiredState, a: { syn
   const cpuHow = 'CPU = process.cpuUsage() of this process + children from /proc/self/stat cutime+cstime (= getrusage(RUSAGE_CHILDREN), 10 ms ticks), mean per run';
   return [
     {
-      id: 'drift-wall',
-      what: 'drift check on an in-sync kernel, wall time: Syncer.sync({ readKernel: true }) planning nothing (reads ipset save, iptables-save v4 and v6, parses, plans) vs `iptables-nft-save -t filter` + `ipset save` of the same netns',
+      id: `drift-wall${suffix(o)}`,
+      what: `drift check on an in-sync kernel, wall time: Syncer.sync({ readKernel: true }) planning nothing (reads ipset save, iptables-save v4 and v6, parses, plans) vs \`${tool(o.backend ?? 'nft', 4, 'save')} -t filter\` + \`ipset save\` of the same netns`,
       ...againstFloor(ours.wallMs, floor.wallMs, 1.5),
       detail: breakdown(t),
       command: commands.wall,
     },
     {
-      id: 'drift-cpu',
+      id: `drift-cpu${suffix(o)}`,
       what: 'the same drift check, CPU time (netfence process + the tools it ran) vs the floor\'s (this process spawning + the two tools)',
       ...againstFloor(ours.cpuMs, floor.cpuMs, 1.5),
       detail: `netfence: own ${fmtMs(ours.selfCpuMs)} ms + tools ${fmtMs(ours.childCpuMs)} ms; floor: own ${fmtMs(floor.selfCpuMs)} ms + tools ${fmtMs(floor.childCpuMs)} ms; ${cpuHow}`,
@@ -273,10 +277,14 @@ async function driftCheck(o: KernelBenchOptions, desired: DesiredState, a: { syn
 
 // ---- all of it ---------------------------------------------------------------------------------------
 
+/** Row ids of the legacy backend carry `-legacy`; nft rows keep the plain ids. */
+const suffix = (o: Pick<KernelBenchOptions, 'backend'>): string => (o.backend === 'legacy' ? '-legacy' : '');
+
 export const KERNEL_ROWS: readonly string[] = ['first-apply', ...POD_CHANGES.map((m) => `change-${m}`), 'drift-wall', 'drift-cpu'];
 
 export async function kernelBench(o: KernelBenchOptions): Promise<BenchRow[]> {
-  const command = (row: string) => tsNode('scripts/bench-kernel.ts', ['--tier', o.tier, '--runs', String(o.runs), '--seed', String(o.seed), '--only', row]);
+  const command = (row: string) =>
+    tsNode('scripts/bench-kernel.ts', ['--tier', o.tier, '--runs', String(o.runs), '--seed', String(o.seed), ...(o.backend === 'legacy' ? ['--backend', 'legacy'] : []), '--only', row]);
   const wanted = (row: string) => o.only === undefined || o.only === row;
   const say = o.progress ?? (() => {});
   const { snapshot, settings } = generateCluster({ tier: o.tier, seed: o.seed, node: o.node });
@@ -294,9 +302,9 @@ export async function kernelBench(o: KernelBenchOptions): Promise<BenchRow[]> {
       // Two namespaces with the same full state: A is netfence's, B gets the floor's tool calls.
       const a = await createScratchNetns();
       const b = await createScratchNetns();
-      const ours = await openSyncer(a.name, settings);
+      const ours = await openSyncer(a.name, settings, o.backend);
       const first = (await ours.syncer.sync(desired)).plans;
-      await applyWithTools(b.name, first);
+      await applyWithTools(b.name, first, o.backend);
       for (const m of changes) {
         say(`kernel: one-pod change ${m.name} vs floor`);
         rows.push(await podChange(o, m, snapshot, compileFn, settings, ours, b, command(`change-${m.name}`)).catch((e) => failedRow(`change-${m.name}`, m.what, e, command(`change-${m.name}`))));
@@ -306,7 +314,7 @@ export async function kernelBench(o: KernelBenchOptions): Promise<BenchRow[]> {
         const all = await driftCheck(o, desired, ours, a.name, { wall: command('drift-wall'), cpu: command('drift-cpu') }).catch((e) => [
           failedRow('drift-wall', 'drift check', e, command('drift-wall')),
         ]);
-        rows.push(...all.filter((r) => wanted(r.id)));
+        rows.push(...all.filter((r) => wanted(r.id.replace(/-legacy$/, ''))));
       }
       await a.destroy();
       await b.destroy();
@@ -318,8 +326,12 @@ export async function kernelBench(o: KernelBenchOptions): Promise<BenchRow[]> {
 }
 
 function parseArgs(argv: readonly string[]): KernelBenchOptions {
-  const { tier, seed, runs, only } = parseBenchFlags(argv, { runs: 7 }, KERNEL_ROWS);
-  return { tier, seed, runs, node: 'node-1', only, progress: (m) => console.error(`… ${m}`) };
+  const at = argv.indexOf('--backend');
+  const backend = at >= 0 ? argv[at + 1] : 'nft';
+  if (backend !== 'nft' && backend !== 'legacy') throw new Error('--backend must be nft or legacy');
+  const rest = at >= 0 ? [...argv.slice(0, at), ...argv.slice(at + 2)] : argv;
+  const { tier, seed, runs, only } = parseBenchFlags(rest, { runs: 7 }, KERNEL_ROWS);
+  return { tier, seed, runs, node: 'node-1', only, backend, progress: (m) => console.error(`… ${m}`) };
 }
 
 await runAsScript(import.meta.url, 'bench-kernel needs root (it creates network namespaces)', async () => {

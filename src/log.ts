@@ -1,15 +1,12 @@
 // The one logger factory. There is no global logger: the composition root creates one and passes it
 // down, and each module narrows it with `child({ component })` (kube-proxy's `proxier.logger`).
 
+import { createRequire } from 'node:module';
 import type { Writable } from 'node:stream';
-import winston from 'winston';
+import type Winston from 'winston';
+import { LOG_LEVELS, type LogFormat, type LogLevel } from './log-levels.js';
 
-export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
-
-export const LOG_FORMATS = ['json', 'text'] as const;
-/** `json`: one object per line, for nodes and log shippers. `text`: readable lines, for the CLI. */
-export type LogFormat = (typeof LOG_FORMATS)[number];
+export { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from './log-levels.js';
 
 /** Structured fields attached to one line. Error values are flattened so they survive JSON. */
 export type LogFields = Readonly<Record<string, unknown>>;
@@ -34,6 +31,7 @@ export interface LoggerOptions {
 }
 
 export function createLogger(options: LoggerOptions): Logger {
+  const { winston, flattenErrors, textLine } = winstonParts();
   const transport = options.stream
     ? new winston.transports.Stream({ stream: options.stream })
     : new winston.transports.Console({ stderrLevels: [...LOG_LEVELS] });
@@ -46,6 +44,26 @@ export function createLogger(options: LoggerOptions): Logger {
   return wrap(winston.createLogger({ level: options.level, format, transports: [transport] }));
 }
 
+interface WinstonParts {
+  readonly winston: typeof Winston;
+  readonly flattenErrors: Winston.Logform.FormatWrap;
+  readonly textLine: Winston.Logform.Format;
+}
+
+let parts: WinstonParts | undefined;
+
+/**
+ * winston is loaded by the first logger, not on import: it takes longer to load (~80 ms of CPU) than
+ * `netfence compile` or `--help` take to do their work, and they never log.
+ */
+function winstonParts(): WinstonParts {
+  if (!parts) {
+    const winston = createRequire(import.meta.url)('winston') as typeof Winston;
+    parts = { winston, flattenErrors: flattenErrorsOf(winston), textLine: textLineOf(winston) };
+  }
+  return parts;
+}
+
 /** A logger that drops everything: for tests and library callers that do not care. */
 export const nullLogger: Logger = {
   error: () => {},
@@ -55,7 +73,7 @@ export const nullLogger: Logger = {
   child: () => nullLogger,
 };
 
-function wrap(inner: winston.Logger): Logger {
+function wrap(inner: Winston.Logger): Logger {
   return {
     error: (message, fields) => inner.error(message, fields ?? {}),
     warn: (message, fields) => inner.warn(message, fields ?? {}),
@@ -67,12 +85,13 @@ function wrap(inner: winston.Logger): Logger {
 
 // `JSON.stringify(new Error('x'))` is `{}`; keep what an operator needs to act on (name, message and
 // own fields such as DataplaneCommandError's command/stderr/line).
-const flattenErrors = winston.format((info) => {
-  for (const [key, value] of Object.entries(info)) {
-    if (value instanceof Error) info[key] = errorFields(value);
-  }
-  return info;
-});
+const flattenErrorsOf = (winston: typeof Winston) =>
+  winston.format((info) => {
+    for (const [key, value] of Object.entries(info)) {
+      if (value instanceof Error) info[key] = errorFields(value);
+    }
+    return info;
+  });
 
 function errorFields(err: Error): Record<string, unknown> {
   const own: Record<string, unknown> = {};
@@ -81,13 +100,14 @@ function errorFields(err: Error): Record<string, unknown> {
 }
 
 // Text lines: `2024-05-01T10:00:00.000Z info  [sync] applied chains=12 sets=3`.
-const textLine = winston.format.printf((info) => {
-  const { timestamp, level, message, component, ...rest } = info;
-  // Object.entries skips winston's Symbol-keyed internals (LEVEL, MESSAGE, SPLAT).
-  const fields = Object.entries(rest).map(([key, value]) => `${key}=${formatValue(value)}`);
-  const where = component === undefined ? '' : `[${String(component)}] `;
-  return [`${String(timestamp)} ${level.padEnd(5)} ${where}${String(message)}`, ...fields].join(' ');
-});
+const textLineOf = (winston: typeof Winston) =>
+  winston.format.printf((info) => {
+    const { timestamp, level, message, component, ...rest } = info;
+    // Object.entries skips winston's Symbol-keyed internals (LEVEL, MESSAGE, SPLAT).
+    const fields = Object.entries(rest).map(([key, value]) => `${key}=${formatValue(value)}`);
+    const where = component === undefined ? '' : `[${String(component)}] `;
+    return [`${String(timestamp)} ${level.padEnd(5)} ${where}${String(message)}`, ...fields].join(' ');
+  });
 
 function formatValue(value: unknown): string {
   if (typeof value === 'string') return /^[^\s"=]+$/.test(value) ? value : JSON.stringify(value);

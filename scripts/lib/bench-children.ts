@@ -67,6 +67,9 @@ export interface DaemonFigures {
   readonly readyMs: number;
   readonly syncMeanMs: number;
   readonly diffExit: string;
+  /** Bytes the fake API server sent this daemon up to ready, and per event after. */
+  readonly apiBytesAtStart: number;
+  readonly apiBytesPerEvent: number;
   readonly command: string;
 }
 
@@ -79,11 +82,13 @@ export async function daemonFigures(o: { tier: Tier; seed: number; events: numbe
   const ready = out.match(/start to \/readyz 200[^:]*: (\d+) ms/);
   const sync = out.match(/incremental syncs \(compile \+ plan \+ apply\): \d+, mean (\d+) ms/);
   const diff = out.match(/exits (\d+) \(0 = kernel in sync\)/);
+  const api = out.match(/API bytes sent to this one daemon[^:]*: (\d+) at start .* ([\d.]+) B per event/);
   if (!row || !mem) throw new Error(`unexpected bench-daemon output:\n${out.slice(0, 2000)}`);
   return {
     p50: num(p50), p99: num(p99), max: num(max), events: num(events),
     rssReadyMiB: num(mem[1]), rssAfterMiB: num(mem[2]), hwmMiB: num(mem[3]),
     readyMs: num(ready?.[1]), syncMeanMs: num(sync?.[1]), diffExit: diff?.[1] ?? '?',
+    apiBytesAtStart: num(api?.[1]), apiBytesPerEvent: num(api?.[2]),
     command: tsNode('scripts/bench-daemon.ts', args),
   };
 }

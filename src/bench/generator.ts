@@ -14,8 +14,8 @@ import {
 import { generatePolicies, type AppInfo, type PolicyKind } from './policies.js';
 import { mulberry32, zipf, type Rng } from './prng.js';
 
-export type Tier = 'small' | 'medium' | 'large' | 'xl';
-export const TIERS: readonly Tier[] = ['small', 'medium', 'large', 'xl'];
+export type Tier = 'small' | 'medium' | 'large' | 'xl' | 'xxl';
+export const TIERS: readonly Tier[] = ['small', 'medium', 'large', 'xl', 'xxl'];
 
 export interface TierShape {
   readonly pods: number;
@@ -31,6 +31,8 @@ export const TIER_SHAPES: Readonly<Record<Tier, TierShape>> = {
   medium: { pods: 1_000, policies: 100, namespaces: 20, nodes: 10, podsOnNode: 100 },
   large: { pods: 10_000, policies: 1_000, namespaces: 200, nodes: 100, podsOnNode: 110 },
   xl: { pods: 50_000, policies: 5_000, namespaces: 1_000, nodes: 500, podsOnNode: 110 },
+  // The far end of the cost curve (`npm run bench -- --curve`).
+  xxl: { pods: 100_000, policies: 10_000, namespaces: 2_000, nodes: 1_000, podsOnNode: 110 },
 };
 
 export interface GenerateOptions {

@@ -1,49 +1,19 @@
 // Shared plumbing of the commands: flags → config → snapshot → node settings → kernel.
 
-import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { KubeConfig } from '@kubernetes/client-node';
-import { KubeSource } from '../cluster/kube-source.js';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { loadManifests } from '../cluster/manifests.js';
 import { readFlannelSubnetEnv } from '../config/flannel.js';
-import { CONFIG_FLAG_OPTIONS, loadConfig, toNodeSettings } from '../config/load.js';
+import { loadConfig, toNodeSettings } from '../config/load.js';
 import type { DaemonConfig } from '../config/schema.js';
-import { openKernel, type Kernel } from '../dataplane/kernel.js';
+import type { Kernel } from '../dataplane/kernel.js';
 import { createLogger, type Logger } from '../log.js';
 import type { ClusterSnapshot, NodeSettings, Problem } from '../model/index.js';
+import { UsageError, type Parsed } from './options.js';
 
-export class UsageError extends Error {
-  override readonly name = 'UsageError';
-}
-
-export type Options = NonNullable<ParseArgsConfig['options']>;
-
-/** Flags every command that reads a cluster takes, besides the config flags. */
-export const SOURCE_OPTIONS: Options = {
-  resources: { type: 'string', multiple: true },
-  kubeconfig: { type: 'string' },
-  // Act inside a named network namespace instead of the current one (tests, sandbox, demos).
-  netns: { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
-};
-
-export interface Parsed {
-  readonly values: Record<string, string | boolean | (string | boolean)[] | undefined>;
-  readonly positionals: string[];
-}
-
-export function parse(argv: readonly string[], extra: Options, allowPositionals = false): Parsed {
-  try {
-    const { values, positionals } = parseArgs({
-      args: [...argv],
-      options: { ...CONFIG_FLAG_OPTIONS, ...SOURCE_OPTIONS, ...extra },
-      allowPositionals,
-      strict: true,
-    });
-    return { values: values as Parsed['values'], positionals };
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
-}
+// Commands parse their arguments with parseCommand (commands.ts), from the same option definitions
+// their --help prints.
+export { UsageError, type Parsed } from './options.js';
+export { parseCommand } from './commands.js';
 
 export function configFrom(parsed: Parsed, requireNodeName = true): DaemonConfig {
   return loadConfig({ argvFlags: parsed.values, env: process.env, requireNodeName }).config;
@@ -71,14 +41,9 @@ export function loadResources(parsed: Parsed): LoadedCluster {
 /** The cluster from `--resources`, else from the API (`--kubeconfig F`, or in-cluster config): one full list. */
 export async function loadCluster(parsed: Parsed, logger: Logger, timeoutMs = 30_000): Promise<LoadedCluster> {
   if (resourcePaths(parsed).length > 0) return loadResources(parsed);
-  const kubeConfig = new KubeConfig();
-  const file = parsed.values['kubeconfig'] as string | undefined;
-  try {
-    if (file) kubeConfig.loadFromFile(file);
-    else kubeConfig.loadFromCluster();
-  } catch (err) {
-    throw new UsageError(`give --resources PATH or --kubeconfig F (no in-cluster config: ${(err as Error).message})`);
-  }
+  const kubeConfig = await kubeConfigFrom(parsed.values['kubeconfig'] as string | undefined);
+  // Loaded here, not at the top: the Kubernetes client takes longer to load than most commands take to run.
+  const { KubeSource } = await import('../cluster/kube-source.js');
   const source = new KubeSource({ kubeConfig, logger: logger.child({ component: 'source' }) });
   try {
     await Promise.race([
@@ -89,6 +54,19 @@ export async function loadCluster(parsed: Parsed, logger: Logger, timeoutMs = 30
   } finally {
     await source.stop();
   }
+}
+
+/** `--kubeconfig F`, else the in-cluster configuration; a usage error when neither is there. */
+export async function kubeConfigFrom(file: string | undefined): Promise<KubeConfig> {
+  const { KubeConfig } = await import('@kubernetes/client-node');
+  const kubeConfig = new KubeConfig();
+  try {
+    if (file) kubeConfig.loadFromFile(file);
+    else kubeConfig.loadFromCluster();
+  } catch (err) {
+    throw new UsageError(`give --resources PATH or --kubeconfig F (no in-cluster config: ${(err as Error).message})`);
+  }
+  return kubeConfig;
 }
 
 /**
@@ -107,7 +85,8 @@ export async function nodeSettings(config: DaemonConfig, snapshot: ClusterSnapsh
   return settings;
 }
 
-export function kernelFor(config: DaemonConfig, parsed: Parsed): Promise<Kernel> {
+export async function kernelFor(config: DaemonConfig, parsed: Parsed): Promise<Kernel> {
+  const { openKernel } = await import('../dataplane/kernel.js');
   return openKernel({
     netns: netnsOf(parsed),
     backend: config.backend === 'auto' ? undefined : config.backend,

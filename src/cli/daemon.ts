@@ -29,13 +29,13 @@ import { systemClock } from '../reconcile/runner.js';
 import { Syncer } from '../reconcile/syncer.js';
 import { Revoker } from '../revoke/revoker.js';
 import { AntiSpoofGuard } from '../antispoof/guard.js';
-import type { Io } from './commands-oneshot.js';
+import type { Io } from './commands.js';
 import { createFlowLogging, type FlowLogging } from './daemon-flows.js';
-import { configFrom, kernelFor, netnsOf, ownershipOf, parse, resourcePaths } from './context.js';
+import { configFrom, kernelFor, netnsOf, ownershipOf, parseCommand, resourcePaths } from './context.js';
 import { createServiceGuards } from './service-guards.js';
 
 export async function daemonCommand(argv: readonly string[], io: Io): Promise<number> {
-  const parsed = parse(argv, {});
+  const parsed = parseCommand('daemon', argv);
   const config = configFrom(parsed);
   const logger = createLogger({ level: config.logLevel, format: config.logFormat });
   const running = await startDaemon(config, {

@@ -6,22 +6,13 @@ import type { DaemonConfig } from '../config/schema.js';
 import { parseListenAddress } from '../config/listen-address.js';
 import { endText, type FlowRecord } from '../observe/flow-log.js';
 import { wrap } from '../trace/wrap.js';
-import type { Io } from './commands-oneshot.js';
-import { configFrom, parse, UsageError, type Options } from './context.js';
-
-export const DROPS_OPTIONS: Options = {
-  url: { type: 'string' },
-  pod: { type: 'string' },
-  namespace: { type: 'string' },
-  policy: { type: 'string' },
-  follow: { type: 'boolean', short: 'f' },
-  json: { type: 'boolean' },
-};
+import type { Io } from './commands.js';
+import { configFrom, parseCommand, UsageError } from './context.js';
 
 const FOLLOW_INTERVAL_MS = 1000;
 
 export async function dropsCommand(argv: readonly string[], io: Io, signal?: AbortSignal): Promise<number> {
-  const parsed = parse(argv, DROPS_OPTIONS);
+  const parsed = parseCommand('drops', argv);
   const v = parsed.values;
   for (const key of ['pod', 'policy'] as const) {
     const value = v[key];

@@ -9,10 +9,10 @@ import { filterReport, formatReport, inspectRuleset } from '../inspect/index.js'
 import { antiSpoofView, formatHardening, strictModeOf } from '../inspect/hardening.js';
 import { readProgrammedAntiSpoof, type ProgrammedAntiSpoof } from '../antispoof/read.js';
 import { ANTISPOOF_TABLE } from '../antispoof/render.js';
-import { listNftTableJson } from '../dataplane/nft.js';
 import { loadRuleset, requireOwnedChains, RulesetError, type IpSets, type Ruleset } from '../trace/index.js';
-import { extractIpsets, extractIptables, type Io } from './commands-oneshot.js';
-import { configFrom, kernelFor, netnsOf, parse, UsageError, type Parsed } from './context.js';
+import type { Io } from './commands.js';
+import { configFrom, kernelFor, netnsOf, parseCommand, UsageError, type Parsed } from './context.js';
+import { extractIpsets, extractIptables } from './saved-dump.js';
 
 export interface LoadedRuleset {
   readonly ruleset: Ruleset;
@@ -72,6 +72,8 @@ export async function withRulesetErrors(name: string, io: Io, body: () => Promis
 /** The live anti-spoofing table (none for a saved dump: it holds iptables and ipsets only). */
 export async function readAntiSpoof(parsed: Parsed, config: DaemonConfig): Promise<ProgrammedAntiSpoof | undefined> {
   if (parsed.values['saved'] !== undefined) return undefined;
+  // Loaded here, not at the top: reading a saved dump must not load the code that runs tools.
+  const { listNftTableJson } = await import('../dataplane/nft.js');
   const json = await listNftTableJson('bridge', ANTISPOOF_TABLE, netnsOf(parsed));
   return json === undefined ? undefined : readProgrammedAntiSpoof(json, config.bridge);
 }
@@ -84,13 +86,7 @@ export const familyFlag = (parsed: Parsed): IpFamily => {
 };
 
 export async function inspectCommand(argv: readonly string[], io: Io): Promise<number> {
-  const parsed = parse(argv, {
-    saved: { type: 'string' },
-    json: { type: 'boolean' },
-    pod: { type: 'string' },
-    policy: { type: 'string' },
-    family: { type: 'string' },
-  });
+  const parsed = parseCommand('inspect', argv);
   const config = configFrom(parsed, false);
   const family = familyFlag(parsed);
   return withRulesetErrors('inspect', io, async () => {

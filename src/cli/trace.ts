@@ -7,9 +7,9 @@ import type { DaemonConfig } from '../config/schema.js';
 import { inspectRuleset, type InspectReport } from '../inspect/index.js';
 import { podKey, type ClusterSnapshot, type L4Protocol } from '../model/index.js';
 import { formatTrace, isLocal, packetFor, parseAddr, tracePacket, wrap, type NodeLayout, type TraceResult } from '../trace/index.js';
-import type { Io } from './commands-oneshot.js';
+import type { Io } from './commands.js';
 import { createLogger } from '../log.js';
-import { configFrom, loadCluster, parse, resourcePaths, UsageError, type Parsed } from './context.js';
+import { configFrom, loadCluster, parseCommand, resourcePaths, UsageError, type Parsed } from './context.js';
 import { readAntiSpoof, readRuleset, withRulesetErrors } from './inspect.js';
 import { antiSpoofVerdict, establishedFate, strictModeOf } from '../inspect/hardening.js';
 
@@ -21,17 +21,7 @@ interface Endpoint {
 }
 
 export async function traceCommand(argv: readonly string[], io: Io): Promise<number> {
-  const parsed = parse(argv, {
-    saved: { type: 'string' },
-    json: { type: 'boolean' },
-    src: { type: 'string' },
-    dst: { type: 'string' },
-    proto: { type: 'string' },
-    port: { type: 'string' },
-    'src-port': { type: 'string' },
-    uplink: { type: 'string' },
-    'in-iface': { type: 'string' },
-  });
+  const parsed = parseCommand('trace', argv);
   const config = configFrom(parsed, false);
   const want = (flag: string): string => {
     const v = parsed.values[flag];

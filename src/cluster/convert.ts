@@ -27,6 +27,7 @@ import type {
   SelectorOperator,
   SelectorRequirement,
 } from '../model/index.js';
+import { LabelInterner } from './intern.js';
 import { schemaErrors, type ObjectKind } from './schemas.js';
 
 export type { ObjectKind } from './schemas.js';
@@ -96,6 +97,9 @@ const readers: { readonly [K in Exclude<ObjectKind, 'NetworkPolicy'>]: Reader<Mo
 
 const PHASES: readonly PodPhase[] = ['Pending', 'Running', 'Succeeded', 'Failed', 'Unknown'];
 
+/** Pods share label objects: see intern.ts. */
+const podLabels = new LabelInterner();
+
 function readPod(obj: Record<string, unknown>, meta: Record<string, unknown>, warn: Warn): Pod {
   const spec = record(obj['spec']) ?? {};
   const status = record(obj['status']) ?? {};
@@ -105,7 +109,7 @@ function readPod(obj: Record<string, unknown>, meta: Record<string, unknown>, wa
     namespace: namespaceOf(meta),
     name: meta['name'] as string,
     ...(typeof uid === 'string' && uid !== '' ? { uid } : {}),
-    labels: readLabels(meta['labels']),
+    labels: podLabels.intern(readLabels(meta['labels'])),
     nodeName: typeof spec['nodeName'] === 'string' ? spec['nodeName'] : '',
     hostNetwork: spec['hostNetwork'] === true,
     // A pod without a reported phase has not started yet.
@@ -292,9 +296,13 @@ function namespaceOf(meta: Record<string, unknown> | undefined): string {
   return typeof ns === 'string' && ns !== '' ? ns : DEFAULT_NAMESPACE;
 }
 
+const CANONICAL_V4 = /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
+
 /** Canonical text of an IPv4 (dotted quad only) or IPv6 address; undefined if it is neither. */
 export function canonicalIp(v: unknown): string | undefined {
   if (typeof v !== 'string') return undefined;
+  // Nearly every pod address is a dotted quad without leading zeros, which is already canonical.
+  if (CANONICAL_V4.test(v)) return v;
   if (ipaddr.IPv4.isValidFourPartDecimal(v)) return ipaddr.IPv4.parse(v).toString();
   if (ipaddr.IPv6.isValid(v)) return ipaddr.IPv6.parse(v).toString();
   return undefined;

@@ -34,7 +34,7 @@ import {
 } from '@kubernetes/client-node';
 import type { ClusterSnapshot, Problem } from '../model/index.js';
 import { convert } from './convert.js';
-import { slimObject } from './slim.js';
+import { keepOnlyKey, slimObject } from './slim.js';
 import type { ObjectKind } from './schemas.js';
 import { ChangeEmitter, ObjectStore, type ClusterChange, type ClusterSource, type Logger } from './source.js';
 
@@ -60,11 +60,25 @@ const WATCH_GRACE_SECONDS = 30;
 
 type AnyList = KubernetesListObject<KubernetesObject>;
 
+/** One page of a list call (`limit`, and `_continue` from the previous page's metadata). */
+interface Page {
+  readonly limit: number;
+  readonly _continue?: string;
+}
+
 interface KindWatch {
   readonly kind: ObjectKind;
   readonly path: string;
-  readonly list: () => Promise<AnyList>;
+  readonly list: (page: Page) => Promise<AnyList>;
 }
+
+/**
+ * Objects per list page. One unpaged list of 50,000 pods is a response of tens of megabytes held three
+ * times over (text, parsed JSON, deserialized objects) before slimming; in pages of 500, only one page
+ * is, and the daemon's heap does not grow to that peak and stay there. (client-go's reflector pages by
+ * 500 too.) The API server serves every page from the snapshot of the first one.
+ */
+export const LIST_PAGE_SIZE = 500;
 
 /**
  * Delay before retry number `attempt` (0-based): exponential up to the cap, then "equal jitter"
@@ -107,13 +121,13 @@ export class KubeSource implements ClusterSource {
     const networking = opts.kubeConfig.makeApiClient(NetworkingV1Api);
     // Pods of all namespaces and all nodes: policy peers can be anywhere.
     const watches: readonly KindWatch[] = [
-      { kind: 'Namespace', path: '/api/v1/namespaces', list: () => core.listNamespace() },
-      { kind: 'Pod', path: '/api/v1/pods', list: () => core.listPodForAllNamespaces() },
-      { kind: 'Node', path: '/api/v1/nodes', list: () => core.listNode() },
+      { kind: 'Namespace', path: '/api/v1/namespaces', list: (page) => core.listNamespace(page) },
+      { kind: 'Pod', path: '/api/v1/pods', list: (page) => core.listPodForAllNamespaces(page) },
+      { kind: 'Node', path: '/api/v1/nodes', list: (page) => core.listNode(page) },
       {
         kind: 'NetworkPolicy',
         path: '/apis/networking.k8s.io/v1/networkpolicies',
-        list: () => networking.listNetworkPolicyForAllNamespaces(),
+        list: (page) => networking.listNetworkPolicyForAllNamespaces(page),
       },
     ];
     for (const w of watches) this.informers.set(w.kind, this.makeInformer(opts.kubeConfig, w));
@@ -151,10 +165,20 @@ export class KubeSource implements ClusterSource {
       timeoutSeconds: () => this.watchTimeoutSeconds ?? 300 + Math.floor(this.random() * 300),
     });
     const list = async (): Promise<AnyList> => {
-      const result = await w.list();
-      // Stopped while listing: make the informer give up instead of opening a watch.
-      if (this.stopped) throw new Error('cluster source stopped');
-      return { ...result, items: result.items.map((item) => slimObject(w.kind, item)) };
+      const items: KubernetesObject[] = [];
+      let first: AnyList | undefined;
+      let token: string | undefined;
+      do {
+        const page = await w.list({ limit: LIST_PAGE_SIZE, ...(token ? { _continue: token } : {}) });
+        // Stopped while listing: make the informer give up instead of opening a watch.
+        if (this.stopped) throw new Error('cluster source stopped');
+        first ??= page;
+        for (const item of page.items) items.push(slimObject(w.kind, item));
+        token = page.metadata?._continue || undefined;
+      } while (token);
+      // The watch starts from the list's resourceVersion, which every page carries (the first page's snapshot).
+      const resourceVersion = first?.metadata?.resourceVersion;
+      return { ...first, metadata: resourceVersion !== undefined ? { resourceVersion } : {}, items };
     };
     const informer = new ListWatch<KubernetesObject>(w.path, watch, list, false);
     const guarded = (what: string, fn: (obj: KubernetesObject) => void) => (obj: KubernetesObject) => {
@@ -206,6 +230,7 @@ export class KubeSource implements ClusterSource {
   private upsert(kind: ObjectKind, obj: KubernetesObject): void {
     const key = keyOf(kind, obj);
     const result = convert(kind, obj);
+    keepOnlyKey(obj); // the model holds what was read; the informer's copy keeps its cache key only
     // A policy's problems travel on the policy; other kinds' problems are kept here.
     this.setProblems(kind, key, result.ok && kind === 'NetworkPolicy' ? [] : result.problems);
     if (!result.ok) {
@@ -265,7 +290,10 @@ class GuardedWatch extends Watch {
     let watchdog: NodeJS.Timeout | undefined;
     const slimmed = (phase: string, apiObj: unknown, watchObj?: unknown): void =>
       callback(phase, phase === 'ERROR' || phase === 'BOOKMARK' ? apiObj : this.hooks.slim(apiObj as KubernetesObject), watchObj);
-    const controller = await super.watch(path, { ...queryParams, timeoutSeconds }, slimmed, (err) => {
+    // Bookmarks keep the informer's resourceVersion current while nothing it watches changes, so a watch
+    // that ends resumes from a recent version instead of one the server has compacted away (410, then a
+    // full relist of every pod: the most expensive request a node makes of the API server).
+    const controller = await super.watch(path, { ...queryParams, timeoutSeconds, allowWatchBookmarks: true }, slimmed, (err) => {
       clearTimeout(watchdog);
       failed ||= err !== null && err !== undefined;
       done(err);

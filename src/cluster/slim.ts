@@ -42,3 +42,18 @@ export function slimObject(kind: ObjectKind, obj: KubernetesObject): KubernetesO
       return { ...head, spec: o['spec'] } as KubernetesObject;
   }
 }
+
+/**
+ * After an object is converted, the informer's cached copy is read only by client-node itself: its cache
+ * keys objects by metadata.namespace and metadata.name, compares metadata.resourceVersion to drop
+ * repeated updates, and hands the cached object to `delete` handlers, which read the same key. Cutting
+ * the copy down to those three fields (in place: the cache holds this very object) leaves the model
+ * object in the ObjectStore as the only full copy, so a pod costs one copy of its labels, not two.
+ * Only objects made by slimObject may be cut: they are ours, not the informer's callers'.
+ */
+export function keepOnlyKey(obj: KubernetesObject): void {
+  const o = obj as Json;
+  const meta = rec(o['metadata']);
+  for (const k of Object.keys(o)) if (k !== 'apiVersion' && k !== 'kind' && k !== 'metadata') o[k] = undefined;
+  if (meta) o['metadata'] = pick(meta, ['name', 'namespace', 'resourceVersion']);
+}

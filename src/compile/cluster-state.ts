@@ -11,11 +11,17 @@ import { canonicalSelector, selectorMatches } from './selectors.js';
 export const countsAsPeer = (p: Pod): boolean =>
   p.ips.length > 0 && !p.hostNetwork && p.phase !== 'Succeeded' && p.phase !== 'Failed';
 
-// parseIp keeps what it parsed: asking again for the same address is a map lookup.
-export const familyOf = (ip: string): IpFamily | undefined => parseIp(ip)?.family;
+// A dotted quad is IPv4 without parsing: every pod address is asked about, and parseIp's cache would
+// otherwise keep a parsed copy of each (about 100 bytes a pod). Anything else goes to parseIp, which
+// keeps what it parsed: asking again for the same address is a map lookup.
+const DOTTED_QUAD = /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
+export const familyOf = (ip: string): IpFamily | undefined => (DOTTED_QUAD.test(ip) ? 4 : parseIp(ip)?.family);
 const byFamily = new WeakMap<Pod, { readonly 4: readonly string[]; readonly 6: readonly string[] }>();
+const NO_IPS: readonly string[] = [];
 /** A pod's addresses of one family (cached per pod object: pods are immutable values). */
 export function ipsOfFamily(p: Pod, family: IpFamily): readonly string[] {
+  // Single-stack pods (most): the pod's own array or none, with nothing kept per pod.
+  if (p.ips.length <= 1) return p.ips.length === 1 && familyOf(p.ips[0]!) === family ? p.ips : NO_IPS;
   let split = byFamily.get(p);
   if (!split) byFamily.set(p, (split = { 4: p.ips.filter((ip) => familyOf(ip) === 4), 6: p.ips.filter((ip) => familyOf(ip) === 6) }));
   return split[family];

@@ -1,8 +1,9 @@
 // The daemon's configuration: its keys, defaults, how each key is spelled in the environment and on
 // the command line, and the JSON Schema every layer (file, environment, flags) is checked against.
 
-import { DEFAULT_FLOW_LOG, type UnknownPodPolicy } from '../model/index.js';
-import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from '../log.js';
+import { DEFAULT_FLOW_LOG } from '../model/flow-log.js';
+import type { UnknownPodPolicy } from '../model/index.js';
+import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from '../log-levels.js';
 import { DEFAULT_MARK_MASK } from './marks.js';
 
 export const BACKENDS = ['auto', 'nft', 'legacy'] as const;

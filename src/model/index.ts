@@ -1,5 +1,6 @@
 export * from './cluster.js';
 export * from './dataplane.js';
 export * from './node.js';
+export * from './flow-log.js';
 export * from './problem.js';
 export * from './identity-diff.js';

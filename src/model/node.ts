@@ -1,5 +1,7 @@
 // Settings of the node being programmed: everything the compiler needs besides the cluster snapshot.
 
+import { DEFAULT_FLOW_LOG, type FlowLogSettings } from './flow-log.js';
+
 export type UnknownPodPolicy = 'fail-closed' | 'fail-open';
 
 export interface MarkBits {
@@ -10,20 +12,6 @@ export interface MarkBits {
   /** All bits netfence owns; cleared on entry to nf-FORWARD. */
   readonly all: number;
 }
-
-/** The kernel side of the flow log (compile/flow-log.ts). */
-export interface FlowLogSettings {
-  /** netlink log group (`--nflog-group`) the daemon reads. */
-  readonly group: number;
-  /** Log packets per second per drop rule (`-m limit`), so a flood costs a bounded number of messages. */
-  readonly perSecond: number;
-  readonly burst: number;
-  /** Also log allowed new connections, at each policy rule that allows them (off by default: it costs a rule per allow). */
-  readonly allowed?: boolean;
-}
-
-/** Group 9476, like the metrics port: easy to recognise, far from kube-router's 100 and Calico's 1/2. */
-export const DEFAULT_FLOW_LOG: FlowLogSettings = { group: 9476, perSecond: 10, burst: 5 };
 
 export interface NodeSettings {
   readonly nodeName: string;

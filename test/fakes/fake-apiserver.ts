@@ -105,6 +105,7 @@ export class FakeApiServer {
   private server: Server | undefined;
   private bookmarkTimer: NodeJS.Timeout | undefined;
   private portNumber = 0;
+  private closedBytes = 0;
   private readonly historyLimit: number;
   private readonly bookmarkIntervalMs: number;
 
@@ -130,6 +131,13 @@ export class FakeApiServer {
     return writeKubeconfig(this, dir);
   }
 
+  /** Bytes written to clients so far (HTTP headers and bodies, lists and watch streams): the API load. */
+  get bytesSent(): number {
+    let open = 0;
+    for (const socket of this.sockets) open += socket.bytesWritten;
+    return this.closedBytes + open;
+  }
+
   /** Open watch connections, per resource (tests wait on this to know informers are watching). */
   watchCount(resource?: Resource): number {
     return [...this.watchers].filter((w) => resource === undefined || w.resource === resource).length;
@@ -141,7 +149,10 @@ export class FakeApiServer {
     const server = createServer((req, res) => void this.handle(req, res));
     server.on('connection', (socket) => {
       this.sockets.add(socket);
-      socket.on('close', () => this.sockets.delete(socket));
+      socket.on('close', () => {
+        this.closedBytes += socket.bytesWritten;
+        this.sockets.delete(socket);
+      });
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -305,9 +316,9 @@ export class FakeApiServer {
     if (truncate > 0) {
       if (truncate === 1) this.truncations.delete(route.resource);
       else this.truncations.set(route.resource, truncate - 1);
-      return this.serveList(res, route.resource, route.namespace, true);
+      return this.serveList(res, route.resource, route.namespace, query, true);
     }
-    return this.serveList(res, route.resource, route.namespace);
+    return this.serveList(res, route.resource, route.namespace, query);
   }
 
   /** Events written through the API (events.k8s.io/v1), in creation order. */
@@ -362,10 +373,23 @@ export class FakeApiServer {
     json(res, 200, obj);
   }
 
-  private serveList(res: ServerResponse, resource: Resource, namespace: string | undefined, truncate = false): void {
+  /**
+   * A list, paged when the client sends `limit`: the `continue` token is `<offset>:<resourceVersion>` and
+   * every page reports the first page's resourceVersion, as the API server's consistent snapshot does
+   * (this fake pages over the current objects, so a write between pages shows up early; watches from that
+   * resourceVersion replay it anyway).
+   */
+  private serveList(res: ServerResponse, resource: Resource, namespace: string | undefined, query: Record<string, string> = {}, truncate = false): void {
     const info = RESOURCES[resource];
-    const items = [...this.store.get(resource)!.values()].filter((o) => matchesNamespace(o, namespace));
-    const body = { kind: `${info.kind}List`, apiVersion: info.apiVersion, metadata: { resourceVersion: String(this.rv) }, items };
+    const all = [...this.store.get(resource)!.values()].filter((o) => matchesNamespace(o, namespace));
+    const limit = Number(query['limit'] ?? 0);
+    const [offsetText, rvText] = (query['continue'] ?? '').split(':');
+    const offset = Number(offsetText || 0);
+    const rv = rvText || String(this.rv);
+    const items = limit > 0 ? all.slice(offset, offset + limit) : all;
+    const more = limit > 0 && offset + limit < all.length;
+    const metadata = { resourceVersion: rv, ...(more ? { continue: `${offset + limit}:${rv}` } : {}) };
+    const body = { kind: `${info.kind}List`, apiVersion: info.apiVersion, metadata, items };
     if (!truncate) return json(res, 200, body);
     // Chunked, so the client cannot know the length: it sees a body that stops mid-object.
     const text = JSON.stringify(body);

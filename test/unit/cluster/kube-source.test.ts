@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { backoffDelay, KubeSource } from '../../../src/cluster/kube-source.js';
+import { backoffDelay, KubeSource, LIST_PAGE_SIZE } from '../../../src/cluster/kube-source.js';
 import type { ClusterChange, Logger } from '../../../src/cluster/source.js';
 import { compile } from '../../../src/compile/index.js';
 import { defaultNodeSettings, type ClusterSnapshot } from '../../../src/model/index.js';
@@ -355,6 +355,26 @@ describe('KubeSource', () => {
     expect(podWatches()[1]?.query['resourceVersion']).toBe(podWatches()[0]?.query['resourceVersion']);
   });
 
+  it('asks for bookmarks, so a dropped watch resumes past a compaction without relisting', async () => {
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromFile(writeKubeconfig(server, dir));
+    source = new KubeSource({ kubeConfig, logger: testLogger(), backoff: { initialMs: 10, maxMs: 20 } });
+    await source.synced;
+    await waitFor('watches', allWatching);
+    const podRequests = () => server.requests.filter((r) => r.path === '/api/v1/pods');
+    expect(podRequests().filter((r) => r.watch).every((r) => r.query['allowWatchBookmarks'] === 'true')).toBe(true);
+    // Writes elsewhere move the server's resourceVersion past what the pod watch last saw; only a
+    // bookmark tells the pod informer about it.
+    for (let i = 0; i < 3; i++) server.create(ns(`other-${i}`));
+    server.bookmark();
+    await new Promise((r) => setTimeout(r, 200));
+    server.compact();
+    server.dropWatches();
+    await waitFor('the pod watch back', () => podRequests().filter((r) => r.watch).length >= 2 && server.watchCount('pods') > 0);
+    expect(podRequests().filter((r) => !r.watch)).toHaveLength(1);
+    expect(server.expiredWatches.filter((r) => r === 'pods')).toEqual([]);
+  });
+
   it('stops watching on stop()', async () => {
     const s = startSource();
     await s.synced;
@@ -375,5 +395,38 @@ describe('backoffDelay', () => {
     { attempt: 10, random: 0.999, expected: 29_985 },
   ])('attempt $attempt, random $random → $expected ms', ({ attempt, random, expected }) => {
     expect(backoffDelay(attempt, 500, 30_000, () => random)).toBe(expected);
+  });
+});
+
+describe('KubeSource paged lists', () => {
+  it(`lists in pages of ${LIST_PAGE_SIZE} and keeps every object of every page`, async () => {
+    const paged = new FakeApiServer();
+    await paged.start();
+    const dir = mkdtempSync(join(tmpdir(), 'nft-kube-paged-'));
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromFile(paged.writeKubeconfig(dir));
+    const count = 2 * LIST_PAGE_SIZE + 7;
+    paged.create({ kind: 'Namespace', metadata: { name: 'prod' } });
+    for (let i = 0; i < count; i++) {
+      paged.create({ kind: 'Pod', metadata: { name: `p${i}`, namespace: 'prod' }, spec: { nodeName: 'n1' }, status: { phase: 'Running', podIP: `10.1.${i >> 8}.${i & 255}` } });
+    }
+    const source = new KubeSource({ kubeConfig, logger: testLogger() });
+    try {
+      await source.synced;
+      expect(source.snapshot().pods).toHaveLength(count);
+      const pages = paged.requests.filter((r) => !r.watch && r.path === '/api/v1/pods');
+      expect(pages.map((r) => [r.query['limit'], r.query['continue']])).toEqual([
+        [String(LIST_PAGE_SIZE), undefined],
+        [String(LIST_PAGE_SIZE), expect.stringMatching(/^500:/)],
+        [String(LIST_PAGE_SIZE), expect.stringMatching(/^1000:/)],
+      ]);
+      // The watch resumes from the list's resourceVersion: a pod created now arrives as an event.
+      paged.create({ kind: 'Pod', metadata: { name: 'late', namespace: 'prod' }, spec: { nodeName: 'n1' }, status: { phase: 'Running', podIP: '10.9.9.9' } });
+      await waitFor('the late pod', () => source.snapshot().pods.length === count + 1);
+    } finally {
+      await source.stop();
+      await paged.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

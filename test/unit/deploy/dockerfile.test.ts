@@ -126,3 +126,19 @@ describe('Dockerfile', () => {
     expect(inContext(ignore, path)).toBe(false);
   });
 });
+
+describe('the CLI inside the image', () => {
+  it('is on PATH as `netfence`, executable, pointing at the package bin', () => {
+    const workdir = runtime.body.find((i) => i.op === 'WORKDIR')?.args;
+    const bin = `${workdir}/${packageJson.bin['netfence']}`;
+    expect(runs(runtime)).toContain(`chmod +x ${bin}`);
+    expect(runs(runtime)).toContain(`ln -s ${bin} /usr/local/bin/netfence`);
+    // The link is made after the built app is copied in.
+    const body = runtime.body.map((i) => `${i.op} ${i.args}`);
+    expect(body.findIndex((l) => l.includes('ln -s'))).toBeGreaterThan(body.findIndex((l) => l.startsWith('COPY --from=build /app/dist')));
+  });
+
+  it('runs under the shebang node', () => {
+    expect(readFileSync(join(ROOT, 'src/cli/main.ts'), 'utf8').split('\n')[0]).toBe('#!/usr/bin/env node');
+  });
+});

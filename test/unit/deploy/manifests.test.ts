@@ -21,7 +21,7 @@ interface Rule {
 interface Container {
   image: string;
   args: string[];
-  env: { name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
+  env: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
   ports: { name: string; containerPort: number }[];
   livenessProbe: { httpGet: { path: string; port: string | number } };
   readinessProbe: { httpGet: { path: string; port: string | number } };
@@ -140,9 +140,11 @@ describe('DaemonSet', () => {
     expect([...container.securityContext.capabilities.add].sort()).toEqual(['NET_ADMIN', 'NET_RAW']);
   });
 
-  it('runs the package version of the image with the config file', () => {
+  it('runs the package version of the image with the config file named in the environment', () => {
     expect(container.image).toBe(`netfence:${packageJson.version}`);
-    expect(container.args).toEqual(['daemon', '--config', '/etc/netfence/config.yaml']);
+    expect(container.args).toEqual(['daemon']);
+    // By env, so that `kubectl exec ds/netfence -- netfence diff` reads the same file as the daemon.
+    expect(container.env).toContainEqual({ name: 'NETFENCE_CONFIG', value: '/etc/netfence/config.yaml' });
     expect(container.resources.requests).toBeDefined();
     expect(container.resources.limits).toBeDefined();
   });
@@ -164,11 +166,11 @@ describe('DaemonSet', () => {
 
   describe('with the ConfigMap', () => {
     const configMount = mount('/etc/netfence');
-    const configPath = container.args[container.args.indexOf('--config') + 1] ?? '';
+    const configPath = container.env.find((e) => e.name === 'NETFENCE_CONFIG')?.value ?? '';
     const configKey = configPath.slice('/etc/netfence/'.length);
     const config = loadConfig({ env: { NODE_NAME: 'node-1' }, file: { path: configPath, text: configMap.data[configKey] ?? '' } }).config;
 
-    it('mounts the ConfigMap where --config points', () => {
+    it('mounts the ConfigMap where NETFENCE_CONFIG points', () => {
       expect(configMount?.readOnly).toBe(true);
       expect(volume(configMount?.name)?.configMap?.name).toBe(configMap.metadata.name);
       expect(Object.keys(configMap.data)).toEqual([configKey]);

@@ -1,0 +1,122 @@
+// The commands: name, synopsis, options and the module that runs each. A command's module is imported
+// only when that command runs, so `netfence --help` and `netfence compile` do not load the Kubernetes
+// client, and `compile` does not load the code that runs iptables.
+//
+// To add a command: one entry here (its options are parsed and documented from the same list), and a
+// module whose function calls `parseCommand('<name>', argv)`.
+
+import { parseArgs } from 'node:util';
+import { CONFIG_OPTIONS, HELP_OPTION, OPT, parserOptions, UsageError, type OptionDef, type Parsed } from './options.js';
+
+export interface Io {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+export type Command = (argv: readonly string[], io: Io) => Promise<number>;
+
+export interface CommandSpec {
+  /** What follows `netfence <name>` in the usage line (the required flags; `[options]` is added). */
+  readonly synopsis: string;
+  readonly summary: string;
+  /** The command's own options; every command also takes the configuration options and --help. */
+  readonly options: readonly OptionDef[];
+  readonly load: () => Promise<Command>;
+}
+
+export const COMMANDS = {
+  daemon: {
+    synopsis: '--node-name N [--kubeconfig F | --resources PATH…]',
+    summary: 'watch the cluster, program this node, repair drift, serve /healthz /readyz /metrics',
+    options: [OPT.kubeconfig, OPT.resources, OPT.netns],
+    load: async () => (await import('./daemon.js')).daemonCommand,
+  },
+  apply: {
+    synopsis: '--node-name N --resources PATH…',
+    summary: 'converge this network namespace once from manifests, then exit',
+    options: [OPT.resources, OPT.netns],
+    load: async () => (await import('./commands-oneshot.js')).applyCommand,
+  },
+  compile: {
+    synopsis: '--node-name N --resources PATH…',
+    summary: 'print the desired ipset restore lines, then the iptables-restore --noflush payload (no root needed)',
+    options: [OPT.resources],
+    load: async () => (await import('./compile.js')).compileCommand,
+  },
+  diff: {
+    synopsis: '[--node-name N] [--kubeconfig F | --resources PATH…]',
+    summary: 'dry run: unified diff of desired vs live kernel (or a saved dump); exit 0 in sync, 1 differs, 2 error',
+    options: [OPT.kubeconfig, OPT.resources, OPT.netns, OPT.saved, OPT.json],
+    load: async () => (await import('./commands-oneshot.js')).diffCommand,
+  },
+  inspect: {
+    synopsis: '[--pod ns/name] [--policy ns/name]',
+    summary: 'show per local pod: dispatch → workload chain → policy chains → rules, with policy names',
+    options: [
+      OPT.netns,
+      OPT.saved,
+      OPT.json,
+      { name: 'pod', type: 'string', arg: 'NS/NAME', help: 'only this local pod' },
+      { name: 'policy', type: 'string', arg: 'NS/NAME', help: 'only the pods this policy is used by, and its rules' },
+      { name: 'family', type: 'string', arg: '4|6', help: 'IP family (default 4)' },
+    ],
+    load: async () => (await import('./inspect.js')).inspectCommand,
+  },
+  trace: {
+    synopsis: '--src IP|ns/pod --dst IP|ns/pod --proto tcp|udp|sctp --port N',
+    summary: 'walk one new packet through the live (or saved) ruleset and name the rule that decided it; exit 0 allowed, 1 dropped, 2 error',
+    options: [
+      { name: 'src', type: 'string', arg: 'IP|NS/POD', help: 'source address or pod (required)' },
+      { name: 'dst', type: 'string', arg: 'IP|NS/POD', help: 'destination address or pod (required)' },
+      { name: 'proto', type: 'string', arg: 'tcp|udp|sctp', help: 'protocol (required)' },
+      { name: 'port', type: 'string', arg: 'N', help: 'destination port (required)' },
+      { name: 'src-port', type: 'string', arg: 'N', help: 'source port' },
+      { name: 'uplink', type: 'string', arg: 'IF', help: "the node's interface to other nodes (default eth0)" },
+      { name: 'in-iface', type: 'string', arg: 'VETH', help: "the bridge port (host veth) the packet enters from: adds the anti-spoofing verdict for its source" },
+      OPT.resources,
+      OPT.kubeconfig,
+      OPT.netns,
+      OPT.saved,
+      OPT.json,
+    ],
+    load: async () => (await import('./trace.js')).traceCommand,
+  },
+  drops: {
+    synopsis: '[--pod ns/name] [--namespace NS] [--policy ns/name] [--follow]',
+    summary: "show the connections this node's daemon denied, and why (its flow log, read from the daemon's /flows)",
+    options: [
+      { name: 'pod', type: 'string', arg: 'NS/NAME', help: 'only flows to or from this pod' },
+      { name: 'namespace', type: 'string', arg: 'NS', help: 'only flows to or from pods of this namespace' },
+      { name: 'policy', type: 'string', arg: 'NS/NAME', help: 'only drops at pods this policy selects' },
+      { name: 'follow', type: 'boolean', short: 'f', help: 'keep printing new denied flows as they come' },
+      { name: 'url', type: 'string', arg: 'URL', help: "the daemon's HTTP address (default: from listenAddress, a wildcard host becomes loopback)" },
+      OPT.json,
+    ],
+    load: async () => (await import('./drops.js')).dropsCommand,
+  },
+  cleanup: {
+    synopsis: '',
+    summary: 'remove every chain, rule and ipset netfence owns; touch nothing else',
+    options: [OPT.netns],
+    load: async () => (await import('./commands-oneshot.js')).cleanupCommand,
+  },
+} as const satisfies Record<string, CommandSpec>;
+
+export type CommandName = keyof typeof COMMANDS;
+
+export const isCommandName = (name: string): name is CommandName => Object.hasOwn(COMMANDS, name);
+
+/** Every option `netfence <name>` accepts, in help order: its own, then configuration, then --help. */
+export function commandOptions(name: CommandName): readonly OptionDef[] {
+  return [...COMMANDS[name].options, ...CONFIG_OPTIONS, HELP_OPTION];
+}
+
+/** Parses a command's arguments with exactly the options its help lists. */
+export function parseCommand(name: CommandName, argv: readonly string[]): Parsed {
+  try {
+    const { values, positionals } = parseArgs({ args: [...argv], options: parserOptions(commandOptions(name)), allowPositionals: false, strict: true });
+    return { values: values as Parsed['values'], positionals };
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}

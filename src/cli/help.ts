@@ -1,0 +1,80 @@
+// `--help` text, generated from the command registry and option definitions, wrapped to the terminal.
+
+import { COMMANDS, type CommandName } from './commands.js';
+import { CONFIG_OPTIONS, HELP_OPTION, type OptionDef } from './options.js';
+
+/** The terminal's width (stdout's columns, else $COLUMNS, else 80), kept readable: 60 to 120 columns. */
+export function helpWidth(columns: number | undefined = process.stdout.columns, env: NodeJS.ProcessEnv = process.env): number {
+  const fromEnv = Number(env['COLUMNS']);
+  const width = columns !== undefined && columns > 0 ? columns : Number.isFinite(fromEnv) && fromEnv > 0 ? fromEnv : 80;
+  return Math.max(60, Math.min(120, width));
+}
+
+/** Words of `text` in lines of at most `width` characters; only a word longer than a line is cut. */
+export function wrapWords(text: string, width: number): string[] {
+  const lines: string[] = [];
+  let line = '';
+  const words = text.split(/\s+/).filter(Boolean).flatMap((w) => (w.length <= width ? [w] : (w.match(new RegExp(`.{1,${width}}`, 'g')) ?? [])));
+  for (const word of words) {
+    if (line !== '' && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else line = line === '' ? word : `${line} ${word}`;
+  }
+  if (line !== '') lines.push(line);
+  return lines;
+}
+
+/** `-h, --help`, `--resources PATH…`, `--node-name N` */
+export function optionLabel(d: OptionDef): string {
+  const long = `--${d.name}${d.type === 'string' ? ` ${d.arg ?? 'VALUE'}${d.multiple ? '…' : ''}` : ''}`;
+  return d.short !== undefined ? `-${d.short}, ${long}` : long;
+}
+
+const LABEL_COLUMN = 28;
+
+function optionLines(defs: readonly OptionDef[], width: number): string[] {
+  const out: string[] = [];
+  const textWidth = Math.max(20, width - LABEL_COLUMN);
+  for (const d of defs) {
+    const label = `  ${optionLabel(d)}`;
+    const text = wrapWords(d.help, textWidth);
+    if (label.length + 2 > LABEL_COLUMN) {
+      out.push(label);
+      for (const t of text) out.push(`${' '.repeat(LABEL_COLUMN)}${t}`);
+    } else {
+      text.forEach((t, i) => out.push(`${(i === 0 ? label : '').padEnd(LABEL_COLUMN)}${t}`));
+    }
+  }
+  return out;
+}
+
+export function commandHelp(name: CommandName, width: number): string {
+  const spec = COMMANDS[name];
+  const usage = `usage: netfence ${name}${spec.synopsis ? ` ${spec.synopsis}` : ''} [options]`;
+  return [
+    ...wrapWords(usage, width),
+    '',
+    ...wrapWords(spec.summary, width),
+    '',
+    'Options:',
+    ...optionLines(spec.options, width),
+    '',
+    ...wrapWords('Configuration (flags win over env NETFENCE_*, which wins over the --config file, then defaults):', width),
+    ...optionLines(CONFIG_OPTIONS, width),
+    '',
+    ...optionLines([HELP_OPTION], width),
+    '',
+  ].join('\n');
+}
+
+export function overviewHelp(width: number): string {
+  const names = Object.keys(COMMANDS) as CommandName[];
+  const column = Math.max(...names.map((n) => n.length)) + 4;
+  const lines = ['usage: netfence <command> [options]', '       netfence --version', '', 'Commands:'];
+  for (const name of names) {
+    wrapWords(COMMANDS[name].summary, Math.max(20, width - column)).forEach((t, i) => lines.push(`${(i === 0 ? `  ${name}` : '').padEnd(column)}${t}`));
+  }
+  lines.push('', "Run 'netfence <command> --help' for a command's options.", '');
+  return lines.join('\n');
+}

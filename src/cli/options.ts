@@ -1,0 +1,112 @@
+// The command-line options, defined once: the parser (node:util parseArgs) and `--help` are both
+// generated from these definitions, so help cannot forget a flag the parser accepts.
+//
+// This module is what `netfence --help` loads, so it imports only plain values (no ajv, winston or
+// Kubernetes client).
+
+import type { ParseArgsConfig } from 'node:util';
+import { BACKENDS, CONFIG_FILE_ENV, CONFIG_KEYS, DEFAULT_CONFIG, KEY_SPELLINGS, UNKNOWN_POD_POLICIES, type ConfigKey } from '../config/schema.js';
+import { LOG_FORMATS, LOG_LEVELS } from '../log-levels.js';
+
+/** A command line that cannot be run as written: exit 2 with the command's usage. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+export interface OptionDef {
+  /** Long name without dashes. */
+  readonly name: string;
+  readonly type: 'string' | 'boolean';
+  readonly multiple?: boolean;
+  readonly short?: string;
+  /** Placeholder of a string option's value in help (`PATH`, `N`). */
+  readonly arg?: string;
+  readonly help: string;
+}
+
+export type Options = NonNullable<ParseArgsConfig['options']>;
+
+export interface Parsed {
+  readonly values: Record<string, string | boolean | (string | boolean)[] | undefined>;
+  readonly positionals: string[];
+}
+
+/** The parseArgs options of a list of definitions. */
+export function parserOptions(defs: readonly OptionDef[]): Options {
+  const options: Options = {};
+  for (const d of defs) {
+    options[d.name] = {
+      type: d.type,
+      ...(d.multiple ? { multiple: true } : {}),
+      ...(d.short !== undefined ? { short: d.short } : {}),
+    };
+  }
+  return options;
+}
+
+// ---- configuration flags (config/schema.ts spells them; the help words live here) -----------------
+
+const CONFIG_HELP: { readonly [K in ConfigKey]: { readonly arg?: string; readonly help: string } } = {
+  nodeName: { arg: 'N', help: 'this node' },
+  bridge: { arg: 'IF', help: 'the bridge pods are attached to' },
+  podCidrs: { arg: 'CIDR', help: "this node's pod CIDR (repeatable; default: the Node's spec.podCIDRs, then flannel's subnet.env)" },
+  unknownPods: { arg: UNKNOWN_POD_POLICIES.join('|'), help: "addresses of this node's pod CIDR that no known pod owns: dropped, or let through" },
+  chainPrefix: { arg: 'P', help: 'prefix of the chains netfence owns' },
+  ipsetPrefix: { arg: 'P', help: 'prefix of the ipsets netfence owns' },
+  markMask: { arg: 'MASK', help: 'packet mark bits netfence may use (e.g. 0xffff0000)' },
+  backend: { arg: BACKENDS.join('|'), help: 'iptables backend; auto picks the one kubelet and kube-proxy use' },
+  ipv6: { help: 'program ip6tables too (compile: print the IPv6 payload)' },
+  resyncIntervalSeconds: { arg: 'S', help: 'drift check period: the kernel is re-read and repaired at least this often' },
+  batchWindowMs: { arg: 'MS', help: 'cluster events within this window are folded into one sync' },
+  conntrackFlush: { help: 'delete conntrack entries of flows a new deny forbids' },
+  listenAddress: { arg: 'HOST:PORT', help: 'where /healthz, /readyz and /metrics are served' },
+  logLevel: { arg: LOG_LEVELS.join('|'), help: 'log level' },
+  logFormat: { arg: LOG_FORMATS.join('|'), help: 'log format' },
+  flannelSubnetEnv: { arg: 'FILE', help: "flannel's lease file, read for this node's pod CIDR" },
+  dryRun: { help: 'log the plan and write nothing' },
+  hookCheckIntervalMs: { arg: 'MS', help: "how often netfence checks its FORWARD jump is still first (kube-proxy re-prepends KUBE-FORWARD on restart); 0: off" },
+  revokeEstablished: { help: 'strict mode: established flows a new deny refuses stop carrying packets (conntrack mark + DROP)' },
+  antiSpoofing: { help: "bind each pod's bridge port to its addresses (IPv4/IPv6 source, ARP sender) with an nft bridge table" },
+  cniCacheDir: { arg: 'DIR', help: "libcni's cache directory, read to learn which bridge port belongs to which pod" },
+  flowLogs: { help: 'send a rate-limited NFLOG copy of every denied new connection to the daemon (flow logs, netfence drops)' },
+  flowLogGroup: { arg: 'N', help: 'the NFLOG group the flow-log rules use and the daemon reads' },
+  flowLogRate: { arg: 'N', help: 'flow-log packets per second per drop rule (a flood cannot flood the log)' },
+  flowLogAllowed: { help: 'also log allowed new connections, naming the policy rule that allowed each' },
+};
+
+function defaultText(key: ConfigKey): string {
+  if (key === 'nodeName') return '';
+  const value = DEFAULT_CONFIG[key];
+  if (Array.isArray(value) && value.length === 0) return '';
+  if (key === 'markMask') return `; default 0x${(value as number).toString(16)}`;
+  return `; default ${String(value)}`;
+}
+
+/** `--config` and one flag per configuration key (booleans also as `--no-…`), as config/load.ts reads them. */
+export const CONFIG_OPTIONS: readonly OptionDef[] = [
+  { name: 'config', type: 'string', arg: 'FILE', help: `YAML or JSON configuration file (env ${CONFIG_FILE_ENV}); flags win over env NETFENCE_*, which wins over the file` },
+  ...CONFIG_KEYS.flatMap((key): OptionDef[] => {
+    const { kind, flag, env } = KEY_SPELLINGS[key];
+    const { arg, help } = CONFIG_HELP[key];
+    const text = `${help} (env ${env.join(', ')}${defaultText(key)})`;
+    if (kind === 'boolean') {
+      return [
+        { name: flag, type: 'boolean', help: text },
+        { name: `no-${flag}`, type: 'boolean', help: `turn --${flag} off` },
+      ];
+    }
+    return [{ name: flag, type: 'string', ...(kind === 'string-list' ? { multiple: true } : {}), arg: arg ?? 'VALUE', help: text }];
+  }),
+];
+
+// ---- the options of the commands ------------------------------------------------------------------
+
+export const HELP_OPTION: OptionDef = { name: 'help', type: 'boolean', short: 'h', help: 'this help' };
+
+export const OPT = {
+  resources: { name: 'resources', type: 'string', multiple: true, arg: 'PATH', help: 'manifest files or directories (*.yaml, *.yml, *.json; repeatable) instead of the API server' },
+  kubeconfig: { name: 'kubeconfig', type: 'string', arg: 'FILE', help: 'read the cluster from the API server of this kubeconfig (default: in-cluster configuration)' },
+  netns: { name: 'netns', type: 'string', arg: 'NAME', help: 'act inside this named network namespace (tests, sandbox)' },
+  saved: { name: 'saved', type: 'string', arg: 'FILE', help: 'read iptables-save + ipset save output (or `netfence compile` output) instead of the live kernel' },
+  json: { name: 'json', type: 'boolean', help: 'print JSON' },
+} as const satisfies Record<string, OptionDef>;
