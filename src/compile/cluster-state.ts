@@ -3,7 +3,7 @@
 // as the same references, so a new snapshot is diffed by identity and only what changed is re-matched.
 
 import { diffByIdentity, type ClusterSnapshot, type IpFamily, type Labels, type Namespace, type Pod, type PolicyPeer } from '../model/index.js';
-import { parseIp } from './cidr.js';
+import { parseIp, podAddressProblem } from './cidr.js';
 import { canonicalSelector, selectorMatches } from './selectors.js';
 
 // "Peer pods count only while they have an IP and are not Succeeded/Failed; hostNetwork pods are never
@@ -13,11 +13,13 @@ export const countsAsPeer = (p: Pod): boolean =>
 
 // parseIp keeps what it parsed: asking again for the same address is a map lookup.
 export const familyOf = (ip: string): IpFamily | undefined => parseIp(ip)?.family;
+/** The family of an address a pod can own; undefined for text that is not one, or for 0.0.0.0 / ::. */
+const podFamilyOf = (ip: string): IpFamily | undefined => (podAddressProblem(ip) === undefined ? familyOf(ip) : undefined);
 const byFamily = new WeakMap<Pod, { readonly 4: readonly string[]; readonly 6: readonly string[] }>();
 /** A pod's addresses of one family (cached per pod object: pods are immutable values). */
 export function ipsOfFamily(p: Pod, family: IpFamily): readonly string[] {
   let split = byFamily.get(p);
-  if (!split) byFamily.set(p, (split = { 4: p.ips.filter((ip) => familyOf(ip) === 4), 6: p.ips.filter((ip) => familyOf(ip) === 6) }));
+  if (!split) byFamily.set(p, (split = { 4: p.ips.filter((ip) => podFamilyOf(ip) === 4), 6: p.ips.filter((ip) => podFamilyOf(ip) === 6) }));
   return split[family];
 }
 
@@ -238,7 +240,7 @@ export class ClusterState {
     const { added, removed } = diffByIdentity(this.pods, pods);
     this.pods = pods;
     for (const p of removed) this.badPods.delete(p);
-    for (const p of added) if (p.ips.some((ip) => familyOf(ip) === undefined)) this.badPods.add(p);
+    for (const p of added) if (p.ips.some((ip) => podFamilyOf(ip) === undefined)) this.badPods.add(p);
     const changed = new Map<string, Pod | undefined>();
     for (const p of removed) changed.set(keyOf(p), undefined);
     for (const p of added) changed.set(keyOf(p), p);

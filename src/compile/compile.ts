@@ -23,8 +23,8 @@ import type {
   Rule,
 } from '../model/index.js';
 import { emptyFamilyState } from '../model/index.js';
-import { familyBits, formatCidr, parseCidr } from './cidr.js';
-import { ClusterState, familyOf, ipsOfFamily } from './cluster-state.js';
+import { familyBits, formatCidr, parseCidr, podAddressProblem } from './cidr.js';
+import { ClusterState, ipsOfFamily } from './cluster-state.js';
 import { dispatchChains } from './dispatch.js';
 import { IpSetBuilder, IpSetRegistry, type SetRequest } from './ipsets.js';
 import { chainNames, type ChainNames } from './names.js';
@@ -107,8 +107,10 @@ export class Compiler {
     }
     const problems: Problem[] = [...this.podProblems];
     const policies = this.sortedPolicies.map((policy) => this.checkPolicy(policy, problems));
-    const v4 = this.compileFamily(4, policies, settings);
-    const v6 = this.wantsFamily(6, settings) ? this.compileFamily(6, policies, settings) : emptyFamilyState(6);
+    const shared = sharedAddresses(this.state.localPods);
+    for (const [ip, owners] of shared) problems.push(...sharedAddressProblems(ip, owners));
+    const v4 = this.compileFamily(4, policies, settings, shared);
+    const v6 = this.wantsFamily(6, settings) ? this.compileFamily(6, policies, settings, shared) : emptyFamilyState(6);
     this.chains.rotate();
     this.state.sweep();
     return { desired: { v4, v6 }, problems };
@@ -173,7 +175,7 @@ export class Compiler {
     return cached.chain;
   }
 
-  private compileFamily(family: IpFamily, policies: readonly CheckedPolicy[], settings: NodeSettings): FamilyState {
+  private compileFamily(family: IpFamily, policies: readonly CheckedPolicy[], settings: NodeSettings, shared: SharedAddresses): FamilyState {
     const names = this.names;
     const sets = new IpSetRegistry(settings.ipsetPrefix, family);
     const policyChainsOut: Chain[] = [];
@@ -219,8 +221,17 @@ export class Compiler {
         workloadChainsOut.push(this.chains.get(chainKey, () => workloadChain(input, settings)) as Chain);
       }
       for (const ip of ips) {
+        if (shared.has(ip)) continue;
         toEntries.push({ ip, target: names.toWorkload(key) });
         fromEntries.push({ ip, target: names.fromWorkload(key) });
+      }
+    }
+    for (const [ip, owners] of shared) {
+      if (ipsOfFamily(owners[0]!, family).includes(ip)) {
+        for (const chain of sharedAddressChains(ip, owners, names)) {
+          workloadChainsOut.push(this.chains.get(`x|${contentKey(chain)}`, () => chain) as Chain);
+          (chain.role.kind === 'workload' && chain.role.direction === 'ingress' ? toEntries : fromEntries).push({ ip, target: chain.name });
+        }
       }
     }
 
@@ -279,13 +290,62 @@ function podProblems(snapshot: ClusterSnapshot, bad: ReadonlySet<Pod>): Problem[
   return snapshot.pods
     .filter((pod) => bad.has(pod))
     .flatMap((pod) =>
-      pod.ips
-        .filter((ip) => familyOf(ip) === undefined)
-        .map((ip) => ({ object: `Pod ${pod.namespace}/${pod.name}`, field: 'status.podIPs', message: `"${ip}" is not an IP address; ignored`, severity: 'warning' as const })),
+      pod.ips.flatMap((ip) => {
+        const why = podAddressProblem(ip);
+        return why === undefined ? [] : [{ object: `Pod ${pod.namespace}/${pod.name}`, field: 'status.podIPs', message: `${why}; ignored`, severity: 'warning' as const }];
+      }),
     );
 }
 
 const NO_PODS: readonly Pod[] = [];
+
+/** Addresses more than one local pod claims, with their owners (sorted by namespace/name). */
+type SharedAddresses = ReadonlyMap<string, readonly Pod[]>;
+
+function sharedAddresses(local: readonly Pod[]): SharedAddresses {
+  const owners = new Map<string, Pod[]>();
+  for (const pod of local) {
+    for (const family of [4, 6] as const) {
+      for (const ip of ipsOfFamily(pod, family)) {
+        const list = owners.get(ip);
+        if (list) list.push(pod);
+        else owners.set(ip, [pod]);
+      }
+    }
+  }
+  return new Map([...owners].filter(([, list]) => list.length > 1));
+}
+
+const podKeyOf = (p: Pod): string => `${p.namespace}/${p.name}`;
+
+function sharedAddressProblems(ip: string, owners: readonly Pod[]): Problem[] {
+  const names = owners.map(podKeyOf).join(', ');
+  return owners.map((pod) => ({
+    object: `Pod ${podKeyOf(pod)}`,
+    field: 'status.podIPs',
+    message: `address ${ip} is also claimed by another local pod (${names}): new connections to and from it are dropped until only one pod holds it`,
+    severity: 'error' as const,
+  }));
+}
+
+/**
+ * Two local pods claiming one address cannot be told apart by a packet, so neither pod's policies can be
+ * applied to it; the first pod by name used to take the dispatch and its policies (or their absence) then
+ * judged the other pod's traffic too, opening an isolated pod. Until the conflict clears (usually a stale
+ * status during an address hand-over), new connections to and from the address are dropped: never more open
+ * than either pod's policies, at the cost of the address's traffic meanwhile. Established flows carry on.
+ */
+function sharedAddressChains(ip: string, owners: readonly Pod[], names: ChainNames): Chain[] {
+  const who = owners.map(podKeyOf).join(' + ');
+  return (['ingress', 'egress'] as const).map((direction) => ({
+    name: direction === 'ingress' ? names.toWorkload(`shared ${ip}`) : names.fromWorkload(`shared ${ip}`),
+    rules: [
+      { match: [{ kind: 'ctstate', states: ['RELATED', 'ESTABLISHED'] }], action: { kind: 'accept' } },
+      { match: [], action: { kind: 'drop' }, comment: `address shared by ${who}: dropped until one pod holds it` },
+    ],
+    role: { kind: 'workload', direction, pod: who, ip },
+  }));
+}
 
 // The same array while the policy's targets are the same: named-port sets built from it are reused.
 const targetsByFamily = new WeakMap<readonly Pod[], { 4?: readonly Pod[]; 6?: readonly Pod[] }>();
