@@ -30,6 +30,9 @@ import {
   type KubernetesListObject,
   type KubernetesObject,
 } from '@kubernetes/client-node';
+import { STATUS_CODES } from 'node:http';
+import { createInterface } from 'node:readline';
+import fetch from 'node-fetch';
 import type { ClusterSnapshot, Problem } from '../model/index.js';
 import { convert } from './convert.js';
 import { slimObject } from './slim.js';
@@ -147,6 +150,7 @@ export class KubeSource implements ClusterSource {
       onWatchStart: () => this.markListed(w.kind),
       onConnected: () => this.attempts.set(w.kind, 0),
       timeoutSeconds: () => this.watchTimeoutSeconds ?? 300 + Math.floor(this.random() * 300),
+      onDecodeError: (line) => this.logger.warn('undecodable line in the watch stream; relisting', { kind: w.kind, line: line.slice(0, 200) }),
     });
     const list = async (): Promise<AnyList> => {
       const result = await w.list();
@@ -236,6 +240,8 @@ interface WatchHooks {
   readonly onWatchStart: () => void;
   readonly onConnected: () => void;
   readonly timeoutSeconds: () => number;
+  /** A line of the watch stream was not an event; the watch ends and the informer relists. */
+  readonly onDecodeError: (line: string) => void;
 }
 
 /** client-node's Watch, plus: abort a watch that connects after stop(), report connects, and bound
@@ -257,7 +263,7 @@ class GuardedWatch extends Watch {
     let watchdog: NodeJS.Timeout | undefined;
     const slimmed = (phase: string, apiObj: unknown, watchObj?: unknown): void =>
       callback(phase, phase === 'ERROR' || phase === 'BOOKMARK' ? apiObj : this.hooks.slim(apiObj as KubernetesObject), watchObj);
-    const controller = await super.watch(path, { ...queryParams, timeoutSeconds }, slimmed, (err) => {
+    const controller = await this.stream(path, { ...queryParams, timeoutSeconds }, slimmed, (err) => {
       clearTimeout(watchdog);
       failed ||= err !== null && err !== undefined;
       done(err);
@@ -271,6 +277,85 @@ class GuardedWatch extends Watch {
     }
     return controller;
   }
+
+  /**
+   * One watch request, read line by line. client-node's Watch.watch does the same but skips a line it
+   * cannot parse, so a corrupted event was lost without a trace until the next relist. Here a line that is
+   * not a watch event ends the watch as a 410 would: the informer relists at once (reconciling deletions)
+   * and watches again from the fresh list.
+   */
+  private async stream(
+    path: string,
+    queryParams: Record<string, string | number | boolean | undefined>,
+    callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void,
+    done: (err: unknown) => void,
+  ): Promise<AbortController> {
+    const cluster = this.config.getCurrentCluster();
+    if (!cluster) throw new Error('No currently active cluster');
+    const url = new URL(cluster.server + path);
+    url.searchParams.set('watch', 'true');
+    for (const [key, value] of Object.entries(queryParams)) if (value !== undefined) url.searchParams.set(key, String(value));
+    const init = await this.config.applyToFetchOptions({});
+    const controller = new AbortController();
+    let finished = false;
+    const finish = (err: unknown): void => {
+      if (finished) return;
+      finished = true;
+      controller.abort();
+      done(err);
+    };
+    try {
+      const response = await fetch(url.toString(), { ...init, method: 'GET', signal: controller.signal as FetchSignal });
+      if (response.status !== 200) {
+        throw Object.assign(new Error(response.statusText || STATUS_CODES[response.status] || 'watch failed'), { statusCode: response.status });
+      }
+      const body = response.body;
+      body.on('error', finish);
+      body.on('close', () => finish(null));
+      const lines = createInterface({ input: body });
+      // readline re-emits the body's errors (an abort among them); without a listener they would crash the process.
+      lines.on('error', finish);
+      lines.on('close', () => finish(null));
+      lines.on('line', (line) => {
+        if (finished || line.trim() === '') return;
+        const event = decodeWatchEvent(line);
+        if (!event) {
+          this.hooks.onDecodeError(line);
+          finish(new WatchDecodeError(line));
+          return;
+        }
+        callback(event.type, event.object, event);
+      });
+    } catch (err) {
+      finish(err);
+    }
+    return controller;
+  }
+}
+
+type FetchSignal = NonNullable<Parameters<typeof fetch>[1]>['signal'];
+
+/** A watch stream line that is not an event. Carries 410 so the informer relists rather than resumes. */
+export class WatchDecodeError extends Error {
+  override readonly name = 'WatchDecodeError';
+  readonly statusCode = 410;
+  constructor(line: string) {
+    super(`watch stream line is not an event (relisting): ${line.length > 200 ? `${line.slice(0, 200)}…` : line}`);
+  }
+}
+
+/** `{"type": "...", "object": {...}}`, or undefined for anything else. */
+export function decodeWatchEvent(line: string): { readonly type: string; readonly object: Record<string, unknown> } | undefined {
+  let data: unknown;
+  try {
+    data = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  if (data === null || typeof data !== 'object') return undefined;
+  const { type, object } = data as { type?: unknown; object?: unknown };
+  if (typeof type !== 'string' || object === null || typeof object !== 'object' || Array.isArray(object)) return undefined;
+  return { type, object: object as Record<string, unknown> };
 }
 
 function keyOf(kind: ObjectKind, obj: KubernetesObject): string {
