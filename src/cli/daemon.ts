@@ -74,11 +74,8 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
 
   const kernel = await kernelFor(config, inputs.parsed);
   logger.info('netfence starting', { node: config.nodeName, backend: kernel.backend.backend, why: kernel.backend.reason, netns: inputs.netns });
-  const bridgeNf = await readSysctl('net.bridge.bridge-nf-call-iptables', { netns: inputs.netns }).catch(() => '0');
-  health.bridgeNfCallIptables(bridgeNf.trim() === '1');
-  if (bridgeNf.trim() !== '1') {
-    logger.error('net.bridge.bridge-nf-call-iptables is not 1: bridged pod-to-pod traffic bypasses iptables; not ready until it is');
-  }
+  const checkPreconditions = preconditionChecker(health, metrics, inputs.netns, logger);
+  await checkPreconditions();
 
   const source = openSource(config, inputs);
   // flannel's lease is read once; the Node object (when watched) wins over it, configuration over both.
@@ -107,6 +104,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
     resyncIntervalMs: config.resyncIntervalSeconds * 1000,
     dryRun: config.dryRun,
     observer,
+    checkPreconditions,
   });
   const unsubscribe = source.onChange((change) => {
     metrics.countEvent(eventKind(change.kind));
@@ -159,9 +157,14 @@ function observerFor(metrics: Metrics, health: HealthState, config: DaemonConfig
         for (const plan of info.plans) for (const c of plan.changes) metrics.countDriftRepair(c.object);
       }
       health.fullSyncProgrammed();
+      health.lastSyncFailed(undefined);
       if (config.conntrackFlush) void flushDeniedFlows(info.plans, info.desired, inputs.netns, logger);
     },
-    failed: () => metrics.countApplyFailure(),
+    failed: ({ stage, error }) => {
+      if (stage === 'apply') metrics.countApplyFailure();
+      metrics.countSyncFailure(stage);
+      health.lastSyncFailed(`${stage}: ${error.message}`);
+    },
     problems: (problems) => {
       const byPolicy = new Map<string, number>();
       for (const p of problems) {
@@ -171,6 +174,25 @@ function observerFor(metrics: Metrics, health: HealthState, config: DaemonConfig
       }
       metrics.setPolicyProblems(byPolicy);
     },
+  };
+}
+
+/**
+ * Reads net.bridge.bridge-nf-call-iptables (per network namespace): without it same-node pod traffic is
+ * bridged past iptables, so no policy applies to it. Read at start and on every resync, since anyone with
+ * root may switch it off at runtime; readiness, a metric and the log follow it, and the log speaks on changes only.
+ */
+function preconditionChecker(health: HealthState, metrics: Metrics, netns: string | undefined, logger: Logger): () => Promise<void> {
+  let last: boolean | undefined;
+  return async () => {
+    const value = await readSysctl('net.bridge.bridge-nf-call-iptables', { netns }).catch(() => 'unreadable');
+    const on = value.trim() === '1';
+    health.bridgeNfCallIptables(on);
+    metrics.setPrecondition('bridge-nf-call-iptables', on);
+    if (on === last) return;
+    if (!on) logger.error('net.bridge.bridge-nf-call-iptables is not 1: bridged pod-to-pod traffic bypasses iptables; not ready until it is', { value });
+    else if (last === false) logger.info('net.bridge.bridge-nf-call-iptables is 1 again: bridged pod traffic reaches iptables');
+    last = on;
   };
 }
 

@@ -30,6 +30,7 @@ export class HealthState implements HealthChecks {
   private programmed = false;
   private bridgeNf: boolean | undefined;
   private lastReady = false;
+  private syncFailure: string | undefined;
 
   constructor(private readonly options: HealthStateOptions) {
     // Start-up counts as a beat: the loop gets a full stall window before its first report.
@@ -61,6 +62,15 @@ export class HealthState implements HealthChecks {
     this.notify();
   }
 
+  /**
+   * The last sync failed (compile or apply): the node keeps its previous rules, but they no longer follow
+   * the cluster, so it does not claim readiness until a sync succeeds again. Undefined clears it.
+   */
+  lastSyncFailed(reason: string | undefined): void {
+    this.syncFailure = reason;
+    this.notify();
+  }
+
   liveness(): Check {
     if (this.stopped !== undefined) return { ok: false, reason: `sync loop stopped: ${this.stopped}` };
     const silentMs = this.options.now() - this.lastBeat;
@@ -84,6 +94,7 @@ export class HealthState implements HealthChecks {
       return { ok: false, reason: 'net.bridge.bridge-nf-call-iptables is 0: bridged pod-to-pod traffic would bypass iptables' };
     }
     if (!this.programmed) return { ok: false, reason: 'first full sync not programmed yet' };
+    if (this.syncFailure !== undefined) return { ok: false, reason: `last sync failed (retrying): ${this.syncFailure}` };
     return OK;
   }
 

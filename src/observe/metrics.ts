@@ -10,6 +10,11 @@ export type EventKind = 'pod' | 'namespace' | 'networkpolicy' | 'node' | 'manife
 /** Kernel objects a drift check found deleted, edited or displaced and put back. */
 export type DriftObject = 'chain' | 'set' | 'hook';
 
+/** Where a sync failed: reading the cluster state or compiling it, or writing it to the kernel. */
+export type SyncFailureStage = 'compile' | 'apply';
+/** Kernel settings enforcement depends on, re-checked on every resync. */
+export type PreconditionName = 'bridge-nf-call-iptables';
+
 export interface ProgrammedCounts {
   readonly rules: number;
   readonly ipsets: number;
@@ -26,6 +31,10 @@ export interface Metrics {
   /** Replaces every policy's count, so a policy that was fixed or deleted disappears from /metrics. */
   setPolicyProblems(problemsByPolicy: ReadonlyMap<string, number>): void;
   setReady(ready: boolean): void;
+  /** A sync that failed, by the stage that failed (its previous rules stay in place; it is retried). */
+  countSyncFailure(stage: SyncFailureStage): void;
+  /** Whether a kernel precondition held at the last check (1) or not (0). */
+  setPrecondition(check: PreconditionName, ok: boolean): void;
   /** The exposition text for GET /metrics. */
   render(): Promise<string>;
   readonly contentType: string;
@@ -115,7 +124,29 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       for (const [policy, count] of problemsByPolicy) policyProblems.set({ policy }, count);
     },
     setReady: (isReady) => ready.set(isReady ? 1 : 0),
+    ...failureMetrics(registers),
     render: () => registry.metrics(),
     contentType: registry.contentType,
+  };
+}
+
+/** Sync failures and kernel preconditions: what tells an operator enforcement has stopped following the cluster. */
+function failureMetrics(registers: Registry[]): Pick<Metrics, 'countSyncFailure' | 'setPrecondition'> {
+  const syncFailures = new Counter({
+    name: 'netfence_sync_failures_total',
+    help: 'Syncs that failed, by stage (compile: reading or compiling the cluster state; apply: writing the kernel). Each is logged and retried.',
+    labelNames: ['stage'] as const,
+    registers,
+  });
+  const preconditions = new Gauge({
+    name: 'netfence_kernel_precondition',
+    help: '1 if a kernel precondition held at the last check (every resync), else 0; the node is not ready while one is 0.',
+    labelNames: ['check'] as const,
+    registers,
+  });
+  for (const stage of ['compile', 'apply'] as const) syncFailures.labels({ stage }).inc(0);
+  return {
+    countSyncFailure: (stage) => syncFailures.inc({ stage }),
+    setPrecondition: (check, ok) => preconditions.set({ check }, ok ? 1 : 0),
   };
 }

@@ -18,10 +18,12 @@ describe('createMetrics', () => {
         'netfence_events_total counter',
         'netfence_ipset_members_programmed gauge',
         'netfence_ipsets_programmed gauge',
+        'netfence_kernel_precondition gauge',
         'netfence_policy_problems gauge',
         'netfence_ready gauge',
         'netfence_rules_programmed gauge',
         'netfence_sync_duration_seconds histogram',
+        'netfence_sync_failures_total counter',
       ].sort(),
     );
     expect(text).toMatch(/^# HELP netfence_ready \S/m);
