@@ -153,7 +153,9 @@ const bitLength = (v: bigint): number => v.toString(2).length;
 
 export function formatIp(family: IpFamily, value: bigint): string {
   if (family === 4) {
-    return [24n, 16n, 8n, 0n].map((s) => String((value >> s) & 255n)).join('.');
+    // One conversion to a number (exact below 2^53), then plain bit operations: sets can hold tens of thousands.
+    const n = Number(value);
+    return `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`;
   }
   const bytes: number[] = [];
   for (let i = 15; i >= 0; i--) bytes.push(Number((value >> BigInt(i * 8)) & 255n));
