@@ -30,6 +30,7 @@ import { IpSetBuilder, IpSetRegistry, type SetRequest } from './ipsets.js';
 import { chainNames, type ChainNames } from './names.js';
 import { policyChain, type Direction } from './policy-chains.js';
 import { selectorMatches } from './selectors.js';
+import { sharedAddressChains, sharedAddresses, sharedAddressProblems, type SharedAddresses } from './shared-addresses.js';
 import { forwardChain, forwardHook } from './static-chains.js';
 import { validatePolicy } from './validate.js';
 import { workloadChain } from './workload-chains.js';
@@ -298,54 +299,6 @@ function podProblems(snapshot: ClusterSnapshot, bad: ReadonlySet<Pod>): Problem[
 }
 
 const NO_PODS: readonly Pod[] = [];
-
-/** Addresses more than one local pod claims, with their owners (sorted by namespace/name). */
-type SharedAddresses = ReadonlyMap<string, readonly Pod[]>;
-
-function sharedAddresses(local: readonly Pod[]): SharedAddresses {
-  const owners = new Map<string, Pod[]>();
-  for (const pod of local) {
-    for (const family of [4, 6] as const) {
-      for (const ip of ipsOfFamily(pod, family)) {
-        const list = owners.get(ip);
-        if (list) list.push(pod);
-        else owners.set(ip, [pod]);
-      }
-    }
-  }
-  return new Map([...owners].filter(([, list]) => list.length > 1));
-}
-
-const podKeyOf = (p: Pod): string => `${p.namespace}/${p.name}`;
-
-function sharedAddressProblems(ip: string, owners: readonly Pod[]): Problem[] {
-  const names = owners.map(podKeyOf).join(', ');
-  return owners.map((pod) => ({
-    object: `Pod ${podKeyOf(pod)}`,
-    field: 'status.podIPs',
-    message: `address ${ip} is also claimed by another local pod (${names}): new connections to and from it are dropped until only one pod holds it`,
-    severity: 'error' as const,
-  }));
-}
-
-/**
- * Two local pods claiming one address cannot be told apart by a packet, so neither pod's policies can be
- * applied to it; the first pod by name used to take the dispatch and its policies (or their absence) then
- * judged the other pod's traffic too, opening an isolated pod. Until the conflict clears (usually a stale
- * status during an address hand-over), new connections to and from the address are dropped: never more open
- * than either pod's policies, at the cost of the address's traffic meanwhile. Established flows carry on.
- */
-function sharedAddressChains(ip: string, owners: readonly Pod[], names: ChainNames): Chain[] {
-  const who = owners.map(podKeyOf).join(' + ');
-  return (['ingress', 'egress'] as const).map((direction) => ({
-    name: direction === 'ingress' ? names.toWorkload(`shared ${ip}`) : names.fromWorkload(`shared ${ip}`),
-    rules: [
-      { match: [{ kind: 'ctstate', states: ['RELATED', 'ESTABLISHED'] }], action: { kind: 'accept' } },
-      { match: [], action: { kind: 'drop' }, comment: `address shared by ${who}: dropped until one pod holds it` },
-    ],
-    role: { kind: 'workload', direction, pod: who, ip },
-  }));
-}
 
 // The same array while the policy's targets are the same: named-port sets built from it are reused.
 const targetsByFamily = new WeakMap<readonly Pod[], { 4?: readonly Pod[]; 6?: readonly Pod[] }>();
