@@ -102,6 +102,11 @@ export class ClusterState {
   private versionCounter = 0;
   /** Moves whenever any peer pod is added, removed or changed. */
   allPodsVersion = 0;
+  /** Peer pods (by key) claiming each address; an address with more than one is shared. */
+  private readonly claims = new Map<string, Set<string>>();
+  private readonly sharedIps = new Set<string>();
+  /** Moves whenever an address becomes shared or stops being shared. */
+  sharedVersion = 0;
 
   /** Bring the state to `snapshot`: O(pods) identity checks, plus re-matching of what changed. */
   update(snapshot: ClusterSnapshot, nodeName: string): void {
@@ -118,6 +123,43 @@ export class ClusterState {
   /** Pods of this node that policies can target, sorted by namespace/name. */
   get localPods(): readonly Pod[] {
     return this.local;
+  }
+
+  /** Whether more than one peer pod claims this address (a packet cannot tell which one it is). */
+  isShared(ip: string): boolean {
+    return this.sharedIps.has(ip);
+  }
+
+  /** Every shared address with the peer pods claiming it, sorted by namespace/name. */
+  shared(): ReadonlyMap<string, readonly Pod[]> {
+    const out = new Map<string, readonly Pod[]>();
+    for (const ip of [...this.sharedIps].sort(cmp)) {
+      const owners = [...this.claims.get(ip)!].sort(cmp).flatMap((key) => {
+        const pod = this.peerByKey.get(key);
+        return pod ? [pod] : [];
+      });
+      out.set(ip, owners);
+    }
+    return out;
+  }
+
+  private claim(pod: Pod, key: string, add: boolean): void {
+    for (const ip of [...ipsOfFamily(pod, 4), ...ipsOfFamily(pod, 6)]) {
+      let keys = this.claims.get(ip);
+      if (add) {
+        if (!keys) this.claims.set(ip, (keys = new Set()));
+        keys.add(key);
+      } else if (keys) {
+        keys.delete(key);
+        if (keys.size === 0) this.claims.delete(ip);
+      }
+      const shared = (keys?.size ?? 0) > 1;
+      if (shared !== this.sharedIps.has(ip)) {
+        if (shared) this.sharedIps.add(ip);
+        else this.sharedIps.delete(ip);
+        this.sharedVersion = ++this.versionCounter;
+      }
+    }
   }
 
   /** Pods with an address that does not parse (reported as problems; usually none). */
@@ -252,6 +294,8 @@ export class ClusterState {
       if (peerBefore?.nodeName === this.nodeName) localNamespaces.add(peerBefore.namespace);
       if (peerNow?.nodeName === this.nodeName) localNamespaces.add(peerNow.namespace);
       this.allPodsVersion = ++this.versionCounter;
+      if (peerBefore) this.claim(peerBefore, key, false);
+      if (peerNow) this.claim(peerNow, key, true);
       if (peerBefore) this.peersByNamespace.get(peerBefore.namespace)?.delete(key);
       if (peerNow) {
         this.peerByKey.set(key, peerNow);

@@ -30,7 +30,7 @@ import { IpSetBuilder, IpSetRegistry, type SetRequest } from './ipsets.js';
 import { chainNames, type ChainNames } from './names.js';
 import { policyChain, type Direction } from './policy-chains.js';
 import { selectorMatches } from './selectors.js';
-import { sharedAddressChains, sharedAddresses, sharedAddressProblems, type SharedAddresses } from './shared-addresses.js';
+import { sharedAddressChains, sharedAddressProblems, type SharedAddresses } from './shared-addresses.js';
 import { forwardChain, forwardHook } from './static-chains.js';
 import { validatePolicy } from './validate.js';
 import { workloadChain } from './workload-chains.js';
@@ -108,7 +108,7 @@ export class Compiler {
     }
     const problems: Problem[] = [...this.podProblems];
     const policies = this.sortedPolicies.map((policy) => this.checkPolicy(policy, problems));
-    const shared = sharedAddresses(this.state.localPods);
+    const shared = this.state.shared();
     for (const [ip, owners] of shared) problems.push(...sharedAddressProblems(ip, owners));
     const v4 = this.compileFamily(4, policies, settings, shared);
     const v6 = this.wantsFamily(6, settings) ? this.compileFamily(6, policies, settings, shared) : emptyFamilyState(6);
@@ -228,7 +228,8 @@ export class Compiler {
       }
     }
     for (const [ip, owners] of shared) {
-      if (ipsOfFamily(owners[0]!, family).includes(ip)) {
+      // Dispatch concerns this node's pods only; the address is still left out of every peer set (ipsets.ts).
+      if (owners.some((p) => p.nodeName === settings.nodeName) && ipsOfFamily(owners[0]!, family).includes(ip)) {
         for (const chain of sharedAddressChains(ip, owners, names)) {
           workloadChainsOut.push(this.chains.get(`x|${contentKey(chain)}`, () => chain) as Chain);
           (chain.role.kind === 'workload' && chain.role.direction === 'ingress' ? toEntries : fromEntries).push({ ip, target: chain.name });

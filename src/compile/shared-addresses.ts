@@ -1,27 +1,12 @@
-// Local pods that claim the same address (a stale status during an address hand-over, or a hostile
-// object): their workload chains cannot be told apart by a packet, so the address gets its own
-// fail-closed chains instead (see sharedAddressChains).
+// Pods that claim the same address (a stale status during an address hand-over, or a hostile object): a
+// packet cannot tell them apart. ClusterState tracks which addresses are shared; peer sets leave them out
+// (ipsets.ts), and on their own node they get fail-closed chains instead of a pod's (sharedAddressChains).
 
 import type { Chain, Pod, Problem } from '../model/index.js';
-import { ipsOfFamily } from './cluster-state.js';
 import type { ChainNames } from './names.js';
 
-/** Addresses more than one local pod claims, with their owners (sorted by namespace/name). */
+/** Addresses more than one peer pod claims, with their owners (sorted by namespace/name). */
 export type SharedAddresses = ReadonlyMap<string, readonly Pod[]>;
-
-export function sharedAddresses(local: readonly Pod[]): SharedAddresses {
-  const owners = new Map<string, Pod[]>();
-  for (const pod of local) {
-    for (const family of [4, 6] as const) {
-      for (const ip of ipsOfFamily(pod, family)) {
-        const list = owners.get(ip);
-        if (list) list.push(pod);
-        else owners.set(ip, [pod]);
-      }
-    }
-  }
-  return new Map([...owners].filter(([, list]) => list.length > 1));
-}
 
 const podKeyOf = (p: Pod): string => `${p.namespace}/${p.name}`;
 
@@ -30,7 +15,7 @@ export function sharedAddressProblems(ip: string, owners: readonly Pod[]): Probl
   return owners.map((pod) => ({
     object: `Pod ${podKeyOf(pod)}`,
     field: 'status.podIPs',
-    message: `address ${ip} is also claimed by another local pod (${names}): new connections to and from it are dropped until only one pod holds it`,
+    message: `address ${ip} is also claimed by another pod (${names}): it matches no peer rule, and new connections to and from it on its node are dropped, until only one pod holds it`,
     severity: 'error' as const,
   }));
 }

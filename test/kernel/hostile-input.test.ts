@@ -148,7 +148,7 @@ describeKernel('hostile and broken inputs against a running daemon', () => {
     // Egress from the shared address is dropped too: proof the daemon took the imposter in.
     await expectReach('b', 'c', false);
     expect(await reaches('c', 'b')).toBe(false);
-    expect(logged('also claimed by another local pod')).toBe(true);
+    expect(logged('also claimed by another pod')).toBe(true);
     server.delete({ kind: 'Pod', metadata: { name: 'aaa', namespace: 'x' } });
     await expectReach('b', 'c', true);
     expect(await reaches('c', 'b')).toBe(false);

@@ -4,7 +4,7 @@
 
 import ipaddr from 'ipaddr.js';
 import { parseCidr, subtract, formatCidr, type Cidr } from '../../../src/compile/cidr.js';
-import { compile } from '../../../src/compile/index.js';
+import { compile, Compiler } from '../../../src/compile/index.js';
 import type { FamilyState } from '../../../src/model/index.js';
 import {
   blockPeer, containerPorts, expr, ingress, labels, makePod, makePolicy, podPeer, rule, sel, selectPods, settings, tcp,
@@ -159,6 +159,25 @@ describe('two local pods claiming one address', () => {
     for (const pod of ['prod/aaa', 'prod/db']) {
       expect(problems).toContainEqual(expect.objectContaining({ object: `Pod ${pod}`, field: 'status.podIPs', severity: 'error' }));
     }
+  });
+
+  it('as a peer, a shared address matches no selector: a remote imposter of an allowed pod is not let in', () => {
+    // prod/web (10.244.1.11) may reach db on 5432; dev/ghost on node-2 claims web's address and is not allowed.
+    const fromWeb = makePolicy('prod', 'from-web', db, ingress(rule([podPeer(sel({ app: 'web' }))])));
+    const ghost = makePod('dev', 'ghost', '10.244.1.11', labels({ app: 'ghost' }), (p) => void (p.nodeName = 'node-2'));
+    const before = compile(cluster([fromWeb]), settings());
+    expect(ingressVerdict(before.desired.v4, '10.244.1.11', DB_IP)).toBe('ACCEPT');
+    const { desired, problems } = compile(cluster([fromWeb], [ghost]), settings());
+    expect(ingressVerdict(desired.v4, '10.244.1.11', DB_IP)).toBe('DROP');
+    expect(problems).toContainEqual(expect.objectContaining({ object: 'Pod dev/ghost', severity: 'error' }));
+  });
+
+  it('an incremental compile follows the conflict as it comes and goes', () => {
+    const fromWeb = makePolicy('prod', 'from-web', db, ingress(rule([podPeer(sel({ app: 'web' }))])));
+    const ghost = makePod('dev', 'ghost', '10.244.1.11', labels({ app: 'ghost' }), (p) => void (p.nodeName = 'node-2'));
+    const compiler = new Compiler();
+    const steps = [cluster([fromWeb]), cluster([fromWeb], [ghost]), cluster([fromWeb])];
+    expect(steps.map((snap) => ingressVerdict(compiler.compile(snap, settings()).desired.v4, '10.244.1.11', DB_IP))).toEqual(['ACCEPT', 'DROP', 'ACCEPT']);
   });
 
   it('once one pod gives the address up, the other is judged by its own policies again', () => {
