@@ -247,6 +247,8 @@ interface WatchHooks {
 /** client-node's Watch, plus: abort a watch that connects after stop(), report connects, and bound
  * each watch's life (server-side timeoutSeconds, then a client-side watchdog). */
 class GuardedWatch extends Watch {
+  private lastDecodeError = -Infinity;
+
   constructor(config: KubeConfig, private readonly hooks: WatchHooks) {
     super(config);
   }
@@ -321,7 +323,12 @@ class GuardedWatch extends Watch {
         const event = decodeWatchEvent(line);
         if (!event) {
           this.hooks.onDecodeError(line);
-          finish(new WatchDecodeError(line));
+          // A stream that keeps breaking must not turn into a relist storm against the API server: a second
+          // decode error within the window ends the watch as a plain failure, which restarts with backoff.
+          const now = Date.now();
+          const relist = now - this.lastDecodeError > DECODE_RELIST_WINDOW_MS;
+          this.lastDecodeError = now;
+          finish(new WatchDecodeError(line, relist));
           return;
         }
         callback(event.type, event.object, event);
@@ -335,12 +342,16 @@ class GuardedWatch extends Watch {
 
 type FetchSignal = NonNullable<Parameters<typeof fetch>[1]>['signal'];
 
-/** A watch stream line that is not an event. Carries 410 so the informer relists rather than resumes. */
+/** Decode errors closer together than this back off instead of relisting again. */
+const DECODE_RELIST_WINDOW_MS = 30_000;
+
+/** A watch stream line that is not an event. With `relist` it carries 410, so the informer relists rather than resumes. */
 export class WatchDecodeError extends Error {
   override readonly name = 'WatchDecodeError';
-  readonly statusCode = 410;
-  constructor(line: string) {
-    super(`watch stream line is not an event (relisting): ${line.length > 200 ? `${line.slice(0, 200)}…` : line}`);
+  readonly statusCode: number | undefined;
+  constructor(line: string, relist: boolean) {
+    super(`watch stream line is not an event (${relist ? 'relisting' : 'retrying with backoff'}): ${line.length > 200 ? `${line.slice(0, 200)}…` : line}`);
+    this.statusCode = relist ? 410 : undefined;
   }
 }
 

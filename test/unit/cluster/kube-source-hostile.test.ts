@@ -70,6 +70,18 @@ describe('watch decode errors force a relist', () => {
     await waitFor('the delete and the add', () => policies().join(',') === 'third');
   });
 
+  it('a stream that keeps breaking backs off instead of relisting in a loop, and still delivers later events', async () => {
+    const lists = () => server.requests.filter((r) => r.resource === 'networkpolicies' && !r.watch).length;
+    const listsBefore = lists();
+    server.sendRawLine('networkpolicies', 'garbage one');
+    await waitFor('the relist after the first bad line', () => lists() === listsBefore + 1 && server.watchCount('networkpolicies') > 0);
+    server.sendRawLine('networkpolicies', 'garbage two');
+    await waitFor('the watch resumed after the second bad line', () => warnings.filter((w) => w.includes('informer failed')).length > 0 && server.watchCount('networkpolicies') > 0);
+    server.create(policy('after'));
+    await waitFor('the event after both bad lines', () => policies().includes('after'));
+    expect(lists()).toBe(listsBefore + 1);
+  });
+
   it.each([
     ['not JSON', '{"type":"ADDED","object":{'],
     ['JSON but no type', '{"object":{}}'],
