@@ -97,11 +97,8 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
 
   const kernel = await kernelFor(config, inputs.parsed);
   logger.info('netfence starting', { node: config.nodeName, backend: kernel.backend.backend, why: kernel.backend.reason, netns: inputs.netns });
-  const bridgeNf = await readSysctl('net.bridge.bridge-nf-call-iptables', { netns: inputs.netns }).catch(() => '0');
-  health.bridgeNfCallIptables(bridgeNf.trim() === '1');
-  if (bridgeNf.trim() !== '1') {
-    logger.error('net.bridge.bridge-nf-call-iptables is not 1: bridged pod-to-pod traffic bypasses iptables; not ready until it is');
-  }
+  const checkPreconditions = preconditionChecker(health, metrics, inputs.netns, logger);
+  await checkPreconditions();
 
   const kubeConfig = kubeConfigOf(inputs);
   const source = openSource(config, inputs, kubeConfig, (h) => {
@@ -148,6 +145,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
     resyncIntervalMs: config.resyncIntervalSeconds * 1000,
     dryRun: config.dryRun,
     observer,
+    checkPreconditions,
   });
   const guards = createServiceGuards({ config, kernel, reconciler, metrics, health, logger: logger.child({ component: 'service-guards' }), netns: inputs.netns });
   // The guards learn each programmed state (the hooks the watch expects first) through the loop's observer.
@@ -323,13 +321,18 @@ function observerFor(
         for (const plan of info.plans) for (const c of plan.changes) metrics.countDriftRepair(c.object);
       }
       health.fullSyncProgrammed();
+      health.lastSyncFailed(undefined);
       if (config.conntrackFlush) void flushDeniedFlows(info.plans, info.desired, inputs.netns, logger);
       // Strict mode re-judges established flows whenever the rules changed, and once at start-up for
       // flows that predate this daemon.
       if (!programmedOnce || info.plans.some((p) => p.changes.length > 0)) rulesChanged(info.desired);
       programmedOnce = true;
     },
-    failed: () => metrics.countApplyFailure(),
+    failed: ({ stage, error }) => {
+      if (stage === 'apply') metrics.countApplyFailure();
+      metrics.countSyncFailure(stage);
+      health.lastSyncFailed(`${stage}: ${error.message}`);
+    },
     problems: (problems) => {
       const byPolicy = new Map<string, number>();
       for (const p of problems) {
@@ -339,6 +342,25 @@ function observerFor(
       }
       metrics.setPolicyProblems(byPolicy);
     },
+  };
+}
+
+/**
+ * Reads net.bridge.bridge-nf-call-iptables (per network namespace): without it same-node pod traffic is
+ * bridged past iptables, so no policy applies to it. Read at start and on every resync, since anyone with
+ * root may switch it off at runtime; readiness, a metric and the log follow it, and the log speaks on changes only.
+ */
+function preconditionChecker(health: HealthState, metrics: Metrics, netns: string | undefined, logger: Logger): () => Promise<void> {
+  let last: boolean | undefined;
+  return async () => {
+    const value = await readSysctl('net.bridge.bridge-nf-call-iptables', { netns }).catch(() => 'unreadable');
+    const on = value.trim() === '1';
+    health.bridgeNfCallIptables(on);
+    metrics.setPrecondition('bridge-nf-call-iptables', on);
+    if (on === last) return;
+    if (!on) logger.error('net.bridge.bridge-nf-call-iptables is not 1: bridged pod-to-pod traffic bypasses iptables; not ready until it is', { value });
+    else if (last === false) logger.info('net.bridge.bridge-nf-call-iptables is 1 again: bridged pod traffic reaches iptables');
+    last = on;
   };
 }
 

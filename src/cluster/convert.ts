@@ -115,7 +115,7 @@ function readPod(obj: Record<string, unknown>, meta: Record<string, unknown>, wa
     // A pod without a reported phase has not started yet.
     phase: PHASES.includes(phase as PodPhase) ? (phase as PodPhase) : 'Pending',
     ips: readPodIps(status, warn),
-    ports: readContainerPorts(spec),
+    ports: readContainerPorts(spec, warn),
   };
 }
 
@@ -136,11 +136,19 @@ function readPodIps(status: Record<string, unknown>, warn: Warn): string[] {
   return ips;
 }
 
-function readContainerPorts(spec: Record<string, unknown>): ContainerPort[] {
-  return array(spec['containers']).flatMap((c) =>
-    array(record(c)?.['ports']).flatMap((p): ContainerPort[] => {
+function readContainerPorts(spec: Record<string, unknown>, warn: Warn): ContainerPort[] {
+  return array(spec['containers']).flatMap((c, ci) =>
+    array(record(c)?.['ports']).flatMap((p, pi): ContainerPort[] => {
       const port = record(p);
       if (!port || !Number.isInteger(port['containerPort'])) return [];
+      // "Number of port to expose on the pod's IP address. This must be a valid port number, 0 < x < 65536."
+      // The API server rejects anything else; one that got here anyway (a manifest, an old object) would
+      // make the named-port set's `ipset restore` fail and hold back every later change.
+      const number = port['containerPort'] as number;
+      if (number < 1 || number > 65535) {
+        warn(`spec.containers[${ci}].ports[${pi}].containerPort`, `${number} is not a port number (1-65535); ignored`);
+        return [];
+      }
       const name = port['name'];
       return [
         {
@@ -159,7 +167,13 @@ function readNode(obj: Record<string, unknown>, meta: Record<string, unknown>, w
   const spec = record(obj['spec']) ?? {};
   const status = record(obj['status']) ?? {};
   const listed = array(spec['podCIDRs']).filter((c): c is string => typeof c === 'string');
-  const podCidrs = listed.length > 0 ? listed : typeof spec['podCIDR'] === 'string' && spec['podCIDR'] ? [spec['podCIDR']] : [];
+  const given = listed.length > 0 ? listed : typeof spec['podCIDR'] === 'string' && spec['podCIDR'] ? [spec['podCIDR']] : [];
+  // A CIDR the API server would reject is refused here, named, rather than thrown later from the sync loop.
+  const podCidrs = given.filter((cidr, i) => {
+    const bad = !isCidr(cidr);
+    if (bad) warn(listed.length > 0 ? `spec.podCIDRs[${i}]` : 'spec.podCIDR', `"${cidr}" is not a CIDR; ignored`);
+    return !bad;
+  });
   const addresses: string[] = [];
   array(status['addresses']).forEach((a, i) => {
     const entry = record(a);
@@ -298,14 +312,25 @@ function namespaceOf(meta: Record<string, unknown> | undefined): string {
 
 const CANONICAL_V4 = /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
 
-/** Canonical text of an IPv4 (dotted quad only) or IPv6 address; undefined if it is neither. */
+/**
+ * Canonical text of an IPv4 (dotted quad, no leading zeros) or IPv6 (no zone) address; undefined if it is
+ * neither. isValidFourPartDecimal already refuses leading zeros, as the API server's strict validation does.
+ */
 export function canonicalIp(v: unknown): string | undefined {
   if (typeof v !== 'string') return undefined;
   // Nearly every pod address is a dotted quad without leading zeros, which is already canonical.
   if (CANONICAL_V4.test(v)) return v;
   if (ipaddr.IPv4.isValidFourPartDecimal(v)) return ipaddr.IPv4.parse(v).toString();
-  if (ipaddr.IPv6.isValid(v)) return ipaddr.IPv6.parse(v).toString();
+  if (v.includes(':') && !v.includes('%') && ipaddr.IPv6.isValid(v)) return ipaddr.IPv6.parse(v).toString();
   return undefined;
+}
+
+/** `address/prefix` with an address canonicalIp accepts and a prefix within its family's length. */
+function isCidr(text: string): boolean {
+  const slash = text.indexOf('/');
+  const ip = slash > 0 ? canonicalIp(text.slice(0, slash)) : undefined;
+  const prefix = text.slice(slash + 1);
+  return ip !== undefined && /^(0|[1-9]\d{0,2})$/.test(prefix) && Number(prefix) <= (ip.includes(':') ? 128 : 32);
 }
 
 function record(v: unknown): Record<string, unknown> | undefined {

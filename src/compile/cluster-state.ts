@@ -3,7 +3,7 @@
 // as the same references, so a new snapshot is diffed by identity and only what changed is re-matched.
 
 import { diffByIdentity, type ClusterSnapshot, type IpFamily, type Labels, type Namespace, type Pod, type PolicyPeer } from '../model/index.js';
-import { parseIp } from './cidr.js';
+import { parseIp, podAddressProblem } from './cidr.js';
 import { canonicalSelector, selectorMatches } from './selectors.js';
 
 // "Peer pods count only while they have an IP and are not Succeeded/Failed; hostNetwork pods are never
@@ -16,14 +16,16 @@ export const countsAsPeer = (p: Pod): boolean =>
 // keeps what it parsed: asking again for the same address is a map lookup.
 const DOTTED_QUAD = /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
 export const familyOf = (ip: string): IpFamily | undefined => (DOTTED_QUAD.test(ip) ? 4 : parseIp(ip)?.family);
+/** The family of an address a pod can own; undefined for text that is not one, or for 0.0.0.0 / ::. */
+const podFamilyOf = (ip: string): IpFamily | undefined => (podAddressProblem(ip) === undefined ? familyOf(ip) : undefined);
 const byFamily = new WeakMap<Pod, { readonly 4: readonly string[]; readonly 6: readonly string[] }>();
 const NO_IPS: readonly string[] = [];
 /** A pod's addresses of one family (cached per pod object: pods are immutable values). */
 export function ipsOfFamily(p: Pod, family: IpFamily): readonly string[] {
   // Single-stack pods (most): the pod's own array or none, with nothing kept per pod.
-  if (p.ips.length <= 1) return p.ips.length === 1 && familyOf(p.ips[0]!) === family ? p.ips : NO_IPS;
+  if (p.ips.length <= 1) return p.ips.length === 1 && podFamilyOf(p.ips[0]!) === family ? p.ips : NO_IPS;
   let split = byFamily.get(p);
-  if (!split) byFamily.set(p, (split = { 4: p.ips.filter((ip) => familyOf(ip) === 4), 6: p.ips.filter((ip) => familyOf(ip) === 6) }));
+  if (!split) byFamily.set(p, (split = { 4: p.ips.filter((ip) => podFamilyOf(ip) === 4), 6: p.ips.filter((ip) => podFamilyOf(ip) === 6) }));
   return split[family];
 }
 
@@ -106,6 +108,11 @@ export class ClusterState {
   private versionCounter = 0;
   /** Moves whenever any peer pod is added, removed or changed. */
   allPodsVersion = 0;
+  /** Peer pods (by key) claiming each address; an address with more than one is shared. */
+  private readonly claims = new Map<string, Set<string>>();
+  private readonly sharedIps = new Set<string>();
+  /** Moves whenever an address becomes shared or stops being shared. */
+  sharedVersion = 0;
 
   /** Bring the state to `snapshot`: O(pods) identity checks, plus re-matching of what changed. */
   update(snapshot: ClusterSnapshot, nodeName: string): void {
@@ -122,6 +129,43 @@ export class ClusterState {
   /** Pods of this node that policies can target, sorted by namespace/name. */
   get localPods(): readonly Pod[] {
     return this.local;
+  }
+
+  /** Whether more than one peer pod claims this address (a packet cannot tell which one it is). */
+  isShared(ip: string): boolean {
+    return this.sharedIps.has(ip);
+  }
+
+  /** Every shared address with the peer pods claiming it, sorted by namespace/name. */
+  shared(): ReadonlyMap<string, readonly Pod[]> {
+    const out = new Map<string, readonly Pod[]>();
+    for (const ip of [...this.sharedIps].sort(cmp)) {
+      const owners = [...this.claims.get(ip)!].sort(cmp).flatMap((key) => {
+        const pod = this.peerByKey.get(key);
+        return pod ? [pod] : [];
+      });
+      out.set(ip, owners);
+    }
+    return out;
+  }
+
+  private claim(pod: Pod, key: string, add: boolean): void {
+    for (const ip of [...ipsOfFamily(pod, 4), ...ipsOfFamily(pod, 6)]) {
+      let keys = this.claims.get(ip);
+      if (add) {
+        if (!keys) this.claims.set(ip, (keys = new Set()));
+        keys.add(key);
+      } else if (keys) {
+        keys.delete(key);
+        if (keys.size === 0) this.claims.delete(ip);
+      }
+      const shared = (keys?.size ?? 0) > 1;
+      if (shared !== this.sharedIps.has(ip)) {
+        if (shared) this.sharedIps.add(ip);
+        else this.sharedIps.delete(ip);
+        this.sharedVersion = ++this.versionCounter;
+      }
+    }
   }
 
   /** Pods with an address that does not parse (reported as problems; usually none). */
@@ -244,7 +288,7 @@ export class ClusterState {
     const { added, removed } = diffByIdentity(this.pods, pods);
     this.pods = pods;
     for (const p of removed) this.badPods.delete(p);
-    for (const p of added) if (p.ips.some((ip) => familyOf(ip) === undefined)) this.badPods.add(p);
+    for (const p of added) if (p.ips.some((ip) => podFamilyOf(ip) === undefined)) this.badPods.add(p);
     const changed = new Map<string, Pod | undefined>();
     for (const p of removed) changed.set(keyOf(p), undefined);
     for (const p of added) changed.set(keyOf(p), p);
@@ -256,6 +300,8 @@ export class ClusterState {
       if (peerBefore?.nodeName === this.nodeName) localNamespaces.add(peerBefore.namespace);
       if (peerNow?.nodeName === this.nodeName) localNamespaces.add(peerNow.namespace);
       this.allPodsVersion = ++this.versionCounter;
+      if (peerBefore) this.claim(peerBefore, key, false);
+      if (peerNow) this.claim(peerNow, key, true);
       if (peerBefore) this.peersByNamespace.get(peerBefore.namespace)?.delete(key);
       if (peerNow) {
         this.peerByKey.set(key, peerNow);

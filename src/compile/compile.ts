@@ -23,14 +23,15 @@ import type {
   Rule,
 } from '../model/index.js';
 import { emptyFamilyState } from '../model/index.js';
-import { familyBits, formatCidr, parseCidr } from './cidr.js';
-import { ClusterState, familyOf, ipsOfFamily } from './cluster-state.js';
+import { familyBits, formatCidr, parseCidr, podAddressProblem } from './cidr.js';
+import { ClusterState, ipsOfFamily } from './cluster-state.js';
 import { dispatchChains } from './dispatch.js';
 import { flowLogRules } from './flow-log.js';
 import { IpSetBuilder, IpSetRegistry, type SetRequest } from './ipsets.js';
 import { chainNames, type ChainNames } from './names.js';
 import { policyChain, type Direction } from './policy-chains.js';
 import { selectorMatches } from './selectors.js';
+import { sharedAddressChains, sharedAddressProblems, type SharedAddresses } from './shared-addresses.js';
 import { forwardChain, forwardHook } from './static-chains.js';
 import { validatePolicy } from './validate.js';
 import { workloadChain } from './workload-chains.js';
@@ -108,8 +109,10 @@ export class Compiler {
     }
     const problems: Problem[] = [...this.podProblems];
     const policies = this.sortedPolicies.map((policy) => this.checkPolicy(policy, problems));
-    const v4 = this.compileFamily(4, policies, settings);
-    const v6 = this.wantsFamily(6, settings) ? this.compileFamily(6, policies, settings) : emptyFamilyState(6);
+    const shared = this.state.shared();
+    for (const [ip, owners] of shared) problems.push(...sharedAddressProblems(ip, owners));
+    const v4 = this.compileFamily(4, policies, settings, shared);
+    const v6 = this.wantsFamily(6, settings) ? this.compileFamily(6, policies, settings, shared) : emptyFamilyState(6);
     this.chains.rotate();
     this.state.sweep();
     return { desired: { v4, v6 }, problems };
@@ -174,7 +177,7 @@ export class Compiler {
     return cached.chain;
   }
 
-  private compileFamily(family: IpFamily, policies: readonly CheckedPolicy[], settings: NodeSettings): FamilyState {
+  private compileFamily(family: IpFamily, policies: readonly CheckedPolicy[], settings: NodeSettings, shared: SharedAddresses): FamilyState {
     const names = this.names;
     const sets = new IpSetRegistry(settings.ipsetPrefix, family);
     const policyChainsOut: Chain[] = [];
@@ -220,8 +223,18 @@ export class Compiler {
         workloadChainsOut.push(this.chains.get(chainKey, () => workloadChain(input, settings)) as Chain);
       }
       for (const ip of ips) {
+        if (shared.has(ip)) continue;
         toEntries.push({ ip, target: names.toWorkload(key) });
         fromEntries.push({ ip, target: names.fromWorkload(key) });
+      }
+    }
+    for (const [ip, owners] of shared) {
+      // Dispatch concerns this node's pods only; the address is still left out of every peer set (ipsets.ts).
+      if (owners.some((p) => p.nodeName === settings.nodeName) && ipsOfFamily(owners[0]!, family).includes(ip)) {
+        for (const chain of sharedAddressChains(ip, owners, names)) {
+          workloadChainsOut.push(this.chains.get(`x|${contentKey(chain)}`, () => chain) as Chain);
+          (chain.role.kind === 'workload' && chain.role.direction === 'ingress' ? toEntries : fromEntries).push({ ip, target: chain.name });
+        }
       }
     }
 
@@ -282,9 +295,10 @@ function podProblems(snapshot: ClusterSnapshot, bad: ReadonlySet<Pod>): Problem[
   return snapshot.pods
     .filter((pod) => bad.has(pod))
     .flatMap((pod) =>
-      pod.ips
-        .filter((ip) => familyOf(ip) === undefined)
-        .map((ip) => ({ object: `Pod ${pod.namespace}/${pod.name}`, field: 'status.podIPs', message: `"${ip}" is not an IP address; ignored`, severity: 'warning' as const })),
+      pod.ips.flatMap((ip) => {
+        const why = podAddressProblem(ip);
+        return why === undefined ? [] : [{ object: `Pod ${pod.namespace}/${pod.name}`, field: 'status.podIPs', message: `${why}; ignored`, severity: 'warning' as const }];
+      }),
     );
 }
 

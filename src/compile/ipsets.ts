@@ -65,6 +65,8 @@ interface Built {
   readonly set: IpSet;
   /** For pod-selector sets: the selection version the members reflect. */
   readonly version?: number;
+  /** The shared-address version the members reflect (shared addresses are left out). */
+  readonly sharedVersion: number;
 }
 
 /** Resolves set requests into IpSets, reusing the previous compile's object when its inputs did not move. */
@@ -82,14 +84,16 @@ export class IpSetBuilder {
         built = old;
       } else {
         const selection = req.spec.kind === 'selector' ? ctx.state.select(req.spec.peer, req.spec.namespace) : undefined;
+        const patchable = old && selection && old.version !== undefined && old.sharedVersion === ctx.state.sharedVersion;
         const members =
-          (old && selection && old.version !== undefined ? patchMembers(old.set.members, selection, old.version, ctx.family) : undefined) ??
+          (patchable ? patchMembers(old.set.members, selection, old.version!, ctx.family, ctx.state) : undefined) ??
           (old ? resortMembers(old.set.members, new Set(membersOf(req.spec, ctx))) : sortMembers(new Set(membersOf(req.spec, ctx))));
         const same = old && old.set.description === req.description && sameList(old.set.members, members);
         built = {
           stamp,
           set: same ? old.set : { name, type: TYPE_OF[req.kind], family: ctx.family, members, description: req.description },
           ...(selection ? { version: selection.version } : {}),
+          sharedVersion: ctx.state.sharedVersion,
         };
       }
       next.set(name, built);
@@ -111,6 +115,10 @@ function objectId(o: object): number {
 
 /** A string that changes whenever the members might. */
 function stampOf(spec: MemberSpec, ctx: MemberContext): string {
+  return spec.kind === 'cidrs' ? 'fixed' : `${podStampOf(spec, ctx)}x${ctx.state.sharedVersion}`;
+}
+
+function podStampOf(spec: MemberSpec, ctx: MemberContext): string {
   switch (spec.kind) {
     case 'selector':
       return `s${ctx.state.select(spec.peer, spec.namespace).version}`;
@@ -123,16 +131,25 @@ function stampOf(spec: MemberSpec, ctx: MemberContext): string {
   }
 }
 
+/**
+ * A pod's addresses of the family that may stand for it in a set: an address another pod also claims is
+ * left out, so neither pod's traffic matches a peer rule by it (fail closed until the conflict clears).
+ */
+function peerIps(pod: Pod, family: IpFamily, state: ClusterState): readonly string[] {
+  const ips = ipsOfFamily(pod, family);
+  return ips.some((ip) => state.isShared(ip)) ? ips.filter((ip) => !state.isShared(ip)) : ips;
+}
+
 function membersOf(spec: MemberSpec, ctx: MemberContext): string[] {
   switch (spec.kind) {
     case 'selector':
-      return [...ctx.state.select(spec.peer, spec.namespace).pods.values()].flatMap((p) => ipsOfFamily(p, ctx.family));
+      return [...ctx.state.select(spec.peer, spec.namespace).pods.values()].flatMap((p) => peerIps(p, ctx.family, ctx.state));
     case 'cidrs':
       return [...spec.members];
     case 'named-targets':
-      return namedMembers(ctx.targetsOf(spec.policy), spec.protocol, spec.name, ctx.family);
+      return namedMembers(ctx.targetsOf(spec.policy), spec.protocol, spec.name, ctx.family, ctx.state);
     case 'named-pods':
-      return namedMembers(podsInScope(spec.scope, ctx), spec.protocol, spec.name, ctx.family);
+      return namedMembers(podsInScope(spec.scope, ctx), spec.protocol, spec.name, ctx.family, ctx.state);
   }
 }
 
@@ -154,12 +171,12 @@ function podsInScope(scope: PodScope, ctx: MemberContext): Iterable<Pod> {
 
 // "port ... can either be a numerical or named port on a pod" — resolved per destination pod, from its
 // own container ports with the same protocol; a destination without that name does not match.
-function namedMembers(pods: Iterable<Pod>, protocol: L4Protocol, name: string, family: IpFamily): string[] {
+function namedMembers(pods: Iterable<Pod>, protocol: L4Protocol, name: string, family: IpFamily, state: ClusterState): string[] {
   const out: string[] = [];
   for (const pod of pods) {
     const port = pod.ports.find((p) => p.name === name && p.protocol.toLowerCase() === protocol)?.containerPort;
     if (port === undefined) continue;
-    for (const ip of ipsOfFamily(pod, family)) out.push(`${ip},${protocol}:${port}`);
+    for (const ip of peerIps(pod, family, state)) out.push(`${ip},${protocol}:${port}`);
   }
   return out;
 }
@@ -178,11 +195,11 @@ export function sortMembers(members: Iterable<string>): string[] {
  * had then: a pod change touches an address or two of a set that may hold thousands. Undefined when the
  * selection no longer remembers that far back, or changed too much to be worth patching.
  */
-function patchMembers(before: readonly string[], selection: Selection, version: number, family: IpFamily): string[] | undefined {
+function patchMembers(before: readonly string[], selection: Selection, version: number, family: IpFamily, state: ClusterState): string[] | undefined {
   const changes = selection.changesSince(version);
   if (!changes || changes.length > 64) return undefined;
   const gone = new Set(changes.flatMap((c) => (c.before ? ipsOfFamily(c.before, family) : [])));
-  const come = new Set(changes.flatMap((c) => (c.after ? ipsOfFamily(c.after, family) : [])));
+  const come = new Set(changes.flatMap((c) => (c.after ? peerIps(c.after, family, state) : [])));
   for (const ip of come) gone.delete(ip);
   // An address that left may still be another selected pod's (an IP handed on while both are listed).
   if (gone.size > 0) for (const pod of selection.pods.values()) for (const ip of ipsOfFamily(pod, family)) gone.delete(ip);

@@ -1,7 +1,7 @@
 // One NetworkPolicy rule's peers and ports, resolved into alternatives for one address family.
 // A rule allows a packet iff some peer alternative AND some port alternative match.
 
-import type { IpFamily, L4Protocol, PolicyPeer, PolicyPort, PortRange, Protocol } from '../model/index.js';
+import type { IpBlock, IpFamily, L4Protocol, PolicyPeer, PolicyPort, PortRange, Protocol } from '../model/index.js';
 import { familyBits, formatCidr, parseCidr, subtract, type Cidr } from './cidr.js';
 import type { ClusterState } from './cluster-state.js';
 
@@ -48,16 +48,45 @@ export function ipBlockAlt(peers: readonly PolicyPeer[], family: IpFamily): Peer
   const pieces: Cidr[] = [];
   for (const peer of peers) {
     if (!peer.ipBlock) continue;
-    const parsed = parseCidr(peer.ipBlock.cidr);
-    if (!parsed.ok || parsed.cidr.family !== family) continue;
-    const excepts = peer.ipBlock.except.map(parseCidr).flatMap((e) => (e.ok && e.cidr.family === family ? [e.cidr] : []));
-    pieces.push(...subtract(parsed.cidr, excepts));
+    // A loop, not push(...spread): a block may leave tens of thousands of pieces, past the argument limit.
+    for (const piece of ipBlockPieces(peer.ipBlock, family)) pieces.push(piece);
   }
   if (pieces.length === 0) return undefined;
   // hash:net cannot hold a /0, and a /0 with no except means "any address of this family" anyway.
   if (pieces.some((c) => c.prefix === 0)) return { kind: 'any' };
   const unique = [...new Map(pieces.map((c) => [formatCidr(c), c])).values()];
   return { kind: 'cidrs', key: unique.map(formatCidr).sort().join(','), cidrs: unique };
+}
+
+// Validation counts a block's pieces and the chain compile uses them: subtract once per ipBlock object.
+const piecesOf = new WeakMap<IpBlock, { 4?: readonly Cidr[]; 6?: readonly Cidr[] }>();
+
+/**
+ * Pieces past which a block is never compiled: validation refuses the policy first. Subtraction stops there,
+ * so a hostile block costs no more than the largest one that is accepted.
+ */
+export const MAX_BLOCK_PIECES = 65_536;
+
+/**
+ * One ipBlock's `cidr` minus its `except`s in one family (empty when the cidr is of the other family or
+ * unreadable). More than MAX_BLOCK_PIECES means "too many" (the list is then cut short).
+ */
+export function ipBlockPieces(block: IpBlock, family: IpFamily): readonly Cidr[] {
+  let byFamily = piecesOf.get(block);
+  if (!byFamily) piecesOf.set(block, (byFamily = {}));
+  let pieces = byFamily[family];
+  if (!pieces) {
+    const parsed = parseCidr(block.cidr);
+    const excepts: Cidr[] = [];
+    if (parsed.ok && parsed.cidr.family === family) {
+      for (const text of block.except) {
+        const e = parseCidr(text);
+        if (e.ok && e.cidr.family === family) excepts.push(e.cidr);
+      }
+    }
+    pieces = byFamily[family] = parsed.ok && parsed.cidr.family === family ? subtract(parsed.cidr, excepts, MAX_BLOCK_PIECES) : [];
+  }
+  return pieces;
 }
 
 /** Set member text of a CIDR as `ipset save` prints it for hash:net (a full-length prefix prints bare). */

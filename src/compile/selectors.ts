@@ -35,19 +35,34 @@ export const isEmptySelector = (s: LabelSelector): boolean =>
 export function canonicalSelector(s: LabelSelector): string {
   const labels = Object.keys(s.matchLabels)
     .sort()
-    .map((k) => `${k}=${s.matchLabels[k]}`);
+    .map((k) => `${quoted(k)}=${quoted(s.matchLabels[k]!)}`);
   const exprs = s.matchExpressions
-    .map((r) => `${r.key} ${r.operator}${r.values.length ? ` (${[...new Set(r.values)].sort().join(',')})` : ''}`)
+    .map((r) => `${quoted(r.key)} ${r.operator}${r.values.length ? ` (${[...new Set(r.values)].sort().map(quoted).join(',')})` : ''}`)
     .sort();
   const parts = [...labels, ...exprs];
   return parts.length === 0 ? '{}' : `{${parts.join(', ')}}`;
 }
 
+// Label keys and values the API server accepts use only these characters, so they stay readable as they are.
+// Anything else (a value "a,c", a key with "=" or a space) is JSON-quoted: without that, `In ["a,c"]` and
+// `In [a, c]` printed the same text and shared one set, and the second selector matched the first's pods.
+const PLAIN = /^[A-Za-z0-9_./-]*$/;
+const quoted = (text: string): string => (PLAIN.test(text) ? text : JSON.stringify(text));
+
 /** Problems with a selector that the API server would have rejected. */
 export function selectorErrors(s: LabelSelector): { field: string; message: string }[] {
   const errors: { field: string; message: string }[] = [];
+  for (const [key, value] of Object.entries(s.matchLabels)) {
+    const field = `matchLabels[${JSON.stringify(key)}]`;
+    if (!isLabelKey(key)) errors.push({ field, message: `"${key}" is not a valid label key` });
+    if (!isLabelValue(value)) errors.push({ field, message: `"${value}" is not a valid label value` });
+  }
   s.matchExpressions.forEach((r, i) => {
     const field = `matchExpressions[${i}]`;
+    if (!isLabelKey(r.key)) errors.push({ field: `${field}.key`, message: `"${r.key}" is not a valid label key` });
+    r.values.forEach((v, j) => {
+      if (!isLabelValue(v)) errors.push({ field: `${field}.values[${j}]`, message: `"${v}" is not a valid label value` });
+    });
     if ((r.operator === 'In' || r.operator === 'NotIn') && r.values.length === 0) {
       errors.push({ field: `${field}.values`, message: `operator ${r.operator} needs at least one value` });
     }
@@ -56,4 +71,20 @@ export function selectorErrors(s: LabelSelector): { field: string; message: stri
     }
   });
   return errors;
+}
+
+// apimachinery IsValidLabelValue / IsQualifiedName: "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?", at most 63
+// characters; a key may carry a DNS-subdomain prefix and "/". The API server rejects selectors with others.
+const NAME = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$/;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+function isLabelValue(value: string): boolean {
+  return value === '' || (value.length <= 63 && NAME.test(value));
+}
+
+function isLabelKey(key: string): boolean {
+  const slash = key.indexOf('/');
+  const [prefix, name] = slash < 0 ? [undefined, key] : [key.slice(0, slash), key.slice(slash + 1)];
+  if (prefix !== undefined && (prefix.length === 0 || prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix))) return false;
+  return name.length > 0 && name.length <= 63 && NAME.test(name);
 }

@@ -3,6 +3,7 @@
 
 import type { NetworkPolicy, PolicyPeer, PolicyPort, PolicyRule, Problem } from '../model/index.js';
 import { contains, parseCidr } from './cidr.js';
+import { ipBlockPieces, MAX_BLOCK_PIECES } from './peers-ports.js';
 import { selectorErrors } from './selectors.js';
 
 // IANA_SVC_NAME: at most 15 characters, [a-z0-9-], at least one letter, no leading/trailing or double hyphen.
@@ -17,7 +18,43 @@ export function validatePolicy(policy: NetworkPolicy): Problem[] {
   for (const e of selectorErrors(policy.podSelector)) error(`spec.podSelector.${e.field}`, e.message);
   policy.ingress?.forEach((rule, i) => checkRule(rule, `spec.ingress[${i}]`, 'from', error, warn));
   policy.egress?.forEach((rule, i) => checkRule(rule, `spec.egress[${i}]`, 'to', error, warn));
+  // Size is checked only once the policy is otherwise valid: an invalid one compiles to a single RETURN anyway.
+  if (!problems.some((p) => p.severity === 'error')) checkSize(policy, error);
   return problems;
+}
+
+/**
+ * Limits on what one policy may cost, past which it fails closed like any invalid policy. Compile cost is
+ * near-linear in these counts, so bounding them bounds the time one policy can hold the sync loop; and a
+ * set past ipset's practical size, or a chain of tens of thousands of rules, would hurt every packet the
+ * node forwards. The API server has no such limit (only the object size), so these are netfence's own.
+ */
+export const POLICY_LIMITS = {
+  /** CIDRs all ipBlocks of one policy leave after subtracting their excepts (set members). */
+  blockCidrs: MAX_BLOCK_PIECES,
+  /** iptables rules one policy's chains would hold (peers × ports per rule, summed). */
+  rules: 10_000,
+} as const;
+
+function checkSize(policy: NetworkPolicy, error: Report): void {
+  let cidrs = 0;
+  let rules = 0;
+  for (const [dir, list] of [['ingress', policy.ingress], ['egress', policy.egress]] as const) {
+    for (const rule of list ?? []) {
+      const selectorPeers = rule.peers?.filter((p) => !p.ipBlock).length ?? 0;
+      const hasBlocks = rule.peers?.some((p) => p.ipBlock) ?? false;
+      rules += Math.max(1, selectorPeers + (hasBlocks ? 1 : 0)) * Math.max(1, rule.ports?.length ?? 0);
+      for (const peer of rule.peers ?? []) {
+        if (peer.ipBlock) cidrs += ipBlockPieces(peer.ipBlock, 4).length + ipBlockPieces(peer.ipBlock, 6).length;
+      }
+      if (cidrs > POLICY_LIMITS.blockCidrs) {
+        return error(`spec.${dir}`, `ipBlocks leave more than ${POLICY_LIMITS.blockCidrs} CIDRs after their excepts (netfence's per-policy limit); merge or shorten the excepts`);
+      }
+    }
+  }
+  if (rules > POLICY_LIMITS.rules) {
+    error('spec', `the policy would need ${rules} iptables rules (peers × ports), more than netfence's per-policy limit of ${POLICY_LIMITS.rules}`);
+  }
 }
 
 type Report = (field: string, message: string) => void;

@@ -139,7 +139,9 @@ export const DEFAULT_CONFIG: Omit<DaemonConfig, 'nodeName'> = {
   revokeEstablished: false,
   antiSpoofing: true,
   cniCacheDir: '/var/lib/cni',
-  listenAddress: '0.0.0.0:9476',
+  // The node's loopback: on the host network any pod can reach a port bound to 0.0.0.0. Exposing it to a
+  // scraper is an explicit choice (README "Scraping /metrics").
+  listenAddress: '127.0.0.1:9476',
   logLevel: 'info',
   logFormat: 'json',
   flannelSubnetEnv: '/run/flannel/subnet.env',

@@ -1,6 +1,12 @@
 // The one place processes are spawned. Everything that runs a tool goes through `run`.
+//
+// node:child_process directly rather than execa: when the process is out of file descriptors, execa 9
+// fails inside its own setup ("subprocess.stdio is not iterable") before it listens for the child's
+// 'error' event, and Node then kills the daemon with an unhandled 'error' (spawn EMFILE). Here every
+// failure to start a tool, to feed it or to finish in time becomes a DataplaneCommandError, which the sync
+// loop logs, counts and retries like any failed apply.
 
-import { execa } from 'execa';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { DataplaneCommandError, linesAround } from './errors.js';
 
 export interface RunOptions {
@@ -35,19 +41,67 @@ const notify = (file: string, ok: boolean): void => {
 
 export async function run(file: string, args: readonly string[], opts: RunOptions = {}): Promise<RunResult> {
   const [cmd, argv] = opts.netns ? ['ip', ['netns', 'exec', opts.netns, file, ...args]] : [file, [...args]];
-  const result = await execa(cmd, argv, {
-    input: opts.input ?? '',
-    reject: false,
-    timeout: opts.timeoutMs ?? 60_000,
-    stripFinalNewline: false,
-    maxBuffer: 1024 * 1024 * 1024,
-  });
-  notify(file, result.exitCode === 0 && !result.failed);
-  if (result.exitCode !== 0 || result.failed) {
-    const stderr = String(result.stderr ?? '') || String(result.message ?? '');
+  const result = await collect(cmd, argv, opts.input ?? '', opts.timeoutMs ?? 60_000);
+  notify(file, result.exitCode === 0 && !result.error);
+  if (result.exitCode !== 0 || result.error) {
+    const stderr = result.stderr || result.error?.message || `exited with code ${String(result.exitCode)}`;
     const line = opts.lineOf?.(stderr);
     const context = line !== undefined && opts.input !== undefined ? linesAround(opts.input, line) : [];
     throw new DataplaneCommandError([file, ...args].join(' '), result.exitCode, stderr, line, context);
   }
-  return { stdout: String(result.stdout), stderr: String(result.stderr) };
+  return { stdout: result.stdout, stderr: result.stderr };
+}
+
+interface Collected {
+  readonly exitCode: number | undefined;
+  readonly stdout: string;
+  readonly stderr: string;
+  /** Why the tool could not start, be fed or finish in time; undefined when it ran and exited. */
+  readonly error: Error | undefined;
+}
+
+/** Runs the tool to completion with `input` on stdin; never rejects and never leaves an 'error' event unheard. */
+function collect(cmd: string, argv: readonly string[], input: string, timeoutMs: number): Promise<Collected> {
+  return new Promise((resolve) => {
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let error: Error | undefined;
+    let settled = false;
+    let timer: NodeJS.Timeout | undefined;
+    const finish = (exitCode: number | undefined): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve({ exitCode, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), error });
+    };
+    let child: ChildProcess;
+    try {
+      child = spawn(cmd, [...argv], { stdio: ['pipe', 'pipe', 'pipe'] });
+    } catch (e) {
+      error = e instanceof Error ? e : new Error(String(e));
+      finish(undefined);
+      return;
+    }
+    child.on('error', (e) => {
+      error ??= e;
+      // A child that never started (EMFILE, ENOENT) has no pid and will not emit 'close'.
+      if (child.pid === undefined) finish(undefined);
+    });
+    child.stdout?.on('data', (d: Buffer) => out.push(d));
+    child.stderr?.on('data', (d: Buffer) => err.push(d));
+    child.stdout?.on('error', () => undefined);
+    child.stderr?.on('error', () => undefined);
+    // EPIPE when the tool exits without reading all of its input: its exit status tells what happened.
+    child.stdin?.on('error', () => undefined);
+    child.on('close', (code, signal) => {
+      if (code === null && !error) error = new Error(`killed by ${String(signal)}`);
+      finish(code ?? undefined);
+    });
+    timer = setTimeout(() => {
+      error ??= new Error(`timed out after ${timeoutMs} ms`);
+      child.kill('SIGKILL');
+    }, timeoutMs);
+    if (child.stdin) child.stdin.end(input);
+    else if (!error) error = new Error('could not open the tool\'s stdin');
+  });
 }

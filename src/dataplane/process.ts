@@ -58,8 +58,9 @@ export async function startJsonLineProcess(opts: JsonLineProcessOptions): Promis
   const exited = new Promise<ProcessExit>((resolve) => {
     // 'close', not 'exit': it fires after stdout/stderr are drained, so the last stderr lines are in the error.
     child.once('close', (code, signal) => resolve({ code, signal }));
-    // A spawn failure emits 'error' and never 'exit'.
-    child.once('error', () => resolve({ code: null, signal: null }));
+    // A spawn failure emits 'error' and never 'exit'. `on`, not `once`: a later 'error' (a failed kill)
+    // would otherwise be unhandled and end the whole process.
+    child.on('error', () => resolve({ code: null, signal: null }));
   });
   const pending = new Map<number, Pending>();
   let nextId = 1;
@@ -80,11 +81,12 @@ export async function startJsonLineProcess(opts: JsonLineProcessOptions): Promis
   );
   child.stdin.on('error', () => undefined); // EPIPE after the process died surfaces through `exited`
 
-  createInterface({ input: child.stderr }).on('line', (line) => {
+  // readline re-emits stream errors; unheard, they would end the process (the exit still reaches `exited`).
+  createInterface({ input: child.stderr }).on('error', () => undefined).on('line', (line) => {
     stderrTail = [...stderrTail.slice(-4), line];
     opts.onStderr?.(line);
   });
-  createInterface({ input: child.stdout }).on('line', (line) => {
+  createInterface({ input: child.stdout }).on('error', () => undefined).on('line', (line) => {
     let message: JsonObject;
     try {
       message = JSON.parse(line) as JsonObject;

@@ -33,6 +33,7 @@ export class HealthState implements HealthChecks {
   private ipvs: string | undefined;
   private lastReady = false;
   private sourceProblem: string | undefined;
+  private syncFailure: string | undefined;
 
   constructor(private readonly options: HealthStateOptions) {
     // Start-up counts as a beat: the loop gets a full stall window before its first report.
@@ -83,6 +84,15 @@ export class HealthState implements HealthChecks {
     this.notify();
   }
 
+  /**
+   * The last sync failed (compile or apply): the node keeps its previous rules, but they no longer follow
+   * the cluster, so it does not claim readiness until a sync succeeds again. Undefined clears it.
+   */
+  lastSyncFailed(reason: string | undefined): void {
+    this.syncFailure = reason;
+    this.notify();
+  }
+
   liveness(): Check {
     if (this.stopped !== undefined) return { ok: false, reason: `sync loop stopped: ${this.stopped}` };
     const silentMs = this.options.now() - this.lastBeat;
@@ -110,6 +120,7 @@ export class HealthState implements HealthChecks {
       const why = this.sourceProblem === undefined ? '' : ` (waiting for a complete read of the manifests: ${this.sourceProblem})`;
       return { ok: false, reason: `first full sync not programmed yet${why}` };
     }
+    if (this.syncFailure !== undefined) return { ok: false, reason: `last sync failed (retrying): ${this.syncFailure}` };
     if (this.sourceProblem !== undefined) return { ok: true, detail: `degraded: ${this.sourceProblem}` };
     return OK;
   }

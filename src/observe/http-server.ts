@@ -14,7 +14,28 @@ export interface ObserveServerOptions {
   readonly logger?: Logger;
   /** `/flows?pod=&namespace=&policy=&since=`: recent denied flows as JSON (`netfence drops`); 404 when absent. */
   readonly flows?: (query: URLSearchParams) => unknown;
+  /** Bounds on what clients may hold; defaults in CONNECTION_LIMITS. */
+  readonly limits?: Partial<ConnectionLimits>;
 }
+
+export interface ConnectionLimits {
+  /** Open connections at once; more are closed on arrival. Probes and a scraper need a handful. */
+  readonly maxConnections: number;
+  /** A connection that sends or receives nothing for this long is closed (idle keep-alives, silent clients). */
+  readonly idleMs: number;
+  /** Time allowed to receive a request's headers, and the whole request. */
+  readonly headersMs: number;
+  readonly requestMs: number;
+  /** How long a kept-alive connection may wait for its next request. */
+  readonly keepAliveMs: number;
+}
+
+/**
+ * Idle connections used to be kept forever: enough of them exhausted the daemon's file descriptors, and the
+ * next iptables-restore could not be started. Every connection now has a bounded life and a bounded count,
+ * so the descriptors the daemon needs for its own work stay free whatever clients do.
+ */
+export const CONNECTION_LIMITS: ConnectionLimits = { maxConnections: 64, idleMs: 15_000, headersMs: 5_000, requestMs: 10_000, keepAliveMs: 5_000 };
 
 export class ObserveServer {
   private server: Server | undefined;
@@ -29,9 +50,22 @@ export class ObserveServer {
     if (this.server) throw new Error('observe server already started');
     const address = typeof listen === 'string' ? parseListenAddress(listen) : listen;
     if (!address) throw new Error(`listen address "${String(listen)}" is not host:port`);
-    const server = createServer((req, res) => void this.handle(req, res));
-    // Probes and scrapes are short; do not let a stuck client hold a socket forever.
-    server.requestTimeout = 10_000;
+    const limits = { ...CONNECTION_LIMITS, ...this.options.limits };
+    const server = createServer(
+      { headersTimeout: limits.headersMs, requestTimeout: limits.requestMs, keepAliveTimeout: limits.keepAliveMs, connectionsCheckingInterval: 1_000 },
+      (req, res) => void this.handle(req, res),
+    );
+    // Probes and scrapes are short; do not let a stuck client hold a socket forever. With no 'timeout'
+    // listener the server destroys a socket that stays idle this long.
+    server.maxConnections = limits.maxConnections;
+    server.timeout = limits.idleMs;
+    let refused = 0;
+    server.on('drop', () => {
+      // Logged once per thousand, so a flood of connections cannot turn into a flood of log lines.
+      if (refused++ % 1000 === 0) this.logger.warn('refusing connections past the limit', { maxConnections: limits.maxConnections, refused });
+    });
+    // A client that sends garbage or vanishes mid-request is its own problem: close its socket quietly.
+    server.on('clientError', (_err, socket) => socket.destroy());
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       // An empty host listens on every interface (both families where the kernel allows).

@@ -11,6 +11,11 @@ export type EventKind = 'pod' | 'namespace' | 'networkpolicy' | 'node' | 'manife
 /** Kernel objects a drift check found deleted, edited or displaced and put back. */
 export type DriftObject = 'chain' | 'set' | 'hook';
 
+/** Where a sync failed: reading the cluster state or compiling it, or writing it to the kernel. */
+export type SyncFailureStage = 'compile' | 'apply';
+/** Kernel settings enforcement depends on, re-checked on every resync. */
+export type PreconditionName = 'bridge-nf-call-iptables';
+
 export interface ProgrammedCounts {
   readonly rules: number;
   readonly ipsets: number;
@@ -33,6 +38,10 @@ export interface Metrics extends VisibilityMetrics {
   countHookDisplaced(chain: string): void;
   /** kube-proxy's IPVS mode found on this node (kube-ipvs0): netfence cannot enforce there and stays unready. */
   setIpvsDetected(detected: boolean): void;
+  /** A sync that failed, by the stage that failed (its previous rules stay in place; it is retried). */
+  countSyncFailure(stage: SyncFailureStage): void;
+  /** Whether a kernel precondition held at the last check (1) or not (0). */
+  setPrecondition(check: PreconditionName, ok: boolean): void;
   /** The exposition text for GET /metrics. */
   render(): Promise<string>;
   readonly contentType: string;
@@ -145,7 +154,29 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     setSourceIncomplete: (incomplete) => sourceIncomplete.set(incomplete ? 1 : 0),
     countHookDisplaced: (chain) => hookDisplaced.inc({ chain }),
     setIpvsDetected: (detected) => ipvs.set(detected ? 1 : 0),
+    ...failureMetrics(registers),
     render: () => registry.metrics(),
     contentType: registry.contentType,
+  };
+}
+
+/** Sync failures and kernel preconditions: what tells an operator enforcement has stopped following the cluster. */
+function failureMetrics(registers: Registry[]): Pick<Metrics, 'countSyncFailure' | 'setPrecondition'> {
+  const syncFailures = new Counter({
+    name: 'netfence_sync_failures_total',
+    help: 'Syncs that failed, by stage (compile: reading or compiling the cluster state; apply: writing the kernel). Each is logged and retried.',
+    labelNames: ['stage'] as const,
+    registers,
+  });
+  const preconditions = new Gauge({
+    name: 'netfence_kernel_precondition',
+    help: '1 if a kernel precondition held at the last check (every resync), else 0; the node is not ready while one is 0.',
+    labelNames: ['check'] as const,
+    registers,
+  });
+  for (const stage of ['compile', 'apply'] as const) syncFailures.labels({ stage }).inc(0);
+  return {
+    countSyncFailure: (stage) => syncFailures.inc({ stage }),
+    setPrecondition: (check, ok) => preconditions.set({ check }, ok ? 1 : 0),
   };
 }

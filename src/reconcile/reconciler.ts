@@ -17,7 +17,8 @@ export interface SnapshotSource {
 /** What the loop reports, for metrics and health; all optional. */
 export interface ReconcileObserver {
   synced?(info: { reason: RunReason; readKernel: boolean; seconds: number; applySeconds: number; plans: readonly FamilyPlan[]; drift: boolean; desired: DesiredState }): void;
-  failed?(info: { reason: RunReason; error: Error }): void;
+  /** A sync failed at `stage`; the previous rules stay and the sync is retried with backoff. */
+  failed?(info: { reason: RunReason; error: Error; stage: 'compile' | 'apply' }): void;
   problems?(problems: readonly Problem[]): void;
   heartbeat?(): void;
 }
@@ -33,6 +34,12 @@ export interface ReconcilerOptions {
   readonly resyncIntervalMs: number;
   readonly dryRun?: boolean;
   readonly observer?: ReconcileObserver;
+  /**
+   * Re-reads the kernel settings enforcement depends on (bridge-nf-call-iptables). Called on every sync that
+   * re-reads the kernel (start, drift timer, retries): someone may switch them off at any time. Its failures
+   * are its own to report; they never stop the sync.
+   */
+  readonly checkPreconditions?: () => Promise<void>;
 }
 
 export class Reconciler {
@@ -80,10 +87,25 @@ export class Reconciler {
   private async syncOnce(reason: RunReason): Promise<void> {
     const { clock, logger } = this.opts;
     this.opts.observer?.heartbeat?.();
+    if (reason !== 'change' || this.syncs === 0) await this.opts.checkPreconditions?.().catch(() => undefined);
     const started = clock.now();
-    const snapshot = this.opts.source.snapshot();
-    const result = this.compiler.compile(snapshot, this.opts.settings(snapshot));
-    this.reportProblems([...this.opts.source.problems(), ...result.problems]);
+    let result: ReturnType<Compiler['compile']>;
+    // Everything that reads or compiles the cluster state is inside the catch: an exception here used to
+    // escape to the runner, which retried silently while the node stayed ready and ignored every change.
+    try {
+      const snapshot = this.opts.source.snapshot();
+      result = this.compiler.compile(snapshot, this.opts.settings(snapshot));
+      this.reportProblems([...this.opts.source.problems(), ...result.problems]);
+    } catch (err) {
+      const error = err instanceof Error ? err : new Error(String(err));
+      logger.error('compiling the cluster state failed; the previous rules stay in place and the sync will be retried', {
+        reason,
+        error: error.message,
+        stack: error.stack,
+      });
+      this.opts.observer?.failed?.({ reason, error, stage: 'compile' });
+      throw error;
+    }
     try {
       if (this.opts.dryRun) {
         const plans = await this.opts.syncer.planOnly(result.desired);
@@ -109,11 +131,11 @@ export class Reconciler {
         desired: result.desired,
       });
     } catch (err) {
-      const error = err as Error;
+      const error = err instanceof Error ? err : new Error(String(err));
       this.opts.syncer.markOutOfSync(`apply failed: ${error.message}`);
       logger.error('apply failed; the previous rules stay in place and the sync will be retried', { reason, error: error.message });
-      this.opts.observer?.failed?.({ reason, error });
-      throw err;
+      this.opts.observer?.failed?.({ reason, error, stage: 'apply' });
+      throw error;
     }
   }
 

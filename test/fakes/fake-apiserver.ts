@@ -102,6 +102,7 @@ export class FakeApiServer {
   private readonly held = new Map<Resource, Promise<void>>();
   private readonly failures = new Map<Resource, { status: number; remaining: number }>();
   private readonly truncations = new Map<Resource, number>();
+  private readonly corrupt = new Set<Resource>();
   private server: Server | undefined;
   private bookmarkTimer: NodeJS.Timeout | undefined;
   private portNumber = 0;
@@ -245,6 +246,19 @@ export class FakeApiServer {
     this.truncations.set(resource, times);
   }
 
+  /**
+   * The next event written for the resource reaches open watches as a corrupted line (cut in half), as a
+   * broken proxy or a truncated chunk would deliver it. The event is still stored and in the history.
+   */
+  corruptNextEvent(resource: Resource): void {
+    this.corrupt.add(resource);
+  }
+
+  /** Writes one raw line (no JSON encoding) to every open watch of the resource. */
+  sendRawLine(resource: Resource, line: string): void {
+    for (const w of this.watchers) if (w.resource === resource) w.res.write(`${line}\n`);
+  }
+
   /** Sends a BOOKMARK with the current resourceVersion to every watch that asked for bookmarks. */
   bookmark(): void {
     for (const w of this.watchers) {
@@ -288,8 +302,13 @@ export class FakeApiServer {
       const dropped = this.history.splice(0, this.history.length - this.historyLimit);
       this.horizon = dropped[dropped.length - 1]!.rv;
     }
+    const corrupt = this.corrupt.delete(event.resource);
     for (const w of this.watchers) {
-      if (w.resource === event.resource && matchesNamespace(event.object, w.namespace)) send(w.res, { type: event.type, object: event.object });
+      if (w.resource !== event.resource || !matchesNamespace(event.object, w.namespace)) continue;
+      if (corrupt) {
+        const text = JSON.stringify({ type: event.type, object: event.object });
+        w.res.write(`${text.slice(0, Math.floor(text.length / 2))}\n`);
+      } else send(w.res, { type: event.type, object: event.object });
     }
   }
 

@@ -28,8 +28,11 @@ export interface NodeDaemon {
   stop(): Promise<void>;
 }
 
-/** Starts one daemon for the node; `flags` are extra config flags (`{ 'batch-window-ms': '10' }`). */
-export async function startNodeDaemon(node: SandboxNode, input: ClusterInput, flags: Readonly<Record<string, string>> = {}): Promise<NodeDaemon> {
+/**
+ * Starts one daemon for the node; `flags` are extra config flags (`{ 'batch-window-ms': '10' }`).
+ * `{ 'pod-cidr': [] }` leaves the pod CIDR to the Node object.
+ */
+export async function startNodeDaemon(node: SandboxNode, input: ClusterInput, flags: Readonly<Record<string, string | readonly string[]>> = {}): Promise<NodeDaemon> {
   const { config } = loadConfig({
     argvFlags: {
       'node-name': node.name,

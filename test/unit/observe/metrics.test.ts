@@ -27,11 +27,13 @@ describe('createMetrics', () => {
         'netfence_ipset_members_programmed gauge',
         'netfence_ipsets_programmed gauge',
         'netfence_kube_proxy_ipvs gauge',
+        'netfence_kernel_precondition gauge',
         'netfence_policy_problems gauge',
         'netfence_ready gauge',
         'netfence_rules_programmed gauge',
         'netfence_source_incomplete gauge',
         'netfence_sync_duration_seconds histogram',
+        'netfence_sync_failures_total counter',
       ].sort(),
     );
     expect(text).toMatch(/^# HELP netfence_ready \S/m);

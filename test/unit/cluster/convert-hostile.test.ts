@@ -1,0 +1,44 @@
+// Objects the API server would reject are refused one field at a time, with a problem naming it, and the
+// rest of the object (and every other object) still loads (issue 18).
+
+import { convert, type Converted } from '../../../src/cluster/convert.js';
+import type { Problem } from '../../../src/model/index.js';
+
+const problemsOf = (r: Converted<unknown>) => r.problems.map((p: Problem) => `${p.field} | ${p.message}`);
+
+describe('convert: values the API server rejects', () => {
+  it('a Node podCIDR 10.244.1.0/33 is refused as a problem, not thrown later from the sync loop', () => {
+    const r = convert('Node', { apiVersion: 'v1', kind: 'Node', metadata: { name: 'n1' }, spec: { podCIDR: '10.244.1.0/33', podCIDRs: ['10.244.1.0/33'] } });
+    if (!r.ok) throw new Error('a Node with a bad podCIDR is still a Node');
+    expect(r.value.podCidrs).toEqual([]);
+    expect(problemsOf(r)).toEqual(['spec.podCIDRs[0] | "10.244.1.0/33" is not a CIDR; ignored']);
+  });
+
+  it.each(['010.244.1.0/24', '10.244.1/24', '10.244.1.0/024', '10.244.1.0'])('Node podCIDR %p is refused', (cidr) => {
+    const r = convert('Node', { apiVersion: 'v1', kind: 'Node', metadata: { name: 'n1' }, spec: { podCIDR: cidr } });
+    expect(r.ok && r.value.podCidrs).toEqual([]);
+  });
+
+  it('keeps the valid podCIDRs of a dual-stack Node when one is bad', () => {
+    const r = convert('Node', { apiVersion: 'v1', kind: 'Node', metadata: { name: 'n1' }, spec: { podCIDRs: ['10.244.1.0/24', 'fd00::/129'] } });
+    expect(r.ok && r.value.podCidrs).toEqual(['10.244.1.0/24']);
+  });
+
+  it('a containerPort of 70000 is dropped with a problem; the pod and its other ports load', () => {
+    const r = convert('Pod', {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'web', namespace: 'prod' },
+      spec: { nodeName: 'n1', containers: [{ name: 'c', ports: [{ name: 'big', containerPort: 70000 }, { name: 'http', containerPort: 8080 }] }] },
+      status: { phase: 'Running', podIP: '10.244.1.5' },
+    });
+    if (!r.ok) throw new Error('the pod should load');
+    expect(r.value.ports).toEqual([{ name: 'http', containerPort: 8080, protocol: 'TCP' }]);
+    expect(problemsOf(r)).toEqual(['spec.containers[0].ports[0].containerPort | 70000 is not a port number (1-65535); ignored']);
+  });
+
+  it.each(['010.244.1.5', 'fe80::1%eth0'])('pod IP %p is not an address', (ip) => {
+    const r = convert('Pod', { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web', namespace: 'prod' }, spec: {}, status: { podIP: ip } });
+    expect(r.ok && r.value.ips).toEqual([]);
+  });
+});

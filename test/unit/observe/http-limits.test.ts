@@ -1,0 +1,68 @@
+// The observability server bounds what clients can hold (issue 18): idle connections used to stay open
+// forever, and enough of them exhausted the daemon's file descriptors. Loopback only.
+
+import { connect, type Socket } from 'node:net';
+import type { HealthChecks } from '../../../src/observe/health.js';
+import * as httpServer from '../../../src/observe/http-server.js';
+import { ObserveServer } from '../../../src/observe/http-server.js';
+import { createMetrics } from '../../../src/observe/metrics.js';
+
+const checks: HealthChecks = { liveness: () => ({ ok: true }), readiness: () => ({ ok: true }) };
+
+/** Opens a TCP connection and resolves once it is established; `closed` resolves when the server ends it. */
+function idleConnection(port: number): Promise<{ socket: Socket; closed: Promise<void> }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    const closed = new Promise<void>((r) => socket.once('close', () => r()));
+    socket.on('error', () => undefined); // a reset from the server is what some tests expect
+    socket.once('connect', () => resolve({ socket, closed }));
+    socket.once('error', reject);
+  });
+}
+
+async function healthz(port: number): Promise<number> {
+  const res = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(3000) });
+  await res.text();
+  return res.status;
+}
+
+describe('ObserveServer connection limits', () => {
+  it('has bounded defaults', () => {
+    expect(httpServer.CONNECTION_LIMITS.maxConnections).toBeLessThanOrEqual(256);
+    expect(httpServer.CONNECTION_LIMITS.idleMs).toBeLessThanOrEqual(60_000);
+  });
+
+  it('closes connections past maxConnections at once and idle ones after the idle timeout', async () => {
+    const server = new ObserveServer({ health: checks, metrics: createMetrics(), limits: { maxConnections: 4, idleMs: 400, headersMs: 300, requestMs: 400 } });
+    const { port } = await server.start('127.0.0.1:0');
+    const open: { socket: Socket; closed: Promise<void> }[] = [];
+    try {
+      for (let i = 0; i < 12; i++) open.push(await idleConnection(port));
+      const state = () => Promise.race([Promise.all(open.map((c) => c.closed)).then(() => 'all closed'), new Promise((r) => setTimeout(() => r('some open'), 3_000))]);
+      // Every idle connection ends: the 8 past the limit at once, the first 4 after the idle timeout.
+      expect(await state()).toBe('all closed');
+      expect(await healthz(port)).toBe(200);
+    } finally {
+      for (const c of open) c.socket.destroy();
+      await server.stop();
+    }
+  });
+
+  it('keeps answering probes while idle connections sit at the limit', async () => {
+    const server = new ObserveServer({ health: checks, metrics: createMetrics(), limits: { maxConnections: 3, idleMs: 60_000, headersMs: 60_000, requestMs: 60_000 } });
+    const { port } = await server.start('127.0.0.1:0');
+    const open: { socket: Socket; closed: Promise<void> }[] = [];
+    try {
+      for (let i = 0; i < 3; i++) open.push(await idleConnection(port));
+      // The limit refuses the probe too, but it frees nothing: the point is that the daemon is not harmed
+      // and answers again as soon as a slot frees (here, one idle client leaves).
+      open[0]!.socket.destroy();
+      await open[0]!.closed;
+      await new Promise((r) => setTimeout(r, 50));
+      expect(await healthz(port)).toBe(200);
+    } finally {
+      for (const c of open) c.socket.destroy();
+      await server.stop();
+    }
+  });
+});
