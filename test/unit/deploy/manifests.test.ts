@@ -98,13 +98,13 @@ function podOf(d: Doc): PodSpec {
 }
 
 describe('RBAC', () => {
-  it('grants exactly get/list/watch on pods, namespaces, nodes and networkpolicies', () => {
+  it('grants exactly get/list/watch on pods, namespaces, nodes, networkpolicies and clusternetworkpolicies', () => {
     const grants = clusterRole.rules.flatMap((rule) => {
       expect([...rule.verbs].sort()).toEqual(['get', 'list', 'watch']);
       expect(rule.resourceNames).toBeUndefined();
       return rule.apiGroups.flatMap((group) => rule.resources.map((resource) => `${group}/${resource}`));
     });
-    expect(grants.sort()).toEqual(['/namespaces', '/nodes', '/pods', 'networking.k8s.io/networkpolicies']);
+    expect(grants.sort()).toEqual(['/namespaces', '/nodes', '/pods', 'networking.k8s.io/networkpolicies', 'policy.networking.k8s.io/clusternetworkpolicies']);
   });
 
   it('binds the ClusterRole to the DaemonSet service account', () => {
