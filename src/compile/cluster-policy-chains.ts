@@ -44,7 +44,7 @@ export function cnpChain(cnp: ClusterNetworkPolicy, direction: Direction, family
   const invalid = cnpInvalid(cnp);
   const rules: Rule[] = [];
   for (const [i, rule] of rulesIn.entries()) {
-    const label = `cnp ${cnp.name} ${direction}[${i}]${rule.name ? ` ${rule.name}` : ''}`;
+    const label = `cnp ${cnp.name} ${direction}:${i}${rule.name ? ` ${rule.name}` : ''}`;
     // An unreadable action reads as Deny; an invalid object's Pass denies (it may not skip the tier's Denies).
     const action = rule.action === undefined || (invalid && rule.action === 'Pass') ? 'Deny' : rule.action;
     const body = ruleMatches(cnp, rule, direction, family, ctx);
@@ -77,7 +77,8 @@ export function cnpChain(cnp: ClusterNetworkPolicy, direction: Direction, family
 const roleOf = (cnp: ClusterNetworkPolicy, direction: Direction) =>
   ({ kind: 'cluster-policy', direction, policy: cnp.name, tier: cnp.tier, priority: cnp.priority }) as const;
 
-type PeerMatch = { readonly kind: 'any' } | { readonly kind: 'set'; readonly match: Match; readonly scope: PodScope | undefined } | { readonly kind: 'none' };
+/** `match` is asked for only when used, so an egress named port does not create the peer's unused set. */
+type PeerMatch = { readonly kind: 'any' } | { readonly kind: 'set'; readonly match: () => Match; readonly scope: PodScope | undefined } | { readonly kind: 'none' };
 
 /** The match lists whose union is the rule in this family, or 'broken' when the rule must fail closed. */
 function ruleMatches(cnp: ClusterNetworkPolicy, rule: CnpRule, direction: Direction, family: IpFamily, ctx: CnpChainContext): Match[][] | 'broken' {
@@ -91,11 +92,11 @@ function ruleMatches(cnp: ClusterNetworkPolicy, rule: CnpRule, direction: Direct
   const out: Match[][] = [];
   for (const peer of peers) {
     if (peer.kind === 'none') continue;
-    const peerMatches: Match[] = peer.kind === 'set' ? [peer.match] : [];
+    const peerMatches = (): Match[] => (peer.kind === 'set' ? [peer.match()] : []);
     const protocols = rule.protocols ?? [];
     // "If protocols is unset or empty, this rule matches all protocols and ports."
     if (protocols.length === 0) {
-      out.push(peerMatches);
+      out.push(peerMatches());
       continue;
     }
     for (const proto of protocols) out.push(...protocolMatches(proto, peer, peerMatches, cnp, direction, ctx));
@@ -114,8 +115,8 @@ function peerMatch(peer: CnpPeer, direction: Direction, family: IpFamily, ctx: C
       // Host-networked pods are never in it ("host-networked pods are not included").
       const npPeer = peer.kind === 'namespaces' ? { namespaceSelector: peer.namespaceSelector } : { namespaceSelector: peer.namespaceSelector, podSelector: peer.podSelector };
       const key = ctx.state.peerKey(npPeer, '');
-      const set = ctx.sets.request({ kind: 's', key, description: key, spec: { kind: 'selector', peer: npPeer, namespace: '' } });
-      return { kind: 'set', match: { kind: 'set', set, direction: dir }, scope: { kind: 'selector', peer: npPeer, namespace: '' } };
+      const match = (): Match => ({ kind: 'set', set: ctx.sets.request({ kind: 's', key, description: key, spec: { kind: 'selector', peer: npPeer, namespace: '' } }), direction: dir });
+      return { kind: 'set', match, scope: { kind: 'selector', peer: npPeer, namespace: '' } };
     }
     case 'networks': {
       if (direction === 'ingress') return 'broken';
@@ -130,14 +131,14 @@ function peerMatch(peer: CnpPeer, direction: Direction, family: IpFamily, ctx: C
       if (cidrs.some((c) => c.prefix === 0)) return { kind: 'any' };
       const unique = [...new Map(cidrs.map((c) => [formatCidr(c), c])).values()];
       const key = unique.map(formatCidr).sort().join(',');
-      const set = ctx.sets.request({ kind: 'b', key, description: `networks ${key}`, spec: { kind: 'cidrs', members: unique.map(cidrMember) } });
-      return { kind: 'set', match: { kind: 'set', set, direction: 'dst' }, scope: { kind: 'cidrs', cidrs: unique } };
+      const match = (): Match => ({ kind: 'set', set: ctx.sets.request({ kind: 'b', key, description: `networks ${key}`, spec: { kind: 'cidrs', members: unique.map(cidrMember) } }), direction: 'dst' });
+      return { kind: 'set', match, scope: { kind: 'cidrs', cidrs: unique } };
     }
     case 'nodes': {
       if (direction === 'ingress') return 'broken';
       const key = `nodes ${canonicalSelector(peer.nodeSelector)}`;
-      const set = ctx.sets.request({ kind: 's', key, description: key, spec: { kind: 'node-ips', nodeSelector: peer.nodeSelector } });
-      return { kind: 'set', match: { kind: 'set', set, direction: 'dst' }, scope: undefined };
+      const match = (): Match => ({ kind: 'set', set: ctx.sets.request({ kind: 's', key, description: key, spec: { kind: 'node-ips', nodeSelector: peer.nodeSelector } }), direction: 'dst' });
+      return { kind: 'set', match, scope: undefined };
     }
   }
 }
@@ -147,14 +148,14 @@ const L4 = { TCP: 'tcp', UDP: 'udp', SCTP: 'sctp' } as const;
 function protocolMatches(
   proto: CnpProtocol,
   peer: PeerMatch,
-  peerMatches: Match[],
+  peerMatches: () => Match[],
   cnp: ClusterNetworkPolicy,
   direction: Direction,
   ctx: CnpChainContext,
 ): Match[][] {
   if (proto.kind === 'protocol') {
     const protocol = L4[proto.protocol];
-    return [[{ kind: 'protocol', protocol }, ...peerMatches, ...(proto.ports ? [{ kind: 'dports', ports: [proto.ports] } as const] : [])]];
+    return [[{ kind: 'protocol', protocol }, ...peerMatches(), ...(proto.ports ? [{ kind: 'dports', ports: [proto.ports] } as const] : [])]];
   }
   if (proto.kind !== 'named') return [];
   // "destinationNamedPort … the port name as defined on the destination pod": resolved per destination,
@@ -170,7 +171,7 @@ function protocolMatches(
       description: `${who}, named port ${protocol}/${proto.name}`,
       spec: direction === 'ingress' ? { kind: 'named-subjects', cnp, protocol, name: proto.name } : { kind: 'named-pods', scope: scope!, protocol, name: proto.name },
     });
-    out.push([{ kind: 'protocol', protocol }, ...(direction === 'ingress' ? peerMatches : []), { kind: 'set', set, direction: 'dst,dst' }]);
+    out.push([{ kind: 'protocol', protocol }, ...(direction === 'ingress' ? peerMatches() : []), { kind: 'set', set, direction: 'dst,dst' }]);
   }
   return out;
 }

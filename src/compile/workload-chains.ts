@@ -95,7 +95,7 @@ function tieredWorkloadChain(input: WorkloadChainInput, tiers: CnpTierChains, se
     rules.push({ match: [], action: { kind: 'drop' }, comment: `${input.podKey} isolated for ${input.direction}: no policy allowed` });
   } else {
     tier(tiers.baseline);
-    rules.push({ match: [], action: { kind: 'set-mark', value: accept, mask: accept }, comment: `${input.podKey} no tier decided ${input.direction}: allowed` });
+    rules.push({ match: [], action: { kind: 'set-mark', value: accept, mask: accept }, comment: `${input.podKey} not isolated for ${input.direction}: no tier decided` });
   }
   const role = { kind: 'workload', direction: input.direction, pod: input.podKey, ip: input.ip } as const;
   return { name: input.name, rules, role };
