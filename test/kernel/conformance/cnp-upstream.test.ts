@@ -8,6 +8,7 @@
 //   CNPAdminTierIngressTCP     all 7 subtests (conformance/base/admin_tier/standard-ingress-tcp-rules.yaml)
 //   CNPBaselineTierIngressTCP  all 5 subtests (baseline_tier/standard-ingress-tcp-rules.yaml, rules from the test's comments)
 //   CNPAdminTierPriorityField  all 3 subtests (admin_tier/standard-priority-field.yaml)
+//   CNPAdminTierEgressTCP      all 6 subtests (admin_tier/standard-egress-tcp-rules.yaml)
 //   CNPAdminTierEgressInlineCIDRPeers  both subtests (admin_tier/standard-egress-inline-cidr-rules.yaml:
 //                              networks 0.0.0.0/0 and ::/0, then an Accept of two pod /32s inserted first)
 // Not upstream, in the same style: the ingress-tcp rules on UDP 53/5353 and SCTP 9003/9005, NetworkPolicy /
@@ -251,6 +252,49 @@ describeKernel('ClusterNetworkPolicy conformance (network-policy-api, ported)', 
     ]);
     await observe('remote node denied', 'TCP', 80, [[pod('harry-potter-0'), 'node:n2', false], [pod('draco-malfoy-0'), 'node:n2', true], [pod('harry-potter-1'), pod('draco-malfoy-0'), true]], f);
     await observe('remote node denied', 'UDP', 53, [[pod('harry-potter-0'), 'node:n2', false]], f);
+    done(f);
+  });
+
+  it('CNPAdminTierEgressTCP: ordering, ports, Pass, swaps', async () => {
+    const f: string[] = [];
+    const to = (house: string) => [{ namespaces: { matchLabels: { [NAME]: ns(house as never) } } }];
+    const base = cnpDoc('egress-tcp', 'Admin', 6, {
+      subject: { namespaces: { matchLabels: { [NAME]: ns('gryffindor') } } },
+      egress: [
+        { name: 'allow-to-ravenclaw-everything', action: 'Accept', to: to('ravenclaw') },
+        { name: 'deny-to-ravenclaw-everything', action: 'Deny', to: to('ravenclaw') },
+        { name: 'pass-to-ravenclaw-everything', action: 'Pass', to: to('ravenclaw') },
+        { name: 'deny-to-slytherin-at-port-80', action: 'Deny', to: to('slytherin'), protocols: tcpPort(80) },
+        { name: 'pass-to-slytherin-at-port-80', action: 'Pass', to: to('slytherin'), protocols: tcpPort(80) },
+        { name: 'allow-to-hufflepuff-at-port-8080', action: 'Accept', to: to('hufflepuff'), protocols: tcpPort(8080) },
+        { name: 'deny-to-hufflepuff-everything-else', action: 'Deny', to: to('hufflepuff') },
+      ],
+    });
+    const swapE = (doc: CnpDoc, i: number, j: number): CnpDoc => {
+      const egress = [...(doc.spec.egress ?? [])];
+      [egress[i], egress[j]] = [egress[j]!, egress[i]!];
+      return { ...doc, spec: { ...doc.spec, egress } };
+    };
+    const [hp0, hp1] = [pod('harry-potter-0'), pod('harry-potter-1')];
+    c().setClusterPolicies([base]);
+    await observe('allow-egress, ordering', 'TCP', 80, [[hp0, pod('luna-lovegood-0'), true]], f);
+    await observe('allow-egress, ordering', 'TCP', 8080, [[hp1, pod('luna-lovegood-0'), true]], f);
+    await observe('allow at port', 'TCP', 8080, [[hp0, pod('cedric-diggory-1'), true]], f);
+    await observe('allow at port', 'TCP', 80, [[hp1, pod('cedric-diggory-1'), false]], f);
+    let now = swapE(base, 0, 1);
+    c().putClusterPolicy(now);
+    await observe('deny after swap 0/1', 'TCP', 80, [[hp0, pod('luna-lovegood-1'), false]], f);
+    await observe('deny after swap 0/1', 'TCP', 8080, [[hp1, pod('luna-lovegood-1'), false]], f);
+    await observe('deny at port', 'TCP', 80, [[hp0, pod('draco-malfoy-0'), false]], f);
+    await observe('deny at port', 'TCP', 8080, [[hp1, pod('draco-malfoy-0'), true]], f);
+    now = swapE(now, 0, 2);
+    c().putClusterPolicy(now);
+    await observe('pass after swap 0/2', 'TCP', 80, [[hp0, pod('luna-lovegood-0'), true]], f);
+    await observe('pass after swap 0/2', 'TCP', 8080, [[hp1, pod('luna-lovegood-0'), true]], f);
+    now = swapE(now, 3, 4);
+    c().putClusterPolicy(now);
+    await observe('pass at port after swap 3/4', 'TCP', 80, [[hp0, pod('draco-malfoy-0'), true]], f);
+    await observe('pass at port after swap 3/4', 'TCP', 8080, [[hp1, pod('draco-malfoy-0'), true]], f);
     done(f);
   });
 });
