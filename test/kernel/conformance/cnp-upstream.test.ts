@@ -9,6 +9,8 @@
 //   CNPBaselineTierIngressTCP  all 5 subtests (baseline_tier/standard-ingress-tcp-rules.yaml, rules from the test's comments)
 //   CNPAdminTierPriorityField  all 3 subtests (admin_tier/standard-priority-field.yaml)
 //   CNPAdminTierEgressTCP      all 6 subtests (admin_tier/standard-egress-tcp-rules.yaml)
+//   CNPBaselineTierEgressTCP   all 5 subtests (baseline_tier/standard-egress-tcp-rules.yaml: the admin egress rules
+//                              without the Passes; the YAML itself was not read, its rules follow from the test)
 //   CNPAdminTierEgressInlineCIDRPeers  both subtests (admin_tier/standard-egress-inline-cidr-rules.yaml:
 //                              networks 0.0.0.0/0 and ::/0, then an Accept of two pod /32s inserted first)
 // Not upstream, in the same style: the ingress-tcp rules on UDP 53/5353 and SCTP 9003/9005, NetworkPolicy /
@@ -295,6 +297,36 @@ describeKernel('ClusterNetworkPolicy conformance (network-policy-api, ported)', 
     c().putClusterPolicy(now);
     await observe('pass at port after swap 3/4', 'TCP', 80, [[hp0, pod('draco-malfoy-0'), true]], f);
     await observe('pass at port after swap 3/4', 'TCP', 8080, [[hp1, pod('draco-malfoy-0'), true]], f);
+    done(f);
+  });
+
+  it('CNPBaselineTierEgressTCP: ordering, ports, ingress unaffected, swap', async () => {
+    const f: string[] = [];
+    const to = (house: string) => [{ namespaces: { matchLabels: { [NAME]: ns(house as never) } } }];
+    const base = cnpDoc('default', 'Baseline', 10, {
+      subject: { namespaces: { matchLabels: { [NAME]: ns('gryffindor') } } },
+      egress: [
+        { name: 'allow-to-ravenclaw-everything', action: 'Accept', to: to('ravenclaw') },
+        { name: 'deny-to-ravenclaw-everything', action: 'Deny', to: to('ravenclaw') },
+        { name: 'deny-to-slytherin-at-port-80', action: 'Deny', to: to('slytherin'), protocols: tcpPort(80) },
+        { name: 'allow-to-hufflepuff-at-port-8080', action: 'Accept', to: to('hufflepuff'), protocols: tcpPort(8080) },
+        { name: 'deny-to-hufflepuff-everything-else', action: 'Deny', to: to('hufflepuff') },
+      ],
+    });
+    const [hp0, hp1] = [pod('harry-potter-0'), pod('harry-potter-1')];
+    c().setClusterPolicies([base]);
+    await observe('allow-egress, ordering', 'TCP', 80, [[hp0, pod('luna-lovegood-0'), true]], f);
+    await observe('allow-egress, ordering', 'TCP', 8080, [[hp1, pod('luna-lovegood-0'), true]], f);
+    await observe('allow at port', 'TCP', 8080, [[hp0, pod('cedric-diggory-1'), true]], f);
+    await observe('allow at port', 'TCP', 80, [[hp1, pod('cedric-diggory-1'), false]], f);
+    await observe('ingress unaffected', 'TCP', 80, [[pod('luna-lovegood-0'), hp0, true], [pod('draco-malfoy-0'), hp1, true]], f);
+    const egress = [...(base.spec.egress ?? [])];
+    [egress[0], egress[1]] = [egress[1]!, egress[0]!];
+    c().putClusterPolicy({ ...base, spec: { ...base.spec, egress } });
+    await observe('deny after swap 0/1', 'TCP', 80, [[hp0, pod('luna-lovegood-1'), false]], f);
+    await observe('deny after swap 0/1', 'TCP', 8080, [[hp1, pod('luna-lovegood-1'), false]], f);
+    await observe('deny at port', 'TCP', 80, [[hp0, pod('draco-malfoy-0'), false]], f);
+    await observe('deny at port', 'TCP', 8080, [[hp1, pod('draco-malfoy-0'), true]], f);
     done(f);
   });
 });
