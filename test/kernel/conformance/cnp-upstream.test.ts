@@ -11,6 +11,8 @@
 //   CNPAdminTierEgressTCP      all 6 subtests (admin_tier/standard-egress-tcp-rules.yaml)
 //   CNPBaselineTierEgressTCP   all 5 subtests (baseline_tier/standard-egress-tcp-rules.yaml: the admin egress rules
 //                              without the Passes; the YAML itself was not read, its rules follow from the test)
+//   CNPAdminTierIntegration    all 6 subtests (api_integration/standard-anp-np-banp.yaml: Admin Deny → Pass,
+//                              a NetworkPolicy in gryffindor, Baseline Deny; then the NetworkPolicy deleted)
 //   CNPAdminTierEgressInlineCIDRPeers  both subtests (admin_tier/standard-egress-inline-cidr-rules.yaml:
 //                              networks 0.0.0.0/0 and ::/0, then an Accept of two pod /32s inserted first)
 // Not upstream, in the same style: the ingress-tcp rules on UDP 53/5353 and SCTP 9003/9005, NetworkPolicy /
@@ -327,6 +329,52 @@ describeKernel('ClusterNetworkPolicy conformance (network-policy-api, ported)', 
     await observe('deny after swap 0/1', 'TCP', 8080, [[hp1, pod('luna-lovegood-1'), false]], f);
     await observe('deny at port', 'TCP', 80, [[hp0, pod('draco-malfoy-0'), false]], f);
     await observe('deny at port', 'TCP', 8080, [[hp1, pod('draco-malfoy-0'), true]], f);
+    done(f);
+  });
+
+  it('CNPAdminTierIntegration: Admin Deny, then Pass to the NetworkPolicy, then (NetworkPolicy deleted) to Baseline', async () => {
+    const f: string[] = [];
+    const slytherinNs = [{ namespaces: { matchLabels: { 'conformance-house': 'slytherin' } } }];
+    const passExample = (ingressAction: string, egressAction: string) =>
+      cnpDoc('pass-example', 'Admin', 10, {
+        subject: { namespaces: { matchLabels: { 'conformance-house': 'gryffindor' } } },
+        ingress: [{ name: 'deny-all-ingress-from-slytherin', action: ingressAction, from: slytherinNs }],
+        egress: [{ name: 'deny-all-egress-to-slytherin', action: egressAction, to: slytherinNs }],
+      });
+    const baseline = cnpDoc('default', 'Baseline', 10, {
+      subject: { namespaces: { matchLabels: { 'conformance-house': 'gryffindor' } } },
+      ingress: [{ name: 'deny-all-ingress-from-slytherin', action: 'Deny', from: slytherinNs }],
+      egress: [{ name: 'deny-all-egress-to-slytherin', action: 'Deny', to: slytherinNs }],
+    });
+    const np = {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: { name: 'allow-gress-from-to-slytherin-to-gryffindor', namespace: ns('gryffindor') },
+      spec: {
+        podSelector: null,
+        policyTypes: ['Ingress', 'Egress'],
+        ingress: [{ from: [{ namespaceSelector: { matchLabels: { 'conformance-house': 'slytherin' } } }] }],
+        egress: [{ to: [{ namespaceSelector: { matchLabels: { 'conformance-house': 'slytherin' } } }] }],
+      },
+    };
+    const [hp0, hp1, d0, d1] = [pod('harry-potter-0'), pod('harry-potter-1'), pod('draco-malfoy-0'), pod('draco-malfoy-1')];
+    c().setClusterPolicies([passExample('Deny', 'Deny'), baseline]);
+    c().setPolicies([np]);
+    await observe('admin denies ingress', 'TCP', 80, [[d0, hp0, false]], f);
+    await observe('admin denies ingress', 'TCP', 8080, [[d1, hp0, false]], f);
+    await observe('admin denies egress', 'TCP', 80, [[hp0, d0, false]], f);
+    await observe('admin denies egress', 'TCP', 8080, [[hp1, d0, false]], f);
+    c().putClusterPolicy(passExample('Pass', 'Deny'));
+    await observe('ingress passed to the NetworkPolicy', 'TCP', 80, [[d0, hp0, true]], f);
+    await observe('ingress passed to the NetworkPolicy', 'TCP', 8080, [[d1, hp0, true]], f);
+    c().putClusterPolicy(passExample('Pass', 'Pass'));
+    await observe('egress passed to the NetworkPolicy', 'TCP', 80, [[hp0, d0, true]], f);
+    await observe('egress passed to the NetworkPolicy', 'TCP', 8080, [[hp1, d0, true]], f);
+    c().setPolicies([]);
+    await observe('ingress passed to Baseline', 'TCP', 80, [[d0, hp0, false]], f);
+    await observe('ingress passed to Baseline', 'TCP', 8080, [[d1, hp0, false]], f);
+    await observe('egress passed to Baseline', 'TCP', 80, [[hp0, d0, false]], f);
+    await observe('egress passed to Baseline', 'TCP', 8080, [[hp1, d0, false]], f);
     done(f);
   });
 });
