@@ -8,7 +8,7 @@ import { hostNetwork, ingress, ips, labels, makePod, makePolicy, nsPeer, onNode,
 import {
   cnp, cRule, cSctp, cTcp, cUdp, house, houseNamespaces, housePods, named, networks, nodesPeer, nsPeerC, nsSubject, podPeerC, podSubject,
 } from '../../helpers/cnp-builders.js';
-import { evaluateCluster } from '../../helpers/eval-desired.js';
+import { evaluate, evaluateCluster } from '../../helpers/eval-desired.js';
 import { Oracle } from '../../helpers/oracle.js';
 
 const NODES: readonly ClusterNode[] = [
@@ -280,6 +280,24 @@ describe('ClusterNetworkPolicy tiers', () => {
   });
 });
 
+describe('ClusterNetworkPolicy on a dual-stack pod', () => {
+  it('networks ::/0 denies v6 egress only; a v6 /64 becomes a v6 hash:net set; v4 keeps flowing', () => {
+    const g0 = makePod(NS('gryffindor'), 'g0', '10.244.1.50', ips('10.244.1.50', 'fd00:1::50'), labels({ app: 'g' }));
+    const deny = cnp('deny-v6', 'Admin', 1, nsSubject(G), { egress: [cRule('Deny', [networks('::/0')])] });
+    const narrow = cnp('deny-v6-net', 'Admin', 2, nsSubject(G), { egress: [cRule('Deny', [networks('fd00:9::/64')])] });
+    const snap = snapshot({ nodes: [...NODES], namespaces: houseNamespaces(), pods: [g0], clusterPolicies: [narrow] });
+    const s = settings({ nodeName: 'node-1', podCidrs: ['10.244.1.0/24', 'fd00:1::/64'] });
+    const v6 = compile(snap, s).desired.v6;
+    const packet = (dst: string) => ({ src: 'fd00:1::50', dst, proto: 'tcp' as const, dport: 443, inIface: 'cni0', outIface: 'eth0' });
+    expect(v6.ipsets.find((x) => x.type === 'hash:net')?.members).toEqual(['fd00:9::/64']);
+    expect(evaluate(v6, packet('fd00:9::1')).verdict).toBe('DROP');
+    expect(evaluate(v6, packet('2001:db8::1')).verdict).toBe('ACCEPT');
+    const both = compile({ ...snap, clusterPolicies: [deny] }, s).desired;
+    expect(evaluate(both.v6, packet('2001:db8::1')).verdict).toBe('DROP');
+    expect(evaluate(both.v4, { ...packet('8.8.8.8'), src: '10.244.1.50' }).verdict).toBe('ACCEPT');
+  });
+});
+
 describe('incremental Compiler with ClusterNetworkPolicies', () => {
   it('equals a fresh compile through a sequence of CNP, namespace, pod and node changes', () => {
     const s = settings({ nodeName: 'node-1', podCidrs: ['10.244.1.0/24'] });
@@ -305,6 +323,3 @@ describe('incremental Compiler with ClusterNetworkPolicies', () => {
     }
   });
 });
-
-// Keep the unused-import checker quiet about helpers only some cases use.
-void ips;
