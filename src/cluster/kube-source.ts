@@ -159,12 +159,12 @@ export class KubeSource implements ClusterSource {
     }
     if (this.stopped) return;
     this.discoveryAttempts = 0;
-    if (installed) {
+    if (installed && !this.informers.has('ClusterNetworkPolicy')) {
       this.logger.info('ClusterNetworkPolicy API found; watching it', { api: `${CNP_API.group}/${CNP_API.version}` });
       this.cnpAbsentLogged = false;
       this.informers.set('ClusterNetworkPolicy', this.makeInformer(this.kubeConfig, this.cnpWatch()));
       this.startInformer('ClusterNetworkPolicy');
-    } else {
+    } else if (!installed) {
       if (!this.cnpAbsentLogged) {
         this.logger.info('ClusterNetworkPolicy API not installed; enforcing NetworkPolicy only', { api: `${CNP_API.group}/${CNP_API.version}` });
         this.cnpAbsentLogged = true;
@@ -196,6 +196,8 @@ export class KubeSource implements ClusterSource {
     this.informers.delete('ClusterNetworkPolicy');
     this.listed.delete('ClusterNetworkPolicy');
     this.attempts.delete('ClusterNetworkPolicy');
+    clearTimeout(this.retryTimers.get('ClusterNetworkPolicy'));
+    this.retryTimers.delete('ClusterNetworkPolicy');
     void informer?.stop().catch(() => undefined);
     for (const key of this.store.keys('ClusterNetworkPolicy')) {
       this.setProblems('ClusterNetworkPolicy', key, []);
@@ -245,7 +247,8 @@ export class KubeSource implements ClusterSource {
     const informer = new ListWatch<KubernetesObject>(w.path, watch, list, false);
     const guarded = (what: string, fn: (obj: KubernetesObject) => void) => (obj: KubernetesObject) => {
       try {
-        if (!this.stopped) fn(obj);
+        // Only the kind's current informer: one dropped with its CRD may still deliver a late event.
+        if (!this.stopped && this.informers.get(w.kind) === informer) fn(obj);
       } catch (err) {
         this.logger.error(`handling ${w.kind} ${what} failed`, { error: String(err) });
       }
@@ -264,7 +267,8 @@ export class KubeSource implements ClusterSource {
   }
 
   private onInformerError(kind: ObjectKind, err: unknown): void {
-    if (this.stopped || this.retryTimers.has(kind)) return;
+    // A ClusterNetworkPolicy informer dropped with its CRD still reports its stop: nothing to restart.
+    if (this.stopped || this.retryTimers.has(kind) || !this.informers.has(kind)) return;
     if (kind === 'ClusterNetworkPolicy' && statusOf(err) === 404) return this.dropClusterPolicies();
     const attempt = this.attempts.get(kind) ?? 0;
     this.attempts.set(kind, attempt + 1);
@@ -275,7 +279,7 @@ export class KubeSource implements ClusterSource {
       kind,
       setTimeout(() => {
         this.retryTimers.delete(kind);
-        if (!this.stopped) this.startInformer(kind);
+        if (!this.stopped && this.informers.has(kind)) this.startInformer(kind);
       }, delayMs),
     );
   }

@@ -106,6 +106,11 @@ describe('KubeSource: ClusterNetworkPolicy', () => {
     await waitFor('late cnp', () => s.snapshot().clusterPolicies?.[0]?.name === 'late');
     server.uninstallCrd();
     await waitFor('cnp gone', () => s.snapshot().clusterPolicies === undefined);
+    // The dropped informer's own stop is not retried; discovery finds the CRD again when it comes back.
+    server.installCrd();
+    server.create(cnp('again'));
+    await waitFor('cnp back', () => s.snapshot().clusterPolicies?.[0]?.name === 'again');
+    expect(server.watchCount('clusternetworkpolicies')).toBeLessThanOrEqual(1);
     // Back to quiet discovery: still no error-level log.
     expect(logger.lines.filter((l) => l.level === 'error')).toEqual([]);
   });
