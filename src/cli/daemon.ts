@@ -336,8 +336,10 @@ function observerFor(
     problems: (problems) => {
       const byPolicy = new Map<string, number>();
       for (const p of problems) {
-        if (!p.object.startsWith('NetworkPolicy ')) continue;
-        const key = p.object.slice('NetworkPolicy '.length);
+        // NetworkPolicies by ns/name; ClusterNetworkPolicies (cluster-scoped) as ClusterNetworkPolicy/<name>.
+        const cnp = p.object.startsWith('ClusterNetworkPolicy ');
+        if (!p.object.startsWith('NetworkPolicy ') && !cnp) continue;
+        const key = cnp ? `ClusterNetworkPolicy/${p.object.slice('ClusterNetworkPolicy '.length)}` : p.object.slice('NetworkPolicy '.length);
         byPolicy.set(key, (byPolicy.get(key) ?? 0) + 1);
       }
       metrics.setPolicyProblems(byPolicy);

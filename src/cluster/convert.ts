@@ -10,6 +10,7 @@
 
 import ipaddr from 'ipaddr.js';
 import type {
+  ClusterNetworkPolicy,
   ClusterNode,
   ContainerPort,
   Labels,
@@ -28,6 +29,7 @@ import type {
   SelectorRequirement,
 } from '../model/index.js';
 import { LabelInterner } from './intern.js';
+import { readClusterPolicy } from './cnp-convert.js';
 import { schemaErrors, type ObjectKind } from './schemas.js';
 
 export type { ObjectKind } from './schemas.js';
@@ -37,20 +39,21 @@ export interface ModelOf {
   readonly Pod: Pod;
   readonly NetworkPolicy: NetworkPolicy;
   readonly Node: ClusterNode;
+  readonly ClusterNetworkPolicy: ClusterNetworkPolicy;
 }
 
 export type Converted<T> =
   | { readonly ok: true; readonly value: T; readonly problems: readonly Problem[] }
   | { readonly ok: false; readonly problems: readonly Problem[] };
 
-export const OBJECT_KINDS: readonly ObjectKind[] = ['Namespace', 'Pod', 'NetworkPolicy', 'Node'];
+export const OBJECT_KINDS: readonly ObjectKind[] = ['Namespace', 'Pod', 'NetworkPolicy', 'Node', 'ClusterNetworkPolicy'];
 
 export const isObjectKind = (kind: unknown): kind is ObjectKind => OBJECT_KINDS.includes(kind as ObjectKind);
 
 /** The namespace kubectl puts a namespaced object in when its manifest names none. */
 export const DEFAULT_NAMESPACE = 'default';
 
-const NAMESPACED: Readonly<Record<ObjectKind, boolean>> = { Namespace: false, Pod: true, NetworkPolicy: true, Node: false };
+const NAMESPACED: Readonly<Record<ObjectKind, boolean>> = { Namespace: false, Pod: true, NetworkPolicy: true, Node: false, ClusterNetworkPolicy: false };
 
 /** `NetworkPolicy ns/name`, `Pod ns/name`, `Namespace name`, `Node name`: how problems name objects. */
 export function objectName(kind: ObjectKind, obj: unknown): string {
@@ -71,8 +74,15 @@ export function convert<K extends ObjectKind>(kind: K, input: unknown): Converte
     const policy = readPolicy(obj as Record<string, unknown>, meta);
     return { ok: true, value: (problems.length > 0 ? { ...policy, problems } : policy) as ModelOf[K], problems };
   }
+  if (kind === 'ClusterNetworkPolicy') {
+    // Like a NetworkPolicy, a CNP is kept with its problems: dropping it would lift an admin Deny.
+    const cnp = readClusterPolicy(obj as Record<string, unknown>, meta, readSelector, (field, message, severity = 'error') =>
+      problems.push({ object, field, message, severity }),
+    );
+    return { ok: true, value: (problems.length > 0 ? { ...cnp, problems: [...problems] } : cnp) as ModelOf[K], problems };
+  }
   if (problems.some((p) => p.severity === 'error')) return { ok: false, problems };
-  const read = readers[kind as Exclude<ObjectKind, 'NetworkPolicy'>];
+  const read = readers[kind as Exclude<ObjectKind, 'NetworkPolicy' | 'ClusterNetworkPolicy'>];
   const value = read(obj as Record<string, unknown>, meta, (field, message) =>
     problems.push({ object, field, message, severity: 'warning' }),
   );
@@ -82,7 +92,7 @@ export function convert<K extends ObjectKind>(kind: K, input: unknown): Converte
 type Warn = (field: string, message: string) => void;
 type Reader<T> = (obj: Record<string, unknown>, meta: Record<string, unknown>, warn: Warn) => T;
 
-const readers: { readonly [K in Exclude<ObjectKind, 'NetworkPolicy'>]: Reader<ModelOf[K]> } = {
+const readers: { readonly [K in Exclude<ObjectKind, 'NetworkPolicy' | 'ClusterNetworkPolicy'>]: Reader<ModelOf[K]> } = {
   Namespace: (_obj, meta) => {
     const name = meta['name'] as string;
     // The API server sets this label on every namespace (since 1.21); manifests rarely write it, and
@@ -182,7 +192,9 @@ function readNode(obj: Record<string, unknown>, meta: Record<string, unknown>, w
     if (ip === undefined) warn(`status.addresses[${i}].address`, `"${String(entry['address'])}" is not an IP address; ignored`);
     else if (!addresses.includes(ip)) addresses.push(ip);
   });
-  return { name: meta['name'] as string, podCidrs, addresses };
+  const labels = readLabels(meta['labels']);
+  // Labels only matter to ClusterNetworkPolicy `nodes` peers; left out when empty so older snapshots compare equal.
+  return { name: meta['name'] as string, podCidrs, addresses, ...(Object.keys(labels).length > 0 ? { labels } : {}) };
 }
 
 // --- NetworkPolicy ----------------------------------------------------------------------------

@@ -25,6 +25,7 @@
 
 import {
   CoreV1Api,
+  CustomObjectsApi,
   ListWatch,
   NetworkingV1Api,
   Watch,
@@ -56,7 +57,12 @@ export interface KubeSourceOptions {
   readonly random?: () => number;
   /** Server-side watch timeout; default a random 300–600 s per watch. */
   readonly watchTimeoutSeconds?: number;
+  /** How often to look again for the ClusterNetworkPolicy API while it is not installed. Default 60 s. */
+  readonly crdRecheckMs?: number;
 }
+
+/** ClusterNetworkPolicy (network-policy-api v0.2.0): a CRD, so it may not be installed. */
+const CNP_API = { group: 'policy.networking.k8s.io', version: 'v1alpha2', plural: 'clusternetworkpolicies' } as const;
 
 /** How long after the requested server-side timeout we give up on a watch ourselves. */
 const WATCH_GRACE_SECONDS = 30;
@@ -110,6 +116,13 @@ export class KubeSource implements ClusterSource {
   private readonly maxMs: number;
   private readonly random: () => number;
   private readonly watchTimeoutSeconds: number | undefined;
+  private readonly kubeConfig: KubeConfig;
+  private readonly crdRecheckMs: number;
+  /** True until discovery has said whether the ClusterNetworkPolicy API exists (sync waits for that). */
+  private discovering = true;
+  private cnpAbsentLogged = false;
+  private discoveryTimer: NodeJS.Timeout | undefined;
+  private discoveryAttempts = 0;
 
   constructor(opts: KubeSourceOptions) {
     this.watchTimeoutSeconds = opts.watchTimeoutSeconds;
@@ -119,6 +132,8 @@ export class KubeSource implements ClusterSource {
     this.maxMs = opts.backoff?.maxMs ?? 30_000;
     this.random = opts.random ?? Math.random;
     this.synced = new Promise<void>((resolve) => (this.markSynced = resolve));
+    this.kubeConfig = opts.kubeConfig;
+    this.crdRecheckMs = opts.crdRecheckMs ?? 60_000;
 
     const core = opts.kubeConfig.makeApiClient(CoreV1Api);
     const networking = opts.kubeConfig.makeApiClient(NetworkingV1Api);
@@ -135,6 +150,80 @@ export class KubeSource implements ClusterSource {
     ];
     for (const w of watches) this.informers.set(w.kind, this.makeInformer(opts.kubeConfig, w));
     for (const kind of this.informers.keys()) this.startInformer(kind);
+    void this.discoverClusterPolicies();
+  }
+
+  /**
+   * Watches ClusterNetworkPolicies once discovery lists them. A cluster without the CRD gets a 404:
+   * that is logged once and looked at again every `crdRecheckMs` (installing the CRD later is picked up),
+   * never retried as an error. Other failures retry with backoff, and sync waits: programming without
+   * the admin tier's Denies would open traffic they close.
+   */
+  private async discoverClusterPolicies(): Promise<void> {
+    this.discoveryTimer = undefined;
+    if (this.stopped) return;
+    let installed: boolean;
+    try {
+      const custom = this.kubeConfig.makeApiClient(CustomObjectsApi);
+      const list = await custom.getAPIResources({ group: CNP_API.group, version: CNP_API.version });
+      installed = (list.resources ?? []).some((r) => r.name === CNP_API.plural);
+    } catch (err) {
+      if (statusOf(err) !== 404) {
+        const delayMs = backoffDelay(this.discoveryAttempts++, this.initialMs, this.maxMs, this.random);
+        this.logger.warn('ClusterNetworkPolicy discovery failed; retrying', { delayMs, error: describeError(err) });
+        this.scheduleDiscovery(delayMs);
+        return;
+      }
+      installed = false;
+    }
+    if (this.stopped) return;
+    this.discoveryAttempts = 0;
+    if (installed && !this.informers.has('ClusterNetworkPolicy')) {
+      this.logger.info('ClusterNetworkPolicy API found; watching it', { api: `${CNP_API.group}/${CNP_API.version}` });
+      this.cnpAbsentLogged = false;
+      this.informers.set('ClusterNetworkPolicy', this.makeInformer(this.kubeConfig, this.cnpWatch()));
+      this.startInformer('ClusterNetworkPolicy');
+    } else if (!installed) {
+      if (!this.cnpAbsentLogged) {
+        this.logger.info('ClusterNetworkPolicy API not installed; enforcing NetworkPolicy only', { api: `${CNP_API.group}/${CNP_API.version}` });
+        this.cnpAbsentLogged = true;
+      }
+      this.scheduleDiscovery(this.crdRecheckMs);
+    }
+    this.discovering = false;
+    this.maybeSynced();
+  }
+
+  private scheduleDiscovery(delayMs: number): void {
+    if (this.stopped) return;
+    this.discoveryTimer = setTimeout(() => void this.discoverClusterPolicies(), delayMs);
+    this.discoveryTimer.unref();
+  }
+
+  private cnpWatch(): KindWatch {
+    const custom = this.kubeConfig.makeApiClient(CustomObjectsApi);
+    return {
+      kind: 'ClusterNetworkPolicy',
+      path: `/apis/${CNP_API.group}/${CNP_API.version}/${CNP_API.plural}`,
+      list: async () => (await custom.listClusterCustomObject({ ...CNP_API })) as AnyList,
+    };
+  }
+
+  /** The CRD went away (its objects with it): forget them and go back to discovery. */
+  private dropClusterPolicies(): void {
+    const informer = this.informers.get('ClusterNetworkPolicy');
+    this.informers.delete('ClusterNetworkPolicy');
+    this.listed.delete('ClusterNetworkPolicy');
+    this.attempts.delete('ClusterNetworkPolicy');
+    clearTimeout(this.retryTimers.get('ClusterNetworkPolicy'));
+    this.retryTimers.delete('ClusterNetworkPolicy');
+    void informer?.stop().catch(() => undefined);
+    for (const key of this.store.keys('ClusterNetworkPolicy')) {
+      this.setProblems('ClusterNetworkPolicy', key, []);
+      this.changes.emit(this.store.delete('ClusterNetworkPolicy', key));
+    }
+    this.logger.warn('ClusterNetworkPolicy API disappeared; its policies are no longer enforced');
+    this.scheduleDiscovery(this.crdRecheckMs);
   }
 
   snapshot(): ClusterSnapshot {
@@ -152,6 +241,7 @@ export class KubeSource implements ClusterSource {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    clearTimeout(this.discoveryTimer);
     for (const timer of this.retryTimers.values()) clearTimeout(timer);
     this.retryTimers.clear();
     await Promise.all([...this.informers.values()].map((i) => i.stop()));
@@ -187,7 +277,8 @@ export class KubeSource implements ClusterSource {
     const informer = new ListWatch<KubernetesObject>(w.path, watch, list, false);
     const guarded = (what: string, fn: (obj: KubernetesObject) => void) => (obj: KubernetesObject) => {
       try {
-        if (!this.stopped) fn(obj);
+        // Only the kind's current informer: one dropped with its CRD may still deliver a late event.
+        if (!this.stopped && this.informers.get(w.kind) === informer) fn(obj);
       } catch (err) {
         this.logger.error(`handling ${w.kind} ${what} failed`, { error: String(err) });
       }
@@ -206,7 +297,9 @@ export class KubeSource implements ClusterSource {
   }
 
   private onInformerError(kind: ObjectKind, err: unknown): void {
-    if (this.stopped || this.retryTimers.has(kind)) return;
+    // A ClusterNetworkPolicy informer dropped with its CRD still reports its stop: nothing to restart.
+    if (this.stopped || this.retryTimers.has(kind) || !this.informers.has(kind)) return;
+    if (kind === 'ClusterNetworkPolicy' && statusOf(err) === 404) return this.dropClusterPolicies();
     const attempt = this.attempts.get(kind) ?? 0;
     this.attempts.set(kind, attempt + 1);
     const delayMs = backoffDelay(attempt, this.initialMs, this.maxMs, this.random);
@@ -216,7 +309,7 @@ export class KubeSource implements ClusterSource {
       kind,
       setTimeout(() => {
         this.retryTimers.delete(kind);
-        if (!this.stopped) this.startInformer(kind);
+        if (!this.stopped && this.informers.has(kind)) this.startInformer(kind);
       }, delayMs),
     );
   }
@@ -225,7 +318,14 @@ export class KubeSource implements ClusterSource {
     if (this.listed.has(kind)) return;
     this.listed.add(kind);
     this.logger.debug('initial list done', { kind, listed: [...this.listed] });
+    this.maybeSynced();
+  }
+
+  private syncedOnce = false;
+  private maybeSynced(): void {
+    if (this.syncedOnce || this.discovering) return;
     if (this.listed.size === this.informers.size) {
+      this.syncedOnce = true;
       this.logger.info('cluster synced', { nodes: this.snapshot().nodes.length, pods: this.snapshot().pods.length });
       this.markSynced();
     }
@@ -236,7 +336,7 @@ export class KubeSource implements ClusterSource {
     const result = convert(kind, obj);
     keepOnlyKey(obj); // the model holds what was read; the informer's copy keeps its cache key only
     // A policy's problems travel on the policy; other kinds' problems are kept here.
-    this.setProblems(kind, key, result.ok && kind === 'NetworkPolicy' ? [] : result.problems);
+    this.setProblems(kind, key, result.ok && (kind === 'NetworkPolicy' || kind === 'ClusterNetworkPolicy') ? [] : result.problems);
     if (!result.ok) {
       // The object still exists; dropping it would remove its rules (a local pod's chains, a peer's set
       // entry, a namespace's labels). Until a version reads again, the last one that did stays.
@@ -407,8 +507,15 @@ export function decodeWatchEvent(line: string): { readonly type: string; readonl
 
 function keyOf(kind: ObjectKind, obj: KubernetesObject): string {
   const name = obj.metadata?.name ?? '';
-  if (kind === 'Namespace' || kind === 'Node') return name;
+  if (kind === 'Namespace' || kind === 'Node' || kind === 'ClusterNetworkPolicy') return name;
   return `${obj.metadata?.namespace || 'default'}/${name}`;
+}
+
+/** The HTTP status of a client-node error (ApiException `code`), if it has one. */
+function statusOf(err: unknown): number | undefined {
+  const e = err as { code?: unknown; statusCode?: unknown } | null;
+  const code = e?.code ?? e?.statusCode;
+  return typeof code === 'number' ? code : undefined;
 }
 
 function describeError(err: unknown): string {

@@ -261,6 +261,7 @@ function addAll(store: ObjectStore, snapshot: ClusterSnapshot): void {
   for (const n of snapshot.nodes) store.set('Node', n.name, n);
   for (const p of snapshot.pods) store.set('Pod', `${p.namespace}/${p.name}`, p);
   for (const p of snapshot.policies) store.set('NetworkPolicy', `${p.namespace}/${p.name}`, p);
+  for (const c of snapshot.clusterPolicies ?? []) store.set('ClusterNetworkPolicy', c.name, c);
 }
 
 function pushDefined<T>(out: T[], v: T | undefined): void {

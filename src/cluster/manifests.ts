@@ -17,7 +17,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { extname, join } from 'node:path';
 import { LineCounter, parseAllDocuments, type Document } from 'yaml';
-import type { ClusterNode, ClusterSnapshot, Namespace, NetworkPolicy, Pod, Problem } from '../model/index.js';
+import type { ClusterNetworkPolicy, ClusterNode, ClusterSnapshot, Namespace, NetworkPolicy, Pod, Problem } from '../model/index.js';
 import { convert, isObjectKind, objectName, type ObjectKind } from './convert.js';
 
 export interface LoadedManifests {
@@ -35,6 +35,7 @@ const API_VERSIONS: Readonly<Record<ObjectKind, string>> = {
   Pod: 'v1',
   Node: 'v1',
   NetworkPolicy: 'networking.k8s.io/v1',
+  ClusterNetworkPolicy: 'policy.networking.k8s.io/v1alpha2',
 };
 
 export function loadManifests(paths: readonly string[]): LoadedManifests {
@@ -224,7 +225,7 @@ function loadObject(value: Record<string, unknown>, at: string, object: string, 
   }
   collector.add(kind, result.value);
   // A kept policy carries its own problems (the compiler reports them); only warnings go here.
-  if (kind !== 'NetworkPolicy') for (const p of result.problems) collector.problem(p);
+  if (kind !== 'NetworkPolicy' && kind !== 'ClusterNetworkPolicy') for (const p of result.problems) collector.problem(p);
 }
 
 /** Collects objects by key; a later document with the same key replaces the earlier one. */
@@ -234,12 +235,13 @@ export class Collector {
   private readonly pods = new Map<string, Pod>();
   private readonly policies = new Map<string, NetworkPolicy>();
   private readonly nodes = new Map<string, ClusterNode>();
+  private readonly clusterPolicies = new Map<string, ClusterNetworkPolicy>();
 
   problem(p: Problem): void {
     this.problems.push(p);
   }
 
-  add(kind: ObjectKind, value: Namespace | Pod | NetworkPolicy | ClusterNode): void {
+  add(kind: ObjectKind, value: Namespace | Pod | NetworkPolicy | ClusterNode | ClusterNetworkPolicy): void {
     switch (kind) {
       case 'Namespace':
         return this.put(this.namespaces, (value as Namespace).name, value as Namespace, kind);
@@ -253,6 +255,8 @@ export class Collector {
         const policy = value as NetworkPolicy;
         return this.put(this.policies, `${policy.namespace}/${policy.name}`, policy, kind);
       }
+      case 'ClusterNetworkPolicy':
+        return this.put(this.clusterPolicies, (value as ClusterNetworkPolicy).name, value as ClusterNetworkPolicy, kind);
     }
   }
 
@@ -262,6 +266,7 @@ export class Collector {
       namespaces: [...this.namespaces.values()],
       pods: [...this.pods.values()],
       policies: [...this.policies.values()],
+      ...(this.clusterPolicies.size > 0 ? { clusterPolicies: [...this.clusterPolicies.values()] } : {}),
     };
   }
 

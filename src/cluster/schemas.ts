@@ -140,9 +140,69 @@ export const nodeSchema: Schema = topLevel(
   }),
 );
 
+// --- policy.networking.k8s.io/v1alpha2 ClusterNetworkPolicy -------------------------------------
+// Shape only, like the rest. The CRD's own validation (one-of peers, CEL, MaxItems) is not repeated:
+// cnp-convert.ts reads what does not fit the closed way and reports it.
+
+export const CNP_ACTION_ENUM = ['Accept', 'Deny', 'Pass'];
+
+const cnpPodsSelector: Schema = objectWith({ namespaceSelector: labelSelector, podSelector: labelSelector });
+
+const cnpPeer: Schema = {
+  type: 'object',
+  properties: {
+    namespaces: labelSelector,
+    pods: cnpPodsSelector,
+    networks: stringList,
+    nodes: labelSelector,
+    domainNames: stringList,
+  },
+};
+
+const cnpPort: Schema = objectWith({
+  number: nullable('integer'),
+  range: objectWith({ start: { type: 'integer' }, end: { type: 'integer' } }, ['start', 'end']),
+});
+
+const cnpProtocol: Schema = {
+  type: 'object',
+  properties: {
+    tcp: objectWith({ destinationPort: cnpPort }),
+    udp: objectWith({ destinationPort: cnpPort }),
+    sctp: objectWith({ destinationPort: cnpPort }),
+    destinationNamedPort: nullable('string'),
+  },
+};
+
+const cnpRule = (peersField: 'from' | 'to'): Schema => ({
+  type: 'object',
+  properties: {
+    name: nullable('string'),
+    action: { enum: CNP_ACTION_ENUM },
+    [peersField]: { type: 'array', items: cnpPeer },
+    protocols: listOf(cnpProtocol),
+  },
+  required: ['action', peersField],
+});
+
+export const clusterNetworkPolicySchema: Schema = {
+  ...topLevel(false, {
+    type: 'object',
+    properties: {
+      tier: { enum: ['Admin', 'Baseline'] },
+      priority: { type: 'integer', minimum: 0, maximum: 1000 },
+      subject: { type: 'object', properties: { namespaces: labelSelector, pods: cnpPodsSelector } },
+      ingress: listOf(cnpRule('from')),
+      egress: listOf(cnpRule('to')),
+    },
+    required: ['tier', 'priority', 'subject'],
+  }),
+  required: ['metadata', 'spec'],
+};
+
 // --- compilation and error formatting ---------------------------------------------------------
 
-export type ObjectKind = 'Namespace' | 'Pod' | 'NetworkPolicy' | 'Node';
+export type ObjectKind = 'Namespace' | 'Pod' | 'NetworkPolicy' | 'Node' | 'ClusterNetworkPolicy';
 
 // validateSchema off: checking the schema against the JSON Schema meta-schema compiles that too (~20 ms of
 // CPU on every command start); strict mode still rejects unknown keywords, and the unit tests compile it.
@@ -153,6 +213,7 @@ export const validators: { readonly [K in ObjectKind]: ValidateFunction } = {
   Pod: ajv.compile(podSchema),
   NetworkPolicy: ajv.compile(networkPolicySchema),
   Node: ajv.compile(nodeSchema),
+  ClusterNetworkPolicy: ajv.compile(clusterNetworkPolicySchema),
 };
 
 export interface SchemaError {
@@ -186,6 +247,9 @@ function describe(e: ErrorObject, root: unknown): SchemaError {
     }
     case 'minLength':
       return { field: fieldPath(segments), message: 'must not be empty' };
+    case 'minimum':
+    case 'maximum':
+      return { field: fieldPath(segments), message: `${e.message ?? e.keyword} (got ${show(got)})` };
     default:
       return { field: fieldPath(segments), message: e.message ?? e.keyword };
   }

@@ -38,6 +38,7 @@ export function slimObject(kind: ObjectKind, obj: KubernetesObject): KubernetesO
     case 'Namespace':
       return head as KubernetesObject;
     case 'NetworkPolicy':
+    case 'ClusterNetworkPolicy':
       // Policies are small and every field of the spec matters (and must be validated): keep it whole.
       return { ...head, spec: o['spec'] } as KubernetesObject;
   }

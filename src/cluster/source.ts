@@ -1,7 +1,7 @@
 // Where the cluster comes from: the API server (kube-source.ts) or manifest files (manifest-source.ts).
 // The reconciler sees only this interface.
 
-import type { ClusterNode, ClusterSnapshot, Namespace, NetworkPolicy, Pod, Problem } from '../model/index.js';
+import type { ClusterNetworkPolicy, ClusterNode, ClusterSnapshot, Namespace, NetworkPolicy, Pod, Problem } from '../model/index.js';
 import type { ObjectKind } from './schemas.js';
 
 export type { ObjectKind } from './schemas.js';
@@ -35,7 +35,7 @@ export interface Logger {
   debug(message: string, meta?: Record<string, unknown>): void;
 }
 
-type Model = Namespace | Pod | NetworkPolicy | ClusterNode;
+type Model = Namespace | Pod | NetworkPolicy | ClusterNode | ClusterNetworkPolicy;
 
 /**
  * The objects of a source, keyed per kind, with a cached snapshot. Both sources keep their state
@@ -47,9 +47,10 @@ export class ObjectStore {
     Pod: new Map(),
     NetworkPolicy: new Map(),
     Node: new Map(),
+    ClusterNetworkPolicy: new Map(),
   };
   /** Keys per kind in sorted order, kept sorted on insert so a change never re-sorts 10k pods. */
-  private readonly sorted: { readonly [K in ObjectKind]: string[] } = { Namespace: [], Pod: [], NetworkPolicy: [], Node: [] };
+  private readonly sorted: { readonly [K in ObjectKind]: string[] } = { Namespace: [], Pod: [], NetworkPolicy: [], Node: [], ClusterNetworkPolicy: [] };
   /** Per kind, the array handed out last; rebuilt only for the kind that changed, so unchanged kinds keep their identity. */
   private readonly arrays: { [K in ObjectKind]?: Model[] | undefined } = {};
   private cached: ClusterSnapshot | undefined;
@@ -89,6 +90,8 @@ export class ObjectStore {
       namespaces: this.values('Namespace') as Namespace[],
       pods: this.values('Pod') as Pod[],
       policies: this.values('NetworkPolicy') as NetworkPolicy[],
+      // Present only when there are some: a cluster without the CRD gives the same snapshots as before.
+      ...(this.maps.ClusterNetworkPolicy.size > 0 ? { clusterPolicies: this.values('ClusterNetworkPolicy') as ClusterNetworkPolicy[] } : {}),
     };
     return this.cached;
   }

@@ -24,7 +24,8 @@ import type {
 } from '../model/index.js';
 import { emptyFamilyState } from '../model/index.js';
 import { familyBits, formatCidr, parseCidr, podAddressProblem } from './cidr.js';
-import { ClusterState, ipsOfFamily } from './cluster-state.js';
+import { ClusterPolicyCompiler } from './cluster-policy.js';
+import { ClusterState, familyOf, ipsOfFamily } from './cluster-state.js';
 import { dispatchChains } from './dispatch.js';
 import { flowLogRules } from './flow-log.js';
 import { IpSetBuilder, IpSetRegistry, type SetRequest } from './ipsets.js';
@@ -91,6 +92,9 @@ export class Compiler {
   private policyChains = new WeakMap<NetworkPolicy, Map<string, CachedPolicyChain>>();
   private chains = new Memo<Chain | Chain[]>();
   private readonly setBuilders = new Map<IpFamily, IpSetBuilder>();
+  /** ClusterNetworkPolicy tiers (cluster-policy.ts). */
+  private readonly cnp = new ClusterPolicyCompiler();
+  private lastNodes: ClusterSnapshot['nodes'] = [];
 
   compile(snapshot: ClusterSnapshot, settings: NodeSettings): CompileResult {
     const settingsKey = JSON.stringify(settings);
@@ -111,6 +115,8 @@ export class Compiler {
     const policies = this.sortedPolicies.map((policy) => this.checkPolicy(policy, problems));
     const shared = this.state.shared();
     for (const [ip, owners] of shared) problems.push(...sharedAddressProblems(ip, owners));
+    problems.push(...this.cnp.update(snapshot.clusterPolicies, this.state));
+    this.lastNodes = snapshot.nodes;
     const v4 = this.compileFamily(4, policies, settings, shared);
     const v6 = this.wantsFamily(6, settings) ? this.compileFamily(6, policies, settings, shared) : emptyFamilyState(6);
     this.chains.rotate();
@@ -123,6 +129,7 @@ export class Compiler {
     this.names = chainNames(settings.chainPrefix);
     this.hooks = [forwardHook(this.names)];
     this.policyChains = new WeakMap();
+    this.cnp.reset();
     this.chains = new Memo();
     this.setBuilders.clear();
   }
@@ -204,11 +211,14 @@ export class Compiler {
       }
     }
 
+    const cnp = this.cnp.active ? this.cnp.compileFamily(family, sets, this.state, settings) : undefined;
+
     for (const pod of this.state.localPods) {
       const ips = ipsOfFamily(pod, family);
       if (ips.length === 0) continue;
       const key = `${pod.namespace}/${pod.name}`;
       const selected = byPod.get(pod) ?? { ingress: [], egress: [] };
+      const tiers = cnp?.byPod.get(pod);
       for (const direction of ['ingress', 'egress'] as const) {
         const input = {
           podKey: key,
@@ -217,9 +227,11 @@ export class Compiler {
           name: direction === 'ingress' ? names.toWorkload(key) : names.fromWorkload(key),
           direction,
           policyChains: selected[direction],
+          ...(tiers ? { tiers: tiers[direction] } : {}),
         };
         // Everything the chain depends on, as a key (the settings are fixed for this Compiler).
-        const chainKey = `w|${input.name}|${input.podKey}|${input.ip}/${input.hostBits}|${input.direction}|${input.policyChains.join(',')}`;
+        const tierKey = tiers ? `|a:${tiers[direction].admin.join(',')}|b:${tiers[direction].baseline.join(',')}` : '';
+        const chainKey = `w|${input.name}|${input.podKey}|${input.ip}/${input.hostBits}|${input.direction}|${input.policyChains.join(',')}${tierKey}`;
         workloadChainsOut.push(this.chains.get(chainKey, () => workloadChain(input, settings)) as Chain);
       }
       for (const ip of ips) {
@@ -270,12 +282,18 @@ export class Compiler {
 
     let builder = this.setBuilders.get(family);
     if (!builder) this.setBuilders.set(family, (builder = new IpSetBuilder()));
-    const ipsets = builder.build(sets, { state: this.state, family, targetsOf: (policy) => targetsByPolicy.get(`${policy.namespace}/${policy.name}`) ?? NO_PODS });
+    const ipsets = builder.build(sets, {
+      state: this.state,
+      family,
+      targetsOf: (policy) => targetsByPolicy.get(`${policy.namespace}/${policy.name}`) ?? NO_PODS,
+      nodes: this.lastNodes,
+      subjectsOf: this.cnp.subjectsOf,
+    });
 
     return {
       family,
       ipsets,
-      chains: [forward, ...dispatch, ...workloadChainsOut, ...policyChainsOut],
+      chains: [forward, ...dispatch, ...workloadChainsOut, ...policyChainsOut, ...(cnp?.chains ?? [])],
       hooks: this.hooks,
     };
   }

@@ -2,10 +2,11 @@
 // Rules only need a set's name; what it holds is described declaratively (MemberSpec) and resolved once
 // per compile, so a cached chain can re-request its sets and a set is rebuilt only when its inputs moved.
 
-import type { IpFamily, IpSet, IpSetName, IpSetType, L4Protocol, NetworkPolicy, Pod, PolicyPeer } from '../model/index.js';
+import type { ClusterNetworkPolicy, ClusterNode, IpFamily, IpSet, IpSetName, IpSetType, L4Protocol, LabelSelector, NetworkPolicy, Pod, PolicyPeer } from '../model/index.js';
 import { containsIp, parseIp, type Cidr } from './cidr.js';
 import { ipsOfFamily, type ClusterState, type Selection } from './cluster-state.js';
 import { ipSetNameFor, type SetKind } from './names.js';
+import { selectorMatches } from './selectors.js';
 
 const TYPE_OF: Record<SetKind, IpSetType> = { s: 'hash:ip', n: 'hash:ip,port', b: 'hash:net' };
 
@@ -23,7 +24,12 @@ export type MemberSpec =
   /** Ingress named port: the policy's own local targets define the number. */
   | { readonly kind: 'named-targets'; readonly policy: NetworkPolicy; readonly protocol: L4Protocol; readonly name: string }
   /** Egress named port: the destination pods define the number. */
-  | { readonly kind: 'named-pods'; readonly scope: PodScope; readonly protocol: L4Protocol; readonly name: string };
+  | { readonly kind: 'named-pods'; readonly scope: PodScope; readonly protocol: L4Protocol; readonly name: string }
+  // --- ClusterNetworkPolicy (cluster-policy-chains.ts) ---
+  /** `nodes` peer: InternalIP/ExternalIP addresses of the nodes whose labels match. */
+  | { readonly kind: 'node-ips'; readonly nodeSelector: LabelSelector }
+  /** Ingress `destinationNamedPort`: the CNP's local subjects define the number. */
+  | { readonly kind: 'named-subjects'; readonly cnp: ClusterNetworkPolicy; readonly protocol: L4Protocol; readonly name: string };
 
 export interface SetRequest {
   readonly kind: SetKind;
@@ -57,6 +63,10 @@ export interface MemberContext {
   readonly family: IpFamily;
   /** Local pods a policy selects (for ingress named ports): the same array while they are the same. */
   readonly targetsOf: (policy: NetworkPolicy) => readonly Pod[];
+  /** The cluster's nodes (the same array while unchanged), for `nodes` peers. */
+  readonly nodes?: readonly ClusterNode[];
+  /** Local pods a ClusterNetworkPolicy selects: the same array while they are the same. */
+  readonly subjectsOf?: (cnp: ClusterNetworkPolicy) => readonly Pod[];
 }
 
 /** A resolved set, with the stamp of the inputs it was built from (cache key across compiles). */
@@ -128,6 +138,10 @@ function podStampOf(spec: MemberSpec, ctx: MemberContext): string {
       return `t${objectId(ctx.targetsOf(spec.policy))}`;
     case 'named-pods':
       return spec.scope.kind === 'selector' ? `s${ctx.state.select(spec.scope.peer, spec.scope.namespace).version}` : `a${ctx.state.allPodsVersion}`;
+    case 'node-ips':
+      return `n${objectId(ctx.nodes ?? NO_NODES)}`;
+    case 'named-subjects':
+      return `t${objectId(ctx.subjectsOf?.(spec.cnp) ?? NO_PODS)}`;
   }
 }
 
@@ -150,8 +164,17 @@ function membersOf(spec: MemberSpec, ctx: MemberContext): string[] {
       return namedMembers(ctx.targetsOf(spec.policy), spec.protocol, spec.name, ctx.family, ctx.state);
     case 'named-pods':
       return namedMembers(podsInScope(spec.scope, ctx), spec.protocol, spec.name, ctx.family, ctx.state);
+    case 'node-ips':
+      return (ctx.nodes ?? NO_NODES)
+        .filter((n) => selectorMatches(spec.nodeSelector, n.labels ?? {}))
+        .flatMap((n) => n.addresses.filter((ip) => parseIp(ip)?.family === ctx.family));
+    case 'named-subjects':
+      return namedMembers(ctx.subjectsOf?.(spec.cnp) ?? NO_PODS, spec.protocol, spec.name, ctx.family, ctx.state);
   }
 }
+
+const NO_NODES: readonly ClusterNode[] = [];
+const NO_PODS: readonly Pod[] = [];
 
 function podsInScope(scope: PodScope, ctx: MemberContext): Iterable<Pod> {
   switch (scope.kind) {

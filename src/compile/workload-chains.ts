@@ -12,9 +12,18 @@ export interface WorkloadChainInput {
   readonly direction: Direction;
   /** Policy chains that select the pod in this direction, in a stable order. Empty: not isolated. */
   readonly policyChains: readonly ChainName[];
+  /** ClusterNetworkPolicy chains selecting the pod in this direction, per tier, in evaluation order. */
+  readonly tiers?: CnpTierChains;
+}
+
+export interface CnpTierChains {
+  readonly admin: readonly ChainName[];
+  readonly baseline: readonly ChainName[];
 }
 
 export function workloadChain(input: WorkloadChainInput, settings: NodeSettings): Chain {
+  // --- ClusterNetworkPolicy tiers (issue 16): a different layout only for pods a CNP selects. ---
+  if (input.tiers && (input.tiers.admin.length > 0 || input.tiers.baseline.length > 0)) return tieredWorkloadChain(input, input.tiers, settings);
   const { accept, all } = settings.marks;
   const self = `${input.ip}/${input.hostBits}`;
   const rules: Rule[] = [
@@ -39,6 +48,56 @@ export function workloadChain(input: WorkloadChainInput, settings: NodeSettings)
     }
     rules.push(...flowLogRules(settings.flowLog, { kind: 'isolated', chain: input.name }));
     rules.push({ match: [], action: { kind: 'drop' }, comment: `${input.podKey} isolated for ${input.direction}: no policy allowed` });
+  }
+  const role = { kind: 'workload', direction: input.direction, pod: input.podKey, ip: input.ip } as const;
+  return { name: input.name, rules, role };
+}
+
+/**
+ * A pod some ClusterNetworkPolicy selects: "Policy tiers are evaluated in this order: Admin,
+ * NetworkPolicy, Baseline", and "if a given connection wasn't allowed or denied by any of the tiers …
+ * all pods can communicate with each other".
+ *   Admin tier: each CNP chain by (priority, name) while the pass bit is clear; Accept returns (final),
+ *     Deny drops inside the chain, Pass sets the pass bit: the rest of the tier is skipped.
+ *   NetworkPolicy tier: "v1.NetworkPolicy always makes a final decision for selected pods" — the usual
+ *     jumps and the isolating DROP. Only then is a pod reaching itself (a Service hairpin) accepted:
+ *     "A Pod connecting to a Service IP that the service proxy load-balances back to the same Pod is
+ *     subject to ClusterNetworkPolicy", and NetworkPolicy keeps netfence's allow-itself rule.
+ *   Baseline tier: only for pods no NetworkPolicy selects in this direction, then default allow.
+ * Each direction is its own chain, so an egress Accept leaves the destination's ingress chain in force.
+ */
+function tieredWorkloadChain(input: WorkloadChainInput, tiers: CnpTierChains, settings: NodeSettings): Chain {
+  const { accept, pass, all } = settings.marks;
+  const self = `${input.ip}/${input.hostBits}`;
+  const passClear = { kind: 'mark', value: 0, mask: pass } as const;
+  const accepted = { kind: 'mark', value: accept, mask: accept } as const;
+  const rules: Rule[] = [
+    { match: [{ kind: 'ctstate', states: ['RELATED', 'ESTABLISHED'] }], action: { kind: 'accept' } },
+    { match: [{ kind: 'ctstate', states: ['INVALID'] }], action: { kind: 'drop' } },
+    { match: [], action: { kind: 'set-mark', value: 0, mask: all } },
+  ];
+  const tier = (chains: readonly ChainName[]): void => {
+    for (const target of chains) {
+      rules.push({ match: [passClear], action: { kind: 'jump', target } });
+      rules.push({ match: [accepted], action: { kind: 'return' } });
+    }
+  };
+  tier(tiers.admin);
+  if (tiers.admin.length > 0) rules.push({ match: [], action: { kind: 'set-mark', value: 0, mask: pass }, comment: 'end of admin tier' });
+  if (input.policyChains.length > 0) {
+    rules.push({
+      match: [input.direction === 'ingress' ? { kind: 'src-net', cidr: self } : { kind: 'dst-net', cidr: self }],
+      action: { kind: 'accept' },
+      comment: 'pod to itself',
+    });
+    for (const target of input.policyChains) {
+      rules.push({ match: [], action: { kind: 'jump', target } });
+      rules.push({ match: [accepted], action: { kind: 'return' } });
+    }
+    rules.push({ match: [], action: { kind: 'drop' }, comment: `${input.podKey} isolated for ${input.direction}: no policy allowed` });
+  } else {
+    tier(tiers.baseline);
+    rules.push({ match: [], action: { kind: 'set-mark', value: accept, mask: accept }, comment: `${input.podKey} not isolated for ${input.direction}: no tier decided` });
   }
   const role = { kind: 'workload', direction: input.direction, pod: input.podKey, ip: input.ip } as const;
   return { name: input.name, rules, role };

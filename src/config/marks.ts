@@ -34,7 +34,7 @@ export function allocateMarks(mask: number): MarkBits {
   const problems = markMaskProblems(mask);
   if (problems.length > 0) throw new Error(`mark mask ${hex(mask)} ${problems.join('; ')}`);
   const [accept = 0, pass = 0, scratch0 = 0, scratch1 = 0] = setBits(mask);
-  return { accept, scratch0, all: accept + pass + scratch0 + scratch1 };
+  return { accept, pass, scratch0, all: accept + pass + scratch0 + scratch1 };
 }
 
 /**

@@ -136,6 +136,10 @@ export function inspectRuleset(ruleset: Ruleset, ipsets: IpSets, opts: InspectOp
   for (const c of ruleset.chains.values()) {
     const kind = chainKind(c.name, prefix);
     if (kind === 'policy-ingress' || kind === 'policy-egress') policyViews.set(c.name, { ...policyView(c, kind === 'policy-ingress' ? 'ingress' : 'egress', sets), usedBy: [] });
+    // ClusterNetworkPolicy chains: a workload chain jumps to them in tier order (Admin, NetworkPolicy, Baseline).
+    if (kind === 'cluster-policy-ingress' || kind === 'cluster-policy-egress') {
+      policyViews.set(c.name, { ...clusterPolicyView(c, kind === 'cluster-policy-ingress' ? 'ingress' : 'egress', sets), usedBy: [] });
+    }
   }
 
   const podViews: PodView[] = [];
@@ -243,6 +247,24 @@ function policyView(chain: SavedChain, direction: Direction, sets: (m: Extract<M
   const counted = chain.rules.some((r) => r.counters !== undefined);
   const allowed = counted ? { allowedPackets: rules.reduce((n, r) => n + (r.packets ?? 0), 0) } : {};
   return { policy: policy ?? `? (${chain.name})`, direction, chain: chain.name, rules, ...(note !== undefined ? { note } : {}), usedBy: [], ...allowed };
+}
+
+/** A ClusterNetworkPolicy chain: every Accept/Pass (set-mark) and Deny (DROP) rule, labelled `ingress:0 name Deny`. */
+function clusterPolicyView(chain: SavedChain, direction: Direction, sets: (m: Extract<Match, { kind: 'set' }>) => SetView): PolicyView {
+  let policy: string | undefined;
+  let note: string | undefined;
+  const rules: PolicyRuleView[] = [];
+  chain.rules.forEach((r, i) => {
+    const meaning = r.comment !== undefined ? readComment(r.comment) : undefined;
+    if (meaning?.kind === 'cluster-policy-empty') {
+      policy ??= meaning.policy;
+      note = `no ${direction} rule can match`;
+    }
+    if (meaning?.kind !== 'cluster-policy-rule') return;
+    policy ??= meaning.policy;
+    if (r.rule?.action.kind === 'set-mark' || r.rule?.action.kind === 'drop') rules.push(ruleView(r.rule, i + 1, `${meaning.rule} ${meaning.action}`, direction, sets));
+  });
+  return { policy: policy ?? `? (${chain.name})`, direction, chain: chain.name, rules, ...(note !== undefined ? { note } : {}), usedBy: [] };
 }
 
 function ruleView(rule: Rule, ruleIndex: number, label: string, direction: Direction, sets: (m: Extract<Match, { kind: 'set' }>) => SetView): PolicyRuleView {

@@ -1,6 +1,7 @@
 // The cluster as netfence sees it: only the fields NetworkPolicy semantics depend on.
 // Everything is readonly; sources (informers, manifest files) build new snapshots, nobody mutates one.
 
+import type { ClusterNetworkPolicy } from './cluster-policy.js';
 import type { Problem } from './problem.js';
 
 export type Labels = Readonly<Record<string, string>>;
@@ -101,6 +102,8 @@ export interface ClusterNode {
   readonly podCidrs: readonly string[];
   /** status.addresses (InternalIP/ExternalIP). */
   readonly addresses: readonly string[];
+  /** metadata.labels (ClusterNetworkPolicy `nodes` peers select on them). Absent: none. */
+  readonly labels?: Labels;
 }
 
 export interface ClusterSnapshot {
@@ -108,6 +111,8 @@ export interface ClusterSnapshot {
   readonly namespaces: readonly Namespace[];
   readonly pods: readonly Pod[];
   readonly policies: readonly NetworkPolicy[];
+  /** ClusterNetworkPolicies (policy.networking.k8s.io/v1alpha2). Absent: none (the CRD may not be installed). */
+  readonly clusterPolicies?: readonly ClusterNetworkPolicy[];
 }
 
 export const emptySnapshot: ClusterSnapshot = { nodes: [], namespaces: [], pods: [], policies: [] };

@@ -112,7 +112,15 @@ export type ChainRole =
   | { readonly kind: 'static' }
   | { readonly kind: 'dispatch'; readonly direction: 'from' | 'to' }
   | { readonly kind: 'workload'; readonly direction: 'ingress' | 'egress'; readonly pod: string; readonly ip: string }
-  | { readonly kind: 'policy'; readonly direction: 'ingress' | 'egress'; readonly policy: string };
+  | { readonly kind: 'policy'; readonly direction: 'ingress' | 'egress'; readonly policy: string }
+  /** A ClusterNetworkPolicy's chain (`policy` is its name). */
+  | {
+      readonly kind: 'cluster-policy';
+      readonly direction: 'ingress' | 'egress';
+      readonly policy: string;
+      readonly tier: 'Admin' | 'Baseline';
+      readonly priority: number;
+    };
 
 export interface Chain {
   readonly name: ChainName;

@@ -1,4 +1,5 @@
 export * from './cluster.js';
+export * from './cluster-policy.js';
 export * from './dataplane.js';
 export * from './node.js';
 export * from './flow-log.js';

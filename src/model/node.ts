@@ -7,6 +7,8 @@ export type UnknownPodPolicy = 'fail-closed' | 'fail-open';
 export interface MarkBits {
   /** Set by a policy chain when it allows the packet. */
   readonly accept: number;
+  /** Set by a ClusterNetworkPolicy `Pass` rule: skip the rest of the tier. */
+  readonly pass: number;
   /** Scratch bit: reserved for multi-rule boolean blocks. */
   readonly scratch0: number;
   /** All bits netfence owns; cleared on entry to nf-FORWARD. */
@@ -35,7 +37,7 @@ export interface NodeSettings {
 }
 
 /** Away from kube-proxy's 0x4000/0x8000; the same layout Felix uses under its 0xffff0000 mask. */
-export const DEFAULT_MARKS: MarkBits = { accept: 0x10000, scratch0: 0x40000, all: 0xf0000 };
+export const DEFAULT_MARKS: MarkBits = { accept: 0x10000, pass: 0x20000, scratch0: 0x40000, all: 0xf0000 };
 
 export const defaultNodeSettings = (nodeName: string, podCidrs: readonly string[] = []): NodeSettings => ({
   nodeName,

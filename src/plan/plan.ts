@@ -220,6 +220,8 @@ function ownerOf(chain: Chain): string {
       return `pod ${role.pod}`;
     case 'policy':
       return `policy ${role.policy}`;
+    case 'cluster-policy':
+      return `ClusterNetworkPolicy ${role.policy}`;
   }
 }
 

@@ -65,8 +65,11 @@ export function verdictSentence(result: TraceResult): string {
 
 const where = (d: DecidedBy): string => (d.ruleIndex === 0 ? `${d.chain} ${d.text}` : `${d.chain} #${d.ruleIndex}`);
 
+/** `policy ns/name`, or `ClusterNetworkPolicy name` as it stands. */
+const policyWords = (policy: string): string => (policy.startsWith('ClusterNetworkPolicy ') ? policy : `policy ${policy}`);
+
 function because(d: DecidedBy, verdict: 'ACCEPT' | 'DROP'): string {
-  if (d.policy && d.rule) return `allowed by policy ${d.policy} rule ${d.rule}`;
+  if (d.policy && d.rule) return `${verdict === 'DROP' ? 'denied' : 'allowed'} by ${policyWords(d.policy)} rule ${d.rule}`;
   if (d.pod && d.direction) {
     return verdict === 'ACCEPT' ? `${d.pod} is not isolated for ${d.direction}` : isolatedReason(d.pod, d.direction, d.policies ?? [], d.invalidPolicies ?? []);
   }
@@ -77,6 +80,7 @@ function formatVerdict(result: TraceResult): string[] {
   const out = wrap(verdictSentence(result), 'verdict ', '        ');
   const shown = result.allowedBy.filter((a) => a.comment !== undefined);
   if (shown.length > 0) {
+    // Accepts, and ClusterNetworkPolicy Passes (which hand the packet to the next tier), set bits on the way.
     out.push('allowed on the way:');
     for (const a of shown) out.push(...wrap(`${allowanceText(a)} (${a.chain} #${a.ruleIndex})`, `  ${(a.direction ?? '').padEnd(8)} `, '           '));
   }
@@ -84,7 +88,7 @@ function formatVerdict(result: TraceResult): string[] {
 }
 
 function allowanceText(a: Allowance): string {
-  if (a.policy && a.rule) return `policy ${a.policy} rule ${a.rule}`;
+  if (a.policy && a.rule) return `${policyWords(a.policy)} rule ${a.rule}`;
   if (a.pod && a.direction) return `${a.pod} is not isolated for ${a.direction}`;
   return a.comment ?? '';
 }

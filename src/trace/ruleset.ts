@@ -105,6 +105,8 @@ export type ChainKind =
   | 'workload-ingress'
   | 'policy-ingress'
   | 'policy-egress'
+  | 'cluster-policy-ingress'
+  | 'cluster-policy-egress'
   | 'owned-other';
 
 /** Classifies a chain by the names src/compile/names.ts gives (`nf-fw-…`, `nf-fd-…`, …). */
@@ -119,6 +121,8 @@ export function chainKind(name: string, prefix: string): ChainKind {
   if (rest.startsWith('tw-')) return 'workload-ingress';
   if (rest.startsWith('pi-')) return 'policy-ingress';
   if (rest.startsWith('po-')) return 'policy-egress';
+  if (rest.startsWith('ci-')) return 'cluster-policy-ingress';
+  if (rest.startsWith('ce-')) return 'cluster-policy-egress';
   return 'owned-other';
 }
 
@@ -129,6 +133,9 @@ export type CommentMeaning =
   | { readonly kind: 'policy-rule'; readonly policy: string; readonly direction: Direction; readonly rule: string }
   | { readonly kind: 'policy-empty'; readonly policy: string; readonly why: string }
   | { readonly kind: 'workload'; readonly pod: string; readonly direction: Direction; readonly isolated: boolean }
+  /** A ClusterNetworkPolicy rule (cluster-policy-chains.ts): `cnp <name> ingress:0 [<rule name>] Deny`. */
+  | { readonly kind: 'cluster-policy-rule'; readonly policy: string; readonly direction: Direction; readonly rule: string; readonly action: 'Accept' | 'Deny' | 'Pass' }
+  | { readonly kind: 'cluster-policy-empty'; readonly policy: string; readonly direction: Direction }
   | { readonly kind: 'other'; readonly text: string };
 
 const KEY = String.raw`([a-z0-9.-]+\/[A-Za-z0-9._-]+)`;
@@ -136,6 +143,8 @@ const POLICY_RULE = new RegExp(`^${KEY} (ingress|egress):(\\d+)$`);
 const POLICY_NONE = new RegExp(`^no (ingress|egress) rule of ${KEY} can match$`);
 const POLICY_INVALID = new RegExp(`^${KEY} is invalid: allows nothing$`);
 const WORKLOAD = new RegExp(`^${KEY} (not isolated|isolated) for (ingress|egress)`);
+const CNP_RULE = /^cnp ([a-z0-9.-]+) (ingress|egress):(\d+)(?: (.*?))? (Accept|Deny|Pass)(?:: fails closed, denies all)?$/;
+const CNP_NONE = /^cnp ([a-z0-9.-]+): no (ingress|egress) rule can match$/;
 
 export function readComment(text: string): CommentMeaning {
   let m = POLICY_RULE.exec(text);
@@ -143,6 +152,11 @@ export function readComment(text: string): CommentMeaning {
   if ((m = POLICY_NONE.exec(text))) return { kind: 'policy-empty', policy: m[2]!, why: `no ${m[1]} rule can match` };
   if ((m = POLICY_INVALID.exec(text))) return { kind: 'policy-empty', policy: m[1]!, why: 'invalid: allows nothing' };
   if ((m = WORKLOAD.exec(text))) return { kind: 'workload', pod: m[1]!, direction: m[3] as Direction, isolated: m[2] === 'isolated' };
+  if ((m = CNP_RULE.exec(text))) {
+    const rule = `${m[2]}:${m[3]}${m[4] ? ` ${m[4]}` : ''}`;
+    return { kind: 'cluster-policy-rule', policy: `ClusterNetworkPolicy ${m[1]!}`, direction: m[2] as Direction, rule, action: m[5] as 'Accept' | 'Deny' | 'Pass' };
+  }
+  if ((m = CNP_NONE.exec(text))) return { kind: 'cluster-policy-empty', policy: `ClusterNetworkPolicy ${m[1]!}`, direction: m[2] as Direction };
   return { kind: 'other', text };
 }
 
@@ -186,6 +200,12 @@ export function chainLabel(chain: SavedChain, prefix: string): string {
       const p = meanings.find((m) => m.kind === 'policy-rule' || m.kind === 'policy-empty');
       const name = p && (p.kind === 'policy-rule' || p.kind === 'policy-empty') ? p.policy : '?';
       return `policy ${name} ${kind === 'policy-ingress' ? 'ingress' : 'egress'}`;
+    }
+    case 'cluster-policy-ingress':
+    case 'cluster-policy-egress': {
+      const p = meanings.find((m) => m.kind === 'cluster-policy-rule' || m.kind === 'cluster-policy-empty');
+      const name = p && (p.kind === 'cluster-policy-rule' || p.kind === 'cluster-policy-empty') ? p.policy : 'ClusterNetworkPolicy ?';
+      return `${name} ${kind === 'cluster-policy-ingress' ? 'ingress' : 'egress'}`;
     }
     case 'owned-other':
       return 'netfence (unknown kind)';

@@ -238,6 +238,10 @@ function attributionOf(comment: string | undefined): Attribution {
       return { policy: meaning.policy, comment };
     case 'workload':
       return { pod: meaning.pod, direction: meaning.direction, comment };
+    case 'cluster-policy-rule':
+      return { policy: meaning.policy, rule: `${meaning.rule} ${meaning.action}`, direction: meaning.direction, comment };
+    case 'cluster-policy-empty':
+      return { policy: meaning.policy, direction: meaning.direction, comment };
     case 'other':
       return { comment };
   }

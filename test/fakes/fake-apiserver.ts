@@ -11,6 +11,9 @@
 //   code 410 (reason Expired), then the stream ends; that is what makes an informer relist;
 // - `allowWatchBookmarks=true` enables BOOKMARK events (sent by `bookmark()` or on an interval);
 // - `timeoutSeconds` ends a watch normally after that long.
+// - clusternetworkpolicies (policy.networking.k8s.io/v1alpha2, a CRD) only while `crdInstalled`
+//   (option `clusterNetworkPolicyCrd`, or installCrd()/uninstallCrd()): discovery at
+//   /apis/policy.networking.k8s.io/v1alpha2 and the resource paths 404 otherwise, as without the CRD.
 // Not served: label/field selectors, pagination (`limit`/`continue`), writes over HTTP — except
 // events.k8s.io/v1 Events, which the daemon writes: POST creates (409 AlreadyExists on a taken name,
 // 422 when required fields are missing), PATCH applies a JSON Patch (add/replace) or a merge patch.
@@ -25,7 +28,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from 'node:net';
 import { join } from 'node:path';
 
-export type Resource = 'namespaces' | 'pods' | 'nodes' | 'networkpolicies';
+export type Resource = 'namespaces' | 'pods' | 'nodes' | 'networkpolicies' | 'clusternetworkpolicies';
 
 interface ResourceInfo {
   readonly kind: string;
@@ -39,7 +42,15 @@ export const RESOURCES: { readonly [R in Resource]: ResourceInfo } = {
   pods: { kind: 'Pod', apiVersion: 'v1', prefix: '/api/v1', namespaced: true },
   nodes: { kind: 'Node', apiVersion: 'v1', prefix: '/api/v1', namespaced: false },
   networkpolicies: { kind: 'NetworkPolicy', apiVersion: 'networking.k8s.io/v1', prefix: '/apis/networking.k8s.io/v1', namespaced: true },
+  clusternetworkpolicies: {
+    kind: 'ClusterNetworkPolicy',
+    apiVersion: 'policy.networking.k8s.io/v1alpha2',
+    prefix: '/apis/policy.networking.k8s.io/v1alpha2',
+    namespaced: false,
+  },
 };
+
+const CNP_DISCOVERY = '/apis/policy.networking.k8s.io/v1alpha2';
 
 const RESOURCE_OF_KIND: Readonly<Record<string, Resource>> = Object.fromEntries(
   Object.entries(RESOURCES).map(([r, info]) => [info.kind, r as Resource]),
@@ -82,6 +93,8 @@ export interface FakeApiServerOptions {
   readonly historyLimit?: number;
   /** Send a BOOKMARK to bookmark-enabled watches this often (0: only when bookmark() is called). */
   readonly bookmarkIntervalMs?: number;
+  /** Serve the ClusterNetworkPolicy CRD from the start (default: not installed, 404 like a bare cluster). */
+  readonly clusterNetworkPolicyCrd?: boolean;
 }
 
 export class FakeApiServer {
@@ -110,7 +123,11 @@ export class FakeApiServer {
   private readonly historyLimit: number;
   private readonly bookmarkIntervalMs: number;
 
+  /** Whether the ClusterNetworkPolicy CRD is installed. */
+  crdInstalled: boolean;
+
   constructor(opts: FakeApiServerOptions = {}) {
+    this.crdInstalled = opts.clusterNetworkPolicyCrd ?? false;
     this.historyLimit = opts.historyLimit ?? 1000;
     this.bookmarkIntervalMs = opts.bookmarkIntervalMs ?? 0;
   }
@@ -210,6 +227,21 @@ export class FakeApiServer {
   get(kind: string, name: string, namespace?: string): KubeObject | undefined {
     const { resource, key } = this.locate({ kind, metadata: { name, ...(namespace ? { namespace } : {}) } });
     return this.store.get(resource)!.get(key);
+  }
+
+  installCrd(): void {
+    this.crdInstalled = true;
+  }
+
+  /** Removing a CRD removes its objects; open watches end. */
+  uninstallCrd(): void {
+    this.crdInstalled = false;
+    this.store.get('clusternetworkpolicies')!.clear();
+    for (const w of [...this.watchers]) {
+      if (w.resource !== 'clusternetworkpolicies') continue;
+      w.res.end();
+      this.watchers.delete(w);
+    }
   }
 
   // --- failure injection ----------------------------------------------------------------------
@@ -321,6 +353,19 @@ export class FakeApiServer {
     const eventRoute = /^\/apis\/events\.k8s\.io\/v1\/namespaces\/([^/]+)\/events(?:\/([^/]+))?$/.exec(url.pathname);
     if (eventRoute) return this.serveEventWrite(req, res, decodeURIComponent(eventRoute[1]!), eventRoute[2] && decodeURIComponent(eventRoute[2]));
     if (req.method !== 'GET') return status(res, 405, 'MethodNotAllowed', `the fake API server only serves GET`);
+    if (url.pathname === CNP_DISCOVERY && this.crdInstalled) {
+      return json(res, 200, {
+        kind: 'APIResourceList',
+        apiVersion: 'v1',
+        groupVersion: 'policy.networking.k8s.io/v1alpha2',
+        resources: [
+          { name: 'clusternetworkpolicies', singularName: 'clusternetworkpolicy', namespaced: false, kind: 'ClusterNetworkPolicy', shortNames: ['cnp'], verbs: ['get', 'list', 'watch'] },
+        ],
+      });
+    }
+    if (route?.resource === 'clusternetworkpolicies' && !this.crdInstalled) {
+      return status(res, 404, 'NotFound', `the server could not find the requested resource (${url.pathname})`);
+    }
     if (!route) return status(res, 404, 'NotFound', `the server could not find the requested resource (${url.pathname})`);
     const failure = this.failures.get(route.resource);
     if (failure && failure.remaining > 0) {

@@ -105,7 +105,8 @@ describe('KubeSource', () => {
     // The same snapshot object until something changes.
     expect(s.snapshot()).toBe(s.snapshot());
     const lists = server.requests.filter((r) => !r.watch).map((r) => r.path).sort();
-    expect(lists).toEqual(['/api/v1/namespaces', '/api/v1/nodes', '/api/v1/pods', '/apis/networking.k8s.io/v1/networkpolicies']);
+    // Plus ClusterNetworkPolicy discovery (404 here: the fake serves no CRD unless asked).
+    expect(lists).toEqual(['/api/v1/namespaces', '/api/v1/nodes', '/api/v1/pods', '/apis/networking.k8s.io/v1/networkpolicies', '/apis/policy.networking.k8s.io/v1alpha2']);
   });
 
   it('does not resolve synced until every kind has been listed', async () => {

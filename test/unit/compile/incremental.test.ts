@@ -35,7 +35,7 @@ describe('incremental Compiler', () => {
     const changed: NodeSettings[] = [
       { ...settings, chainPrefix: 'nfx-' },
       { ...settings, unknownPods: 'fail-open' },
-      { ...settings, marks: { accept: 0x100000, scratch0: 0x400000, all: 0xf00000 } },
+      { ...settings, marks: { accept: 0x100000, pass: 0x200000, scratch0: 0x400000, all: 0xf00000 } },
     ];
     for (const s of changed) expect(text(compiler.compile(start, s).desired)).toBe(text(compile(start, s).desired));
   });

@@ -269,7 +269,7 @@ describe('toNodeSettings', () => {
       unknownPods: 'fail-open',
       chainPrefix: 'xy-',
       ipsetPrefix: 'xy',
-      marks: { accept: 0x1000000, scratch0: 0x4000000, all: 0xf000000 },
+      marks: { accept: 0x1000000, pass: 0x2000000, scratch0: 0x4000000, all: 0xf000000 },
       flowLog: { group: 9476, perSecond: 10, burst: 5 },
     });
   });

@@ -98,7 +98,7 @@ function podOf(d: Doc): PodSpec {
 }
 
 describe('RBAC', () => {
-  it('grants exactly get/list/watch on pods, namespaces, nodes and networkpolicies, and create/patch on events.k8s.io events', () => {
+  it('grants exactly get/list/watch on pods, namespaces, nodes, networkpolicies and clusternetworkpolicies, and create/patch on events.k8s.io events', () => {
     const grants = clusterRole.rules.flatMap((rule) => {
       expect(rule.resourceNames).toBeUndefined();
       return rule.apiGroups.flatMap((group) => rule.resources.map((resource) => `${group}/${resource} ${[...rule.verbs].sort().join(',')}`));
@@ -109,6 +109,7 @@ describe('RBAC', () => {
       '/pods get,list,watch',
       'events.k8s.io/events create,patch',
       'networking.k8s.io/networkpolicies get,list,watch',
+      'policy.networking.k8s.io/clusternetworkpolicies get,list,watch',
     ]);
   });
 

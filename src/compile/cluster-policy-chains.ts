@@ -1,0 +1,189 @@
+// Per-ClusterNetworkPolicy chains nf-ci-<id> / nf-ce-<id>: one per CNP and direction, shared by every
+// local pod it selects, rules in written order ("rules are evaluated in order; the first match wins"):
+//   Deny   → <match> DROP             "Drops the selected traffic" — a silent DROP, never REJECT
+//                                     (the upstream conformance prober counts REFUSED as a failure).
+//   Accept → <match> set accept bit, return if set.
+//   Pass   → <match> set pass bit, return if set: "Skips all further ClusterNetworkPolicy rules in the
+//            current tier", which the workload chain implements by jumping only while the bit is clear.
+// A rule is an OR over (peer × protocol); each alternative is one iptables rule.
+//
+// Fail closed ("For 'Accept' rules, 'fail closed' means: 'treat the rule as matching no traffic'. For
+// 'Deny' and 'Pass' rules … 'treat the rule as a Deny all rule'."): a rule with a peer or protocol we
+// cannot use (unknown field, bad CIDR, bad port) is dropped when it accepts and becomes an unconditional
+// DROP otherwise. An object with errors (cnp.problems) keeps its Denies, loses its Accepts, and its Passes
+// deny what they match: none of its rules may open anything.
+
+import type { Chain, ChainName, ClusterNetworkPolicy, CnpPeer, CnpProtocol, CnpRule, IpFamily, IpSetName, Match, NodeSettings, Rule } from '../model/index.js';
+import { chainName } from '../model/index.js';
+import { parseCidr, formatCidr, type Cidr } from './cidr.js';
+import type { ClusterState } from './cluster-state.js';
+import type { PodScope, SetRequest } from './ipsets.js';
+import { hash32 } from './names.js';
+import { cidrMember } from './peers-ports.js';
+import type { Direction } from './policy-chains.js';
+import { canonicalSelector } from './selectors.js';
+
+export interface CnpChainContext {
+  readonly state: Pick<ClusterState, 'peerKey'>;
+  readonly sets: { request(req: SetRequest): IpSetName };
+  readonly settings: NodeSettings;
+}
+
+/** Chain of one CNP and direction: `<prefix>ci-<hash>` (ingress) or `<prefix>ce-<hash>` (egress). */
+export function cnpChainName(prefix: string, cnpName: string, direction: Direction): ChainName {
+  const kind = direction === 'ingress' ? 'ci' : 'ce';
+  return chainName(`${prefix}${kind}-${hash32(`${kind}|${cnpName}`, 16)}`);
+}
+
+/** Whether a CNP has an error (its Accepts are void, its Passes deny). Warnings do not count. */
+export const cnpInvalid = (cnp: ClusterNetworkPolicy): boolean => (cnp.problems ?? []).some((p) => p.severity === 'error');
+
+export function cnpChain(cnp: ClusterNetworkPolicy, direction: Direction, family: IpFamily, ctx: CnpChainContext): Chain {
+  const { accept, pass } = ctx.settings.marks;
+  const rulesIn = direction === 'ingress' ? cnp.ingress : cnp.egress;
+  const invalid = cnpInvalid(cnp);
+  const rules: Rule[] = [];
+  for (const [i, rule] of rulesIn.entries()) {
+    const label = `cnp ${cnp.name} ${direction}:${i}${rule.name ? ` ${rule.name}` : ''}`;
+    // An unreadable action reads as Deny; an invalid object's Pass denies (it may not skip the tier's Denies).
+    const action = rule.action === undefined || (invalid && rule.action === 'Pass') ? 'Deny' : rule.action;
+    const body = ruleMatches(cnp, rule, direction, family, ctx);
+    if (body === 'broken' || (invalid && action === 'Accept')) {
+      if (action === 'Accept') continue;
+      rules.push({ match: [], action: { kind: 'drop' }, comment: `${label} ${action}: fails closed, denies all` });
+      // Nothing after an unconditional DROP is reached.
+      return { name: cnpChainName(ctx.settings.chainPrefix, cnp.name, direction), rules, role: roleOf(cnp, direction) };
+    }
+    if (body.length === 0) continue;
+    const comment = `${label} ${action}`;
+    switch (action) {
+      case 'Deny':
+        rules.push(...body.map((match) => ({ match, action: { kind: 'drop' }, comment }) as const));
+        break;
+      case 'Accept':
+        rules.push(...body.map((match) => ({ match, action: { kind: 'set-mark', value: accept, mask: accept }, comment }) as const));
+        rules.push({ match: [{ kind: 'mark', value: accept, mask: accept }], action: { kind: 'return' } });
+        break;
+      case 'Pass':
+        rules.push(...body.map((match) => ({ match, action: { kind: 'set-mark', value: pass, mask: pass }, comment }) as const));
+        rules.push({ match: [{ kind: 'mark', value: pass, mask: pass }], action: { kind: 'return' } });
+        break;
+    }
+  }
+  if (rules.length === 0) rules.push({ match: [], action: { kind: 'return' }, comment: `cnp ${cnp.name}: no ${direction} rule can match` });
+  return { name: cnpChainName(ctx.settings.chainPrefix, cnp.name, direction), rules, role: roleOf(cnp, direction) };
+}
+
+const roleOf = (cnp: ClusterNetworkPolicy, direction: Direction) =>
+  ({ kind: 'cluster-policy', direction, policy: cnp.name, tier: cnp.tier, priority: cnp.priority }) as const;
+
+/** `match` is asked for only when used, so an egress named port does not create the peer's unused set. */
+type PeerMatch = { readonly kind: 'any' } | { readonly kind: 'set'; readonly match: () => Match; readonly scope: PodScope | undefined } | { readonly kind: 'none' };
+
+/** The match lists whose union is the rule in this family, or 'broken' when the rule must fail closed. */
+function ruleMatches(cnp: ClusterNetworkPolicy, rule: CnpRule, direction: Direction, family: IpFamily, ctx: CnpChainContext): Match[][] | 'broken' {
+  const peers: PeerMatch[] = [];
+  for (const peer of rule.peers) {
+    const m = peerMatch(peer, direction, family, ctx);
+    if (m === 'broken') return 'broken';
+    peers.push(m);
+  }
+  if ((rule.protocols ?? []).some((p) => p.kind === 'unknown')) return 'broken';
+  const out: Match[][] = [];
+  for (const peer of peers) {
+    if (peer.kind === 'none') continue;
+    const peerMatches = (): Match[] => (peer.kind === 'set' ? [peer.match()] : []);
+    const protocols = rule.protocols ?? [];
+    // "If protocols is unset or empty, this rule matches all protocols and ports."
+    if (protocols.length === 0) {
+      out.push(peerMatches());
+      continue;
+    }
+    for (const proto of protocols) out.push(...protocolMatches(proto, peer, peerMatches, cnp, direction, ctx));
+  }
+  return out;
+}
+
+function peerMatch(peer: CnpPeer, direction: Direction, family: IpFamily, ctx: CnpChainContext): PeerMatch | 'broken' {
+  const dir = direction === 'ingress' ? 'src' : 'dst';
+  switch (peer.kind) {
+    case 'unknown':
+      return 'broken';
+    case 'namespaces':
+    case 'pods': {
+      // The same selector peer as a NetworkPolicy's {namespaceSelector, podSelector}: the same ipset.
+      // Host-networked pods are never in it ("host-networked pods are not included").
+      const npPeer = peer.kind === 'namespaces' ? { namespaceSelector: peer.namespaceSelector } : { namespaceSelector: peer.namespaceSelector, podSelector: peer.podSelector };
+      const key = ctx.state.peerKey(npPeer, '');
+      const match = (): Match => ({ kind: 'set', set: ctx.sets.request({ kind: 's', key, description: key, spec: { kind: 'selector', peer: npPeer, namespace: '' } }), direction: dir });
+      return { kind: 'set', match, scope: { kind: 'selector', peer: npPeer, namespace: '' } };
+    }
+    case 'networks': {
+      if (direction === 'ingress') return 'broken';
+      const cidrs: Cidr[] = [];
+      for (const text of peer.cidrs) {
+        const parsed = parseCidr(text);
+        if (!parsed.ok) return 'broken';
+        if (parsed.cidr.family === family) cidrs.push(parsed.cidr);
+      }
+      if (cidrs.length === 0) return { kind: 'none' };
+      // hash:net refuses a /0; "0.0.0.0/0 … will allow or deny all IPv4 pod-to-pod traffic as well": no address match.
+      if (cidrs.some((c) => c.prefix === 0)) return { kind: 'any' };
+      const unique = [...new Map(cidrs.map((c) => [formatCidr(c), c])).values()];
+      const key = unique.map(formatCidr).sort().join(',');
+      const match = (): Match => ({ kind: 'set', set: ctx.sets.request({ kind: 'b', key, description: `networks ${key}`, spec: { kind: 'cidrs', members: unique.map(cidrMember) } }), direction: 'dst' });
+      return { kind: 'set', match, scope: { kind: 'cidrs', cidrs: unique } };
+    }
+    case 'nodes': {
+      if (direction === 'ingress') return 'broken';
+      const key = `nodes ${canonicalSelector(peer.nodeSelector)}`;
+      const match = (): Match => ({ kind: 'set', set: ctx.sets.request({ kind: 's', key, description: key, spec: { kind: 'node-ips', nodeSelector: peer.nodeSelector } }), direction: 'dst' });
+      return { kind: 'set', match, scope: undefined };
+    }
+  }
+}
+
+const L4 = { TCP: 'tcp', UDP: 'udp', SCTP: 'sctp' } as const;
+
+function protocolMatches(
+  proto: CnpProtocol,
+  peer: PeerMatch,
+  peerMatches: () => Match[],
+  cnp: ClusterNetworkPolicy,
+  direction: Direction,
+  ctx: CnpChainContext,
+): Match[][] {
+  if (proto.kind === 'protocol') {
+    const protocol = L4[proto.protocol];
+    return [[{ kind: 'protocol', protocol }, ...peerMatches(), ...(proto.ports ? [{ kind: 'dports', ports: [proto.ports] } as const] : [])]];
+  }
+  if (proto.kind !== 'named') return [];
+  // "destinationNamedPort … the port name as defined on the destination pod": resolved per destination,
+  // for each protocol its container ports may use. Node peers have no pods (the CRD forbids the mix).
+  if (direction === 'egress' && peer.kind === 'set' && peer.scope === undefined) return [];
+  const out: Match[][] = [];
+  for (const protocol of ['tcp', 'udp', 'sctp'] as const) {
+    const scope: PodScope | undefined = direction === 'egress' ? (peer.kind === 'set' ? peer.scope : { kind: 'all' }) : undefined;
+    const who = direction === 'ingress' ? `subjects of cnp ${cnp.name}` : scopeText(scope!, ctx);
+    const set = ctx.sets.request({
+      kind: 'n',
+      key: `${who} ${protocol}:${proto.name}`,
+      description: `${who}, named port ${protocol}/${proto.name}`,
+      spec: direction === 'ingress' ? { kind: 'named-subjects', cnp, protocol, name: proto.name } : { kind: 'named-pods', scope: scope!, protocol, name: proto.name },
+    });
+    out.push([{ kind: 'protocol', protocol }, ...(direction === 'ingress' ? peerMatches() : []), { kind: 'set', set, direction: 'dst,dst' }]);
+  }
+  return out;
+}
+
+function scopeText(scope: PodScope, ctx: CnpChainContext): string {
+  switch (scope.kind) {
+    case 'all':
+      return 'all pods';
+    case 'selector':
+      // The key NetworkPolicy named-port sets use for the same selector: the sets are shared.
+      return ctx.state.peerKey(scope.peer, scope.namespace);
+    case 'cidrs':
+      return `pods in ${scope.cidrs.map(formatCidr).sort().join(',')}`;
+  }
+}

@@ -1,0 +1,147 @@
+// ClusterNetworkPolicy in the compiler: which local pods each CNP selects, in which order the tiers
+// run, which chains that needs per address family, and the problems to report. The chains themselves
+// are built in cluster-policy-chains.ts; the per-pod tier layout in workload-chains.ts.
+//
+// "Policy tiers are evaluated in this order: Admin, NetworkPolicy, Baseline"; within a tier "lower
+// priority values have higher precedence", and for equal priorities "the implementation can apply any
+// of the matching policies": netfence (like kube-network-policies) breaks ties by name, so the order is
+// stable. "CNPs with no ingress rules do not affect ingress traffic": a CNP joins a pod's chain only in
+// directions it has rules for. There is no implicit isolation from being a subject.
+
+import type { Chain, ChainName, ClusterNetworkPolicy, IpFamily, IpSetName, Labels, NodeSettings, Pod, Problem } from '../model/index.js';
+import { parseCidr } from './cidr.js';
+import { ipsOfFamily, type ClusterState } from './cluster-state.js';
+import { cnpChain } from './cluster-policy-chains.js';
+import type { IpSetRegistry, SetRequest } from './ipsets.js';
+import type { Direction } from './policy-chains.js';
+import { selectorMatches } from './selectors.js';
+import type { CnpTierChains } from './workload-chains.js';
+
+export type PodTiers = Record<Direction, CnpTierChains>;
+
+export interface CnpFamilyResult {
+  readonly chains: readonly Chain[];
+  /** Per local pod (of this family) the CNP chains that select it, per direction and tier. */
+  readonly byPod: ReadonlyMap<Pod, PodTiers>;
+}
+
+const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Evaluation order: Admin before Baseline, then priority, then name. */
+export function sortClusterPolicies(cnps: readonly ClusterNetworkPolicy[]): ClusterNetworkPolicy[] {
+  const tierRank = (c: ClusterNetworkPolicy): number => (c.tier === 'Admin' ? 0 : 1);
+  return [...cnps].sort((a, b) => tierRank(a) - tierRank(b) || a.priority - b.priority || cmp(a.name, b.name));
+}
+
+/** "host-networked pods are not included in subject selection": local pods are never host-networked. */
+export function cnpSelects(cnp: ClusterNetworkPolicy, pod: Pod, namespaceLabels: (ns: string) => Labels): boolean {
+  const subject = cnp.subject;
+  if (!selectorMatches(subject.namespaceSelector, namespaceLabels(pod.namespace))) return false;
+  return subject.kind === 'namespaces' || selectorMatches(subject.podSelector, pod.labels);
+}
+
+/** The loader's problems, plus CIDRs of `networks` peers that do not parse (their rules fail closed). */
+export function clusterPolicyProblems(cnp: ClusterNetworkPolicy): Problem[] {
+  const object = `ClusterNetworkPolicy ${cnp.name}`;
+  const out: Problem[] = [...(cnp.problems ?? [])];
+  cnp.egress.forEach((rule, i) =>
+    rule.peers.forEach((peer, j) => {
+      if (peer.kind !== 'networks') return;
+      peer.cidrs.forEach((cidr, k) => {
+        const parsed = parseCidr(cidr);
+        if (!parsed.ok) out.push({ object, field: `spec.egress[${i}].to[${j}].networks[${k}]`, message: `${parsed.message}; the rule fails closed`, severity: 'error' });
+      });
+    }),
+  );
+  return out;
+}
+
+interface CachedChain {
+  readonly chain: Chain;
+  readonly requests: readonly SetRequest[];
+}
+
+/** Remembers chains per CNP object and subject lists per CNP, so unchanged CNPs cost a lookup. */
+export class ClusterPolicyCompiler {
+  private lastInput: readonly ClusterNetworkPolicy[] | undefined;
+  private sorted: readonly ClusterNetworkPolicy[] = [];
+  private problemsOf = new WeakMap<ClusterNetworkPolicy, readonly Problem[]>();
+  private chains = new WeakMap<ClusterNetworkPolicy, Map<string, CachedChain>>();
+  private subjects = new Map<string, readonly Pod[]>();
+  private nextSubjects = new Map<string, readonly Pod[]>();
+
+  reset(): void {
+    this.chains = new WeakMap();
+  }
+
+  /** Call once per compile, before compileFamily. Returns the CNPs' problems. */
+  update(cnps: readonly ClusterNetworkPolicy[] | undefined, state: ClusterState): Problem[] {
+    const list = cnps ?? NONE;
+    if (list !== this.lastInput) {
+      this.lastInput = list;
+      this.sorted = sortClusterPolicies(list);
+    }
+    // Subjects: recomputed (pods × CNPs label checks), but handed out as the same array while equal,
+    // so named-port sets built from them are reused.
+    this.nextSubjects = new Map();
+    for (const cnp of this.sorted) {
+      const now = state.localPods.filter((p) => cnpSelects(cnp, p, (ns) => state.namespaceLabels(ns)));
+      const before = this.subjects.get(cnp.name);
+      this.nextSubjects.set(cnp.name, before && sameItems(before, now) ? before : now);
+    }
+    this.subjects = this.nextSubjects;
+    const problems: Problem[] = [];
+    for (const cnp of this.sorted) {
+      let found = this.problemsOf.get(cnp);
+      if (!found) this.problemsOf.set(cnp, (found = clusterPolicyProblems(cnp)));
+      problems.push(...found);
+    }
+    return problems;
+  }
+
+  get active(): boolean {
+    return this.sorted.length > 0;
+  }
+
+  subjectsOf = (cnp: ClusterNetworkPolicy): readonly Pod[] => this.subjects.get(cnp.name) ?? NO_PODS;
+
+  compileFamily(family: IpFamily, sets: IpSetRegistry, state: ClusterState, settings: NodeSettings): CnpFamilyResult {
+    const chains: Chain[] = [];
+    const byPod = new Map<Pod, PodTiers>();
+    for (const cnp of this.sorted) {
+      const subjects = this.subjectsOf(cnp).filter((p) => ipsOfFamily(p, family).length > 0);
+      if (subjects.length === 0) continue;
+      for (const direction of ['ingress', 'egress'] as const) {
+        if ((direction === 'ingress' ? cnp.ingress : cnp.egress).length === 0) continue;
+        const chain = this.chain(cnp, direction, family, sets, state, settings);
+        chains.push(chain);
+        for (const pod of subjects) {
+          let entry = byPod.get(pod);
+          if (!entry) byPod.set(pod, (entry = { ingress: { admin: [], baseline: [] }, egress: { admin: [], baseline: [] } }));
+          (entry[direction][cnp.tier === 'Admin' ? 'admin' : 'baseline'] as ChainName[]).push(chain.name);
+        }
+      }
+    }
+    return { chains, byPod };
+  }
+
+  private chain(cnp: ClusterNetworkPolicy, direction: Direction, family: IpFamily, sets: IpSetRegistry, state: ClusterState, settings: NodeSettings): Chain {
+    let perCnp = this.chains.get(cnp);
+    if (!perCnp) this.chains.set(cnp, (perCnp = new Map()));
+    const key = `${direction}|${family}`;
+    let cached = perCnp.get(key);
+    if (!cached) {
+      const requests: SetRequest[] = [];
+      const recorder = { request: (req: SetRequest): IpSetName => (requests.push(req), sets.request(req)) };
+      const chain = cnpChain(cnp, direction, family, { state, sets: recorder, settings });
+      perCnp.set(key, (cached = { chain, requests }));
+    } else {
+      for (const req of cached.requests) sets.request(req);
+    }
+    return cached.chain;
+  }
+}
+
+const NONE: readonly ClusterNetworkPolicy[] = [];
+const NO_PODS: readonly Pod[] = [];
+const sameItems = <T>(a: readonly T[], b: readonly T[]): boolean => a.length === b.length && a.every((v, i) => v === b[i]);

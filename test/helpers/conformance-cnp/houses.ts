@@ -1,0 +1,244 @@
+// The network-policy-api conformance model (conformance/base/manifests.yaml) in the sandbox, beside the
+// NetworkPolicy e2e model of test/helpers/conformance: namespaces network-policy-conformance-<house>
+// labelled conformance-house=<house>, two pods per house (…-0 on node n1, …-1 on n2) serving the agnhost
+// ports (TCP 80 and 8080, UDP 53 and 5353, SCTP 9003 and 9005; the sandbox agent serves every one of them
+// on every protocol), and the hostNetwork "centaur" role played by each node's own agent (`node:n1`,
+// `node:n2`, on the node's address). netfence programs it with `netfence apply --resources` per node.
+
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { main } from '../../../src/cli/main.js';
+import { loadManifests } from '../../../src/cluster/manifests.js';
+import type { ClusterSnapshot, Protocol } from '../../../src/model/index.js';
+import { createSandbox, matrixOf, waitForMatrix, type Sandbox } from '../../../src/sandbox/index.js';
+
+export const NODES = [
+  { name: 'n1', podCidr: '10.244.1.0/24' },
+  { name: 'n2', podCidr: '10.244.2.0/24' },
+] as const;
+
+export const HOUSES = ['gryffindor', 'slytherin', 'hufflepuff', 'ravenclaw', 'forbidden-forrest'] as const;
+export type House = (typeof HOUSES)[number];
+export const ns = (house: House): string => `network-policy-conformance-${house}`;
+
+/** Upstream's StatefulSets (two replicas each); forbidden-forrest holds no pods. */
+const RESIDENTS: Readonly<Record<Exclude<House, 'forbidden-forrest'>, string>> = {
+  gryffindor: 'harry-potter',
+  slytherin: 'draco-malfoy',
+  hufflepuff: 'cedric-diggory',
+  ravenclaw: 'luna-lovegood',
+};
+
+export const PORTS = [80, 8080, 53, 5353, 9003, 9005] as const;
+
+export interface HousePod {
+  readonly house: House;
+  readonly namespace: string;
+  readonly name: string;
+  /** `namespace/name`: how the sandbox and matrices name it. */
+  readonly key: string;
+  readonly node: string;
+  readonly ip: string;
+}
+
+export const HOUSE_PODS: readonly HousePod[] = (Object.entries(RESIDENTS) as [House, string][]).flatMap(([house, resident], h) =>
+  [0, 1].map((replica) => ({
+    house,
+    namespace: ns(house),
+    name: `${resident}-${replica}`,
+    key: `${ns(house)}/${resident}-${replica}`,
+    node: NODES[replica]!.name,
+    ip: `10.244.${replica + 1}.${10 + h}`,
+  })),
+);
+
+/** `harry-potter-0` → its key. */
+export const pod = (name: string): string => {
+  const found = HOUSE_PODS.find((p) => p.name === name);
+  if (!found) throw new Error(`no house pod ${name}`);
+  return found.key;
+};
+
+/** A ClusterNetworkPolicy as YAML would write it (policy.networking.k8s.io/v1alpha2). */
+export interface CnpDoc {
+  readonly apiVersion: 'policy.networking.k8s.io/v1alpha2';
+  readonly kind: 'ClusterNetworkPolicy';
+  readonly metadata: { readonly name: string };
+  readonly spec: {
+    readonly tier: 'Admin' | 'Baseline';
+    readonly priority: number;
+    readonly subject: Record<string, unknown>;
+    readonly ingress?: readonly Record<string, unknown>[];
+    readonly egress?: readonly Record<string, unknown>[];
+  };
+}
+
+export interface HouseState {
+  readonly namespaceLabels: Readonly<Record<string, Readonly<Record<string, string>>>>;
+  readonly clusterPolicies: readonly CnpDoc[];
+  /** NetworkPolicies as plain manifests. */
+  readonly policies: readonly object[];
+}
+
+const BASE: HouseState = {
+  namespaceLabels: Object.fromEntries(HOUSES.map((h) => [ns(h), { 'conformance-house': h }])),
+  clusterPolicies: [],
+  policies: [],
+};
+
+/** How long a change may take to show in a probe round: upstream's poke window (PokeTimeout 10 s). */
+const DEADLINE_MS = 10_000;
+/** Upstream's `agnhost connect --timeout=3s` would do; a blocked probe here waits 500 ms. */
+const PROBE_TIMEOUT_MS = 500;
+
+export class HouseCluster {
+  private state: HouseState = BASE;
+  readonly applyLog: string[] = [];
+
+  private constructor(
+    readonly sandbox: Sandbox,
+    private readonly dir: string,
+  ) {}
+
+  static async create(): Promise<HouseCluster> {
+    const sandbox = await createSandbox({ nodes: NODES }, { ports: PORTS });
+    try {
+      await Promise.all(HOUSE_PODS.map((p) => sandbox.addPod({ namespace: p.namespace, name: p.name, node: p.node, ip: p.ip })));
+    } catch (err) {
+      await sandbox.destroy();
+      throw err;
+    }
+    return new HouseCluster(sandbox, mkdtempSync(join(tmpdir(), 'nft-cnp-conformance-')));
+  }
+
+  get current(): HouseState {
+    return this.state;
+  }
+
+  setClusterPolicies(cnps: readonly CnpDoc[]): void {
+    this.state = { ...this.state, clusterPolicies: cnps };
+  }
+
+  /** kubectl patch/apply of one CNP by name. */
+  putClusterPolicy(cnp: CnpDoc): void {
+    this.setClusterPolicies([...this.state.clusterPolicies.filter((c) => c.metadata.name !== cnp.metadata.name), cnp]);
+  }
+
+  clusterPolicy(name: string): CnpDoc {
+    const found = this.state.clusterPolicies.find((c) => c.metadata.name === name);
+    if (!found) throw new Error(`no ClusterNetworkPolicy ${name}`);
+    return found;
+  }
+
+  setPolicies(policies: readonly object[]): void {
+    this.state = { ...this.state, policies };
+  }
+
+  setNamespaceLabels(namespace: string, labels: Readonly<Record<string, string>>): void {
+    this.state = { ...this.state, namespaceLabels: { ...this.state.namespaceLabels, [namespace]: labels } };
+  }
+
+  snapshot(): ClusterSnapshot {
+    return loadManifests([this.write()]).snapshot;
+  }
+
+  /** Programs every node from the current state (`netfence apply --netns <node> …`). */
+  async apply(): Promise<void> {
+    const file = this.write();
+    await Promise.all(
+      this.sandbox.nodes().map(async (node) => {
+        const argv = ['apply', '--netns', node.netns, '--node-name', node.name, '--pod-cidr', node.podCidr, '--log-level', 'error', '--resources', file];
+        let err = '';
+        const code = await main(argv, { out: () => undefined, err: (t) => (err += t) });
+        this.applyLog.push(`[${node.name}] ${err.trim()}`);
+        const problems = err.split('\n').filter((l) => l.trim() !== '' && !/^(applied|in sync):/.test(l));
+        if (code !== 0 || problems.length > 0) throw new Error(`netfence apply on ${node.name} exited ${code}:\n${err}`);
+      }),
+    );
+  }
+
+  /**
+   * Probes `from → to` cells until they all read as expected (or the 10 s window closes). Like upstream's
+   * PokeServer, a cell expected blocked must time out: a refused connection (a REJECT) counts as wrong.
+   */
+  async expect(protocol: Protocol, port: number, cells: readonly (readonly [string, string, boolean])[]): Promise<string | undefined> {
+    const reports = await Promise.all(cells.map(([from, to, ok]) => this.expectCell(protocol, port, from, to, ok)));
+    const wrong = reports.filter((r): r is string => r !== undefined);
+    return wrong.length > 0 ? wrong.join('\n') : undefined;
+  }
+
+  private async expectCell(protocol: Protocol, port: number, from: string, to: string, ok: boolean): Promise<string | undefined> {
+    const expected = matrixOf([from], [to], ok);
+    const deadline = Date.now() + DEADLINE_MS;
+    for (;;) {
+      const result = await waitForMatrix(this.sandbox, expected, { protocol, port, deadlineMs: Math.max(0, deadline - Date.now()), timeoutMs: PROBE_TIMEOUT_MS });
+      const error = result.observed.errors[`${from} -> ${to}`];
+      // Refused is final: REJECT's ICMP errors are rate-limited, so a later round could read as a timeout.
+      const refused = !ok && result.ok && !/timeout/i.test(error ?? '');
+      if (refused) return `  ${protocol}/${port} ${from} -> ${to}: expected blocked (timeout), observed blocked but not by a silent drop (${error})`;
+      if (result.ok || Date.now() >= deadline) {
+        if (result.ok) return undefined;
+        const seen = ok ? `blocked (${error ?? '?'})` : 'reachable';
+        return `  ${protocol}/${port} ${from} -> ${to}: expected ${ok ? 'reachable' : 'blocked (timeout)'}, observed ${seen}`;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  async reset(): Promise<void> {
+    this.state = BASE;
+    this.applyLog.length = 0;
+    await this.apply();
+  }
+
+  async destroy(): Promise<void> {
+    try {
+      for (const node of this.sandbox.nodes()) await main(['cleanup', '--netns', node.netns, '--log-level', 'error'], { out: () => undefined, err: () => undefined });
+    } finally {
+      await this.sandbox.destroy();
+      rmSync(this.dir, { recursive: true, force: true });
+    }
+  }
+
+  /** Nodes (with their addresses and hostname labels), namespaces, pods, policies: one List manifest. */
+  private write(): string {
+    const items: object[] = [
+      ...this.sandbox.nodes().map((n) => ({
+        apiVersion: 'v1',
+        kind: 'Node',
+        metadata: { name: n.name, labels: { 'kubernetes.io/hostname': n.name } },
+        spec: { podCIDR: n.podCidr },
+        status: { addresses: [{ type: 'InternalIP', address: n.underlayIp }] },
+      })),
+      ...Object.entries(this.state.namespaceLabels).map(([name, labels]) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels } })),
+      ...HOUSE_PODS.map((p) => ({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { namespace: p.namespace, name: p.name, labels: { 'conformance-house': p.house } },
+        spec: {
+          nodeName: p.node,
+          containers: [
+            {
+              name: 'agnhost',
+              ports: [
+                { name: 'web', containerPort: 80, protocol: 'TCP' },
+                { containerPort: 8080, protocol: 'TCP' },
+                { name: 'dns', containerPort: 53, protocol: 'UDP' },
+                { containerPort: 5353, protocol: 'UDP' },
+                { containerPort: 9003, protocol: 'SCTP' },
+                { containerPort: 9005, protocol: 'SCTP' },
+              ],
+            },
+          ],
+        },
+        status: { phase: 'Running', podIP: p.ip, podIPs: [{ ip: p.ip }] },
+      })),
+      ...this.state.policies,
+      ...this.state.clusterPolicies,
+    ];
+    const file = join(this.dir, 'cluster.json');
+    writeFileSync(file, `${JSON.stringify({ apiVersion: 'v1', kind: 'List', items }, null, 1)}\n`);
+    return file;
+  }
+}

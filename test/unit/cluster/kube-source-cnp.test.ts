@@ -1,0 +1,117 @@
+// KubeSource and the ClusterNetworkPolicy CRD, against the fake API server: found by discovery and
+// watched; absent (404) without errors or retries; installed later; removed again.
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import { KubeSource } from '../../../src/cluster/kube-source.js';
+import type { Logger } from '../../../src/cluster/source.js';
+import { FakeApiServer, writeKubeconfig, type KubeObject } from '../../fakes/fake-apiserver.js';
+
+const cnp = (name: string, priority = 10, action = 'Deny'): KubeObject => ({
+  kind: 'ClusterNetworkPolicy',
+  metadata: { name },
+  spec: {
+    tier: 'Admin',
+    priority,
+    subject: { namespaces: { matchLabels: { team: 'a' } } },
+    ingress: [{ name: 'no-ravenclaw', action, from: [{ namespaces: { matchLabels: { house: 'ravenclaw' } } }] }],
+  },
+});
+
+function testLogger(): Logger & { readonly lines: { level: string; message: string }[] } {
+  const lines: { level: string; message: string }[] = [];
+  const at = (level: string) => (message: string) => void lines.push({ level, message });
+  return { lines, info: at('info'), warn: at('warn'), error: at('error'), debug: at('debug') };
+}
+
+async function waitFor(what: string, cond: () => boolean, timeoutMs = 4_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+let server: FakeApiServer;
+let dir: string;
+let source: KubeSource | undefined;
+let logger: ReturnType<typeof testLogger>;
+
+async function setup(crd: boolean): Promise<void> {
+  server = new FakeApiServer({ clusterNetworkPolicyCrd: crd });
+  await server.start();
+  dir = mkdtempSync(join(tmpdir(), 'nft-cnp-'));
+  server.create({ kind: 'Namespace', metadata: { name: 'prod', labels: { team: 'a' } } });
+  server.create({ kind: 'Node', metadata: { name: 'n1', labels: { zone: 'z1' } }, spec: { podCIDR: '10.244.1.0/24' }, status: { addresses: [{ type: 'InternalIP', address: '192.168.0.1' }] } });
+}
+
+function startSource(crdRecheckMs = 60_000): KubeSource {
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromFile(writeKubeconfig(server, dir));
+  logger = testLogger();
+  source = new KubeSource({ kubeConfig, logger, backoff: { initialMs: 20, maxMs: 200 }, crdRecheckMs });
+  return source;
+}
+
+afterEach(async () => {
+  await source?.stop();
+  source = undefined;
+  await server.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('KubeSource: ClusterNetworkPolicy', () => {
+  it('watches ClusterNetworkPolicies when discovery lists them, and reads node labels', async () => {
+    await setup(true);
+    server.create(cnp('guard'));
+    const s = startSource();
+    await s.synced;
+    expect(s.snapshot().clusterPolicies?.map((c) => [c.name, c.tier, c.priority])).toEqual([['guard', 'Admin', 10]]);
+    expect(s.snapshot().clusterPolicies?.[0]?.ingress[0]).toEqual({
+      name: 'no-ravenclaw',
+      action: 'Deny',
+      peers: [{ kind: 'namespaces', namespaceSelector: { matchLabels: { house: 'ravenclaw' }, matchExpressions: [] } }],
+    });
+    expect(s.snapshot().nodes[0]).toMatchObject({ labels: { zone: 'z1' }, addresses: ['192.168.0.1'] });
+    // Live changes arrive through the watch.
+    await waitFor('cnp watch', () => server.watchCount('clusternetworkpolicies') > 0);
+    server.update(cnp('guard', 40, 'Pass'));
+    await waitFor('priority change', () => s.snapshot().clusterPolicies?.[0]?.priority === 40);
+    expect(s.snapshot().clusterPolicies?.[0]?.ingress[0]?.action).toBe('Pass');
+    server.delete({ kind: 'ClusterNetworkPolicy', metadata: { name: 'guard' } });
+    await waitFor('deletion', () => s.snapshot().clusterPolicies === undefined);
+  });
+
+  it('syncs without the CRD: one discovery 404, logged once, no errors and no retry loop', async () => {
+    await setup(false);
+    const s = startSource();
+    await s.synced;
+    expect(s.snapshot().clusterPolicies).toBeUndefined();
+    expect(s.snapshot().nodes.map((n) => n.name)).toEqual(['n1']);
+    await new Promise((r) => setTimeout(r, 300));
+    const cnpRequests = server.requests.filter((r) => r.path.startsWith('/apis/policy.networking.k8s.io'));
+    expect(cnpRequests.map((r) => r.path)).toEqual(['/apis/policy.networking.k8s.io/v1alpha2']);
+    expect(logger.lines.filter((l) => l.level === 'warn' || l.level === 'error')).toEqual([]);
+    expect(logger.lines.filter((l) => l.message.includes('not installed'))).toHaveLength(1);
+  });
+
+  it('picks the CRD up once it is installed, and forgets its policies when it is removed', async () => {
+    await setup(false);
+    const s = startSource(50);
+    await s.synced;
+    server.installCrd();
+    server.create(cnp('late'));
+    await waitFor('late cnp', () => s.snapshot().clusterPolicies?.[0]?.name === 'late');
+    server.uninstallCrd();
+    await waitFor('cnp gone', () => s.snapshot().clusterPolicies === undefined);
+    // The dropped informer's own stop is not retried; discovery finds the CRD again when it comes back.
+    server.installCrd();
+    server.create(cnp('again'));
+    await waitFor('cnp back', () => s.snapshot().clusterPolicies?.[0]?.name === 'again');
+    expect(server.watchCount('clusternetworkpolicies')).toBeLessThanOrEqual(1);
+    // Back to quiet discovery: still no error-level log.
+    expect(logger.lines.filter((l) => l.level === 'error')).toEqual([]);
+  });
+});
