@@ -40,7 +40,7 @@ export const COMMANDS = {
   compile: {
     synopsis: '--node-name N --resources PATH…',
     summary: 'print the desired ipset restore lines, then the iptables-restore --noflush payload (no root needed)',
-    options: [OPT.resources],
+    options: [OPT.resources, OPT.netns],
     load: async () => (await import('./compile.js')).compileCommand,
   },
   diff: {

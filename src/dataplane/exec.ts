@@ -76,7 +76,9 @@ function collect(cmd: string, argv: readonly string[], input: string, timeoutMs:
     };
     let child: ChildProcess;
     try {
-      child = spawn(cmd, [...argv], { stdio: ['pipe', 'pipe', 'pipe'] });
+      // env passed explicitly: this module's process.env (a test runner may give it its own copy, which the
+      // core child_process module would not see).
+      child = spawn(cmd, [...argv], { stdio: ['pipe', 'pipe', 'pipe'], env: process.env });
     } catch (e) {
       error = e instanceof Error ? e : new Error(String(e));
       finish(undefined);
