@@ -3,14 +3,16 @@
 import { ANTISPOOF_TABLE, renderAntiSpoofDelete } from '../antispoof/render.js';
 import { applyNftScript, listNftTableJson } from '../dataplane/nft.js';
 import { compile } from '../compile/index.js';
-import { emptyFamilyState, formatProblem, type DesiredState, type Problem } from '../model/index.js';
+import { emptyFamilyState, formatProblem, type DesiredState, type FamilyState, type IpFamily, type Problem } from '../model/index.js';
 import { formatPlanDiff, formatSummary, planJson, summarize } from '../plan/diff.js';
-import { observeFamily, planFamily, type FamilyPlan } from '../plan/index.js';
+import { observeFamily, planFamily, type FamilyPlan, type ObservedFamily } from '../plan/index.js';
+import { IpsetParseError, SaveParseError } from '../render/index.js';
+import { asSaveText } from '../trace/ruleset.js';
 import { Syncer } from '../reconcile/syncer.js';
 import type { Kernel } from '../dataplane/kernel.js';
 import type { Io } from './commands.js';
 import { cliLogger, configFrom, kernelFor, loadCluster, loadResources, netnsOf, nodeSettings, ownershipOf, parseCommand, resourcePaths, UsageError } from './context.js';
-import { extractIpsets, extractIptables } from './saved-dump.js';
+import { readSavedDumps, SavedDumpError, savedPaths, type SavedDump } from './saved-dump.js';
 import { EXIT_INCOMPLETE_SOURCE, printProblems, refuseIncomplete } from './source-errors.js';
 
 export type { Io } from './commands.js';
@@ -46,21 +48,46 @@ export async function diffCommand(argv: readonly string[], io: Io): Promise<numb
   printProblems(io, [...cluster.problems, ...result.problems]);
   const own = ownershipOf(config);
   let plans: FamilyPlan[];
-  const savedPath = parsed.values['saved'] as string | undefined;
-  if (savedPath) {
-    const { readFileSync } = await import('node:fs');
-    const text = readFileSync(savedPath, 'utf8');
-    plans = [planFamily(result.desired.v4, observeFamily(4, extractIptables(text), extractIpsets(text), own), own)];
+  let notCompared: IpFamily[] = [];
+  const saved = savedPaths(parsed.values);
+  if (saved.length > 0) {
+    let dump: SavedDump;
+    try {
+      dump = await readSavedDumps(saved, own.ipsetPrefix);
+    } catch (err) {
+      if (!(err instanceof SavedDumpError)) throw err;
+      io.err(`netfence diff: ${err.message}\n`);
+      return EXIT_INCOMPLETE_SOURCE;
+    }
+    plans = [];
+    for (const table of [...dump.filters.values()].sort((a, b) => a.family - b.family)) {
+      let observed: ObservedFamily;
+      try {
+        // `netfence compile` output is a restore payload (`-I FORWARD 1`): read it as the save it becomes.
+        observed = observeFamily(table.family, asSaveText(table.text), dump.ipsets, own);
+      } catch (err) {
+        if (!(err instanceof SaveParseError || err instanceof IpsetParseError)) throw err;
+        io.err(`netfence diff: the IPv${table.family} *filter table at ${table.where}: ${err.message}\n`);
+        return EXIT_INCOMPLETE_SOURCE;
+      }
+      plans.push(planFamily(familyState(result.desired, table.family), observed, own));
+    }
+    // A family the cluster wants but the dump lacks is not "in sync": it was not compared, and we say so.
+    notCompared = ([4, 6] as const).filter((f) => !dump.filters.has(f) && hasContent(familyState(result.desired, f)));
+    for (const f of notCompared) {
+      io.err(`note: ${dump.label} has no IPv${f} *filter table, so IPv${f} was not compared (add ${f === 6 ? 'ip6tables-save' : 'iptables-save'} output, e.g. as another --saved FILE)\n`);
+    }
   } else {
     const kernel = await kernelFor(config, parsed);
     plans = await new Syncer(kernel, own, cliLogger(config)).planOnly(result.desired);
   }
   const summary = summarize(plans);
-  if (parsed.values['json'] === true) io.out(`${JSON.stringify(planJson(plans), null, 2)}\n`);
+  const partial = notCompared.length > 0 ? ` (IPv${notCompared.join(', IPv')} not compared: not in the saved dump)` : '';
+  if (parsed.values['json'] === true) io.out(`${JSON.stringify({ ...(planJson(plans) as object), ...(partial ? { notCompared } : {}) }, null, 2)}\n`);
   else {
     const text = formatPlanDiff(plans);
     if (text) io.out(`${text}\n`);
-    io.out(`${formatSummary(summary)}\n`);
+    io.out(`${formatSummary(summary)}${partial}\n`);
   }
   return summary.inSync ? 0 : 1;
 }
@@ -79,5 +106,8 @@ export async function cleanupCommand(argv: readonly string[], io: Io): Promise<n
   io.err(`cleanup: removed ${s.chainsChanged} chain(s), ${s.hooksChanged} hook(s), ${s.setsChanged} set(s)${table ? ', the anti-spoofing table' : ''}\n`);
   return 0;
 }
+
+const familyState = (desired: DesiredState, family: IpFamily): FamilyState => (family === 4 ? desired.v4 : desired.v6);
+const hasContent = (s: FamilyState): boolean => s.chains.length > 0 || s.ipsets.length > 0 || s.hooks.length > 0;
 
 export { UsageError };

@@ -40,7 +40,11 @@ export const COMMANDS = {
   compile: {
     synopsis: '--node-name N --resources PATH…',
     summary: 'print the desired ipset restore lines, then the iptables-restore --noflush payload (no root needed)',
-    options: [OPT.resources, OPT.netns],
+    options: [
+      OPT.resources,
+      OPT.netns,
+      { name: 'family', type: 'string', arg: '4|6|both', help: 'which IP family to print (default 4; --ipv6 is --family 6); each family printed starts with a "# netfence compile: IPv4|6" line' },
+    ],
     load: async () => (await import('./compile.js')).compileCommand,
   },
   diff: {
@@ -58,7 +62,7 @@ export const COMMANDS = {
       OPT.json,
       { name: 'pod', type: 'string', arg: 'NS/NAME', help: 'only this local pod' },
       { name: 'policy', type: 'string', arg: 'NS/NAME', help: 'only the pods this policy is used by, and its rules' },
-      { name: 'family', type: 'string', arg: '4|6', help: 'IP family (default 4)' },
+      { name: 'family', type: 'string', arg: '4|6', help: "IP family (default: a --pod address's family; the family that has the --pod ns/name, IPv4 when it has both; else 4)" },
     ],
     load: async () => (await import('./inspect.js')).inspectCommand,
   },
@@ -72,6 +76,7 @@ export const COMMANDS = {
       { name: 'port', type: 'string', arg: 'N', help: 'destination port (required)' },
       { name: 'src-port', type: 'string', arg: 'N', help: 'source port' },
       { name: 'uplink', type: 'string', arg: 'IF', help: "the node's interface to other nodes (default eth0)" },
+      { name: 'family', type: 'string', arg: '4|6', help: 'IP family of the packet (default: the addresses\' family; for two ns/pod, the family both have, IPv4 when they share both)' },
       { name: 'in-iface', type: 'string', arg: 'VETH', help: "the bridge port (host veth) the packet enters from: adds the anti-spoofing verdict for its source" },
       OPT.resources,
       OPT.kubeconfig,

@@ -4,8 +4,10 @@
 import { compile } from '../compile/index.js';
 import { renderFullRestore, renderIpsetRestore } from '../render/index.js';
 import type { Io } from './commands.js';
-import { configFrom, loadResources, nodeSettings, parseCommand } from './context.js';
+import { configFrom, loadResources, nodeSettings, parseCommand, UsageError } from './context.js';
 import { EXIT_INCOMPLETE_SOURCE, printProblems, refuseIncomplete } from './source-errors.js';
+import { compileHeader } from './saved-dump.js';
+import type { IpFamily } from '../model/index.js';
 
 export async function compileCommand(argv: readonly string[], io: Io): Promise<number> {
   const parsed = parseCommand('compile', argv);
@@ -15,8 +17,26 @@ export async function compileCommand(argv: readonly string[], io: Io): Promise<n
   const settings = await nodeSettings(config, cluster.snapshot);
   const result = compile(cluster.snapshot, settings);
   printProblems(io, [...cluster.problems, ...result.problems]);
-  const state = parsed.values['ipv6'] === true ? result.desired.v6 : result.desired.v4;
-  io.out(renderIpsetRestore(state.ipsets));
-  io.out(renderFullRestore(state));
+  const families = familiesToPrint(parsed.values['family'], parsed.values['ipv6'] === true);
+  for (const family of families ?? [4]) {
+    const state = family === 6 ? result.desired.v6 : result.desired.v4;
+    // The header lets `--saved` tell the families apart (and says which tool each payload is for).
+    if (families) io.out(compileHeader(family));
+    io.out(renderIpsetRestore(state.ipsets));
+    io.out(renderFullRestore(state));
+  }
   return 0;
+}
+
+/**
+ * `--family 4|6|both` (`--ipv6` is `--family 6`); undefined for neither, which prints IPv4 exactly as
+ * compile always did (no header line).
+ */
+function familiesToPrint(flag: unknown, ipv6: boolean): IpFamily[] | undefined {
+  if (flag === undefined) return ipv6 ? [6] : undefined;
+  const families: Record<string, IpFamily[]> = { '4': [4], '6': [6], both: [4, 6] };
+  const chosen = typeof flag === 'string' ? families[flag] : undefined;
+  if (!chosen) throw new UsageError(`--family must be 4, 6 or both, not "${String(flag)}"`);
+  if (ipv6 && !chosen.includes(6)) throw new UsageError(`--ipv6 means --family 6; it contradicts --family ${String(flag)}`);
+  return chosen;
 }

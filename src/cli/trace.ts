@@ -5,12 +5,12 @@
 import { loadManifests } from '../cluster/manifests.js';
 import type { DaemonConfig } from '../config/schema.js';
 import { inspectRuleset, type InspectReport } from '../inspect/index.js';
-import { podKey, type ClusterSnapshot, type L4Protocol } from '../model/index.js';
-import { formatTrace, isLocal, packetFor, parseAddr, tracePacket, wrap, type NodeLayout, type TraceResult } from '../trace/index.js';
+import { podKey, type ClusterSnapshot, type IpFamily, type L4Protocol } from '../model/index.js';
+import { formatTrace, isLocal, packetFor, parseAddr, RulesetError, tracePacket, wrap, type NodeLayout, type TraceResult } from '../trace/index.js';
 import type { Io } from './commands.js';
 import { createLogger } from '../log.js';
 import { configFrom, loadCluster, parseCommand, resourcePaths, UsageError, type Parsed } from './context.js';
-import { readAntiSpoof, readRuleset, withRulesetErrors } from './inspect.js';
+import { familyFlag, readAntiSpoof, readRuleset, withRulesetErrors, type LoadedRuleset } from './inspect.js';
 import { antiSpoofVerdict, establishedFate, strictModeOf } from '../inspect/hardening.js';
 
 const PROTOCOLS: readonly L4Protocol[] = ['tcp', 'udp', 'sctp'];
@@ -35,15 +35,10 @@ export async function traceCommand(argv: readonly string[], io: Io): Promise<num
   const sportText = parsed.values['src-port'] as string | undefined;
   const snapshot = await clusterFor(parsed, [srcRef, dstRef]);
 
+  const flag = familyFlag(parsed);
   return withRulesetErrors('trace', io, async () => {
-    // The family follows the addresses: an IP literal decides it before any rules are read.
-    const literal = [srcRef, dstRef].map(parseAddr).find((a) => a !== undefined);
-    const familyGuess = literal?.family ?? (snapshot ? familyOfPods(snapshot, [srcRef, dstRef]) : 4);
-    const { ruleset, ipsets, source } = await readRuleset(parsed, config, familyGuess);
-    const report = inspectRuleset(ruleset, ipsets, { chainPrefix: config.chainPrefix });
-    const src = resolve(srcRef, snapshot, report, familyGuess);
-    const dst = resolve(dstRef, snapshot, report, familyGuess);
-    if (parseAddr(src.ip)?.family !== parseAddr(dst.ip)?.family) throw new UsageError(`--src ${src.ip} and --dst ${dst.ip} are of different IP families`);
+    const { family, loaded, report, src, dst, otherToo } = await pickFamily(parsed, config, snapshot, srcRef, dstRef, flag);
+    const { ruleset, ipsets, source } = loaded;
     const layout = nodeLayout(config, parsed, snapshot, report);
     const sport = sportText !== undefined ? { sport: portNumber('--src-port', sportText) } : {};
     // --in-iface: the bridge port (host veth) the packet enters from, checked by the anti-spoofing table.
@@ -52,18 +47,18 @@ export async function traceCommand(argv: readonly string[], io: Io): Promise<num
     const result = tracePacket(ruleset, ipsets, packet, { chainPrefix: config.chainPrefix });
     const established = establishedFate(strictModeOf(ruleset, config.chainPrefix), result);
     const programmed = inPort ? await readAntiSpoof(parsed, config) : undefined;
-    const family = parseAddr(src.ip)?.family === 6 ? 'ipv6' : 'ipv4';
     const antiSpoof = inPort
       ? programmed
-        ? antiSpoofVerdict(programmed, inPort, src.ip, family)
+        ? antiSpoofVerdict(programmed, inPort, src.ip, family === 6 ? 'ipv6' : 'ipv4')
         : { verdict: 'unknown', why: 'no anti-spoofing table to check (saved dump, or not programmed on this node)' }
       : undefined;
     const label = (e: Endpoint) => `${e.pod ? `${e.pod}, ` : ''}${isLocal(e.ip, layout) ? 'local' : 'remote'}`;
     if (parsed.values['json'] === true) {
-      io.out(`${JSON.stringify({ source, packet, src, dst, podCidrs: layout.podCidrs, ...result, established, ...(antiSpoof ? { antiSpoof } : {}) }, null, 2)}\n`);
+      io.out(`${JSON.stringify({ family, source, packet, src, dst, podCidrs: layout.podCidrs, ...result, established, ...(antiSpoof ? { antiSpoof } : {}) }, null, 2)}\n`);
     } else {
       const local = layout.podCidrs.join(', ') || 'as listed in the dispatch chains';
       io.out(`${wrap(`${source}; local pods: ${local}`, 'ruleset ', '        ').join('\n')}\n`);
+      if (otherToo) io.out(`${wrap(`IPv${family}; both ends have IPv${otherToo} addresses too (--family ${otherToo} traces that packet)`, 'family  ', '        ').join('\n')}\n`);
       if (antiSpoof) {
         const before = antiSpoof.verdict === 'drop' ? ' (the packet never reaches FORWARD)' : '';
         io.out(`${wrap(`${antiSpoof.verdict.toUpperCase()}${before}: ${antiSpoof.why}`, `anti-spoofing on ${inPort}: `, '  ').join('\n')}\n`);
@@ -105,23 +100,87 @@ function portNumber(flag: string, text: string): number {
 }
 
 /** `10.0.0.1`, or `ns/pod` from the manifests, or a local pod named in our workload chains' comments. */
-function resolve(ref: string, snapshot: ClusterSnapshot | undefined, report: InspectReport, family: 4 | 6): Endpoint {
-  if (parseAddr(ref)) return { ip: ref };
+function resolve(ref: string, snapshot: ClusterSnapshot | undefined, report: InspectReport, family: IpFamily): Endpoint {
+  const literal = parseAddr(ref);
+  if (literal) {
+    if (literal.family !== family) throw new UsageError(`${ref} is an IPv${literal.family} address, and this trace is IPv${family} (--family)`);
+    return { ip: ref };
+  }
   if (!/^[^/\s]+\/[^/\s]+$/.test(ref)) throw new UsageError(`"${ref}" is neither an IP address nor namespace/pod`);
   const fromManifest = snapshot?.pods.find((p) => podKey(p) === ref);
-  const ip = fromManifest?.ips.find((i) => parseAddr(i)?.family === family) ?? fromManifest?.ips[0];
-  if (ip) return { ip, pod: ref };
+  if (fromManifest && fromManifest.ips.length > 0) {
+    const ip = fromManifest.ips.find((i) => parseAddr(i)?.family === family);
+    if (ip) return { ip, pod: ref };
+    throw new UsageError(`pod ${ref} has no IPv${family} address (it has ${fromManifest.ips.join(', ')})`);
+  }
   const local = report.pods.find((p) => p.pod === ref);
   if (local) return { ip: local.ip, pod: ref };
   const hint = snapshot
     ? 'not in the cluster (--resources manifests or the API), or it has no IP yet'
-    : 'not a local pod in the ruleset; pass --kubeconfig F (or run in the cluster) or --resources PATH… to name remote pods';
+    : `not a local pod in the ruleset; pass --kubeconfig F (or run in the cluster) or --resources PATH… to name remote pods`;
   throw new UsageError(`pod ${ref}: ${hint}`);
 }
 
-function familyOfPods(snapshot: ClusterSnapshot, refs: readonly string[]): 4 | 6 {
-  const pod = snapshot.pods.find((p) => refs.includes(podKey(p)));
-  return pod?.ips[0] !== undefined && parseAddr(pod.ips[0])?.family === 6 ? 6 : 4;
+/** The IP families a named pod has, from the manifests or the API; undefined when they do not know it. */
+function podFamilies(snapshot: ClusterSnapshot | undefined, ref: string): Set<IpFamily> | undefined {
+  const pod = snapshot?.pods.find((p) => podKey(p) === ref);
+  if (!pod || pod.ips.length === 0) return undefined;
+  return new Set(pod.ips.flatMap((i) => parseAddr(i)?.family ?? []));
+}
+
+interface Picked {
+  readonly family: IpFamily;
+  readonly loaded: LoadedRuleset;
+  readonly report: InspectReport;
+  readonly src: Endpoint;
+  readonly dst: Endpoint;
+  /** Both ends have this family too: the trace chose IPv4 by default. */
+  readonly otherToo?: IpFamily;
+}
+
+/**
+ * The family of the traced packet: --family; else an address given; else the families both named pods
+ * have (IPv4 when they share both: the default, and the output says so); pods known only from the
+ * ruleset's comments decide by which family's ruleset names them.
+ */
+async function pickFamily(parsed: Parsed, config: DaemonConfig, snapshot: ClusterSnapshot | undefined, srcRef: string, dstRef: string, flag: IpFamily | undefined): Promise<Picked> {
+  const literals = [srcRef, dstRef].flatMap((r) => {
+    const a = parseAddr(r);
+    return a ? [{ ref: r, family: a.family }] : [];
+  });
+  if (literals.length === 2 && literals[0]!.family !== literals[1]!.family) throw new UsageError(`--src ${srcRef} and --dst ${dstRef} are of different IP families`);
+  const literal = literals[0];
+  if (flag !== undefined && literal && literal.family !== flag) throw new UsageError(`--family ${flag}, but ${literal.ref} is an IPv${literal.family} address`);
+  let candidates: IpFamily[];
+  if (flag !== undefined) candidates = [flag];
+  else if (literal) candidates = [literal.family];
+  else {
+    candidates = [4, 6];
+    for (const ref of [srcRef, dstRef]) {
+      const has = podFamilies(snapshot, ref);
+      if (has) candidates = candidates.filter((f) => has.has(f));
+    }
+    if (candidates.length === 0) {
+      const says = (ref: string) => `${ref} has only IPv${[...(podFamilies(snapshot, ref) ?? [])].join('/IPv')}`;
+      throw new UsageError(`${says(srcRef)} and ${says(dstRef)}: no packet between them`);
+    }
+  }
+  let firstError: unknown;
+  for (const family of candidates) {
+    try {
+      const loaded = await readRuleset(parsed, config, family);
+      const report = inspectRuleset(loaded.ruleset, loaded.ipsets, { chainPrefix: config.chainPrefix });
+      const src = resolve(srcRef, snapshot, report, family);
+      const dst = resolve(dstRef, snapshot, report, family);
+      const otherToo = candidates.length === 2 && family === 4 && literal === undefined && flag === undefined && [srcRef, dstRef].every((r) => podFamilies(snapshot, r)?.has(6)) ? 6 : undefined;
+      return { family, loaded, report, src, dst, ...(otherToo !== undefined ? { otherToo } : {}) };
+    } catch (err) {
+      // Only when the family was not chosen for us: try the next one, and report the first failure if none works.
+      if (!(err instanceof UsageError || err instanceof RulesetError)) throw err;
+      firstError ??= err;
+    }
+  }
+  throw firstError;
 }
 
 /**

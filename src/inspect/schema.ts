@@ -120,6 +120,8 @@ export const INSPECT_REPORT_SCHEMA = {
   additionalProperties: false,
   required: ['chainPrefix', 'forwardPolicy', 'failClosedCidrs', 'pods', 'policies', 'problems'],
   properties: {
+    /** Which family's ruleset this is (a dual-stack node has one per family; `--family` picks). */
+    family: { enum: [4, 6] },
     chainPrefix: str,
     forwardPolicy: str,
     hookPosition: { type: 'integer', minimum: 1 },

@@ -25,7 +25,7 @@ export interface LoadOptions {
  */
 export function loadRuleset(text: string, opts: LoadOptions = {}): Ruleset {
   if (text.trim() === '') throw new RulesetError('empty input: expected the output of iptables-save');
-  const saveText = /^-[IN] /m.test(text) || undeclaredBuiltins(text).length > 0 ? restoreToSave(text, opts.builtinPolicy ?? 'ACCEPT') : text;
+  const saveText = asSaveText(text, opts.builtinPolicy);
   let tables: Map<string, SavedTable>;
   try {
     tables = parseIptablesSave(saveText);
@@ -41,6 +41,11 @@ export function loadRuleset(text: string, opts: LoadOptions = {}): Ruleset {
 /** Throws the operator-facing error when the ruleset holds nothing of ours. */
 export function requireOwnedChains(ruleset: Ruleset, prefix: string): void {
   if (![...ruleset.chains.keys()].some((name) => name.startsWith(prefix))) throw new RulesetError(NO_NETFENCE_CHAINS);
+}
+
+/** A restore payload (`-I`, `-N`, undeclared built-ins: `netfence compile` output) as iptables-save would print it; save text as is. */
+export function asSaveText(text: string, builtinPolicy = 'ACCEPT'): string {
+  return /^-[IN] /m.test(text) || undeclaredBuiltins(text).length > 0 ? restoreToSave(text, builtinPolicy) : text;
 }
 
 function undeclaredBuiltins(text: string): string[] {

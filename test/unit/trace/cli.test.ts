@@ -167,7 +167,7 @@ describe('netfence inspect', () => {
   it.each([
     ['--pod', ['--pod', 'default/frontend'], 0, /default\/frontend \(10\.244\.1\.11\)/],
     ['--policy', ['--policy', 'default/test-network-policy'], 0, /used by: default\/db/],
-    ['unknown --pod', ['--pod', 'default/nope'], 1, /no local pod default\/nope in the ruleset \(known: default\/db, default\/frontend\)/],
+    ['unknown --pod', ['--pod', 'default/nope'], 1, /no local pod default\/nope in the IPv4 ruleset \(known: default\/db, default\/frontend\)/],
     ['unknown --policy', ['--policy', 'x/y'], 1, /no policy x\/y/],
   ])('%s', async (_n, args, code, text) => {
     const r = await run('inspect', '--saved', saved, ...args);
