@@ -2,6 +2,8 @@
 # `npm run bench`: installs what it needs, builds (the daemon rows run dist/), then prints one markdown
 # table of every benchmark row beside its kernel floor. Flags go to scripts/bench-all.ts:
 #   --tier small|medium|large|xl (default large)   --quick (smoke run)   --xl (daemon memory at xl too)   --seed N
+#   --dual-stack: instead, the dual-stack rows (scripts/bench-dual-stack.ts: every pod IPv4 + IPv6, each family
+#                 beside its own floor); other flags (--tier, --runs, --seed, --only) go to that script.
 # Kernel, daemon and data-plane rows need root; without root they are skipped, and the table says so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,5 +11,9 @@ source scripts/lib/prereqs.sh
 prepare
 if [ "$(id -u)" != "0" ]; then
   echo "SKIPPING kernel, daemon and data-plane rows: they need root to create network namespaces (run 'sudo npm run bench')." >&2
+fi
+if [ "${1:-}" = "--dual-stack" ]; then
+  shift
+  exec node --import ./scripts/register-ts.mjs scripts/bench-dual-stack.ts "$@"
 fi
 exec node --import ./scripts/register-ts.mjs scripts/bench-all.ts "$@"
