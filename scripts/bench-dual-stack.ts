@@ -6,7 +6,8 @@
 //                          restore` + `ip(6)tables-<backend>-restore --noflush` into another fresh netns;
 //   ds-first-apply-both    one Syncer programming both families, as the daemon does, vs both floors in turn;
 //   ds-change-<m>-v4|v6    one-pod change on a netns holding that family's full state, vs the texts that
-//                          sync wrote, applied with the tools to an identical netns.
+//                          sync wrote, applied with the tools to an identical netns;
+//   ds-change-<m>-both     the same through one Syncer programming both families (the daemon's case).
 // Runs alternate netfence and floor so load on the shared machine hits both alike; the first is a warm-up.
 //
 // Usage (root): node --import ./scripts/register-ts.mjs scripts/bench-dual-stack.ts [--tier large] [--runs 5] [--seed 1] [--only <row>]
@@ -33,7 +34,7 @@ const FAMILIES = [4, 6] as const;
 export const DUAL_STACK_ROWS: readonly string[] = [
   ...FAMILIES.map((f) => `ds-first-apply-v${f}`),
   'ds-first-apply-both',
-  ...POD_CHANGES.flatMap((m) => FAMILIES.map((f) => `ds-change-${m}-v${f}`)),
+  ...POD_CHANGES.flatMap((m) => [...FAMILIES.map((f) => `ds-change-${m}-v${f}`), `ds-change-${m}-both`]),
 ];
 
 export interface DualStackOptions {
@@ -210,7 +211,7 @@ function changedPod(before: ClusterSnapshot, after: ClusterSnapshot): Pod {
 async function podChange(
   o: DualStackOptions,
   m: Mutation,
-  family: IpFamily,
+  families: readonly IpFamily[],
   snapshot: ClusterSnapshot,
   compileFn: (s: ClusterSnapshot) => DesiredState,
   settings: NodeSettings,
@@ -240,15 +241,18 @@ async function podChange(
     t.floor.push(f);
     t.calls.push(calls);
   }
-  const p = forward.find((x) => x.family === family);
-  if (!p || p.changes.length === 0) throw new Error(`the change wrote nothing for IPv${family}`);
-  const wrote = p.changes.map((c) => `${c.action} ${c.object} ${c.name}`).join(', ');
-  const bytes = Buffer.byteLength(p.ipsetRestore) + Buffer.byteLength(p.iptablesRestore) + Buffer.byteLength(p.ipsetDestroy);
+  const wrote = families.map((family) => {
+    const p = forward.find((x) => x.family === family);
+    if (!p || p.changes.length === 0) throw new Error(`the change wrote nothing for IPv${family}`);
+    const bytes = Buffer.byteLength(p.ipsetRestore) + Buffer.byteLength(p.iptablesRestore) + Buffer.byteLength(p.ipsetDestroy);
+    return `IPv${family} ${p.changes.length} object(s), ${fmtInt(bytes)} B: ${p.changes.map((c) => `${c.action} ${c.object} ${c.name}`).join(', ')}`;
+  });
+  const which = families.length === 2 ? 'both families through one Syncer' : `IPv${families[0]}`;
   return {
-    id: `ds-change-${m.name}-v${family}`,
-    what: `dual-stack one-pod change (${m.what}), IPv${family}: Syncer.sync on a netns holding that family's full state (compile excluded), vs its restore texts applied with the tools to an identical netns`,
+    id: `ds-change-${m.name}-${families.length === 2 ? 'both' : `v${families[0]}`}`,
+    what: `dual-stack one-pod change (${m.what}), ${which}: Syncer.sync on a netns holding the full state (compile excluded), vs its restore texts applied with the tools to an identical netns`,
     ...againstFloor(summarize(t.ours).wallMs, summarize(t.floor).wallMs, 2),
-    detail: `${pod.namespace}/${pod.name} (${pod.ips.join(', ')}); wrote ${p.changes.length} object(s), ${fmtInt(bytes)} B: ${wrote}; ${breakdown(t)}`,
+    detail: `${pod.namespace}/${pod.name} (${pod.ips.join(', ')}); wrote ${wrote.join('; ')}; ${breakdown(t)}`,
     command,
   };
 }
@@ -275,19 +279,20 @@ export async function dualStackBench(o: DualStackOptions): Promise<BenchRow[]> {
       say(`dual-stack: ${id} vs floor`);
       rows.push(await firstApply(o, desired, settings, families, backend, command(id)).catch((e) => failedRow(id, 'dual-stack first apply', e, command(id))));
     }
-    for (const family of FAMILIES) {
-      const changes = MUTATIONS.filter((m) => (POD_CHANGES as readonly string[]).includes(m.name) && wanted(`ds-change-${m.name}-v${family}`));
+    for (const families of [[4], [6], [4, 6]] as const) {
+      const tag = families.length === 2 ? 'both' : `v${families[0]}`;
+      const changes = MUTATIONS.filter((m) => (POD_CHANGES as readonly string[]).includes(m.name) && wanted(`ds-change-${m.name}-${tag}`));
       if (changes.length === 0) continue;
-      // Two namespaces with this family's full state: A is netfence's, B gets the floor's tool calls.
+      // Two namespaces with the full state of these families: A is netfence's, B gets the floor's tool calls.
       const a = await createScratchNetns('ds');
       const b = await createScratchNetns('ds');
       try {
-        const side = await openSide(a.name, settings, [family], backend);
+        const side = await openSide(a.name, settings, families, backend);
         await applyWithTools(b.name, (await side.syncer.sync(desired)).plans, backend);
         for (const m of changes) {
-          const id = `ds-change-${m.name}-v${family}`;
+          const id = `ds-change-${m.name}-${tag}`;
           say(`dual-stack: ${id} vs floor`);
-          rows.push(await podChange(o, m, family, snapshot, compileFn, settings, side, b, backend, command(id)).catch((e) => failedRow(id, m.what, e, command(id))));
+          rows.push(await podChange(o, m, families, snapshot, compileFn, settings, side, b, backend, command(id)).catch((e) => failedRow(id, m.what, e, command(id))));
         }
       } finally {
         await a.destroy();
