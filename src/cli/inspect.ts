@@ -158,7 +158,7 @@ async function chooseFamily(parsed: Parsed, config: DaemonConfig, pod: string | 
 export async function inspectCommand(argv: readonly string[], io: Io): Promise<number> {
   const parsed = parseCommand('inspect', argv);
   const config = configFrom(parsed, false);
-  familyFlag(parsed);
+  familyFlag(parsed); // a bad --family is a usage error before anything is read
   return withRulesetErrors('inspect', io, async () => {
     const pod = parsed.values['pod'] as string | undefined;
     const policy = parsed.values['policy'] as string | undefined;
