@@ -204,9 +204,15 @@ export class HouseCluster {
     }
   }
 
-  /** Nodes (with their addresses and hostname labels), namespaces, pods, policies: one List manifest. */
   private write(): string {
-    const items: object[] = [
+    const file = join(this.dir, 'cluster.json');
+    writeFileSync(file, `${JSON.stringify({ apiVersion: 'v1', kind: 'List', items: this.objects() }, null, 1)}\n`);
+    return file;
+  }
+
+  /** Nodes (with their addresses and labels), namespaces, pods, policies: the current state's objects. */
+  objects(): object[] {
+    return [
       ...this.sandbox.nodes().map((n) => ({
         apiVersion: 'v1',
         kind: 'Node',
@@ -241,8 +247,5 @@ export class HouseCluster {
       ...this.state.policies,
       ...this.state.clusterPolicies,
     ];
-    const file = join(this.dir, 'cluster.json');
-    writeFileSync(file, `${JSON.stringify({ apiVersion: 'v1', kind: 'List', items }, null, 1)}\n`);
-    return file;
   }
 }
