@@ -1,7 +1,7 @@
 // The house cluster served by a fake API server (with the ClusterNetworkPolicy CRD) to one running netfence
 // daemon per sandbox node, as upstream's suite runs against a live implementation: publish() turns the
 // HouseCluster's desired state into the creates, updates and deletes kubectl would make, and the daemons
-// pick them up through their watches. waitInSync() then waits until every node's kernel holds exactly what
+// pick them up through their watches. publishAndWait() then waits until every node's kernel holds exactly what
 // `netfence diff` computes for that state, so a probe never passes on the state before the change.
 
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -16,6 +16,8 @@ const keyOf = (o: KubeObject): string => `${o.kind}/${o.metadata.namespace ?? ''
 
 export class HouseDaemons {
   private published = new Map<string, string>();
+  /** Whether the nodes were found in sync with `published`. */
+  private verified = false;
 
   private constructor(
     private readonly cluster: HouseCluster,
@@ -43,30 +45,49 @@ export class HouseDaemons {
     }
   }
 
-  /** kubectl apply of every object that changed, delete of every object that is gone. */
-  publish(): void {
+  /** kubectl apply of every object that changed, delete of every object that is gone; whether there was any. */
+  private publish(): boolean {
+    let changed = false;
     const next = new Map((this.cluster.objects() as KubeObject[]).map((o) => [keyOf(o), o] as const));
     for (const [key, obj] of this.published) {
-      if (!next.has(key)) this.server.delete(JSON.parse(obj) as KubeObject);
+      if (!next.has(key)) {
+        this.server.delete(JSON.parse(obj) as KubeObject);
+        changed = true;
+      }
     }
     const written = new Map<string, string>();
     for (const [key, obj] of next) {
       const text = JSON.stringify(obj);
-      if (this.published.get(key) !== text) this.server.apply(obj);
+      if (this.published.get(key) !== text) {
+        this.server.apply(obj);
+        changed = true;
+      }
       written.set(key, text);
     }
     this.published = written;
+    return changed;
   }
 
   /**
-   * Waits until `netfence diff` finds every node in sync with the published state (exit 0), or `deadline`
-   * passes; returns what still differs then, or undefined.
+   * publish(), then waits until `netfence diff` finds every node in sync with it (exit 0) or `deadline`
+   * passes; returns what still differs then, or undefined. Nothing published since the last time the nodes
+   * were found in sync: nothing to wait for.
    */
-  async waitInSync(deadline: number): Promise<string | undefined> {
+  async publishAndWait(deadline: number): Promise<string | undefined> {
+    if (this.publish()) this.verified = false;
+    if (this.verified) return undefined;
+    const stale = await this.waitInSync(deadline);
+    this.verified = stale === undefined;
+    return stale;
+  }
+
+  private async waitInSync(deadline: number): Promise<string | undefined> {
     const file = join(this.dir, 'published.json');
     writeFileSync(`${file}.tmp`, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [...this.published.values()].map((o) => JSON.parse(o) as unknown) }));
     renameSync(`${file}.tmp`, file);
     for (;;) {
+      // A daemon takes ~100 ms or more to program a change: a diff at once would only race it for the CPU.
+      await new Promise((r) => setTimeout(r, 150));
       const reports = await Promise.all(
         this.cluster.sandbox.nodes().map(async (node) => {
           let out = '';
@@ -78,7 +99,6 @@ export class HouseDaemons {
       const differs = reports.filter((r): r is string => r !== undefined);
       if (differs.length === 0) return undefined;
       if (Date.now() >= deadline) return differs.join('\n');
-      await new Promise((r) => setTimeout(r, 100));
     }
   }
 

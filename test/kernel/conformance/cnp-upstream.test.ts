@@ -108,9 +108,8 @@ describeKernel('ClusterNetworkPolicy conformance (network-policy-api, ported)', 
     for (const [i, step] of steps.entries()) {
       step.change?.(c());
       const written = Date.now();
-      daemons!.publish();
       // The change must be in force within upstream's 10 s poke window; only then are the pokes judged.
-      const stale = await daemons!.waitInSync(written + 10_000);
+      const stale = await daemons!.publishAndWait(written + 10_000);
       if (stale) {
         failures.push(`step ${i + 1}: the daemons had not programmed the change 10 s after it was written:\n${stale}`);
         break;
