@@ -3,7 +3,7 @@
 // labelled conformance-house=<house>, two pods per house (…-0 on node n1, …-1 on n2) serving the agnhost
 // ports (TCP 80 and 8080, UDP 53 and 5353, SCTP 9003 and 9005; the sandbox agent serves every one of them
 // on every protocol), and the hostNetwork "centaur" role played by each node's own agent (`node:n1`,
-// `node:n2`, on the node's address). netfence programs it with `netfence apply --resources` per node.
+// `node:n2`, on the node's address, also serving upstream's eight HostNetworkPorts). netfence programs it with `netfence apply --resources` per node.
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -31,6 +31,9 @@ const RESIDENTS: Readonly<Record<Exclude<House, 'forbidden-forrest'>, string>> =
 };
 
 export const PORTS = [80, 8080, 53, 5353, 9003, 9005] as const;
+
+/** Upstream's HostNetworkPorts (suite.go: 8 ports from 34345), which the centaur pods listen on. */
+export const CENTAUR_PORTS = [34345, 34346, 34347, 34348, 34349, 34350, 34351, 34352] as const;
 
 export interface HousePod {
   readonly house: House;
@@ -102,9 +105,9 @@ export class HouseCluster {
   ) {}
 
   static async create(): Promise<HouseCluster> {
-    const sandbox = await createSandbox({ nodes: NODES }, { ports: PORTS });
+    const sandbox = await createSandbox({ nodes: NODES }, { ports: [...PORTS, ...CENTAUR_PORTS] });
     try {
-      await Promise.all(HOUSE_PODS.map((p) => sandbox.addPod({ namespace: p.namespace, name: p.name, node: p.node, ip: p.ip })));
+      await Promise.all(HOUSE_PODS.map((p) => sandbox.addPod({ namespace: p.namespace, name: p.name, node: p.node, ip: p.ip, ports: PORTS })));
     } catch (err) {
       await sandbox.destroy();
       throw err;
@@ -201,13 +204,20 @@ export class HouseCluster {
     }
   }
 
-  /** Nodes (with their addresses and hostname labels), namespaces, pods, policies: one List manifest. */
   private write(): string {
-    const items: object[] = [
+    const file = join(this.dir, 'cluster.json');
+    writeFileSync(file, `${JSON.stringify({ apiVersion: 'v1', kind: 'List', items: this.objects() }, null, 1)}\n`);
+    return file;
+  }
+
+  /** Nodes (with their addresses and labels), namespaces, pods, policies: the current state's objects. */
+  objects(): object[] {
+    return [
       ...this.sandbox.nodes().map((n) => ({
         apiVersion: 'v1',
         kind: 'Node',
-        metadata: { name: n.name, labels: { 'kubernetes.io/hostname': n.name } },
+        // The labels every kubelet sets; upstream's node peers select `kubernetes.io/os: linux`.
+        metadata: { name: n.name, labels: { 'kubernetes.io/hostname': n.name, 'kubernetes.io/os': 'linux' } },
         spec: { podCIDR: n.podCidr },
         status: { addresses: [{ type: 'InternalIP', address: n.underlayIp }] },
       })),
@@ -237,8 +247,5 @@ export class HouseCluster {
       ...this.state.policies,
       ...this.state.clusterPolicies,
     ];
-    const file = join(this.dir, 'cluster.json');
-    writeFileSync(file, `${JSON.stringify({ apiVersion: 'v1', kind: 'List', items }, null, 1)}\n`);
-    return file;
   }
 }

@@ -1,380 +1,211 @@
-// ClusterNetworkPolicy conformance on real packets: scenarios of the network-policy-api suite
-// (conformance/tests, v1alpha2), ported into the sandbox with their own expectations, same-node and
-// cross-node (…-0 pods live on n1, …-1 pods on n2), including the live mutations (rule order swapped,
-// priority changed, namespace relabelled, a NetworkPolicy deleted) re-applied and observed within the
-// upstream 10 s poke window. A blocked cell must time out: a refused connection fails it.
+// ClusterNetworkPolicy conformance on real packets: all 24 tests and 92 subtests of the network-policy-api
+// suite (conformance/tests, v1alpha2: 13 Admin-tier, 11 Baseline-tier, including the experimental
+// NamedPorts and EgressNodePeers features), ported into the sandbox from the data in
+// test/helpers/conformance-cnp/upstream-suite.ts: upstream's manifests, its live changes (rule order swapped,
+// action changed to Pass, priority 60 → 40, a namespace relabelled and back, a NetworkPolicy deleted, a rule
+// prepended or given a named port) and every PokeServer with upstream's own expectation. One `it` per
+// upstream subtest, under a `describe` per upstream test; a test's manifests replace the previous test's and
+// its subtests' changes accumulate, as upstream's do.
 //
-// Ported subtest by subtest (names are upstream's ShortName / t.Run titles):
-//   CNPAdminTierIngressTCP     all 7 subtests (conformance/base/admin_tier/standard-ingress-tcp-rules.yaml)
-//   CNPBaselineTierIngressTCP  all 5 subtests (baseline_tier/standard-ingress-tcp-rules.yaml, rules from the test's comments)
-//   CNPAdminTierPriorityField  all 3 subtests (admin_tier/standard-priority-field.yaml)
-//   CNPAdminTierEgressTCP      all 6 subtests (admin_tier/standard-egress-tcp-rules.yaml)
-//   CNPBaselineTierEgressTCP   all 5 subtests (baseline_tier/standard-egress-tcp-rules.yaml: the admin egress rules
-//                              without the Passes; the YAML itself was not read, its rules follow from the test)
-//   CNPAdminTierIntegration    all 6 subtests (api_integration/standard-anp-np-banp.yaml: Admin Deny → Pass,
-//                              a NetworkPolicy in gryffindor, Baseline Deny; then the NetworkPolicy deleted)
-//   CNPAdminTierEgressInlineCIDRPeers  both subtests (admin_tier/standard-egress-inline-cidr-rules.yaml:
-//                              networks 0.0.0.0/0 and ::/0, then an Accept of two pod /32s inserted first)
-// Not upstream, in the same style: the ingress-tcp rules on UDP 53/5353 and SCTP 9003/9005, NetworkPolicy /
-// Baseline interplay with a namespace relabel and a NetworkPolicy deletion, and a `nodes` egress peer toward
-// the other node's hostNetwork agent (the centaur role). Egress to the pod's own node goes through INPUT,
-// which netfence does not hook (README known limits), so that cell is not asserted.
+// As upstream, the suite runs against a live implementation: a netfence daemon per node, watching a fake API
+// server (with the CRD) that the test writes to as kubectl would (house-daemons.ts). Each change must be
+// programmed on both nodes (`netfence diff` in sync) within 10 s of being written; then each poke is judged
+// as upstream's PokeServer does: retried until it reads as expected or its 10 s PokeTimeout window closes,
+// and a poke expected to fail must time out (a refused connection fails it).
+//
+// Placement. Upstream runs in kind, where a pod's node is whatever the scheduler picked; here …-0 pods live on
+// n1 and …-1 pods on n2, and the hostNetwork centaur-<i> is node n<i+1>'s own agent. Every poke is made as
+// written and again from the client's other replica (same namespace and labels, so the same expectation),
+// so each upstream assertion is observed both same-node and cross-node.
+//
+// Not asserted (it.skip, named): pokes from a pod to a centaur on its *own* node. That traffic goes
+// through the node's INPUT chain, which netfence does not police yet (README "Known limits"); the
+// cross-node twin of each such poke is asserted. Flip LOCAL_NODE_PEERS_ENFORCED when INPUT is hooked.
+// No upstream subtest uses `domainNames` (netfence's other documented gap), so none is skipped for it.
+//
+// Every expectation is also held against the spec oracle (test/helpers/oracle.ts) on the same snapshot;
+// a disagreement fails the subtest, since it means the oracle or the transcription is wrong.
 //
 // Run: node --experimental-vm-modules node_modules/jest/bin/jest.js --selectProjects kernel --runInBand --testPathPatterns cnp-upstream
 
 import { jest } from '@jest/globals';
 import { describeKernel } from '../../helpers/netns.js';
-import { HouseCluster, ns, pod, type CnpDoc } from '../../helpers/conformance-cnp/houses.js';
+import { HouseDaemons } from '../../helpers/conformance-cnp/house-daemons.js';
+import { HOUSE_PODS, HOUSES, HouseCluster, NODES, ns, pod } from '../../helpers/conformance-cnp/houses.js';
+import { UPSTREAM_TESTS, poke, type Poke, type Step } from '../../helpers/conformance-cnp/upstream-suite.js';
 import { Oracle } from '../../helpers/oracle.js';
 import type { Protocol } from '../../../src/model/index.js';
 
-jest.setTimeout(180_000);
+jest.setTimeout(120_000);
 
-const NAME = 'kubernetes.io/metadata.name';
-const fromNs = (house: string) => [{ namespaces: { matchLabels: { [NAME]: ns(house as never) } } }];
-const tcpPort = (n: number) => [{ tcp: { destinationPort: { number: n } } }];
-const protoPort = (p: Protocol, n: number) => [{ [p.toLowerCase()]: { destinationPort: { number: n } } }];
-const housePods = (house: string) => ({ pods: { namespaceSelector: { matchLabels: { 'conformance-house': house } }, podSelector: { matchLabels: { 'conformance-house': house } } } });
+/**
+ * Pod → a centaur on its own node goes through INPUT, which netfence does not hook yet (README known limits).
+ * Before flipping this: the sandbox agent answers UDP and SCTP from the address its route picks (cni0's for a
+ * local pod), not the node address that was probed, so those pokes time out even with no policy at all
+ * (upstream's centaurs listen on $(HOST_IP) for the same reason); only the TCP ones can pass today.
+ */
+const LOCAL_NODE_PEERS_ENFORCED = false;
 
-function cnpDoc(name: string, tier: 'Admin' | 'Baseline', priority: number, spec: Omit<CnpDoc['spec'], 'tier' | 'priority'>): CnpDoc {
-  return { apiVersion: 'policy.networking.k8s.io/v1alpha2', kind: 'ClusterNetworkPolicy', metadata: { name }, spec: { tier, priority, ...spec } };
+interface Cell {
+  readonly from: string;
+  readonly to: string;
+  readonly protocol: Protocol;
+  readonly port: number;
+  readonly connect: boolean;
+  /** What the cell is: upstream's poke, or its twin from the client's other replica. */
+  readonly origin: string;
 }
 
-/** upstream ingress-tcp (priority 3), on any protocol's pair of ports: rules 0–6 in the YAML's order. */
-function ingressRules(name: string, tier: 'Admin' | 'Baseline', priority: number, proto: Protocol, port: number): CnpDoc {
-  const on = (n: number) => (proto === 'TCP' ? tcpPort(n) : protoPort(proto, n));
-  const admin = tier === 'Admin';
-  const rules = [
-    { name: 'allow-from-ravenclaw-everything', action: 'Accept', from: fromNs('ravenclaw') },
-    { name: 'deny-from-ravenclaw-everything', action: 'Deny', from: fromNs('ravenclaw') },
-    ...(admin ? [{ name: 'pass-from-ravenclaw-everything', action: 'Pass', from: fromNs('ravenclaw') }] : []),
-    { name: 'deny-from-slytherin-at-port', action: 'Deny', from: fromNs('slytherin'), protocols: on(port) },
-    ...(admin ? [{ name: 'pass-from-slytherin-at-port', action: 'Pass', from: fromNs('slytherin'), protocols: on(port) }] : []),
-    { name: 'allow-from-hufflepuff-at-port', action: 'Accept', from: fromNs('hufflepuff'), protocols: on(port) },
-    { name: 'deny-from-hufflepuff-everything-else', action: 'Deny', from: fromNs('hufflepuff') },
-  ];
-  return cnpDoc(name, tier, priority, { subject: { namespaces: { matchLabels: { [NAME]: ns('gryffindor') } } }, ingress: rules });
-}
-
-const swap = (doc: CnpDoc, i: number, j: number): CnpDoc => {
-  const ingress = [...(doc.spec.ingress ?? [])];
-  [ingress[i], ingress[j]] = [ingress[j]!, ingress[i]!];
-  return { ...doc, spec: { ...doc.spec, ingress } };
+const centaurNode = (server: string): string | undefined => {
+  const m = /^centaur-(\d)$/.exec(server);
+  return m ? NODES[Number(m[1])]!.name : undefined;
 };
+const nodeOfPod = (name: string): string => HOUSE_PODS.find((p) => p.name === name)!.node;
+const endpoint = (server: string): string => {
+  const node = centaurNode(server);
+  return node ? `node:${node}` : pod(server);
+};
+const otherReplica = (name: string): string => name.replace(/-(\d)$/, (_, i: string) => `-${1 - Number(i)}`);
+const describePoke = (p: Poke) => `${p.client} → ${p.server} ${p.protocol}/${p.port} ${p.connect ? 'connects' : 'times out'}`;
 
-type Cell = readonly [string, string, boolean];
+/** Upstream's poke, then the same from the client's other replica (the other node). */
+function cellsOf(pokes: readonly Poke[]): Cell[] {
+  return pokes.flatMap((p) =>
+    [p, { ...p, client: otherReplica(p.client) }].map((q, twin) => ({
+      from: pod(q.client),
+      to: endpoint(q.server),
+      protocol: q.protocol.toUpperCase() as Protocol,
+      port: q.port,
+      connect: q.connect,
+      origin: twin === 0 ? describePoke(p) : `twin of ${describePoke(p)}`,
+    })),
+  );
+}
+
+/** A pod poking the centaur on its own node (INPUT, not FORWARD). */
+const isLocalNodePeer = (c: Cell): boolean => c.to === `node:${nodeOfPod(c.from.split('/')[1]!)}`;
 
 describeKernel('ClusterNetworkPolicy conformance (network-policy-api, ported)', () => {
   let cluster: HouseCluster | undefined;
+  let daemons: HouseDaemons | undefined;
   const c = (): HouseCluster => cluster!;
 
   beforeAll(async () => {
     cluster = await HouseCluster.create();
-    await cluster.reset();
+    daemons = await HouseDaemons.start(cluster);
   }, 120_000);
   afterAll(async () => {
-    await cluster?.destroy();
+    try {
+      await daemons?.stop();
+    } finally {
+      await cluster?.destroy();
+    }
   }, 120_000);
-  afterEach(async () => {
-    await cluster?.reset();
-  });
 
-  /** Applies, then expects every cell; each expectation is also held against the spec oracle. */
-  async function observe(title: string, proto: Protocol, port: number, cells: readonly Cell[], failures: string[]): Promise<void> {
-    await c().apply();
-    const snap = c().snapshot();
-    const oracle = new Oracle(snap);
-    const ipOf = (key: string) =>
-      key.startsWith('node:') ? snap.nodes.find((n) => n.name === key.slice('node:'.length))!.addresses[0]! : snap.pods.find((p) => `${p.namespace}/${p.name}` === key)!.ips[0]!;
-    for (const [from, to, ok] of cells) {
-      const verdict = oracle.allows({ src: ipOf(from), dst: ipOf(to), proto: proto.toLowerCase() as 'tcp', port });
-      if (verdict !== ok) failures.push(`${title}: expectation ${from} -> ${to} ${proto}/${port} ${ok} disagrees with the spec oracle`);
+  /** Makes each step's change in the API server, then probes the step's cells, all in parallel. */
+  async function runSteps(steps: readonly Step[]): Promise<void> {
+    const failures: string[] = [];
+    for (const [i, step] of steps.entries()) {
+      step.change?.(c());
+      const written = Date.now();
+      // The change must be in force within upstream's 10 s poke window; only then are the pokes judged.
+      const stale = await daemons!.publishAndWait(written + 10_000);
+      if (stale) {
+        failures.push(`step ${i + 1}: the daemons had not programmed the change 10 s after it was written:\n${stale}`);
+        break;
+      }
+      const snap = c().snapshot();
+      const oracle = new Oracle(snap);
+      const ipOf = (key: string) =>
+        key.startsWith('node:') ? snap.nodes.find((n) => n.name === key.slice('node:'.length))!.addresses[0]! : snap.pods.find((p) => `${p.namespace}/${p.name}` === key)!.ips[0]!;
+      const cells = cellsOf(step.pokes).filter((cell) => LOCAL_NODE_PEERS_ENFORCED || !isLocalNodePeer(cell));
+      const groups = new Map<string, Cell[]>();
+      for (const cell of cells) {
+        if (oracle.allows({ src: ipOf(cell.from), dst: ipOf(cell.to), proto: cell.protocol.toLowerCase() as 'tcp', port: cell.port }) !== cell.connect) {
+          failures.push(`step ${i + 1}: the spec oracle disagrees with ${cell.origin}`);
+        }
+        const key = `${cell.protocol}/${cell.port}`;
+        groups.set(key, [...(groups.get(key) ?? []), cell]);
+      }
+      const reports = await Promise.all(
+        [...groups.values()].map((group) => c().expect(group[0]!.protocol, group[0]!.port, group.map((cell) => [cell.from, cell.to, cell.connect] as const))),
+      );
+      for (const report of reports) if (report) failures.push(`step ${i + 1}:\n${report}`);
     }
-    const wrong = await c().expect(proto, port, cells);
-    if (wrong) failures.push(`${title}:\n${wrong}`);
+    if (failures.length > 0) throw new Error(`${failures.join('\n')}\n\ndaemon logs:\n${daemons!.logs()}`);
   }
 
-  const done = (failures: string[]) => {
-    if (failures.length > 0) throw new Error(`${failures.join('\n')}\n\napply log:\n${c().applyLog.join('\n')}`);
-  };
+  for (const test of UPSTREAM_TESTS) {
+    describe(`${test.shortName} (${test.manifest})`, () => {
+      // MustApplyWithCleanup: this test's manifests on the base namespaces, nothing left of the previous test.
+      beforeAll(() => {
+        for (const house of HOUSES) c().setNamespaceLabels(ns(house), { 'conformance-house': house });
+        c().setClusterPolicies(test.clusterPolicies);
+        c().setPolicies(test.policies ?? []);
+      });
 
-  for (const [proto, first, second, upstream] of [
-    ['TCP', 80, 8080, true],
-    ['UDP', 53, 5353, false],
-    ['SCTP', 9003, 9005, false],
-  ] as const) {
-    it(`${upstream ? 'CNPAdminTierIngressTCP' : `admin ingress rules on ${proto} (CNPAdminTierIngressTCP's shape)`}: ordering, ports, Pass, swaps`, async () => {
-      const f: string[] = [];
-      const base = ingressRules(proto === 'TCP' ? 'ingress-tcp' : `ingress-${proto.toLowerCase()}`, 'Admin', 3, proto, first);
-      c().setClusterPolicies([base]);
-      // "Should support an 'allow-ingress' policy …; ensure rule ordering is respected"
-      await observe('allow-ingress, ordering', proto, first, [[pod('luna-lovegood-0'), pod('harry-potter-0'), true]], f);
-      await observe('allow-ingress, ordering', proto, second, [[pod('luna-lovegood-1'), pod('harry-potter-0'), true]], f);
-      // "… 'allow-ingress' policy … at the specified port"
-      await observe('allow at port', proto, first, [[pod('cedric-diggory-0'), pod('harry-potter-1'), true]], f);
-      await observe('allow at port', proto, second, [[pod('cedric-diggory-1'), pod('harry-potter-1'), false]], f);
-      // "Should not affect egress traffic when only ingress rules are specified"
-      await observe('egress unaffected', proto, first, [[pod('harry-potter-0'), pod('luna-lovegood-0'), true], [pod('harry-potter-1'), pod('draco-malfoy-0'), true]], f);
-      // "… 'deny-ingress' policy …; ensure rule ordering is respected": swap rules 0 and 1
-      let now = swap(base, 0, 1);
-      c().putClusterPolicy(now);
-      await observe('deny after swap 0/1', proto, first, [[pod('luna-lovegood-0'), pod('harry-potter-1'), false]], f);
-      await observe('deny after swap 0/1', proto, second, [[pod('luna-lovegood-1'), pod('harry-potter-1'), false]], f);
-      // "… 'deny-ingress' policy … at the specified port"
-      await observe('deny at port', proto, first, [[pod('draco-malfoy-0'), pod('harry-potter-0'), false]], f);
-      await observe('deny at port', proto, second, [[pod('draco-malfoy-1'), pod('harry-potter-0'), true]], f);
-      // "… 'pass-ingress' policy …; ensure rule ordering is respected": swap rules 0 and 2
-      now = swap(now, 0, 2);
-      c().putClusterPolicy(now);
-      await observe('pass after swap 0/2', proto, first, [[pod('luna-lovegood-0'), pod('harry-potter-0'), true]], f);
-      await observe('pass after swap 0/2', proto, second, [[pod('luna-lovegood-1'), pod('harry-potter-0'), true]], f);
-      // "… 'pass-ingress' policy … at the specified port": swap rules 3 and 4
-      now = swap(now, 3, 4);
-      c().putClusterPolicy(now);
-      await observe('pass at port after swap 3/4', proto, first, [[pod('draco-malfoy-0'), pod('harry-potter-0'), true]], f);
-      await observe('pass at port after swap 3/4', proto, second, [[pod('draco-malfoy-1'), pod('harry-potter-0'), true]], f);
-      done(f);
+      for (const subtest of test.subtests) {
+        it(subtest.title, () => runSteps(subtest.steps));
+        const local = subtest.steps.flatMap((s) => cellsOf(s.pokes)).filter(isLocalNodePeer);
+        if (local.length > 0 && !LOCAL_NODE_PEERS_ENFORCED) {
+          it.skip(`${subtest.title} — pod to the centaur on its own node (${local.map((l) => l.origin).join('; ')}): egress to the local node goes through INPUT, which netfence does not police yet (README "Known limits"); the cross-node twins are asserted above`, () => undefined);
+        }
+      }
     });
   }
 
-  it('CNPBaselineTierIngressTCP: ordering, ports, egress unaffected, swap', async () => {
-    const f: string[] = [];
-    const base = ingressRules('default', 'Baseline', 10, 'TCP', 80);
-    c().setClusterPolicies([base]);
-    await observe('allow-ingress, ordering', 'TCP', 80, [[pod('luna-lovegood-0'), pod('harry-potter-0'), true]], f);
-    await observe('allow-ingress, ordering', 'TCP', 8080, [[pod('luna-lovegood-1'), pod('harry-potter-0'), true]], f);
-    await observe('allow at port', 'TCP', 80, [[pod('cedric-diggory-0'), pod('harry-potter-1'), true]], f);
-    await observe('allow at port', 'TCP', 8080, [[pod('cedric-diggory-1'), pod('harry-potter-1'), false]], f);
-    await observe('egress unaffected', 'TCP', 80, [[pod('harry-potter-0'), pod('luna-lovegood-0'), true], [pod('harry-potter-1'), pod('draco-malfoy-0'), true]], f);
-    c().putClusterPolicy(swap(base, 0, 1));
-    await observe('deny after swap 0/1', 'TCP', 80, [[pod('luna-lovegood-0'), pod('harry-potter-1'), false]], f);
-    await observe('deny after swap 0/1', 'TCP', 8080, [[pod('luna-lovegood-1'), pod('harry-potter-1'), false]], f);
-    await observe('deny at port', 'TCP', 80, [[pod('draco-malfoy-0'), pod('harry-potter-0'), false]], f);
-    await observe('deny at port', 'TCP', 8080, [[pod('draco-malfoy-1'), pod('harry-potter-0'), true]], f);
-    done(f);
-  });
+  // Not upstream: the tiers around a NetworkPolicy when a relabel brings a namespace *into* the selectors.
+  describe('beyond upstream: Admin Pass → NetworkPolicy → Baseline, a NetworkPolicy deleted, a namespace relabelled in', () => {
+    const house = (h: string) => ({ matchLabels: { 'conformance-house': h } });
+    beforeAll(() => {
+      for (const h of HOUSES) c().setNamespaceLabels(ns(h), { 'conformance-house': h });
+      c().setClusterPolicies([
+        {
+          apiVersion: 'policy.networking.k8s.io/v1alpha2',
+          kind: 'ClusterNetworkPolicy',
+          metadata: { name: 'admin-pass-slytherin' },
+          spec: { tier: 'Admin', priority: 5, subject: { namespaces: house('gryffindor') }, ingress: [{ name: 'pass-slytherin', action: 'Pass', from: [{ namespaces: house('slytherin') }] }] },
+        },
+        {
+          apiVersion: 'policy.networking.k8s.io/v1alpha2',
+          kind: 'ClusterNetworkPolicy',
+          metadata: { name: 'baseline-deny-slytherin' },
+          spec: { tier: 'Baseline', priority: 5, subject: { namespaces: house('gryffindor') }, ingress: [{ name: 'deny-slytherin', action: 'Deny', from: [{ namespaces: house('slytherin') }] }] },
+        },
+      ]);
+      c().setPolicies([
+        {
+          apiVersion: 'networking.k8s.io/v1',
+          kind: 'NetworkPolicy',
+          metadata: { namespace: ns('gryffindor'), name: 'allow-slytherin-web' },
+          spec: { podSelector: {}, ingress: [{ from: [{ namespaceSelector: house('slytherin') }], ports: [{ port: 80 }] }] },
+        },
+      ]);
+    });
 
-  it('CNPAdminTierPriorityField: Deny at 50 over Pass at 60; priority 60 → 40 passes to the Baseline Accept', async () => {
-    const f: string[] = [];
-    const deny50 = cnpDoc('priority-50-example', 'Admin', 50, {
-      subject: housePods('gryffindor'),
-      ingress: [{ name: 'deny-all-ingress-from-slytherin', action: 'Deny', from: [housePods('slytherin')] }],
-      egress: [{ name: 'deny-all-egress-to-slytherin', action: 'Deny', to: [housePods('slytherin')] }],
-    });
-    const pass = (priority: number) =>
-      cnpDoc('old-priority-60-new-priority-40-example', 'Admin', priority, {
-        subject: housePods('gryffindor'),
-        ingress: [{ name: 'pass-all-ingress-from-slytherin', action: 'Pass', from: [housePods('slytherin')] }],
-        egress: [{ name: 'pass-all-egress-to-slytherin', action: 'Pass', to: [housePods('slytherin')] }],
-      });
-    const baseline = cnpDoc('default', 'Baseline', 10, {
-      subject: housePods('gryffindor'),
-      ingress: [{ name: 'allow-all-ingress-from-slytherin', action: 'Accept', from: [housePods('slytherin')] }],
-      egress: [{ name: 'allow-all-egress-to-slytherin', action: 'Accept', to: [housePods('slytherin')] }],
-    });
-    c().setClusterPolicies([deny50, pass(60), baseline]);
-    await observe('ingress denied', 'TCP', 80, [[pod('draco-malfoy-0'), pod('harry-potter-0'), false]], f);
-    await observe('ingress denied', 'TCP', 8080, [[pod('draco-malfoy-1'), pod('harry-potter-0'), false]], f);
-    await observe('egress denied', 'TCP', 80, [[pod('harry-potter-0'), pod('draco-malfoy-0'), false]], f);
-    await observe('egress denied', 'TCP', 8080, [[pod('harry-potter-1'), pod('draco-malfoy-0'), false]], f);
-    c().putClusterPolicy(pass(40));
-    await observe('passed to baseline', 'TCP', 80, [[pod('draco-malfoy-0'), pod('harry-potter-0'), true], [pod('harry-potter-0'), pod('draco-malfoy-0'), true]], f);
-    await observe('passed to baseline', 'TCP', 8080, [[pod('draco-malfoy-1'), pod('harry-potter-0'), true], [pod('harry-potter-1'), pod('draco-malfoy-0'), true]], f);
-    done(f);
-  });
-
-  it('NetworkPolicy between the tiers: Admin Pass → NetworkPolicy → Baseline; relabel a namespace, delete the NetworkPolicy', async () => {
-    const f: string[] = [];
-    const adminPass = cnpDoc('admin-pass-slytherin', 'Admin', 5, {
-      subject: { namespaces: { matchLabels: { 'conformance-house': 'gryffindor' } } },
-      ingress: [{ name: 'pass-slytherin', action: 'Pass', from: [{ namespaces: { matchLabels: { 'conformance-house': 'slytherin' } } }] }],
-    });
-    const baselineDeny = cnpDoc('baseline-deny-slytherin', 'Baseline', 5, {
-      subject: { namespaces: { matchLabels: { 'conformance-house': 'gryffindor' } } },
-      ingress: [{ name: 'deny-slytherin', action: 'Deny', from: [{ namespaces: { matchLabels: { 'conformance-house': 'slytherin' } } }] }],
-    });
-    const np = {
-      apiVersion: 'networking.k8s.io/v1',
-      kind: 'NetworkPolicy',
-      metadata: { namespace: ns('gryffindor'), name: 'allow-slytherin-web' },
-      spec: { podSelector: {}, ingress: [{ from: [{ namespaceSelector: { matchLabels: { 'conformance-house': 'slytherin' } } }], ports: [{ port: 80 }] }] },
-    };
-    c().setClusterPolicies([adminPass, baselineDeny]);
-    c().setPolicies([np]);
-    // Passed to the NetworkPolicy: it allows 80 and, isolating, nothing else; Baseline is never reached.
-    await observe('NetworkPolicy decides', 'TCP', 80, [[pod('draco-malfoy-0'), pod('harry-potter-0'), true], [pod('draco-malfoy-1'), pod('harry-potter-0'), true]], f);
-    await observe('NetworkPolicy isolates', 'TCP', 8080, [[pod('draco-malfoy-0'), pod('harry-potter-1'), false], [pod('luna-lovegood-0'), pod('harry-potter-0'), false]], f);
-    // The NetworkPolicy deleted: Baseline denies slytherin; everyone else is back to default allow.
-    c().setPolicies([]);
-    await observe('Baseline after the NetworkPolicy is gone', 'TCP', 80, [[pod('draco-malfoy-0'), pod('harry-potter-0'), false], [pod('draco-malfoy-1'), pod('harry-potter-1'), false], [pod('luna-lovegood-0'), pod('harry-potter-0'), true]], f);
-    // ravenclaw relabelled as slytherin: the selectors now take it in.
-    c().setNamespaceLabels(ns('ravenclaw'), { 'conformance-house': 'slytherin' });
-    await observe('relabelled namespace', 'UDP', 53, [[pod('luna-lovegood-0'), pod('harry-potter-0'), false], [pod('luna-lovegood-1'), pod('harry-potter-0'), false], [pod('cedric-diggory-0'), pod('harry-potter-0'), true]], f);
-    done(f);
-  });
-
-  it('CNPAdminTierEgressInlineCIDRPeers: Deny 0.0.0.0/0 and ::/0 after an Accept of slytherin; then an Accept of two pod IPs first', async () => {
-    const f: string[] = [];
-    const base = cnpDoc('inline-cidr-as-peers-example', 'Admin', 85, {
-      subject: housePods('gryffindor'),
-      egress: [
-        { name: 'allow-egress-to-slytherin', action: 'Accept', to: [housePods('slytherin')] },
-        { name: 'deny-egress-to-internet', action: 'Deny', to: [{ networks: ['0.0.0.0/0', '::/0'] }] },
-      ],
-    });
-    c().setClusterPolicies([base]);
-    const hp1 = pod('harry-potter-1');
-    for (const [proto, port] of [['TCP', 80], ['UDP', 53], ['SCTP', 9003]] as const) {
-      await observe('deny-egress to 0.0.0.0/0', proto, port, [[hp1, pod('luna-lovegood-0'), false], [hp1, pod('cedric-diggory-0'), false], [hp1, pod('draco-malfoy-0'), true]], f);
-    }
-    const ipOf = (name: string) => c().snapshot().pods.find((p) => p.name === name)!.ips[0]!;
-    c().putClusterPolicy({
-      ...base,
-      spec: {
-        ...base.spec,
-        egress: [{ name: 'allow-egress-to-specific-podIPs', action: 'Accept', to: [{ networks: [`${ipOf('luna-lovegood-0')}/32`, `${ipOf('cedric-diggory-0')}/32`] }] }, ...(base.spec.egress ?? [])],
-      },
-    });
-    for (const [proto, port] of [['TCP', 80], ['UDP', 53], ['SCTP', 9003]] as const) {
-      await observe('allow-egress to two pod IPs', proto, port, [
-        [hp1, pod('luna-lovegood-0'), true],
-        [hp1, pod('cedric-diggory-0'), true],
-        [hp1, pod('luna-lovegood-1'), false],
-        [hp1, pod('cedric-diggory-1'), false],
-      ], f);
-    }
-    done(f);
-  });
-
-  it('nodes egress peer: Deny to the other node (the centaur hostNetwork agent), by node label', async () => {
-    const f: string[] = [];
-    c().setClusterPolicies([
-      cnpDoc('deny-to-n2', 'Admin', 1, {
-        subject: { namespaces: { matchLabels: { 'conformance-house': 'gryffindor' } } },
-        egress: [{ name: 'deny-node-n2', action: 'Deny', to: [{ nodes: { matchLabels: { 'kubernetes.io/hostname': 'n2' } } }] }],
-      }),
-    ]);
-    await observe('remote node denied', 'TCP', 80, [[pod('harry-potter-0'), 'node:n2', false], [pod('draco-malfoy-0'), 'node:n2', true], [pod('harry-potter-1'), pod('draco-malfoy-0'), true]], f);
-    await observe('remote node denied', 'UDP', 53, [[pod('harry-potter-0'), 'node:n2', false]], f);
-    done(f);
-  });
-
-  it('CNPAdminTierEgressTCP: ordering, ports, Pass, swaps', async () => {
-    const f: string[] = [];
-    const to = (house: string) => [{ namespaces: { matchLabels: { [NAME]: ns(house as never) } } }];
-    const base = cnpDoc('egress-tcp', 'Admin', 6, {
-      subject: { namespaces: { matchLabels: { [NAME]: ns('gryffindor') } } },
-      egress: [
-        { name: 'allow-to-ravenclaw-everything', action: 'Accept', to: to('ravenclaw') },
-        { name: 'deny-to-ravenclaw-everything', action: 'Deny', to: to('ravenclaw') },
-        { name: 'pass-to-ravenclaw-everything', action: 'Pass', to: to('ravenclaw') },
-        { name: 'deny-to-slytherin-at-port-80', action: 'Deny', to: to('slytherin'), protocols: tcpPort(80) },
-        { name: 'pass-to-slytherin-at-port-80', action: 'Pass', to: to('slytherin'), protocols: tcpPort(80) },
-        { name: 'allow-to-hufflepuff-at-port-8080', action: 'Accept', to: to('hufflepuff'), protocols: tcpPort(8080) },
-        { name: 'deny-to-hufflepuff-everything-else', action: 'Deny', to: to('hufflepuff') },
-      ],
-    });
-    const swapE = (doc: CnpDoc, i: number, j: number): CnpDoc => {
-      const egress = [...(doc.spec.egress ?? [])];
-      [egress[i], egress[j]] = [egress[j]!, egress[i]!];
-      return { ...doc, spec: { ...doc.spec, egress } };
-    };
-    const [hp0, hp1] = [pod('harry-potter-0'), pod('harry-potter-1')];
-    c().setClusterPolicies([base]);
-    await observe('allow-egress, ordering', 'TCP', 80, [[hp0, pod('luna-lovegood-0'), true]], f);
-    await observe('allow-egress, ordering', 'TCP', 8080, [[hp1, pod('luna-lovegood-0'), true]], f);
-    await observe('allow at port', 'TCP', 8080, [[hp0, pod('cedric-diggory-1'), true]], f);
-    await observe('allow at port', 'TCP', 80, [[hp1, pod('cedric-diggory-1'), false]], f);
-    let now = swapE(base, 0, 1);
-    c().putClusterPolicy(now);
-    await observe('deny after swap 0/1', 'TCP', 80, [[hp0, pod('luna-lovegood-1'), false]], f);
-    await observe('deny after swap 0/1', 'TCP', 8080, [[hp1, pod('luna-lovegood-1'), false]], f);
-    await observe('deny at port', 'TCP', 80, [[hp0, pod('draco-malfoy-0'), false]], f);
-    await observe('deny at port', 'TCP', 8080, [[hp1, pod('draco-malfoy-0'), true]], f);
-    now = swapE(now, 0, 2);
-    c().putClusterPolicy(now);
-    await observe('pass after swap 0/2', 'TCP', 80, [[hp0, pod('luna-lovegood-0'), true]], f);
-    await observe('pass after swap 0/2', 'TCP', 8080, [[hp1, pod('luna-lovegood-0'), true]], f);
-    now = swapE(now, 3, 4);
-    c().putClusterPolicy(now);
-    await observe('pass at port after swap 3/4', 'TCP', 80, [[hp0, pod('draco-malfoy-0'), true]], f);
-    await observe('pass at port after swap 3/4', 'TCP', 8080, [[hp1, pod('draco-malfoy-0'), true]], f);
-    done(f);
-  });
-
-  it('CNPBaselineTierEgressTCP: ordering, ports, ingress unaffected, swap', async () => {
-    const f: string[] = [];
-    const to = (house: string) => [{ namespaces: { matchLabels: { [NAME]: ns(house as never) } } }];
-    const base = cnpDoc('default', 'Baseline', 10, {
-      subject: { namespaces: { matchLabels: { [NAME]: ns('gryffindor') } } },
-      egress: [
-        { name: 'allow-to-ravenclaw-everything', action: 'Accept', to: to('ravenclaw') },
-        { name: 'deny-to-ravenclaw-everything', action: 'Deny', to: to('ravenclaw') },
-        { name: 'deny-to-slytherin-at-port-80', action: 'Deny', to: to('slytherin'), protocols: tcpPort(80) },
-        { name: 'allow-to-hufflepuff-at-port-8080', action: 'Accept', to: to('hufflepuff'), protocols: tcpPort(8080) },
-        { name: 'deny-to-hufflepuff-everything-else', action: 'Deny', to: to('hufflepuff') },
-      ],
-    });
-    const [hp0, hp1] = [pod('harry-potter-0'), pod('harry-potter-1')];
-    c().setClusterPolicies([base]);
-    await observe('allow-egress, ordering', 'TCP', 80, [[hp0, pod('luna-lovegood-0'), true]], f);
-    await observe('allow-egress, ordering', 'TCP', 8080, [[hp1, pod('luna-lovegood-0'), true]], f);
-    await observe('allow at port', 'TCP', 8080, [[hp0, pod('cedric-diggory-1'), true]], f);
-    await observe('allow at port', 'TCP', 80, [[hp1, pod('cedric-diggory-1'), false]], f);
-    await observe('ingress unaffected', 'TCP', 80, [[pod('luna-lovegood-0'), hp0, true], [pod('draco-malfoy-0'), hp1, true]], f);
-    const egress = [...(base.spec.egress ?? [])];
-    [egress[0], egress[1]] = [egress[1]!, egress[0]!];
-    c().putClusterPolicy({ ...base, spec: { ...base.spec, egress } });
-    await observe('deny after swap 0/1', 'TCP', 80, [[hp0, pod('luna-lovegood-1'), false]], f);
-    await observe('deny after swap 0/1', 'TCP', 8080, [[hp1, pod('luna-lovegood-1'), false]], f);
-    await observe('deny at port', 'TCP', 80, [[hp0, pod('draco-malfoy-0'), false]], f);
-    await observe('deny at port', 'TCP', 8080, [[hp1, pod('draco-malfoy-0'), true]], f);
-    done(f);
-  });
-
-  it('CNPAdminTierIntegration: Admin Deny, then Pass to the NetworkPolicy, then (NetworkPolicy deleted) to Baseline', async () => {
-    const f: string[] = [];
-    const slytherinNs = [{ namespaces: { matchLabels: { 'conformance-house': 'slytherin' } } }];
-    const passExample = (ingressAction: string, egressAction: string) =>
-      cnpDoc('pass-example', 'Admin', 10, {
-        subject: { namespaces: { matchLabels: { 'conformance-house': 'gryffindor' } } },
-        ingress: [{ name: 'deny-all-ingress-from-slytherin', action: ingressAction, from: slytherinNs }],
-        egress: [{ name: 'deny-all-egress-to-slytherin', action: egressAction, to: slytherinNs }],
-      });
-    const baseline = cnpDoc('default', 'Baseline', 10, {
-      subject: { namespaces: { matchLabels: { 'conformance-house': 'gryffindor' } } },
-      ingress: [{ name: 'deny-all-ingress-from-slytherin', action: 'Deny', from: slytherinNs }],
-      egress: [{ name: 'deny-all-egress-to-slytherin', action: 'Deny', to: slytherinNs }],
-    });
-    const np = {
-      apiVersion: 'networking.k8s.io/v1',
-      kind: 'NetworkPolicy',
-      metadata: { name: 'allow-gress-from-to-slytherin-to-gryffindor', namespace: ns('gryffindor') },
-      spec: {
-        podSelector: null,
-        policyTypes: ['Ingress', 'Egress'],
-        ingress: [{ from: [{ namespaceSelector: { matchLabels: { 'conformance-house': 'slytherin' } } }] }],
-        egress: [{ to: [{ namespaceSelector: { matchLabels: { 'conformance-house': 'slytherin' } } }] }],
-      },
-    };
-    const [hp0, hp1, d0, d1] = [pod('harry-potter-0'), pod('harry-potter-1'), pod('draco-malfoy-0'), pod('draco-malfoy-1')];
-    c().setClusterPolicies([passExample('Deny', 'Deny'), baseline]);
-    c().setPolicies([np]);
-    await observe('admin denies ingress', 'TCP', 80, [[d0, hp0, false]], f);
-    await observe('admin denies ingress', 'TCP', 8080, [[d1, hp0, false]], f);
-    await observe('admin denies egress', 'TCP', 80, [[hp0, d0, false]], f);
-    await observe('admin denies egress', 'TCP', 8080, [[hp1, d0, false]], f);
-    c().putClusterPolicy(passExample('Pass', 'Deny'));
-    await observe('ingress passed to the NetworkPolicy', 'TCP', 80, [[d0, hp0, true]], f);
-    await observe('ingress passed to the NetworkPolicy', 'TCP', 8080, [[d1, hp0, true]], f);
-    c().putClusterPolicy(passExample('Pass', 'Pass'));
-    await observe('egress passed to the NetworkPolicy', 'TCP', 80, [[hp0, d0, true]], f);
-    await observe('egress passed to the NetworkPolicy', 'TCP', 8080, [[hp1, d0, true]], f);
-    c().setPolicies([]);
-    await observe('ingress passed to Baseline', 'TCP', 80, [[d0, hp0, false]], f);
-    await observe('ingress passed to Baseline', 'TCP', 8080, [[d1, hp0, false]], f);
-    await observe('egress passed to Baseline', 'TCP', 80, [[hp0, d0, false]], f);
-    await observe('egress passed to Baseline', 'TCP', 8080, [[hp1, d0, false]], f);
-    done(f);
+    it('passed to the NetworkPolicy, which allows slytherin on 80 and, isolating, nothing else; Baseline is never reached', () =>
+      runSteps([
+        {
+          pokes: [
+            poke('draco-malfoy-0', 'tcp', 'harry-potter-0', 80, true),
+            poke('draco-malfoy-0', 'tcp', 'harry-potter-1', 8080, false),
+            poke('luna-lovegood-0', 'tcp', 'harry-potter-0', 8080, false),
+          ],
+        },
+      ]));
+    it('the NetworkPolicy deleted: Baseline denies slytherin, the rest is back to default allow', () =>
+      runSteps([
+        {
+          change: (cl) => cl.setPolicies([]),
+          pokes: [poke('draco-malfoy-0', 'tcp', 'harry-potter-0', 80, false), poke('luna-lovegood-0', 'tcp', 'harry-potter-0', 80, true)],
+        },
+      ]));
+    it('ravenclaw relabelled conformance-house=slytherin: the selectors take it in', () =>
+      runSteps([
+        {
+          change: (cl) => cl.setNamespaceLabels(ns('ravenclaw'), { 'conformance-house': 'slytherin' }),
+          pokes: [poke('luna-lovegood-0', 'udp', 'harry-potter-0', 53, false), poke('cedric-diggory-0', 'udp', 'harry-potter-0', 53, true)],
+        },
+      ]));
   });
 });
