@@ -8,17 +8,36 @@
 // existing conntrack entry; traffic to the node itself is covered too. iptables physdev rules stop IP
 // spoofing but cannot see ARP, and ARP poisoning then black-holes the victim's traffic.
 
+import { parseAddr } from '../trace/addr.js';
 import { allowedSources, type AntiSpoofState, type PortBinding } from './model.js';
 
 export const ANTISPOOF_TABLE = 'netfence';
 
 /** Comments the counters are read back by. */
-export const dropComment = (kind: 'arp' | 'ipv4' | 'ipv6' | 'other' | 'unknown-port', port?: string): string =>
+export const dropComment = (kind: 'arp' | 'ipv4' | 'ipv6' | 'nd' | 'router' | 'other' | 'unknown-port', port?: string): string =>
   `nf:spoof ${kind}${port !== undefined ? ` ${port}` : ''}`;
 
 const quote = (s: string): string => `"${s}"`;
 const set = (items: readonly string[]): string => `{ ${items.join(', ')} }`;
 export const portChain = (port: string): string => `port-${port}`;
+
+/** An IPv6 address as the 128-bit integer a raw payload match compares (nft 1.0.6 names no ND target field). */
+const v6Integer = (ip: string): string => `0x${(parseAddr(ip)?.value ?? 0n).toString(16).padStart(32, '0')}`;
+
+/**
+ * IPv6's ARP is ICMPv6 (RFC 4861): a Neighbour Advertisement speaks for the address in its *target*
+ * field (bytes 8-23 of the ICMPv6 message, `@th,64,128`), whatever its source, so a pod may advertise
+ * only its own addresses or a link-local one (which the CNI result does not name). A pod is never a
+ * router of the pod network: Router Advertisements and Redirects from it would make it its
+ * neighbours' default gateway or next hop, so they are dropped outright.
+ */
+function ndRules(b: PortBinding): string[] {
+  const own = b.ipv6.length > 0 ? ` @th,64,128 != ${set(b.ipv6.map(v6Integer))}` : '';
+  return [
+    `    ether type ip6 icmpv6 type { nd-router-advert, nd-redirect } counter drop comment ${quote(dropComment('router', b.port))}`,
+    `    ether type ip6 icmpv6 type nd-neighbor-advert${own} @th,64,16 & 0xffc0 != 0xfe80 counter drop comment ${quote(dropComment('nd', b.port))}`,
+  ];
+}
 
 function portRules(b: PortBinding): string[] {
   const arp = allowedSources(b, 'arp');
@@ -26,6 +45,7 @@ function portRules(b: PortBinding): string[] {
   return [
     `    ether type arp arp saddr ip ${set(arp)} accept`,
     ...(b.ipv4.length > 0 ? [`    ether type ip ip saddr ${set(b.ipv4)} accept`] : []),
+    ...ndRules(b),
     `    ether type ip6 ip6 saddr ${set(v6)} accept`,
     `    ether type arp counter drop comment ${quote(dropComment('arp', b.port))}`,
     `    ether type ip counter drop comment ${quote(dropComment('ipv4', b.port))}`,
