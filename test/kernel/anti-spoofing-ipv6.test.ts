@@ -170,6 +170,26 @@ describeKernel('anti-spoofing on the pod bridge, IPv6', () => {
     expect(await raRoutes(pod('c'))).toBe('');
   });
 
+  it("duplicate address detection still works: a taken address is refused, a free one becomes usable", async () => {
+    // DAD (RFC 4862) is how an IPv6 pod starts without DHCP: an NS from `::` for the address, which
+    // whoever holds it answers. Both must cross the table for a duplicate to be noticed.
+    const c = pod('c');
+    const flags = async (address: string): Promise<string[] | undefined> => {
+      const out = JSON.parse((await run('ip', ['-n', c.netns, '-j', '-6', 'addr', 'show', 'dev', 'eth0'])).stdout) as { addr_info: { local?: string; dadfailed?: boolean; tentative?: boolean }[] }[];
+      const info = out[0]?.addr_info.find((a) => a.local === address);
+      return info ? [...(info.dadfailed ? ['dadfailed'] : []), ...(info.tentative ? ['tentative'] : [])] : undefined;
+    };
+    await run('ip', ['-n', c.netns, '-6', 'addr', 'add', `${V6['b']}/64`, 'dev', 'eth0']);
+    await run('ip', ['-n', c.netns, '-6', 'addr', 'add', 'fd00:10:244:1::d/64', 'dev', 'eth0']);
+    try {
+      await waitUntil("c's DAD for b's address fails", async () => (await flags(V6['b']!))?.includes('dadfailed') === true, 10_000);
+      await waitUntil("c's DAD for a free address succeeds", async () => (await flags('fd00:10:244:1::d'))?.length === 0, 10_000);
+    } finally {
+      await run('ip', ['-n', c.netns, '-6', 'addr', 'del', `${V6['b']}/64`, 'dev', 'eth0']).catch(() => undefined);
+      await run('ip', ['-n', c.netns, '-6', 'addr', 'del', 'fd00:10:244:1::d/64', 'dev', 'eth0']).catch(() => undefined);
+    }
+  });
+
   it('trace --in-iface judges IPv6 sources; inspect lists the IPv6 binding and its drops', async () => {
     const cli = async (...argv: string[]) => {
       let out = '';
