@@ -13,7 +13,7 @@
 //     arrived, minus t0. Once on an otherwise empty table, once with --entries more flows in it.
 //
 // Usage (root): node --import ./scripts/register-ts.mjs scripts/bench-revoke.ts [--entries 100000] [--only work|latency]
-// (`sudo npm run bench -- --strict` runs it after the main table.)
+// (or `sudo npm run bench -- --strict [--entries N] [--only work|latency]`)
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
