@@ -190,6 +190,34 @@ describeKernel('anti-spoofing on the pod bridge, IPv6', () => {
     }
   });
 
+  it("a new pod's IPv6 address works once its cache entry names it, and works again for the next pod after a delete", async () => {
+    const guard = daemon!.daemon.antiSpoof!;
+    const startPod = async (name: string, ip?: string): Promise<SandboxPod> => {
+      const p = await sandbox.addPod({ namespace: 'x', name, node: NODE.name, ...(ip !== undefined ? { ip } : {}) });
+      await run('ip', ['-n', p.netns, '-6', 'addr', 'add', `${V6['d']}/64`, 'dev', 'eth0', 'nodad']);
+      cacheV6(p, V6['d']!);
+      server.create({ ...podObject(p, { app: name }), status: { phase: 'Running', podIP: p.ip, podIPs: [{ ip: p.ip }, { ip: V6['d'] }] } });
+      peers[name] = await startV6Peer(p.netns);
+      await waitUntil(`${name} bound to ${V6['d']}`, () => guard.state?.bindings.some((b) => b.port === p.hostVeth && b.ipv6.includes(V6['d']!)) === true);
+      await waitUntil(`c hears ${name}`, async () => (await sendToC(name, V6['d']!, `from-${name}`)).length > 0, 15_000);
+      return p;
+    };
+    V6['d'] = 'fd00:10:244:1::d';
+    // Each pod that comes or goes rewrites the table; what a was caught doing so far stays counted.
+    const counted = await counter(`nf:spoof nd ${pod('a').hostVeth}`);
+    expect(counted).toBeGreaterThan(0);
+    const d = await startPod('d');
+    await peers['d']!.stop();
+    delete peers['d'];
+    await sandbox.removePod('x/d');
+    server.delete({ kind: 'Pod', metadata: { name: 'd', namespace: 'x' } });
+    const e = await startPod('e', d.ip);
+    expect(e.hostVeth).not.toBe(d.hostVeth);
+    expect(guard.state?.bindings.find((b) => b.port === d.hostVeth)).toBeUndefined();
+    expect(guard.writes).toBeGreaterThanOrEqual(3);
+    expect(await counter(`nf:spoof nd ${pod('a').hostVeth}`)).toBe(counted);
+  });
+
   it('trace --in-iface judges IPv6 sources; inspect lists the IPv6 binding and its drops', async () => {
     const cli = async (...argv: string[]) => {
       let out = '';
