@@ -48,11 +48,20 @@ describeKernel('anti-spoofing on the pod bridge, IPv6', () => {
     (JSON.parse((await run('ip', ['-n', viewer.netns, '-j', '-6', 'neigh', 'show', ip])).stdout) as { lladdr?: string }[])[0]?.lladdr;
   const raRoutes = async (p: SandboxPod): Promise<string> => (await run('ip', ['-n', p.netns, '-6', 'route', 'show', 'proto', 'ra'])).stdout.trim();
 
+  /** Polls `read` until `done` holds or `ms` passed; the last value (a refusal is only known by waiting). */
+  async function settle<T>(read: () => Promise<T>, done: (v: T) => boolean, ms = 2000): Promise<T> {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const v = await read();
+      if (done(v) || Date.now() >= deadline) return v;
+      await sleep(100);
+    }
+  }
+
   /** `from` sends a datagram to c from `src`; what c heard of it. */
   async function sendToC(from: string, src: string, tag: string, dst = V6['c']!): Promise<{ src: string; text: string }[]> {
     await peers[from]!.sendFrom(src, dst, SINK, tag);
-    await sleep(500);
-    return (await peers['c']!.sunk()).filter((d) => d.text === tag);
+    return settle(async () => (await peers['c']!.sunk()).filter((d) => d.text === tag), (got) => got.length > 0);
   }
 
   /** c talks to b (its neighbour entry for b is fresh and b's), then a advertises b's address as its own. */
@@ -64,8 +73,8 @@ describeKernel('anti-spoofing on the pod bridge, IPv6', () => {
     expect(await macSeenBy(pod('c'), V6['b']!)).toBe(await macOf(pod('b')));
     await sleep(1200);
     await peers['a']!.advertise(V6['b']!);
-    await sleep(300);
-    return macSeenBy(pod('c'), V6['b']!);
+    const bMac = await macOf(pod('b'));
+    return settle(() => macSeenBy(pod('c'), V6['b']!), (mac) => mac !== bMac);
   }
 
   /** Rewrites `p`'s libcni cache entry with its IPv6 address added (as a dual-stack ADD would have written it). */
@@ -165,9 +174,8 @@ describeKernel('anti-spoofing on the pod bridge, IPv6', () => {
   it('refuses and counts a Router Advertisement from a pod', async () => {
     const before = await counter(`nf:spoof router ${pod('a').hostVeth}`);
     await peers['a']!.routerAdvert();
-    await sleep(500);
-    expect(await counter(`nf:spoof router ${pod('a').hostVeth}`)).toBeGreaterThan(before);
-    expect(await raRoutes(pod('c'))).toBe('');
+    expect(await settle(() => counter(`nf:spoof router ${pod('a').hostVeth}`), (n) => n > before)).toBeGreaterThan(before);
+    expect(await settle(() => raRoutes(pod('c')), (r) => r !== '')).toBe('');
   });
 
   it("duplicate address detection still works: a taken address is refused, a free one becomes usable", async () => {
