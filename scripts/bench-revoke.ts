@@ -28,7 +28,7 @@ import { Revoker } from '../src/revoke/revoker.js';
 import { createSandbox } from '../src/sandbox/index.js';
 import { ingress, labels, makeNamespace, makePod, makePolicy, NODE, podPeer, rule, sel, selectPods, snapshot, tcp } from '../test/helpers/builders.js';
 import { FakeApiServer, type KubeObject } from '../test/fakes/fake-apiserver.js';
-import { namespaceObject, nodeObject, podObject, startNodeDaemon, waitReady, waitUntil } from '../test/helpers/daemon-harness.js';
+import { namespaceObject, nodeObject, podObject, startNodeDaemon, waitReady } from '../test/helpers/daemon-harness.js';
 import { startFlowPeer } from '../test/helpers/flow-peer.js';
 import { createScratchNetns, destroyAllScratchNetns } from './lib/bench-netns.js';
 

@@ -33,6 +33,7 @@ function drop(comment: string, counts: CarriedCounts): string {
   const counter = c && c.packets > 0 ? `counter packets ${c.packets} bytes ${c.bytes}` : 'counter';
   return `${counter} drop comment ${quote(comment)}`;
 }
+
 const set = (items: readonly string[]): string => `{ ${items.join(', ')} }`;
 export const portChain = (port: string): string => `port-${port}`;
 
