@@ -4,6 +4,9 @@
 #   --tier small|medium|large|xl (default large)   --quick (smoke run)   --xl (daemon memory at xl too)   --seed N
 #   --dual-stack: instead, the dual-stack rows (scripts/bench-dual-stack.ts: every pod IPv4 + IPv6, each family
 #                 beside its own floor); other flags (--tier, --runs, --seed, --only) go to that script.
+#   --strict: instead, strict mode's cost (scripts/bench-revoke.ts, root only: work per change at 100,000
+#             conntrack entries, policy change → last packet of a revoked flow); --entries N, --only work|latency
+#             go to that script.
 # Kernel, daemon and data-plane rows need root; without root they are skipped, and the table says so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,5 +18,10 @@ fi
 if [ "${1:-}" = "--dual-stack" ]; then
   shift
   exec node --import ./scripts/register-ts.mjs scripts/bench-dual-stack.ts "$@"
+fi
+if [ "${1:-}" = "--strict" ]; then
+  shift
+  [ "$(id -u)" = "0" ] || { echo "--strict needs root (scratch network namespaces, conntrack -R): run 'sudo npm run bench -- --strict'." >&2; exit 2; }
+  exec node --import ./scripts/register-ts.mjs scripts/bench-revoke.ts "$@"
 fi
 exec node --import ./scripts/register-ts.mjs scripts/bench-all.ts "$@"

@@ -1,12 +1,13 @@
 // Keeps the anti-spoofing table current as pods come and go: re-reads the bridge's ports (kernel) and
 // the CNI result cache on every change the cache watch reports and on a short poll, and rewrites the
 // table when the bindings changed (and every `reassertMs`, which repairs a table someone deleted).
-// Refreshes never overlap; requests during one fold into one more.
+// Each write carries the drop counts of the table it replaces. Refreshes never overlap; requests
+// during one fold into one more.
 
 import type { CniBinding } from '../dataplane/cni-cache.js';
 import type { Logger } from '../log.js';
 import { antiSpoofState, type AntiSpoofState, type PortLink } from './model.js';
-import { renderAntiSpoof } from './render.js';
+import { renderAntiSpoof, type CarriedCounts } from './render.js';
 
 export interface AntiSpoofDeps {
   readonly bridge: string;
@@ -14,6 +15,8 @@ export interface AntiSpoofDeps {
   /** undefined: this node has no CNI result cache, so nothing can be bound (and nothing is programmed). */
   readonly readCache: () => Promise<readonly CniBinding[] | undefined>;
   readonly apply: (script: string) => Promise<void>;
+  /** Drop counts of the table now programmed, by rule comment (written into its replacement). */
+  readonly readCounts?: () => Promise<CarriedCounts>;
   readonly watch?: (onChange: () => void) => () => void;
   readonly logger: Logger;
   readonly pollMs?: number;
@@ -80,7 +83,9 @@ export class AntiSpoofGuard {
     const script = renderAntiSpoof(state);
     const now = (this.deps.now ?? Date.now)();
     if (script === this.lastScript && now - this.lastWriteAt < (this.deps.reassertMs ?? 30_000)) return;
-    await this.deps.apply(script);
+    // Packets dropped between this read and the write are not carried (a window of milliseconds).
+    const counts = (await this.deps.readCounts?.()) ?? new Map();
+    await this.deps.apply(counts.size > 0 ? renderAntiSpoof(state, counts) : script);
     if (script !== this.lastScript) {
       this.deps.logger.info('anti-spoofing: pod ports bound', {
         bound: state.bindings.map((b) => `${b.port}=${[...b.ipv4, ...b.ipv6].join('+')}`),

@@ -13,7 +13,7 @@ import { flushFlows } from '../dataplane/conntrack.js';
 import { readCniCache, watchCniCache } from '../dataplane/cni-cache.js';
 import { openConntrackTable } from '../dataplane/ctnetlink.js';
 import { listLinks } from '../dataplane/links.js';
-import { applyNftScript } from '../dataplane/nft.js';
+import { applyNftScript, readNftCounts } from '../dataplane/nft.js';
 import { onToolRun } from '../dataplane/exec.js';
 import { readSysctl } from '../dataplane/sysctl.js';
 import { createLogger, type Logger } from '../log.js';
@@ -29,6 +29,7 @@ import { systemClock } from '../reconcile/runner.js';
 import { Syncer } from '../reconcile/syncer.js';
 import { Revoker } from '../revoke/revoker.js';
 import { AntiSpoofGuard } from '../antispoof/guard.js';
+import { ANTISPOOF_TABLE } from '../antispoof/render.js';
 import type { Io } from './commands.js';
 import { createFlowLogging, type FlowLogging } from './daemon-flows.js';
 import { configFrom, kernelFor, netnsOf, ownershipOf, parseCommand, resourcePaths } from './context.js';
@@ -198,6 +199,7 @@ function startAntiSpoof(config: DaemonConfig, netns: string | undefined, logger:
     readLinks: () => listLinks({ netns }),
     readCache: () => readCniCache(config.cniCacheDir, config.bridge),
     apply: (script) => applyNftScript(script, netns),
+    readCounts: () => readNftCounts('bridge', ANTISPOOF_TABLE, netns),
     watch: (onChange) => watchCniCache(config.cniCacheDir, onChange),
     logger: logger.child({ component: 'anti-spoofing' }),
   });

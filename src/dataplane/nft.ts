@@ -30,6 +30,31 @@ export function countersFromJson(json: string): Map<string, number> {
   return out;
 }
 
+export interface NftCount {
+  readonly packets: number;
+  readonly bytes: number;
+}
+
+/** Packets and bytes of each commented rule of `family table`; empty when the table does not exist. */
+export async function readNftCounts(family: string, table: string, netns?: string): Promise<Map<string, NftCount>> {
+  const json = await listNftTableJson(family, table, netns);
+  return json === undefined ? new Map() : countsFromJson(json);
+}
+
+/** `nft -j list table …` → comment → packets and bytes, for rules that carry both a comment and a counter. */
+export function countsFromJson(json: string): Map<string, NftCount> {
+  const out = new Map<string, NftCount>();
+  const doc = JSON.parse(json) as { nftables?: { rule?: { comment?: string; expr?: { counter?: { packets?: number; bytes?: number } }[] } }[] };
+  for (const item of doc.nftables ?? []) {
+    const rule = item.rule;
+    const counter = rule?.expr?.find((e) => e.counter !== undefined)?.counter;
+    if (rule?.comment === undefined || counter?.packets === undefined) continue;
+    const was = out.get(rule.comment) ?? { packets: 0, bytes: 0 };
+    out.set(rule.comment, { packets: was.packets + counter.packets, bytes: was.bytes + (counter.bytes ?? 0) });
+  }
+  return out;
+}
+
 /** `nft -j list table family table` as text; undefined when the table does not exist. */
 export async function listNftTableJson(family: string, table: string, netns?: string): Promise<string | undefined> {
   try {

@@ -2,7 +2,8 @@
 """Long-lived flows between two sandbox pods, with the test deciding who speaks when.
 
 One process per pod netns, JSON lines in and out (first line {"ready": true}):
-  {"id", "op": "listen", "proto": "TCP"|"UDP"|"SCTP", "port"}              serve that port
+  {"id", "op": "listen", "proto": "TCP"|"UDP"|"SCTP", "port", "host"?}     serve that port (TCP and UDP
+        on `host`, default 0.0.0.0; "::" serves IPv6 and IPv4)
   {"id", "op": "connect", "proto", "ip", "port", "flow"}                   open flow `flow`: the client
         sends "hello <flow>", the server records the flow under that name and answers "ack <flow>";
         the reply arrives before this request answers, so the flow is established both ways
@@ -208,11 +209,11 @@ class Peer:
     async def handle(self, req):
         op = req["op"]
         if op == "listen":
-            proto, port = req["proto"], int(req["port"])
+            proto, port, host = req["proto"], int(req["port"]), req.get("host", "0.0.0.0")
             if proto == "TCP":
-                self.servers.append(await asyncio.start_server(self.tcp_serve, "0.0.0.0", port, reuse_address=True))
+                self.servers.append(await asyncio.start_server(self.tcp_serve, host, port, reuse_address=True))
             elif proto == "UDP":
-                await self.loop.create_datagram_endpoint(self.udp_server(port), local_addr=("0.0.0.0", port))
+                await self.loop.create_datagram_endpoint(self.udp_server(port), local_addr=(host, port))
             else:
                 self.sctp_ports.add(port)
             return {}

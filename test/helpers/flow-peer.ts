@@ -9,7 +9,8 @@ const SCRIPT = fileURLToPath(new URL('./flow-peer.py', import.meta.url));
 export type FlowProto = 'TCP' | 'UDP' | 'SCTP';
 
 export interface FlowPeer {
-  listen(proto: FlowProto, port: number): Promise<void>;
+  /** TCP and UDP on `host` (default 0.0.0.0; `::` for IPv6 too); SCTP is emulated over IPv4 only. */
+  listen(proto: FlowProto, port: number, host?: string): Promise<void>;
   /** Opens `flow` and exchanges hello/ack, so conntrack holds it as established both ways. */
   connect(proto: FlowProto, ip: string, port: number, flow: string): Promise<void>;
   send(flow: string, text: string): Promise<void>;
@@ -32,7 +33,7 @@ export async function startFlowPeer(netns: string): Promise<FlowPeer> {
     return reply as Record<string, unknown>;
   };
   return {
-    listen: async (proto, port) => void (await ask({ op: 'listen', proto, port })),
+    listen: async (proto, port, host) => void (await ask({ op: 'listen', proto, port, ...(host !== undefined ? { host } : {}) })),
     connect: async (proto, ip, port, flow) => void (await ask({ op: 'connect', proto, ip, port, flow })),
     send: async (flow, text) => void (await ask({ op: 'send', flow, text })),
     received: async (flow) => (await ask({ op: 'received', flow }))['messages'] as string[],

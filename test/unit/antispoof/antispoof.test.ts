@@ -69,6 +69,20 @@ describe('renderAntiSpoof', () => {
     expect(script).toContain('ether type ip ip saddr { 10.244.1.2 } accept');
     expect(script).toContain('ether type ip counter drop comment "nf:spoof ipv4 veth0a"');
   });
+  it("lets a Neighbour Advertisement name only the pod's own IPv6 addresses or a link-local one as its target", () => {
+    // RFC 4861 §4.4: the target (ICMPv6 bytes 8-23) is the address whose link-layer address the NA carries.
+    expect(script).toContain(
+      'ether type ip6 icmpv6 type nd-neighbor-advert @th,64,128 != { 0xfd000000000000000000000000000002 } @th,64,16 & 0xffc0 != 0xfe80 counter drop comment "nf:spoof nd veth0a"',
+    );
+    // A pod without IPv6 may still advertise link-local addresses (its own, which the cache does not name).
+    expect(script).toContain('ether type ip6 icmpv6 type nd-neighbor-advert @th,64,16 & 0xffc0 != 0xfe80 counter drop comment "nf:spoof nd veth0b"');
+    // Before the source accepts: an NA from the pod's own link-local address is judged by its target.
+    const chain = script.slice(script.indexOf('chain port-veth0a'));
+    expect(chain.indexOf('nf:spoof nd veth0a')).toBeLessThan(chain.indexOf('ip6 saddr'));
+  });
+  it('drops Router Advertisements and Redirects from pods: a pod is never a router of the pod network', () => {
+    expect(script).toContain('ether type ip6 icmpv6 type { nd-router-advert, nd-redirect } counter drop comment "nf:spoof router veth0a"');
+  });
   it('omits the IPv4 accept for a pod without IPv4 (an empty set is a syntax error)', () => {
     const v6only = renderAntiSpoof(antiSpoofState('cni0', links, [{ ...A, ips: ['fd00::2'] }]));
     expect(v6only).not.toContain('ip saddr {  }');

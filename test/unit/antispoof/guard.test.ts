@@ -1,15 +1,17 @@
 // The guard's loop with fake sources: it writes the table when the bindings change and not otherwise,
-// re-asserts it after `reassertMs`, and writes nothing at all on a node without a CNI result cache.
+// re-asserts it after `reassertMs`, carries the drop counts into each rewrite, and writes nothing at all
+// on a node without a CNI result cache.
 
 import { AntiSpoofGuard } from '../../../src/antispoof/guard.js';
 import type { CniBinding } from '../../../src/dataplane/cni-cache.js';
+import type { NftCount } from '../../../src/dataplane/nft.js';
 import { createLogger } from '../../../src/log.js';
 import { Writable } from 'node:stream';
 
 const quiet = createLogger({ level: 'error', format: 'json', stream: new Writable({ write: (_c, _e, done) => done() }) });
 const A: CniBinding = { key: 'cbr0-a-eth0', containerId: 'a', hostVeth: 'veth0a', ips: ['10.244.1.2'] };
 
-function harness(cache: { value: CniBinding[] | undefined }, links = [{ name: 'veth0a', master: 'cni0' }]) {
+function harness(cache: { value: CniBinding[] | undefined }, links = [{ name: 'veth0a', master: 'cni0' }], counts = new Map<string, NftCount>()) {
   const scripts: string[] = [];
   let now = 0;
   const guard = new AntiSpoofGuard({
@@ -17,6 +19,7 @@ function harness(cache: { value: CniBinding[] | undefined }, links = [{ name: 'v
     readLinks: async () => links,
     readCache: async () => cache.value,
     apply: async (s) => void scripts.push(s),
+    readCounts: async () => counts,
     logger: quiet,
     reassertMs: 1000,
     now: () => now,
@@ -40,6 +43,26 @@ describe('AntiSpoofGuard', () => {
     await h.guard.refresh();
     expect(h.scripts).toHaveLength(3);
     expect(h.scripts[2]).toBe(h.scripts[1]);
+  });
+
+  it('carries the drop counts of the table it replaces into every rewrite, re-asserts included', async () => {
+    const counts = new Map<string, NftCount>();
+    const h = harness({ value: [A] }, undefined, counts);
+    await h.guard.refresh();
+    expect(h.scripts[0]).toContain('ether type ip counter drop comment "nf:spoof ipv4 veth0a"');
+    counts.set('nf:spoof ipv4 veth0a', { packets: 7, bytes: 420 });
+    counts.set('nf:spoof unknown-port', { packets: 2, bytes: 84 });
+    counts.set('nf:spoof ipv4 vethgone', { packets: 5, bytes: 300 });
+    h.advance(1500);
+    await h.guard.refresh();
+    expect(h.scripts[1]).toContain('ether type ip counter packets 7 bytes 420 drop comment "nf:spoof ipv4 veth0a"');
+    expect(h.scripts[1]).toContain('meta iifkind "veth" counter packets 2 bytes 84 drop comment "nf:spoof unknown-port"');
+    // A port that is gone takes its counts with it; the others start from zero as before.
+    expect(h.scripts[1]).not.toContain('vethgone');
+    expect(h.scripts[1]).toContain('ether type arp counter drop comment "nf:spoof arp veth0a"');
+    // Counts alone never cause a write: the bindings are compared without them.
+    await h.guard.refresh();
+    expect(h.scripts).toHaveLength(2);
   });
 
   it('programs nothing on a node without a CNI result cache', async () => {

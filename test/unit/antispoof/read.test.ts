@@ -1,5 +1,5 @@
 // The programmed table read back (fixture: `nft -j list table bridge netfence` of a table rendered for
-// port vethaaaa = 10.244.1.2, with vethdock a port of another bridge), and what inspect and trace say
+// port vethaaaa = 10.244.1.2 + fd00:10:244:1::2, with vethdock a port of another bridge), and what inspect and trace say
 // about strict mode and anti-spoofing from it.
 
 import { readFileSync } from 'node:fs';
@@ -14,9 +14,17 @@ const programmed = readProgrammedAntiSpoof(json, 'cni0')!;
 
 describe('readProgrammedAntiSpoof', () => {
   it('finds the bound port, its addresses, the other bridge’s port and every drop counter', () => {
-    expect(programmed.state.bindings).toEqual([{ port: 'vethaaaa', ipv4: ['10.244.1.2'], ipv6: [], source: 'programmed table' }]);
+    expect(programmed.state.bindings).toEqual([{ port: 'vethaaaa', ipv4: ['10.244.1.2'], ipv6: ['fd00:10:244:1::2'], source: 'programmed table' }]);
     expect(programmed.state.otherPorts).toEqual(['vethdock']);
-    expect([...programmed.counters.keys()].sort()).toEqual(['nf:spoof arp vethaaaa', 'nf:spoof ipv4 vethaaaa', 'nf:spoof ipv6 vethaaaa', 'nf:spoof other vethaaaa', 'nf:spoof unknown-port']);
+    expect([...programmed.counters.keys()].sort()).toEqual([
+      'nf:spoof arp vethaaaa',
+      'nf:spoof ipv4 vethaaaa',
+      'nf:spoof ipv6 vethaaaa',
+      'nf:spoof nd vethaaaa',
+      'nf:spoof other vethaaaa',
+      'nf:spoof router vethaaaa',
+      'nf:spoof unknown-port',
+    ]);
   });
   it('is undefined for a document without the table', () => {
     expect(readProgrammedAntiSpoof(JSON.stringify({ nftables: [{ metainfo: {} }] }), 'cni0')).toBeUndefined();
@@ -29,11 +37,14 @@ describe('antiSpoofVerdict (trace --in-iface)', () => {
     { port: 'vethaaaa', src: '10.244.1.3', expect: 'drop' },
     { port: 'vethdock', src: '172.17.0.2', expect: 'accept' },
     { port: 'vethnew', src: '10.244.1.9', expect: 'drop' },
+    { port: 'vethaaaa', src: 'fd00:10:244:1::2', expect: 'accept' },
+    { port: 'vethaaaa', src: 'fd00:10:244:1::3', expect: 'drop' },
+    { port: 'vethaaaa', src: 'fe80::1', expect: 'accept' },
   ])('$src on $port: $expect', ({ port, src, expect: expected }) => {
-    expect(antiSpoofVerdict(programmed, port, src, 'ipv4').verdict).toBe(expected);
+    expect(antiSpoofVerdict(programmed, port, src, src.includes(':') ? 'ipv6' : 'ipv4').verdict).toBe(expected);
   });
   it('inspect counts drops per bound port', () => {
-    expect(antiSpoofView(programmed)).toEqual({ programmed: true, ports: [{ port: 'vethaaaa', addresses: ['10.244.1.2'], drops: 0 }], unknownPortDrops: 0 });
+    expect(antiSpoofView(programmed)).toEqual({ programmed: true, ports: [{ port: 'vethaaaa', addresses: ['10.244.1.2', 'fd00:10:244:1::2'], drops: 0 }], unknownPortDrops: 0 });
     expect(antiSpoofView(undefined).programmed).toBe(false);
   });
 });

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""IPv6 in a pod's network namespace as an honest pod and as a forger would use it.
+
+One process per pod netns, JSON lines in and out (first line {"ready": true}):
+  {"id", "op": "sink", "port"}                         record every UDP datagram to [::]:port
+  {"id", "op": "sunk"}                                 -> {"datagrams": [[src, text], ...]}
+  {"id", "op": "sendfrom", "src", "ip", "port", "text"} one UDP datagram from `src`, held or not
+        (IPV6_TRANSPARENT lets a socket bind to an address the pod does not hold); link-local
+        addresses are scoped to eth0
+  {"id", "op": "na", "target", "iface"?}               unsolicited Neighbour Advertisement to ff02::1,
+        Override set, "<target> is at <our MAC>" (ND spoofing); the source is our link-local address
+  {"id", "op": "ra", "iface"?}                         Router Advertisement to ff02::1 (lifetime 1800 s):
+        "I am a default router" (rogue RA)
+ND messages go out of a raw ICMPv6 socket: the kernel fills in the checksum, and hop limit 255 is set
+as RFC 4861 requires (receivers drop ND with any other).
+"""
+
+import asyncio
+import json
+import os
+import socket
+import struct
+import sys
+
+IPV6_TRANSPARENT = 75
+ND_NEIGHBOR_ADVERT, ND_ROUTER_ADVERT = 136, 134
+
+
+def mac_of(iface):
+    return bytes.fromhex(open(f"/sys/class/net/{iface}/address").read().strip().replace(":", ""))
+
+
+def send_nd(iface, message):
+    s = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_HOPS, 255)
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_UNICAST_HOPS, 255)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, iface.encode())
+    for _ in range(3):
+        s.sendto(message, ("ff02::1", 0, 0, socket.if_nametoindex(iface)))
+    s.close()
+
+
+class Peer:
+    def __init__(self, loop):
+        self.loop = loop
+        self.sunk = []
+
+    async def handle(self, req):
+        op = req["op"]
+        iface = req.get("iface", "eth0")
+        if op == "sink":
+            peer = self
+
+            class Sink(asyncio.DatagramProtocol):
+                def datagram_received(self, data, addr):
+                    peer.sunk.append([addr[0].split("%")[0], data.decode(errors="replace")])
+
+            await self.loop.create_datagram_endpoint(Sink, local_addr=("::", int(req["port"])), family=socket.AF_INET6)
+            return {}
+        if op == "sunk":
+            return {"datagrams": list(self.sunk)}
+        if op == "sendfrom":
+            # Link-local addresses need the interface as their scope.
+            scope = lambda ip: socket.if_nametoindex(iface) if ip.lower().startswith("fe80:") else 0
+            s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+            s.setsockopt(socket.IPPROTO_IPV6, IPV6_TRANSPARENT, 1)
+            s.bind((req["src"], 0, 0, scope(req["src"])))
+            s.sendto(req["text"].encode(), (req["ip"], int(req["port"]), 0, scope(req["ip"])))
+            s.close()
+            return {}
+        if op == "na":
+            # type, code, checksum (kernel), flags R=0 S=0 O=1, target, option 2 (target link-layer address).
+            target = socket.inet_pton(socket.AF_INET6, req["target"])
+            message = struct.pack("!BBHI", ND_NEIGHBOR_ADVERT, 0, 0, 0x20000000) + target + struct.pack("!BB", 2, 1) + mac_of(iface)
+            send_nd(iface, message)
+            return {}
+        if op == "ra":
+            # cur hop limit 64, no flags, router lifetime 1800 s, reachable 0, retrans 0; option 1 (source link-layer).
+            message = struct.pack("!BBHBBHII", ND_ROUTER_ADVERT, 0, 0, 64, 0, 1800, 0, 0) + struct.pack("!BB", 1, 1) + mac_of(iface)
+            send_nd(iface, message)
+            return {}
+        raise ValueError(f"unknown op {op!r}")
+
+
+def reply(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+async def main():
+    loop = asyncio.get_running_loop()
+    peer = Peer(loop)
+    stdin = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdin), sys.stdin)
+    reply({"ready": True, "pid": os.getpid()})
+    while True:
+        line = await stdin.readline()
+        if not line:
+            break
+        req = json.loads(line)
+        try:
+            reply({"id": req.get("id"), "ok": True, **(await peer.handle(req))})
+        except Exception as exc:  # reported, never a crash
+            reply({"id": req.get("id"), "ok": False, "error": f"{type(exc).__name__}: {exc}"})
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
