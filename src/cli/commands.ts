@@ -73,6 +73,7 @@ export const COMMANDS = {
       { name: 'src-port', type: 'string', arg: 'N', help: 'source port' },
       { name: 'uplink', type: 'string', arg: 'IF', help: "the node's interface to other nodes (default eth0)" },
       { name: 'in-iface', type: 'string', arg: 'VETH', help: "the bridge port (host veth) the packet enters from: adds the anti-spoofing verdict for its source" },
+      { name: 'to-node', type: 'boolean', help: "--dst is an address of this node: walk INPUT (a local pod to its own node) instead of FORWARD; implied when the manifests or the API list --dst among this node's addresses" },
       OPT.resources,
       OPT.kubeconfig,
       OPT.netns,
