@@ -247,8 +247,11 @@ export class Compiler {
         workloadChainsOut.push(this.chains.get(chainKey, () => workloadChain(input, settings)) as Chain);
       }
       let hostTarget = names.hostPass;
-      if (hostSide && tiers && (tiers.egress.admin.length > 0 || tiers.egress.baseline.length > 0)) {
-        const input = { name: names.toHost(key), podKey: key, ip: ips[0]!, tiers: tiers.egress, npEgress: selected.egress.length > 0 };
+      // Only the CNP chains that can match a node address (cluster-policy.ts reachesNodes); the others would return.
+      const reaching = (chains: readonly ChainName[]) => chains.filter((c) => cnp!.nodeReaching.has(c));
+      const hostTiers = hostSide && tiers ? { admin: reaching(tiers.egress.admin), baseline: reaching(tiers.egress.baseline) } : undefined;
+      if (hostTiers && (hostTiers.admin.length > 0 || hostTiers.baseline.length > 0)) {
+        const input = { name: names.toHost(key), podKey: key, ip: ips[0]!, tiers: hostTiers, npEgress: selected.egress.length > 0 };
         const chainKey = `h|${input.name}|${key}|${input.ip}|${input.npEgress}|a:${input.tiers.admin.join(',')}|b:${input.tiers.baseline.join(',')}`;
         hostChainsOut.push(this.chains.get(chainKey, () => hostWorkloadChain(input, settings)) as Chain);
         hostTarget = input.name;

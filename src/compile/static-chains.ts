@@ -81,11 +81,11 @@ export function inputChain(names: ChainNames, settings: NodeSettings): Chain {
   };
 }
 
-/** Where a local pod without CNP egress tiers goes: back to INPUT, no verdict. */
+/** Where a local pod goes whose CNP egress cannot match a node address (or that has none): back to INPUT, no verdict. */
 export function hostPassChain(names: ChainNames): Chain {
   return {
     name: names.hostPass,
     role: { kind: 'static' },
-    rules: [{ match: [], action: { kind: 'return' }, comment: 'no ClusterNetworkPolicy egress for this pod; NetworkPolicy allows its own node' }],
+    rules: [{ match: [], action: { kind: 'return' }, comment: 'no ClusterNetworkPolicy egress rule of this pod can match a node address' }],
   };
 }

@@ -13,7 +13,7 @@ import { compile } from '../../../src/compile/index.js';
 import type { ClusterNetworkPolicy, ClusterNode, ClusterSnapshot, FamilyState, NetworkPolicy } from '../../../src/model/index.js';
 import { packetFor, rulesetOfDesired, tracePacket } from '../../../src/trace/index.js';
 import { egress, makePolicy, nsPeer, rule, settings, snapshot, tcp, types } from '../../helpers/builders.js';
-import { cnp, cRule, cTcp, house, houseNamespaces, housePods, networks, nodesPeer, nsSubject } from '../../helpers/cnp-builders.js';
+import { cnp, cRule, cTcp, house, houseNamespaces, housePods, networks, nodesPeer, nsPeerC, nsSubject } from '../../helpers/cnp-builders.js';
 
 const NODES: readonly ClusterNode[] = [
   { name: 'node-1', podCidrs: ['10.244.1.0/24'], addresses: ['192.168.0.1'], labels: { 'kubernetes.io/hostname': 'node-1' } },
@@ -108,6 +108,21 @@ describe('ClusterNetworkPolicy egress to the local node (INPUT)', () => {
   it('an Admin Deny still beats a NetworkPolicy on the own node ("No further ClusterNetworkPolicy or NetworkPolicy rules will be processed")', () => {
     const np = makePolicy('network-policy-conformance-gryffindor', 'egress-all', types('Egress'), egress(rule([], [])));
     expect(allowed(compiled(cluster([denyNodes('Admin')], [np])), GRYFFINDOR, NODE1)).toBe(false);
+  });
+
+  it('a CNP with only namespaces/pods peers never matches a node address ("host-networked pods are not included"): not consulted on INPUT', () => {
+    const denyAllPods = cnp('deny-all-pods', 'Admin', 1, nsSubject(G), { egress: [cRule('Deny', [nsPeerC(ALL_NODES)])] });
+    const state = compiled(cluster([denyAllPods, denyNodes('Baseline')]));
+    expect(allowed(state, GRYFFINDOR, SLYTHERIN)).toBe(false);
+    expect(allowed(state, GRYFFINDOR, NODE1)).toBe(false); // the Baseline nodes Deny still decides
+    const host = state.chains.find((c) => c.role.kind === 'host-workload' && c.role.ip === GRYFFINDOR)!;
+    const cnpChainOf = (name: string) => state.chains.find((c) => c.role.kind === 'cluster-policy' && c.role.policy === name)!.name;
+    const jumps = host.rules.flatMap((r) => (r.action.kind === 'jump' ? [r.action.target] : []));
+    expect(jumps).toEqual([cnpChainOf('baseline-deny-nodes')]);
+    // With only the pod-peer CNP, the pod needs no chain to its node at all.
+    const alone = compiled(cluster([denyAllPods]));
+    expect(alone.chains.filter((c) => c.role.kind === 'host-workload')).toEqual([]);
+    expect(allowed(alone, GRYFFINDOR, NODE1)).toBe(true);
   });
 
   it('an address of the pod CIDR that no known pod has is dropped at INPUT too (fail-closed), only while CNPs exist', () => {
