@@ -52,7 +52,7 @@ function podBlock(pod: PodView, policies: ReadonlyMap<string, PolicyView>): stri
     out.push(...wrap(`ClusterNetworkPolicy egress (${n} chain${n === 1 ? '' : 's'}, ${pod.toNode.chain}); NetworkPolicy always allows`, '  to node  ', '           '));
     pod.toNode.policyChains.forEach((chain) => {
       const p = policies.get(chain);
-      if (p) out.push(`    ${p.policy} egress (${p.chain})`);
+      if (p) out.push(...wrap(`${p.policy} egress (${p.chain})`, '    ', '      '));
     });
   }
   return out;
