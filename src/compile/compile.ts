@@ -196,9 +196,6 @@ export class Compiler {
     const fromEntries: { ip: string; target: ChainName }[] = [];
     const hostEntries: { ip: string; target: ChainName }[] = [];
     const hostChainsOut: Chain[] = [];
-    // Pods → this node's own addresses (INPUT): only where CNP egress can apply, and IPv4 only for now
-    // (IPv6 would first need its neighbour discovery to the node exempted, or every routed packet breaks).
-
     const toEntries: { ip: string; target: ChainName }[] = [];
     const targetsByPolicy = new Map<string, readonly Pod[]>();
 
