@@ -225,7 +225,8 @@ async function main(): Promise<number> {
     out(`    netfence trace dev/client -> prod/db on n1: exit ${trace.code}`);
     for (const line of trace.output.split('\n').slice(verdict, verdict + 2)) out(`    | ${line}`);
     if (trace.code !== 1 || !/ClusterNetworkPolicy dev-stays-out-of-prod/.test(trace.output)) {
-      out('    unexpected: the trace should name the Admin ClusterNetworkPolicy and exit 1 (dropped)');
+      out('    unexpected: the trace should name the Admin ClusterNetworkPolicy and exit 1 (dropped); it printed:');
+      for (const line of trace.output.split('\n').slice(-25)) out(`    | ${line}`);
       ok = false;
     }
   } catch (err) {
