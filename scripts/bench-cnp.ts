@@ -1,15 +1,16 @@
-// ClusterNetworkPolicy cost on a large cluster: the generated tier plus 100 ClusterNetworkPolicies (70 Admin,
-// 30 Baseline; namespace and pod subjects; namespace, pod, networks and named-port rules; Deny/Accept/Pass).
-// Prints the full compile with and without them, one-change recomputes (a priority change, a rule swap, a
-// namespace relabel) through the long-lived Compiler, and the size of what is programmed. Pure: no kernel
-// (the first-apply-vs-floor row of issue 16 is not measured here).
+// ClusterNetworkPolicy cost on a large cluster: the generated tier plus 100 ClusterNetworkPolicies
+// (scripts/bench-cnp-policies.ts). Prints the full compile with and without them, one-change recomputes
+// (a priority change, a rule swap, a namespace relabel) through the long-lived Compiler, the size of what
+// is programmed, and the rules a connection's first packet is checked against at most (FORWARD: pod to
+// pod on this node; INPUT: pod to this node). Pure: no kernel (first apply vs floor: scripts/bench-cnp-kernel.ts).
 //
 // Usage: node --import ./scripts/register-ts.mjs scripts/bench-cnp.ts [--tier large] [--runs 10] [--seed 1]
 
 import { Compiler, compile } from '../src/compile/index.js';
 import { generateCluster, TIERS, type Tier } from '../src/bench/generator.js';
-import { mulberry32 } from '../src/bench/prng.js';
-import type { ClusterNetworkPolicy, ClusterSnapshot, CnpAction, CnpRule, LabelSelector } from '../src/model/index.js';
+import { firstPacketBound } from '../src/bench/first-packet.js';
+import type { Chain, ClusterSnapshot, FamilyState } from '../src/model/index.js';
+import { generateClusterPolicies } from './bench-cnp-policies.js';
 
 const argv = process.argv.slice(2);
 const flag = (name: string, fallback: string): string => {
@@ -22,30 +23,7 @@ const runs = Math.max(1, Number(flag('--runs', '10')));
 const seed = Number(flag('--seed', '1'));
 
 const { snapshot: base, settings } = generateCluster({ tier, seed, node: 'node-1' });
-const rng = mulberry32(seed + 16);
-const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rng.next() * xs.length)]!;
-const nsSel = (name: string): LabelSelector => ({ matchLabels: { 'kubernetes.io/metadata.name': name }, matchExpressions: [] });
-const ALL: LabelSelector = { matchLabels: {}, matchExpressions: [] };
-const names = base.namespaces.map((n) => n.name);
-const apps = [...new Set(base.pods.map((p) => p.labels['app']).filter((a): a is string => a !== undefined))];
-
-function rule(i: number): CnpRule {
-  const action: CnpAction = pick(['Accept', 'Deny', 'Deny', 'Pass']);
-  const kind = i % 4;
-  if (kind === 0) return { name: `r${i}`, action, peers: [{ kind: 'namespaces', namespaceSelector: nsSel(pick(names)) }] };
-  if (kind === 1) return { name: `r${i}`, action, peers: [{ kind: 'pods', namespaceSelector: ALL, podSelector: { matchLabels: { app: pick(apps) }, matchExpressions: [] } }], protocols: [{ kind: 'protocol', protocol: 'TCP', ports: { from: 8000, to: 8100 } }] };
-  if (kind === 2) return { name: `r${i}`, action: 'Deny', peers: [{ kind: 'networks', cidrs: [`169.254.${i % 250}.0/24`, '192.0.2.0/24'] }] };
-  return { name: `r${i}`, action, peers: [{ kind: 'namespaces', namespaceSelector: nsSel(pick(names)) }], protocols: [{ kind: 'named', name: 'http' }, { kind: 'protocol', protocol: 'UDP', ports: { from: 53, to: 53 } }] };
-}
-
-const cnps: ClusterNetworkPolicy[] = Array.from({ length: 100 }, (_, i) => ({
-  name: `cnp-${String(i).padStart(3, '0')}`,
-  tier: i < 70 ? 'Admin' : 'Baseline',
-  priority: Math.floor(rng.next() * 1000),
-  subject: i % 3 === 0 ? { kind: 'namespaces', namespaceSelector: nsSel(pick(names)) } : i % 3 === 1 ? { kind: 'namespaces', namespaceSelector: ALL } : { kind: 'pods', namespaceSelector: ALL, podSelector: { matchLabels: { app: pick(apps) }, matchExpressions: [] } },
-  ingress: Array.from({ length: 3 }, (_, j) => rule(i * 10 + j)),
-  egress: Array.from({ length: 3 }, (_, j) => rule(i * 10 + 5 + j)),
-}));
+const cnps = generateClusterPolicies(base, seed);
 const withCnps: ClusterSnapshot = { ...base, clusterPolicies: cnps };
 
 const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
@@ -79,4 +57,59 @@ for (const [what, change] of changes) {
 }
 const out = compile(withCnps, settings).desired.v4;
 const cnpChains = out.chains.filter((c) => c.role.kind === 'cluster-policy');
-console.log(`programmed: ${out.chains.length} chains (${cnpChains.length} CNP chains, ${cnpChains.reduce((n, c) => n + c.rules.length, 0)} CNP rules), ${out.ipsets.length} sets`);
+const hostChains = out.chains.filter((c) => c.role.kind === 'host-workload');
+console.log(`programmed: ${out.chains.length} chains (${cnpChains.length} CNP chains, ${cnpChains.reduce((n, c) => n + c.rules.length, 0)} CNP rules; ${hostChains.length} pod-to-node chains), ${out.ipsets.length} sets`);
+
+// First packet, worst local pod: the same static bound as the kernel bench (src/bench/first-packet.ts).
+const before = firstPacketBound(compile(base, settings).desired.v4);
+const after = firstPacketBound(out);
+const sideText = (s: ReturnType<typeof firstPacketBound>['egress']) =>
+  s ? `${s.total} (dispatch ${s.dispatch}, workload ${s.workload}, ${s.policyChains} policy/CNP chains with ${s.policies} rules)` : '–';
+console.log(`first packet, FORWARD, no CNPs: at most ${before.total} rules (egress ${sideText(before.egress)}; ingress ${sideText(before.ingress)})`);
+console.log(`first packet, FORWARD, 100 CNPs: at most ${after.total} rules (egress ${sideText(after.egress)}; ingress ${sideText(after.ingress)})`);
+const input = inputBound(out);
+console.log(`first packet, INPUT (pod to this node), 100 CNPs: at most ${input.total} rules (nf-INPUT ${input.entry}, dispatch ${input.dispatch}, pod chain ${input.workload}, ${input.chains} CNP chains with ${input.rules} rules; worst pod ${input.pod})`);
+
+/** The same bound for INPUT: nf-INPUT, the host dispatch scan to the pod, its nf-fh chain and every CNP chain it jumps to. */
+function inputBound(state: FamilyState): { total: number; entry: number; dispatch: number; workload: number; chains: number; rules: number; pod: string } {
+  const byName = new Map<string, Chain>(state.chains.map((c) => [c.name, c]));
+  const entry = state.chains.find((c) => c.name === `${settings.chainPrefix}INPUT`)?.rules.length ?? 0;
+  const scan = (name: string, ip: string): number => {
+    // Rules checked from the host dispatch root down to the goto naming `name` (leaves list /32s in order).
+    let n = 0;
+    let chain = byName.get(`${settings.chainPrefix}to-host-dispatch`);
+    while (chain) {
+      let next: Chain | undefined;
+      for (const r of chain.rules) {
+        n++;
+        if (r.action.kind !== 'goto') continue;
+        if (r.action.target === name) return n;
+        const net = r.match.find((m) => m.kind === 'src-net');
+        if (net && net.kind === 'src-net' && inCidr(ip, net.cidr)) {
+          next = byName.get(r.action.target);
+          break;
+        }
+      }
+      chain = next;
+    }
+    return n;
+  };
+  let worst = { total: 0, entry, dispatch: 0, workload: 0, chains: 0, rules: 0, pod: '–' };
+  for (const c of state.chains) {
+    if (c.role.kind !== 'host-workload') continue;
+    const jumps = c.rules.flatMap((r) => (r.action.kind === 'jump' ? [byName.get(r.action.target)!] : []));
+    const rules = jumps.reduce((n, j) => n + j.rules.length, 0);
+    const dispatch = scan(c.name, c.role.ip);
+    const total = entry + dispatch + c.rules.length + rules;
+    if (total > worst.total) worst = { total, entry, dispatch, workload: c.rules.length, chains: jumps.length, rules, pod: c.role.pod };
+  }
+  return worst;
+}
+
+function inCidr(ip: string, cidr: string): boolean {
+  const [net, bits] = cidr.split('/');
+  const toInt = (a: string) => a.split('.').reduce((n, o) => (n << 8) + Number(o), 0) >>> 0;
+  const len = Number(bits ?? 32);
+  const mask = len === 0 ? 0 : (0xffffffff << (32 - len)) >>> 0;
+  return ((toInt(ip) & mask) >>> 0) === ((toInt(net!) & mask) >>> 0);
+}

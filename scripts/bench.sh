@@ -24,4 +24,21 @@ if [ "${1:-}" = "--strict" ]; then
   [ "$(id -u)" = "0" ] || { echo "--strict needs root (scratch network namespaces, conntrack -R): run 'sudo npm run bench -- --strict'." >&2; exit 2; }
   exec node --import ./scripts/register-ts.mjs scripts/bench-revoke.ts "$@"
 fi
-exec node --import ./scripts/register-ts.mjs scripts/bench-all.ts "$@"
+node --import ./scripts/register-ts.mjs scripts/bench-all.ts "$@"
+
+# ClusterNetworkPolicy rows (issue 16), after the table: scripts/bench-cnp.ts (pure) and, as root,
+# scripts/bench-cnp-kernel.ts (first apply and one CNP change against the tools' floor).
+cnp_tier=large; cnp_runs=10; cnp_kernel_runs=5
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --tier) cnp_tier="$2"; shift ;;
+    --quick) cnp_runs=2; cnp_kernel_runs=1 ;;
+  esac
+  shift
+done
+echo
+echo "ClusterNetworkPolicy (issue 16): ${cnp_tier} tier + 100 CNPs"
+node --import ./scripts/register-ts.mjs scripts/bench-cnp.ts --tier "$cnp_tier" --runs "$cnp_runs"
+if [ "$(id -u)" = "0" ]; then
+  node --import ./scripts/register-ts.mjs scripts/bench-cnp-kernel.ts --tier "$cnp_tier" --runs "$cnp_kernel_runs"
+fi

@@ -1,7 +1,8 @@
 // `npm run demo`: a 2-node flannel-like sandbox (network namespaces), `netfence daemon` running inside
 // each node and watching a folder of manifests, and TCP 80 reachability matrices before and after the
 // example policies in scripts/demo/. Then a pending change is previewed with `netfence diff` and
-// applied. Everything it creates (namespaces, daemons, temp files) is removed at the end, also on
+// applied, and finally two ClusterNetworkPolicies (scripts/demo/cluster-policies/: one Admin guardrail,
+// one Baseline default) show the tiers around NetworkPolicy, with `netfence trace` naming the CNP. Everything it creates (namespaces, daemons, temp files) is removed at the end, also on
 // failure and Ctrl-C. Exit 0 only when every expected matrix was reached.
 //
 // Run as root after `npm run build`: node --import ./scripts/register-ts.mjs scripts/demo.ts
@@ -57,6 +58,20 @@ function withPolicies(from: string, to: string): boolean {
 function withPending(from: string, to: string): boolean {
   if (to === 'prod/web' && from !== 'prod/db') return true;
   return withPolicies(from, to);
+}
+
+/**
+ * …plus the ClusterNetworkPolicies. "Policy tiers are evaluated in this order: Admin, NetworkPolicy,
+ * Baseline": the Admin Deny of dev → prod wins over prod/db's NetworkPolicy; the Baseline Deny of
+ * other → anywhere applies only where no NetworkPolicy selects the destination ("further evaluation only
+ * happens for Pods not selected by a v1.NetworkPolicy"), so other/web still reaches prod/web.
+ */
+function withGuardrails(from: string, to: string): boolean {
+  if (from === to) return true;
+  if (from.startsWith('dev/') && to.startsWith('prod/')) return false; // Admin: dev-stays-out-of-prod
+  if (to.startsWith('prod/')) return withPending(from, to); // every prod pod is selected by a NetworkPolicy
+  if (from.startsWith('other/')) return false; // Baseline: isolate-other
+  return withPending(from, to);
 }
 
 const out = (text = ''): void => void process.stdout.write(`${text}\n`);
@@ -193,11 +208,32 @@ async function main(): Promise<number> {
     heading(6, 'Applying it (copying it into the watched folder)');
     copyFileSync(pending, join(watched, basename(pending)));
     ok = (await showMatrix(sandbox, matrixOf(KEYS, KEYS, withPending))) && ok;
+
+    heading(7, 'Cluster-wide guardrails: one Admin and one Baseline ClusterNetworkPolicy');
+    for (const file of readdirSync(join(BUNDLE, 'cluster-policies')).sort()) {
+      copyFileSync(join(BUNDLE, 'cluster-policies', file), join(watched, file));
+      out(`    + ${file}`);
+    }
+    out('    Admin dev-stays-out-of-prod: dev may not enter prod, whatever prod/db\'s NetworkPolicy admits');
+    out('    Baseline isolate-other: other may not enter any namespace, unless a NetworkPolicy there decides');
+    out('      (prod/web\'s does: other/web still reaches it; dev/client has none: blocked)');
+    ok = (await showMatrix(sandbox, matrixOf(KEYS, KEYS, withGuardrails))) && ok;
+    const trace = await netfence(
+      ['trace', '--netns', n1.netns, '--node-name', n1.name, '--src', sandbox.addressOf('dev/client'), '--dst', sandbox.addressOf('prod/db'), '--proto', 'tcp', '--port', String(PORT)],
+    );
+    const verdict = trace.output.split('\n').findIndex((l) => l.startsWith('verdict'));
+    out(`    netfence trace dev/client -> prod/db on n1: exit ${trace.code}`);
+    for (const line of trace.output.split('\n').slice(verdict, verdict + 2)) out(`    | ${line}`);
+    if (trace.code !== 1 || !/ClusterNetworkPolicy dev-stays-out-of-prod/.test(trace.output)) {
+      out('    unexpected: the trace should name the Admin ClusterNetworkPolicy and exit 1 (dropped); it printed:');
+      for (const line of trace.output.split('\n').slice(-25)) out(`    | ${line}`);
+      ok = false;
+    }
   } catch (err) {
     out(`\nFAILED: ${(err as Error).message}`);
     ok = false;
   } finally {
-    heading(7, 'Cleaning up');
+    heading(8, 'Cleaning up');
     const stopped = await Promise.all(daemons.map((d) => d.stop()));
     if (!ok) for (const d of daemons) out(`    last lines of ${d.logFile}:\n${d.tail(10).map((l) => `      ${l}`).join('\n')}`);
     out(`    daemons: SIGTERM → ${stopped.join(', ') || 'none started'} (their rules would stay; the namespaces go)`);

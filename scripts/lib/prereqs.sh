@@ -18,6 +18,12 @@ ensure_system_packages() {
 }
 
 ensure_node_modules() {
+  # A symlinked node_modules is a shared install (git worktrees): `npm ci` would empty its target for
+  # everyone who shares it. Leave it to whoever owns it.
+  if [ -L node_modules ]; then
+    [ -d node_modules/.bin ] || echo "node_modules is a symlink to an empty install; install it where it points" >&2
+    return 0
+  fi
   if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
     npm ci --no-audit --no-fund
   fi

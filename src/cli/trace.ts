@@ -43,8 +43,11 @@ export async function traceCommand(argv: readonly string[], io: Io): Promise<num
     const sport = sportText !== undefined ? { sport: portNumber('--src-port', sportText) } : {};
     // --in-iface: the bridge port (host veth) the packet enters from, checked by the anti-spoofing table.
     const inPort = parsed.values['in-iface'] as string | undefined;
-    const packet = { ...packetFor({ src: src.ip, dst: dst.ip, proto, dport, ...sport }, layout), ...(inPort ? { physIn: inPort } : {}) };
-    const result = tracePacket(ruleset, ipsets, packet, { chainPrefix: config.chainPrefix });
+    // A local pod's packet to one of this node's own addresses is delivered through INPUT, not FORWARD.
+    const toNode = parsed.values['to-node'] === true || nodeAddresses(snapshot, config.nodeName).includes(dst.ip);
+    const routed = packetFor({ src: src.ip, dst: dst.ip, proto, dport, ...sport }, layout);
+    const packet = { ...routed, ...(toNode ? { outIface: '' } : {}), ...(inPort ? { physIn: inPort } : {}) };
+    const result = tracePacket(ruleset, ipsets, packet, { chainPrefix: config.chainPrefix, ...(toNode ? { startChain: 'INPUT' } : {}) });
     const established = establishedFate(strictModeOf(ruleset, config.chainPrefix), result);
     const programmed = inPort ? await readAntiSpoof(parsed, config) : undefined;
     const antiSpoof = inPort
@@ -52,7 +55,7 @@ export async function traceCommand(argv: readonly string[], io: Io): Promise<num
         ? antiSpoofVerdict(programmed, inPort, src.ip, family === 6 ? 'ipv6' : 'ipv4')
         : { verdict: 'unknown', why: 'no anti-spoofing table to check (saved dump, or not programmed on this node)' }
       : undefined;
-    const label = (e: Endpoint) => `${e.pod ? `${e.pod}, ` : ''}${isLocal(e.ip, layout) ? 'local' : 'remote'}`;
+    const label = (e: Endpoint) => `${e.pod ? `${e.pod}, ` : ''}${e === dst && toNode ? 'this node (INPUT)' : isLocal(e.ip, layout) ? 'local' : 'remote'}`;
     if (parsed.values['json'] === true) {
       io.out(`${JSON.stringify({ family, source, packet, src, dst, podCidrs: layout.podCidrs, ...result, established, ...(antiSpoof ? { antiSpoof } : {}) }, null, 2)}\n`);
     } else {
@@ -181,6 +184,11 @@ async function pickFamily(parsed: Parsed, config: DaemonConfig, snapshot: Cluste
     }
   }
   throw firstError;
+}
+
+/** The InternalIP/ExternalIP addresses of this node, when the manifests or the API list it. */
+function nodeAddresses(snapshot: ClusterSnapshot | undefined, nodeName: string): readonly string[] {
+  return snapshot?.nodes.find((n) => n.name === nodeName)?.addresses ?? [];
 }
 
 /**

@@ -1,5 +1,6 @@
-// Kubernetes Events on NetworkPolicies netfence cannot enforce as written (an invalid CIDR, a bad
-// selector, …): one Warning Event per problem per node, so `kubectl describe networkpolicy` shows what
+// Kubernetes Events on NetworkPolicies and ClusterNetworkPolicies netfence cannot enforce as written (an
+// invalid CIDR, a bad selector, an unknown peer, …): one Warning Event per problem per node, so
+// `kubectl describe networkpolicy` (or `… clusternetworkpolicy`) shows what
 // is wrong where it is looked for. Deduplicated twice: in the daemon (a problem is reported once while it
 // lasts) and across restarts (the Event's name is a hash of node and problem; an existing one gets its
 // series count patched instead of a second Event). events.k8s.io/v1, RBAC create + patch only.
@@ -21,7 +22,8 @@ export interface PolicyEvent {
   readonly reason: string;
   readonly type: 'Warning';
   readonly note: string;
-  readonly regarding: { readonly apiVersion: string; readonly kind: string; readonly namespace: string; readonly name: string };
+  /** No namespace for a cluster-scoped object (a ClusterNetworkPolicy). */
+  readonly regarding: { readonly apiVersion: string; readonly kind: string; readonly namespace?: string; readonly name: string };
 }
 
 export interface EventSeries {
@@ -42,26 +44,73 @@ const MAX_NOTE = 1024;
 /** MicroTime as the API server wants it: RFC 3339 with exactly six fractional digits. */
 export const microTime = (d: Date): string => d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 
+/** The object a problem is about, when it is one that gets Events. */
+interface Regarding {
+  readonly apiVersion: string;
+  readonly kind: string;
+  /** Where the Event is written. */
+  readonly eventNamespace: string;
+  readonly namespace?: string;
+  readonly name: string;
+  /** What netfence does with the object meanwhile. */
+  readonly consequence: (severity: Problem['severity']) => string;
+}
+
+const CNP_PREFIX = 'ClusterNetworkPolicy ';
+const NP_PREFIX = 'NetworkPolicy ';
+
+function regardingOf(object: string): Regarding | undefined {
+  if (object.startsWith(NP_PREFIX)) {
+    const [namespace, name] = object.slice(NP_PREFIX.length).split('/');
+    if (!namespace || !name) return undefined;
+    return {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      eventNamespace: namespace,
+      namespace,
+      name,
+      consequence: (severity) =>
+        severity === 'error' ? 'the pods it selects stay isolated in its directions and it allows nothing' : 'enforced, but not as it reads',
+    };
+  }
+  if (object.startsWith(CNP_PREFIX)) {
+    const name = object.slice(CNP_PREFIX.length);
+    if (!name || name.includes('/')) return undefined;
+    return {
+      apiVersion: 'policy.networking.k8s.io/v1alpha2',
+      kind: 'ClusterNetworkPolicy',
+      // A cluster-scoped object's Events live in `default`, as client-go's recorder puts them ("if
+      // namespace is empty, use metav1.NamespaceDefault"), which is where `kubectl describe` looks.
+      eventNamespace: 'default',
+      name,
+      // "For 'Accept' rules, 'fail closed' means: 'treat the rule as matching no traffic'. For 'Deny' and
+      // 'Pass' rules … 'treat the rule as a Deny all rule'."
+      consequence: (severity) =>
+        severity === 'error'
+          ? 'fails closed: its Accept rules allow nothing, its Deny rules still deny, and a Deny or Pass rule that cannot be read denies everything'
+          : 'enforced, but not as it reads',
+    };
+  }
+  return undefined;
+}
+
 export function policyEvent(problem: Problem, node: string, now: Date): PolicyEvent | undefined {
-  if (!problem.object.startsWith('NetworkPolicy ')) return undefined;
-  const [namespace, name] = problem.object.slice('NetworkPolicy '.length).split('/');
-  if (!namespace || !name) return undefined;
-  const id = createHash('sha256').update(`${node}\n${problem.field}\n${problem.message}`).digest('hex').slice(0, 12);
-  const consequence =
-    problem.severity === 'error' ? 'the pods it selects stay isolated in its directions and it allows nothing' : 'enforced, but not as it reads';
+  const about = regardingOf(problem.object);
+  if (!about) return undefined;
+  const id = createHash('sha256').update(`${about.kind === 'NetworkPolicy' ? '' : `${about.kind}\n`}${node}\n${problem.field}\n${problem.message}`).digest('hex').slice(0, 12);
   return {
     apiVersion: 'events.k8s.io/v1',
     kind: 'Event',
     // Policy names are DNS subdomains (≤ 253); leave room for the suffix.
-    metadata: { name: `${name.slice(0, 220)}.nf${id}`, namespace },
+    metadata: { name: `${about.name.slice(0, 220)}.nf${id}`, namespace: about.eventNamespace },
     eventTime: microTime(now),
     reportingController: REPORTING_CONTROLLER,
     reportingInstance: `netfence-${node}`.slice(0, 128),
     action: 'Enforce',
     reason: problem.severity === 'error' ? 'PolicyNotEnforceable' : 'PolicyWarning',
     type: 'Warning',
-    note: `node ${node}: ${problem.field}: ${problem.message}; ${consequence}`.slice(0, MAX_NOTE),
-    regarding: { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', namespace, name },
+    note: `node ${node}: ${problem.field}: ${problem.message}; ${about.consequence(problem.severity)}`.slice(0, MAX_NOTE),
+    regarding: { apiVersion: about.apiVersion, kind: about.kind, ...(about.namespace !== undefined ? { namespace: about.namespace } : {}), name: about.name },
   };
 }
 

@@ -11,7 +11,7 @@
 import type { Chain, ChainName, ClusterNetworkPolicy, IpFamily, IpSetName, Labels, NodeSettings, Pod, Problem } from '../model/index.js';
 import { parseCidr } from './cidr.js';
 import { ipsOfFamily, type ClusterState } from './cluster-state.js';
-import { cnpChain } from './cluster-policy-chains.js';
+import { cnpChain, cnpInvalid } from './cluster-policy-chains.js';
 import type { IpSetRegistry, SetRequest } from './ipsets.js';
 import type { Direction } from './policy-chains.js';
 import { selectorMatches } from './selectors.js';
@@ -23,6 +23,23 @@ export interface CnpFamilyResult {
   readonly chains: readonly Chain[];
   /** Per local pod (of this family) the CNP chains that select it, per direction and tier. */
   readonly byPod: ReadonlyMap<Pod, PodTiers>;
+  /** Egress chains that can match a packet to a node address (the rest only ever return on INPUT). */
+  readonly nodeReaching: ReadonlySet<ChainName>;
+}
+
+/**
+ * Whether a CNP's egress rules can match a packet to a node's own address: `nodes` and `networks` peers
+ * can, and so can a rule that fails closed (a Deny-all). `namespaces`/`pods` peers cannot: their sets
+ * hold pod IPs only ("host-networked pods are not included"), never a node's. Such a chain would only
+ * return on INPUT, so leaving it out of a pod's chain to its node changes no verdict.
+ */
+export function reachesNodes(cnp: ClusterNetworkPolicy): boolean {
+  return (
+    cnpInvalid(cnp) ||
+    cnp.egress.some(
+      (r) => r.action === undefined || r.peers.some((p) => p.kind !== 'namespaces' && p.kind !== 'pods') || (r.protocols ?? []).some((p) => p.kind === 'unknown'),
+    )
+  );
 }
 
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
@@ -108,6 +125,7 @@ export class ClusterPolicyCompiler {
   compileFamily(family: IpFamily, sets: IpSetRegistry, state: ClusterState, settings: NodeSettings): CnpFamilyResult {
     const chains: Chain[] = [];
     const byPod = new Map<Pod, PodTiers>();
+    const nodeReaching = new Set<ChainName>();
     for (const cnp of this.sorted) {
       const subjects = this.subjectsOf(cnp).filter((p) => ipsOfFamily(p, family).length > 0);
       if (subjects.length === 0) continue;
@@ -115,6 +133,7 @@ export class ClusterPolicyCompiler {
         if ((direction === 'ingress' ? cnp.ingress : cnp.egress).length === 0) continue;
         const chain = this.chain(cnp, direction, family, sets, state, settings);
         chains.push(chain);
+        if (direction === 'egress' && reachesNodes(cnp)) nodeReaching.add(chain.name);
         for (const pod of subjects) {
           let entry = byPod.get(pod);
           if (!entry) byPod.set(pod, (entry = { ingress: { admin: [], baseline: [] }, egress: { admin: [], baseline: [] } }));
@@ -122,7 +141,7 @@ export class ClusterPolicyCompiler {
         }
       }
     }
-    return { chains, byPod };
+    return { chains, byPod, nodeReaching };
   }
 
   private chain(cnp: ClusterNetworkPolicy, direction: Direction, family: IpFamily, sets: IpSetRegistry, state: ClusterState, settings: NodeSettings): Chain {

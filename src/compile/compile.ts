@@ -33,7 +33,8 @@ import { chainNames, type ChainNames } from './names.js';
 import { policyChain, type Direction } from './policy-chains.js';
 import { selectorMatches } from './selectors.js';
 import { sharedAddressChains, sharedAddressProblems, type SharedAddresses } from './shared-addresses.js';
-import { forwardChain, forwardHook } from './static-chains.js';
+import { hostWorkloadChain } from './cluster-policy-host.js';
+import { forwardChain, forwardHook, hostPassChain, inputChain, inputHook } from './static-chains.js';
 import { validatePolicy } from './validate.js';
 import { workloadChain } from './workload-chains.js';
 
@@ -83,6 +84,8 @@ export class Compiler {
   private settingsKey = '';
   private names: ChainNames = chainNames('nf-');
   private hooks: readonly Hook[] = [];
+  /** With ClusterNetworkPolicies: FORWARD and INPUT (pods to this node). */
+  private hooksWithInput: readonly Hook[] = [];
   private lastPods: readonly Pod[] | undefined;
   private podProblems: readonly Problem[] = [];
   private lastPolicies: readonly NetworkPolicy[] | undefined;
@@ -128,6 +131,7 @@ export class Compiler {
     this.settingsKey = settingsKey;
     this.names = chainNames(settings.chainPrefix);
     this.hooks = [forwardHook(this.names)];
+    this.hooksWithInput = [forwardHook(this.names), inputHook(this.names)];
     this.policyChains = new WeakMap();
     this.cnp.reset();
     this.chains = new Memo();
@@ -190,6 +194,8 @@ export class Compiler {
     const policyChainsOut: Chain[] = [];
     const workloadChainsOut: Chain[] = [];
     const fromEntries: { ip: string; target: ChainName }[] = [];
+    const hostEntries: { ip: string; target: ChainName }[] = [];
+    const hostChainsOut: Chain[] = [];
     const toEntries: { ip: string; target: ChainName }[] = [];
     const targetsByPolicy = new Map<string, readonly Pod[]>();
 
@@ -212,6 +218,9 @@ export class Compiler {
     }
 
     const cnp = this.cnp.active ? this.cnp.compileFamily(family, sets, this.state, settings) : undefined;
+    // Pods → this node's own addresses (INPUT): only while some CNP exists, and IPv4 only for now (IPv6
+    // would first need its neighbour discovery to the node exempted, or every routed packet would break).
+    const hostSide = cnp !== undefined && family === 4;
 
     for (const pod of this.state.localPods) {
       const ips = ipsOfFamily(pod, family);
@@ -234,10 +243,21 @@ export class Compiler {
         const chainKey = `w|${input.name}|${input.podKey}|${input.ip}/${input.hostBits}|${input.direction}|${input.policyChains.join(',')}${tierKey}`;
         workloadChainsOut.push(this.chains.get(chainKey, () => workloadChain(input, settings)) as Chain);
       }
+      let hostTarget = names.hostPass;
+      // Only the CNP chains that can match a node address (cluster-policy.ts reachesNodes); the others would return.
+      const reaching = (chains: readonly ChainName[]) => chains.filter((c) => cnp!.nodeReaching.has(c));
+      const hostTiers = hostSide && tiers ? { admin: reaching(tiers.egress.admin), baseline: reaching(tiers.egress.baseline) } : undefined;
+      if (hostTiers && (hostTiers.admin.length > 0 || hostTiers.baseline.length > 0)) {
+        const input = { name: names.toHost(key), podKey: key, ip: ips[0]!, tiers: hostTiers, npEgress: selected.egress.length > 0 };
+        const chainKey = `h|${input.name}|${key}|${input.ip}|${input.npEgress}|a:${input.tiers.admin.join(',')}|b:${input.tiers.baseline.join(',')}`;
+        hostChainsOut.push(this.chains.get(chainKey, () => hostWorkloadChain(input, settings)) as Chain);
+        hostTarget = input.name;
+      }
       for (const ip of ips) {
         if (shared.has(ip)) continue;
         toEntries.push({ ip, target: names.toWorkload(key) });
         fromEntries.push({ ip, target: names.fromWorkload(key) });
+        if (hostSide) hostEntries.push({ ip, target: hostTarget });
       }
     }
     for (const [ip, owners] of shared) {
@@ -279,6 +299,21 @@ export class Compiler {
       ) as Chain[]).map((chain) => this.chains.get(`dc|${contentKey(chain)}`, () => chain) as Chain);
     });
     const forward = this.chains.get('forward', () => forwardChain(names, settings)) as Chain;
+    // An address of this node's pod CIDR that no programmed pod has is dropped here too (fail-closed), as
+    // in FORWARD; an address shared by two pods likewise.
+    const hostChains = hostSide
+      ? [
+          this.chains.get('input', () => inputChain(names, settings)) as Chain,
+          // Only while some local pod has no CNP egress tier (an unreferenced chain of ours reads as a leftover).
+          ...(hostEntries.some((e) => e.target === names.hostPass) ? [this.chains.get('host-pass', () => hostPassChain(names)) as Chain] : []),
+          ...(this.chains.get(`hd|${JSON.stringify(hostEntries)}`, () =>
+            dispatchChains({ root: names.hostDispatch, direction: 'from', family, entries: hostEntries, childName: names.hostDispatchChild, endRules: endRules('from') }).map(
+              (chain): Chain => ({ ...chain, role: { kind: 'host-dispatch' } }),
+            ),
+          ) as Chain[]).map((chain) => this.chains.get(`hdc|${contentKey(chain)}`, () => chain) as Chain),
+          ...hostChainsOut,
+        ]
+      : [];
 
     let builder = this.setBuilders.get(family);
     if (!builder) this.setBuilders.set(family, (builder = new IpSetBuilder()));
@@ -293,8 +328,8 @@ export class Compiler {
     return {
       family,
       ipsets,
-      chains: [forward, ...dispatch, ...workloadChainsOut, ...policyChainsOut, ...(cnp?.chains ?? [])],
-      hooks: this.hooks,
+      chains: [forward, ...dispatch, ...workloadChainsOut, ...policyChainsOut, ...(cnp?.chains ?? []), ...hostChains],
+      hooks: hostSide ? this.hooksWithInput : this.hooks,
     };
   }
 }

@@ -34,6 +34,14 @@ export interface ChainNames {
   fromWorkload(podKey: string): ChainName;
   /** Ingress of a local pod ("to workload"). */
   toWorkload(podKey: string): ChainName;
+  /** INPUT side (ClusterNetworkPolicy egress to this node's own addresses). */
+  readonly input: ChainName;
+  readonly hostDispatch: ChainName;
+  /** The target of local pods with no CNP egress tier in the host dispatch: returns at once. */
+  readonly hostPass: ChainName;
+  hostDispatchChild(key: string): ChainName;
+  /** A local pod's traffic to this node ("from workload to host"). */
+  toHost(podKey: string): ChainName;
   policyIngress(policyKey: string): ChainName;
   policyEgress(policyKey: string): ChainName;
 }
@@ -54,6 +62,11 @@ export function chainNames(prefix: string): ChainNames {
     forward: chainName(`${prefix}FORWARD`),
     fromDispatch: chainName(`${prefix}from-wl-dispatch`),
     toDispatch: chainName(`${prefix}to-wl-dispatch`),
+    input: chainName(`${prefix}INPUT`),
+    hostDispatch: chainName(`${prefix}to-host-dispatch`),
+    hostPass: chainName(`${prefix}to-host-pass`),
+    hostDispatchChild: (key) => hashed('hd', key, 12),
+    toHost: (key) => hashed('fh', key),
     fromDispatchChild: (key) => hashed('fd', key, 12),
     toDispatchChild: (key) => hashed('td', key, 12),
     fromWorkload: (key) => hashed('fw', key),

@@ -50,3 +50,42 @@ function revokedFlowRules(settings: NodeSettings): Rule[] {
   if (bit === undefined) return [];
   return [{ match: [{ kind: 'connmark', value: bit, mask: bit }], action: { kind: 'drop' }, comment: 'flow revoked by a policy change (strict mode)' }];
 }
+
+// ---- INPUT: local pods → this node itself (ClusterNetworkPolicy egress only) -------------------------
+
+/** Only while some ClusterNetworkPolicy exists (a cluster without them keeps exactly the FORWARD hook). */
+export function inputHook(names: ChainNames): Hook {
+  return { chain: 'INPUT', position: 'insert', rule: { match: [], action: { kind: 'jump', target: names.input }, comment: 'netfence cluster policy to this node' } };
+}
+
+/**
+ * nf-INPUT: a local pod's packets to one of this node's own addresses are delivered through INPUT, never
+ * FORWARD. ClusterNetworkPolicy `nodes` peers select "the nodeIPs … in the node.Status.Addresses field",
+ * and `networks` "will be checked against the rule as well", so the pod's CNP egress tiers run here too.
+ * NetworkPolicy does not: "traffic to and from the node where a Pod is running is always allowed,
+ * regardless of the IP address of the Pod or the node" (Kubernetes docs), so it stays out of INPUT.
+ * This chain never accepts: it only drops what a CNP denies, and the rest of INPUT (the host's own
+ * firewall) still decides everything else.
+ */
+export function inputChain(names: ChainNames, settings: NodeSettings): Chain {
+  const bridge = settings.bridge;
+  return {
+    name: names.input,
+    role: { kind: 'static' },
+    rules: [
+      // Judged on the first packet, as in FORWARD; later packets and replies to host-opened flows pass.
+      { match: [{ kind: 'in-iface', name: bridge }, { kind: 'ctstate', states: ['RELATED', 'ESTABLISHED'] }], action: { kind: 'return' }, comment: 'established pod flow' },
+      { match: [{ kind: 'in-iface', name: bridge }], action: { kind: 'set-mark', value: 0, mask: settings.marks.all } },
+      { match: [{ kind: 'in-iface', name: bridge }], action: { kind: 'jump', target: names.hostDispatch }, comment: 'local pods to this node' },
+    ],
+  };
+}
+
+/** Where a local pod goes whose CNP egress cannot match a node address (or that has none): back to INPUT, no verdict. */
+export function hostPassChain(names: ChainNames): Chain {
+  return {
+    name: names.hostPass,
+    role: { kind: 'static' },
+    rules: [{ match: [], action: { kind: 'return' }, comment: 'no ClusterNetworkPolicy egress rule of this pod can match a node address' }],
+  };
+}

@@ -46,6 +46,15 @@ function podBlock(pod: PodView, policies: ReadonlyMap<string, PolicyView>): stri
       if (p) out.push(...policyBlock(p, '    ', false));
     });
   }
+  if (pod.toNode) {
+    // INPUT: only ClusterNetworkPolicy egress tiers; NetworkPolicy always allows a pod its own node.
+    const n = pod.toNode.policies.length;
+    out.push(...wrap(`ClusterNetworkPolicy egress (${n} chain${n === 1 ? '' : 's'}, ${pod.toNode.chain}); NetworkPolicy always allows`, '  to node  ', '           '));
+    pod.toNode.policyChains.forEach((chain) => {
+      const p = policies.get(chain);
+      if (p) out.push(...wrap(`${p.policy} egress (${p.chain})`, '    ', '      '));
+    });
+  }
   return out;
 }
 

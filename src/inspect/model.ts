@@ -72,6 +72,8 @@ export interface PodView {
   readonly dispatch: { readonly egress: readonly RuleRef[]; readonly ingress: readonly RuleRef[] };
   readonly egress?: WorkloadView;
   readonly ingress?: WorkloadView;
+  /** Traffic to this node's own addresses (INPUT): the pod's ClusterNetworkPolicy egress tiers, when any select it. */
+  readonly toNode?: WorkloadView;
 }
 
 export type ProblemKind = 'owned-unexpected' | 'foreign-above-hook' | 'missing-hook' | 'unreferenced-chain' | 'missing-set' | 'missing-chain';
@@ -115,6 +117,7 @@ export function inspectRuleset(ruleset: Ruleset, ipsets: IpSets, opts: InspectOp
   forward?.rules.slice(0, Math.max(0, hookIndex)).forEach((r, i) =>
     problems.push({ kind: 'foreign-above-hook', chain: 'FORWARD', ruleIndex: i + 1, text: r.text, message: 'runs before netfence: it can accept or drop pod traffic before any policy is checked' }),
   );
+  problems.push(...inputHookProblems(ruleset, prefix));
   problems.push(...unexpectedOwnedRules(ruleset, prefix), ...unreferencedChains(ruleset, prefix));
 
   const failClosed: string[] = [];
@@ -132,6 +135,10 @@ export function inspectRuleset(ruleset: Ruleset, ipsets: IpSets, opts: InspectOp
     }, (cidr) => failClosed.includes(cidr) || failClosed.push(cidr));
   }
 
+  // Local pods → this node (INPUT), present only while ClusterNetworkPolicies exist.
+  const toNode = new Map<string, string>();
+  if (chain(`${prefix}to-host-dispatch`)) walkDispatch(ruleset, `${prefix}to-host-dispatch`, prefix, [], new Set(), (ip, _path, target) => toNode.set(ip, target), () => undefined);
+
   const policyViews = new Map<string, PolicyView & { usedBy: string[] }>();
   for (const c of ruleset.chains.values()) {
     const kind = chainKind(c.name, prefix);
@@ -146,14 +153,17 @@ export function inspectRuleset(ruleset: Ruleset, ipsets: IpSets, opts: InspectOp
   for (const [ip, entry] of pods) {
     const egress = entry.egressChain ? workloadView(chain(entry.egressChain), policyViews) : undefined;
     const ingress = entry.ingressChain ? workloadView(chain(entry.ingressChain), policyViews) : undefined;
+    const hostChain = toNode.get(ip);
+    const host = hostChain ? workloadView(chain(hostChain), policyViews) : undefined;
     const pod = podName(chain(entry.egressChain ?? '')) ?? podName(chain(entry.ingressChain ?? ''));
-    for (const w of [egress, ingress]) for (const pc of w?.policyChains ?? []) policyViews.get(pc)?.usedBy.push(pod ?? ip);
+    for (const w of [egress, ingress, host]) for (const pc of w?.policyChains ?? []) policyViews.get(pc)?.usedBy.push(pod ?? ip);
     podViews.push({
       ...(pod !== undefined ? { pod } : {}),
       ip,
       dispatch: { egress: entry.egress, ingress: entry.ingress },
       ...(egress ? { egress } : {}),
       ...(ingress ? { ingress } : {}),
+      ...(host ? { toNode: host } : {}),
     });
   }
   podViews.sort((a, b) => cmp(a.pod ?? a.ip, b.pod ?? b.ip));
@@ -205,8 +215,8 @@ function walkDispatch(
     if (action.kind === 'drop' || action.kind === 'reject') onFailClosed(net.cidr);
     if (action.kind !== 'goto' && action.kind !== 'jump') return;
     const kind = chainKind(action.target, prefix);
-    if (kind === 'dispatch-from' || kind === 'dispatch-to') walkDispatch(ruleset, action.target, prefix, here, seen, onPod, onFailClosed);
-    else if (kind === 'workload-egress' || kind === 'workload-ingress') onPod(net.cidr.replace(/\/(32|128)$/, ''), here, action.target);
+    if (kind === 'dispatch-from' || kind === 'dispatch-to' || kind === 'dispatch-host') walkDispatch(ruleset, action.target, prefix, here, seen, onPod, onFailClosed);
+    else if (kind === 'workload-egress' || kind === 'workload-ingress' || kind === 'workload-host') onPod(net.cidr.replace(/\/(32|128)$/, ''), here, action.target);
   });
 }
 
@@ -298,6 +308,21 @@ function setViewer(ipsets: IpSets, sample: number, problems: InspectProblem[]): 
   };
 }
 
+/** When our INPUT chain exists (ClusterNetworkPolicies), INPUT must jump to it before any foreign rule. */
+function inputHookProblems(ruleset: Ruleset, prefix: string): InspectProblem[] {
+  if (!ruleset.chains.get(`${prefix}INPUT`)) return [];
+  const input = ruleset.chains.get('INPUT');
+  const at = input?.rules.findIndex((r) => targetOf(r.args)?.target === `${prefix}INPUT`) ?? -1;
+  if (at < 0) return [{ kind: 'missing-hook', chain: 'INPUT', message: `no rule in INPUT jumps to ${prefix}INPUT: ClusterNetworkPolicy egress to this node is not enforced` }];
+  return (input?.rules.slice(0, at) ?? []).map((r, i) => ({
+    kind: 'foreign-above-hook' as const,
+    chain: 'INPUT',
+    ruleIndex: i + 1,
+    text: r.text,
+    message: 'runs before netfence: it can accept pod traffic to this node before ClusterNetworkPolicy is checked',
+  }));
+}
+
 /** Rules in our chains that netfence did not write as they are (no hash comment, or parts it never emits). */
 function unexpectedOwnedRules(ruleset: Ruleset, prefix: string): InspectProblem[] {
   const out: InspectProblem[] = [];
@@ -330,7 +355,7 @@ export function filterReport(report: InspectReport, filter: { readonly pod?: str
   let policies = report.policies;
   if (filter.pod !== undefined) {
     pods = pods.filter((p) => p.pod === filter.pod || p.ip === filter.pod);
-    const wanted = new Set(pods.flatMap((p) => [...(p.egress?.policyChains ?? []), ...(p.ingress?.policyChains ?? [])]));
+    const wanted = new Set(pods.flatMap((p) => [...(p.egress?.policyChains ?? []), ...(p.ingress?.policyChains ?? []), ...(p.toNode?.policyChains ?? [])]));
     policies = policies.filter((p) => wanted.has(p.chain));
   }
   if (filter.policy !== undefined) {

@@ -75,6 +75,7 @@ const pod = {
     },
     egress: workload,
     ingress: workload,
+    toNode: workload,
   },
 } as const;
 

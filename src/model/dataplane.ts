@@ -113,6 +113,10 @@ export type ChainRole =
   | { readonly kind: 'dispatch'; readonly direction: 'from' | 'to' }
   | { readonly kind: 'workload'; readonly direction: 'ingress' | 'egress'; readonly pod: string; readonly ip: string }
   | { readonly kind: 'policy'; readonly direction: 'ingress' | 'egress'; readonly policy: string }
+  /** The dispatch tree of traffic from local pods to this node itself (INPUT; ClusterNetworkPolicy egress). */
+  | { readonly kind: 'host-dispatch' }
+  /** A local pod's chain for traffic to this node itself: its ClusterNetworkPolicy egress tiers. */
+  | { readonly kind: 'host-workload'; readonly pod: string; readonly ip: string }
   /** A ClusterNetworkPolicy's chain (`policy` is its name). */
   | {
       readonly kind: 'cluster-policy';

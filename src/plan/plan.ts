@@ -216,7 +216,10 @@ function ownerOf(chain: Chain): string {
       return 'static';
     case 'dispatch':
       return 'dispatch';
+    case 'host-dispatch':
+      return 'dispatch';
     case 'workload':
+    case 'host-workload':
       return `pod ${role.pod}`;
     case 'policy':
       return `policy ${role.policy}`;

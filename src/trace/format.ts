@@ -21,7 +21,8 @@ export function formatTrace(result: TraceResult, packet: Packet, ctx: FormatCont
   const out: string[] = [];
   const end = (ip: string, label: string | undefined) => (label ? `${ip} (${label})` : ip);
   out.push(...wrap(`${packet.proto} ${end(packet.src, ctx.srcLabel)} -> ${end(packet.dst, ctx.dstLabel)} dport ${packet.dport}, new connection`, 'packet  ', '        '));
-  out.push(...wrap(`enters FORWARD in ${packet.inIface}, leaves out ${packet.outIface}`, '        '));
+  const start = startOf(result);
+  out.push(...wrap(start === 'INPUT' ? `enters INPUT in ${packet.inIface}, delivered to this node` : `enters ${start} in ${packet.inIface}, leaves out ${packet.outIface}`, '        '));
   out.push('');
   let current: string | undefined;
   for (const step of result.steps) {
@@ -50,13 +51,17 @@ function formatStep(step: Step, pad: string): string[] {
   return lines;
 }
 
+/** The built-in chain the walk started in (FORWARD, or INPUT for a pod's packet to its own node). */
+const startOf = (result: TraceResult): string => result.steps.find((s) => s.depth === 0)?.chain ?? 'FORWARD';
+
 export function verdictSentence(result: TraceResult): string {
   const d = result.decidedBy;
   if (result.verdict === 'NO-VERDICT') {
     const after = result.after;
     const how = after ? `${after.verdict} by ${where(after.decidedBy)}` : 'undecided';
-    const reached = result.hookFound ? 'netfence did not decide' : 'netfence is not hooked into FORWARD';
-    return `NO-VERDICT: ${reached}; the rest of FORWARD does: ${how}`;
+    const start = startOf(result);
+    const reached = result.hookFound ? 'netfence did not decide' : `netfence is not hooked into ${start}`;
+    return `NO-VERDICT: ${reached}; the rest of ${start} does: ${how}`;
   }
   if (!d) return result.verdict;
   if (!d.owned) return `${result.verdict}: by a rule netfence does not own, ${where(d)}`;

@@ -104,6 +104,9 @@ export type ChainKind =
   | 'builtin'
   | 'foreign'
   | 'forward'
+  | 'input'
+  | 'dispatch-host'
+  | 'workload-host'
   | 'dispatch-from'
   | 'dispatch-to'
   | 'workload-egress'
@@ -120,6 +123,9 @@ export function chainKind(name: string, prefix: string): ChainKind {
   if (!name.startsWith(prefix)) return 'foreign';
   const rest = name.slice(prefix.length);
   if (rest === 'FORWARD') return 'forward';
+  if (rest === 'INPUT') return 'input';
+  if (rest === 'to-host-dispatch' || rest.startsWith('hd-')) return 'dispatch-host';
+  if (rest.startsWith('fh-')) return 'workload-host';
   if (rest === 'from-wl-dispatch' || rest.startsWith('fd-')) return 'dispatch-from';
   if (rest === 'to-wl-dispatch' || rest.startsWith('td-')) return 'dispatch-to';
   if (rest.startsWith('fw-')) return 'workload-egress';
@@ -191,6 +197,14 @@ export function chainLabel(chain: SavedChain, prefix: string): string {
       return 'not netfence';
     case 'forward':
       return 'netfence entry';
+    case 'input':
+      return 'netfence entry for local pods to this node (ClusterNetworkPolicy egress)';
+    case 'dispatch-host':
+      return 'find the local pod sending to this node';
+    case 'workload-host': {
+      const w = chain.rules.find((r) => r.comment !== undefined && / to its own node: /.test(r.comment));
+      return `${w?.comment?.split(' ')[0] ?? 'pod'} to this node`;
+    }
     case 'dispatch-from':
       return 'find the sending local pod';
     case 'dispatch-to':

@@ -7,7 +7,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
+import { convert } from '../../../src/cluster/convert.js';
 import { kubeEventsClient, microTime, PolicyEvents, policyEvent } from '../../../src/cluster/policy-events.js';
+import { clusterPolicyProblems } from '../../../src/compile/cluster-policy.js';
 import { nullLogger } from '../../../src/log.js';
 import type { Problem } from '../../../src/model/index.js';
 import { FakeApiServer } from '../../fakes/fake-apiserver.js';
@@ -37,6 +39,45 @@ describe('policyEvent', () => {
     expect(policyEvent(badCidr, 'n2', NOW)!.metadata.name).not.toBe(e.metadata.name);
     expect(policyEvent(podProblem, 'n1', NOW)).toBeUndefined();
     expect(microTime(new Date('2026-01-02T03:04:05.006Z'))).toBe('2026-01-02T03:04:05.006000Z');
+  });
+});
+
+// A ClusterNetworkPolicy as the API would serve it, with a `networks` CIDR the compiler cannot read: the
+// rule is a Deny, so it "fail[s] closed … treat the rule as a Deny all rule", and that is reported.
+const badCnp = {
+  apiVersion: 'policy.networking.k8s.io/v1alpha2',
+  kind: 'ClusterNetworkPolicy',
+  metadata: { name: 'metadata-guard' },
+  spec: { tier: 'Admin', priority: 5, subject: { namespaces: {} }, egress: [{ name: 'no-metadata', action: 'Deny', to: [{ networks: ['169.254.169.254/33'] }] }] },
+};
+function cnpProblems(): Problem[] {
+  const converted = convert('ClusterNetworkPolicy', badCnp);
+  if (!converted.ok) throw new Error('the CNP did not convert');
+  return clusterPolicyProblems(converted.value);
+}
+
+describe('policyEvent on a ClusterNetworkPolicy', () => {
+  it('a Warning regarding the cluster-scoped CNP (no namespace), written to `default` like other cluster-scoped objects, saying it fails closed', () => {
+    const [problem] = cnpProblems();
+    expect(problem).toMatchObject({ object: 'ClusterNetworkPolicy metadata-guard', field: 'spec.egress[0].to[0].networks[0]', severity: 'error' });
+    const e = policyEvent(problem!, 'n1', NOW)!;
+    expect(e).toMatchObject({
+      metadata: { namespace: 'default' },
+      reason: 'PolicyNotEnforceable',
+      type: 'Warning',
+      regarding: { apiVersion: 'policy.networking.k8s.io/v1alpha2', kind: 'ClusterNetworkPolicy', name: 'metadata-guard' },
+    });
+    expect(e.regarding).not.toHaveProperty('namespace');
+    expect(e.note).toMatch(/^node n1: spec\.egress\[0\]\.to\[0\]\.networks\[0\]: .*169\.254\.169\.254\/33.*; fails closed: its Accept rules allow nothing/);
+    expect(e.metadata.name).toMatch(/^metadata-guard\.nf[0-9a-f]{12}$/);
+    // Same node, field and message on a NetworkPolicy named alike in `default`: a different Event.
+    const np = policyEvent({ ...problem!, object: 'NetworkPolicy default/metadata-guard' }, 'n1', NOW)!;
+    expect(np.metadata.name).not.toBe(e.metadata.name);
+  });
+  it('a warning (not an error) reads as enforced but not as written', () => {
+    const e = policyEvent({ object: 'ClusterNetworkPolicy x', field: 'spec.priority', message: 'odd', severity: 'warning' }, 'n1', NOW)!;
+    expect(e.reason).toBe('PolicyWarning');
+    expect(e.note).toMatch(/enforced, but not as it reads$/);
   });
 });
 
@@ -80,6 +121,24 @@ describe('PolicyEvents against the fake API server', () => {
     expect(server.events()).toHaveLength(1);
     expect(server.events()[0]!['series']).toEqual({ count: 2, lastObservedTime: '2026-11-24T10:00:00.123000Z' });
     expect(patches()).toBe(2);
+  });
+
+  it('an invalid ClusterNetworkPolicy gets one Event per node in `default`, once while the problem lasts, counted when it comes back', async () => {
+    const problems = cnpProblems();
+    const n1 = recorder('n1');
+    await n1.report([...problems, badCidr]);
+    await n1.report([...problems, badCidr]);
+    await recorder('n2').report(problems);
+    const cnpEvents = server.events().filter((e) => (e['regarding'] as { kind: string }).kind === 'ClusterNetworkPolicy');
+    expect(cnpEvents.map((e) => `${e.metadata!.namespace} ${e['reportingInstance']} ${(e['regarding'] as { name: string }).name}`).sort()).toEqual([
+      'default netfence-n1 metadata-guard',
+      'default netfence-n2 metadata-guard',
+    ]);
+    expect(posts()).toBe(3);
+    await n1.report([badCidr]);
+    await n1.report(problems);
+    expect(server.events()).toHaveLength(3);
+    expect(patches()).toBe(1);
   });
 
   it('an API error is logged, not thrown', async () => {
