@@ -278,7 +278,7 @@ export class Compiler {
         // A pod coming or going changes one branch of the tree: the other chains stay the same objects.
       ) as Chain[]).map((chain) => this.chains.get(`dc|${contentKey(chain)}`, () => chain) as Chain);
     });
-    const forward = this.chains.get('forward', () => forwardChain(names, settings)) as Chain;
+    const forward = this.chains.get(`forward|${family}`, () => forwardChain(names, settings, family)) as Chain;
 
     let builder = this.setBuilders.get(family);
     if (!builder) this.setBuilders.set(family, (builder = new IpSetBuilder()));
