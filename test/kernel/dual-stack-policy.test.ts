@@ -9,6 +9,7 @@
 import { jest } from '@jest/globals';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { main } from '../../src/cli/main.js';
@@ -50,6 +51,9 @@ const pod = (key: string): TestPod => byKey.get(key)!;
 const appOf = (key: string): string => pod(key).name;
 
 const PORTS = (['TCP', 'UDP', 'SCTP'] as const).map((protocol) => ({ protocol, port: 80 }));
+/** Only the path MTU test uses it (a bulk TCP server: the agent closes connections at once). */
+const BULK_PORT = 8080;
+const BULK = fileURLToPath(new URL('../helpers/bulk-tcp.py', import.meta.url));
 
 const policies = [
   // "podSelector: {}" with both policyTypes: every pod of the namespace is isolated both ways.
@@ -58,12 +62,17 @@ const policies = [
   netpol('x', 'b-from-a-c-six', {
     podSelector: { matchLabels: { app: 'b' } },
     policyTypes: ['Ingress'],
-    ingress: [{ from: [{ podSelector: { matchExpressions: [{ key: 'app', operator: 'In', values: ['a', 'c', 'six'] }] } }], ports: PORTS }],
+    ingress: [{ from: [{ podSelector: { matchExpressions: [{ key: 'app', operator: 'In', values: ['a', 'c', 'six'] }] } }], ports: [...PORTS, { protocol: 'TCP', port: BULK_PORT }] }],
   }),
   netpol('x', 'egress-to-b-and-y', {
     podSelector: {},
     policyTypes: ['Egress'],
-    egress: [{ to: [{ podSelector: { matchLabels: { app: 'b' } } }, { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'y' } } }], ports: PORTS }],
+    egress: [
+      {
+        to: [{ podSelector: { matchLabels: { app: 'b' } } }, { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'y' } } }],
+        ports: [...PORTS, { protocol: 'TCP', port: BULK_PORT }],
+      },
+    ],
   }),
   // One IPv6 and one IPv4 ipBlock that select *different* pods: an IPv4 block answering IPv6 traffic
   // (or the reverse) shows up as a wrong cell.
@@ -207,7 +216,39 @@ describe('dual-stack NetworkPolicy enforcement, proven by packets on both famili
     // before this one connected x/a to x/b over TCP, so the link and the neighbour entry are fine.
     const ping = (to: string, seconds: number) => run('python3', [PING6, to, `${seconds}`], { netns: sandbox.podNetns('x/a') });
     // The tool works: the node (INPUT, never policed by netfence) answers.
-    await ping(sandbox.nodes()[0]!.ipv6!.gatewayIp, 3);
+    await ping(sandbox.nodes().find((n) => n.name === 'n1')!.ipv6!.gatewayIp, 3);
     await expect(ping(sandbox.addressOf('x/b', 6), 1)).rejects.toThrow(/exit 1/);
+  });
+
+  describe('path MTU discovery through the policy', () => {
+    // n1's cni0 gets MTU 1280 while every other link keeps 1500: a 1500-byte segment from x/c (n2) to
+    // x/b (n1) is refused by n1's router with ICMPv6 "packet too big" (ICMP "fragmentation needed" on
+    // IPv4), which crosses n2's FORWARD into x/c. x/c is isolated for ingress and nothing allows the
+    // node's address, so only the conntrack RELATED accept lets the error through; without it the
+    // transfer stalls (a PMTU black hole).
+    beforeAll(async () => {
+      await run('ip', ['link', 'set', 'cni0', 'mtu', '1280'], { netns: sandbox.nodeNetns('n1') });
+    });
+    afterAll(async () => {
+      await run('ip', ['link', 'set', 'cni0', 'mtu', '1500'], { netns: sandbox.nodeNetns('n1') });
+    });
+
+    it('a large TCP transfer of an allowed flow completes on IPv6 and IPv4, and the sender learnt MTU 1280', async () => {
+      const server = spawn('ip', ['netns', 'exec', sandbox.podNetns('x/b'), 'python3', BULK, 'serve', `${BULK_PORT}`, '200000', '2'], { stdio: ['ignore', 'pipe', 'inherit'] });
+      try {
+        await new Promise<void>((resolve, reject) => {
+          server.stdout.once('data', () => resolve());
+          server.once('exit', (code) => reject(new Error(`bulk server exited ${code} before it was ready`)));
+        });
+        for (const family of [6, 4] as const) {
+          const b = sandbox.addressOf('x/b', family);
+          await run('python3', [BULK, 'send', b, `${BULK_PORT}`, '200000', '10'], { netns: sandbox.podNetns('x/c') });
+          const route = (await run('ip', [`-${family}`, 'route', 'get', b], { netns: sandbox.podNetns('x/c') })).stdout;
+          expect(route).toMatch(/mtu 1280/);
+        }
+      } finally {
+        if (server.exitCode === null && server.pid !== undefined) process.kill(server.pid);
+      }
+    });
   });
 });
