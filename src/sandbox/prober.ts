@@ -70,6 +70,8 @@ export interface WaitForMatrixOptions {
   /** Pause between rounds. Default 100 ms. */
   readonly intervalMs?: number;
   readonly family?: SandboxFamily;
+  /** Runs before every round (e.g. flush neighbour caches, so every round resolves its peers afresh). */
+  readonly beforeRound?: () => Promise<void>;
 }
 
 export interface WaitForMatrixResult {
@@ -97,6 +99,7 @@ export async function waitForMatrix(sandbox: ProbeTarget, expected: Matrix, opts
     ...(opts.family !== undefined ? { family: opts.family } : {}),
   };
   for (let rounds = 1; ; rounds++) {
+    await opts.beforeRound?.();
     const observed = await probeMatrix(sandbox, probeOpts);
     const ok = matricesEqual(expected, observed);
     if (ok || Date.now() >= deadline) return { ok, expected, observed, rounds };
