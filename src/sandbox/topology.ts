@@ -334,7 +334,8 @@ export async function createSandbox(spec: SandboxSpec, opts: SandboxOptions = {}
     id,
     prefix: names.prefix,
     clusterCidr: clusterCidrText,
-    nodes: () => [...nodes.values()].map(publicNode),
+    // In the spec's order, not the order the nodes finished building in (they are built in parallel).
+    nodes: () => nodePlans.flatMap((p) => (nodes.has(p.name) ? [publicNode(nodes.get(p.name)!)] : [])),
     pods: () => [...pods.values()].filter((p) => p.agent).map(publicPod),
     addPod,
     addExternal,
