@@ -31,8 +31,8 @@ const UNSPECIFIED = '::/128';
  * unspecified address (an RS before any address; DAD's NS, RFC 4862 §5.4.2), NA from any own address.
  * RFC 2710 §3 / RFC 3810 §5: MLD messages are "sent with a link-local IPv6 Source Address, an IPv6 Hop
  * Limit of 1"; RFC 3810 §5.2.13 lets an MLDv2 Report come from the unspecified address "if the
- * sending interface has not acquired a valid link-local address yet" (RFC 3590 §4 the same for MLDv1
- * Reports), and §7.4 drops Queries whose source is not link-local.
+ * sending interface has not acquired a valid link-local address yet" (RFC 3590 the same for MLDv1
+ * Reports), and §5.1.14 has receivers discard a Query whose source "is not a valid IPv6 link-local address".
  */
 export const LINK_ICMPV6: readonly LinkIcmpv6[] = [
   { type: 133, name: 'router solicitation', hopLimit: 255 },
