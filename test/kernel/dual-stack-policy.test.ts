@@ -15,6 +15,8 @@ import { fileURLToPath } from 'node:url';
 import { main } from '../../src/cli/main.js';
 import { run } from '../../src/dataplane/exec.js';
 import type { Protocol } from '../../src/model/index.js';
+import { parseIpsetSave } from '../../src/render/index.js';
+import { icmpv6PacketFor, loadRuleset, tracePacket } from '../../src/trace/index.js';
 import { formatMatrix, matricesEqual, matrixOf, probeMatrix, type Matrix, type ObservedMatrix, type Sandbox, type SandboxFamily } from '../../src/sandbox/index.js';
 import { createSandbox } from '../../src/sandbox/topology.js';
 
@@ -209,6 +211,24 @@ describe('dual-stack NetworkPolicy enforcement, proven by packets on both famili
     expect(observed.cells['x/a']?.['x/b']).toBe(true);
     const neigh = (await run('ip', ['-6', 'neigh', 'show', b], { netns: sandbox.podNetns('x/a') })).stdout;
     expect(neigh).toMatch(/lladdr [0-9a-f:]{17} (REACHABLE|STALE|DELAY|PROBE)/);
+  });
+
+  it('the live ip6tables rules read back exactly as compiled, and the tracer on them accepts an NS by the ND rule', async () => {
+    const file = join(dir, 'cluster.json');
+    for (const node of sandbox.nodes()) {
+      // diff exits 0 only when every chain, set and hook the kernel holds is byte for byte the desired one.
+      const { code, err } = await cli(['diff', '--netns', node.netns, '--node-name', node.name, '--pod-cidr', node.podCidr, '--pod-cidr', node.ipv6!.podCidr, '--log-level', 'error', '--resources', file]);
+      expect({ node: node.name, code, err }).toEqual({ node: node.name, code: 0, err: '' });
+    }
+    const n1 = sandbox.nodes().find((n) => n.name === 'n1')!;
+    const ruleset = loadRuleset((await run('ip6tables-save', ['-t', 'filter'], { netns: n1.netns })).stdout);
+    const ipsets = parseIpsetSave((await run('ipset', ['save'], { netns: n1.netns })).stdout);
+    const layout = { bridge: 'cni0', uplink: 'eth0', podCidrs: [n1.ipv6!.podCidr] };
+    const ns = tracePacket(ruleset, ipsets, icmpv6PacketFor(sandbox.addressOf('x/a', 6), 'ff02::1:ff00:3', { type: 135, hopLimit: 255 }, layout));
+    expect(ns.verdict).toBe('ACCEPT');
+    expect(ns.decidedBy).toMatchObject({ comment: 'ICMPv6 neighbour solicitation, always allowed on the link', owned: true });
+    const echo = tracePacket(ruleset, ipsets, { ...icmpv6PacketFor(sandbox.addressOf('x/a', 6), sandbox.addressOf('x/b', 6), { type: 128, hopLimit: 64 }, layout), ctstate: 'NEW' });
+    expect(echo.verdict).toBe('DROP');
   });
 
   it('ping6 is policy\'s to judge: an echo request between isolated pods is dropped, ND or not', async () => {

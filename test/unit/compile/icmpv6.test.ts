@@ -108,7 +108,8 @@ describe('compile: ICMPv6 the link needs, under default-deny both ways', () => {
   it('the tracer agrees: an NS is accepted by the ND rule, an echo request by nothing', () => {
     const { ruleset, ipsets } = rulesetOfDesired(desired.v6);
     const layout = { bridge: 'cni0', uplink: 'eth0', podCidrs: ['fd00:1::/64'] };
-    const ns = tracePacket(ruleset, ipsets, icmpv6PacketFor(A.v6, B.v6, { type: 135, hopLimit: 255 }, layout));
+    // To B's solicited-node multicast address (RFC 4861 §7.2.2), as the kernel sends it: no pod's address.
+    const ns = tracePacket(ruleset, ipsets, icmpv6PacketFor(A.v6, 'ff02::1:ff00:51', { type: 135, hopLimit: 255 }, layout));
     expect(ns.verdict).toBe('ACCEPT');
     expect(ns.decidedBy).toMatchObject({ chain: 'nf-FORWARD', action: 'ACCEPT', comment: 'ICMPv6 neighbour solicitation, always allowed on the link' });
     const echo = tracePacket(ruleset, ipsets, { ...icmpv6PacketFor(A.v6, B.v6, { type: 128, hopLimit: 64 }, layout), ctstate: 'NEW' });
