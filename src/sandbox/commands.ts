@@ -31,7 +31,7 @@ export function underlayBridgeBatch(): string[] {
 }
 
 /** Inside the node: loopback, `eth0` towards the underlay, the `cni0` bridge, and host-gw routes. */
-export function nodeBatch(node: NodePlan, underlayNetns: string, peers: readonly PeerRoute[], v6?: NodeIpv6Batch): string[] {
+export function nodeBatch(node: NodePlan, underlayNetns: string, peers: readonly PeerRoute[], v6?: NodeIpv6Batch, ipv4 = true): string[] {
   // `nodad`: the addresses we assign are unique by construction; waiting out DAD would only make tests
   // wait. Link-local addresses still do DAD (NODE_SYSCTLS_V6 turns it off for them where it matters).
   const ipv6 = v6
@@ -44,13 +44,13 @@ export function nodeBatch(node: NodePlan, underlayNetns: string, peers: readonly
   return [
     'link set lo up',
     `link add eth0 type veth peer name ${node.underlayPort} netns ${underlayNetns}`,
-    `addr add ${node.underlayIp}/${node.underlayPrefix} dev eth0`,
+    ...(ipv4 ? [`addr add ${node.underlayIp}/${node.underlayPrefix} dev eth0`] : []),
     'link set eth0 up',
     'link add cni0 type bridge',
-    `addr add ${node.gatewayIp}/${node.podPrefix} dev cni0`,
+    ...(ipv4 ? [`addr add ${node.gatewayIp}/${node.podPrefix} dev cni0`] : []),
     'link set cni0 up',
     // host-gw backend: every other node's pod CIDR is one hop away, via that node's underlay address.
-    ...peers.map((p) => `route add ${p.podCidr} via ${p.via} dev eth0`),
+    ...(ipv4 ? peers.map((p) => `route add ${p.podCidr} via ${p.via} dev eth0`) : []),
     ...ipv6,
   ];
 }
@@ -102,6 +102,11 @@ export function flannelRestore(clusterCidr: string, podCidr: string): string {
 }
 
 /** What flanneld would write to this node's /run/flannel/subnet.env (host-gw over veths: MTU 1500). */
+/** flanneld with EnableIPv4 false writes only the IPv6 lease. */
+export function flannelSubnetEnvV6Only(v6: { readonly clusterCidr: string; readonly gatewayIp: string }): string {
+  return `FLANNEL_IPV6_NETWORK=${v6.clusterCidr}\nFLANNEL_IPV6_SUBNET=${v6.gatewayIp}/64\nFLANNEL_MTU=1500\nFLANNEL_IPMASQ=true\n`;
+}
+
 export function flannelSubnetEnv(clusterCidr: string, gatewayIp: string, podPrefix: number, v6?: { readonly clusterCidr: string; readonly gatewayIp: string }): string {
   const ipv6 = v6 ? `FLANNEL_IPV6_NETWORK=${v6.clusterCidr}\nFLANNEL_IPV6_SUBNET=${v6.gatewayIp}/64\n` : '';
   return `FLANNEL_NETWORK=${clusterCidr}\nFLANNEL_SUBNET=${gatewayIp}/${podPrefix}\n${ipv6}FLANNEL_MTU=1500\nFLANNEL_IPMASQ=true\n`;

@@ -14,6 +14,7 @@ import {
   POD_SYSCTLS_V6,
   flannelRestore,
   flannelSubnetEnv,
+  flannelSubnetEnvV6Only,
   nodeBatch,
   podBatch,
   podHostBatch,
@@ -40,8 +41,11 @@ export interface SandboxSpec {
    * (default fd00:10:244::/56) with ::1 on cni0 beside the IPv4 gateway, an underlay address
    * ::(i+1) of `underlayCidr` (default fd00:99::/64), and routes to every other node's /64.
    * Absent: IPv4 only, exactly as before.
+   * `only: true`: IPv6-only nodes (flannel with EnableIPv4 false): no IPv4 address or route on any link,
+   * no flannel iptables rules, pods IPv6-only, and the node's `podCidr`/`gatewayIp`/`underlayIp` are its
+   * IPv6 ones. Each node's `podCidr` in the spec then only numbers its pods (10.244.1.5 ↔ …:1::5).
    */
-  readonly ipv6?: Partial<Ipv6Plan>;
+  readonly ipv6?: Partial<Ipv6Plan> & { readonly only?: boolean };
 }
 
 export type SandboxFamily = 4 | 6;
@@ -187,6 +191,7 @@ export async function createSandbox(spec: SandboxSpec, opts: SandboxOptions = {}
     ? { clusterCidr: spec.ipv6.clusterCidr ?? DEFAULT_CLUSTER_CIDR6, underlayCidr: spec.ipv6.underlayCidr ?? DEFAULT_UNDERLAY_CIDR6 }
     : undefined;
   const nodeV6 = nodePlans.map((_, i) => (v6Plan ? planNodeIpv6(v6Plan, i) : undefined));
+  const v6Only = spec.ipv6?.only === true;
   const names = await chooseNames(spec.id);
   const id = names.prefix.slice(3, -1);
 
@@ -258,7 +263,8 @@ export async function createSandbox(spec: SandboxSpec, opts: SandboxOptions = {}
     const node = nodeOf(podSpec.node);
     const key = podKey(podSpec.namespace, podSpec.name);
     if (pods.has(key)) throw new Error(`pod ${key} already exists in sandbox ${id}`);
-    const families = podSpec.families ?? (node.ipv6 ? [4, 6] : [4]);
+    const families = podSpec.families ?? (v6Only ? [6] : node.ipv6 ? [4, 6] : [4]);
+    if (v6Only && families.includes(4)) throw new Error(`pod ${key}: sandbox ${id} is IPv6-only`);
     if (families.length === 0 || new Set(families).size !== families.length) throw new Error(`pod ${key}: families must list 4 and/or 6 once each`);
     if (families.includes(6) && !node.ipv6) throw new Error(`pod ${key}: sandbox ${id} is IPv4-only (create it with ipv6)`);
     const slot = reserveIp(node, podSpec.ip);
@@ -312,6 +318,7 @@ export async function createSandbox(spec: SandboxSpec, opts: SandboxOptions = {}
 
   const addExternal = async (name: string): Promise<SandboxExternal> => {
     if (destroyed) throw new Error(`sandbox ${id} was destroyed`);
+    if (v6Only) throw new Error(`sandbox ${id} is IPv6-only: external clients are IPv4-only`);
     checkName('node', name);
     const key = `ext:${name}`;
     if (externals.has(key)) throw new Error(`external ${name} already exists in sandbox ${id}`);
@@ -346,7 +353,7 @@ export async function createSandbox(spec: SandboxSpec, opts: SandboxOptions = {}
       const node = [...nodes.values()].find((n) => n.key === endpoint);
       const ext = externals.get(endpoint);
       if (family === undefined) return node ? node.underlayIp : (ext?.ip ?? podOf(endpoint).ip);
-      const found = node ? (family === 4 ? node.underlayIp : node.ipv6?.underlayIp) : ext ? (family === 4 ? ext.ip : undefined) : family === 4 ? podOf(endpoint).ipv4 : podOf(endpoint).ipv6;
+      const found = node ? (family === 4 ? (v6Only ? undefined : node.underlayIp) : node.ipv6?.underlayIp) : ext ? (family === 4 ? ext.ip : undefined) : family === 4 ? podOf(endpoint).ipv4 : podOf(endpoint).ipv6;
       if (found === undefined) throw new Error(`${endpoint} has no IPv${family} address in sandbox ${id}`);
       return found;
     },
@@ -377,18 +384,20 @@ export async function createSandbox(spec: SandboxSpec, opts: SandboxOptions = {}
         };
         // Before any link exists, so every link inherits "no DAD"; then IPv6 forwarding like any router.
         if (v6) await run('sysctl', ['-q', '-w', ...NODE_SYSCTLS_V6], { netns });
-        await ipBatch(netns, nodeBatch(fullPlan, names.underlayNetns, peers, v6Batch));
+        await ipBatch(netns, nodeBatch(fullPlan, names.underlayNetns, peers, v6Batch, !v6Only));
         await ipBatch(names.underlayNetns, underlayPortBatch(fullPlan));
         await run('sysctl', ['-q', '-w', ...NODE_SYSCTLS], { netns });
-        await run(RESTORE[opts.iptables ?? 'iptables'], ['--noflush', '--wait'], { netns, input: flannelRestore(clusterCidrText, plan.podCidr) });
+        if (!v6Only) await run(RESTORE[opts.iptables ?? 'iptables'], ['--noflush', '--wait'], { netns, input: flannelRestore(clusterCidrText, plan.podCidr) });
+        const lease = v6 && v6Plan ? { clusterCidr: v6Plan.clusterCidr, gatewayIp: v6.gatewayIp } : undefined;
         const node: NodeState = {
           name,
           key: nodeKey(name),
           netns,
-          podCidr: plan.podCidr,
-          gatewayIp: plan.gatewayIp,
-          underlayIp: plan.underlayIp,
-          subnetEnv: flannelSubnetEnv(clusterCidrText, plan.gatewayIp, plan.podPrefix, v6 && v6Plan ? { clusterCidr: v6Plan.clusterCidr, gatewayIp: v6.gatewayIp } : undefined),
+          // An IPv6-only node's own addresses are its IPv6 ones.
+          podCidr: v6Only && v6 ? v6.podCidr : plan.podCidr,
+          gatewayIp: v6Only && v6 ? v6.gatewayIp : plan.gatewayIp,
+          underlayIp: v6Only && v6 ? v6.underlayIp : plan.underlayIp,
+          subnetEnv: v6Only && lease ? flannelSubnetEnvV6Only(lease) : flannelSubnetEnv(clusterCidrText, plan.gatewayIp, plan.podPrefix, lease),
           ...(v6 ? { ipv6: v6 } : {}),
           cidr,
           taken: new Set(),

@@ -4,6 +4,10 @@
 // the expected cells blocked by one ip6tables DROP. IPv4-only and IPv6-only pods live in the same cluster.
 
 import { jest } from '@jest/globals';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { main } from '../../src/cli/main.js';
 import { run } from '../../src/dataplane/exec.js';
 import { findLeftovers } from '../../src/sandbox/leftovers.js';
 import { formatMatrix, matrixOf, type Matrix } from '../../src/sandbox/matrix.js';
@@ -112,5 +116,86 @@ describe('dual-stack sandbox', () => {
     await other.addPod({ namespace: 'x', name: 'a', node: 'n1' });
     await other.destroy();
     expect(await findLeftovers(other.prefix)).toEqual({ netns: [], pids: [] });
+  });
+});
+
+describe('IPv6-only sandbox (flannel with EnableIPv4 false)', () => {
+  let sandbox: Sandbox;
+  const PODS = ['x/a', 'x/b', 'x/c'];
+
+  beforeAll(async () => {
+    sandbox = await createSandbox({ nodes: NODES, ipv6: { only: true } });
+    await sandbox.addPod({ namespace: 'x', name: 'a', node: 'n1' });
+    await sandbox.addPod({ namespace: 'x', name: 'b', node: 'n1' });
+    await sandbox.addPod({ namespace: 'x', name: 'c', node: 'n2' });
+  });
+  afterAll(async () => {
+    await sandbox?.destroy();
+  });
+
+  it('has no IPv4 anywhere: nodes and pods carry only IPv6, the lease file only the IPv6 lines', async () => {
+    expect(sandbox.nodes().map((n) => [n.name, n.podCidr, n.gatewayIp, n.underlayIp])).toEqual([
+      ['n1', 'fd00:10:244:1::/64', 'fd00:10:244:1::1', 'fd00:99::1'],
+      ['n2', 'fd00:10:244:2::/64', 'fd00:10:244:2::1', 'fd00:99::2'],
+    ]);
+    expect(sandbox.pods().map((p) => [p.key, p.ips])).toEqual([
+      ['x/a', ['fd00:10:244:1::2']],
+      ['x/b', ['fd00:10:244:1::3']],
+      ['x/c', ['fd00:10:244:2::2']],
+    ]);
+    expect(sandbox.nodes()[0]?.subnetEnv).toBe('FLANNEL_IPV6_NETWORK=fd00:10:244::/56\nFLANNEL_IPV6_SUBNET=fd00:10:244:1::1/64\nFLANNEL_MTU=1500\nFLANNEL_IPMASQ=true\n');
+    for (const netns of [sandbox.nodeNetns('n1'), sandbox.podNetns('x/a')]) {
+      expect((await run('ip', ['-4', 'addr', 'show', 'scope', 'global'], { netns })).stdout).toBe('');
+    }
+    await expect(sandbox.addPod({ namespace: 'x', name: 'd', node: 'n1', families: [4, 6] })).rejects.toThrow(/IPv6-only/);
+  });
+
+  it.each(['TCP', 'UDP', 'SCTP'] as const)('every pod reaches every pod on %s/80 with cold neighbour caches', async (protocol) => {
+    await coldNeighbours(sandbox);
+    expectMatrix(await probeMatrix(sandbox, { protocol, port: 80, timeoutMs: TIMEOUT_MS }), matrixOf(PODS, PODS, true));
+  });
+
+  it('netfence enforces a default-deny plus an allow there, ND included (same-node a->b, cross-node c->b)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nft-v6only-'));
+    try {
+      const pods = sandbox.pods().map((p) => ({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { namespace: p.namespace, name: p.name, labels: { app: p.name } },
+        spec: { nodeName: p.node, containers: [{ name: 'agent' }] },
+        status: { phase: 'Running', podIP: p.ip, podIPs: [{ ip: p.ip }] },
+      }));
+      const spec = (podSelector: object, ingress?: object[]) => ({ podSelector, policyTypes: ['Ingress'], ...(ingress ? { ingress } : {}) });
+      const policies = [
+        { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', metadata: { namespace: 'x', name: 'deny' }, spec: spec({}) },
+        {
+          apiVersion: 'networking.k8s.io/v1',
+          kind: 'NetworkPolicy',
+          metadata: { namespace: 'x', name: 'b-from-a-c' },
+          spec: spec({ matchLabels: { app: 'b' } }, [{ from: [{ podSelector: { matchExpressions: [{ key: 'app', operator: 'In', values: ['a', 'c'] }] } }] }]),
+        },
+      ];
+      const file = join(dir, 'cluster.json');
+      const items = [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'x' } }, ...pods, ...policies];
+      writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
+      for (const node of sandbox.nodes()) {
+        let err = '';
+        const code = await main(['apply', '--netns', node.netns, '--node-name', node.name, '--pod-cidr', node.podCidr, '--log-level', 'error', '--resources', file], {
+          out: () => undefined,
+          err: (t) => (err += t),
+        });
+        expect({ node: node.name, code, err: err.split('\n').filter((l) => l && !/^(applied|in sync):/.test(l)) }).toEqual({ node: node.name, code: 0, err: [] });
+      }
+      // "isolated for ingress" + "allowed from app in (a, c)"; a pod always reaches itself.
+      const expected = matrixOf(PODS, PODS, (from, to) => from === to || (to === 'x/b' && from !== 'x/b'));
+      for (const protocol of ['TCP', 'UDP', 'SCTP'] as const) {
+        const result = await waitForMatrix(sandbox, expected, { protocol, port: 80, deadlineMs: 3000, timeoutMs: TIMEOUT_MS, beforeRound: () => coldNeighbours(sandbox) });
+        if (!result.ok) console.log(protocol, formatMatrix(result.observed, { expected }));
+        expect(result.ok).toBe(true);
+      }
+    } finally {
+      for (const node of sandbox.nodes()) await main(['cleanup', '--netns', node.netns, '--log-level', 'error'], { out: () => undefined, err: () => undefined });
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
