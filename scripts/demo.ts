@@ -5,7 +5,12 @@
 // one Baseline default) show the tiers around NetworkPolicy, with `netfence trace` naming the CNP. Everything it creates (namespaces, daemons, temp files) is removed at the end, also on
 // failure and Ctrl-C. Exit 0 only when every expected matrix was reached.
 //
-// Run as root after `npm run build`: node --import ./scripts/register-ts.mjs scripts/demo.ts
+// `--dual-stack`: the same cluster dual-stack, as flannel's EnableIPv6 builds it (an IPv6 /64 per node
+// out of fd00:10:244::/56, cni0 holding both gateways); every matrix is then shown on IPv4 and on IPv6,
+// the IPv6 one probed with every pod's neighbour cache flushed first (neighbour discovery must pass
+// the policies: README, "IPv6 and dual-stack").
+//
+// Run as root after `npm run build`: node --import ./scripts/register-ts.mjs scripts/demo.ts [--dual-stack]
 
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,6 +26,8 @@ const CLI = join(ROOT, 'dist', 'cli', 'main.js');
 const BUNDLE = join(ROOT, 'scripts', 'demo');
 const PORT = 80;
 const LISTEN = '127.0.0.1:9476';
+const DUAL_STACK = process.argv.slice(2).includes('--dual-stack');
+const FAMILIES = DUAL_STACK ? ([4, 6] as const) : ([4] as const);
 
 const NODES = [
   { name: 'n1', podCidr: '10.244.1.0/24' },
@@ -85,26 +92,38 @@ function clusterManifests(sandbox: Sandbox): string {
     apiVersion: 'v1',
     kind: 'Node',
     metadata: { name: n.name },
-    spec: { podCIDR: n.podCidr, podCIDRs: [n.podCidr] },
-    status: { addresses: [{ type: 'InternalIP', address: n.underlayIp }] },
+    spec: { podCIDR: n.podCidr, podCIDRs: [n.podCidr, ...(n.ipv6 ? [n.ipv6.podCidr] : [])] },
+    status: { addresses: [{ type: 'InternalIP', address: n.underlayIp }, ...(n.ipv6 ? [{ type: 'InternalIP', address: n.ipv6.underlayIp }] : [])] },
   }));
   for (const p of PODS) {
-    const ip = sandbox.addressOf(`${p.namespace}/${p.name}`);
+    const ips = sandbox.pods().find((sp) => sp.key === `${p.namespace}/${p.name}`)?.ips ?? [];
     docs.push({
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: { name: p.name, namespace: p.namespace, labels: p.labels },
       spec: { nodeName: p.node, containers: [{ name: 'app', image: 'demo', ports: (p.namedPorts ?? []).map((np) => ({ ...np, protocol: 'TCP' })) }] },
-      status: { phase: 'Running', podIP: ip, podIPs: [{ ip }] },
+      status: { phase: 'Running', podIP: ips[0], podIPs: ips.map((ip) => ({ ip })) },
     });
   }
   return docs.map((d) => stringify(d)).join('---\n');
 }
 
-/** Probes until the matrix is `expected` (the daemons converge asynchronously); prints it. */
+/** Probes until the matrix is `expected` (the daemons converge asynchronously); prints it, per family. */
 async function showMatrix(sandbox: Sandbox, expected: Matrix, deadlineMs = 15_000): Promise<boolean> {
+  let ok = true;
+  for (const family of FAMILIES) ok = (await showFamilyMatrix(sandbox, expected, family, deadlineMs)) && ok;
+  return ok;
+}
+
+async function showFamilyMatrix(sandbox: Sandbox, expected: Matrix, family: 4 | 6, deadlineMs: number): Promise<boolean> {
   const started = Date.now();
-  const result = await waitForMatrix(sandbox, expected, { protocol: 'TCP', port: PORT, deadlineMs, timeoutMs: 300 });
+  // IPv6 rounds start from cold neighbour caches: neighbour discovery has to get through every time.
+  const cold = async (): Promise<void> => {
+    await Promise.all(sandbox.pods().map((p) => run('ip', ['-6', 'neigh', 'flush', 'all'], { netns: p.netns })));
+  };
+  const v6 = family === 6 ? { beforeRound: cold } : {};
+  if (DUAL_STACK) out(`    IPv${family}${family === 6 ? ' (neighbour caches flushed before each round)' : ''}:`);
+  const result = await waitForMatrix(sandbox, expected, { protocol: 'TCP', port: PORT, deadlineMs, timeoutMs: 300, family, ...v6 });
   if (result.ok) {
     out(formatMatrix(result.observed, { indent: '    ' }));
     out(`    (rows: from, columns: to; . = connected, X = blocked; reached in ${Date.now() - started} ms)`);
@@ -154,11 +173,14 @@ async function main(): Promise<number> {
 
   let ok = true;
   try {
-    heading(1, 'Sandbox: 2 nodes (network namespaces, flannel-like host-gw), 5 pods, 3 namespaces');
-    sandbox = await createSandbox({ nodes: NODES }, { ports: [PORT] });
+    heading(1, `Sandbox: 2 nodes (network namespaces, flannel-like host-gw${DUAL_STACK ? ', dual-stack' : ''}), 5 pods, 3 namespaces`);
+    sandbox = await createSandbox({ nodes: NODES, ...(DUAL_STACK ? { ipv6: {} } : {}) }, { ports: [PORT] });
     for (const p of PODS) await sandbox.addPod({ namespace: p.namespace, name: p.name, node: p.node });
+    for (const node of DUAL_STACK ? sandbox.nodes() : []) out(`    ${node.name}: pod CIDRs ${node.podCidr} and ${node.ipv6?.podCidr ?? ''}, cni0 ${node.gatewayIp} and ${node.ipv6?.gatewayIp ?? ''}`);
     for (const p of PODS) {
-      out(`    ${`${p.namespace}/${p.name}`.padEnd(12)} ${p.node}  ${sandbox.addressOf(`${p.namespace}/${p.name}`).padEnd(12)} ${Object.entries(p.labels).map(([k, v]) => `${k}=${v}`).join(',')}`);
+      const key = `${p.namespace}/${p.name}`;
+      const addresses = FAMILIES.map((f) => sandbox!.addressOf(key, f).padEnd(f === 4 ? 12 : 20)).join(' ');
+      out(`    ${key.padEnd(12)} ${p.node}  ${addresses} ${Object.entries(p.labels).map(([k, v]) => `${k}=${v}`).join(',')}`);
     }
     writeFileSync(join(watched, 'cluster.yaml'), clusterManifests(sandbox));
     copyFileSync(join(BUNDLE, 'cluster', 'namespaces.yaml'), join(watched, 'namespaces.yaml'));
@@ -186,6 +208,7 @@ async function main(): Promise<number> {
     out('    default-deny-ingress: nothing enters prod unless allowed');
     out('    db: from prod role=frontend and namespaces project=myproject (dev); db itself may only reach 10.0.0.0/24:5978');
     out('    api-from-frontend: named port "http", from prod role=frontend only (not other/web)');
+    if (DUAL_STACK) out('    on IPv6 the matrix is the same: db\'s egress ipBlock is IPv4, so over IPv6 db reaches nothing either');
     ok = (await showMatrix(sandbox, matrixOf(KEYS, KEYS, withPolicies))) && ok;
 
     heading(5, 'Previewing a pending change on n1 with `netfence diff` (nothing is written)');

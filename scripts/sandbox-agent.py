@@ -8,16 +8,20 @@ reachability probes on request. Speaks JSON lines: the first line it prints is
 {"id", "op": "ping"} answers {"id", "ok": true}. It exits when stdin closes, so it cannot outlive
 the process that started it.
 
-The kernel here has no SCTP sockets, but netfilter tracks SCTP, so SCTP is emulated with one raw
-IPv4 socket for protocol 132: the server half answers an INIT to a served port with an INIT-ACK
+The kernel here has no SCTP sockets, but netfilter tracks SCTP, so SCTP is emulated with a raw
+socket for protocol 132 per family (IPv4 and, where the namespace has IPv6, IPv6): the server half answers an INIT to a served port with an INIT-ACK
 (verification tag = the INIT's initiate tag, CRC32c checksum), which is what conntrack needs to
 see a valid-looking handshake. The same raw socket also keeps the kernel from answering SCTP with
 ICMP "protocol unreachable", since a raw socket consumed the packet.
+
+Every server listens on IPv4 and IPv6 (separate sockets: asyncio sets IPV6_V6ONLY), and probes take
+either family's address, so one agent serves a dual-stack, IPv4-only or IPv6-only pod alike.
 """
 
 import argparse
 import asyncio
 import fcntl
+import ipaddress
 import json
 import os
 import random
@@ -80,8 +84,21 @@ def parse_sctp(datagram):
     return src, dst, sport, dport, vtag, chunk_type, sctp[16:12 + length]
 
 
+def parse_sctp6(payload, src):
+    """IPv6 raw sockets deliver the payload without the IP header; the source comes from recvfrom."""
+    if len(payload) < 16:
+        return None
+    sport, dport, vtag, _ = struct.unpack("!HHII", payload[:12])
+    chunk_type, _, length = struct.unpack("!BBH", payload[12:16])
+    return src, None, sport, dport, vtag, chunk_type, payload[16:12 + length]
+
+
+def canonical(ip):
+    return ipaddress.ip_address(ip.split("%")[0]).compressed
+
+
 class Sctp:
-    """Server and client halves of the emulated handshake, sharing one raw socket."""
+    """Server and client halves of the emulated handshake, sharing one raw socket per family."""
 
     def __init__(self, loop, ports):
         self.loop = loop
@@ -89,15 +106,21 @@ class Sctp:
         self.pending = {}  # (peer ip, peer port, our port, our init tag) -> future
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_RAW, IPPROTO_SCTP)
         self.sock.setblocking(False)
-        loop.add_reader(self.sock.fileno(), self._readable)
+        loop.add_reader(self.sock.fileno(), self._readable, self.sock, False)
+        try:
+            self.sock6 = socket.socket(socket.AF_INET6, socket.SOCK_RAW, IPPROTO_SCTP)
+            self.sock6.setblocking(False)
+            loop.add_reader(self.sock6.fileno(), self._readable, self.sock6, True)
+        except OSError:
+            self.sock6 = None  # IPv6 disabled in this namespace: IPv4 only
 
-    def _readable(self):
+    def _readable(self, sock, v6):
         while True:
             try:
-                datagram = self.sock.recv(65535)
+                datagram, addr = sock.recvfrom(65535)
             except (BlockingIOError, InterruptedError):
                 return
-            parsed = parse_sctp(datagram)
+            parsed = parse_sctp6(datagram, canonical(addr[0])) if v6 else parse_sctp(datagram)
             if parsed is None:
                 continue
             src, _dst, sport, dport, vtag, chunk_type, body = parsed
@@ -113,13 +136,21 @@ class Sctp:
                 if future is not None and not future.done():
                     future.set_result(True)
 
+    def _sock_for(self, ip):
+        if ":" not in ip:
+            return self.sock
+        if self.sock6 is None:
+            raise OSError("IPv6 is not available in this namespace")
+        return self.sock6
+
     def _send(self, packet, ip):
         try:
-            self.sock.sendto(packet, (ip, 0))
+            self._sock_for(ip).sendto(packet, (ip, 0))
         except OSError:
             pass  # unreachable peers show up as probe timeouts, as on a real network
 
     async def probe(self, ip, port, timeout):
+        ip = canonical(ip)
         sport = random.randint(32768, 60999)
         tag = random.getrandbits(32) or 1
         key = (ip, port, sport, tag)
@@ -127,7 +158,7 @@ class Sctp:
         self.pending[key] = future
         packet = sctp_packet(sport, port, 0, CHUNK_INIT, init_body(tag, random.getrandbits(32)))
         try:
-            self.sock.sendto(packet, (ip, 0))
+            self._sock_for(ip).sendto(packet, (ip, 0))
             await asyncio.wait_for(future, timeout)
         finally:
             self.pending.pop(key, None)
@@ -138,11 +169,18 @@ def announce(ifname):
 
     Without it, neighbours that cached a previous owner of a reused IP keep sending to the old MAC
     until their entry goes stale, and the new pod looks unreachable for tens of seconds.
+
+    IPv6 has no counterpart here on purpose: an unsolicited NA only updates entries that exist
+    (RFC 4861 §7.2.5), and tests must see neighbour discovery happen. An IPv6-only pod has no IPv4
+    address to announce.
     """
     sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0806))
     try:
         ifreq = struct.pack("256s", ifname.encode()[:15])
-        ip = fcntl.ioctl(sock.fileno(), 0x8915, ifreq)[20:24]  # SIOCGIFADDR
+        try:
+            ip = fcntl.ioctl(sock.fileno(), 0x8915, ifreq)[20:24]  # SIOCGIFADDR
+        except OSError:
+            return  # no IPv4 address (an IPv6-only pod)
         mac = fcntl.ioctl(sock.fileno(), 0x8927, ifreq)[18:24]  # SIOCGIFHWADDR
         sock.bind((ifname, 0))
         arp = struct.pack("!HHBBH6s4s6s4s", 1, 0x0800, 6, 4, 1, mac, ip, b"\0" * 6, ip)
@@ -240,9 +278,17 @@ async def main():
     loop = asyncio.get_running_loop()
 
     servers = []
+    ipv6 = socket.has_ipv6 and os.path.exists("/proc/net/if_inet6")
     for port in ports:
         servers.append(await asyncio.start_server(tcp_accept, "0.0.0.0", port, reuse_address=True))
         await loop.create_datagram_endpoint(UdpEcho, local_addr=("0.0.0.0", port))
+        if ipv6:
+            servers.append(await asyncio.start_server(tcp_accept, "::", port, reuse_address=True))
+            # asyncio sets IPV6_V6ONLY for TCP listeners but not for UDP: without it "::" collides with 0.0.0.0.
+            udp6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+            udp6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            udp6.bind(("::", port))
+            await loop.create_datagram_endpoint(UdpEcho, sock=udp6)
     sctp = Sctp(loop, ports)
     if args.announce:
         announce(args.announce)

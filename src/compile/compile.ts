@@ -298,7 +298,7 @@ export class Compiler {
         // A pod coming or going changes one branch of the tree: the other chains stay the same objects.
       ) as Chain[]).map((chain) => this.chains.get(`dc|${contentKey(chain)}`, () => chain) as Chain);
     });
-    const forward = this.chains.get('forward', () => forwardChain(names, settings)) as Chain;
+    const forward = this.chains.get(`forward|${family}`, () => forwardChain(names, settings, family)) as Chain;
     // An address of this node's pod CIDR that no programmed pod has is dropped here too (fail-closed), as
     // in FORWARD; an address shared by two pods likewise.
     const hostChains = hostSide

@@ -1,7 +1,8 @@
 // Fixed wiring as typed data: the hook into FORWARD and the nf-FORWARD chain that fans out to dispatch.
 // These go through the same renderer, hasher and tracer as every generated chain.
 
-import type { Chain, Hook, NodeSettings, Rule } from '../model/index.js';
+import type { Chain, Hook, IpFamily, NodeSettings, Rule } from '../model/index.js';
+import { linkIcmpv6Rules } from './icmpv6.js';
 import type { ChainNames } from './names.js';
 
 export function forwardHook(names: ChainNames): Hook {
@@ -13,8 +14,10 @@ export function forwardHook(names: ChainNames): Hook {
  * then the receiver's ingress chain (traffic leaving through it), and accept once if the bit survived.
  * Same-node pod-to-pod traffic is bridged and crosses FORWARD once (br_netfilter), so both run in one pass.
  * Traffic that involves no local pod leaves with no bit set and no verdict: the rest of FORWARD decides.
+ * The RELATED half of the conntrack accepts also carries ICMP(v6) errors about an allowed flow (packet
+ * too big, destination unreachable, time exceeded), so path MTU discovery works through any policy.
  */
-export function forwardChain(names: ChainNames, settings: NodeSettings): Chain {
+export function forwardChain(names: ChainNames, settings: NodeSettings, family: IpFamily): Chain {
   const { accept, all } = settings.marks;
   const bridge = settings.bridge;
   return {
@@ -29,6 +32,8 @@ export function forwardChain(names: ChainNames, settings: NodeSettings): Chain {
         action: { kind: 'accept' } as const,
         comment: 'established pod flow',
       })),
+      // IPv6 only: neighbour discovery and MLD are untracked and must pass before any policy (icmpv6.ts).
+      ...(family === 6 ? linkIcmpv6Rules(bridge) : []),
       { match: [], action: { kind: 'set-mark', value: 0, mask: all } },
       { match: [{ kind: 'in-iface', name: bridge }], action: { kind: 'jump', target: names.fromDispatch }, comment: 'egress of local pods' },
       { match: [{ kind: 'out-iface', name: bridge }], action: { kind: 'jump', target: names.toDispatch }, comment: 'ingress of local pods' },

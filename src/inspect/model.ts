@@ -284,7 +284,7 @@ function ruleView(rule: Rule, ruleIndex: number, label: string, direction: Direc
   let peer: PeerView = { kind: 'any' };
   let namedPorts: SetView | undefined;
   for (const m of rule.match) {
-    if (m.kind === 'protocol') protocol = m.protocol;
+    if (m.kind === 'protocol' && m.protocol !== 'ipv6-icmp') protocol = m.protocol;
     else if (m.kind === 'dports') ports = m.ports.map((p) => (p.from === p.to ? `${p.from}` : `${p.from}-${p.to}`)).join(',');
     else if (m.kind === 'set' && m.direction === 'dst,dst') {
       namedPorts = sets(m);

@@ -48,6 +48,8 @@ export interface IpSet {
 }
 
 export type L4Protocol = 'tcp' | 'udp' | 'sctp';
+/** What `-p` may say: a policy's L4 protocols, and ICMPv6 for the link-local allowance of the IPv6 ruleset. */
+export type MatchProtocol = L4Protocol | 'ipv6-icmp';
 
 export interface PortRange {
   readonly from: number;
@@ -66,7 +68,11 @@ export type Match =
   | { readonly kind: 'dst-net'; readonly cidr: string; readonly negate?: boolean }
   | { readonly kind: 'in-iface'; readonly name: string; readonly negate?: boolean }
   | { readonly kind: 'out-iface'; readonly name: string; readonly negate?: boolean }
-  | { readonly kind: 'protocol'; readonly protocol: L4Protocol }
+  | { readonly kind: 'protocol'; readonly protocol: MatchProtocol }
+  /** `-m icmp6 --icmpv6-type N` (with `-p ipv6-icmp`): the link's own ICMPv6, always allowed (static-chains.ts). */
+  | { readonly kind: 'icmpv6-type'; readonly type: number }
+  /** `-m hl --hl-eq N`: ND travels with hop limit 255 and MLD with 1, so a routed packet can never pose as either. */
+  | { readonly kind: 'hop-limit'; readonly value: number }
   | { readonly kind: 'dports'; readonly ports: readonly PortRange[] }
   | { readonly kind: 'set'; readonly set: IpSetName; readonly direction: SetDirection; readonly negate?: boolean }
   | { readonly kind: 'mark'; readonly value: number; readonly mask: number; readonly negate?: boolean }

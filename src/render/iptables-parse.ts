@@ -1,7 +1,7 @@
 // `iptables-save` text → tables, chains and rules; our own rules also back into structured Rules.
 // Foreign rules are kept as raw lines: we read them only to leave them alone (and to show them).
 
-import type { Action, ChainName, ConntrackState, IpSetName, L4Protocol, Match, PortRange, Rule, SetDirection } from '../model/index.js';
+import type { Action, ChainName, ConntrackState, IpSetName, Match, MatchProtocol, PortRange, Rule, SetDirection } from '../model/index.js';
 import { DEFAULT_LIMIT_BURST, HASH_PREFIX } from './iptables-render.js';
 
 export interface SavedRule {
@@ -174,8 +174,8 @@ export function toRule(args: readonly string[], comment?: string): Rule | undefi
         case '-o': match.push({ kind: 'out-iface', name: v(), ...(negate ? { negate } : {}) }); break;
         case '-p': {
           const p = v();
-          if (p !== 'tcp' && p !== 'udp' && p !== 'sctp') return undefined;
-          match.push({ kind: 'protocol', protocol: p as L4Protocol });
+          if (p !== 'tcp' && p !== 'udp' && p !== 'sctp' && p !== 'ipv6-icmp') return undefined;
+          match.push({ kind: 'protocol', protocol: p as MatchProtocol });
           break;
         }
         case '-m': {
@@ -231,6 +231,15 @@ function parseModule(name: string, args: readonly string[], start: number): { ma
     case 'mark': {
       const mark = parseMark(args[i + 1]);
       return opt === '--mark' && mark ? { match: { kind: 'mark', ...mark, ...(negate ? { negate } : {}) }, next: i + 2 } : undefined;
+    }
+    case 'icmp6': {
+      // iptables-save prints the type as a number (`--icmpv6-type 135`), never by name or with a code.
+      const type = /^\d+$/.test(args[i + 1] ?? '') ? Number(args[i + 1]) : undefined;
+      return opt === '--icmpv6-type' && !negate && type !== undefined ? { match: { kind: 'icmpv6-type', type }, next: i + 2 } : undefined;
+    }
+    case 'hl': {
+      const value = /^\d+$/.test(args[i + 1] ?? '') ? Number(args[i + 1]) : undefined;
+      return opt === '--hl-eq' && !negate && value !== undefined ? { match: { kind: 'hop-limit', value }, next: i + 2 } : undefined;
     }
     case 'connmark': {
       const mark = parseMark(args[i + 1]);

@@ -38,6 +38,8 @@ const renderMatch: { [K in Match['kind']]: (m: Extract<Match, { kind: K }>) => s
     ...(m.out !== undefined ? ['--physdev-out', m.out] : []),
     ...(m.isBridged ? ['--physdev-is-bridged'] : []),
   ],
+  'icmpv6-type': (m) => ['-m', 'icmp6', '--icmpv6-type', `${m.type}`],
+  'hop-limit': (m) => ['-m', 'hl', '--hl-eq', `${m.value}`],
   connmark: (m) => ['-m', 'connmark', ...not(m.negate), '--mark', markArg(m.value, m.mask)],
   // iptables-save leaves out the default burst of 5.
   limit: (m) => ['-m', 'limit', '--limit', `${m.perSecond}/sec`, ...(m.burst !== DEFAULT_LIMIT_BURST ? ['--limit-burst', `${m.burst}`] : [])],

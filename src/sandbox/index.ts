@@ -2,7 +2,7 @@
 // agents in each, and e2e-style reachability matrices over them.
 
 export { createSandbox } from './topology.js';
-export type { PodRef, PodSpec, Sandbox, SandboxExternal, SandboxNode, SandboxOptions, SandboxPod, SandboxSpec } from './topology.js';
+export type { PodRef, PodSpec, Sandbox, SandboxExternal, SandboxNode, SandboxOptions, SandboxFamily, SandboxPod, SandboxSpec } from './topology.js';
 export type { ProbeRequest, ProbeResult } from './agent.js';
 export { DEFAULT_PORTS } from './agent.js';
 export { probeMatrix, waitForMatrix } from './prober.js';

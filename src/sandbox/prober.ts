@@ -5,7 +5,7 @@
 import type { Protocol } from '../model/index.js';
 import { matrixOf, matricesEqual, type Matrix } from './matrix.js';
 import { podKey } from './names.js';
-import type { Sandbox } from './topology.js';
+import type { Sandbox, SandboxFamily } from './topology.js';
 
 /**
  * Probe endpoints: pod keys (`x/a`), pod references, or node keys (`node:n1`); 'all' is every pod,
@@ -25,6 +25,8 @@ export interface ProbeMatrixOptions {
   readonly timeoutMs?: number;
   /** Probes in flight at once. Default 128. */
   readonly concurrency?: number;
+  /** Probe this family's address of each destination (a dual-stack sandbox); default each one's first address. */
+  readonly family?: SandboxFamily;
 }
 
 export interface ObservedMatrix extends Matrix {
@@ -44,7 +46,7 @@ export async function probeMatrix(sandbox: ProbeTarget, opts: ProbeMatrixOptions
   const froms = resolve(sandbox, opts.from);
   const tos = resolve(sandbox, opts.to);
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const addresses = new Map(tos.map((to) => [to, sandbox.addressOf(to)]));
+  const addresses = new Map(tos.map((to) => [to, sandbox.addressOf(to, opts.family)]));
   const results = new Map<string, boolean>();
   const errors: Record<string, string> = {};
   const jobs = froms.flatMap((from) => tos.map((to) => ({ from, to })));
@@ -67,6 +69,9 @@ export interface WaitForMatrixOptions {
   readonly concurrency?: number;
   /** Pause between rounds. Default 100 ms. */
   readonly intervalMs?: number;
+  readonly family?: SandboxFamily;
+  /** Runs before every round (e.g. flush neighbour caches, so every round resolves its peers afresh). */
+  readonly beforeRound?: () => Promise<void>;
 }
 
 export interface WaitForMatrixResult {
@@ -91,8 +96,10 @@ export async function waitForMatrix(sandbox: ProbeTarget, expected: Matrix, opts
     port: opts.port,
     ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
     ...(opts.concurrency !== undefined ? { concurrency: opts.concurrency } : {}),
+    ...(opts.family !== undefined ? { family: opts.family } : {}),
   };
   for (let rounds = 1; ; rounds++) {
+    await opts.beforeRound?.();
     const observed = await probeMatrix(sandbox, probeOpts);
     const ok = matricesEqual(expected, observed);
     if (ok || Date.now() >= deadline) return { ok, expected, observed, rounds };

@@ -10,15 +10,20 @@ import { run } from '../dataplane/exec.js';
 import { DEFAULT_PORTS, startAgent, type Agent, type ProbeRequest, type ProbeResult } from './agent.js';
 import {
   NODE_SYSCTLS,
+  NODE_SYSCTLS_V6,
+  POD_SYSCTLS_V6,
   flannelRestore,
   flannelSubnetEnv,
+  flannelSubnetEnvV6Only,
   nodeBatch,
   podBatch,
   podHostBatch,
   underlayBridgeBatch,
   underlayPortBatch,
   type NodePlan,
+  type PodAddress,
 } from './commands.js';
+import { DEFAULT_CLUSTER_CIDR6, DEFAULT_UNDERLAY_CIDR6, planNodeIpv6, podIpv6, type Ipv6Plan, type NodeIpv6 } from './ipv6.js';
 import { cidrSize, cidrsOverlap, cidrContains, formatIpv4, gatewayOf, isAssignable, nextFreeIp, parseIpv4, parseIpv4Cidr, type Ipv4Cidr } from './ipv4.js';
 import { checkName, checkNamespace, nodeKey, podKey, randomRunId, randomVethName, sandboxNames, type SandboxNames } from './names.js';
 import { guard, removeSync, type OwnedResources } from './registry.js';
@@ -31,7 +36,19 @@ export interface SandboxSpec {
   readonly clusterCidr?: string;
   /** Default 10.99.0.0/24: node addresses, one per node in order (.1, .2, …). */
   readonly underlayCidr?: string;
+  /**
+   * Dual-stack, as flannel's EnableIPv6 builds it: node i gets the (i+1)th /64 of `clusterCidr`
+   * (default fd00:10:244::/56) with ::1 on cni0 beside the IPv4 gateway, an underlay address
+   * ::(i+1) of `underlayCidr` (default fd00:99::/64), and routes to every other node's /64.
+   * Absent: IPv4 only, exactly as before.
+   * `only: true`: IPv6-only nodes (flannel with EnableIPv4 false): no IPv4 address or route on any link,
+   * no flannel iptables rules, pods IPv6-only, and the node's `podCidr`/`gatewayIp`/`underlayIp` are its
+   * IPv6 ones. Each node's `podCidr` in the spec then only numbers its pods (10.244.1.5 ↔ …:1::5).
+   */
+  readonly ipv6?: Partial<Ipv6Plan> & { readonly only?: boolean };
 }
+
+export type SandboxFamily = 4 | 6;
 
 export interface SandboxOptions {
   /** Ports every agent serves on TCP, UDP and SCTP. Default 80, 81. */
@@ -65,6 +82,8 @@ export interface SandboxNode {
    * its nodes share one filesystem, so whoever needs the file writes it under a per-node path.
    */
   readonly subnetEnv: string;
+  /** A dual-stack sandbox's IPv6 side of the node. */
+  readonly ipv6?: NodeIpv6;
 }
 
 export interface PodSpec {
@@ -75,6 +94,11 @@ export interface PodSpec {
   readonly ip?: string;
   /** Ports the pod's agent serves; the sandbox's ports when absent. */
   readonly ports?: readonly number[];
+  /**
+   * The pod's address families in podIPs order (`[6, 4]`: IPv6 first). Default: every family the
+   * sandbox has, IPv4 first. `ip` still fixes the IPv4 slot; the IPv6 address follows it (ipv6.ts).
+   */
+  readonly families?: readonly SandboxFamily[];
 }
 
 export interface SandboxPod {
@@ -83,7 +107,12 @@ export interface SandboxPod {
   /** `namespace/name`. */
   readonly key: string;
   readonly node: string;
+  /** The pod's first address (Kubernetes `status.podIP`): IPv4 unless the pod lists IPv6 first. */
   readonly ip: string;
+  /** Every address in podIPs order. */
+  readonly ips: readonly string[];
+  readonly ipv4?: string;
+  readonly ipv6?: string;
   readonly netns: string;
   /** Host end of the pod's veth, in the node's namespace (`vethXXXXXXXX`). */
   readonly hostVeth: string;
@@ -114,8 +143,11 @@ export interface Sandbox {
   removePod(pod: PodRef): Promise<void>;
   nodeNetns(node: string): string;
   podNetns(pod: PodRef): string;
-  /** The address a probe to this endpoint (pod key or `node:<name>`) targets: pod IP or node underlay IP. */
-  addressOf(endpoint: string): string;
+  /**
+   * The address a probe to this endpoint (pod key or `node:<name>`) targets: pod IP or node underlay IP;
+   * with `family`, that family's (an error if the endpoint has none).
+   */
+  addressOf(endpoint: string, family?: SandboxFamily): string;
   /** Runs one probe from inside an endpoint's namespace. */
   probe(from: string, req: ProbeRequest): Promise<ProbeResult>;
   /** Every namespace this sandbox currently owns (underlay, nodes, pods). */
@@ -132,6 +164,8 @@ interface NodeState extends SandboxNode {
 }
 
 interface PodState extends SandboxPod {
+  /** The reserved IPv4 host number (IPv6-only pods reserve one too: their IPv6 address follows it). */
+  readonly slot: number;
   agent?: Agent;
 }
 
@@ -153,6 +187,11 @@ export async function createSandbox(spec: SandboxSpec, opts: SandboxOptions = {}
   const ports = opts.ports ?? DEFAULT_PORTS;
   const log = opts.logger?.child({ component: 'sandbox' });
   const nodePlans = planNodes(spec, clusterCidr, underlay);
+  const v6Plan: Ipv6Plan | undefined = spec.ipv6
+    ? { clusterCidr: spec.ipv6.clusterCidr ?? DEFAULT_CLUSTER_CIDR6, underlayCidr: spec.ipv6.underlayCidr ?? DEFAULT_UNDERLAY_CIDR6 }
+    : undefined;
+  const nodeV6 = nodePlans.map((_, i) => (v6Plan ? planNodeIpv6(v6Plan, i) : undefined));
+  const v6Only = spec.ipv6?.only === true;
   const names = await chooseNames(spec.id);
   const id = names.prefix.slice(3, -1);
 
@@ -224,13 +263,27 @@ export async function createSandbox(spec: SandboxSpec, opts: SandboxOptions = {}
     const node = nodeOf(podSpec.node);
     const key = podKey(podSpec.namespace, podSpec.name);
     if (pods.has(key)) throw new Error(`pod ${key} already exists in sandbox ${id}`);
-    const ip = reserveIp(node, podSpec.ip);
+    const families = podSpec.families ?? (v6Only ? [6] : node.ipv6 ? [4, 6] : [4]);
+    if (v6Only && families.includes(4)) throw new Error(`pod ${key}: sandbox ${id} is IPv6-only`);
+    if (families.length === 0 || new Set(families).size !== families.length) throw new Error(`pod ${key}: families must list 4 and/or 6 once each`);
+    if (families.includes(6) && !node.ipv6) throw new Error(`pod ${key}: sandbox ${id} is IPv4-only (create it with ipv6)`);
+    const slot = reserveIp(node, podSpec.ip);
+    const addresses: PodAddress[] = families.map((f) =>
+      f === 4
+        ? { ip: formatIpv4(slot), prefix: node.cidr.prefix, gatewayIp: node.gatewayIp }
+        : { ip: podIpv6(node.ipv6!, slot - node.cidr.base), prefix: 64, gatewayIp: node.ipv6!.gatewayIp },
+    );
+    const ips = addresses.map((a) => a.ip);
     const pod: PodState = {
       namespace: podSpec.namespace,
       name: podSpec.name,
       key,
       node: node.name,
-      ip: formatIpv4(ip),
+      ip: ips[0]!,
+      ips,
+      ...(families.includes(4) ? { ipv4: formatIpv4(slot) } : {}),
+      ...(families.includes(6) ? { ipv6: addresses[families.indexOf(6)]!.ip } : {}),
+      slot,
       netns: names.podNetns(podSpec.namespace, podSpec.name),
       hostVeth: randomVethName(),
       ports: podSpec.ports ?? ports,
@@ -238,8 +291,10 @@ export async function createSandbox(spec: SandboxSpec, opts: SandboxOptions = {}
     pods.set(key, pod); // reserved synchronously, so concurrent addPod calls cannot take the same name or IP
     try {
       await addNetns(pod.netns);
+      // Before eth0 exists, so it inherits "no DAD" (commands.ts NODE_SYSCTLS_V6).
+      if (families.includes(6)) await run('sysctl', ['-q', '-w', ...POD_SYSCTLS_V6], { netns: pod.netns });
       await ipBatch(node.netns, podHostBatch(pod.hostVeth, pod.netns));
-      await ipBatch(pod.netns, podBatch(pod.ip, node.cidr.prefix, node.gatewayIp));
+      await ipBatch(pod.netns, podBatch(addresses));
       if (opts.cniCacheDir) writeCniResult(opts.cniCacheDir, cachedPod(pod, node));
       pod.agent = await launch(pod.netns, key, pod.ports, 'eth0');
     } catch (err) {
@@ -257,12 +312,13 @@ export async function createSandbox(spec: SandboxSpec, opts: SandboxOptions = {}
     // asynchronously, and a lingering port on cni0 would confuse an IP-reuse test.
     await run('ip', ['-n', nodeOf(pod.node).netns, 'link', 'del', pod.hostVeth]).catch(() => undefined);
     await dropNetns(pod.netns);
-    nodeOf(pod.node).taken.delete(parseIpv4(pod.ip) ?? -1);
+    nodeOf(pod.node).taken.delete(pod.slot);
     pods.delete(pod.key);
   };
 
   const addExternal = async (name: string): Promise<SandboxExternal> => {
     if (destroyed) throw new Error(`sandbox ${id} was destroyed`);
+    if (v6Only) throw new Error(`sandbox ${id} is IPv6-only: external clients are IPv4-only`);
     checkName('node', name);
     const key = `ext:${name}`;
     if (externals.has(key)) throw new Error(`external ${name} already exists in sandbox ${id}`);
@@ -285,16 +341,21 @@ export async function createSandbox(spec: SandboxSpec, opts: SandboxOptions = {}
     id,
     prefix: names.prefix,
     clusterCidr: clusterCidrText,
-    nodes: () => [...nodes.values()].map(publicNode),
+    // In the spec's order, not the order the nodes finished building in (they are built in parallel).
+    nodes: () => nodePlans.flatMap((p) => (nodes.has(p.name) ? [publicNode(nodes.get(p.name)!)] : [])),
     pods: () => [...pods.values()].filter((p) => p.agent).map(publicPod),
     addPod,
     addExternal,
     removePod: async (ref) => removePodState(podOf(ref)),
     nodeNetns: (name) => nodeOf(name).netns,
     podNetns: (ref) => podOf(ref).netns,
-    addressOf(endpoint) {
+    addressOf(endpoint, family) {
       const node = [...nodes.values()].find((n) => n.key === endpoint);
-      return node ? node.underlayIp : (externals.get(endpoint)?.ip ?? podOf(endpoint).ip);
+      const ext = externals.get(endpoint);
+      if (family === undefined) return node ? node.underlayIp : (ext?.ip ?? podOf(endpoint).ip);
+      const found = node ? (family === 4 ? (v6Only ? undefined : node.underlayIp) : node.ipv6?.underlayIp) : ext ? (family === 4 ? ext.ip : undefined) : family === 4 ? podOf(endpoint).ipv4 : podOf(endpoint).ipv6;
+      if (found === undefined) throw new Error(`${endpoint} has no IPv${family} address in sandbox ${id}`);
+      return found;
     },
     async probe(from, req) {
       const source = [...nodes.values()].find((n) => n.key === from) ?? externals.get(from) ?? podOf(from);
@@ -315,18 +376,29 @@ export async function createSandbox(spec: SandboxSpec, opts: SandboxOptions = {}
         const fullPlan: NodePlan = { ...plan, netns, underlayPort: underlayPortName(names, nodePlans.findIndex((p) => p.name === name)) };
         await addNetns(netns);
         const peers = nodePlans.filter((p) => p.name !== name).map((p) => ({ podCidr: p.plan.podCidr, via: p.plan.underlayIp }));
-        await ipBatch(netns, nodeBatch(fullPlan, names.underlayNetns, peers));
+        const index = nodePlans.findIndex((p) => p.name === name);
+        const v6 = nodeV6[index];
+        const v6Batch = v6 && {
+          ...v6,
+          peers: nodeV6.flatMap((o, i) => (o && i !== index ? [{ podCidr: o.podCidr, via: o.underlayIp }] : [])),
+        };
+        // Before any link exists, so every link inherits "no DAD"; then IPv6 forwarding like any router.
+        if (v6) await run('sysctl', ['-q', '-w', ...NODE_SYSCTLS_V6], { netns });
+        await ipBatch(netns, nodeBatch(fullPlan, names.underlayNetns, peers, v6Batch, !v6Only));
         await ipBatch(names.underlayNetns, underlayPortBatch(fullPlan));
         await run('sysctl', ['-q', '-w', ...NODE_SYSCTLS], { netns });
-        await run(RESTORE[opts.iptables ?? 'iptables'], ['--noflush', '--wait'], { netns, input: flannelRestore(clusterCidrText, plan.podCidr) });
+        if (!v6Only) await run(RESTORE[opts.iptables ?? 'iptables'], ['--noflush', '--wait'], { netns, input: flannelRestore(clusterCidrText, plan.podCidr) });
+        const lease = v6 && v6Plan ? { clusterCidr: v6Plan.clusterCidr, gatewayIp: v6.gatewayIp } : undefined;
         const node: NodeState = {
           name,
           key: nodeKey(name),
           netns,
-          podCidr: plan.podCidr,
-          gatewayIp: plan.gatewayIp,
-          underlayIp: plan.underlayIp,
-          subnetEnv: flannelSubnetEnv(clusterCidrText, plan.gatewayIp, plan.podPrefix),
+          // An IPv6-only node's own addresses are its IPv6 ones.
+          podCidr: v6Only && v6 ? v6.podCidr : plan.podCidr,
+          gatewayIp: v6Only && v6 ? v6.gatewayIp : plan.gatewayIp,
+          underlayIp: v6Only && v6 ? v6.underlayIp : plan.underlayIp,
+          subnetEnv: v6Only && lease ? flannelSubnetEnvV6Only(lease) : flannelSubnetEnv(clusterCidrText, plan.gatewayIp, plan.podPrefix, lease),
+          ...(v6 ? { ipv6: v6 } : {}),
           cidr,
           taken: new Set(),
         };
@@ -355,7 +427,9 @@ const cachedPod = (pod: PodState, node: NodeState): CachedPod => ({
   node: node.name,
   netns: pod.netns,
   hostVeth: pod.hostVeth,
-  ips: [{ address: pod.ip, prefix: node.cidr.prefix, gateway: node.gatewayIp }],
+  ips: pod.ips.map((address) =>
+    address.includes(':') ? { address, prefix: 64, gateway: node.ipv6?.gatewayIp ?? '' } : { address, prefix: node.cidr.prefix, gateway: node.gatewayIp },
+  ),
   // The veth name is random per pod: a stand-in for the sandbox container ID.
   containerId: `${pod.netns}-${pod.hostVeth}`,
 });
@@ -366,7 +440,7 @@ function publicNode(n: NodeState): SandboxNode {
 }
 
 function publicPod(p: PodState): SandboxPod {
-  const { agent: _agent, ...pod } = p;
+  const { agent: _agent, slot: _slot, ...pod } = p;
   return pod;
 }
 

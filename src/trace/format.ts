@@ -20,7 +20,10 @@ const RESULT_WORD: Record<Step['result'], string> = { match: 'yes', 'no-match': 
 export function formatTrace(result: TraceResult, packet: Packet, ctx: FormatContext): string {
   const out: string[] = [];
   const end = (ip: string, label: string | undefined) => (label ? `${ip} (${label})` : ip);
-  out.push(...wrap(`${packet.proto} ${end(packet.src, ctx.srcLabel)} -> ${end(packet.dst, ctx.dstLabel)} dport ${packet.dport}, new connection`, 'packet  ', '        '));
+  const what = packet.icmp
+    ? `icmpv6 type ${packet.icmp.type} hop limit ${packet.icmp.hopLimit}, untracked`
+    : `dport ${packet.dport}, new connection`;
+  out.push(...wrap(`${packet.proto} ${end(packet.src, ctx.srcLabel)} -> ${end(packet.dst, ctx.dstLabel)} ${what}`, 'packet  ', '        '));
   const start = startOf(result);
   out.push(...wrap(start === 'INPUT' ? `enters INPUT in ${packet.inIface}, delivered to this node` : `enters ${start} in ${packet.inIface}, leaves out ${packet.outIface}`, '        '));
   out.push('');

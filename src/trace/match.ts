@@ -32,7 +32,10 @@ const evaluate: { [K in Match['kind']]: (m: Extract<Match, { kind: K }>, ctx: Ma
   'in-iface': (m, { packet }) => flip(ifaceMatches(m.name, packet.inIface), m.negate),
   'out-iface': (m, { packet }) => flip(ifaceMatches(m.name, packet.outIface), m.negate),
   protocol: (m, { packet }) => m.protocol === packet.proto,
-  dports: (m, { packet }) => m.ports.some((r) => packet.dport >= r.from && packet.dport <= r.to),
+  'icmpv6-type': (m, { packet }) => packet.icmp !== undefined && packet.proto === 'ipv6-icmp' && packet.icmp.type === m.type,
+  // Only ICMPv6 packets carry a hop limit in a trace; an L4 flow's is not modelled, so a rule needing one cannot match it.
+  'hop-limit': (m, { packet }) => packet.icmp !== undefined && packet.icmp.hopLimit === m.value,
+  dports: (m, { packet }) => packet.proto !== 'ipv6-icmp' && m.ports.some((r) => packet.dport >= r.from && packet.dport <= r.to),
   set: (m, { packet, ipsets }) => {
     const set = ipsets.get(m.set);
     if (!set) return { unknown: `ipset ${m.set} is not in the ipset dump` };
@@ -61,6 +64,8 @@ export const describe: { [K in Match['kind']]: (m: Extract<Match, { kind: K }>) 
   'in-iface': (m) => `in ${not(m.negate)}${m.name}`,
   'out-iface': (m) => `out ${not(m.negate)}${m.name}`,
   protocol: (m) => `proto ${m.protocol}`,
+  'icmpv6-type': (m) => `icmpv6 type ${m.type}`,
+  'hop-limit': (m) => `hop limit ${m.value}`,
   dports: (m) => `dport ${m.ports.map((r) => (r.from === r.to ? `${r.from}` : `${r.from}-${r.to}`)).join(',')}`,
   set: (m) => `${m.direction} ${not(m.negate)}in set ${m.set}`,
   mark: (m) => `mark ${not(m.negate)}0x${m.value.toString(16)}/0x${m.mask.toString(16)}`,

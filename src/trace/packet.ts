@@ -1,22 +1,28 @@
 // The packet a trace walks, and how its interfaces follow from the node's layout.
 
-import type { L4Protocol } from '../model/index.js';
+import type { L4Protocol, MatchProtocol } from '../model/index.js';
 import { inAnyNet, parseAddr } from './addr.js';
 
 /** The first packet of a flow as it enters the filter table's FORWARD chain. */
 export interface Packet {
   readonly src: string;
   readonly dst: string;
-  readonly proto: L4Protocol;
+  readonly proto: MatchProtocol;
+  /** 0 for ICMPv6, which has no ports. */
   readonly dport: number;
+  /** ICMPv6 only: the message type and the IPv6 hop limit it arrives with. */
+  readonly icmp?: { readonly type: number; readonly hopLimit: number };
   readonly sport?: number;
   readonly inIface: string;
   readonly outIface: string;
   /** Bridge ports (veths) when br_netfilter hands a bridged frame to iptables. */
   readonly physIn?: string;
   readonly physOut?: string;
-  /** A trace is about new connections; replies are accepted by conntrack before any policy. */
-  readonly ctstate: 'NEW';
+  /**
+   * A trace is about new connections; replies are accepted by conntrack before any policy. Neighbour
+   * discovery is never tracked (research later-wave §5.2: NS/NA cross FORWARD as UNTRACKED).
+   */
+  readonly ctstate: 'NEW' | 'UNTRACKED';
   /** The packet mark on entry (default 0). */
   readonly mark?: number;
   /** The flow's conntrack mark (default 0: a new flow has none). */
@@ -59,4 +65,13 @@ export function packetFor(flow: Flow, layout: NodeLayout): Packet {
     outIface: isLocal(flow.dst, layout) ? layout.bridge : layout.uplink,
     ctstate: 'NEW',
   };
+}
+
+/**
+ * ICMPv6 between two pods on this node's bridge (ND, MLD, or an echo): bridged, so it enters and leaves
+ * FORWARD on the bridge whatever the destination (a solicited-node multicast address is no pod's), with
+ * no ports. The link's own messages are untracked; callers tracing an echo set ctstate NEW.
+ */
+export function icmpv6PacketFor(src: string, dst: string, icmp: { readonly type: number; readonly hopLimit: number }, layout: NodeLayout): Packet {
+  return { src, dst, proto: 'ipv6-icmp', dport: 0, icmp, inIface: layout.bridge, outIface: layout.bridge, ctstate: 'UNTRACKED' };
 }

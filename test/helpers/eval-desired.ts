@@ -9,8 +9,11 @@ import type { Chain, ConntrackState, FamilyState, IpSet, L4Protocol, Match, Rule
 export interface EvalPacket {
   readonly src: string;
   readonly dst: string;
-  readonly proto: L4Protocol;
+  readonly proto: L4Protocol | 'ipv6-icmp';
   readonly dport: number;
+  /** ICMPv6 only: the message type and the hop limit the packet carries. */
+  readonly icmpType?: number;
+  readonly hopLimit?: number;
   /** Interfaces as FORWARD sees them: `cni0` for the pod bridge, `flannel.1`/`eth0` otherwise. */
   readonly inIface: string;
   readonly outIface: string;
@@ -82,6 +85,14 @@ export function evaluate(state: FamilyState, pkt: EvalPacket): EvalResult {
       case 'limit':
         // One NEW packet never exhausts a rate limit's bucket.
         return true;
+      case 'icmpv6-type':
+        // ip6tables refuses `-m icmp6` without `-p ipv6-icmp`; so do we.
+        if (!rule.match.some((x) => x.kind === 'protocol' && x.protocol === 'ipv6-icmp')) throw new Error(`icmp6 without -p ipv6-icmp in ${JSON.stringify(rule)}`);
+        if (state.family !== 6) throw new Error(`icmp6 match in the IPv${state.family} ruleset`);
+        return pkt.icmpType === m.type;
+      case 'hop-limit':
+        if (pkt.hopLimit === undefined) throw new Error(`packet without a hop limit meets ${JSON.stringify(rule)}`);
+        return pkt.hopLimit === m.value;
     }
   };
 

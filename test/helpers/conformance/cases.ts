@@ -57,7 +57,7 @@ export async function runCase(cluster: ConformanceCluster, kase: ConformanceCase
     await s.change(cluster);
     await cluster.apply();
     for (const c of s.checks) {
-      const disagreements = oracleDisagreements(cluster.snapshot(), c);
+      const disagreements = oracleDisagreements(cluster.snapshot(), c, cluster.family);
       if (disagreements.length > 0) failures.push(`step ${i + 1} (${s.title}): ${c.protocol}/${c.port} expectation disagrees with the spec oracle:\n${disagreements.join('\n')}`);
       const outcome = await cluster.check(c.expect, c);
       if (!outcome.ok) failures.push(`step ${i + 1} (${s.title}): ${outcome.report}`);

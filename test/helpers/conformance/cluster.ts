@@ -6,11 +6,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { main } from '../../../src/cli/main.js';
+import { run } from '../../../src/dataplane/exec.js';
 import { loadManifests } from '../../../src/cluster/manifests.js';
 import type { ClusterSnapshot, Protocol } from '../../../src/model/index.js';
 import { createSandbox, formatMatrix, waitForMatrix, wrongCells, type Matrix, type Sandbox, type WaitForMatrixResult } from '../../../src/sandbox/index.js';
 import { BASE_STATE, writeManifests, type ClusterState, type PolicyDoc } from './manifests.js';
-import { MODEL_PODS, NODES, type ContainerPortSpec, type Labels, type ModelPod } from './model.js';
+import { MODEL_PODS, NODES, nodePodCidr, type ContainerPortSpec, type Family, type Labels, type ModelPod } from './model.js';
 import { startModelServices, type ModelServices } from './services.js';
 import type { KubeProxyMode } from '../../../src/sandbox/kube-proxy/index.js';
 
@@ -20,6 +21,12 @@ export interface ConformanceOptions {
    * in front of x/a and an external client), and probe ClusterIPs instead of pod IPs.
    */
   readonly kubeProxy?: KubeProxyMode;
+  /**
+   * 6: build the sandbox dual-stack (flannel's EnableIPv6 layout), list each pod's IPv6 address first,
+   * program both pod CIDRs, and probe every matrix over IPv6 with every pod's neighbour cache flushed
+   * before each probe round, so neighbour discovery runs through the policies every time. Default 4.
+   */
+  readonly family?: Family;
 }
 
 export interface Probe {
@@ -47,19 +54,28 @@ export class ConformanceCluster {
     private readonly dir: string,
     /** Present when the cluster runs kube-proxy (ConformanceOptions.kubeProxy): checks then probe ClusterIPs. */
     readonly services?: ModelServices,
+    readonly family: Family = 4,
   ) {}
 
   static async create(options: ConformanceOptions = {}): Promise<ConformanceCluster> {
-    const sandbox = await createSandbox({ nodes: NODES });
+    const family = options.family ?? 4;
+    if (family === 6 && options.kubeProxy) throw new Error('the sandbox kube-proxy is IPv4-only: no IPv6 conformance through Services');
+    const sandbox = await createSandbox({ nodes: NODES, ...(family === 6 ? { ipv6: {} } : {}) });
+    const cluster = new ConformanceCluster(sandbox, mkdtempSync(join(tmpdir(), 'nft-conformance-')), undefined, family);
     let services: ModelServices | undefined;
     try {
-      await Promise.all(MODEL_PODS.map((p) => sandbox.addPod({ namespace: p.namespace, name: p.name, node: p.node, ip: p.ip })));
+      await Promise.all(MODEL_PODS.map((p) => cluster.addModelPod(p)));
       if (options.kubeProxy) services = await startModelServices(sandbox, options.kubeProxy);
     } catch (err) {
-      await sandbox.destroy();
+      await cluster.destroy();
       throw err;
     }
-    return new ConformanceCluster(sandbox, mkdtempSync(join(tmpdir(), 'nft-conformance-')), services);
+    return services ? new ConformanceCluster(sandbox, cluster.dir, services, family) : cluster;
+  }
+
+  /** A model pod in the sandbox: its fixed IPv4 slot, and on an IPv6 run its IPv6 twin listed first. */
+  private addModelPod(p: { readonly namespace: string; readonly name: string; readonly node: string; readonly ip: string }): Promise<unknown> {
+    return this.sandbox.addPod({ namespace: p.namespace, name: p.name, node: p.node, ip: p.ip, ...(this.family === 6 ? { families: [6, 4] as const } : {}) });
   }
 
   get current(): ClusterState {
@@ -68,7 +84,7 @@ export class ConformanceCluster {
 
   /** The current state as netfence's manifest loader reads it (for the oracle cross-check). */
   snapshot(): ClusterSnapshot {
-    return loadManifests([writeManifests(this.dir, this.state)]).snapshot;
+    return loadManifests([writeManifests(this.dir, this.state, this.family)]).snapshot;
   }
 
   setPolicies(policies: readonly PolicyDoc[]): void {
@@ -109,7 +125,7 @@ export class ConformanceCluster {
     const old = this.pod(oldKey);
     if (!this.state.namespaces[next.namespace]) throw new Error(`no namespace ${next.namespace}`);
     await this.sandbox.removePod(oldKey);
-    await this.sandbox.addPod({ namespace: next.namespace, name: next.name, node: old.node, ip: old.ip });
+    await this.addModelPod({ namespace: next.namespace, name: next.name, node: old.node, ip: old.ip });
     const pod: ModelPod = { ...old, namespace: next.namespace, name: next.name, key: `${next.namespace}/${next.name}`, labels: next.labels };
     this.state = { ...this.state, pods: this.state.pods.map((p) => (p.key === oldKey ? pod : p)) };
     return pod;
@@ -117,10 +133,11 @@ export class ConformanceCluster {
 
   /** Programs every node from the current state, as `netfence apply` run on each node would. */
   async apply(): Promise<void> {
-    const file = writeManifests(this.dir, this.state);
+    const file = writeManifests(this.dir, this.state, this.family);
     await Promise.all(
       this.sandbox.nodes().map(async (node) => {
-        const argv = ['apply', '--netns', node.netns, '--node-name', node.name, '--pod-cidr', node.podCidr, '--log-level', 'error', '--resources', file];
+        const cidrs = this.family === 6 ? [node.podCidr, nodePodCidr(node.name, 6)] : [node.podCidr];
+        const argv = ['apply', '--netns', node.netns, '--node-name', node.name, ...cidrs.flatMap((c) => ['--pod-cidr', c]), '--log-level', 'error', '--resources', file];
         const { code, err } = await runCli(argv);
         this.applyLog.push(`[${node.name}] ${err.trim()}`);
         // Every manifest here is valid: a reported problem is netfence rejecting something it must accept.
@@ -133,8 +150,15 @@ export class ConformanceCluster {
   /** Probes until the matrix matches `expected` (deadline ~3 s); the report is the diff view. */
   async check(expected: Matrix, probe: Probe): Promise<CheckOutcome> {
     const target = this.services ? this.services.viaClusterIp(this.sandbox) : this.sandbox;
-    const result = await waitForMatrix(target, expected, { ...probe, deadlineMs: DEADLINE_MS, timeoutMs: PROBE_TIMEOUT_MS });
-    return { ok: result.ok, report: (this.services ? `via ClusterIP (kube-proxy ${this.services.proxy.mode} mode): ` : '') + report(result, probe) };
+    const v6 = this.family === 6 ? { family: 6 as const, beforeRound: () => this.coldNeighbours() } : {};
+    const result = await waitForMatrix(target, expected, { ...probe, deadlineMs: DEADLINE_MS, timeoutMs: PROBE_TIMEOUT_MS, ...v6 });
+    const via = this.services ? `via ClusterIP (kube-proxy ${this.services.proxy.mode} mode): ` : this.family === 6 ? 'over IPv6, neighbour caches flushed before each round: ' : '';
+    return { ok: result.ok, report: via + report(result, probe) };
+  }
+
+  /** Every pod forgets its IPv6 neighbours: the next packet to a same-node peer needs ND again. */
+  private async coldNeighbours(): Promise<void> {
+    await Promise.all(this.sandbox.pods().map((p) => run('ip', ['-6', 'neigh', 'flush', 'all'], { netns: p.netns })));
   }
 
   /** Back to the bare model: original pods (re-created where a case replaced them), labels, no policies. */
@@ -143,7 +167,7 @@ export class ConformanceCluster {
     for (const pod of this.sandbox.pods()) if (!wanted.has(pod.key)) await this.sandbox.removePod(pod.key);
     const present = new Set(this.sandbox.pods().map((p) => p.key));
     for (const p of MODEL_PODS) {
-      if (!present.has(p.key)) await this.sandbox.addPod({ namespace: p.namespace, name: p.name, node: p.node, ip: p.ip });
+      if (!present.has(p.key)) await this.addModelPod(p);
     }
     this.state = BASE_STATE;
     this.applyLog.length = 0;

@@ -8,9 +8,11 @@ import type { ClusterSnapshot } from '../../../src/model/index.js';
 import { Oracle } from '../oracle.js';
 import type { Check } from './cases.js';
 
-export function oracleDisagreements(snapshot: ClusterSnapshot, check: Check): string[] {
+export function oracleDisagreements(snapshot: ClusterSnapshot, check: Check, family: 4 | 6 = 4): string[] {
   const oracle = new Oracle(snapshot);
-  const ipOf = (key: string): string | undefined => snapshot.pods.find((p) => `${p.namespace}/${p.name}` === key)?.ips[0];
+  // The address the probe uses: the pod's address of the family the cluster is probed on.
+  const ipOf = (key: string): string | undefined =>
+    snapshot.pods.find((p) => `${p.namespace}/${p.name}` === key)?.ips.find((ip) => ip.includes(':') === (family === 6));
   const out: string[] = [];
   for (const from of check.expect.froms) {
     for (const to of check.expect.tos) {

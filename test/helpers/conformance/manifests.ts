@@ -4,7 +4,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Protocol } from '../../../src/model/index.js';
-import { MODEL_NAMESPACE_LABELS, MODEL_PODS, type ContainerPortSpec, type Labels, type ModelPod } from './model.js';
+import { MODEL_NAMESPACE_LABELS, MODEL_PODS, type ContainerPortSpec, type Family, type Labels, type ModelPod } from './model.js';
 
 /** A NetworkPolicy exactly as it would be written in YAML (networking.k8s.io/v1). */
 export interface PolicyDoc {
@@ -51,7 +51,11 @@ export function netpol(namespace: string, name: string, spec: PolicySpecDoc): Po
   return { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', metadata: { name, namespace }, spec };
 }
 
-function podDoc(pod: ModelPod): object {
+/**
+ * IPv4: the pod's IPv4 address only (the model as upstream runs it). IPv6: dual-stack, podIPs listing
+ * IPv6 first (as on an IPv6-primary cluster), so the IPv6 run also covers the other podIPs order.
+ */
+function podDoc(pod: ModelPod, family: Family): object {
   const containers =
     pod.ports.length === 0
       ? [{ name: 'agent' }]
@@ -64,21 +68,24 @@ function podDoc(pod: ModelPod): object {
     kind: 'Pod',
     metadata: { namespace: pod.namespace, name: pod.name, labels: pod.labels },
     spec: { nodeName: pod.node, containers },
-    status: { phase: 'Running', podIP: pod.ip, podIPs: [{ ip: pod.ip }] },
+    status:
+      family === 6
+        ? { phase: 'Running', podIP: pod.ip6, podIPs: [{ ip: pod.ip6 }, { ip: pod.ip }] }
+        : { phase: 'Running', podIP: pod.ip, podIPs: [{ ip: pod.ip }] },
   };
 }
 
-export function manifestDocs(state: ClusterState): object[] {
+export function manifestDocs(state: ClusterState, family: Family = 4): object[] {
   return [
     ...Object.entries(state.namespaces).map(([name, labels]) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels } })),
-    ...state.pods.map(podDoc),
+    ...state.pods.map((p) => podDoc(p, family)),
     ...state.policies,
   ];
 }
 
 /** Writes the whole cluster as one List manifest into `dir` (replacing the previous one). */
-export function writeManifests(dir: string, state: ClusterState): string {
+export function writeManifests(dir: string, state: ClusterState, family: Family = 4): string {
   const file = join(dir, 'cluster.json');
-  writeFileSync(file, `${JSON.stringify({ apiVersion: 'v1', kind: 'List', items: manifestDocs(state) }, null, 1)}\n`);
+  writeFileSync(file, `${JSON.stringify({ apiVersion: 'v1', kind: 'List', items: manifestDocs(state, family) }, null, 1)}\n`);
   return file;
 }

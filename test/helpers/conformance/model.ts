@@ -7,6 +7,9 @@
 // within one namespace and across namespaces.
 
 import type { Protocol } from '../../../src/model/index.js';
+import { DEFAULT_CLUSTER_CIDR6, DEFAULT_UNDERLAY_CIDR6, planNodeIpv6, podIpv6 } from '../../../src/sandbox/ipv6.js';
+
+export type Family = 4 | 6;
 
 export type Labels = Readonly<Record<string, string>>;
 
@@ -33,6 +36,8 @@ export interface ModelPod {
   readonly key: string;
   readonly node: string;
   readonly ip: string;
+  /** The IPv6 twin the dual-stack sandbox gives the same slot (10.244.1.11 ↔ fd00:10:244:1::b). */
+  readonly ip6: string;
   readonly labels: Labels;
   /** What the Pod manifest declares; the agent serves 80 and 81 on every protocol whatever this says. */
   readonly ports: readonly ContainerPortSpec[];
@@ -48,14 +53,17 @@ export const MODEL_CONTAINER_PORTS: readonly ContainerPortSpec[] = PORTS.flatMap
 
 export const MODEL_PODS: readonly ModelPod[] = NAMESPACES.flatMap((namespace, nsIndex) =>
   POD_NAMES.map((name, podIndex) => {
-    const node = NODES[(nsIndex * POD_NAMES.length + podIndex) % NODES.length] ?? NODES[0];
+    const nodeIndex = (nsIndex * POD_NAMES.length + podIndex) % NODES.length;
+    const node = NODES[nodeIndex] ?? NODES[0];
     const nodeOctet = node.podCidr.split('.')[2];
+    const host = (nsIndex + 1) * 10 + podIndex + 1;
     return {
       namespace,
       name,
       key: `${namespace}/${name}`,
       node: node.name,
-      ip: `10.244.${nodeOctet}.${(nsIndex + 1) * 10 + podIndex + 1}`,
+      ip: `10.244.${nodeOctet}.${host}`,
+      ip6: podIpv6(nodeIpv6(node.name), host),
       labels: { pod: name },
       ports: MODEL_CONTAINER_PORTS,
     };
@@ -72,5 +80,19 @@ export function modelPod(key: string): ModelPod {
   return pod;
 }
 
+/** A node's IPv6 side as the dual-stack sandbox (default plan) builds it. */
+export function nodeIpv6(name: string) {
+  const index = NODES.findIndex((n) => n.name === name);
+  if (index < 0) throw new Error(`no model node ${name}`);
+  return planNodeIpv6({ clusterCidr: DEFAULT_CLUSTER_CIDR6, underlayCidr: DEFAULT_UNDERLAY_CIDR6 }, index);
+}
+
+/** A node's pod CIDR of one family. */
+export const nodePodCidr = (name: string, family: Family = 4): string =>
+  family === 6 ? nodeIpv6(name).podCidr : (NODES.find((n) => n.name === name)?.podCidr ?? '');
+
+/** A model pod's address of one family. */
+export const podIp = (key: string, family: Family = 4): string => (family === 6 ? modelPod(key).ip6 : modelPod(key).ip);
+
 /** A model pod's address as an ipBlock CIDR of one host. */
-export const hostCidr = (key: string): string => `${modelPod(key).ip}/32`;
+export const hostCidr = (key: string, family: Family = 4): string => (family === 6 ? `${modelPod(key).ip6}/128` : `${modelPod(key).ip}/32`);

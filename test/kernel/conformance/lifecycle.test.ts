@@ -8,7 +8,7 @@
 
 import { policyCase, sctp80, step, tcp80, udp80, type ConformanceCase } from '../../helpers/conformance/cases.js';
 import { netpol, type PeerDoc } from '../../helpers/conformance/manifests.js';
-import { MODEL_POD_KEYS, MODEL_PODS, NODES, hostCidr } from '../../helpers/conformance/model.js';
+import { MODEL_POD_KEYS, MODEL_PODS, NODES, hostCidr, nodePodCidr, type Family } from '../../helpers/conformance/model.js';
 import { ALL, cidr, expr, namespaces, pods, podsInNamespaces, sel } from '../../helpers/conformance/policies.js';
 import { Reachability, allReachable, reach } from '../../helpers/conformance/reachability.js';
 import { describeConformance } from '../../helpers/conformance/suite.js';
@@ -104,24 +104,32 @@ const SEMANTICS: readonly ConformanceCase[] = [
       ),
     ],
   },
-  // ipBlocks match pod IPs too: the except must shut out exactly that pod, the rest of the CIDR stays open.
-  policyCase('ingress ipBlock (cluster CIDR) with a pod IP in except', [xaFrom('from-cluster-except-y-b', [cidr('10.244.0.0/16', hostCidr('y/b'))])], tcp80(reach().deny('y/b', 'x/a'))),
-  policyCase(
-    "ingress ipBlock (n2's pod CIDR) with a pod IP in except",
-    [xaFrom('from-n2-except-z-b', [cidr('10.244.2.0/24', hostCidr('z/b'))])],
-    tcp80(reach().allowOnlyFrom(['x/b', 'y/a', 'y/c'], 'x/a')),
-  ),
-  policyCase(
-    'egress ipBlock (cluster CIDR) except a whole node CIDR',
-    [netpol('x', 'to-cluster-except-n1', { podSelector: podA, policyTypes: ['Egress'], egress: [{ to: [cidr('10.244.0.0/16', '10.244.1.0/24')] }] })],
-    tcp80(reach().denyEgress('x/a').allow('x/a', onNode('n2'))),
-  ),
-  policyCase(
-    'ipBlock OR podSelector peers in one rule',
-    [xaFrom('from-y-b-ip-or-pod-c', [cidr(hostCidr('y/b')), pods({ pod: 'c' })])],
-    tcp80(reach().allowOnlyFrom(['y/b', 'x/c'], 'x/a')),
-  ),
 ];
+
+/** The ipBlock cases in the addresses of one family (the IPv6 cluster CIDR is flannel's /56, a node's CIDR its /64). */
+function ipBlockCases(family: Family): readonly ConformanceCase[] {
+  const host = (key: string) => hostCidr(key, family);
+  const cluster = family === 6 ? 'fd00:10:244::/56' : '10.244.0.0/16';
+  return [
+    // ipBlocks match pod IPs too: the except must shut out exactly that pod, the rest of the CIDR stays open.
+    policyCase('ingress ipBlock (cluster CIDR) with a pod IP in except', [xaFrom('from-cluster-except-y-b', [cidr(cluster, host('y/b'))])], tcp80(reach().deny('y/b', 'x/a'))),
+    policyCase(
+      "ingress ipBlock (n2's pod CIDR) with a pod IP in except",
+      [xaFrom('from-n2-except-z-b', [cidr(nodePodCidr('n2', family), host('z/b'))])],
+      tcp80(reach().allowOnlyFrom(['x/b', 'y/a', 'y/c'], 'x/a')),
+    ),
+    policyCase(
+      'egress ipBlock (cluster CIDR) except a whole node CIDR',
+      [netpol('x', 'to-cluster-except-n1', { podSelector: podA, policyTypes: ['Egress'], egress: [{ to: [cidr(cluster, nodePodCidr('n1', family))] }] })],
+      tcp80(reach().denyEgress('x/a').allow('x/a', onNode('n2'))),
+    ),
+    policyCase(
+      'ipBlock OR podSelector peers in one rule',
+      [xaFrom('from-y-b-ip-or-pod-c', [cidr(host('y/b')), pods({ pod: 'c' })])],
+      tcp80(reach().allowOnlyFrom(['y/b', 'x/c'], 'x/a')),
+    ),
+  ];
+}
 
 const LIFECYCLE: readonly ConformanceCase[] = [
   {
@@ -213,7 +221,7 @@ const LIFECYCLE: readonly ConformanceCase[] = [
   },
 ];
 
-describeConformance('conformance: semantics and a changing cluster', [...SEMANTICS, ...LIFECYCLE], (cluster) => {
+describeConformance('conformance: semantics and a changing cluster', [...SEMANTICS, ...ipBlockCases(4), ...LIFECYCLE], (cluster) => {
   it('lays the model out with same-node and cross-node pairs, within and across namespaces', () => {
     const byKey = (a: { key: string }, b: { key: string }) => a.key.localeCompare(b.key);
     const placed = cluster()
@@ -231,3 +239,7 @@ describeConformance('conformance: semantics and a changing cluster', [...SEMANTI
     expect([...kinds].sort()).toEqual(['cross-node cross-ns', 'cross-node same-ns', 'same-node cross-ns', 'same-node same-ns']);
   });
 });
+
+// The same over IPv6 on a dual-stack sandbox (see upstream-ipv6.test.ts), nodes probing on their IPv6
+// underlay addresses, neighbour caches flushed before each probe round.
+describeConformance('conformance: semantics and a changing cluster over IPv6', [...SEMANTICS, ...ipBlockCases(6), ...LIFECYCLE], undefined, { family: 6 });

@@ -122,3 +122,6 @@ const PORTS_AND_PROTOCOLS: readonly ConformanceCase[] = [
 ];
 
 describeConformance('conformance: protocols and ports (UDP, SCTP, endPort, named ports)', [...UPSTREAM_UDP_SCTP, ...PORTS_AND_PROTOCOLS]);
+// The same cases over IPv6 on a dual-stack sandbox, neighbour caches flushed before each probe round
+// (see upstream-ipv6.test.ts): none of them names an address, so the expected matrices are the same.
+describeConformance('conformance: protocols and ports over IPv6', [...UPSTREAM_UDP_SCTP, ...PORTS_AND_PROTOCOLS], undefined, { family: 6 });

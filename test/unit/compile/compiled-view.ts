@@ -62,7 +62,7 @@ function allowOf(state: FamilyState, rule: Rule, direction: Dir): AllowView {
   for (const m of rule.match as readonly Match[]) {
     if (m.kind === 'set' && !m.negate && m.direction === peerDir) peer = members(state, m.set);
     else if (m.kind === 'set' && !m.negate && m.direction === 'dst,dst') namedPorts = members(state, m.set);
-    else if (m.kind === 'protocol') proto = m.protocol;
+    else if (m.kind === 'protocol' && m.protocol !== 'ipv6-icmp') proto = m.protocol;
     else if (m.kind === 'dports') ports = m.ports.map((r) => (r.from === r.to ? `${r.from}` : `${r.from}:${r.to}`)).join(',');
     else throw new Error(`unexpected match in an allow rule: ${JSON.stringify(m)}`);
   }

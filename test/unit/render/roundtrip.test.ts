@@ -93,6 +93,10 @@ const handWritten: [string, Rule][] = [
   ['negated connmark', { match: m({ kind: 'connmark', value: 0, mask: 0x100000, negate: true }), action: { kind: 'accept' } }],
   ['flow log: limit with default burst, NFLOG with a quoted prefix', { match: m({ kind: 'limit', perSecond: 10, burst: 5 }), action: { kind: 'nflog', group: 9476, prefix: 'nf:iso:nf-tw-abcdefghijklmnop' } }],
   ['flow log: other burst, group 0, bare prefix', { match: m({ kind: 'src-net', cidr: '10.244.1.0/24' }, { kind: 'limit', perSecond: 1000, burst: 20 }), action: { kind: 'nflog', group: 0, prefix: 'drop-1' } }],
+  ['ICMPv6 ND allowance', {
+    match: m({ kind: 'src-net', cidr: 'fe80::/10' }, { kind: 'in-iface', name: 'cni0' }, { kind: 'out-iface', name: 'cni0' }, { kind: 'protocol', protocol: 'ipv6-icmp' }, { kind: 'icmpv6-type', type: 134 }, { kind: 'hop-limit', value: 255 }),
+    action: { kind: 'accept' },
+  }],
   ['modules keep their order', {
     match: m({ kind: 'protocol', protocol: 'tcp' }, { kind: 'ctstate', states: ['NEW'] }, { kind: 'mark', value: 1, mask: 1 }, { kind: 'set', set, direction: 'dst' }, { kind: 'dports', ports: [{ from: 5, to: 5 }] }),
     action: { kind: 'set-mark', value: 0x10000, mask: 0x10000 },
@@ -217,5 +221,15 @@ describe('flow-log rules print as iptables-save prints them (checked by hand aga
     ],
   ])('%s', (_name, rule, saved) => {
     expect(joinArgs(ruleArgs(rule))).toBe(saved);
+  });
+});
+
+describe('ICMPv6 rules print as ip6tables-save prints them (checked by hand against ip6tables 1.8.9, nft and legacy)', () => {
+  it('type as a number, hop limit as --hl-eq, protocol as ipv6-icmp', () => {
+    const rule: Rule = {
+      match: m({ kind: 'in-iface', name: 'cni0' }, { kind: 'out-iface', name: 'cni0' }, { kind: 'protocol', protocol: 'ipv6-icmp' }, { kind: 'icmpv6-type', type: 135 }, { kind: 'hop-limit', value: 255 }),
+      action: { kind: 'accept' },
+    };
+    expect(joinArgs(ruleArgs(rule))).toBe('-i cni0 -o cni0 -p ipv6-icmp -m icmp6 --icmpv6-type 135 -m hl --hl-eq 255 -j ACCEPT');
   });
 });

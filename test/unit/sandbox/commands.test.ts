@@ -1,3 +1,4 @@
+import { planNodeIpv6, podIpv6 } from '../../../src/sandbox/ipv6.js';
 import { flannelRestore, flannelSubnetEnv, nodeBatch, podBatch, podHostBatch } from '../../../src/sandbox/commands.js';
 
 describe('sandbox commands', () => {
@@ -21,12 +22,34 @@ describe('sandbox commands', () => {
 
   it('attaches a pod veth to cni0 with hairpin on and routes the pod via the bridge', () => {
     expect(podHostBatch('veth0123abcd', 'nfs1a2b-pod-x.a')).toContain('link set dev veth0123abcd type bridge_slave hairpin on');
-    expect(podBatch('10.244.1.2', 24, '10.244.1.1')).toEqual([
+    expect(podBatch([{ ip: '10.244.1.2', prefix: 24, gatewayIp: '10.244.1.1' }])).toEqual([
       'link set lo up',
       'addr add 10.244.1.2/24 dev eth0',
       'link set eth0 up',
       'route add default via 10.244.1.1 dev eth0',
     ]);
+  });
+
+  it('dual-stack pods get both addresses (IPv6 without DAD) and a default route per family, in podIPs order', () => {
+    const v6 = { ip: 'fd00:10:244:1::2', prefix: 64, gatewayIp: 'fd00:10:244:1::1' };
+    expect(podBatch([v6, { ip: '10.244.1.2', prefix: 24, gatewayIp: '10.244.1.1' }])).toEqual([
+      'link set lo up',
+      'addr add fd00:10:244:1::2/64 dev eth0 nodad',
+      'addr add 10.244.1.2/24 dev eth0',
+      'link set eth0 up',
+      'route add ::/0 via fd00:10:244:1::1 dev eth0',
+      'route add default via 10.244.1.1 dev eth0',
+    ]);
+  });
+
+  it('plans IPv6 like flannel: a /64 per node out of the cluster /56, cni0 on ::1, pods numbered like their IPv4 twin', () => {
+    const plan = { clusterCidr: 'fd00:10:244::/56', underlayCidr: 'fd00:99::/64' };
+    const n1 = planNodeIpv6(plan, 0);
+    expect(n1).toEqual({ podCidr: 'fd00:10:244:1::/64', gatewayIp: 'fd00:10:244:1::1', underlayIp: 'fd00:99::1', underlayPrefix: 64 });
+    expect(planNodeIpv6(plan, 1).podCidr).toBe('fd00:10:244:2::/64');
+    expect(podIpv6(n1, 0x2a)).toBe('fd00:10:244:1::2a');
+    expect(() => planNodeIpv6(plan, 255)).toThrow(/no \/64 left/);
+    expect(() => planNodeIpv6({ ...plan, clusterCidr: '10.0.0.0/8' }, 0)).toThrow(/not an IPv6 CIDR/);
   });
 
   it('writes flannel-like filter and nat chains in one restore payload', () => {
@@ -40,6 +63,9 @@ describe('sandbox commands', () => {
   it('writes subnet.env the way flanneld does, bridge address first', () => {
     expect(flannelSubnetEnv('10.244.0.0/16', '10.244.2.1', 24)).toBe(
       'FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.2.1/24\nFLANNEL_MTU=1500\nFLANNEL_IPMASQ=true\n',
+    );
+    expect(flannelSubnetEnv('10.244.0.0/16', '10.244.2.1', 24, { clusterCidr: 'fd00:10:244::/56', gatewayIp: 'fd00:10:244:2::1' })).toContain(
+      'FLANNEL_IPV6_NETWORK=fd00:10:244::/56\nFLANNEL_IPV6_SUBNET=fd00:10:244:2::1/64\n',
     );
   });
 });

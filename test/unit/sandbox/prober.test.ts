@@ -4,7 +4,7 @@ import type { ProbeRequest, SandboxPod } from '../../../src/sandbox/topology.js'
 
 const pod = (key: string, ip: string): SandboxPod => {
   const [namespace = '', name = ''] = key.split('/');
-  return { namespace, name, key, node: 'n1', ip, netns: `nfs0000-pod-${namespace}.${name}`, hostVeth: 'veth00000000', ports: [80] };
+  return { namespace, name, key, node: 'n1', ip, ips: [ip], netns: `nfs0000-pod-${namespace}.${name}`, hostVeth: 'veth00000000', ports: [80] };
 };
 const PODS = [pod('x/a', '10.244.1.2'), pod('x/b', '10.244.1.3'), pod('y/a', '10.244.1.4')];
 const KEYS = PODS.map((p) => p.key);

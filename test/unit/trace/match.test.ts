@@ -64,6 +64,12 @@ const cases: Case[] = [
   { name: 'physdev in wildcard', match: { kind: 'physdev', in: 'veth+' }, packet: { physIn: 'veth1234' }, expect: true },
   { name: 'physdev is-bridged without bridge ports', match: { kind: 'physdev', isBridged: true }, expect: false },
   { name: 'physdev is-bridged', match: { kind: 'physdev', isBridged: true }, packet: { physIn: 'veth1', physOut: 'veth2' }, expect: true },
+  { name: 'icmpv6 type on an NS', match: { kind: 'icmpv6-type', type: 135 }, packet: { proto: 'ipv6-icmp', dport: 0, icmp: { type: 135, hopLimit: 255 } }, expect: true },
+  { name: 'icmpv6 type: another type', match: { kind: 'icmpv6-type', type: 135 }, packet: { proto: 'ipv6-icmp', dport: 0, icmp: { type: 128, hopLimit: 64 } }, expect: false },
+  { name: 'icmpv6 type never matches TCP', match: { kind: 'icmpv6-type', type: 135 }, expect: false },
+  { name: 'hop limit 255', match: { kind: 'hop-limit', value: 255 }, packet: { proto: 'ipv6-icmp', dport: 0, icmp: { type: 135, hopLimit: 255 } }, expect: true },
+  { name: 'hop limit 254 (routed) is not 255', match: { kind: 'hop-limit', value: 255 }, packet: { proto: 'ipv6-icmp', dport: 0, icmp: { type: 135, hopLimit: 254 } }, expect: false },
+  { name: 'dports never match ICMPv6', match: { kind: 'dports', ports: [{ from: 0, to: 65535 }] }, packet: { proto: 'ipv6-icmp', dport: 0, icmp: { type: 135, hopLimit: 255 } }, expect: false },
   { name: 'connmark: a new flow carries none', match: { kind: 'connmark', value: 0x100000, mask: 0x100000 }, expect: false },
   { name: 'connmark: a revoked flow', match: { kind: 'connmark', value: 0x100000, mask: 0x100000 }, packet: { ctmark: 0x100001 }, expect: true },
 ];
