@@ -36,14 +36,3 @@ export function destroyAllScratchNetns(): void {
   unguard?.();
   unguard = undefined;
 }
-
-/** Runs `fn` with fresh namespaces and deletes them afterwards, whatever `fn` did. */
-export async function withScratchNetns<T>(count: number, fn: (ns: readonly ScratchNetns[]) => Promise<T>): Promise<T> {
-  const made: ScratchNetns[] = [];
-  try {
-    for (let i = 0; i < count; i++) made.push(await createScratchNetns());
-    return await fn(made);
-  } finally {
-    for (const ns of made) await ns.destroy();
-  }
-}

@@ -3,7 +3,7 @@
 import { ANTISPOOF_TABLE, renderAntiSpoofDelete } from '../antispoof/render.js';
 import { applyNftScript, listNftTableJson } from '../dataplane/nft.js';
 import { compile } from '../compile/index.js';
-import { emptyFamilyState, formatProblem, type DesiredState, type Problem } from '../model/index.js';
+import { emptyFamilyState, type DesiredState } from '../model/index.js';
 import { formatPlanDiff, formatSummary, planJson, summarize } from '../plan/diff.js';
 import { observeFamily, planFamily, type FamilyPlan } from '../plan/index.js';
 import { Syncer } from '../reconcile/syncer.js';

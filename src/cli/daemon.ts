@@ -149,7 +149,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   });
   const guards = createServiceGuards({ config, kernel, reconciler, metrics, health, logger: logger.child({ component: 'service-guards' }), netns: inputs.netns });
   // The guards learn each programmed state (the hooks the watch expects first) through the loop's observer.
-  const synced = observer.synced;
+  const synced = observer.synced?.bind(observer);
   observer.synced = (info) => {
     guards.programmed(info.desired);
     if (info.reason === 'periodic') void guards.checkIpvs();

@@ -28,8 +28,8 @@ export interface ChainNames {
   readonly forward: ChainName;
   readonly fromDispatch: ChainName;
   readonly toDispatch: ChainName;
-  fromDispatchChild(key: string): ChainName;
-  toDispatchChild(key: string): ChainName;
+  readonly fromDispatchChild: (key: string) => ChainName;
+  readonly toDispatchChild: (key: string) => ChainName;
   /** Egress of a local pod ("from workload"). */
   fromWorkload(podKey: string): ChainName;
   /** Ingress of a local pod ("to workload"). */
@@ -78,7 +78,3 @@ export function ipSetNameFor(prefix: string, family: IpFamily, kind: SetKind, ca
   return name;
 }
 
-/** The prefix every set we own starts with, per family (for ownership checks and cleanup). */
-export const ownedIpSetPattern = (prefix: string): RegExp => new RegExp(`^${escapeRe(prefix)}[46][a-z]:`);
-
-const escapeRe = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

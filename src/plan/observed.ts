@@ -40,10 +40,6 @@ export const ownsChain = (name: string, own: Ownership): boolean => name.startsW
 export const ownsIpSet = (name: string, own: Ownership): boolean => new RegExp(`^${escapeRe(own.ipsetPrefix)}[46][a-z]:`).test(name);
 const escapeRe = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
-export function emptyObserved(family: IpFamily): ObservedFamily {
-  return { family, chains: new Map(), hooks: new Map(), policies: new Map(), ipsets: new Map(), foreignAbove: new Map() };
-}
-
 export function observeFamily(family: IpFamily, iptablesSave: string, ipsetSave: string, own: Ownership): ObservedFamily {
   const filter = parseIptablesSave(iptablesSave).get('filter');
   const chains = new Map<string, string[]>();

@@ -47,8 +47,6 @@ export interface FamilyPlan {
   readonly errors: readonly string[];
 }
 
-export const isEmptyPlan = (p: FamilyPlan): boolean => p.changes.length === 0;
-
 /** Above this share of changed members, a set is rebuilt in a temp set and swapped in (atomic). */
 const SWAP_MIN_CHANGES = 64;
 

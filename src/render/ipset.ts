@@ -1,6 +1,6 @@
 // ipsets ↔ `ipset restore` / `ipset save` text.
 
-import type { IpFamily, IpSet, IpSetName, IpSetType } from '../model/index.js';
+import type { IpFamily, IpSet, IpSetName } from '../model/index.js';
 
 /** Large enough for any cluster; a changed maxelem makes `create -exist` fail loudly (limits.md). */
 export const IPSET_MAXELEM = 1048576;
@@ -21,7 +21,8 @@ export function renderIpsetRestore(sets: readonly IpSet[]): string {
 
 export interface SavedIpSet {
   readonly name: IpSetName;
-  readonly type: IpSetType | string;
+  /** An IpSetType for our sets; whatever `ipset save` printed for a foreign one. */
+  readonly type: string;
   readonly family: IpFamily;
   readonly maxelem?: number;
   readonly members: string[];

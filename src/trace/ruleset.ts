@@ -168,8 +168,6 @@ export function targetOf(args: readonly string[]): { readonly flag: '-j' | '-g';
   return undefined;
 }
 
-export const chainOf = (ruleset: Ruleset, name: string): SavedChain | undefined => ruleset.chains.get(name);
-
 /** Rule text without our `-m comment --comment "nf:…"` part: what an operator reads. */
 export function ruleTextWithoutComment(text: string): string {
   return text.replace(/\s*-m comment --comment "(?:[^"\\]|\\.)*"/, '').trim();

@@ -108,7 +108,7 @@ describeKernel('hostile and broken inputs against a running daemon', () => {
     try {
       await waitUntil(`x/${from} → x/${to} ${want ? 'open' : 'blocked'}`, async () => (await reaches(from, to)) === want, timeoutMs, 100);
     } catch (err) {
-      throw new Error(`${(err as Error).message}\n--- daemon log tail\n${logTail()}`);
+      throw new Error(`${(err as Error).message}\n--- daemon log tail\n${logTail()}`, { cause: err });
     }
   }
 
