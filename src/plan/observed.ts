@@ -7,6 +7,7 @@ import {
   parseIptablesSave,
   renderChain,
   renderHookArgs,
+  ruleOfLine,
   type SavedIpSet,
   type SavedRule,
 } from '../render/index.js';
@@ -80,7 +81,7 @@ export function expectedObserved(desired: FamilyState): ObservedFamily {
   // Cached per chain and set object: the compiler returns the same objects for what did not change.
   const linesOf = (c: Chain): readonly string[] => {
     let lines = savedLines.get(c);
-    if (!lines) savedLines.set(c, (lines = renderChain(c).lines.map((l) => l.slice(`-A ${c.name} `.length))));
+    if (!lines) savedLines.set(c, (lines = renderChain(c).lines.map((l) => ruleOfLine(c.name, l))));
     return lines;
   };
   const savedOf = (s: IpSet): SavedIpSet => {

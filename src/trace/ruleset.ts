@@ -3,7 +3,7 @@
 // that tell our chains and comments apart.
 
 import { KERNEL_CHAINS } from '../model/index.js';
-import { parseIptablesSave, SaveParseError, type SavedChain, type SavedTable } from '../render/index.js';
+import { declareChainLine, parseIptablesSave, ruleLine, SaveParseError, type SavedChain, type SavedTable } from '../render/index.js';
 
 export type Ruleset = SavedTable;
 
@@ -66,8 +66,8 @@ function restoreToSave(text: string, builtinPolicy: string): string {
       continue;
     }
     if (line === 'COMMIT') {
-      for (const [name, c] of chains) out.push(`:${name} ${c.policy} [0:0]`);
-      for (const [name, c] of chains) for (const r of c.rules) out.push(`-A ${name} ${r}`);
+      for (const [name, c] of chains) out.push(declareChainLine(name, c.policy));
+      for (const [name, c] of chains) for (const r of c.rules) out.push(ruleLine('append', name, r));
       out.push('COMMIT');
       chains = undefined;
       continue;
