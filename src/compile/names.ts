@@ -1,7 +1,7 @@
 // Deterministic, length-limited names for everything we create (kube-proxy's "KUBE-SVC-" + hash[:16]).
 
 import { createHash } from 'node:crypto';
-import { chainName, ipSetName, type ChainName, type IpFamily, type IpSetName } from '../model/index.js';
+import { CHAIN_KIND_TAG, chainName, FIXED_CHAIN, ipSetName, taggedChainName, type ChainName, type ChainTag, type IpFamily, type IpSetName } from '../model/index.js';
 
 const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
 
@@ -41,25 +41,25 @@ export interface ChainNames {
 export function chainNames(prefix: string): ChainNames {
   // Names are asked for on every compile; hashing each key once is enough.
   const memo = new Map<string, ChainName>();
-  const hashed = (kind: string, key: string, len = 16): ChainName => {
+  const hashed = (kind: ChainTag, key: string, len = 16): ChainName => {
     const id = `${kind}|${key}`;
     let name = memo.get(id);
     if (name === undefined) {
       if (memo.size > 200_000) memo.clear();
-      memo.set(id, (name = chainName(`${prefix}${kind}-${hash32(id, len)}`)));
+      memo.set(id, (name = chainName(taggedChainName(prefix, kind, hash32(id, len)))));
     }
     return name;
   };
   return {
-    forward: chainName(`${prefix}FORWARD`),
-    fromDispatch: chainName(`${prefix}from-wl-dispatch`),
-    toDispatch: chainName(`${prefix}to-wl-dispatch`),
-    fromDispatchChild: (key) => hashed('fd', key, 12),
-    toDispatchChild: (key) => hashed('td', key, 12),
-    fromWorkload: (key) => hashed('fw', key),
-    toWorkload: (key) => hashed('tw', key),
-    policyIngress: (key) => hashed('pi', key),
-    policyEgress: (key) => hashed('po', key),
+    forward: chainName(`${prefix}${FIXED_CHAIN.forward}`),
+    fromDispatch: chainName(`${prefix}${FIXED_CHAIN.fromDispatch}`),
+    toDispatch: chainName(`${prefix}${FIXED_CHAIN.toDispatch}`),
+    fromDispatchChild: (key) => hashed(CHAIN_KIND_TAG.fromDispatchChild, key, 12),
+    toDispatchChild: (key) => hashed(CHAIN_KIND_TAG.toDispatchChild, key, 12),
+    fromWorkload: (key) => hashed(CHAIN_KIND_TAG.fromWorkload, key),
+    toWorkload: (key) => hashed(CHAIN_KIND_TAG.toWorkload, key),
+    policyIngress: (key) => hashed(CHAIN_KIND_TAG.policyIngress, key),
+    policyEgress: (key) => hashed(CHAIN_KIND_TAG.policyEgress, key),
   };
 }
 
