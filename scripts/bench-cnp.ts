@@ -7,8 +7,8 @@
 // Usage: node --import ./scripts/register-ts.mjs scripts/bench-cnp.ts [--tier large] [--runs 10] [--seed 1]
 
 import { Compiler, compile } from '../src/compile/index.js';
-import { generateCluster, TIERS, type Tier } from '../src/bench/generator.js';
-import { mulberry32 } from '../src/bench/prng.js';
+import { generateCluster, TIERS, type Tier } from './bench-lib/generator.js';
+import { mulberry32 } from './bench-lib/prng.js';
 import type { ClusterNetworkPolicy, ClusterSnapshot, CnpAction, CnpRule, LabelSelector } from '../src/model/index.js';
 
 const argv = process.argv.slice(2);

@@ -4,7 +4,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { run } from '../../src/dataplane/exec.js';
-import { guard, removeSync, type OwnedResources } from '../../src/sandbox/registry.js';
+import { guard, removeSync, type OwnedResources } from '../../sandbox/registry.js';
 
 export interface ScratchNetns {
   readonly name: string;

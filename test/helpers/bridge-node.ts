@@ -4,7 +4,7 @@
 // accepts TCP 80 only from pods labelled role=client.
 
 import type { ClusterSnapshot, Labels } from '../../src/model/index.js';
-import { createSandbox, type Sandbox } from '../../src/sandbox/topology.js';
+import { createSandbox, type Sandbox } from '../../sandbox/topology.js';
 import { ingress, labels, makeNamespace, makePod, makePolicy, podPeer, rule, sel, selectPods, snapshot, tcp, NODE } from './builders.js';
 
 export type PodName = 'a' | 'b' | 'c';

@@ -1,4 +1,4 @@
-import { flannelRestore, flannelSubnetEnv, nodeBatch, podBatch, podHostBatch } from '../../../src/sandbox/commands.js';
+import { flannelRestore, flannelSubnetEnv, nodeBatch, podBatch, podHostBatch } from '../../../sandbox/commands.js';
 
 describe('sandbox commands', () => {
   it('builds a node with eth0 on the underlay, cni0 and host-gw routes', () => {

@@ -3,7 +3,7 @@
 // It is rules only (no watch loop): start programs the services, sync reprograms them, restart does
 // what a kube-proxy restart does to the kernel chains' jumps, stop removes everything it owns.
 
-import { run } from '../../dataplane/exec.js';
+import { run } from '../../src/dataplane/exec.js';
 import { iptablesCleanup, iptablesRules, KUBE_PROXY_JUMPS, type Jump, type Table } from './iptables-mode.js';
 import type { KubeProxyMode, ProxyNode, ServiceSpec } from './model.js';
 import { nftablesCleanup, nftablesScript } from './nftables-mode.js';
