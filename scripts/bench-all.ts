@@ -8,7 +8,7 @@
 // Kernel, daemon and data-plane rows need root; without it they are listed as skipped, with the reason.
 
 import { availableParallelism } from 'node:os';
-import { TIERS, type Tier } from '../src/bench/generator.js';
+import { TIERS, type Tier } from './bench-lib/generator.js';
 import { run } from '../src/dataplane/exec.js';
 import { commandsBench } from './bench-commands.js';
 import { curve } from './bench-curve.js';

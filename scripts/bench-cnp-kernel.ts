@@ -10,7 +10,7 @@
 // Usage (root): node --import ./scripts/register-ts.mjs scripts/bench-cnp-kernel.ts [--tier large] [--runs 5] [--seed 1]
 
 import { Compiler } from '../src/compile/index.js';
-import { generateCluster, TIERS, type Tier } from '../src/bench/generator.js';
+import { generateCluster, TIERS, type Tier } from './bench-lib/generator.js';
 import { run } from '../src/dataplane/exec.js';
 import { openKernel } from '../src/dataplane/kernel.js';
 import type { ClusterSnapshot, DesiredState, NodeSettings } from '../src/model/index.js';

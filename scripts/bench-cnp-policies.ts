@@ -2,7 +2,7 @@
 // and pod subjects; namespace, pod, networks, nodes and named-port rules; Deny/Accept/Pass), shared by
 // scripts/bench-cnp.ts (pure rows) and scripts/bench-cnp-kernel.ts (kernel rows). Deterministic per seed.
 
-import { mulberry32 } from '../src/bench/prng.js';
+import { mulberry32 } from './bench-lib/prng.js';
 import type { ClusterNetworkPolicy, ClusterSnapshot, CnpAction, CnpRule, LabelSelector } from '../src/model/index.js';
 
 export function generateClusterPolicies(base: ClusterSnapshot, seed: number, count = 100): ClusterNetworkPolicy[] {

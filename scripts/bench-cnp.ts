@@ -7,8 +7,8 @@
 // Usage: node --import ./scripts/register-ts.mjs scripts/bench-cnp.ts [--tier large] [--runs 10] [--seed 1]
 
 import { Compiler, compile } from '../src/compile/index.js';
-import { generateCluster, TIERS, type Tier } from '../src/bench/generator.js';
-import { firstPacketBound } from '../src/bench/first-packet.js';
+import { generateCluster, TIERS, type Tier } from './bench-lib/generator.js';
+import { firstPacketBound } from './bench-lib/first-packet.js';
 import type { Chain, ClusterSnapshot, FamilyState } from '../src/model/index.js';
 import { generateClusterPolicies } from './bench-cnp-policies.js';
 
@@ -60,7 +60,7 @@ const cnpChains = out.chains.filter((c) => c.role.kind === 'cluster-policy');
 const hostChains = out.chains.filter((c) => c.role.kind === 'host-workload');
 console.log(`programmed: ${out.chains.length} chains (${cnpChains.length} CNP chains, ${cnpChains.reduce((n, c) => n + c.rules.length, 0)} CNP rules; ${hostChains.length} pod-to-node chains), ${out.ipsets.length} sets`);
 
-// First packet, worst local pod: the same static bound as the kernel bench (src/bench/first-packet.ts).
+// First packet, worst local pod: the same static bound as the kernel bench (scripts/bench-lib/first-packet.ts).
 const before = firstPacketBound(compile(base, settings).desired.v4);
 const after = firstPacketBound(out);
 const sideText = (s: ReturnType<typeof firstPacketBound>['egress']) =>

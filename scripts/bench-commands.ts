@@ -21,7 +21,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { generateCluster, type Tier } from '../src/bench/generator.js';
+import { generateCluster, type Tier } from './bench-lib/generator.js';
 import { extractIpsets, extractIptables } from '../src/cli/saved-dump.js';
 import { run } from '../src/dataplane/exec.js';
 import { snapshotObjects } from './bench-daemon.js';

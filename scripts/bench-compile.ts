@@ -12,9 +12,9 @@
 
 import { availableParallelism } from 'node:os';
 import { Compiler, compile } from '../src/compile/index.js';
-import { generateCluster, TIERS, type Tier } from '../src/bench/generator.js';
-import { firstPacketBound } from '../src/bench/first-packet.js';
-import { MUTATIONS, remoteNode, type Mutation } from '../src/bench/mutations.js';
+import { generateCluster, TIERS, type Tier } from './bench-lib/generator.js';
+import { firstPacketBound } from './bench-lib/first-packet.js';
+import { MUTATIONS, remoteNode, type Mutation } from './bench-lib/mutations.js';
 import { expectedObserved, planFamily, type FamilyPlan, type Ownership } from '../src/plan/index.js';
 import { renderFullRestore, renderIpsetRestore } from '../src/render/index.js';
 
@@ -134,7 +134,7 @@ function main(): void {
   console.log(`- restore text: ipset ${int(Buffer.byteLength(renderIpsetRestore(base.ipsets)))} B, iptables ${int(Buffer.byteLength(renderFullRestore(base)))} B`);
   console.log(`- process RSS after compile: ${mib(rssAfterCompile)}; at start, before generating: ${mib(rssAtStart)} (mostly the TypeScript loader, @swc/core); heap used now ${mib(process.memoryUsage().heapUsed)}`);
   console.log('');
-  console.log(`First packet, worst case (static bound, see src/bench/first-packet.ts): ${bound.total} rules checked, ${bound.setMatches} of them ipset matches`);
+  console.log(`First packet, worst case (static bound, see scripts/bench-lib/first-packet.ts): ${bound.total} rules checked, ${bound.setMatches} of them ipset matches`);
   console.log(`- nf-FORWARD ${bound.forward}`);
   for (const [label, side] of [['egress (sender)', bound.egress], ['ingress (receiver)', bound.ingress]] as const) {
     if (!side) continue;

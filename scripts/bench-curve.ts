@@ -8,8 +8,8 @@
 // scripts/bench-kernel.ts; the daemon's start → ready time, RSS, and the bytes the fake API server sent it
 // at start and per event, from scripts/bench-daemon.ts. Slow: about 15–30 minutes on 2 cores.
 
-import type { Tier } from '../src/bench/generator.js';
-import { TIER_SHAPES } from '../src/bench/generator.js';
+import type { Tier } from './bench-lib/generator.js';
+import { TIER_SHAPES } from './bench-lib/generator.js';
 import { kernelBench } from './bench-kernel.js';
 import { compileRows, daemonFigures } from './lib/bench-children.js';
 import type { BenchRow } from './lib/bench-table.js';

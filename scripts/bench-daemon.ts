@@ -18,7 +18,7 @@ import { createServer } from 'node:net';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { generateCluster, type Tier } from '../src/bench/generator.js';
+import { generateCluster, type Tier } from './bench-lib/generator.js';
 import { run } from '../src/dataplane/exec.js';
 import type { ClusterSnapshot, LabelSelector, NetworkPolicy, Pod, PolicyRule } from '../src/model/index.js';
 import { FakeApiServer, type KubeObject } from '../test/fakes/fake-apiserver.js';

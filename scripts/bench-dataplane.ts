@@ -15,8 +15,8 @@
 //
 // Usage (root): node --import ./scripts/register-ts.mjs scripts/bench-dataplane.ts [--tier large] [--runs 3] [--seconds 2] [--seed 1] [--only <row>]
 
-import { generateCluster } from '../src/bench/generator.js';
-import { firstPacketBound } from '../src/bench/first-packet.js';
+import { generateCluster } from './bench-lib/generator.js';
+import { firstPacketBound } from './bench-lib/first-packet.js';
 import { compile } from '../src/compile/index.js';
 import { run } from '../src/dataplane/exec.js';
 import { openKernel } from '../src/dataplane/kernel.js';
@@ -24,7 +24,7 @@ import { startNflogReader } from '../src/dataplane/nflog.js';
 import { DEFAULT_FLOW_LOG, emptyFamilyState, type ClusterSnapshot, type DesiredState, type NetworkPolicy, type Pod } from '../src/model/index.js';
 import { Syncer } from '../src/reconcile/syncer.js';
 import { parseIpsetSave } from '../src/render/index.js';
-import { createSandbox, type Sandbox, type SandboxPod } from '../src/sandbox/index.js';
+import { createSandbox, type Sandbox, type SandboxPod } from '../sandbox/index.js';
 import { loadRuleset, packetFor, tracePacket } from '../src/trace/index.js';
 import { silentLogger } from './lib/bench-kernel-port.js';
 import { fmtInt, median } from './lib/bench-stats.js';
@@ -160,7 +160,7 @@ export async function dataplaneBench(o: DataplaneBenchOptions): Promise<BenchRow
         what: `rules the first packet client → server TCP ${PORT} traverses on the node (tracePacket over the node's iptables-nft-save and ipset save)`,
         value: `${rules.length} rules`,
         verdict: 'info',
-        detail: `${owned.length} in netfence chains (${setMatches} ipset matches), ${rules.length - owned.length} foreign (FORWARD, flannel); verdict ${trace.verdict}; static worst case over every local pod pair (src/bench/first-packet.ts): ${bound.total} rules; node: ${fmtInt(desired.v4.chains.reduce((s, c) => s + c.rules.length, 0))} rules in ${fmtInt(desired.v4.chains.length)} chains, ${fmtInt(desired.v4.ipsets.length)} sets`,
+        detail: `${owned.length} in netfence chains (${setMatches} ipset matches), ${rules.length - owned.length} foreign (FORWARD, flannel); verdict ${trace.verdict}; static worst case over every local pod pair (scripts/bench-lib/first-packet.ts): ${bound.total} rules; node: ${fmtInt(desired.v4.chains.reduce((s, c) => s + c.rules.length, 0))} rules in ${fmtInt(desired.v4.chains.length)} chains, ${fmtInt(desired.v4.ipsets.length)} sets`,
         command: command('first-packet'),
       });
     }

@@ -14,8 +14,8 @@
 
 import ipaddr from 'ipaddr.js';
 import { Compiler } from '../src/compile/index.js';
-import { generateCluster, type Tier } from '../src/bench/generator.js';
-import { MUTATIONS, type Mutation } from '../src/bench/mutations.js';
+import { generateCluster, type Tier } from './bench-lib/generator.js';
+import { MUTATIONS, type Mutation } from './bench-lib/mutations.js';
 import { run } from '../src/dataplane/exec.js';
 import { openKernel } from '../src/dataplane/kernel.js';
 import { defaultNodeSettings, type ClusterNode, type ClusterSnapshot, type DesiredState, type IpFamily, type NodeSettings, type Pod } from '../src/model/index.js';

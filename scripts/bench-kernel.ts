@@ -11,8 +11,8 @@
 // Usage (root): node --import ./scripts/register-ts.mjs scripts/bench-kernel.ts [--tier large] [--runs 7] [--seed 1] [--backend nft|legacy] [--only <row>]
 
 import { Compiler } from '../src/compile/index.js';
-import { generateCluster } from '../src/bench/generator.js';
-import { MUTATIONS, type Mutation } from '../src/bench/mutations.js';
+import { generateCluster } from './bench-lib/generator.js';
+import { MUTATIONS, type Mutation } from './bench-lib/mutations.js';
 import { run } from '../src/dataplane/exec.js';
 import { openKernel } from '../src/dataplane/kernel.js';
 import type { ClusterSnapshot, DesiredState, NodeSettings, Pod } from '../src/model/index.js';

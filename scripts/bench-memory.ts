@@ -10,7 +10,7 @@
 // parsed view of them. Heap figures are V8's `usedHeapSize` plus external/array buffers; the process RSS
 // also holds code, the V8 heap's free space, and Node itself (~40 MiB): scripts/bench-daemon.ts measures it.
 
-import { generateCluster, type Tier } from '../src/bench/generator.js';
+import { generateCluster, type Tier } from './bench-lib/generator.js';
 import { convert, type ObjectKind } from '../src/cluster/convert.js';
 import { keepOnlyKey, slimObject } from '../src/cluster/slim.js';
 import { ObjectStore } from '../src/cluster/source.js';

@@ -25,7 +25,7 @@ import { run } from '../src/dataplane/exec.js';
 import { createLogger } from '../src/log.js';
 import { defaultNodeSettings } from '../src/model/index.js';
 import { Revoker } from '../src/revoke/revoker.js';
-import { createSandbox } from '../src/sandbox/index.js';
+import { createSandbox } from '../sandbox/index.js';
 import { ingress, labels, makeNamespace, makePod, makePolicy, NODE, podPeer, rule, sel, selectPods, snapshot, tcp } from '../test/helpers/builders.js';
 import { FakeApiServer, type KubeObject } from '../test/fakes/fake-apiserver.js';
 import { namespaceObject, nodeObject, podObject, startNodeDaemon, waitReady } from '../test/helpers/daemon-harness.js';

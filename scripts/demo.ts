@@ -18,7 +18,7 @@ import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { run } from '../src/dataplane/exec.js';
-import { createSandbox, formatMatrix, matrixOf, waitForMatrix, type Matrix, type Sandbox, type SandboxNode } from '../src/sandbox/index.js';
+import { createSandbox, formatMatrix, matrixOf, waitForMatrix, type Matrix, type Sandbox, type SandboxNode } from '../sandbox/index.js';
 import { httpStatusIn, sleep, startDaemonProcess, terminateNow, type DaemonProcess } from './demo/daemon-process.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

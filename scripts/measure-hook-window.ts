@@ -14,8 +14,8 @@ import { startDaemon } from '../src/cli/daemon.js';
 import { loadConfig } from '../src/config/load.js';
 import { run } from '../src/dataplane/exec.js';
 import { createLogger } from '../src/log.js';
-import { createSandbox } from '../src/sandbox/index.js';
-import { startKubeProxy } from '../src/sandbox/kube-proxy/index.js';
+import { createSandbox } from '../sandbox/index.js';
+import { startKubeProxy } from '../sandbox/kube-proxy/index.js';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '10' }, 'interval-ms': { type: 'string', default: '1000' } } });
 const rounds = Number(values.rounds);

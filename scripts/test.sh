@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The README's test command (`npm test`): installs what it needs, builds, type-checks, runs every suite.
+# The README's test command (`npm test`): installs what it needs, builds, runs the house checks, runs every suite.
 # Kernel suites need root (they create their own network namespaces); without root they are skipped, loudly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/prereqs.sh
 prepare
-npx --no-install tsc -p tsconfig.test.json
+# Format, lint, unused code and types first; each finding is printed as file:line (scripts/check.sh).
+bash scripts/check.sh
 JEST="node --experimental-vm-modules node_modules/jest/bin/jest.js"
 RESULTS=$(mktemp)
 trap 'rm -f "$RESULTS"' EXIT

@@ -6,7 +6,7 @@ import type { Writable } from 'node:stream';
 import type Winston from 'winston';
 import { LOG_LEVELS, type LogFormat, type LogLevel } from './log-levels.js';
 
-export { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from './log-levels.js';
+export { type LogFormat, type LogLevel } from './log-levels.js';
 
 /** Structured fields attached to one line. Error values are flattened so they survive JSON. */
 export type LogFields = Readonly<Record<string, unknown>>;

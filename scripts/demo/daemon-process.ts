@@ -79,16 +79,4 @@ export async function httpStatusIn(netns: string | undefined, url: string): Prom
   return Number(stdout.trim()) || 0;
 }
 
-/** Body of GET `url` from inside `netns` ('' when unreachable). */
-export async function httpBodyIn(netns: string | undefined, url: string): Promise<string> {
-  const script = [
-    'import sys, urllib.request',
-    'try:',
-    '    sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=2).read().decode())',
-    'except Exception:',
-    '    pass',
-  ].join('\n');
-  return (await run('python3', ['-c', script, url], { netns })).stdout;
-}
-
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

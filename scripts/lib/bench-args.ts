@@ -1,7 +1,7 @@
 // Flags shared by the benchmark scripts (node:util parseArgs: unknown flags and missing values are errors).
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { TIERS, type Tier } from '../../src/bench/generator.js';
+import { TIERS, type Tier } from '../bench-lib/generator.js';
 
 export interface BenchFlags {
   readonly tier: Tier;

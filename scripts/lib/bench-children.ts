@@ -3,7 +3,7 @@
 // import, so it cannot be imported) and scripts/bench-daemon.ts (the daemon end to end, and its RSS).
 
 import { fileURLToPath } from 'node:url';
-import type { Tier } from '../../src/bench/generator.js';
+import type { Tier } from '../bench-lib/generator.js';
 import { run } from '../../src/dataplane/exec.js';
 import { below, failedRow, tsNode, type BenchRow } from './bench-table.js';
 

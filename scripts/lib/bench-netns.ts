@@ -4,7 +4,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { run } from '../../src/dataplane/exec.js';
-import { guard, removeSync, type OwnedResources } from '../../src/sandbox/registry.js';
+import { guard, removeSync, type OwnedResources } from '../../sandbox/registry.js';
 
 export interface ScratchNetns {
   readonly name: string;
@@ -35,15 +35,4 @@ export function destroyAllScratchNetns(): void {
   removeSync(owned);
   unguard?.();
   unguard = undefined;
-}
-
-/** Runs `fn` with fresh namespaces and deletes them afterwards, whatever `fn` did. */
-export async function withScratchNetns<T>(count: number, fn: (ns: readonly ScratchNetns[]) => Promise<T>): Promise<T> {
-  const made: ScratchNetns[] = [];
-  try {
-    for (let i = 0; i < count; i++) made.push(await createScratchNetns());
-    return await fn(made);
-  } finally {
-    for (const ns of made) await ns.destroy();
-  }
 }

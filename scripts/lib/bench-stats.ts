@@ -10,12 +10,6 @@ export const median = (xs: readonly number[]): number => {
   return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 };
 
-/** Nearest-rank percentile (p in 0..100). */
-export const percentile = (xs: readonly number[], p: number): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] ?? NaN;
-};
-
 /** Milliseconds with about three significant digits. */
 export const fmtMs = (x: number): string => (Number.isNaN(x) ? '–' : x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
 export const fmtInt = (n: number): string => n.toLocaleString('en-US');

@@ -18,10 +18,14 @@ ensure_system_packages() {
 }
 
 ensure_node_modules() {
-  # A symlinked node_modules is a shared install (git worktrees): `npm ci` would empty its target for
-  # everyone who shares it. Leave it to whoever owns it.
+  # A symlinked node_modules is someone else's install (a shared checkout): npm ci would follow the link and
+  # empty it. Say what to do instead of touching it.
   if [ -L node_modules ]; then
-    [ -d node_modules/.bin ] || echo "node_modules is a symlink to an empty install; install it where it points" >&2
+    if [ package-lock.json -nt node_modules/.package-lock.json ]; then
+      echo "node_modules is a symlink to $(readlink node_modules), installed from an older package-lock.json;" >&2
+      echo "run 'npm ci' in the checkout that owns it (or replace the symlink with a directory here) and retry." >&2
+      return 1
+    fi
     return 0
   fi
   if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then

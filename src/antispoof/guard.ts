@@ -39,10 +39,11 @@ export class AntiSpoofGuard {
   constructor(private readonly deps: AntiSpoofDeps) {}
 
   start(): void {
-    this.unwatch = this.deps.watch?.(() => this.refresh());
-    this.timer = setInterval(() => this.refresh(), this.deps.pollMs ?? 1000);
+    this.unwatch = this.deps.watch?.(() => void this.refresh());
+    this.timer = setInterval(() => void this.refresh(), this.deps.pollMs ?? 1000);
     this.timer.unref();
-    this.refresh();
+    // loop() catches and logs each pass's failure, so nobody needs to await the first one.
+    void this.refresh();
   }
 
   /** Re-read and rewrite if needed; returns when this request (or a later one) has been served. */

@@ -3,7 +3,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { loadManifests } from '../cluster/manifests.js';
 import { readFlannelSubnetEnv } from '../config/flannel.js';
-import { loadConfig, toNodeSettings } from '../config/load.js';
+import { discoveredPodCidrs, loadConfig, toNodeSettings } from '../config/load.js';
 import type { DaemonConfig } from '../config/schema.js';
 import type { Kernel } from '../dataplane/kernel.js';
 import { createLogger, type Logger } from '../log.js';
@@ -74,11 +74,8 @@ export async function kubeConfigFrom(file: string | undefined): Promise<KubeConf
  * subnet.env (DESIGN §4). Without any, unknown local pods cannot be recognised (and the log says so).
  */
 export async function nodeSettings(config: DaemonConfig, snapshot: ClusterSnapshot, logger?: Logger): Promise<NodeSettings> {
-  let discovered = snapshot.nodes.find((n) => n.name === config.nodeName)?.podCidrs ?? [];
-  if (config.podCidrs.length === 0 && discovered.length === 0) {
-    discovered = (await readFlannelSubnetEnv(config.flannelSubnetEnv).catch(() => undefined))?.podCidrs ?? [];
-  }
-  const settings = toNodeSettings(config, discovered);
+  const fromFlannel = (await readFlannelSubnetEnv(config.flannelSubnetEnv).catch(() => undefined))?.podCidrs ?? [];
+  const settings = toNodeSettings(config, discoveredPodCidrs(snapshot, config.nodeName, fromFlannel));
   if (settings.podCidrs.length === 0) {
     logger?.warn('no pod CIDR known for this node: unknown local pods cannot be handled fail-closed', { node: config.nodeName });
   }

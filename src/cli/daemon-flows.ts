@@ -19,7 +19,7 @@ import type { DeniedFlow } from '../observe/flows.js';
 
 export interface FlowLogging {
   /** The /flows handler. */
-  query(params: URLSearchParams): unknown;
+  readonly query: (params: URLSearchParams) => unknown;
   start(source: ClusterSource, netns: string | undefined): Promise<void>;
   synced(desired: DesiredState): void;
   problems(problems: readonly Problem[]): void;

@@ -7,7 +7,7 @@ import { ManifestSource, type SourceHealth } from '../cluster/manifest-source.js
 import { kubeEventsClient, PolicyEvents } from '../cluster/policy-events.js';
 import type { ClusterSource } from '../cluster/source.js';
 import { readFlannelSubnetEnv } from '../config/flannel.js';
-import { toNodeSettings } from '../config/load.js';
+import { discoveredPodCidrs, toNodeSettings } from '../config/load.js';
 import type { DaemonConfig } from '../config/schema.js';
 import { flushFlows } from '../dataplane/conntrack.js';
 import { readCniCache, watchCniCache } from '../dataplane/cni-cache.js';
@@ -23,7 +23,7 @@ import { ObserveServer } from '../observe/http-server.js';
 import type { DeniedFlow } from '../observe/flows.js';
 import { createMetrics, type EventKind, type Metrics } from '../observe/metrics.js';
 import type { DeniedLabels } from '../observe/metrics-visibility.js';
-import type { FamilyPlan } from '../plan/index.js';
+import { affectedWorkloads, type FamilyPlan } from '../plan/index.js';
 import { Reconciler, type ReconcileObserver } from '../reconcile/reconciler.js';
 import { systemClock } from '../reconcile/runner.js';
 import { Syncer } from '../reconcile/syncer.js';
@@ -109,13 +109,12 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   const policyEvents = kubeConfig
     ? new PolicyEvents({ client: kubeEventsClient(kubeConfig), node: config.nodeName, now: () => new Date(), logger: logger.child({ component: 'events' }) })
     : undefined;
-  // flannel's lease is read once; the Node object (when watched) wins over it, configuration over both.
+  // flannel's lease is read once; which source wins is discoveredPodCidrs' and toNodeSettings' decision.
   const flannelCidrs = (await readFlannelSubnetEnv(config.flannelSubnetEnv).catch(() => undefined))?.podCidrs ?? [];
   let lastCidrs = '';
   let lastSettings: NodeSettings | undefined;
   const settings = (snapshot: ClusterSnapshot): NodeSettings => {
-    const fromNode = snapshot.nodes.find((n) => n.name === config.nodeName)?.podCidrs ?? [];
-    const s = toNodeSettings(config, fromNode.length > 0 ? fromNode : flannelCidrs);
+    const s = toNodeSettings(config, discoveredPodCidrs(snapshot, config.nodeName, flannelCidrs));
     if (s.podCidrs.join(',') !== lastCidrs) {
       lastCidrs = s.podCidrs.join(',');
       if (s.podCidrs.length === 0) logger.warn('no pod CIDR known for this node: unknown local pods cannot be handled');
@@ -150,7 +149,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   });
   const guards = createServiceGuards({ config, kernel, reconciler, metrics, health, logger: logger.child({ component: 'service-guards' }), netns: inputs.netns });
   // The guards learn each programmed state (the hooks the watch expects first) through the loop's observer.
-  const synced = observer.synced;
+  const synced = observer.synced?.bind(observer);
   observer.synced = (info) => {
     guards.programmed(info.desired);
     if (info.reason === 'periodic') void guards.checkIpvs();
@@ -383,24 +382,8 @@ function programmedCounts(desired: DesiredState): { rules: number; ipsets: numbe
  * flows still allowed carry on and flows a new deny forbids are cut.
  */
 async function flushDeniedFlows(plans: readonly FamilyPlan[], desired: DesiredState, netns: string | undefined, logger: Logger): Promise<void> {
-  for (const plan of plans) {
-    const state = plan.family === 4 ? desired.v4 : desired.v6;
-    const changed = new Set(plan.changes.map((c) => c.name));
-    if (changed.size === 0) continue;
-    const chainsUsingChanged = new Set(
-      state.chains
-        .filter((c) => c.rules.some((r) => r.match.some((m) => m.kind === 'set' && changed.has(m.set))))
-        .map((c) => c.name as string),
-    );
-    for (const chain of state.chains) {
-      if (chain.role.kind !== 'workload') continue;
-      const targets = chain.rules.flatMap((r) => (r.action.kind === 'jump' ? [r.action.target as string] : []));
-      const affected = changed.has(chain.name) || targets.some((t) => changed.has(t) || chainsUsingChanged.has(t));
-      if (!affected) continue;
-      const filter = chain.role.direction === 'ingress' ? { dst: chain.role.ip } : { src: chain.role.ip };
-      await flushFlows({ family: plan.family, netns, ...filter }).catch((err: Error) =>
-        logger.warn('conntrack flush failed', { pod: chain.role.kind === 'workload' ? chain.role.pod : '', error: err.message }),
-      );
-    }
+  for (const w of affectedWorkloads(plans, desired)) {
+    const filter = w.direction === 'ingress' ? { dst: w.ip } : { src: w.ip };
+    await flushFlows({ family: w.family, netns, ...filter }).catch((err: Error) => logger.warn('conntrack flush failed', { pod: w.pod, error: err.message }));
   }
 }

@@ -26,7 +26,7 @@ export async function dropsCommand(argv: readonly string[], io: Io, signal?: Abo
   let since = 0;
   const once = async (): Promise<void> => {
     if (since > 0) query.set('since', String(since));
-    const records = await fetchFlows(`${base}/flows?${query}`);
+    const records = await fetchFlows(`${base}/flows?${query.toString()}`);
     for (const r of records) {
       since = Math.max(since, r.seq);
       io.out(json ? `${JSON.stringify(r)}\n` : formatRecord(r));
@@ -60,7 +60,7 @@ async function fetchFlows(url: string): Promise<FlowRecord[]> {
   try {
     res = await fetch(url, { signal: AbortSignal.timeout(5000) });
   } catch (err) {
-    throw new UsageError(`cannot reach the netfence daemon at ${new URL(url).origin} (${(err as Error).cause ?? (err as Error).message}); is it running on this node? (--url)`);
+    throw new UsageError(`cannot reach the netfence daemon at ${new URL(url).origin} (${describeCause(err)}); is it running on this node? (--url)`);
   }
   const body = await res.text();
   if (res.status !== 200) throw new UsageError(`the daemon at ${new URL(url).origin} answered ${res.status}: ${body.trim()}`);
@@ -81,4 +81,10 @@ function sigintSignal(): AbortSignal {
   process.once('SIGINT', () => controller.abort());
   process.once('SIGTERM', () => controller.abort());
   return controller.signal;
+}
+
+/** fetch's own message is "fetch failed"; the reason (ECONNREFUSED, ENOTFOUND) is its cause. */
+function describeCause(err: unknown): string {
+  const e = err as Error;
+  return e.cause instanceof Error ? String(e.cause) : e.message;
 }

@@ -12,7 +12,7 @@ import type { Logger } from '../log.js';
 import type { DesiredState, IpFamily } from '../model/index.js';
 import type { HealthState } from '../observe/health.js';
 import type { Metrics } from '../observe/metrics.js';
-import { renderHookArgs } from '../render/index.js';
+import { renderHookArgs, ruleLine } from '../render/index.js';
 import { HookWatch } from '../reconcile/hook-watch.js';
 import type { Reconciler } from '../reconcile/reconciler.js';
 import { systemClock } from '../reconcile/runner.js';
@@ -70,7 +70,7 @@ export function createServiceGuards(inputs: ServiceGuardsInputs): ServiceGuards 
         for (const hook of state.hooks) {
           if (hook.position !== 'insert' || seen.has(hook.chain)) continue;
           seen.add(hook.chain);
-          next.push({ family: state.family, chain: hook.chain, rule: `-A ${hook.chain} ${renderHookArgs(hook)}` });
+          next.push({ family: state.family, chain: hook.chain, rule: ruleLine('append', hook.chain, renderHookArgs(hook)) });
         }
       }
       expected = next;

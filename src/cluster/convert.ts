@@ -239,7 +239,7 @@ function wireNames(obj: unknown): unknown {
   const spec = record(record(obj)?.['spec']);
   const ingress = spec?.['ingress'];
   if (!Array.isArray(ingress) || !ingress.some((r) => record(r) && '_from' in (r as object))) return obj;
-  const fixed = ingress.map((r) => {
+  const fixed = (ingress as unknown[]).map((r) => {
     const rule = record(r);
     if (!rule || !('_from' in rule)) return r;
     const { _from, ...rest } = rule;

@@ -163,9 +163,3 @@ export function formatIp(family: IpFamily, value: bigint): string {
 }
 
 export const formatCidr = (c: Cidr): string => `${formatIp(c.family, c.base)}/${c.prefix}`;
-
-/** Canonical text of an address (lower-case, compressed IPv6), as the kernel tools print it. */
-export function canonicalIp(text: string): string | undefined {
-  const ip = parseIp(text);
-  return ip ? formatIp(ip.family, ip.value) : undefined;
-}

@@ -14,7 +14,7 @@
 // deny what they match: none of its rules may open anything.
 
 import type { Chain, ChainName, ClusterNetworkPolicy, CnpPeer, CnpProtocol, CnpRule, IpFamily, IpSetName, Match, NodeSettings, Rule } from '../model/index.js';
-import { chainName } from '../model/index.js';
+import { CHAIN_KIND_TAG, chainName, ruleComment, taggedChainName } from '../model/index.js';
 import { parseCidr, formatCidr, type Cidr } from './cidr.js';
 import type { ClusterState } from './cluster-state.js';
 import type { PodScope, SetRequest } from './ipsets.js';
@@ -31,8 +31,8 @@ export interface CnpChainContext {
 
 /** Chain of one CNP and direction: `<prefix>ci-<hash>` (ingress) or `<prefix>ce-<hash>` (egress). */
 export function cnpChainName(prefix: string, cnpName: string, direction: Direction): ChainName {
-  const kind = direction === 'ingress' ? 'ci' : 'ce';
-  return chainName(`${prefix}${kind}-${hash32(`${kind}|${cnpName}`, 16)}`);
+  const kind = direction === 'ingress' ? CHAIN_KIND_TAG.cnpIngress : CHAIN_KIND_TAG.cnpEgress;
+  return chainName(taggedChainName(prefix, kind, hash32(`${kind}|${cnpName}`, 16)));
 }
 
 /** Whether a CNP has an error (its Accepts are void, its Passes deny). Warnings do not count. */
@@ -44,18 +44,18 @@ export function cnpChain(cnp: ClusterNetworkPolicy, direction: Direction, family
   const invalid = cnpInvalid(cnp);
   const rules: Rule[] = [];
   for (const [i, rule] of rulesIn.entries()) {
-    const label = `cnp ${cnp.name} ${direction}:${i}${rule.name ? ` ${rule.name}` : ''}`;
+    const label = ruleComment.cnpRuleLabel(cnp.name, direction, i, rule.name);
     // An unreadable action reads as Deny; an invalid object's Pass denies (it may not skip the tier's Denies).
     const action = rule.action === undefined || (invalid && rule.action === 'Pass') ? 'Deny' : rule.action;
     const body = ruleMatches(cnp, rule, direction, family, ctx);
     if (body === 'broken' || (invalid && action === 'Accept')) {
       if (action === 'Accept') continue;
-      rules.push({ match: [], action: { kind: 'drop' }, comment: `${label} ${action}: fails closed, denies all` });
+      rules.push({ match: [], action: { kind: 'drop' }, comment: ruleComment.cnpFailClosed(label, action) });
       // Nothing after an unconditional DROP is reached.
       return { name: cnpChainName(ctx.settings.chainPrefix, cnp.name, direction), rules, role: roleOf(cnp, direction) };
     }
     if (body.length === 0) continue;
-    const comment = `${label} ${action}`;
+    const comment = ruleComment.cnpRule(label, action);
     switch (action) {
       case 'Deny':
         rules.push(...body.map((match) => ({ match, action: { kind: 'drop' }, comment }) as const));
@@ -70,7 +70,7 @@ export function cnpChain(cnp: ClusterNetworkPolicy, direction: Direction, family
         break;
     }
   }
-  if (rules.length === 0) rules.push({ match: [], action: { kind: 'return' }, comment: `cnp ${cnp.name}: no ${direction} rule can match` });
+  if (rules.length === 0) rules.push({ match: [], action: { kind: 'return' }, comment: ruleComment.cnpNone(cnp.name, direction) });
   return { name: cnpChainName(ctx.settings.chainPrefix, cnp.name, direction), rules, role: roleOf(cnp, direction) };
 }
 

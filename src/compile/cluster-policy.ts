@@ -146,7 +146,7 @@ export class ClusterPolicyCompiler {
 
   private chain(cnp: ClusterNetworkPolicy, direction: Direction, family: IpFamily, sets: IpSetRegistry, state: ClusterState, settings: NodeSettings): Chain {
     let perCnp = this.chains.get(cnp);
-    if (!perCnp) this.chains.set(cnp, (perCnp = new Map()));
+    if (!perCnp) this.chains.set(cnp, (perCnp = new Map<string, CachedChain>()));
     const key = `${direction}|${family}`;
     let cached = perCnp.get(key);
     if (!cached) {

@@ -306,7 +306,7 @@ export class ClusterState {
       if (peerNow) {
         this.peerByKey.set(key, peerNow);
         let inNs = this.peersByNamespace.get(peerNow.namespace);
-        if (!inNs) this.peersByNamespace.set(peerNow.namespace, (inNs = new Map()));
+        if (!inNs) this.peersByNamespace.set(peerNow.namespace, (inNs = new Map<string, Pod>()));
         inNs.set(key, peerNow);
       } else {
         this.peerByKey.delete(key);

@@ -25,7 +25,7 @@ import type {
 import { emptyFamilyState } from '../model/index.js';
 import { familyBits, formatCidr, parseCidr, podAddressProblem } from './cidr.js';
 import { ClusterPolicyCompiler } from './cluster-policy.js';
-import { ClusterState, familyOf, ipsOfFamily } from './cluster-state.js';
+import { ClusterState, ipsOfFamily } from './cluster-state.js';
 import { dispatchChains } from './dispatch.js';
 import { flowLogRules } from './flow-log.js';
 import { IpSetBuilder, IpSetRegistry, type SetRequest } from './ipsets.js';
@@ -174,7 +174,7 @@ export class Compiler {
   /** A policy chain depends only on the policy, direction, family and validity: cached per policy object. */
   private policyChain(cp: CheckedPolicy, direction: Direction, family: IpFamily, sets: IpSetRegistry, settings: NodeSettings): Chain {
     let perPolicy = this.policyChains.get(cp.policy);
-    if (!perPolicy) this.policyChains.set(cp.policy, (perPolicy = new Map()));
+    if (!perPolicy) this.policyChains.set(cp.policy, (perPolicy = new Map<string, CachedPolicyChain>()));
     const key = `${direction}|${family}|${cp.valid}`;
     let cached = perPolicy.get(key);
     if (!cached) {

@@ -1,2 +1,2 @@
-export { compile, Compiler, policyTypes, type CompileResult } from './compile.js';
-export { chainNames, ipSetNameFor, ownedIpSetPattern, type ChainNames } from './names.js';
+export { compile, Compiler, type CompileResult } from './compile.js';
+export { chainNames, ipSetNameFor } from './names.js';

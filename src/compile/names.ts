@@ -1,7 +1,7 @@
 // Deterministic, length-limited names for everything we create (kube-proxy's "KUBE-SVC-" + hash[:16]).
 
 import { createHash } from 'node:crypto';
-import { chainName, ipSetName, type ChainName, type IpFamily, type IpSetName } from '../model/index.js';
+import { CHAIN_KIND_TAG, chainName, FIXED_CHAIN, ipSetName, taggedChainName, type ChainName, type ChainTag, type IpFamily, type IpSetName } from '../model/index.js';
 
 const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
 
@@ -28,8 +28,8 @@ export interface ChainNames {
   readonly forward: ChainName;
   readonly fromDispatch: ChainName;
   readonly toDispatch: ChainName;
-  fromDispatchChild(key: string): ChainName;
-  toDispatchChild(key: string): ChainName;
+  readonly fromDispatchChild: (key: string) => ChainName;
+  readonly toDispatchChild: (key: string) => ChainName;
   /** Egress of a local pod ("from workload"). */
   fromWorkload(podKey: string): ChainName;
   /** Ingress of a local pod ("to workload"). */
@@ -49,30 +49,30 @@ export interface ChainNames {
 export function chainNames(prefix: string): ChainNames {
   // Names are asked for on every compile; hashing each key once is enough.
   const memo = new Map<string, ChainName>();
-  const hashed = (kind: string, key: string, len = 16): ChainName => {
+  const hashed = (kind: ChainTag, key: string, len = 16): ChainName => {
     const id = `${kind}|${key}`;
     let name = memo.get(id);
     if (name === undefined) {
       if (memo.size > 200_000) memo.clear();
-      memo.set(id, (name = chainName(`${prefix}${kind}-${hash32(id, len)}`)));
+      memo.set(id, (name = chainName(taggedChainName(prefix, kind, hash32(id, len)))));
     }
     return name;
   };
   return {
-    forward: chainName(`${prefix}FORWARD`),
-    fromDispatch: chainName(`${prefix}from-wl-dispatch`),
-    toDispatch: chainName(`${prefix}to-wl-dispatch`),
-    input: chainName(`${prefix}INPUT`),
-    hostDispatch: chainName(`${prefix}to-host-dispatch`),
-    hostPass: chainName(`${prefix}to-host-pass`),
-    hostDispatchChild: (key) => hashed('hd', key, 12),
-    toHost: (key) => hashed('fh', key),
-    fromDispatchChild: (key) => hashed('fd', key, 12),
-    toDispatchChild: (key) => hashed('td', key, 12),
-    fromWorkload: (key) => hashed('fw', key),
-    toWorkload: (key) => hashed('tw', key),
-    policyIngress: (key) => hashed('pi', key),
-    policyEgress: (key) => hashed('po', key),
+    forward: chainName(`${prefix}${FIXED_CHAIN.forward}`),
+    fromDispatch: chainName(`${prefix}${FIXED_CHAIN.fromDispatch}`),
+    toDispatch: chainName(`${prefix}${FIXED_CHAIN.toDispatch}`),
+    input: chainName(`${prefix}${FIXED_CHAIN.input}`),
+    hostDispatch: chainName(`${prefix}${FIXED_CHAIN.hostDispatch}`),
+    hostPass: chainName(`${prefix}${FIXED_CHAIN.hostPass}`),
+    hostDispatchChild: (key) => hashed(CHAIN_KIND_TAG.hostDispatchChild, key, 12),
+    toHost: (key) => hashed(CHAIN_KIND_TAG.toHost, key),
+    fromDispatchChild: (key) => hashed(CHAIN_KIND_TAG.fromDispatchChild, key, 12),
+    toDispatchChild: (key) => hashed(CHAIN_KIND_TAG.toDispatchChild, key, 12),
+    fromWorkload: (key) => hashed(CHAIN_KIND_TAG.fromWorkload, key),
+    toWorkload: (key) => hashed(CHAIN_KIND_TAG.toWorkload, key),
+    policyIngress: (key) => hashed(CHAIN_KIND_TAG.policyIngress, key),
+    policyEgress: (key) => hashed(CHAIN_KIND_TAG.policyEgress, key),
   };
 }
 
@@ -91,7 +91,3 @@ export function ipSetNameFor(prefix: string, family: IpFamily, kind: SetKind, ca
   return name;
 }
 
-/** The prefix every set we own starts with, per family (for ownership checks and cleanup). */
-export const ownedIpSetPattern = (prefix: string): RegExp => new RegExp(`^${escapeRe(prefix)}[46][a-z]:`);
-
-const escapeRe = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

@@ -1,7 +1,7 @@
 // Per-policy chains nf-pi-<id> / nf-po-<id>: shared by every local pod the policy selects.
 // They never ACCEPT: an allow sets the accept bit and returns; the workload chain decides.
 
-import type { Chain, IpFamily, IpSetName, Match, NetworkPolicy, NodeSettings, PolicyRule, Rule } from '../model/index.js';
+import { ruleComment, type Chain, type IpFamily, type IpSetName, type Match, type NetworkPolicy, type NodeSettings, type PolicyRule, type Rule } from '../model/index.js';
 import type { ClusterState } from './cluster-state.js';
 import type { PodScope, SetRequest } from './ipsets.js';
 import type { ChainNames } from './names.js';
@@ -40,7 +40,7 @@ export function policyChain(input: PolicyChainInput, ctx: PolicyChainContext): C
     rulesIn.forEach((rule, i) => {
       const body = ruleBody(rule, input, ctx);
       if (body.length === 0) return;
-      const comment = `${key} ${direction}:${i}`;
+      const comment = ruleComment.policyRule(key, direction, i);
       // Opt-in: each allow is preceded by its own rate-limited log rule with the same matches.
       const logged = ctx.settings.flowLog?.allowed ? ctx.settings.flowLog : undefined;
       rules.push(
@@ -55,7 +55,7 @@ export function policyChain(input: PolicyChainInput, ctx: PolicyChainContext): C
     if (rules.length > 0) rules.pop();
   }
   if (rules.length === 0) {
-    const why = input.valid ? `no ${direction} rule of ${key} can match` : `${key} is invalid: allows nothing`;
+    const why = input.valid ? ruleComment.policyNone(key, direction) : ruleComment.policyInvalid(key);
     rules.push({ match: [], action: { kind: 'return' }, comment: why });
   }
   return { name, rules, role: { kind: 'policy', direction, policy: key } };

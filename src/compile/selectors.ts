@@ -25,9 +25,6 @@ function requirementMatches(req: SelectorRequirement, labels: Labels): boolean {
   }
 }
 
-export const isEmptySelector = (s: LabelSelector): boolean =>
-  Object.keys(s.matchLabels).length === 0 && s.matchExpressions.length === 0;
-
 /**
  * One text per meaning: `matchLabels {a: 1}` and `matchExpressions [a In (1)]` stay distinct (cheap and
  * still correct: a duplicate set costs memory, never a wrong verdict), but key and value order never matter.

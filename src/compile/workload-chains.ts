@@ -1,6 +1,6 @@
 // Per-workload chains: nf-tw-<id> (ingress to a local pod) and nf-fw-<id> (egress from it).
 
-import type { Chain, ChainName, NodeSettings, Rule } from '../model/index.js';
+import { ruleComment, type Chain, type ChainName, type NodeSettings, type Rule } from '../model/index.js';
 import { flowLogRules } from './flow-log.js';
 import type { Direction } from './policy-chains.js';
 
@@ -40,14 +40,14 @@ export function workloadChain(input: WorkloadChainInput, settings: NodeSettings)
   ];
   if (input.policyChains.length === 0) {
     // "a pod is not isolated for <direction>" when no policy selects it with that policy type.
-    rules.push({ match: [], action: { kind: 'set-mark', value: accept, mask: accept }, comment: `${input.podKey} not isolated for ${input.direction}` });
+    rules.push({ match: [], action: { kind: 'set-mark', value: accept, mask: accept }, comment: ruleComment.workloadOpen(input.podKey, input.direction) });
   } else {
     for (const target of input.policyChains) {
       rules.push({ match: [], action: { kind: 'jump', target } });
       rules.push({ match: [{ kind: 'mark', value: accept, mask: accept }], action: { kind: 'return' } });
     }
     rules.push(...flowLogRules(settings.flowLog, { kind: 'isolated', chain: input.name }));
-    rules.push({ match: [], action: { kind: 'drop' }, comment: `${input.podKey} isolated for ${input.direction}: no policy allowed` });
+    rules.push({ match: [], action: { kind: 'drop' }, comment: ruleComment.workloadIsolated(input.podKey, input.direction) });
   }
   const role = { kind: 'workload', direction: input.direction, pod: input.podKey, ip: input.ip } as const;
   return { name: input.name, rules, role };
@@ -94,10 +94,10 @@ function tieredWorkloadChain(input: WorkloadChainInput, tiers: CnpTierChains, se
       rules.push({ match: [], action: { kind: 'jump', target } });
       rules.push({ match: [accepted], action: { kind: 'return' } });
     }
-    rules.push({ match: [], action: { kind: 'drop' }, comment: `${input.podKey} isolated for ${input.direction}: no policy allowed` });
+    rules.push({ match: [], action: { kind: 'drop' }, comment: ruleComment.workloadIsolated(input.podKey, input.direction) });
   } else {
     tier(tiers.baseline);
-    rules.push({ match: [], action: { kind: 'set-mark', value: accept, mask: accept }, comment: `${input.podKey} not isolated for ${input.direction}: no tier decided` });
+    rules.push({ match: [], action: { kind: 'set-mark', value: accept, mask: accept }, comment: ruleComment.workloadOpen(input.podKey, input.direction, true) });
   }
   const role = { kind: 'workload', direction: input.direction, pod: input.podKey, ip: input.ip } as const;
   return { name: input.name, rules, role };

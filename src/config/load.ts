@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import type { ParseArgsConfig } from 'node:util';
 import { Ajv, type ErrorObject } from 'ajv';
 import { LineCounter, parseDocument } from 'yaml';
-import { DEFAULT_FLOW_LOG, type NodeSettings } from '../model/index.js';
+import { DEFAULT_FLOW_LOG, type ClusterSnapshot, type NodeSettings } from '../model/index.js';
 import { canonicalCidr, isCidr } from './cidr.js';
 import { parseListenAddress } from './listen-address.js';
 import { allocateMarks, hex, markMaskProblems, parseMarkMask, revokeBit } from './marks.js';
@@ -88,6 +88,16 @@ export function loadConfig(input: LoadConfigInput): { config: DaemonConfig } {
   }
   merged['nodeName'] ??= '';
   return { config: merged as unknown as DaemonConfig };
+}
+
+/**
+ * This node's discovered pod CIDRs, the one place their precedence is decided: the Node object's
+ * spec.podCIDRs win over flannel's subnet.env (the Node is the API's word; the lease file may be stale).
+ * Configured CIDRs win over both (toNodeSettings).
+ */
+export function discoveredPodCidrs(snapshot: ClusterSnapshot, nodeName: string, fromFlannel: readonly string[]): readonly string[] {
+  const fromNode = snapshot.nodes.find((n) => n.name === nodeName)?.podCidrs ?? [];
+  return fromNode.length > 0 ? fromNode : fromFlannel;
 }
 
 /**

@@ -174,8 +174,6 @@ export function markUpdateRequest(u: MarkUpdate): Buffer {
 /** nlmsgerr.error of an NLMSG_ERROR payload: 0 for an ACK, else a positive errno. */
 export const errnoOf = (payload: Buffer): number => (payload.length >= 4 ? -payload.readInt32LE(0) : 0);
 
-export const PROTOCOL_NUMBERS = { tcp: 6, udp: 17, sctp: 132 } as const;
-
 /** An entry as the netns worker sends it: a flat array, a third of the JSON of the object form. */
 export type WireEntry = readonly [IpFamily, string, string, number, number, number, string, string, number, number, number, number];
 

@@ -175,7 +175,10 @@ export function ipv6Text(b: Buffer): string {
     }
     let j = i;
     while (j < 8 && groups[j] === 0) j++;
-    if (j - i > bestLen) (best = i), (bestLen = j - i);
+    if (j - i > bestLen) {
+      best = i;
+      bestLen = j - i;
+    }
     i = j;
   }
   const hex = groups.map((g) => g.toString(16));

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { startJsonLineProcess } from './process.js';
 import { bindRequest, modeRequest, NFULNL_MSG_CONFIG, parseNflogMessage, unbindRequest, type NflogPacket } from './nflog-wire.js';
 
-export type { IpHeader, NflogPacket } from './nflog-wire.js';
+export type { NflogPacket } from './nflog-wire.js';
 
 const NETLINK_NETFILTER = 12;
 /** Bytes of each packet the kernel copies: IPv6 header + extension room + L4 ports. */

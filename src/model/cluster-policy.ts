@@ -8,10 +8,8 @@ import type { LabelSelector, Protocol } from './cluster.js';
 import type { Problem } from './problem.js';
 
 export type CnpTier = 'Admin' | 'Baseline';
-export const CNP_TIERS: readonly CnpTier[] = ['Admin', 'Baseline'];
 
 export type CnpAction = 'Accept' | 'Deny' | 'Pass';
-export const CNP_ACTIONS: readonly CnpAction[] = ['Accept', 'Deny', 'Pass'];
 
 /** spec.subject: exactly one of namespaces | pods. Host-networked pods are never selected. */
 export type CnpSubject =
@@ -63,5 +61,3 @@ export interface ClusterNetworkPolicy {
   /** Problems found while loading; the fields they are about were read the closed way. */
   readonly problems?: readonly Problem[];
 }
-
-export const cnpKey = (c: { readonly name: string }): string => c.name;

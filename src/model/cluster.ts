@@ -7,7 +7,6 @@ import type { Problem } from './problem.js';
 export type Labels = Readonly<Record<string, string>>;
 
 export type Protocol = 'TCP' | 'UDP' | 'SCTP';
-export const PROTOCOLS: readonly Protocol[] = ['TCP', 'UDP', 'SCTP'];
 
 export type IpFamily = 4 | 6;
 
@@ -118,4 +117,3 @@ export interface ClusterSnapshot {
 export const emptySnapshot: ClusterSnapshot = { nodes: [], namespaces: [], pods: [], policies: [] };
 
 export const podKey = (p: { readonly namespace: string; readonly name: string }): string => `${p.namespace}/${p.name}`;
-export const policyKey = podKey;

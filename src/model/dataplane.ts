@@ -86,8 +86,6 @@ export type Match =
    */
   | { readonly kind: 'limit'; readonly perSecond: number; readonly burst: number };
 
-export type MatchKind = Match['kind'];
-
 export type Action =
   | { readonly kind: 'accept' }
   | { readonly kind: 'drop' }
@@ -103,8 +101,6 @@ export type Action =
    * reader can explain it (see compile/flow-log.ts).
    */
   | { readonly kind: 'nflog'; readonly group: number; readonly prefix: string };
-
-export type ActionKind = Action['kind'];
 
 export interface Rule {
   readonly match: readonly Match[];

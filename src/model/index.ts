@@ -5,3 +5,5 @@ export * from './node.js';
 export * from './flow-log.js';
 export * from './problem.js';
 export * from './identity-diff.js';
+export * from './chain-kinds.js';
+export * from './rule-comments.js';

@@ -1,3 +1,4 @@
 export * from './observed.js';
 export * from './plan.js';
 export * from './retype.js';
+export * from './affected.js';

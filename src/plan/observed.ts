@@ -7,6 +7,7 @@ import {
   parseIptablesSave,
   renderChain,
   renderHookArgs,
+  ruleOfLine,
   type SavedIpSet,
   type SavedRule,
 } from '../render/index.js';
@@ -39,10 +40,6 @@ export interface Ownership {
 export const ownsChain = (name: string, own: Ownership): boolean => name.startsWith(own.chainPrefix);
 export const ownsIpSet = (name: string, own: Ownership): boolean => new RegExp(`^${escapeRe(own.ipsetPrefix)}[46][a-z]:`).test(name);
 const escapeRe = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-
-export function emptyObserved(family: IpFamily): ObservedFamily {
-  return { family, chains: new Map(), hooks: new Map(), policies: new Map(), ipsets: new Map(), foreignAbove: new Map() };
-}
 
 export function observeFamily(family: IpFamily, iptablesSave: string, ipsetSave: string, own: Ownership): ObservedFamily {
   const filter = parseIptablesSave(iptablesSave).get('filter');
@@ -84,7 +81,7 @@ export function expectedObserved(desired: FamilyState): ObservedFamily {
   // Cached per chain and set object: the compiler returns the same objects for what did not change.
   const linesOf = (c: Chain): readonly string[] => {
     let lines = savedLines.get(c);
-    if (!lines) savedLines.set(c, (lines = renderChain(c).lines.map((l) => l.slice(`-A ${c.name} `.length))));
+    if (!lines) savedLines.set(c, (lines = renderChain(c).lines.map((l) => ruleOfLine(c.name, l))));
     return lines;
   };
   const savedOf = (s: IpSet): SavedIpSet => {

@@ -2,7 +2,18 @@
 // Pure: the same plan is the daemon's apply step, `netfence apply`, and `netfence diff`.
 
 import { diffByIdentity, type Chain, type ChainRole, type FamilyState, type Hook, type IpFamily, type IpSet, type KernelChainName } from '../model/index.js';
-import { createLine, renderChain, renderHookArgs } from '../render/index.js';
+import {
+  createWithMembers,
+  declareChainLine,
+  deleteChainLine,
+  filterTransaction,
+  renderChain,
+  renderHookArgs,
+  renderIpsetOps,
+  ruleLine,
+  ruleOfLine,
+  type IpsetOp,
+} from '../render/index.js';
 import type { ObservedFamily, Ownership } from './observed.js';
 import { tempSetName } from './retype.js';
 
@@ -47,8 +58,6 @@ export interface FamilyPlan {
   readonly errors: readonly string[];
 }
 
-export const isEmptyPlan = (p: FamilyPlan): boolean => p.changes.length === 0;
-
 /** Above this share of changed members, a set is rebuilt in a temp set and swapped in (atomic). */
 const SWAP_MIN_CHANGES = 64;
 
@@ -70,14 +79,14 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
 
   // Step 1: sets. Removals go before additions: every set we own widens what is allowed, so a
   // half-applied delta may briefly deny more, never allow more.
-  const ipsetLines: string[] = [];
+  const ipsetOps: IpsetOp[] = [];
   const desiredSets = new Set(desired.ipsets.map((s) => s.name as string));
   for (const set of desired.ipsets) {
     if (known.has(set)) continue;
     const seen = observed.ipsets.get(set.name);
     const owner = `set ${set.description}`;
     if (!seen) {
-      ipsetLines.push(createLine(set), ...set.members.map((m) => `add ${set.name} ${m}`));
+      ipsetOps.push(...createWithMembers(set));
       changes.push({ object: 'set', name: set.name, action: 'create', before: [], after: set.members, owner });
       counts.setsCreated++;
       counts.membersAdded += set.members.length;
@@ -98,13 +107,22 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
     counts.membersRemoved += dels.length;
     if (adds.length + dels.length > Math.max(SWAP_MIN_CHANGES, set.members.length / 2)) {
       const temp = tempSetName(set, own);
-      ipsetLines.push(createLine(set, temp), `flush ${temp}`, ...set.members.map((m) => `add ${temp} ${m}`), `swap ${temp} ${set.name}`, `destroy ${temp}`);
+      ipsetOps.push(
+        { op: 'create', name: temp, set },
+        { op: 'flush', name: temp },
+        { op: 'add', name: temp, members: set.members },
+        { op: 'swap', name: temp, with: set.name },
+        { op: 'destroy', name: temp },
+      );
       counts.setsRewritten++;
     } else {
       // Priming with the set's own create line lets ipset batch the lines (limits.md §2); the observed
       // maxelem keeps `-exist` from failing on a set created with another one.
-      ipsetLines.push(createLine(set).replace(/maxelem \d+/, `maxelem ${seen.maxelem ?? 1048576}`));
-      ipsetLines.push(...dels.map((m) => `del ${set.name} ${m}`), ...adds.map((m) => `add ${set.name} ${m}`));
+      ipsetOps.push(
+        { op: 'create', name: set.name, set, ...(seen.maxelem !== undefined ? { maxelem: seen.maxelem } : {}) },
+        { op: 'del', name: set.name, members: dels },
+        { op: 'add', name: set.name, members: adds },
+      );
     }
   }
   const staleSets = [...observed.ipsets.keys()].filter((name) => !desiredSets.has(name)).sort();
@@ -121,10 +139,10 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
   for (const chain of desired.chains) {
     if (known.has(chain)) continue;
     const rendered = renderChain(chain);
-    const after = rendered.lines.map((l) => l.slice(`-A ${chain.name} `.length));
+    const after = rendered.lines.map((l) => ruleOfLine(chain.name, l));
     const before = observed.chains.get(chain.name);
     if (before && sameLines(before, after)) continue;
-    declare.push(`:${chain.name} - [0:0]`);
+    declare.push(declareChainLine(chain.name));
     body.push(...rendered.lines);
     changes.push({ object: 'chain', name: chain.name, action: before ? 'update' : 'create', before: before ?? [], after, owner: ownerOf(chain) });
     counts.chainsWritten++;
@@ -140,18 +158,18 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
   const staleChains = [...observed.chains.keys()].filter((name) => !desiredChains.has(name)).sort();
   for (const name of staleChains) {
     // Flush every stale chain first and delete them after: they may refer to each other.
-    declare.push(`:${name} - [0:0]`);
-    tail.push(`-X ${name}`);
+    declare.push(declareChainLine(name));
+    tail.push(deleteChainLine(name));
     changes.push({ object: 'chain', name, action: 'delete', before: observed.chains.get(name)!, after: [], owner: 'no longer needed' });
     counts.chainsDeleted++;
   }
-  const iptablesRestore = declare.length + body.length + tail.length > 0 ? ['*filter', ...declare, ...body, ...tail, 'COMMIT', ''].join('\n') : '';
+  const iptablesRestore = filterTransaction([...declare, ...body, ...tail]);
 
   return {
     family: desired.family,
-    ipsetRestore: ipsetLines.length ? `${ipsetLines.join('\n')}\n` : '',
+    ipsetRestore: renderIpsetOps(ipsetOps),
     iptablesRestore,
-    ipsetDestroy: staleSets.length ? `${staleSets.map((n) => `destroy ${n}`).join('\n')}\n` : '',
+    ipsetDestroy: renderIpsetOps(staleSets.map((name) => ({ op: 'destroy', name }))),
     changes,
     counts,
     retype,
@@ -172,9 +190,9 @@ function planHooks(
   const appendedOk = sameLines(observed.slice(wantInserted.length).map((o) => o.text), wantAppended);
   if (insertedOk && appendedOk && observed.length === desired.length) return undefined;
   const lines = [
-    ...observed.map((o) => `-D ${chain} ${o.text}`),
-    ...[...wantInserted].reverse().map((text) => `-I ${chain} 1 ${text}`),
-    ...wantAppended.map((text) => `-A ${chain} ${text}`),
+    ...observed.map((o) => ruleLine('delete', chain, o.text)),
+    ...[...wantInserted].reverse().map((text) => ruleLine('insert-first', chain, text)),
+    ...wantAppended.map((text) => ruleLine('append', chain, text)),
   ];
   const after = [...wantInserted.map((t, i) => `${i + 1}: ${t}`), ...wantAppended.map((t) => `end: ${t}`)];
   return { lines, action: observed.length === 0 ? 'create' : desired.length === 0 ? 'delete' : 'update', before, after };

@@ -10,7 +10,7 @@
 // which holds the right members, and the error names the set.
 
 import type { IpSet } from '../model/index.js';
-import { createLine } from '../render/index.js';
+import { createWithMembers, declareChainLine, filterTransaction, renderIpsetOps, ruleLine } from '../render/index.js';
 import type { ObservedFamily, Ownership } from './observed.js';
 
 export interface RetypeSteps {
@@ -28,18 +28,17 @@ export function tempSetName(set: Pick<IpSet, 'name' | 'family'>, own: Ownership)
 
 export function retypeSteps(set: IpSet, observed: ObservedFamily, own: Ownership): RetypeSteps {
   const temp = tempSetName(set, own);
-  const members = (name: string) => set.members.map((m) => `add ${name} ${m}`);
   const uses = ` --match-set ${set.name} `;
   const declare: string[] = [];
   const body: string[] = [];
   for (const [chain, rules] of observed.chains) {
     if (!rules.some((r) => `${r} `.includes(uses))) continue;
-    declare.push(`:${chain} - [0:0]`);
-    body.push(...rules.map((r) => `-A ${chain} ${`${r} `.replaceAll(uses, ` --match-set ${temp} `).trimEnd()}`));
+    declare.push(declareChainLine(chain));
+    body.push(...rules.map((r) => ruleLine('append', chain, `${r} `.replaceAll(uses, ` --match-set ${temp} `).trimEnd())));
   }
   return {
-    createTemp: [createLine(set, temp), `flush ${temp}`, ...members(temp), ''].join('\n'),
-    reroute: body.length > 0 ? ['*filter', ...declare, ...body, 'COMMIT', ''].join('\n') : '',
-    recreate: [`destroy ${set.name}`, createLine(set), ...members(set.name), ''].join('\n'),
+    createTemp: renderIpsetOps([{ op: 'create', name: temp, set }, { op: 'flush', name: temp }, { op: 'add', name: temp, members: set.members }]),
+    reroute: body.length > 0 ? filterTransaction([...declare, ...body]) : '',
+    recreate: renderIpsetOps([{ op: 'destroy', name: set.name }, ...createWithMembers(set)]),
   };
 }

@@ -1,27 +1,72 @@
 // ipsets ↔ `ipset restore` / `ipset save` text.
 
-import type { IpFamily, IpSet, IpSetName, IpSetType } from '../model/index.js';
+import type { IpFamily, IpSet, IpSetName } from '../model/index.js';
 
 /** Large enough for any cluster; a changed maxelem makes `create -exist` fail loudly (limits.md). */
 export const IPSET_MAXELEM = 1048576;
 
-export function createLine(set: Pick<IpSet, 'name' | 'type' | 'family'>, name: string = set.name): string {
-  return `create ${name} ${set.type} family ${set.family === 4 ? 'inet' : 'inet6'} hashsize 1024 maxelem ${IPSET_MAXELEM}`;
+/**
+ * One `ipset restore` command. Every line of ipset restore text netfence writes is one of these, rendered
+ * by `renderIpsetOps` below (beside `parseIpsetSave`, which reads the same text back). `add`/`del` carry
+ * a set's members as one list: a large set is one op, not an object per member.
+ */
+export type IpsetOp =
+  | {
+      readonly op: 'create';
+      readonly name: string;
+      readonly set: Pick<IpSet, 'type' | 'family'>;
+      /** The maxelem a set was created with (kept when priming an existing set); default IPSET_MAXELEM. */
+      readonly maxelem?: number;
+    }
+  | { readonly op: 'add'; readonly name: string; readonly members: readonly string[] }
+  | { readonly op: 'del'; readonly name: string; readonly members: readonly string[] }
+  | { readonly op: 'flush'; readonly name: string }
+  | { readonly op: 'swap'; readonly name: string; readonly with: string }
+  | { readonly op: 'destroy'; readonly name: string };
+
+const renderIpsetOp: { [K in IpsetOp['op']]: (o: Extract<IpsetOp, { op: K }>, out: string[]) => void } = {
+  create: (o, out) => {
+    out.push(`create ${o.name} ${o.set.type} family ${o.set.family === 4 ? 'inet' : 'inet6'} hashsize 1024 maxelem ${o.maxelem ?? IPSET_MAXELEM}`);
+  },
+  add: (o, out) => {
+    for (const m of o.members) out.push(`add ${o.name} ${m}`);
+  },
+  del: (o, out) => {
+    for (const m of o.members) out.push(`del ${o.name} ${m}`);
+  },
+  flush: (o, out) => {
+    out.push(`flush ${o.name}`);
+  },
+  swap: (o, out) => {
+    out.push(`swap ${o.name} ${o.with}`);
+  },
+  destroy: (o, out) => {
+    out.push(`destroy ${o.name}`);
+  },
+};
+
+/** `ipset restore` input for `ops`, one line each (a newline after the last); '' for none. */
+export function renderIpsetOps(ops: readonly IpsetOp[]): string {
+  const out: string[] = [];
+  for (const o of ops) (renderIpsetOp[o.op] as (o: IpsetOp, out: string[]) => void)(o, out);
+  return out.length ? `${out.join('\n')}\n` : '';
 }
+
+/** Create `set` (under `name`, e.g. a temp set) and fill it with the set's members. */
+export const createWithMembers = (set: Pick<IpSet, 'name' | 'type' | 'family' | 'members'>, name: string = set.name): IpsetOp[] => [
+  { op: 'create', name, set },
+  { op: 'add', name, members: set.members },
+];
 
 /** A full `ipset restore` input that creates every set with its members (the `compile` view). */
 export function renderIpsetRestore(sets: readonly IpSet[]): string {
-  const out: string[] = [];
-  for (const set of sets) {
-    out.push(createLine(set));
-    for (const member of set.members) out.push(`add ${set.name} ${member}`);
-  }
-  return out.length ? `${out.join('\n')}\n` : '';
+  return renderIpsetOps(sets.flatMap((set) => createWithMembers(set)));
 }
 
 export interface SavedIpSet {
   readonly name: IpSetName;
-  readonly type: IpSetType | string;
+  /** An IpSetType for our sets; whatever `ipset save` printed for a foreign one. */
+  readonly type: string;
   readonly family: IpFamily;
   readonly maxelem?: number;
   readonly members: string[];

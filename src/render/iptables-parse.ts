@@ -255,10 +255,16 @@ function parseModule(name: string, args: readonly string[], start: number): { ma
       let outName: string | undefined;
       let isBridged = false;
       for (;;) {
-        if (args[i] === '--physdev-in') (inName = args[i + 1]), (i += 2);
-        else if (args[i] === '--physdev-out') (outName = args[i + 1]), (i += 2);
-        else if (args[i] === '--physdev-is-bridged') (isBridged = true), (i += 1);
-        else break;
+        if (args[i] === '--physdev-in') {
+          inName = args[i + 1];
+          i += 2;
+        } else if (args[i] === '--physdev-out') {
+          outName = args[i + 1];
+          i += 2;
+        } else if (args[i] === '--physdev-is-bridged') {
+          isBridged = true;
+          i += 1;
+        } else break;
       }
       const match: Match = { kind: 'physdev', ...(inName ? { in: inName } : {}), ...(outName ? { out: outName } : {}), ...(isBridged ? { isBridged } : {}) };
       return { match, next: i };

@@ -132,20 +132,42 @@ export function renderChain(chain: Chain): RenderedChain {
 
 function renderChainUncached(chain: Chain): RenderedChain {
   const hashes = ruleHashes(chain.name, chain.rules);
-  const lines = chain.rules.map((rule, i) => `-A ${chain.name} ${joinArgs(ruleArgsWithComment(rule, hashes[i]!))}`);
+  const lines = chain.rules.map((rule, i) => ruleLine('append', chain.name, joinArgs(ruleArgsWithComment(rule, hashes[i]!))));
   return { name: chain.name, lines, hashes };
 }
 
 /** The hook's rule as iptables-save prints it, without the `-A <chain>` head. */
 export const renderHookArgs = (hook: Hook): string => joinArgs(ruleArgsWithComment(hook.rule, hookHash(hook)));
 
+// ---- restore text: every line netfence hands to iptables-restore is written by one of these ----------
+
+/**
+ * `:<chain> - [0:0]`: creates the chain, or flushes it when it exists (restore --noflush). With a policy
+ * (`ACCEPT`, `DROP`) it is a built-in chain's header as iptables-save prints it.
+ */
+export const declareChainLine = (chain: string, policy = '-'): string => `:${chain} ${policy} [0:0]`;
+/** `-X <chain>`: deletes an (already flushed, unreferenced) chain. */
+export const deleteChainLine = (chain: string): string => `-X ${chain}`;
+/** `-A <chain> <rule>`, `-I <chain> 1 <rule>` (top of the chain) or `-D <chain> <rule>`. */
+export function ruleLine(edit: 'append' | 'insert-first' | 'delete', chain: string, rule: string): string {
+  switch (edit) {
+    case 'append':
+      return `-A ${chain} ${rule}`;
+    case 'insert-first':
+      return `-I ${chain} 1 ${rule}`;
+    case 'delete':
+      return `-D ${chain} ${rule}`;
+  }
+}
+/** The text of one `-A <chain> …` line after its head: what `iptables-save` lists for the rule. */
+export const ruleOfLine = (chain: string, line: string): string => line.slice(`-A ${chain} `.length);
+/** One filter-table transaction around `lines`; '' when there is nothing to write. */
+export const filterTransaction = (lines: readonly string[]): string => (lines.length > 0 ? ['*filter', ...lines, 'COMMIT', ''].join('\n') : '');
+
 /** Everything a family needs, as one `iptables-restore --noflush` input that programs it from scratch. */
 export function renderFullRestore(state: FamilyState): string {
   const chains = state.chains.map(renderChain);
-  const out = ['*filter', ...chains.map((c) => `:${c.name} - [0:0]`), ...chains.flatMap((c) => c.lines)];
-  for (const hook of state.hooks) {
-    out.push(hook.position === 'insert' ? `-I ${hook.chain} 1 ${renderHookArgs(hook)}` : `-A ${hook.chain} ${renderHookArgs(hook)}`);
-  }
-  out.push('COMMIT', '');
-  return out.join('\n');
+  const out = [...chains.map((c) => declareChainLine(c.name)), ...chains.flatMap((c) => c.lines)];
+  for (const hook of state.hooks) out.push(ruleLine(hook.position === 'insert' ? 'insert-first' : 'append', hook.chain, renderHookArgs(hook)));
+  return ['*filter', ...out, 'COMMIT', ''].join('\n');
 }

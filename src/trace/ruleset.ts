@@ -2,8 +2,8 @@
 // `netfence compile` prints), with clear errors for input that is not one, and the naming conventions
 // that tell our chains and comments apart.
 
-import { KERNEL_CHAINS } from '../model/index.js';
-import { parseIptablesSave, SaveParseError, type SavedChain, type SavedTable } from '../render/index.js';
+import { chainKindOf, KERNEL_CHAINS, readComment, type ChainKind, type CommentDirection } from '../model/index.js';
+import { declareChainLine, parseIptablesSave, ruleLine, SaveParseError, type SavedChain, type SavedTable } from '../render/index.js';
 
 export type Ruleset = SavedTable;
 
@@ -71,8 +71,8 @@ function restoreToSave(text: string, builtinPolicy: string): string {
       continue;
     }
     if (line === 'COMMIT') {
-      for (const [name, c] of chains) out.push(`:${name} ${c.policy} [0:0]`);
-      for (const [name, c] of chains) for (const r of c.rules) out.push(`-A ${name} ${r}`);
+      for (const [name, c] of chains) out.push(declareChainLine(name, c.policy));
+      for (const [name, c] of chains) for (const r of c.rules) out.push(ruleLine('append', name, r));
       out.push('COMMIT');
       chains = undefined;
       continue;
@@ -98,78 +98,12 @@ function restoreToSave(text: string, builtinPolicy: string): string {
   return `${out.join('\n')}\n`;
 }
 
-// ---- what our names and comments mean ----------------------------------------------------------
-
-export type ChainKind =
-  | 'builtin'
-  | 'foreign'
-  | 'forward'
-  | 'input'
-  | 'dispatch-host'
-  | 'workload-host'
-  | 'dispatch-from'
-  | 'dispatch-to'
-  | 'workload-egress'
-  | 'workload-ingress'
-  | 'policy-ingress'
-  | 'policy-egress'
-  | 'cluster-policy-ingress'
-  | 'cluster-policy-egress'
-  | 'owned-other';
+// What our chain names and comments mean: written and read in src/model (chain-kinds.ts, rule-comments.ts).
+export { readComment, type ChainKind } from '../model/index.js';
+export type Direction = CommentDirection;
 
 /** Classifies a chain by the names src/compile/names.ts gives (`nf-fw-…`, `nf-fd-…`, …). */
-export function chainKind(name: string, prefix: string): ChainKind {
-  if ((KERNEL_CHAINS as readonly string[]).includes(name)) return 'builtin';
-  if (!name.startsWith(prefix)) return 'foreign';
-  const rest = name.slice(prefix.length);
-  if (rest === 'FORWARD') return 'forward';
-  if (rest === 'INPUT') return 'input';
-  if (rest === 'to-host-dispatch' || rest.startsWith('hd-')) return 'dispatch-host';
-  if (rest.startsWith('fh-')) return 'workload-host';
-  if (rest === 'from-wl-dispatch' || rest.startsWith('fd-')) return 'dispatch-from';
-  if (rest === 'to-wl-dispatch' || rest.startsWith('td-')) return 'dispatch-to';
-  if (rest.startsWith('fw-')) return 'workload-egress';
-  if (rest.startsWith('tw-')) return 'workload-ingress';
-  if (rest.startsWith('pi-')) return 'policy-ingress';
-  if (rest.startsWith('po-')) return 'policy-egress';
-  if (rest.startsWith('ci-')) return 'cluster-policy-ingress';
-  if (rest.startsWith('ce-')) return 'cluster-policy-egress';
-  return 'owned-other';
-}
-
-export type Direction = 'ingress' | 'egress';
-
-/** The human part of our rule comments, read back (see policy-chains.ts and workload-chains.ts). */
-export type CommentMeaning =
-  | { readonly kind: 'policy-rule'; readonly policy: string; readonly direction: Direction; readonly rule: string }
-  | { readonly kind: 'policy-empty'; readonly policy: string; readonly why: string }
-  | { readonly kind: 'workload'; readonly pod: string; readonly direction: Direction; readonly isolated: boolean }
-  /** A ClusterNetworkPolicy rule (cluster-policy-chains.ts): `cnp <name> ingress:0 [<rule name>] Deny`. */
-  | { readonly kind: 'cluster-policy-rule'; readonly policy: string; readonly direction: Direction; readonly rule: string; readonly action: 'Accept' | 'Deny' | 'Pass' }
-  | { readonly kind: 'cluster-policy-empty'; readonly policy: string; readonly direction: Direction }
-  | { readonly kind: 'other'; readonly text: string };
-
-const KEY = String.raw`([a-z0-9.-]+\/[A-Za-z0-9._-]+)`;
-const POLICY_RULE = new RegExp(`^${KEY} (ingress|egress):(\\d+)$`);
-const POLICY_NONE = new RegExp(`^no (ingress|egress) rule of ${KEY} can match$`);
-const POLICY_INVALID = new RegExp(`^${KEY} is invalid: allows nothing$`);
-const WORKLOAD = new RegExp(`^${KEY} (not isolated|isolated) for (ingress|egress)`);
-const CNP_RULE = /^cnp ([a-z0-9.-]+) (ingress|egress):(\d+)(?: (.*?))? (Accept|Deny|Pass)(?:: fails closed, denies all)?$/;
-const CNP_NONE = /^cnp ([a-z0-9.-]+): no (ingress|egress) rule can match$/;
-
-export function readComment(text: string): CommentMeaning {
-  let m = POLICY_RULE.exec(text);
-  if (m) return { kind: 'policy-rule', policy: m[1]!, direction: m[2] as Direction, rule: `${m[2]}:${m[3]}` };
-  if ((m = POLICY_NONE.exec(text))) return { kind: 'policy-empty', policy: m[2]!, why: `no ${m[1]} rule can match` };
-  if ((m = POLICY_INVALID.exec(text))) return { kind: 'policy-empty', policy: m[1]!, why: 'invalid: allows nothing' };
-  if ((m = WORKLOAD.exec(text))) return { kind: 'workload', pod: m[1]!, direction: m[3] as Direction, isolated: m[2] === 'isolated' };
-  if ((m = CNP_RULE.exec(text))) {
-    const rule = `${m[2]}:${m[3]}${m[4] ? ` ${m[4]}` : ''}`;
-    return { kind: 'cluster-policy-rule', policy: `ClusterNetworkPolicy ${m[1]!}`, direction: m[2] as Direction, rule, action: m[5] as 'Accept' | 'Deny' | 'Pass' };
-  }
-  if ((m = CNP_NONE.exec(text))) return { kind: 'cluster-policy-empty', policy: `ClusterNetworkPolicy ${m[1]!}`, direction: m[2] as Direction };
-  return { kind: 'other', text };
-}
+export const chainKind = (name: string, prefix: string): ChainKind => chainKindOf(name, prefix, KERNEL_CHAINS);
 
 /** `-j X` / `-g X` target of a saved rule, from its arguments. */
 export function targetOf(args: readonly string[]): { readonly flag: '-j' | '-g'; readonly target: string } | undefined {
@@ -178,8 +112,6 @@ export function targetOf(args: readonly string[]): { readonly flag: '-j' | '-g';
   }
   return undefined;
 }
-
-export const chainOf = (ruleset: Ruleset, name: string): SavedChain | undefined => ruleset.chains.get(name);
 
 /** Rule text without our `-m comment --comment "nf:…"` part: what an operator reads. */
 export function ruleTextWithoutComment(text: string): string {

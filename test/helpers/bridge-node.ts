@@ -1,10 +1,10 @@
-// One flannel-like node for traffic tests, built on the sandbox (src/sandbox: cni0 bridge with
+// One flannel-like node for traffic tests, built on the sandbox (sandbox/: cni0 bridge with
 // bridge-nf-call-iptables=1, ip_forward=1, pods on veths with hairpin on, a probe agent per pod,
 // flanneld's FLANNEL-FWD rules): pods x/a, x/b, x/c and the cluster that describes them, where b
 // accepts TCP 80 only from pods labelled role=client.
 
 import type { ClusterSnapshot, Labels } from '../../src/model/index.js';
-import { createSandbox, type Sandbox } from '../../src/sandbox/topology.js';
+import { createSandbox, type Sandbox } from '../../sandbox/topology.js';
 import { ingress, labels, makeNamespace, makePod, makePolicy, podPeer, rule, sel, selectPods, snapshot, tcp, NODE } from './builders.js';
 
 export type PodName = 'a' | 'b' | 'c';

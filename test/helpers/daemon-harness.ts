@@ -11,7 +11,7 @@ import { startDaemon, type RunningDaemon } from '../../src/cli/daemon.js';
 import { loadConfig } from '../../src/config/load.js';
 import { run } from '../../src/dataplane/exec.js';
 import { createLogger } from '../../src/log.js';
-import type { SandboxNode, SandboxPod } from '../../src/sandbox/index.js';
+import type { SandboxNode, SandboxPod } from '../../sandbox/index.js';
 import type { KubeObject } from '../fakes/fake-apiserver.js';
 
 export type Labels = Readonly<Record<string, string>>;

@@ -10,8 +10,9 @@ import type { IpFamily } from '../../src/model/index.js';
 import type { ClusterSnapshot, NodeSettings } from '../../src/model/index.js';
 import type { FamilyPlan } from '../../src/plan/index.js';
 import { Reconciler } from '../../src/reconcile/reconciler.js';
-import type { Clock, RunReason } from '../../src/reconcile/runner.js';
+import type { RunReason } from '../../src/reconcile/runner.js';
 import { Syncer, type KernelPort, type SyncLogger } from '../../src/reconcile/syncer.js';
+import { FakeClock } from '../fakes/fake-clock.js';
 
 export const BACKENDS: readonly IptablesBackend[] = ['nft', 'legacy'];
 export const OWN = { chainPrefix: 'nf-', ipsetPrefix: 'nf' } as const;
@@ -246,43 +247,6 @@ export const declaredChains = (text: string): string[] =>
 export const memberLines = (text: string): string[] => text.split('\n').filter((l) => /^(add|del) /.test(l));
 
 // --- time and logs ------------------------------------------------------------------------------------
-
-/** A clock whose timers fire only when the test advances it. */
-export class FakeClock implements Clock {
-  private t = 0;
-  private seq = 0;
-  private readonly timers = new Map<number, { at: number; fn: () => void }>();
-
-  now(): number {
-    return this.t;
-  }
-
-  setTimeout(fn: () => void, ms: number): unknown {
-    this.timers.set(++this.seq, { at: this.t + ms, fn });
-    return this.seq;
-  }
-
-  clearTimeout(handle: unknown): void {
-    this.timers.delete(handle as number);
-  }
-
-  /** Moves time on by `ms` and fires every timer now due, earliest first. */
-  advance(ms: number): void {
-    this.t += ms;
-    for (;;) {
-      const due = [...this.timers].filter(([, t]) => t.at <= this.t).sort(([, a], [, b]) => a.at - b.at)[0];
-      if (!due) return;
-      this.timers.delete(due[0]);
-      due[1].fn();
-    }
-  }
-
-  /** When the earliest pending timer fires, relative to now (undefined: none armed). */
-  nextDelay(): number | undefined {
-    const ats = [...this.timers.values()].map((t) => t.at);
-    return ats.length ? Math.min(...ats) - this.t : undefined;
-  }
-}
 
 export interface LogLine {
   readonly level: 'info' | 'warn' | 'error' | 'debug';

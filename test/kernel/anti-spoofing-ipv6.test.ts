@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { main } from '../../src/cli/main.js';
 import { readNftCounters } from '../../src/dataplane/nft.js';
 import { run } from '../../src/dataplane/exec.js';
-import { createSandbox, nodeCacheDir, type Sandbox, type SandboxPod } from '../../src/sandbox/index.js';
+import { createSandbox, nodeCacheDir, type Sandbox, type SandboxPod } from '../../sandbox/index.js';
 import { FakeApiServer } from '../fakes/fake-apiserver.js';
 import { namespaceObject, nodeObject, podObject, startNodeDaemon, waitReady, waitUntil, type NodeDaemon } from '../helpers/daemon-harness.js';
 import { describeKernel } from '../helpers/netns.js';

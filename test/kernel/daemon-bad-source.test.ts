@@ -7,7 +7,7 @@ import { jest } from '@jest/globals';
 import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { SandboxNode } from '../../src/sandbox/index.js';
+import type { SandboxNode } from '../../sandbox/index.js';
 import { httpGet, metricValue, startNodeDaemon, waitReady, waitUntil, type NodeDaemon } from '../helpers/daemon-harness.js';
 import { RULES_DIR } from '../helpers/golden.js';
 import { ipset, iptablesSave, stable } from '../helpers/kernel-asserts.js';

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { main } from '../../src/cli/main.js';
 import { run } from '../../src/dataplane/exec.js';
-import { createSandbox, formatMatrix, matrixOf, waitForMatrix, type Sandbox } from '../../src/sandbox/index.js';
+import { createSandbox, formatMatrix, matrixOf, waitForMatrix, type Sandbox } from '../../sandbox/index.js';
 import type { KubeObject } from '../fakes/fake-apiserver.js';
 import { namespaceObject, nodeObject, podObject, startNodeDaemon, waitReady, waitUntil, type Labels, type NodeDaemon } from '../helpers/daemon-harness.js';
 import { describeKernel } from '../helpers/netns.js';

@@ -11,7 +11,7 @@ import { connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { createSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { createSandbox, type Sandbox } from '../../sandbox/index.js';
 import { httpGet, namespaceObject, podObject, waitUntil } from '../helpers/daemon-harness.js';
 import { describeKernel } from '../helpers/netns.js';
 

@@ -8,8 +8,8 @@ import { jest } from '@jest/globals';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { formatMatrix, matrixOf, probeMatrix, waitForMatrix, type Matrix } from '../../src/sandbox/index.js';
-import { createSandbox, type Sandbox, type SandboxPod } from '../../src/sandbox/index.js';
+import { formatMatrix, matrixOf, probeMatrix, waitForMatrix, type Matrix } from '../../sandbox/index.js';
+import { createSandbox, type Sandbox, type SandboxPod } from '../../sandbox/index.js';
 import { FakeApiServer, type KubeObject } from '../fakes/fake-apiserver.js';
 import {
   httpGet,

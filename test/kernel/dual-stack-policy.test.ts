@@ -17,8 +17,8 @@ import { run } from '../../src/dataplane/exec.js';
 import type { Protocol } from '../../src/model/index.js';
 import { parseIpsetSave } from '../../src/render/index.js';
 import { icmpv6PacketFor, loadRuleset, tracePacket } from '../../src/trace/index.js';
-import { formatMatrix, matricesEqual, matrixOf, probeMatrix, type Matrix, type ObservedMatrix, type Sandbox, type SandboxFamily } from '../../src/sandbox/index.js';
-import { createSandbox } from '../../src/sandbox/topology.js';
+import { formatMatrix, matricesEqual, matrixOf, probeMatrix, type Matrix, type ObservedMatrix, type Sandbox, type SandboxFamily } from '../../sandbox/index.js';
+import { createSandbox } from '../../sandbox/topology.js';
 
 jest.setTimeout(120_000);
 

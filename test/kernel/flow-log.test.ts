@@ -15,7 +15,7 @@ import type { InspectReport } from '../../src/inspect/index.js';
 import { run } from '../../src/dataplane/exec.js';
 import { NflogBindError, startNflogReader, type NflogPacket } from '../../src/dataplane/nflog.js';
 import type { FlowRecord } from '../../src/observe/flow-log.js';
-import { createSandbox, type Sandbox, type SandboxPod } from '../../src/sandbox/index.js';
+import { createSandbox, type Sandbox, type SandboxPod } from '../../sandbox/index.js';
 import { FakeApiServer, type KubeObject } from '../fakes/fake-apiserver.js';
 import { httpGet, metricValue, namespaceObject, nodeObject, podObject, startNodeDaemon, waitReady, waitUntil, type NodeDaemon } from '../helpers/daemon-harness.js';
 import { createNetns, describeKernel, type Netns } from '../helpers/netns.js';

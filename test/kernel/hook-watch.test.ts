@@ -9,8 +9,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { run } from '../../src/dataplane/exec.js';
-import { startKubeProxy, type KubeProxy } from '../../src/sandbox/kube-proxy/index.js';
-import { createSandbox, type Sandbox, type SandboxExternal, type SandboxPod } from '../../src/sandbox/index.js';
+import { startKubeProxy, type KubeProxy } from '../../sandbox/kube-proxy/index.js';
+import { createSandbox, type Sandbox, type SandboxExternal, type SandboxPod } from '../../sandbox/index.js';
 import { httpGet, metricValue, startNodeDaemon, waitReady, waitUntil, type NodeDaemon } from '../helpers/daemon-harness.js';
 import { describeKernel } from '../helpers/netns.js';
 

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeSysctl } from '../../src/dataplane/sysctl.js';
-import { createSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { createSandbox, type Sandbox } from '../../sandbox/index.js';
 import { FakeApiServer, type KubeObject } from '../fakes/fake-apiserver.js';
 import {
   httpGet,
@@ -108,7 +108,7 @@ describeKernel('hostile and broken inputs against a running daemon', () => {
     try {
       await waitUntil(`x/${from} → x/${to} ${want ? 'open' : 'blocked'}`, async () => (await reaches(from, to)) === want, timeoutMs, 100);
     } catch (err) {
-      throw new Error(`${(err as Error).message}\n--- daemon log tail\n${logTail()}`);
+      throw new Error(`${(err as Error).message}\n--- daemon log tail\n${logTail()}`, { cause: err });
     }
   }
 

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { run } from '../../src/dataplane/exec.js';
-import { createSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { createSandbox, type Sandbox } from '../../sandbox/index.js';
 import { httpGet, metricValue, startNodeDaemon, waitUntil, type NodeDaemon } from '../helpers/daemon-harness.js';
 import { describeKernel } from '../helpers/netns.js';
 

@@ -2,9 +2,9 @@
 // exceptions all remove every namespace and agent (the registry's synchronous path).
 
 import { jest } from '@jest/globals';
-import { findLeftovers, removeLeftovers } from '../../src/sandbox/leftovers.js';
+import { findLeftovers, removeLeftovers } from '../../sandbox/leftovers.js';
 import { killPid, startJsonLineProcess } from '../../src/dataplane/process.js';
-import { createSandbox } from '../../src/sandbox/topology.js';
+import { createSandbox } from '../../sandbox/topology.js';
 
 const NODES = [
   { name: 'n1', podCidr: '10.244.1.0/24' },
@@ -26,7 +26,7 @@ describe('sandbox creation failing half-way', () => {
 describe('sandbox cleanup when the owning process dies', () => {
   /** A child node process that builds a one-pod sandbox, reports its prefix, then idles (or exits). */
   const childScript = (id: string, then: 'idle' | 'exit' | 'throw'): string => `
-    import { createSandbox } from ${JSON.stringify(new URL('../../src/sandbox/topology.js', import.meta.url).pathname)};
+    import { createSandbox } from ${JSON.stringify(new URL('../../sandbox/topology.js', import.meta.url).pathname)};
     const sb = await createSandbox({ id: ${JSON.stringify(id)}, nodes: [{ name: 'n1', podCidr: '10.244.1.0/24' }] });
     await sb.addPod({ namespace: 'x', name: 'a', node: 'n1' });
     console.log(JSON.stringify({ ready: true, prefix: sb.prefix }));

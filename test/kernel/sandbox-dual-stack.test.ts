@@ -9,10 +9,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { main } from '../../src/cli/main.js';
 import { run } from '../../src/dataplane/exec.js';
-import { findLeftovers } from '../../src/sandbox/leftovers.js';
-import { formatMatrix, matrixOf, type Matrix } from '../../src/sandbox/matrix.js';
-import { probeMatrix, waitForMatrix } from '../../src/sandbox/prober.js';
-import { createSandbox, type Sandbox } from '../../src/sandbox/topology.js';
+import { findLeftovers } from '../../sandbox/leftovers.js';
+import { formatMatrix, matrixOf, type Matrix } from '../../sandbox/matrix.js';
+import { probeMatrix, waitForMatrix } from '../../sandbox/prober.js';
+import { createSandbox, type Sandbox } from '../../sandbox/topology.js';
 
 jest.setTimeout(60_000);
 

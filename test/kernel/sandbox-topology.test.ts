@@ -5,10 +5,10 @@
 import { jest } from '@jest/globals';
 import { run } from '../../src/dataplane/exec.js';
 import type { Protocol } from '../../src/model/index.js';
-import { findLeftovers } from '../../src/sandbox/leftovers.js';
-import { formatMatrix, matrixOf, type Matrix } from '../../src/sandbox/matrix.js';
-import { probeMatrix, waitForMatrix } from '../../src/sandbox/prober.js';
-import { createSandbox, type Sandbox } from '../../src/sandbox/topology.js';
+import { findLeftovers } from '../../sandbox/leftovers.js';
+import { formatMatrix, matrixOf, type Matrix } from '../../sandbox/matrix.js';
+import { probeMatrix, waitForMatrix } from '../../sandbox/prober.js';
+import { createSandbox, type Sandbox } from '../../sandbox/topology.js';
 
 jest.setTimeout(30_000);
 

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { main } from '../../src/cli/main.js';
 import { run } from '../../src/dataplane/exec.js';
-import { createSandbox, type Sandbox, type SandboxPod } from '../../src/sandbox/index.js';
+import { createSandbox, type Sandbox, type SandboxPod } from '../../sandbox/index.js';
 import { FakeApiServer, type KubeObject } from '../fakes/fake-apiserver.js';
 import { namespaceObject, nodeObject, podObject, startNodeDaemon, waitReady, waitUntil, type NodeDaemon } from '../helpers/daemon-harness.js';
 import { startFlowPeer, type FlowPeer, type FlowProto } from '../helpers/flow-peer.js';

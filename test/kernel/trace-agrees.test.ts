@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { main } from '../../src/cli/main.js';
 import { run } from '../../src/dataplane/exec.js';
 import { parseIpsetSave } from '../../src/render/index.js';
-import { createSandbox, probeMatrix, type Sandbox, type SandboxNode, type SandboxPod } from '../../src/sandbox/index.js';
+import { createSandbox, probeMatrix, type Sandbox, type SandboxNode, type SandboxPod } from '../../sandbox/index.js';
 import { loadRuleset, packetFor, tracePacket } from '../../src/trace/index.js';
 import { describeKernel } from '../helpers/netns.js';
 

@@ -16,7 +16,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { main } from '../../src/cli/main.js';
-import { createSandbox, formatMatrix, matrixOf, probeMatrix, waitForMatrix, type Sandbox } from '../../src/sandbox/index.js';
+import { createSandbox, formatMatrix, matrixOf, probeMatrix, waitForMatrix, type Sandbox } from '../../sandbox/index.js';
 import { run } from '../../src/dataplane/exec.js';
 import { FakeApiServer, type KubeObject } from '../fakes/fake-apiserver.js';
 import { namespaceObject, nodeObject, ownedChains, podObject, startNodeDaemon, waitReady, type Labels, type NodeDaemon } from '../helpers/daemon-harness.js';

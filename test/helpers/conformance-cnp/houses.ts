@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { main } from '../../../src/cli/main.js';
 import { loadManifests } from '../../../src/cluster/manifests.js';
 import type { ClusterSnapshot, Protocol } from '../../../src/model/index.js';
-import { createSandbox, matrixOf, waitForMatrix, type Sandbox } from '../../../src/sandbox/index.js';
+import { createSandbox, matrixOf, waitForMatrix, type Sandbox } from '../../../sandbox/index.js';
 
 export const NODES = [
   { name: 'n1', podCidr: '10.244.1.0/24' },

@@ -4,7 +4,7 @@
 // matrix is also held against the spec oracle, so a misread case shows up as such.
 
 import type { Protocol } from '../../../src/model/index.js';
-import type { Matrix } from '../../../src/sandbox/index.js';
+import type { Matrix } from '../../../sandbox/index.js';
 import type { ConformanceCluster } from './cluster.js';
 import { oracleDisagreements } from './cross-check.js';
 import type { PolicyDoc } from './manifests.js';

@@ -9,11 +9,11 @@ import { main } from '../../../src/cli/main.js';
 import { run } from '../../../src/dataplane/exec.js';
 import { loadManifests } from '../../../src/cluster/manifests.js';
 import type { ClusterSnapshot, Protocol } from '../../../src/model/index.js';
-import { createSandbox, formatMatrix, waitForMatrix, wrongCells, type Matrix, type Sandbox, type WaitForMatrixResult } from '../../../src/sandbox/index.js';
+import { createSandbox, formatMatrix, waitForMatrix, wrongCells, type Matrix, type Sandbox, type WaitForMatrixResult } from '../../../sandbox/index.js';
 import { BASE_STATE, writeManifests, type ClusterState, type PolicyDoc } from './manifests.js';
 import { MODEL_PODS, NODES, nodePodCidr, type ContainerPortSpec, type Family, type Labels, type ModelPod } from './model.js';
 import { startModelServices, type ModelServices } from './services.js';
-import type { KubeProxyMode } from '../../../src/sandbox/kube-proxy/index.js';
+import type { KubeProxyMode } from '../../../sandbox/kube-proxy/index.js';
 
 export interface ConformanceOptions {
   /**

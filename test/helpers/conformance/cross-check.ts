@@ -3,7 +3,7 @@
 // means the case or the oracle misreads the spec, which is worth knowing before blaming the kernel.
 // Cells with a node endpoint are left out: the oracle knows pods, not node addresses.
 
-import { cellOf } from '../../../src/sandbox/index.js';
+import { cellOf } from '../../../sandbox/index.js';
 import type { ClusterSnapshot } from '../../../src/model/index.js';
 import { Oracle } from '../oracle.js';
 import type { Check } from './cases.js';

@@ -7,7 +7,7 @@
 // within one namespace and across namespaces.
 
 import type { Protocol } from '../../../src/model/index.js';
-import { DEFAULT_CLUSTER_CIDR6, DEFAULT_UNDERLAY_CIDR6, planNodeIpv6, podIpv6 } from '../../../src/sandbox/ipv6.js';
+import { DEFAULT_CLUSTER_CIDR6, DEFAULT_UNDERLAY_CIDR6, planNodeIpv6, podIpv6 } from '../../../sandbox/ipv6.js';
 
 export type Family = 4 | 6;
 

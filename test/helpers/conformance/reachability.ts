@@ -6,7 +6,7 @@
 // leaves its namespace; DESIGN §3 "a pod reaching itself" is always allowed), so every expected
 // matrix asserts its diagonal as reachable.
 
-import { matrixOf, type Matrix } from '../../../src/sandbox/index.js';
+import { matrixOf, type Matrix } from '../../../sandbox/index.js';
 import { MODEL_POD_KEYS } from './model.js';
 
 /**

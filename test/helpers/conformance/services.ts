@@ -3,8 +3,8 @@
 // externalTrafficPolicy. A conformance run "via Services" probes each pod's ClusterIP instead of its IP:
 // the same cases, the same expected matrices.
 
-import { startKubeProxy, type KubeProxy, type KubeProxyMode, type ServiceSpec } from '../../../src/sandbox/kube-proxy/index.js';
-import type { ProbeTarget, Sandbox, SandboxExternal } from '../../../src/sandbox/index.js';
+import { startKubeProxy, type KubeProxy, type KubeProxyMode, type ServiceSpec } from '../../../sandbox/kube-proxy/index.js';
+import type { ProbeTarget, Sandbox, SandboxExternal } from '../../../sandbox/index.js';
 import { MODEL_PODS, NAMESPACES, POD_NAMES, PORTS, modelPod, type ModelPod } from './model.js';
 
 /** One /24 per namespace inside kubeadm's default 10.96.0.0/16: 10.96.<ns>.<pod>, readable in reports. */

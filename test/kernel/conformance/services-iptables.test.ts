@@ -1,5 +1,5 @@
 // The upstream NetworkPolicy e2e cases again, every probe dialling the destination pod's ClusterIP
-// through kube-proxy in iptables mode (src/sandbox/kube-proxy): DNAT in nat PREROUTING, so FORWARD
+// through kube-proxy in iptables mode (sandbox/kube-proxy): DNAT in nat PREROUTING, so FORWARD
 // judges the endpoint pod, same node and across nodes, with exactly the expected matrices of the
 // pod-IP run. The diagonal is hairpin: a pod reaching itself through its own Service, always allowed.
 // Then the Service paths the matrix cannot show: NodePort sources per externalTrafficPolicy, hairpin

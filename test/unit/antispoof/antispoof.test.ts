@@ -6,7 +6,7 @@ import { antiSpoofState, judgeFrame, type Frame } from '../../../src/antispoof/m
 import { renderAntiSpoof } from '../../../src/antispoof/render.js';
 import { parseCniResult, type CniBinding } from '../../../src/dataplane/cni-cache.js';
 import { countersFromJson } from '../../../src/dataplane/nft.js';
-import { cniResult } from '../../../src/sandbox/cni-cache.js';
+import { cniResult } from '../../../sandbox/cni-cache.js';
 
 const A: CniBinding = { key: 'cbr0-aaa-eth0', containerId: 'aaa', hostVeth: 'veth0a', ips: ['10.244.1.2', 'fd00::2'] };
 const B: CniBinding = { key: 'cbr0-bbb-eth0', containerId: 'bbb', hostVeth: 'veth0b', ips: ['10.244.1.3'] };

@@ -1,4 +1,4 @@
-import { firstPacketBound } from '../../../src/bench/first-packet.js';
+import { firstPacketBound } from '../../../scripts/bench-lib/first-packet.js';
 import { compile } from '../../../src/compile/index.js';
 import { ingress, labels, makeNamespace, makePod, makePolicy, podPeer, rule, sel, selectPods, settings, snapshot, tcp } from '../../helpers/builders.js';
 

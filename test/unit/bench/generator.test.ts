@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { generateCluster, podCidrOf, TIER_SHAPES, type GeneratedCluster, type Tier } from '../../../src/bench/generator.js';
-import { POLICY_KINDS } from '../../../src/bench/policies.js';
-import { mulberry32, zipf } from '../../../src/bench/prng.js';
+import { generateCluster, podCidrOf, TIER_SHAPES, type GeneratedCluster, type Tier } from '../../../scripts/bench-lib/generator.js';
+import { POLICY_KINDS } from '../../../scripts/bench-lib/policies.js';
+import { mulberry32, zipf } from '../../../scripts/bench-lib/prng.js';
 import { compile } from '../../../src/compile/index.js';
 import type { LabelSelector, NetworkPolicy, PolicyPeer } from '../../../src/model/index.js';
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { generateCluster } from '../../../src/bench/generator.js';
+import { generateCluster } from '../../../scripts/bench-lib/generator.js';
 import {
   MUTATIONS,
   namespaceLabelChange,
@@ -10,7 +10,7 @@ import {
   policyEdit,
   remoteNode,
   type Mutate,
-} from '../../../src/bench/mutations.js';
+} from '../../../scripts/bench-lib/mutations.js';
 import { compile } from '../../../src/compile/index.js';
 import type { ClusterSnapshot, FamilyState } from '../../../src/model/index.js';
 

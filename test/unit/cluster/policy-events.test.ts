@@ -107,7 +107,7 @@ describe('PolicyEvents against the fake API server', () => {
     await n1.report([badCidr, badSelector, podProblem]);
     await recorder('n2').report([badCidr]);
     const events = server.events();
-    expect(events.map((e) => `${e['reportingInstance']} ${(e['regarding'] as { name: string }).name}`).sort()).toEqual(['netfence-n1 db', 'netfence-n1 web', 'netfence-n2 db']);
+    expect(events.map((e) => `${String(e['reportingInstance'])} ${(e['regarding'] as { name: string }).name}`).sort()).toEqual(['netfence-n1 db', 'netfence-n1 web', 'netfence-n2 db']);
     expect(posts()).toBe(3);
     expect(patches()).toBe(0);
   });

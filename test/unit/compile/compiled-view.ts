@@ -22,9 +22,6 @@ export type Dir = 'ingress' | 'egress';
 export const workloadChain = (state: FamilyState, pod: string, direction: Dir): Chain | undefined =>
   state.chains.find((c) => c.role.kind === 'workload' && c.role.pod === pod && c.role.direction === direction);
 
-export const policyChain = (state: FamilyState, policy: string, direction: Dir): Chain | undefined =>
-  state.chains.find((c) => c.role.kind === 'policy' && c.role.policy === policy && c.role.direction === direction);
-
 export function members(state: FamilyState, set: string): readonly string[] {
   const found = state.ipsets.find((s) => s.name === set);
   if (!found) throw new Error(`no set ${set}`);

@@ -106,7 +106,7 @@ describe('ipBlock except: near-linear, no recursion tied to input', () => {
         // "IPBlock describes a particular CIDR ... with the except entries excluded."
         const expected = !excepts.some((e) => inside(e, v));
         const got = pieces.filter((p) => inside(p, v)).length;
-        if (got !== (expected ? 1 : 0)) throw new Error(`round ${round}: ${v} expected ${expected}, in ${got} pieces of ${pieces.map(formatCidr)}`);
+        if (got !== (expected ? 1 : 0)) throw new Error(`round ${round}: ${v} expected ${expected}, in ${got} pieces of ${pieces.map(formatCidr).join(',')}`);
       }
     }
   });

@@ -3,8 +3,8 @@
 // back as the same objects (what makes the render cache and the planner cheap).
 
 import { Compiler, compile } from '../../../src/compile/index.js';
-import { generateCluster } from '../../../src/bench/generator.js';
-import { MUTATIONS, remoteNode } from '../../../src/bench/mutations.js';
+import { generateCluster } from '../../../scripts/bench-lib/generator.js';
+import { MUTATIONS, remoteNode } from '../../../scripts/bench-lib/mutations.js';
 import type { ClusterSnapshot, DesiredState, NodeSettings } from '../../../src/model/index.js';
 import { renderFullRestore, renderIpsetRestore } from '../../../src/render/index.js';
 

@@ -1,6 +1,6 @@
 // diffByIdentity must find every element that came or went, whatever the edits: the compiler and the
 // planner trust it to say which pods and set members changed.
-import { mulberry32 } from '../../../src/bench/prng.js';
+import { mulberry32 } from '../../../scripts/bench-lib/prng.js';
 import { diffByIdentity } from '../../../src/model/index.js';
 
 const setDiff = <T>(prev: readonly T[], next: readonly T[]) => ({

@@ -25,7 +25,7 @@ describe('createLogger', () => {
     const { logger, lines } = capture('debug', 'text');
     logger.child({ component: 'dataplane' }).warn('restore failed', { line: 7, table: 'filter', note: 'two words' });
     await flush();
-    expect(lines).toEqual([expect.stringMatching(/^\d{4}-\S+ warn  \[dataplane\] restore failed line=7 table=filter note="two words"$/)]);
+    expect(lines).toEqual([expect.stringMatching(/^\d{4}-\S+ warn {2}\[dataplane\] restore failed line=7 table=filter note="two words"$/)]);
   });
 
   it.each<{ level: LogLevel; written: string[] }>([

@@ -1,5 +1,5 @@
-import { planNodeIpv6, podIpv6 } from '../../../src/sandbox/ipv6.js';
-import { flannelRestore, flannelSubnetEnv, nodeBatch, podBatch, podHostBatch } from '../../../src/sandbox/commands.js';
+import { planNodeIpv6, podIpv6 } from '../../../sandbox/ipv6.js';
+import { flannelRestore, flannelSubnetEnv, nodeBatch, podBatch, podHostBatch } from '../../../sandbox/commands.js';
 
 describe('sandbox commands', () => {
   it('builds a node with eth0 on the underlay, cni0 and host-gw routes', () => {

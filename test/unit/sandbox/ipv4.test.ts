@@ -1,4 +1,4 @@
-import { formatIpv4, gatewayOf, isAssignable, nextFreeIp, parseIpv4, parseIpv4Cidr } from '../../../src/sandbox/ipv4.js';
+import { formatIpv4, gatewayOf, isAssignable, nextFreeIp, parseIpv4, parseIpv4Cidr } from '../../../sandbox/ipv4.js';
 
 const cidr = parseIpv4Cidr('10.244.1.0/24');
 const ip = (text: string): number => parseIpv4(text) ?? -1;

@@ -1,6 +1,6 @@
-import { iptablesCleanup, iptablesRules, KUBE_PROXY_JUMPS } from '../../../src/sandbox/kube-proxy/iptables-mode.js';
-import type { ProxyNode, ServiceSpec } from '../../../src/sandbox/kube-proxy/model.js';
-import { BASE_CHAINS, nftablesScript } from '../../../src/sandbox/kube-proxy/nftables-mode.js';
+import { iptablesCleanup, iptablesRules, KUBE_PROXY_JUMPS } from '../../../sandbox/kube-proxy/iptables-mode.js';
+import type { ProxyNode, ServiceSpec } from '../../../sandbox/kube-proxy/model.js';
+import { BASE_CHAINS, nftablesScript } from '../../../sandbox/kube-proxy/nftables-mode.js';
 
 const node: ProxyNode = { name: 'n1', clusterCidr: '10.244.0.0/16', serviceCidr: '10.96.0.0/16', nodeIps: ['10.99.0.1'] };
 const two: ServiceSpec = {

@@ -1,4 +1,4 @@
-import { formatMatrix, matricesEqual, matrixOf, withCells, wrongCells } from '../../../src/sandbox/matrix.js';
+import { formatMatrix, matricesEqual, matrixOf, withCells, wrongCells } from '../../../sandbox/matrix.js';
 
 const PODS = ['x/a', 'x/b', 'y/a'];
 const allOpen = matrixOf(PODS, PODS, true);

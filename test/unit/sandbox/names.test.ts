@@ -1,4 +1,4 @@
-import { checkName, checkNamespace, nodeKey, podKey, randomVethName, sandboxNames } from '../../../src/sandbox/names.js';
+import { checkName, checkNamespace, nodeKey, podKey, randomVethName, sandboxNames } from '../../../sandbox/names.js';
 
 describe('sandbox names', () => {
   const names = sandboxNames('1a2b');

@@ -1,6 +1,6 @@
-import { formatMatrix, matrixOf } from '../../../src/sandbox/matrix.js';
-import { forEachBounded, probeMatrix, waitForMatrix, type ProbeTarget } from '../../../src/sandbox/prober.js';
-import type { ProbeRequest, SandboxPod } from '../../../src/sandbox/topology.js';
+import { formatMatrix, matrixOf } from '../../../sandbox/matrix.js';
+import { forEachBounded, probeMatrix, waitForMatrix, type ProbeTarget } from '../../../sandbox/prober.js';
+import type { ProbeRequest, SandboxPod } from '../../../sandbox/topology.js';
 
 const pod = (key: string, ip: string): SandboxPod => {
   const [namespace = '', name = ''] = key.split('/');

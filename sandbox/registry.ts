@@ -3,7 +3,7 @@
 // created here the moment it creates it, and `destroy()` unregisters after removing it all.
 // Exit and signal handlers can only run synchronous code, hence `runSyncBestEffort`.
 
-import { killPid, runSyncBestEffort } from '../dataplane/process.js';
+import { killPid, runSyncBestEffort } from '../src/dataplane/process.js';
 
 /** What one sandbox owns right now; the sandbox mutates these sets as it creates and removes things. */
 export interface OwnedResources {

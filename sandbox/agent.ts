@@ -1,12 +1,12 @@
-// Client side of scripts/sandbox-agent.py: one long-lived agent per pod (and per node) network
+// Client side of sandbox-agent.py: one long-lived agent per pod (and per node) network
 // namespace that serves TCP/UDP/SCTP on the pod's ports and runs probes from inside that namespace.
 
 import { fileURLToPath } from 'node:url';
-import type { Protocol } from '../model/index.js';
-import { startJsonLineProcess } from '../dataplane/process.js';
+import type { Protocol } from '../src/model/index.js';
+import { startJsonLineProcess } from '../src/dataplane/process.js';
 
-/** The agent script, found relative to this module (src/sandbox or dist/sandbox → scripts/). */
-export const AGENT_SCRIPT = fileURLToPath(new URL('../../scripts/sandbox-agent.py', import.meta.url));
+/** The agent script, beside this module. */
+export const AGENT_SCRIPT = fileURLToPath(new URL('./sandbox-agent.py', import.meta.url));
 
 export const DEFAULT_PORTS: readonly number[] = [80, 81];
 

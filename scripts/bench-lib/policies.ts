@@ -11,7 +11,7 @@ import type {
   PolicyPort,
   PolicyRule,
   SelectorRequirement,
-} from '../model/index.js';
+} from '../../src/model/index.js';
 import type { Rng } from './prng.js';
 
 /** One deployment: `replicas` pods sharing labels and container ports. */

@@ -2,7 +2,7 @@
 // shapes kube-proxy's rules), and the per-node view each proxy mode renders from. Pure data.
 
 import { createHash } from 'node:crypto';
-import type { Protocol } from '../../model/index.js';
+import type { Protocol } from '../../src/model/index.js';
 
 /** kube-proxy's `--proxy-mode`; IPVS is detected and refused by netfence, never emulated (no IP_VS here). */
 export type KubeProxyMode = 'iptables' | 'nftables';

@@ -2,8 +2,8 @@
 // cannot clean up after itself: its agents exit when their stdin closes, but its namespaces stay.
 
 import { readdir, readFile } from 'node:fs/promises';
-import { run } from '../dataplane/exec.js';
-import { killPid } from '../dataplane/process.js';
+import { run } from '../src/dataplane/exec.js';
+import { killPid } from '../src/dataplane/process.js';
 
 export interface Leftovers {
   readonly netns: readonly string[];

@@ -5,7 +5,7 @@
 // DNAT), KUBE-NODEPORTS → KUBE-EXT-*, KUBE-POSTROUTING masquerade of the 0x4000 mark, and filter
 // KUBE-FORWARD that ACCEPTs masquerade-marked traffic.
 
-import type { Protocol } from '../../model/index.js';
+import type { Protocol } from '../../src/model/index.js';
 import {
   MASQ_MARK,
   chainHash,

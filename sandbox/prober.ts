@@ -2,7 +2,7 @@
 // concurrency, and a converge loop that re-probes until the observed matrix matches expectations.
 // Like the e2e netpol suite, one matrix is one protocol and one port.
 
-import type { Protocol } from '../model/index.js';
+import type { Protocol } from '../src/model/index.js';
 import { matrixOf, matricesEqual, type Matrix } from './matrix.js';
 import { podKey } from './names.js';
 import type { Sandbox, SandboxFamily } from './topology.js';

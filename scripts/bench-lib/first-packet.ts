@@ -8,8 +8,8 @@
 // Plus the nf-FORWARD rules. Rules behind a matching conntrack ESTABLISHED accept never see a new flow,
 // but they are still checked, so they count. This is a bound, not a trace: real packets usually stop early.
 
-import { containsIp, parseCidr, parseIp } from '../compile/cidr.js';
-import type { Chain, ChainName, FamilyState, Rule } from '../model/index.js';
+import { containsIp, parseCidr, parseIp } from '../../src/compile/cidr.js';
+import type { Chain, ChainName, FamilyState, Rule } from '../../src/model/index.js';
 
 export interface SidePath {
   readonly pod: string;

@@ -2,7 +2,7 @@
 // input in exactly the object it names. Targets are picked deterministically from `pick` so a
 // benchmark run and a test see the same change.
 
-import type { ClusterSnapshot, Namespace, NetworkPolicy, Pod } from '../model/index.js';
+import type { ClusterSnapshot, Namespace, NetworkPolicy, Pod } from '../../src/model/index.js';
 import { mulberry32 } from './prng.js';
 
 export interface MutationOptions {

@@ -4,9 +4,8 @@
 // recorded in the exit/signal registry at once, so even a half-built sandbox is removed.
 
 import { removeCniResult, writeCniResult, type CachedPod } from './cni-cache.js';
-import type { Logger } from '../log.js';
-import type { Protocol } from '../model/index.js';
-import { run } from '../dataplane/exec.js';
+import type { Logger } from '../src/log.js';
+import { run } from '../src/dataplane/exec.js';
 import { DEFAULT_PORTS, startAgent, type Agent, type ProbeRequest, type ProbeResult } from './agent.js';
 import {
   NODE_SYSCTLS,
@@ -155,7 +154,7 @@ export interface Sandbox {
   destroy(): Promise<void>;
 }
 
-export type { Protocol, ProbeRequest, ProbeResult };
+export type { ProbeRequest, ProbeResult };
 
 interface NodeState extends SandboxNode {
   readonly cidr: Ipv4Cidr;

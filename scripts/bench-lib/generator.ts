@@ -10,7 +10,7 @@ import {
   type Namespace,
   type NodeSettings,
   type Pod,
-} from '../model/index.js';
+} from '../../src/model/index.js';
 import { generatePolicies, type AppInfo, type PolicyKind } from './policies.js';
 import { mulberry32, zipf, type Rng } from './prng.js';
 

@@ -3,14 +3,12 @@
 // It is rules only (no watch loop): start programs the services, sync reprograms them, restart does
 // what a kube-proxy restart does to the kernel chains' jumps, stop removes everything it owns.
 
-import { run } from '../../dataplane/exec.js';
+import { run } from '../../src/dataplane/exec.js';
 import { iptablesCleanup, iptablesRules, KUBE_PROXY_JUMPS, type Jump, type Table } from './iptables-mode.js';
 import type { KubeProxyMode, ProxyNode, ServiceSpec } from './model.js';
 import { nftablesCleanup, nftablesScript } from './nftables-mode.js';
 
-export type { KubeProxyMode, ServiceEndpoint, ServicePort, ServiceSpec, TrafficPolicy } from './model.js';
-export { KUBE_PROXY_JUMPS } from './iptables-mode.js';
-export { BASE_CHAINS, NFT_TABLE } from './nftables-mode.js';
+export type { KubeProxyMode, ServiceSpec } from './model.js';
 
 /** What kube-proxy needs of a sandbox node. */
 export interface ProxiedNode {

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# House checks, run by `npm test` before the suites (and alone by `npm run check`): format, lint, unused code,
+# types. Every check runs even when an earlier one fails, so one run lists everything; each finding names file:line.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+failed=()
+step() {
+  local name=$1
+  shift
+  echo "== check: $name" >&2
+  "$@" || failed+=("$name")
+}
+step "format (prettier; fix: npm run format)" node scripts/lib/check-format.mjs
+step "lint (eslint)" npx --no-install eslint --max-warnings 0 --format ./scripts/lib/lint-format.mjs .
+step "unused files, exports, dependencies (knip)" npx --no-install knip --no-progress
+step "types (tsc, product)" npx --no-install tsc -p tsconfig.json --noEmit --pretty false
+step "types (tsc, tests and scripts)" npx --no-install tsc -p tsconfig.test.json --noEmit --pretty false
+if [ ${#failed[@]} -gt 0 ]; then
+  printf 'FAILED check: %s\n' "${failed[@]}" >&2
+  exit 1
+fi
+echo "== checks passed" >&2

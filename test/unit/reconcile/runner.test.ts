@@ -1,0 +1,109 @@
+// BoundedFrequencyRunner on a fake clock, without root: bursts fold into one run, the drift check runs on
+// maxInterval with nothing changed, failures retry with a doubling, capped delay, and stop() stops.
+// (STYLE rule 9: "batches bursts of informer events, retries failures, and runs a drift check on
+// maxInterval even when nothing changed".)
+
+import { BoundedFrequencyRunner, type RunReason } from '../../../src/reconcile/runner.js';
+import { FakeClock } from '../../fakes/fake-clock.js';
+
+const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+function harness(outcomes: ('ok' | 'fail')[] = [], maxIntervalMs = 10_000) {
+  const clock = new FakeClock();
+  const runs: { reason: RunReason; at: number }[] = [];
+  const runner = new BoundedFrequencyRunner(
+    async (reason) => {
+      runs.push({ reason, at: clock.now() });
+      if (outcomes.shift() === 'fail') throw new Error('apply failed');
+    },
+    { batchWindowMs: 100, maxIntervalMs, retryBaseMs: 1_000, retryMaxMs: 4_000, clock },
+  );
+  /** Advances in steps so each run's promise settles and the runner re-arms before the next timer. */
+  const advance = async (ms: number, step = 50): Promise<void> => {
+    for (let t = 0; t < ms; t += step) {
+      clock.advance(Math.min(step, ms - t));
+      await settle();
+    }
+  };
+  return { clock, runs, runner, advance };
+}
+
+describe('BoundedFrequencyRunner', () => {
+  it('folds a burst of requests into one run after the batch window', async () => {
+    const { runs, runner, advance } = harness();
+    runner.start();
+    for (let i = 0; i < 5; i++) runner.request();
+    await advance(99);
+    expect(runs).toEqual([]);
+    await advance(1);
+    expect(runs).toEqual([{ reason: 'change', at: 100 }]);
+    runner.stop();
+  });
+
+  it('runs the periodic drift check on maxInterval when nothing changed', async () => {
+    const { runs, runner, advance } = harness();
+    runner.start();
+    await advance(20_000, 500);
+    expect(runs).toEqual([
+      { reason: 'periodic', at: 10_000 },
+      { reason: 'periodic', at: 20_000 },
+    ]);
+    runner.stop();
+  });
+
+  it('a drift check due during retries serves as the retry', async () => {
+    const { runs, runner, advance } = harness(['fail', 'fail', 'fail', 'fail', 'ok']);
+    runner.start();
+    runner.request();
+    await advance(20_000, 100);
+    expect(runs.map((r) => `${r.reason}@${r.at}`)).toEqual(['change@100', 'retry@1100', 'retry@3100', 'retry@7100', 'periodic@10000', 'periodic@20000']);
+    runner.stop();
+  });
+
+  it('retries a failed run with a doubling delay, capped, then returns to the drift period', async () => {
+    const { runs, runner, advance } = harness(['fail', 'fail', 'fail', 'fail', 'ok'], 60_000);
+    runner.start();
+    runner.request();
+    await advance(72_000, 100);
+    // Delays 1 s, 2 s, 4 s, then capped at 4 s; the drift check keeps its own schedule (due 60 s after start).
+    expect(runs.map((r) => `${r.reason}@${r.at}`)).toEqual(['change@100', 'retry@1100', 'retry@3100', 'retry@7100', 'retry@11100', 'periodic@60000']);
+    runner.stop();
+  });
+
+  it('a request during a run is served by one more run after it', async () => {
+    const { clock, runs, runner, advance } = harness();
+    let release: () => void = () => undefined;
+    const slow = new BoundedFrequencyRunner(
+      (reason) => {
+        runs.push({ reason, at: clock.now() });
+        return runs.length === 1 ? new Promise<void>((r) => (release = r)) : Promise.resolve();
+      },
+      { batchWindowMs: 100, maxIntervalMs: 10_000, retryBaseMs: 1_000, retryMaxMs: 4_000, clock },
+    );
+    runner.stop();
+    slow.start();
+    slow.request();
+    await advance(100);
+    slow.request();
+    slow.request();
+    await advance(500);
+    expect(runs).toHaveLength(1);
+    release();
+    await settle();
+    await advance(100);
+    expect(runs.map((r) => r.reason)).toEqual(['change', 'change']);
+    slow.stop();
+  });
+
+  it('requestFull runs a kernel-reading sync at once; stop() ends all runs', async () => {
+    const { runs, runner, advance } = harness();
+    runner.start();
+    runner.requestFull();
+    await advance(1, 1);
+    expect(runs).toEqual([{ reason: 'periodic', at: 1 }]);
+    runner.stop();
+    runner.request();
+    await advance(30_000, 1_000);
+    expect(runs).toHaveLength(1);
+  });
+});
