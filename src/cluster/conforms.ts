@@ -51,34 +51,50 @@ const optProtocol = (v: unknown): boolean => v === undefined || v === null || PR
 
 // --- core/v1 ------------------------------------------------------------------------------------
 
-const containerPort = (v: unknown): boolean =>
-  isObject(v) && Number.isInteger(v['containerPort']) && optString(v['name']) && optProtocol(v['protocol']);
+// Pods are most of a cluster: these are written out without helper closures (commands run this code
+// unoptimised, where every call counts).
+function containerPorts(v: unknown): boolean {
+  if (v === undefined || v === null) return true;
+  if (!Array.isArray(v)) return false;
+  for (const p of v) {
+    if (!isObject(p) || !Number.isInteger(p['containerPort'])) return false;
+    const name = p['name'];
+    const protocol = p['protocol'];
+    if (name !== undefined && name !== null && typeof name !== 'string') return false;
+    if (protocol !== undefined && protocol !== null && protocol !== 'TCP' && protocol !== 'UDP' && protocol !== 'SCTP') return false;
+  }
+  return true;
+}
 
-const container = (v: unknown): boolean => isObject(v) && listOf(v['ports'], containerPort);
+function podSpec(s: unknown): boolean {
+  if (s === undefined || s === null) return true;
+  if (!isObject(s)) return false;
+  const hostNetwork = s['hostNetwork'];
+  if (hostNetwork !== undefined && hostNetwork !== null && typeof hostNetwork !== 'boolean') return false;
+  if (!optString(s['nodeName'])) return false;
+  const containers = s['containers'];
+  if (containers === undefined || containers === null) return true;
+  if (!Array.isArray(containers)) return false;
+  for (const c of containers) if (!isObject(c) || !containerPorts(c['ports'])) return false;
+  return true;
+}
 
 const PHASES = new Set(['Pending', 'Running', 'Succeeded', 'Failed', 'Unknown']);
 
-const podIp = (v: unknown): boolean => isObject(v) && typeof v['ip'] === 'string';
-
-function pod(v: unknown): boolean {
-  if (!topLevel(v, true)) return false;
-  const spec = v['spec'];
-  const status = v['status'];
-  return (
-    optional(spec, (s) =>
-      isObject(s) &&
-      optString(s['nodeName']) &&
-      optional(s['hostNetwork'], (h) => typeof h === 'boolean') &&
-      listOf(s['containers'], container),
-    ) &&
-    optional(status, (s) =>
-      isObject(s) &&
-      optional(s['phase'], (p) => PHASES.has(p as string)) &&
-      optString(s['podIP']) &&
-      listOf(s['podIPs'], podIp),
-    )
-  );
+function podStatus(s: unknown): boolean {
+  if (s === undefined || s === null) return true;
+  if (!isObject(s)) return false;
+  const phase = s['phase'];
+  if (phase !== undefined && phase !== null && !PHASES.has(phase as string)) return false;
+  if (!optString(s['podIP'])) return false;
+  const ips = s['podIPs'];
+  if (ips === undefined || ips === null) return true;
+  if (!Array.isArray(ips)) return false;
+  for (const e of ips) if (!isObject(e) || typeof e['ip'] !== 'string') return false;
+  return true;
 }
+
+const pod = (v: unknown): boolean => topLevel(v, true) && podSpec(v['spec']) && podStatus(v['status']);
 
 const address = (v: unknown): boolean => isObject(v) && typeof v['type'] === 'string' && typeof v['address'] === 'string';
 
