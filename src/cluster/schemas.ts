@@ -6,7 +6,9 @@
 // Every optional field also accepts `null`: the API server's JSON decoding treats `null` as "unset",
 // and YAML writes an empty key (`egress:`) as null.
 
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { createRequire } from 'node:module';
+import type * as AjvModule from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import { conforms } from './conforms.js';
 
 type Schema = Record<string, unknown>;
@@ -206,9 +208,7 @@ export const clusterNetworkPolicySchema: Schema = {
 
 export type ObjectKind = 'Namespace' | 'Pod' | 'NetworkPolicy' | 'Node' | 'ClusterNetworkPolicy';
 
-// validateSchema off: checking the schema against the JSON Schema meta-schema compiles that too (~20 ms of
-// CPU on every command start); strict mode still rejects unknown keywords, and the unit tests compile it.
-const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, validateSchema: false });
+let ajv: InstanceType<typeof AjvModule.Ajv> | undefined;
 
 const SCHEMAS: { readonly [K in ObjectKind]: Schema } = {
   Namespace: namespaceSchema,
@@ -224,6 +224,13 @@ const compiled = new Map<ObjectKind, ValidateFunction>();
 export function validatorOf(kind: ObjectKind): ValidateFunction {
   let validate = compiled.get(kind);
   if (!validate) {
+    if (!ajv) {
+      // Loaded here, not on import (~30 ms of every command start). validateSchema off: checking the
+      // schema against the JSON Schema meta-schema compiles that too; strict mode still rejects unknown
+      // keywords, and the unit tests compile it.
+      const { Ajv } = createRequire(import.meta.url)('ajv') as typeof AjvModule;
+      ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, validateSchema: false });
+    }
     validate = ajv.compile(SCHEMAS[kind]);
     compiled.set(kind, validate);
   }
