@@ -40,6 +40,7 @@ export async function curve(o: { seed: number; runs: number; progress: (m: strin
     drift: { what: 'drift check', unit: 'ms', values: [] as number[] },
     driftFloor: { what: 'drift check: floor (the two saves)', unit: 'ms', values: [] as number[] },
     ready: { what: 'daemon start → ready', unit: 'ms', values: [] as number[] },
+    rssReady: { what: 'daemon RSS after first sync', unit: 'MiB', values: [] as number[] },
     rss: { what: 'daemon RSS after events', unit: 'MiB', values: [] as number[] },
     apiStart: { what: 'API bytes to one node at start', unit: 'MB', values: [] as number[] },
     apiEvent: { what: 'API bytes to one node per event', unit: 'B', values: [] as number[], flat: true },
@@ -59,11 +60,17 @@ export async function curve(o: { seed: number; runs: number; progress: (m: strin
     m.drift.values.push(rowMs(k, 'drift-wall'));
     m.driftFloor.values.push(rowMs(k, 'drift-wall', 'floor'));
     o.progress(`curve: ${tier}: daemon`);
-    const d = await daemonFigures({ tier, seed: o.seed, events: 10 }).catch(() => undefined);
+    const d = await daemonFigures({ tier, seed: o.seed, events: 10 }).catch((err: unknown) => {
+      o.progress(`curve: ${tier}: daemon failed: ${(err as Error).message.split('\n')[0]}`);
+      return undefined;
+    });
     m.ready.values.push(d?.readyMs ?? NaN);
+    m.rssReady.values.push(d?.rssReadyMiB ?? NaN);
     m.rss.values.push(d?.rssAfterMiB ?? NaN);
     m.apiStart.values.push((d?.apiBytesAtStart ?? NaN) / 1e6);
     m.apiEvent.values.push(d?.apiBytesPerEvent ?? NaN);
+    // Each tier's figures as soon as they exist: a run cut short still leaves what it measured.
+    o.progress(`curve: ${tier} done: ${Object.values(m).map((x: Metric) => `${x.what} ${x.values.at(-1)} ${x.unit}`).join('; ')}`);
   }
   const pods = CURVE_TIERS.map((t) => TIER_SHAPES[t].pods);
   const fmt = (x: number) => (Number.isNaN(x) ? '–' : x >= 100 ? x.toFixed(0) : x.toFixed(1));

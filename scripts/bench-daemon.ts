@@ -220,9 +220,14 @@ async function main(): Promise<void> {
     const policiesAt = Date.now();
     for (const obj of objects) if (obj.kind === 'NetworkPolicy') server.create(obj);
     server.create(policyObject(benchPolicy(1000)));
-    let lastProgrammed = await log.nextProgrammed(policiesAt, 120_000, 'creating the policies');
+    let lastProgrammed = await log.nextProgrammed(policiesAt, 300_000, 'creating the policies');
+    // "Quiet" must outlast one sync: at 100,000 pods a full recompute takes several seconds, and an event
+    // sent while one runs waits for it and the next. Scaled by how long the first batch took.
+    const syncMs = lastProgrammed - policiesAt;
+    const quietMs = Math.max(2000, 2 * syncMs);
+    const eventTimeoutMs = Math.max(20_000, 4 * syncMs);
     for (;;) {
-      const next = await log.nextProgrammed(lastProgrammed + 1, 2000).catch(() => undefined);
+      const next = await log.nextProgrammed(lastProgrammed + 1, quietMs).catch(() => undefined);
       if (next === undefined) break;
       lastProgrammed = next;
     }
@@ -242,10 +247,10 @@ async function main(): Promise<void> {
         if (on) flipped.add(key);
         else flipped.delete(key);
         server.update(podObject(pod, on ? { ...pod.labels, 'bench-peer': 'on' } : pod.labels));
-        latencies.push({ kind: 'pod label', ms: (await log.nextProgrammed(t0, 20_000, `relabelling ${key}`)) - t0 });
+        latencies.push({ kind: 'pod label', ms: (await log.nextProgrammed(t0, eventTimeoutMs, `relabelling ${key}`)) - t0 });
       } else {
         server.update(policyObject(benchPolicy(1001 + i)));
-        latencies.push({ kind: 'policy edit', ms: (await log.nextProgrammed(t0, 20_000, 'editing the bench policy')) - t0 });
+        latencies.push({ kind: 'policy edit', ms: (await log.nextProgrammed(t0, eventTimeoutMs, 'editing the bench policy')) - t0 });
       }
     }
     const rssAfter = procStatusKiB(daemon.pid, 'VmRSS');

@@ -5,7 +5,7 @@
 import { fileURLToPath } from 'node:url';
 import type { Tier } from '../bench-lib/generator.js';
 import { run } from '../../src/dataplane/exec.js';
-import { below, failedRow, tsNode, type BenchRow } from './bench-table.js';
+import { atMost, below, failedRow, tsNode, type BenchRow } from './bench-table.js';
 
 const REGISTER = fileURLToPath(new URL('../register-ts.mjs', import.meta.url));
 const script = (name: string) => fileURLToPath(new URL(`../${name}`, import.meta.url));
@@ -95,13 +95,16 @@ export async function daemonFigures(o: { tier: Tier; seed: number; events: numbe
 
 const MB_PER_MIB = 1.048576;
 
-export function daemonLatencyRow(d: DaemonFigures, tier: Tier): BenchRow {
+/** Issue 14: p99 ≤ 50 ms at the large tier, ≤ 100 ms at xl (and elsewhere). */
+const p99TargetMs = (tier: Tier): number => (tier === 'large' ? 50 : 100);
+
+export function daemonLatencyRow(d: DaemonFigures, tier: Tier, id = 'event-to-programmed'): BenchRow {
   return {
-    id: 'event-to-programmed',
+    id,
     what: `daemon (${tier} tier, out of process, fake API server): API write → kernel programmed, one event at a time (pod relabel / policy edit alternately)`,
     value: `p50 ${d.p50} ms / p99 ${d.p99} ms`,
-    target: 'p99 < 100 ms',
-    verdict: below(d.p99, 100),
+    target: `p99 ≤ ${p99TargetMs(tier)} ms`,
+    verdict: atMost(d.p99, p99TargetMs(tier)),
     detail: `${d.events} events, max ${d.max} ms; the daemon's own incremental sync (compile + plan + apply) averages ${d.syncMeanMs} ms; start → ready ${d.readyMs} ms; netfence diff afterwards exits ${d.diffExit} (0 = in sync)`,
     command: d.command,
   };
@@ -113,9 +116,10 @@ export function daemonRssRow(d: DaemonFigures, tier: Tier): BenchRow {
     id: `rss-${tier}`,
     what: `daemon resident memory, ${tier} tier (VmRSS from /proc/<pid>/status after the events)`,
     value: `${d.rssAfterMiB} MiB (${mb.toFixed(0)} MB)`,
-    // The issue sets the memory target for the large tier; the other tiers show how memory scales.
-    target: tier === 'large' ? '< 200 MB' : '–',
-    verdict: tier === 'large' ? below(mb, 200) : 'info',
+    // Targets: large < 200 MB (the first benchmark issue); xl ≤ 200 MiB after the first sync and after the
+    // events (issue 14). The other tiers show how memory scales.
+    target: tier === 'large' ? '< 200 MB' : tier === 'xl' ? '≤ 200 MiB after first sync and after events' : '–',
+    verdict: tier === 'large' ? below(mb, 200) : tier === 'xl' ? atMost(Math.max(d.rssReadyMiB, d.rssAfterMiB), 200) : 'info',
     detail: `VmRSS ${d.rssReadyMiB} MiB with everything programmed, ${d.rssAfterMiB} MiB after ${d.events} events, peak VmHWM ${d.hwmMiB} MiB (${(d.hwmMiB * MB_PER_MIB).toFixed(0)} MB)`,
     command: d.command,
   };

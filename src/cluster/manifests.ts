@@ -16,7 +16,9 @@
 
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { extname, join } from 'node:path';
-import { LineCounter, parseAllDocuments, type Document } from 'yaml';
+import { createRequire } from 'node:module';
+import type * as Yaml from 'yaml';
+import type { Document, LineCounter } from 'yaml';
 import type { ClusterNetworkPolicy, ClusterNode, ClusterSnapshot, Namespace, NetworkPolicy, Pod, Problem } from '../model/index.js';
 import { convert, isObjectKind, objectName, type ObjectKind } from './convert.js';
 
@@ -27,6 +29,9 @@ export interface LoadedManifests {
   /** Every file that was read, in load order (the manifest source watches these). */
   readonly files: readonly string[];
 }
+
+// The YAML parser is loaded on first use: a JSON dump never needs it (~20 ms of every command start).
+const yaml = (): typeof Yaml => createRequire(import.meta.url)('yaml') as typeof Yaml;
 
 const EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
 
@@ -128,6 +133,7 @@ export function manifestFiles(path: string, collector?: { problem(p: Problem): v
 /** Parses one file's text (YAML or JSON, multi-document) into the collector. Exported for tests. */
 export function loadText(file: string, text: string, collector: Collector): void {
   if (loadJsonText(file, text, collector)) return;
+  const { LineCounter, parseAllDocuments } = yaml();
   const lines = new LineCounter();
   const docs = parseAllDocuments(text, { lineCounter: lines });
   // parseAllDocuments returns an EmptyStream (not an array) for a file with no documents.
@@ -172,6 +178,7 @@ function loadJsonText(file: string, text: string, collector: Collector): boolean
   let located: { doc: Document; lines: LineCounter } | undefined;
   const lineOf = (field: string): number | undefined => {
     if (!located) {
+      const { LineCounter, parseAllDocuments } = yaml();
       const lines = new LineCounter();
       const [doc] = parseAllDocuments(text, { lineCounter: lines }) as Document[];
       if (!doc) return undefined;

@@ -1,11 +1,15 @@
 // JSON schemas for the fields netfence reads from Kubernetes objects (core/v1 and networking.k8s.io/v1),
-// compiled once with ajv. Only shape and type: semantic checks (CIDR syntax, port ranges, selector
-// syntax) are the compiler's job. Unknown fields are allowed because real objects carry many.
+// compiled with ajv on first need (conforms.ts passes the common case without it). Only shape and type:
+// semantic checks (CIDR syntax, port ranges, selector syntax) are the compiler's job. Unknown fields are
+// allowed because real objects carry many.
 //
 // Every optional field also accepts `null`: the API server's JSON decoding treats `null` as "unset",
 // and YAML writes an empty key (`egress:`) as null.
 
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { createRequire } from 'node:module';
+import type * as AjvModule from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import { conforms } from './conforms.js';
 
 type Schema = Record<string, unknown>;
 
@@ -204,17 +208,34 @@ export const clusterNetworkPolicySchema: Schema = {
 
 export type ObjectKind = 'Namespace' | 'Pod' | 'NetworkPolicy' | 'Node' | 'ClusterNetworkPolicy';
 
-// validateSchema off: checking the schema against the JSON Schema meta-schema compiles that too (~20 ms of
-// CPU on every command start); strict mode still rejects unknown keywords, and the unit tests compile it.
-const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, validateSchema: false });
+let ajv: InstanceType<typeof AjvModule.Ajv> | undefined;
 
-export const validators: { readonly [K in ObjectKind]: ValidateFunction } = {
-  Namespace: ajv.compile(namespaceSchema),
-  Pod: ajv.compile(podSchema),
-  NetworkPolicy: ajv.compile(networkPolicySchema),
-  Node: ajv.compile(nodeSchema),
-  ClusterNetworkPolicy: ajv.compile(clusterNetworkPolicySchema),
+const SCHEMAS: { readonly [K in ObjectKind]: Schema } = {
+  Namespace: namespaceSchema,
+  Pod: podSchema,
+  NetworkPolicy: networkPolicySchema,
+  Node: nodeSchema,
+  ClusterNetworkPolicy: clusterNetworkPolicySchema,
 };
+
+const compiled = new Map<ObjectKind, ValidateFunction>();
+
+/** The kind's ajv validator, compiled on first use: most objects never need one (see conforms.ts). */
+export function validatorOf(kind: ObjectKind): ValidateFunction {
+  let validate = compiled.get(kind);
+  if (!validate) {
+    if (!ajv) {
+      // Loaded here, not on import (~30 ms of every command start). validateSchema off: checking the
+      // schema against the JSON Schema meta-schema compiles that too; strict mode still rejects unknown
+      // keywords, and the unit tests compile it.
+      const { Ajv } = createRequire(import.meta.url)('ajv') as typeof AjvModule;
+      ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, validateSchema: false });
+    }
+    validate = ajv.compile(SCHEMAS[kind]);
+    compiled.set(kind, validate);
+  }
+  return validate;
+}
 
 export interface SchemaError {
   /** `spec.ingress[0].ports[1].port` */
@@ -224,7 +245,8 @@ export interface SchemaError {
 
 /** Runs the kind's schema and turns ajv's errors into readable field/message pairs. */
 export function schemaErrors(kind: ObjectKind, obj: unknown): SchemaError[] {
-  const validate = validators[kind];
+  if (conforms(kind, obj)) return [];
+  const validate = validatorOf(kind);
   if (validate(obj)) return [];
   return (validate.errors ?? []).map((e) => describe(e, obj));
 }

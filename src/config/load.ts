@@ -3,11 +3,14 @@
 // Each layer is validated on its own so every error names where the bad value came from.
 
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import type { ParseArgsConfig } from 'node:util';
-import { Ajv, type ErrorObject } from 'ajv';
-import { LineCounter, parseDocument } from 'yaml';
+import type * as AjvModule from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import type * as Yaml from 'yaml';
 import { DEFAULT_FLOW_LOG, type ClusterSnapshot, type NodeSettings } from '../model/index.js';
 import { canonicalCidr, isCidr } from './cidr.js';
+import { layerFits, type Formats } from './fits-schema.js';
 import { parseListenAddress } from './listen-address.js';
 import { allocateMarks, hex, markMaskProblems, parseMarkMask, revokeBit } from './marks.js';
 import {
@@ -155,6 +158,8 @@ function readNamedFile(flags: FlagValues, env: LoadConfigInput['env'] & object, 
 
 function fileLayer(file: ConfigFileInput, problems: string[]): Layer {
   const origin = (): string => `config file ${file.path}`;
+  // The YAML parser is loaded only when there is a config file (~20 ms of every command start).
+  const { LineCounter, parseDocument } = createRequire(import.meta.url)('yaml') as typeof Yaml;
   const lineCounter = new LineCounter();
   const doc = parseDocument(file.text, { prettyErrors: false, uniqueKeys: true, lineCounter });
   // Only the first syntax error: the ones after it are usually the parser losing its footing.
@@ -243,17 +248,28 @@ const nonEmpty = (value: string | undefined): string | undefined => (value === u
 
 // ---- validation ---------------------------------------------------------------------------------
 
-// validateSchema off: checking the schema against the JSON Schema meta-schema compiles that too (~20 ms of
-// CPU on every command start); strict mode still rejects unknown keywords, and the unit tests compile it.
-const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, validateSchema: false });
-ajv.addFormat('cidr', { type: 'string', validate: isCidr });
-ajv.addFormat('listen-address', { type: 'string', validate: (text: string) => parseListenAddress(text) !== undefined });
-const validateSchema = ajv.compile(CONFIG_LAYER_SCHEMA);
+const FORMATS: Formats = { cidr: isCidr, 'listen-address': (text) => parseListenAddress(text) !== undefined };
+
+let validateSchema: ValidateFunction | undefined;
+
+/** ajv, loaded and compiled only for a layer layerFits cannot pass (it words the errors). */
+function schemaValidator(): ValidateFunction {
+  if (!validateSchema) {
+    const { Ajv } = createRequire(import.meta.url)('ajv') as typeof AjvModule;
+    // validateSchema off: checking the schema against the JSON Schema meta-schema compiles that too;
+    // strict mode still rejects unknown keywords, and the unit tests compile it.
+    const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, validateSchema: false });
+    for (const [name, validate] of Object.entries(FORMATS)) ajv.addFormat(name, { type: 'string', validate });
+    validateSchema = ajv.compile(CONFIG_LAYER_SCHEMA);
+  }
+  return validateSchema;
+}
 
 function validateLayer(layer: Layer): string[] {
   const problems: string[] = [];
-  if (!validateSchema(layer.values)) {
-    for (const err of validateSchema.errors ?? []) {
+  const validate = layerFits(CONFIG_LAYER_SCHEMA, layer.values, FORMATS) ? undefined : schemaValidator();
+  if (validate && !validate(layer.values)) {
+    for (const err of validate.errors ?? []) {
       const { path, reason } = describe(err);
       problems.push(`${layer.origin(topKey(path))}: ${path}: ${reason}`);
     }

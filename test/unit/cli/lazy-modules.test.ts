@@ -53,7 +53,13 @@ describe('module loading per command', () => {
     expect([...modules].filter((m) => m.startsWith('reconcile/') || m.startsWith('dataplane/kernel'))).toEqual([]);
   });
 
-  it('nothing loads winston at import time (log.ts loads it with the first logger)', () => {
+  it.each(['cli/compile.ts', 'cli/trace.ts', 'cli/inspect.ts', 'cli/commands-oneshot.ts'])('%s loads neither ajv nor yaml at import time (only to word an error, or for YAML text)', (entry) => {
+    const { packages } = loadedBy(entry);
+    expect(packages).not.toContain('ajv');
+    expect(packages).not.toContain('yaml');
+  });
+
+  it('nothing loads winston at import time (log.ts loads it with the first line a logger writes)', () => {
     expect(loadedBy('cli/daemon.ts').packages).not.toContain('winston');
   });
 
