@@ -3,7 +3,7 @@
 import { ANTISPOOF_TABLE, renderAntiSpoofDelete } from '../antispoof/render.js';
 import { applyNftScript, listNftTableJson } from '../dataplane/nft.js';
 import { compile } from '../compile/index.js';
-import { emptyFamilyState, formatProblem, type DesiredState, type FamilyState, type IpFamily, type Problem } from '../model/index.js';
+import { emptyFamilyState, type DesiredState, type FamilyState, type IpFamily } from '../model/index.js';
 import { formatPlanDiff, formatSummary, planJson, summarize } from '../plan/diff.js';
 import { observeFamily, planFamily, type FamilyPlan, type ObservedFamily } from '../plan/index.js';
 import { IpsetParseError, SaveParseError } from '../render/index.js';

@@ -39,7 +39,7 @@ export interface ChainNames {
   readonly hostDispatch: ChainName;
   /** The target of local pods with no CNP egress tier in the host dispatch: returns at once. */
   readonly hostPass: ChainName;
-  hostDispatchChild(key: string): ChainName;
+  readonly hostDispatchChild: (key: string) => ChainName;
   /** A local pod's traffic to this node ("from workload to host"). */
   toHost(podKey: string): ChainName;
   policyIngress(policyKey: string): ChainName;

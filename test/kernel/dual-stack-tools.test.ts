@@ -151,7 +151,7 @@ describeKernel('the tools on a dual-stack node', () => {
         ['fd00:10:244:3::1', 'web/db', 8080, false, 'outside the block'],
       ];
       const got = [];
-      for (const [src, dst, port, allowed, why] of cases) {
+      for (const [src, dst, port, , why] of cases) {
         const r = await run('trace', ...flags(ns), '--resources', cluster, '--node-name', NODE, '--family', '6', '--src', src, '--dst', dst, '--proto', 'tcp', '--port', String(port));
         expect(r.out).toMatch(/^ruleset live kernel \(IPv6/m);
         got.push({ src, dst, port, why, code: r.code === 0 ? 'allowed' : r.code === 1 ? 'dropped' : `error ${r.err}` });

@@ -130,7 +130,7 @@ describe('PolicyEvents against the fake API server', () => {
     await n1.report([...problems, badCidr]);
     await recorder('n2').report(problems);
     const cnpEvents = server.events().filter((e) => (e['regarding'] as { kind: string }).kind === 'ClusterNetworkPolicy');
-    expect(cnpEvents.map((e) => `${e.metadata!.namespace} ${e['reportingInstance']} ${(e['regarding'] as { name: string }).name}`).sort()).toEqual([
+    expect(cnpEvents.map((e) => `${e.metadata!.namespace} ${String(e['reportingInstance'])} ${(e['regarding'] as { name: string }).name}`).sort()).toEqual([
       'default netfence-n1 metadata-guard',
       'default netfence-n2 metadata-guard',
     ]);
