@@ -18,10 +18,10 @@
 // written and again from the client's other replica (same namespace and labels, so the same expectation),
 // so each upstream assertion is observed both same-node and cross-node.
 //
-// Not asserted (it.skip, named): pokes from a pod to a centaur on its *own* node. That traffic goes
-// through the node's INPUT chain, which netfence does not police yet (README "Known limits"); the
-// cross-node twin of each such poke is asserted. Flip LOCAL_NODE_PEERS_ENFORCED when INPUT is hooked.
-// No upstream subtest uses `domainNames` (netfence's other documented gap), so none is skipped for it.
+// Pokes from a pod to the centaur on its *own* node go through the node's INPUT chain (CNP's host side,
+// src/compile/cluster-policy-host.ts), the cross-node ones through FORWARD: both are asserted, on every
+// protocol (the node agents answer UDP and SCTP from the probed address: sandbox-node-replies).
+// No upstream subtest uses `domainNames` (netfence's documented gap), so nothing is skipped for it.
 //
 // Every expectation is also held against the spec oracle (test/helpers/oracle.ts) on the same snapshot;
 // a disagreement fails the subtest, since it means the oracle or the transcription is wrong.
@@ -39,12 +39,10 @@ import type { Protocol } from '../../../src/model/index.js';
 jest.setTimeout(120_000);
 
 /**
- * Pod → a centaur on its own node goes through INPUT, which netfence does not hook yet (README known limits).
- * Before flipping this: the sandbox agent answers UDP and SCTP from the address its route picks (cni0's for a
- * local pod), not the node address that was probed, so those pokes time out even with no policy at all
- * (upstream's centaurs listen on $(HOST_IP) for the same reason); only the TCP ones can pass today.
+ * Pod → the centaur on its own node (through INPUT) is asserted. Kept as a switch so a run can leave those
+ * cells out (it.skip, named) when the host side is known to be missing, e.g. on an IPv6 pass (see below).
  */
-const LOCAL_NODE_PEERS_ENFORCED = false;
+const LOCAL_NODE_PEERS_ENFORCED = true;
 
 interface Cell {
   readonly from: string;
