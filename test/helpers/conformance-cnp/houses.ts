@@ -242,6 +242,11 @@ export class HouseCluster {
     }
   }
 
+  /** The current state as the List manifest `apply` programs (for `netfence diff`/`trace --resources`). */
+  manifestFile(): string {
+    return this.write();
+  }
+
   private write(): string {
     const file = join(this.dir, 'cluster.json');
     writeFileSync(file, `${JSON.stringify({ apiVersion: 'v1', kind: 'List', items: this.objects() }, null, 1)}\n`);

@@ -7,9 +7,8 @@
 // neighbour cache is flushed before each probe round, so every poke resolves its peer (pod or gateway)
 // with ND first, through the policy.
 //
-// Not asserted (it.skip, named): a pod's pokes to the centaur on its own node over IPv6. That traffic goes
-// through INPUT, which CNP's host side hooks for IPv4 only (README "Known limits"); the cross-node twins
-// (FORWARD) are asserted.
+// A pod's pokes to the centaur on its own node go through INPUT (CNP's host side, with the pod's ND/MLD to
+// the node let through first), the cross-node ones through FORWARD: all asserted, on TCP, UDP and SCTP.
 //
 // Run: node --experimental-vm-modules node_modules/jest/bin/jest.js --selectProjects kernel --runInBand --testPathPatterns cnp-upstream-ipv6
 
