@@ -80,4 +80,14 @@ describeKernel('ClusterNetworkPolicy egress to the local node over IPv6 goes thr
       expect(`${node.name}: exit ${code}\n${text}`).toBe(`${node.name}: exit 0\n${text}`);
     }
   });
+
+  it('netfence trace --family 6 walks INPUT for the node\'s own IPv6 address and names the CNP rule that dropped it', async () => {
+    const n1 = c().sandbox.nodes().find((n) => n.name === 'n1')!;
+    let text = '';
+    const argv = ['trace', '--netns', n1.netns, '--node-name', 'n1', ...c().podCidrs('n1').flatMap((x) => ['--pod-cidr', x]), '--log-level', 'error', '--resources', c().manifestFile()];
+    const code = await main([...argv, '--family', '6', '--src', pod('harry-potter-0'), '--dst', n1.ipv6!.underlayIp, '--proto', 'tcp', '--port', '34345'], { out: (t) => void (text += t), err: (t) => void (text += t) });
+    expect(code).toBe(1);
+    expect(text).toMatch(/enters INPUT in cni0/);
+    expect(text).toMatch(/verdict DROP: denied by ClusterNetworkPolicy gryffindor-egress rule egress:1\s+deny-everything\s+Deny/);
+  });
 });
