@@ -179,6 +179,7 @@ describe('ClusterNetworkPolicy egress to the local node over IPv6 (INPUT)', () =
   it.each([
     { name: 'NS to the gateway\'s solicited-node group', src: G6, dst: 'ff02::1:ff00:1', type: 135, hopLimit: 255, pass: true },
     { name: 'NS to the gateway (NUD, unicast)', src: G6, dst: GATEWAY_V6, type: 135, hopLimit: 255, pass: true },
+    // From :: or a link-local source no pod dispatch matches anyway; the rule is what saves the pod's own address.
     { name: 'NS for DAD from ::', src: '::', dst: 'ff02::1:ff00:10', type: 135, hopLimit: 255, pass: true },
     { name: 'NA to the gateway', src: G6, dst: GATEWAY_V6, type: 136, hopLimit: 255, pass: true },
     { name: 'RS to all-routers', src: LL_G, dst: 'ff02::2', type: 133, hopLimit: 255, pass: true },
