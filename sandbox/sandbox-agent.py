@@ -16,6 +16,12 @@ ICMP "protocol unreachable", since a raw socket consumed the packet.
 
 Every server listens on IPv4 and IPv6 (separate sockets: asyncio sets IPV6_V6ONLY), and probes take
 either family's address, so one agent serves a dual-stack, IPv4-only or IPv6-only pod alike.
+
+UDP and SCTP answers leave from the address that was probed, as a UDP server bound to that address
+would answer (upstream's centaur listens on $(HOST_IP) for this reason): a node has several addresses,
+and a wildcard socket's reply takes the source its route picks, so a pod probing its own node's
+underlay address would get the answer from the cni0 gateway address and drop it. The destination of
+each datagram is read with IP_PKTINFO / IPV6_RECVPKTINFO and given back as the source with sendmsg.
 """
 
 import argparse
@@ -33,6 +39,39 @@ IPPROTO_SCTP = 132
 CHUNK_INIT = 1
 CHUNK_INIT_ACK = 2
 PARAM_STATE_COOKIE = 7
+# <linux/in.h>; Python 3.11's socket module has no IP_PKTINFO constant. struct in_pktinfo is
+# {int ipi_ifindex; struct in_addr ipi_spec_dst; struct in_addr ipi_addr}.
+IP_PKTINFO = getattr(socket, "IP_PKTINFO", 8)
+IPV6_RECVPKTINFO = getattr(socket, "IPV6_RECVPKTINFO", 49)
+IPV6_PKTINFO = getattr(socket, "IPV6_PKTINFO", 50)
+CMSG_SPACE = 64
+
+
+def enable_pktinfo(sock, v6):
+    """Asks the kernel for each datagram's destination address (ancillary data on recvmsg)."""
+    if v6:
+        sock.setsockopt(socket.IPPROTO_IPV6, IPV6_RECVPKTINFO, 1)
+    else:
+        sock.setsockopt(socket.IPPROTO_IP, IP_PKTINFO, 1)
+
+
+def destination_of(ancdata, v6):
+    """The destination address of a datagram from recvmsg's ancillary data, or None."""
+    for level, kind, data in ancdata:
+        if v6 and level == socket.IPPROTO_IPV6 and kind == IPV6_PKTINFO and len(data) >= 16:
+            return socket.inet_ntop(socket.AF_INET6, data[:16])  # in6_pktinfo: ipi6_addr first
+        if not v6 and level == socket.IPPROTO_IP and kind == IP_PKTINFO and len(data) >= 12:
+            return socket.inet_ntoa(data[8:12])  # ipi_addr: the header's destination
+    return None
+
+
+def source_cmsg(src):
+    """Ancillary data for sendmsg that makes `src` the packet's source (interface left to the route)."""
+    if src is None:
+        return []
+    if ":" in src:
+        return [(socket.IPPROTO_IPV6, IPV6_PKTINFO, socket.inet_pton(socket.AF_INET6, src) + struct.pack("@i", 0))]
+    return [(socket.IPPROTO_IP, IP_PKTINFO, struct.pack("@i", 0) + socket.inet_aton(src) + socket.inet_aton("0.0.0.0"))]
 
 
 def _crc32c_table():
@@ -84,13 +123,13 @@ def parse_sctp(datagram):
     return src, dst, sport, dport, vtag, chunk_type, sctp[16:12 + length]
 
 
-def parse_sctp6(payload, src):
-    """IPv6 raw sockets deliver the payload without the IP header; the source comes from recvfrom."""
+def parse_sctp6(payload, src, dst):
+    """IPv6 raw sockets deliver the payload without the IP header; the addresses come from recvmsg."""
     if len(payload) < 16:
         return None
     sport, dport, vtag, _ = struct.unpack("!HHII", payload[:12])
     chunk_type, _, length = struct.unpack("!BBH", payload[12:16])
-    return src, None, sport, dport, vtag, chunk_type, payload[16:12 + length]
+    return src, dst, sport, dport, vtag, chunk_type, payload[16:12 + length]
 
 
 def canonical(ip):
@@ -110,6 +149,7 @@ class Sctp:
         try:
             self.sock6 = socket.socket(socket.AF_INET6, socket.SOCK_RAW, IPPROTO_SCTP)
             self.sock6.setblocking(False)
+            enable_pktinfo(self.sock6, True)  # IPv6 raw sockets hand over no header: the destination comes this way
             loop.add_reader(self.sock6.fileno(), self._readable, self.sock6, True)
         except OSError:
             self.sock6 = None  # IPv6 disabled in this namespace: IPv4 only
@@ -117,20 +157,20 @@ class Sctp:
     def _readable(self, sock, v6):
         while True:
             try:
-                datagram, addr = sock.recvfrom(65535)
+                datagram, ancdata, _flags, addr = sock.recvmsg(65535, CMSG_SPACE)
             except (BlockingIOError, InterruptedError):
                 return
-            parsed = parse_sctp6(datagram, canonical(addr[0])) if v6 else parse_sctp(datagram)
+            parsed = parse_sctp6(datagram, canonical(addr[0]), destination_of(ancdata, True)) if v6 else parse_sctp(datagram)
             if parsed is None:
                 continue
-            src, _dst, sport, dport, vtag, chunk_type, body = parsed
+            src, dst, sport, dport, vtag, chunk_type, body = parsed
             if chunk_type == CHUNK_INIT and vtag == 0 and dport in self.ports and len(body) >= 16:
                 peer_tag = struct.unpack("!I", body[:4])[0]
                 cookie = os.urandom(16)
                 param = struct.pack("!HH", PARAM_STATE_COOKIE, 4 + len(cookie)) + cookie
                 reply = sctp_packet(dport, sport, peer_tag, CHUNK_INIT_ACK,
                                     init_body(random.getrandbits(32) or 1, random.getrandbits(32), param))
-                self._send(reply, src)
+                self._send(reply, src, dst)
             elif chunk_type == CHUNK_INIT_ACK:
                 future = self.pending.pop((src, sport, dport, vtag), None)
                 if future is not None and not future.done():
@@ -143,9 +183,10 @@ class Sctp:
             raise OSError("IPv6 is not available in this namespace")
         return self.sock6
 
-    def _send(self, packet, ip):
+    def _send(self, packet, ip, src=None):
+        """Sends from `src` when given: an INIT-ACK must come from the address the INIT was sent to."""
         try:
-            self._sock_for(ip).sendto(packet, (ip, 0))
+            self._sock_for(ip).sendmsg([packet], source_cmsg(src), 0, (ip, 0))
         except OSError:
             pass  # unreachable peers show up as probe timeouts, as on a real network
 
@@ -189,12 +230,27 @@ def announce(ifname):
         sock.close()
 
 
-class UdpEcho(asyncio.DatagramProtocol):
-    def connection_made(self, transport):
-        self.transport = transport
+class UdpEcho:
+    """UDP echo on a wildcard socket that answers from the address each datagram was sent to."""
 
-    def datagram_received(self, data, addr):
-        self.transport.sendto(data, addr)
+    def __init__(self, loop, sock, v6):
+        self.sock, self.v6 = sock, v6
+        sock.setblocking(False)
+        enable_pktinfo(sock, v6)
+        loop.add_reader(sock.fileno(), self._readable)
+
+    def _readable(self):
+        while True:
+            try:
+                data, ancdata, _flags, addr = self.sock.recvmsg(65535, CMSG_SPACE)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                continue  # e.g. a queued ICMP error from an earlier reply
+            try:
+                self.sock.sendmsg([data], source_cmsg(destination_of(ancdata, self.v6)), 0, addr)
+            except OSError:
+                pass  # unreachable peers show up as probe timeouts, as on a real network
 
 
 class UdpClient(asyncio.DatagramProtocol):
@@ -281,14 +337,16 @@ async def main():
     ipv6 = socket.has_ipv6 and os.path.exists("/proc/net/if_inet6")
     for port in ports:
         servers.append(await asyncio.start_server(tcp_accept, "0.0.0.0", port, reuse_address=True))
-        await loop.create_datagram_endpoint(UdpEcho, local_addr=("0.0.0.0", port))
+        udp4 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        udp4.bind(("0.0.0.0", port))
+        servers.append(UdpEcho(loop, udp4, False))
         if ipv6:
             servers.append(await asyncio.start_server(tcp_accept, "::", port, reuse_address=True))
             # asyncio sets IPV6_V6ONLY for TCP listeners but not for UDP: without it "::" collides with 0.0.0.0.
             udp6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
             udp6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
             udp6.bind(("::", port))
-            await loop.create_datagram_endpoint(UdpEcho, sock=udp6)
+            servers.append(UdpEcho(loop, udp6, True))
     sctp = Sctp(loop, ports)
     if args.announce:
         announce(args.announce)

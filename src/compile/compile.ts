@@ -218,9 +218,9 @@ export class Compiler {
     }
 
     const cnp = this.cnp.active ? this.cnp.compileFamily(family, sets, this.state, settings) : undefined;
-    // Pods → this node's own addresses (INPUT): only while some CNP exists, and IPv4 only for now (IPv6
-    // would first need its neighbour discovery to the node exempted, or every routed packet would break).
-    const hostSide = cnp !== undefined && family === 4;
+    // Pods → this node's own addresses (INPUT): only while some CNP exists. On IPv6 the chain first lets
+    // the pod's neighbour discovery to the node through (static-chains.ts inputChain).
+    const hostSide = cnp !== undefined;
 
     for (const pod of this.state.localPods) {
       const ips = ipsOfFamily(pod, family);
@@ -303,10 +303,10 @@ export class Compiler {
     // in FORWARD; an address shared by two pods likewise.
     const hostChains = hostSide
       ? [
-          this.chains.get('input', () => inputChain(names, settings)) as Chain,
+          this.chains.get(`input|${family}`, () => inputChain(names, settings, family)) as Chain,
           // Only while some local pod has no CNP egress tier (an unreferenced chain of ours reads as a leftover).
           ...(hostEntries.some((e) => e.target === names.hostPass) ? [this.chains.get('host-pass', () => hostPassChain(names)) as Chain] : []),
-          ...(this.chains.get(`hd|${JSON.stringify(hostEntries)}`, () =>
+          ...(this.chains.get(`hd|${family}|${JSON.stringify(hostEntries)}`, () =>
             dispatchChains({ root: names.hostDispatch, direction: 'from', family, entries: hostEntries, childName: names.hostDispatchChild, endRules: endRules('from') }).map(
               (chain): Chain => ({ ...chain, role: { kind: 'host-dispatch' } }),
             ),

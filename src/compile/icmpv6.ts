@@ -48,19 +48,34 @@ export const LINK_ICMPV6: readonly LinkIcmpv6[] = [
 
 /** One ACCEPT per message (and per allowed source), on frames bridged between local pods. */
 export function linkIcmpv6Rules(bridge: string): Rule[] {
+  return linkRules(bridge, true, { kind: 'accept' }, 'always allowed on the link');
+}
+
+/**
+ * The same messages from a local pod to this node itself (INPUT: the node is the pod's router and
+ * neighbour, so its gateway address is solicited, and RS/MLD go to groups the node listens on). They
+ * RETURN, never ACCEPT: netfence's INPUT chain only drops what a ClusterNetworkPolicy denies, and ND/MLD
+ * is nobody's egress — a Deny of `::/0` must not cut a pod off its gateway. The kernel does not
+ * decrement the hop limit of a packet it delivers locally, so the RFC's 255 / 1 still hold here.
+ */
+export function hostLinkIcmpv6Rules(bridge: string): Rule[] {
+  return linkRules(bridge, false, { kind: 'return' }, 'from a local pod to this node, not judged by ClusterNetworkPolicy');
+}
+
+function linkRules(bridge: string, bridged: boolean, action: Rule['action'], why: string): Rule[] {
   return LINK_ICMPV6.flatMap((m) =>
     (m.sources ?? [undefined]).map(
       (source): Rule => ({
         match: [
           ...(source !== undefined ? [{ kind: 'src-net', cidr: source } as const] : []),
           { kind: 'in-iface', name: bridge },
-          { kind: 'out-iface', name: bridge },
+          ...(bridged ? [{ kind: 'out-iface', name: bridge } as const] : []),
           { kind: 'protocol', protocol: 'ipv6-icmp' },
           { kind: 'icmpv6-type', type: m.type },
           { kind: 'hop-limit', value: m.hopLimit },
         ],
-        action: { kind: 'accept' },
-        comment: `ICMPv6 ${m.name}, always allowed on the link`,
+        action,
+        comment: `ICMPv6 ${m.name}, ${why}`,
       }),
     ),
   );

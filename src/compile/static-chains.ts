@@ -2,7 +2,7 @@
 // These go through the same renderer, hasher and tracer as every generated chain.
 
 import type { Chain, Hook, IpFamily, NodeSettings, Rule } from '../model/index.js';
-import { linkIcmpv6Rules } from './icmpv6.js';
+import { hostLinkIcmpv6Rules, linkIcmpv6Rules } from './icmpv6.js';
 import type { ChainNames } from './names.js';
 
 export function forwardHook(names: ChainNames): Hook {
@@ -72,7 +72,7 @@ export function inputHook(names: ChainNames): Hook {
  * This chain never accepts: it only drops what a CNP denies, and the rest of INPUT (the host's own
  * firewall) still decides everything else.
  */
-export function inputChain(names: ChainNames, settings: NodeSettings): Chain {
+export function inputChain(names: ChainNames, settings: NodeSettings, family: IpFamily): Chain {
   const bridge = settings.bridge;
   return {
     name: names.input,
@@ -80,6 +80,8 @@ export function inputChain(names: ChainNames, settings: NodeSettings): Chain {
     rules: [
       // Judged on the first packet, as in FORWARD; later packets and replies to host-opened flows pass.
       { match: [{ kind: 'in-iface', name: bridge }, { kind: 'ctstate', states: ['RELATED', 'ESTABLISHED'] }], action: { kind: 'return' }, comment: 'established pod flow' },
+      // ND/MLD to the node is untracked and nobody's egress: a pod denied `::/0` keeps its gateway (icmpv6.ts).
+      ...(family === 6 ? hostLinkIcmpv6Rules(bridge) : []),
       { match: [{ kind: 'in-iface', name: bridge }], action: { kind: 'set-mark', value: 0, mask: settings.marks.all } },
       { match: [{ kind: 'in-iface', name: bridge }], action: { kind: 'jump', target: names.hostDispatch }, comment: 'local pods to this node' },
     ],

@@ -36,7 +36,7 @@ export class HouseDaemons {
       await server.start();
       started.publish();
       const kubeconfig = server.writeKubeconfig(dir);
-      for (const node of cluster.sandbox.nodes()) daemons.push(await startNodeDaemon(node, { kubeconfig }, { 'batch-window-ms': '10' }));
+      for (const node of cluster.sandbox.nodes()) daemons.push(await startNodeDaemon(node, { kubeconfig }, { 'batch-window-ms': '10', 'pod-cidr': cluster.podCidrs(node.name) }));
       await Promise.all(daemons.map((d) => waitReady(d)));
       return started;
     } catch (err) {
@@ -92,7 +92,7 @@ export class HouseDaemons {
         this.cluster.sandbox.nodes().map(async (node) => {
           let out = '';
           const io = { out: (t: string) => (out += t), err: (t: string) => (out += t) };
-          const code = await main(['diff', '--netns', node.netns, '--node-name', node.name, '--pod-cidr', node.podCidr, '--log-level', 'error', '--resources', file], io);
+          const code = await main(['diff', '--netns', node.netns, '--node-name', node.name, ...this.cluster.podCidrs(node.name).flatMap((c) => ['--pod-cidr', c]), '--log-level', 'error', '--resources', file], io);
           return code === 0 ? undefined : `[${node.name}] diff exited ${code}:\n${out}`;
         }),
       );

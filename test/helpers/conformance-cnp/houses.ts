@@ -4,6 +4,12 @@
 // ports (TCP 80 and 8080, UDP 53 and 5353, SCTP 9003 and 9005; the sandbox agent serves every one of them
 // on every protocol), and the hostNetwork "centaur" role played by each node's own agent (`node:n1`,
 // `node:n2`, on the node's address, also serving upstream's eight HostNetworkPorts). netfence programs it with `netfence apply --resources` per node.
+//
+// Family 6 builds the same houses dual-stack with IPv6 listed first, as an IPv6 cluster's objects read
+// upstream: every pod's `status.podIP` and every node's first InternalIP are IPv6, so the pokes (which
+// target podIP, and the centaurs' podIP = their node's IP) and the inline-CIDR rule (`/128`, upstream's
+// mask for a non-IPv4 podIP) are IPv6. Probes go to IPv6 addresses with every pod's neighbour cache
+// flushed before each round, so each poke resolves its peer with ND through the policy.
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,7 +17,10 @@ import { join } from 'node:path';
 import { main } from '../../../src/cli/main.js';
 import { loadManifests } from '../../../src/cluster/manifests.js';
 import type { ClusterSnapshot, Protocol } from '../../../src/model/index.js';
+import { run } from '../../../src/dataplane/exec.js';
 import { createSandbox, matrixOf, waitForMatrix, type Sandbox } from '../../../sandbox/index.js';
+
+export type HouseFamily = 4 | 6;
 
 export const NODES = [
   { name: 'n1', podCidr: '10.244.1.0/24' },
@@ -102,17 +111,20 @@ export class HouseCluster {
   private constructor(
     readonly sandbox: Sandbox,
     private readonly dir: string,
+    /** The family the pokes use and the objects list first. */
+    readonly family: HouseFamily,
   ) {}
 
-  static async create(): Promise<HouseCluster> {
-    const sandbox = await createSandbox({ nodes: NODES }, { ports: [...PORTS, ...CENTAUR_PORTS] });
+  static async create(family: HouseFamily = 4): Promise<HouseCluster> {
+    const sandbox = await createSandbox({ nodes: NODES, ...(family === 6 ? { ipv6: {} } : {}) }, { ports: [...PORTS, ...CENTAUR_PORTS] });
+    const families = family === 6 ? { families: [6, 4] as const } : {};
     try {
-      await Promise.all(HOUSE_PODS.map((p) => sandbox.addPod({ namespace: p.namespace, name: p.name, node: p.node, ip: p.ip, ports: PORTS })));
+      await Promise.all(HOUSE_PODS.map((p) => sandbox.addPod({ namespace: p.namespace, name: p.name, node: p.node, ip: p.ip, ports: PORTS, ...families })));
     } catch (err) {
       await sandbox.destroy();
       throw err;
     }
-    return new HouseCluster(sandbox, mkdtempSync(join(tmpdir(), 'nft-cnp-conformance-')));
+    return new HouseCluster(sandbox, mkdtempSync(join(tmpdir(), 'nft-cnp-conformance-')), family);
   }
 
   get current(): HouseState {
@@ -151,7 +163,7 @@ export class HouseCluster {
     const file = this.write();
     await Promise.all(
       this.sandbox.nodes().map(async (node) => {
-        const argv = ['apply', '--netns', node.netns, '--node-name', node.name, '--pod-cidr', node.podCidr, '--log-level', 'error', '--resources', file];
+        const argv = ['apply', '--netns', node.netns, '--node-name', node.name, ...this.podCidrs(node.name).flatMap((c) => ['--pod-cidr', c]), '--log-level', 'error', '--resources', file];
         let err = '';
         const code = await main(argv, { out: () => undefined, err: (t) => (err += t) });
         this.applyLog.push(`[${node.name}] ${err.trim()}`);
@@ -175,7 +187,8 @@ export class HouseCluster {
     const expected = matrixOf([from], [to], ok);
     const deadline = Date.now() + DEADLINE_MS;
     for (;;) {
-      const result = await waitForMatrix(this.sandbox, expected, { protocol, port, deadlineMs: Math.max(0, deadline - Date.now()), timeoutMs: PROBE_TIMEOUT_MS });
+      const v6 = this.family === 6 ? { family: 6 as const, beforeRound: () => this.coldNeighbours(from) } : {};
+      const result = await waitForMatrix(this.sandbox, expected, { protocol, port, deadlineMs: Math.max(0, deadline - Date.now()), timeoutMs: PROBE_TIMEOUT_MS, ...v6 });
       const error = result.observed.errors[`${from} -> ${to}`];
       // Refused is final: REJECT's ICMP errors are rate-limited, so a later round could read as a timeout.
       const refused = !ok && result.ok && !/timeout/i.test(error ?? '');
@@ -187,6 +200,31 @@ export class HouseCluster {
       }
       await new Promise((r) => setTimeout(r, 100));
     }
+  }
+
+  private readonly flushing = new Map<string, Promise<void>>();
+
+  /**
+   * The probing pod forgets its IPv6 neighbours, so the poke needs ND first. Cells from one pod probe in
+   * parallel: a flush already running in that pod serves them all (two at once make one fail on an entry
+   * the other just removed).
+   */
+  private coldNeighbours(from: string): Promise<void> {
+    const netns = this.sandbox.podNetns(from);
+    let flush = this.flushing.get(netns);
+    if (!flush) {
+      flush = run('ip', ['-6', 'neigh', 'flush', 'all'], { netns })
+        .then(() => undefined)
+        .finally(() => this.flushing.delete(netns));
+      this.flushing.set(netns, flush);
+    }
+    return flush;
+  }
+
+  /** The node's pod CIDRs, this cluster's family first. */
+  podCidrs(node: string): string[] {
+    const n = this.sandbox.nodes().find((x) => x.name === node)!;
+    return this.family === 6 ? [n.ipv6!.podCidr, n.podCidr] : [n.podCidr];
   }
 
   async reset(): Promise<void> {
@@ -204,6 +242,11 @@ export class HouseCluster {
     }
   }
 
+  /** The current state as the List manifest `apply` programs (for `netfence diff`/`trace --resources`). */
+  manifestFile(): string {
+    return this.write();
+  }
+
   private write(): string {
     const file = join(this.dir, 'cluster.json');
     writeFileSync(file, `${JSON.stringify({ apiVersion: 'v1', kind: 'List', items: this.objects() }, null, 1)}\n`);
@@ -218,11 +261,11 @@ export class HouseCluster {
         kind: 'Node',
         // The labels every kubelet sets; upstream's node peers select `kubernetes.io/os: linux`.
         metadata: { name: n.name, labels: { 'kubernetes.io/hostname': n.name, 'kubernetes.io/os': 'linux' } },
-        spec: { podCIDR: n.podCidr },
-        status: { addresses: [{ type: 'InternalIP', address: n.underlayIp }] },
+        spec: { podCIDR: this.podCidrs(n.name)[0], podCIDRs: this.podCidrs(n.name) },
+        status: { addresses: (this.family === 6 ? [n.ipv6!.underlayIp, n.underlayIp] : [n.underlayIp]).map((address) => ({ type: 'InternalIP', address })) },
       })),
       ...Object.entries(this.state.namespaceLabels).map(([name, labels]) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels } })),
-      ...HOUSE_PODS.map((p) => ({
+      ...HOUSE_PODS.map((p) => ({ p, ips: this.sandbox.pods().find((s) => s.key === p.key)!.ips })).map(({ p, ips }) => ({
         apiVersion: 'v1',
         kind: 'Pod',
         metadata: { namespace: p.namespace, name: p.name, labels: { 'conformance-house': p.house } },
@@ -242,7 +285,7 @@ export class HouseCluster {
             },
           ],
         },
-        status: { phase: 'Running', podIP: p.ip, podIPs: [{ ip: p.ip }] },
+        status: { phase: 'Running', podIP: ips[0], podIPs: ips.map((ip) => ({ ip })) },
       })),
       ...this.state.policies,
       ...this.state.clusterPolicies,

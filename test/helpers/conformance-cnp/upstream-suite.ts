@@ -177,13 +177,13 @@ const deletePolicy =
   (c) =>
     c.setPolicies(c.current.policies.filter((p) => !((p as { metadata: { namespace: string; name: string } }).metadata.namespace === namespace && (p as { metadata: { name: string } }).metadata.name === name)));
 
-/** The inline-CIDR tests' new first rule: Accept to luna-lovegood-0's and cedric-diggory-0's IPs (/32). */
+/** The inline-CIDR tests' new first rule: Accept to luna-lovegood-0's and cedric-diggory-0's podIPs (/32, or /128 when not IPv4, as upstream). */
 const prependAcceptToPodIps =
   (name: string, ...podNames: string[]): Change =>
   (c) => {
     const ipOf = (pod: string) => c.sandbox.pods().find((p) => p.name === pod)!.ip;
     patchRules(name, 'egress', (rules) => {
-      rules.unshift({ name: 'allow-egress-to-specific-podIPs', action: 'Accept', to: [{ networks: podNames.map((p) => `${ipOf(p)}/32`) }] });
+      rules.unshift({ name: 'allow-egress-to-specific-podIPs', action: 'Accept', to: [{ networks: podNames.map((p) => `${ipOf(p)}${ipOf(p).includes(':') ? '/128' : '/32'}`) }] });
     })(c);
   };
 

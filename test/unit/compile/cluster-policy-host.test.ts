@@ -11,7 +11,7 @@
 
 import { compile } from '../../../src/compile/index.js';
 import type { ClusterNetworkPolicy, ClusterNode, ClusterSnapshot, FamilyState, NetworkPolicy } from '../../../src/model/index.js';
-import { packetFor, rulesetOfDesired, tracePacket } from '../../../src/trace/index.js';
+import { icmpv6PacketFor, packetFor, rulesetOfDesired, tracePacket, type Packet } from '../../../src/trace/index.js';
 import { egress, makePolicy, nsPeer, rule, settings, snapshot, tcp, types } from '../../helpers/builders.js';
 import { cnp, cRule, cTcp, house, houseNamespaces, housePods, networks, nodesPeer, nsPeerC, nsSubject } from '../../helpers/cnp-builders.js';
 
@@ -129,8 +129,77 @@ describe('ClusterNetworkPolicy egress to the local node (INPUT)', () => {
     expect(allowed(compiled(cluster([denyNodes('Admin')])), '10.244.1.200', NODE1)).toBe(false);
   });
 
-  it('IPv6 has no INPUT hook yet (its neighbour discovery to the node would first need exempting)', () => {
-    const state = compiled(cluster([denyNodes('Admin')]), 6);
-    expect(state.hooks.filter((h) => h.chain === 'INPUT')).toEqual([]);
+});
+
+// The same on IPv6 (dual-stack nodes and pods), where the pod's neighbour discovery to its node also
+// arrives in INPUT: NS/NA/RS/MLD are untracked (no ESTABLISHED to ride on) and are nobody's egress, so
+// they must pass a Deny of `::/0` or the pod loses its gateway. The RFCs pin each message (icmpv6.ts):
+// RFC 4861 §7.1.1/§7.1.2/§6.1.1: NS, NA, RS "The IP Hop Limit field has a value of 255"; RFC 2710 §3 /
+// RFC 3810 §5: MLD "sent with a link-local IPv6 Source Address, an IPv6 Hop Limit of 1" (§5.2.13: a
+// v2 Report may come from ::). A locally delivered packet's hop limit is not decremented.
+describe('ClusterNetworkPolicy egress to the local node over IPv6 (INPUT)', () => {
+  const NODE1_V6 = 'fd00:99::1';
+  const NODE2_V6 = 'fd00:99::2';
+  const GATEWAY_V6 = 'fd00:10:244:1::1';
+  const v6Of = (v4: string) => `fd00:10:244:${v4.split('.')[2]}::${v4.split('.')[3]}`;
+  const G6 = v6Of(GRYFFINDOR);
+  const S6 = v6Of(SLYTHERIN);
+  const LL_G = 'fe80::a8c1:abff:fe00:10';
+  const PODS = housePods().map((p) => ({ ...p, ips: [...p.ips, v6Of(p.ips[0]!)] }));
+  const NODES_V6: readonly ClusterNode[] = NODES.map((n, i) => ({ ...n, podCidrs: [...n.podCidrs, `fd00:10:244:${i + 1}::/64`], addresses: [...n.addresses, `fd00:99::${i + 1}`] }));
+  const LAYOUT = { bridge: 'cni0', uplink: 'eth0', podCidrs: ['fd00:10:244:1::/64'] };
+
+  const compiled6 = (cnps: ClusterNetworkPolicy[]): FamilyState =>
+    compile(
+      snapshot({ nodes: [...NODES_V6], namespaces: houseNamespaces(), pods: PODS, policies: [], clusterPolicies: cnps }),
+      settings({ nodeName: 'node-1', podCidrs: ['10.244.1.0/24', 'fd00:10:244:1::/64'] }),
+    ).desired.v6;
+  /** INPUT's verdict: netfence only drops; anything it returns goes on to the rest of INPUT (policy ACCEPT here). */
+  const delivered = (state: FamilyState, packet: Packet): boolean => {
+    const { ruleset, ipsets } = rulesetOfDesired(state);
+    if (!ruleset.chains.has('INPUT')) return true;
+    const result = tracePacket(ruleset, ipsets, { ...packet, outIface: '' }, { startChain: 'INPUT' });
+    return result.verdict === 'NO-VERDICT' ? result.after?.verdict !== 'DROP' : result.verdict === 'ACCEPT';
+  };
+  const tcpTo = (src: string, dst: string, port = 80): Packet => packetFor({ src, dst, proto: 'tcp', dport: port }, LAYOUT);
+  const icmp = (src: string, dst: string, type: number, hopLimit: number): Packet => icmpv6PacketFor(src, dst, { type, hopLimit }, LAYOUT);
+  const denyAllV6 = cnp('admin-deny-v6', 'Admin', 10, nsSubject(G), { egress: [cRule('Deny', [networks('::/0')])] });
+
+  it('is hooked only while a CNP exists, as on IPv4, and an Admin Deny of every node drops the subject to its own node\'s IPv6 address', () => {
+    expect(compiled6([]).hooks.map((h) => h.chain)).toEqual(['FORWARD']);
+    const state = compiled6([denyNodes('Admin')]);
+    expect(state.hooks.map((h) => h.chain)).toEqual(['FORWARD', 'INPUT']);
+    expect(delivered(state, tcpTo(G6, NODE1_V6))).toBe(false);
+    expect(delivered(state, tcpTo(S6, NODE1_V6))).toBe(true);
+    // The other node's address is routed: FORWARD, not INPUT (the node peer's set holds it).
+    const { ruleset, ipsets } = rulesetOfDesired(state);
+    expect(tracePacket(ruleset, ipsets, { ...tcpTo(G6, NODE2_V6), outIface: 'eth0' }).verdict).toBe('DROP');
+  });
+
+  it.each([
+    { name: 'NS to the gateway\'s solicited-node group', src: G6, dst: 'ff02::1:ff00:1', type: 135, hopLimit: 255, pass: true },
+    { name: 'NS to the gateway (NUD, unicast)', src: G6, dst: GATEWAY_V6, type: 135, hopLimit: 255, pass: true },
+    // From :: or a link-local source no pod dispatch matches anyway; the rule is what saves the pod's own address.
+    { name: 'NS for DAD from ::', src: '::', dst: 'ff02::1:ff00:10', type: 135, hopLimit: 255, pass: true },
+    { name: 'NA to the gateway', src: G6, dst: GATEWAY_V6, type: 136, hopLimit: 255, pass: true },
+    { name: 'RS to all-routers', src: LL_G, dst: 'ff02::2', type: 133, hopLimit: 255, pass: true },
+    { name: 'MLDv2 report from link-local', src: LL_G, dst: 'ff02::16', type: 143, hopLimit: 1, pass: true },
+    { name: 'MLDv2 report from ::', src: '::', dst: 'ff02::16', type: 143, hopLimit: 1, pass: true },
+    // Not ND/MLD as the RFCs define them: judged by the pod's CNP like any packet.
+    { name: 'NS with hop limit 254', src: G6, dst: GATEWAY_V6, type: 135, hopLimit: 254, pass: false },
+    { name: 'MLDv2 report from a global address', src: G6, dst: 'ff02::16', type: 143, hopLimit: 1, pass: false },
+    { name: 'echo request to the gateway', src: G6, dst: GATEWAY_V6, type: 128, hopLimit: 64, pass: false },
+  ])('a pod denied ::/0 by an Admin CNP: $name → delivered: $pass', ({ src, dst, type, hopLimit, pass }) => {
+    const packet = { ...icmp(src, dst, type, hopLimit), ...(type === 128 ? { ctstate: 'NEW' as const } : {}) };
+    expect(delivered(compiled6([denyAllV6]), packet)).toBe(pass);
+  });
+
+  it('the ND allowance returns, never accepts (the host\'s own INPUT rules still decide), and sits on the IPv6 INPUT chain only', () => {
+    const input6 = compiled6([denyAllV6]).chains.find((c) => c.name === 'nf-INPUT')!;
+    const icmpRules = input6.rules.filter((r) => r.match.some((m) => m.kind === 'icmpv6-type'));
+    expect(icmpRules.length).toBe(11);
+    expect(icmpRules.every((r) => r.action.kind === 'return' && !r.match.some((m) => m.kind === 'out-iface'))).toBe(true);
+    const input4 = compiled(cluster([denyNodes('Admin')])).chains.find((c) => c.name === 'nf-INPUT')!;
+    expect(input4.rules.filter((r) => r.match.some((m) => m.kind === 'icmpv6-type'))).toEqual([]);
   });
 });
