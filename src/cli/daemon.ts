@@ -22,6 +22,7 @@ import { HealthState } from '../observe/health.js';
 import { ObserveServer } from '../observe/http-server.js';
 import type { DeniedFlow } from '../observe/flows.js';
 import { createMetrics, type EventKind, type Metrics } from '../observe/metrics.js';
+import { spoofDropSamples, type PodRef, type SpoofDropSample } from '../observe/metrics-hardening.js';
 import type { DeniedLabels } from '../observe/metrics-visibility.js';
 import type { FamilyPlan } from '../plan/index.js';
 import { Reconciler, type ReconcileObserver } from '../reconcile/reconciler.js';
@@ -127,7 +128,12 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
 
   const syncer = new Syncer(kernel, ownershipOf(config), logger.child({ component: 'syncer' }));
   const revoker = config.revokeEstablished
-    ? new Revoker({ open: () => openConntrackTable({ netns: inputs.netns }), logger: logger.child({ component: 'strict-mode' }) })
+    ? new Revoker({
+        open: () => openConntrackTable({ netns: inputs.netns }),
+        logger: logger.child({ component: 'strict-mode' }),
+        onPass: (reports, seconds) => metrics.observeRevokePass(reports, seconds),
+        onFailure: () => metrics.countRevokePassFailure(),
+      })
     : undefined;
   await flowLogging?.start(source, inputs.netns);
   const latency = eventLatency(metrics);
@@ -151,13 +157,17 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   const guards = createServiceGuards({ config, kernel, reconciler, metrics, health, logger: logger.child({ component: 'service-guards' }), netns: inputs.netns });
   // The guards learn each programmed state (the hooks the watch expects first) through the loop's observer.
   const synced = observer.synced;
+  // Local pods by address, as last programmed: the anti-spoofing drop series name the pod behind a port.
+  let podsByIp = new Map<string, PodRef>();
   observer.synced = (info) => {
+    podsByIp = localPodsByIp(info.desired);
     guards.programmed(info.desired);
     if (info.reason === 'periodic') void guards.checkIpvs();
     synced?.(info);
   };
   await guards.checkIpvs();
   const antiSpoof = config.antiSpoofing && !config.dryRun ? startAntiSpoof(config, inputs.netns, logger) : undefined;
+  if (antiSpoof) metrics.setSpoofDropSource(spoofDropSource(antiSpoof, inputs.netns, () => podsByIp));
   const unsubscribe = source.onChange((change) => {
     latency.eventSeen();
     metrics.countEvent(eventKind(change.kind));
@@ -205,6 +215,31 @@ function startAntiSpoof(config: DaemonConfig, netns: string | undefined, logger:
   });
   guard.start();
   return guard;
+}
+
+/** Reads the bridge table's drop counters at scrape time; a port's pod is found by the addresses bound to it. */
+function spoofDropSource(guard: AntiSpoofGuard, netns: string | undefined, pods: () => ReadonlyMap<string, PodRef>) {
+  return async (): Promise<SpoofDropSample[]> => {
+    const counts = await readNftCounts('bridge', ANTISPOOF_TABLE, netns);
+    const byIp = pods();
+    const podOfPort = (port: string): PodRef | undefined => {
+      const binding = guard.state?.bindings.find((b) => b.port === port);
+      return binding ? [...binding.ipv4, ...binding.ipv6].map((ip) => byIp.get(ip)).find((p) => p !== undefined) : undefined;
+    };
+    return spoofDropSamples(counts, podOfPort);
+  };
+}
+
+function localPodsByIp(desired: DesiredState): Map<string, PodRef> {
+  const out = new Map<string, PodRef>();
+  for (const f of [desired.v4, desired.v6]) {
+    for (const c of f.chains) {
+      if (c.role.kind !== 'workload') continue;
+      const slash = c.role.pod.indexOf('/');
+      out.set(c.role.ip, { namespace: c.role.pod.slice(0, slash), pod: c.role.pod.slice(slash + 1) });
+    }
+  }
+  return out;
 }
 
 function openSource(config: DaemonConfig, inputs: DaemonInputs, kubeConfig: KubeConfig | undefined, onHealth: (h: SourceHealth) => void): ClusterSource {

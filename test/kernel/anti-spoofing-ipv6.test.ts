@@ -242,4 +242,20 @@ describeKernel('anti-spoofing on the pod bridge, IPv6', () => {
     expect(port.addresses).toEqual([a.ip, V6['a']]);
     expect(port.drops).toBeGreaterThanOrEqual(3);
   });
+
+  it('/metrics shows the drops by kind and by pod, read from the kernel counters', async () => {
+    const text = await daemon!.daemon.metrics.render();
+    const value = (series: string): number => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+    const a = pod('a').hostVeth;
+    const kernel = async (kind: string) => counter(`nf:spoof ${kind} ${a}`);
+    for (const kind of ['ipv6', 'nd', 'router']) {
+      // What the kernel counted for a's port, under a's name; the kind total holds at least that.
+      expect(value(`netfence_spoof_pod_drops_total{namespace="x",pod="a",kind="${kind}"}`)).toBe(await kernel(kind));
+      expect(value(`netfence_spoof_pod_drops_total{namespace="x",pod="a",kind="${kind}"}`)).toBeGreaterThan(0);
+      expect(value(`netfence_spoof_drops_total{kind="${kind}"}`)).toBeGreaterThanOrEqual(await kernel(kind));
+    }
+    // Honest pods have no series; every kind has one at node level.
+    expect(text).not.toMatch(/netfence_spoof_pod_drops_total\{namespace="x",pod="b"/);
+    expect(value('netfence_spoof_drops_total{kind="arp"}')).toBe(0);
+  });
 });

@@ -147,6 +147,13 @@ describeKernel('strict mode on: a new deny revokes established IPv6 flows', () =
     out = '';
     await main(['trace', '--src', V6['client']!, '--dst', V6['server']!, '--proto', 'tcp', '--port', '7103', '--netns', daemon!.node.netns], io);
     expect(out.replace(/\s+/g, ' ')).toMatch(/established: strict mode on: an established flow with this tuple is allowed to go on/);
+    // /metrics: the six denied IPv6 flows were marked and still carry the bit; no IPv4 flow was touched.
+    const text = await daemon!.daemon.metrics.render();
+    const value = (series: string): number => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+    expect(value('netfence_strict_flows_revoked_total{family="6"}')).toBe(DENIED_FLOWS.length);
+    expect(value('netfence_strict_revoked_flows{family="6"}')).toBe(DENIED_FLOWS.length);
+    expect(value('netfence_strict_flows_revoked_total{family="4"}')).toBe(0);
+    expect(value('netfence_strict_pass_duration_seconds_count')).toBeGreaterThanOrEqual(revoker.passes);
   });
 
   it('clears the bit when a later change allows the IPv6 flows again', async () => {
@@ -161,5 +168,8 @@ describeKernel('strict mode on: a new deny revokes established IPv6 flows', () =
       await client!.send(f.flow, 'again-c');
       await waitUntil(`${f.flow}: server receives again-c`, async () => (await serverPeer!.received(f.flow)).includes('again-c'), 20_000);
     }
+    const text = await daemon!.daemon.metrics.render();
+    expect(text).toMatch(new RegExp(`^netfence_strict_flows_restored_total\\{family="6"\\} ${DENIED_FLOWS.length}$`, 'm'));
+    expect(text).toMatch(/^netfence_strict_revoked_flows\{family="6"\} 0$/m);
   });
 });
