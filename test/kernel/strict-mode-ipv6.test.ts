@@ -154,6 +154,13 @@ describeKernel('strict mode on: a new deny revokes established IPv6 flows', () =
     expect(value('netfence_strict_revoked_flows{family="6"}')).toBe(DENIED_FLOWS.length);
     expect(value('netfence_strict_flows_revoked_total{family="4"}')).toBe(0);
     expect(value('netfence_strict_pass_duration_seconds_count')).toBeGreaterThanOrEqual(revoker.passes);
+    // inspect counts the flows carrying the bit now, in all and per local pod at either end.
+    out = '';
+    await main(['inspect', '--family', '6', '--json', '--netns', daemon!.node.netns], io);
+    expect(JSON.parse(out).strictMode).toMatchObject({ on: true, revokedFlows: DENIED_FLOWS.length, revokedByPod: [{ pod: 'x/client', flows: DENIED_FLOWS.length }, { pod: 'x/server', flows: DENIED_FLOWS.length }] });
+    out = '';
+    await main(['inspect', '--family', '4', '--json', '--netns', daemon!.node.netns], io);
+    expect(JSON.parse(out).strictMode).toMatchObject({ on: true, revokedFlows: 0, revokedByPod: [] });
   });
 
   it('clears the bit when a later change allows the IPv6 flows again', async () => {
@@ -171,5 +178,8 @@ describeKernel('strict mode on: a new deny revokes established IPv6 flows', () =
     const text = await daemon!.daemon.metrics.render();
     expect(text).toMatch(new RegExp(`^netfence_strict_flows_restored_total\\{family="6"\\} ${DENIED_FLOWS.length}$`, 'm'));
     expect(text).toMatch(/^netfence_strict_revoked_flows\{family="6"\} 0$/m);
+    let out = '';
+    await main(['inspect', '--family', '6', '--netns', daemon!.node.netns], { out: (t) => void (out += t), err: (t) => void (out += t) });
+    expect(out).toMatch(/^ {2}0 flow\(s\) carry the revoke bit now$/m);
   });
 });
