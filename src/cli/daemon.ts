@@ -22,7 +22,7 @@ import { HealthState } from '../observe/health.js';
 import { ObserveServer } from '../observe/http-server.js';
 import type { DeniedFlow } from '../observe/flows.js';
 import { createMetrics, type EventKind, type Metrics } from '../observe/metrics.js';
-import { spoofDropSamples, type PodRef, type SpoofDropSample } from '../observe/metrics-hardening.js';
+import type { PodRef } from '../observe/metrics-hardening.js';
 import type { DeniedLabels } from '../observe/metrics-visibility.js';
 import type { FamilyPlan } from '../plan/index.js';
 import { Reconciler, type ReconcileObserver } from '../reconcile/reconciler.js';
@@ -33,6 +33,7 @@ import { AntiSpoofGuard } from '../antispoof/guard.js';
 import { ANTISPOOF_TABLE } from '../antispoof/render.js';
 import type { Io } from './commands.js';
 import { createFlowLogging, type FlowLogging } from './daemon-flows.js';
+import { localPodsByIp, spoofDropSource } from './daemon-hardening.js';
 import { configFrom, kernelFor, netnsOf, ownershipOf, parseCommand, resourcePaths } from './context.js';
 import { createServiceGuards } from './service-guards.js';
 
@@ -215,31 +216,6 @@ function startAntiSpoof(config: DaemonConfig, netns: string | undefined, logger:
   });
   guard.start();
   return guard;
-}
-
-/** Reads the bridge table's drop counters at scrape time; a port's pod is found by the addresses bound to it. */
-function spoofDropSource(guard: AntiSpoofGuard, netns: string | undefined, pods: () => ReadonlyMap<string, PodRef>) {
-  return async (): Promise<SpoofDropSample[]> => {
-    const counts = await readNftCounts('bridge', ANTISPOOF_TABLE, netns);
-    const byIp = pods();
-    const podOfPort = (port: string): PodRef | undefined => {
-      const binding = guard.state?.bindings.find((b) => b.port === port);
-      return binding ? [...binding.ipv4, ...binding.ipv6].map((ip) => byIp.get(ip)).find((p) => p !== undefined) : undefined;
-    };
-    return spoofDropSamples(counts, podOfPort);
-  };
-}
-
-function localPodsByIp(desired: DesiredState): Map<string, PodRef> {
-  const out = new Map<string, PodRef>();
-  for (const f of [desired.v4, desired.v6]) {
-    for (const c of f.chains) {
-      if (c.role.kind !== 'workload') continue;
-      const slash = c.role.pod.indexOf('/');
-      out.set(c.role.ip, { namespace: c.role.pod.slice(0, slash), pod: c.role.pod.slice(slash + 1) });
-    }
-  }
-  return out;
 }
 
 function openSource(config: DaemonConfig, inputs: DaemonInputs, kubeConfig: KubeConfig | undefined, onHealth: (h: SourceHealth) => void): ClusterSource {
