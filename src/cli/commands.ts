@@ -77,7 +77,7 @@ export const COMMANDS = {
       { name: 'src-port', type: 'string', arg: 'N', help: 'source port' },
       { name: 'uplink', type: 'string', arg: 'IF', help: "the node's interface to other nodes (default eth0)" },
       { name: 'family', type: 'string', arg: '4|6', help: 'IP family of the packet (default: the addresses\' family; for two ns/pod, the family both have, IPv4 when they share both)' },
-      { name: 'in-iface', type: 'string', arg: 'VETH', help: "the bridge port (host veth) the packet enters from: adds the anti-spoofing verdict for its source" },
+      { name: 'in-iface', type: 'string', arg: 'VETH', help: "the bridge port (host veth) the packet enters from: adds the anti-spoofing verdict for its source (given even when this node has no netfence chains of that family)" },
       { name: 'to-node', type: 'boolean', help: "--dst is an address of this node: walk INPUT (a local pod to its own node) instead of FORWARD; implied when the manifests or the API list --dst among this node's addresses" },
       OPT.resources,
       OPT.kubeconfig,

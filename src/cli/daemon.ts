@@ -22,6 +22,7 @@ import { HealthState } from '../observe/health.js';
 import { ObserveServer } from '../observe/http-server.js';
 import type { DeniedFlow } from '../observe/flows.js';
 import { createMetrics, type EventKind, type Metrics } from '../observe/metrics.js';
+import type { PodRef } from '../observe/metrics-hardening.js';
 import type { DeniedLabels } from '../observe/metrics-visibility.js';
 import { affectedWorkloads, type FamilyPlan } from '../plan/index.js';
 import { Reconciler, type ReconcileObserver } from '../reconcile/reconciler.js';
@@ -32,6 +33,7 @@ import { AntiSpoofGuard } from '../antispoof/guard.js';
 import { ANTISPOOF_TABLE } from '../antispoof/render.js';
 import type { Io } from './commands.js';
 import { createFlowLogging, type FlowLogging } from './daemon-flows.js';
+import { localPodsByIp, spoofDropSource } from './daemon-hardening.js';
 import { configFrom, kernelFor, netnsOf, ownershipOf, parseCommand, resourcePaths } from './context.js';
 import { createServiceGuards } from './service-guards.js';
 
@@ -126,7 +128,12 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
 
   const syncer = new Syncer(kernel, ownershipOf(config), logger.child({ component: 'syncer' }));
   const revoker = config.revokeEstablished
-    ? new Revoker({ open: () => openConntrackTable({ netns: inputs.netns }), logger: logger.child({ component: 'strict-mode' }) })
+    ? new Revoker({
+        open: () => openConntrackTable({ netns: inputs.netns }),
+        logger: logger.child({ component: 'strict-mode' }),
+        onPass: (reports, seconds) => metrics.observeRevokePass(reports, seconds),
+        onFailure: () => metrics.countRevokePassFailure(),
+      })
     : undefined;
   await flowLogging?.start(source, inputs.netns);
   const latency = eventLatency(metrics);
@@ -150,13 +157,17 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   const guards = createServiceGuards({ config, kernel, reconciler, metrics, health, logger: logger.child({ component: 'service-guards' }), netns: inputs.netns });
   // The guards learn each programmed state (the hooks the watch expects first) through the loop's observer.
   const synced = observer.synced?.bind(observer);
+  // Local pods by address, as last programmed: the anti-spoofing drop series name the pod behind a port.
+  let podsByIp = new Map<string, PodRef>();
   observer.synced = (info) => {
+    podsByIp = localPodsByIp(info.desired);
     guards.programmed(info.desired);
     if (info.reason === 'periodic') void guards.checkIpvs();
     synced?.(info);
   };
   await guards.checkIpvs();
   const antiSpoof = config.antiSpoofing && !config.dryRun ? startAntiSpoof(config, inputs.netns, logger) : undefined;
+  if (antiSpoof) metrics.setSpoofDropSource(spoofDropSource(antiSpoof, inputs.netns, () => podsByIp));
   const unsubscribe = source.onChange((change) => {
     latency.eventSeen();
     metrics.countEvent(eventKind(change.kind));

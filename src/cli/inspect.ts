@@ -6,7 +6,7 @@ import type { Kernel } from '../dataplane/kernel.js';
 import type { IpFamily } from '../model/index.js';
 import { IpsetParseError, parseIpsetSave } from '../render/index.js';
 import { filterReport, formatReport, inspectRuleset } from '../inspect/index.js';
-import { antiSpoofView, formatHardening, strictModeOf } from '../inspect/hardening.js';
+import { antiSpoofView, formatHardening, revokedFlows, strictModeOf, type StrictModeView } from '../inspect/hardening.js';
 import { readProgrammedAntiSpoof, type ProgrammedAntiSpoof } from '../antispoof/read.js';
 import { ANTISPOOF_TABLE } from '../antispoof/render.js';
 import { loadRuleset, parseAddr, requireOwnedChains, RulesetError, type IpSets, type Ruleset } from '../trace/index.js';
@@ -118,6 +118,23 @@ export async function readAntiSpoof(parsed: Parsed, config: DaemonConfig): Promi
   return json === undefined ? undefined : readProgrammedAntiSpoof(json, config.bridge);
 }
 
+/** Strict mode on a live kernel: how many of the family's flows carry the revoke bit now, by pod. */
+async function withRevokedFlows(parsed: Parsed, strict: StrictModeView, family: IpFamily, pods: readonly { readonly pod?: string; readonly ip: string }[]): Promise<StrictModeView> {
+  if (!strict.on || strict.bit === undefined || savedPaths(parsed.values).length > 0) return strict;
+  // Loaded here: reading a saved dump must not load the code that opens kernel sockets.
+  const { openConntrackTable } = await import('../dataplane/ctnetlink.js');
+  try {
+    const table = await openConntrackTable({ netns: netnsOf(parsed) });
+    try {
+      return { ...strict, ...revokedFlows(await table.list(family), strict.bit, pods) };
+    } finally {
+      await table.close();
+    }
+  } catch (err) {
+    return { ...strict, revokedUnreadable: (err as Error).message };
+  }
+}
+
 /** `--family 4|6`, or undefined when not given (the command then chooses, see inspectCommand / trace). */
 export const familyFlag = (parsed: Parsed): IpFamily | undefined => {
   const raw = parsed.values['family'];
@@ -174,7 +191,7 @@ export async function inspectCommand(argv: readonly string[], io: Io): Promise<n
       io.err(`netfence inspect: no policy ${policy} in the IPv${family} ruleset (a policy gets chains only while it selects a local pod)\n`);
       return 1;
     }
-    const strictMode = strictModeOf(ruleset, config.chainPrefix);
+    const strictMode = await withRevokedFlows(parsed, strictModeOf(ruleset, config.chainPrefix), family, report.pods);
     const antiSpoofing = savedPaths(parsed.values).length === 0 ? antiSpoofView(await readAntiSpoof(parsed, config)) : undefined;
     if (parsed.values['json'] === true) io.out(`${JSON.stringify({ family, ...report, strictMode, antiSpoofing }, null, 2)}\n`);
     else {

@@ -36,13 +36,23 @@ export async function traceCommand(argv: readonly string[], io: Io): Promise<num
   const snapshot = await clusterFor(parsed, [srcRef, dstRef]);
 
   const flag = familyFlag(parsed);
+  // --in-iface: the bridge port (host veth) the packet enters from, checked by the anti-spoofing table.
+  const inPort = parsed.values['in-iface'] as string | undefined;
   return withRulesetErrors('trace', io, async () => {
-    const { family, loaded, report, src, dst, otherToo } = await pickFamily(parsed, config, snapshot, srcRef, dstRef, flag);
+    let picked: Picked;
+    try {
+      picked = await pickFamily(parsed, config, snapshot, srcRef, dstRef, flag);
+    } catch (err) {
+      // No chains of the packet's family here (e.g. an IPv6 source on an IPv4-only node): the bridge
+      // table still judges the frame, whatever FORWARD would do with it.
+      const alone = inPort !== undefined && err instanceof RulesetError ? await antiSpoofAlone(parsed, config, io, inPort, srcRef, flag, err) : undefined;
+      if (alone === undefined) throw err;
+      return alone;
+    }
+    const { family, loaded, report, src, dst, otherToo } = picked;
     const { ruleset, ipsets, source } = loaded;
     const layout = nodeLayout(config, parsed, snapshot, report);
     const sport = sportText !== undefined ? { sport: portNumber('--src-port', sportText) } : {};
-    // --in-iface: the bridge port (host veth) the packet enters from, checked by the anti-spoofing table.
-    const inPort = parsed.values['in-iface'] as string | undefined;
     // A local pod's packet to one of this node's own addresses is delivered through INPUT, not FORWARD.
     const toNode = parsed.values['to-node'] === true || nodeAddresses(snapshot, config.nodeName).includes(dst.ip);
     const routed = packetFor({ src: src.ip, dst: dst.ip, proto, dport, ...sport }, layout);
@@ -71,6 +81,30 @@ export async function traceCommand(argv: readonly string[], io: Io): Promise<num
     }
     return exitCodeOf(result);
   });
+}
+
+/**
+ * The anti-spoofing verdict alone, for a source address of a family with no netfence chains to trace.
+ * Exit 1 when the bridge table drops the frame (it never reaches FORWARD); otherwise the ruleset's
+ * error stands (exit 2): what happens past the bridge table is not known.
+ */
+async function antiSpoofAlone(parsed: Parsed, config: DaemonConfig, io: Io, inPort: string, srcRef: string, flag: IpFamily | undefined, err: RulesetError): Promise<number | undefined> {
+  const addr = parseAddr(srcRef);
+  if (!addr || (flag !== undefined && flag !== addr.family)) return undefined;
+  const programmed = await readAntiSpoof(parsed, config);
+  if (!programmed) return undefined;
+  const family = addr.family;
+  const antiSpoof = antiSpoofVerdict(programmed, inPort, srcRef, family === 6 ? 'ipv6' : 'ipv4');
+  const ruleset = err.message;
+  if (parsed.values['json'] === true) io.out(`${JSON.stringify({ family, src: { ip: srcRef }, antiSpoof, ruleset }, null, 2)}\n`);
+  else {
+    const before = antiSpoof.verdict === 'drop' ? ' (the packet never reaches FORWARD)' : '';
+    io.out(`${wrap(`${antiSpoof.verdict.toUpperCase()}${before}: ${antiSpoof.why}`, `anti-spoofing on ${inPort}: `, '  ').join('\n')}\n`);
+    io.out(`${wrap(`${ruleset}${antiSpoof.verdict === 'drop' ? '' : ' — the rest of the path is not traced'}`, 'ruleset ', '        ').join('\n')}\n`);
+  }
+  if (antiSpoof.verdict === 'drop') return 1;
+  io.err(`netfence trace: ${err.message}\n`);
+  return 2;
 }
 
 /** For scripts: 0 the packet is allowed, 1 it is dropped (by netfence or, past it, by the rest of FORWARD); 2 is left for errors. */

@@ -14,6 +14,35 @@ export interface StrictModeView {
   readonly bit?: number;
   /** 1-based position of that rule in nf-FORWARD. */
   readonly position?: number;
+  /** Live kernel only: conntrack entries of the shown family carrying the bit now. */
+  readonly revokedFlows?: number;
+  /** The same by local pod at either end (pods shown by this inspect; none listed have 0). */
+  readonly revokedByPod?: readonly { readonly pod: string; readonly flows: number }[];
+  /** Why conntrack could not be read (the counts are then absent). */
+  readonly revokedUnreadable?: string;
+}
+
+/** Minimal shape of a conntrack entry this view needs (ctnetlink's CtEntry has it). */
+interface MarkedEntry {
+  readonly mark: number;
+  readonly orig: { readonly src: string };
+  readonly reply: { readonly src: string };
+}
+
+/**
+ * How many flows carry the revoke bit, in all and per local pod at either end: the initiator is the
+ * original tuple's source, the (post-DNAT) server the reply tuple's source.
+ */
+export function revokedFlows(entries: readonly MarkedEntry[], bit: number, pods: readonly { readonly pod?: string; readonly ip: string }[]): Pick<StrictModeView, 'revokedFlows' | 'revokedByPod'> {
+  const podOf = new Map(pods.map((p) => [p.ip, p.pod ?? p.ip]));
+  const byPod = new Map<string, number>();
+  let flows = 0;
+  for (const e of entries) {
+    if ((e.mark & bit) === 0) continue;
+    flows++;
+    for (const pod of new Set([podOf.get(e.orig.src), podOf.get(e.reply.src)])) if (pod !== undefined) byPod.set(pod, (byPod.get(pod) ?? 0) + 1);
+  }
+  return { revokedFlows: flows, revokedByPod: [...byPod].sort(([a], [b]) => a.localeCompare(b)).map(([pod, n]) => ({ pod, flows: n })) };
 }
 
 export function strictModeOf(ruleset: Ruleset, chainPrefix: string): StrictModeView {
@@ -63,6 +92,11 @@ export function formatHardening(strict: StrictModeView, spoof: AntiSpoofView | u
       '  ',
     ),
   );
+  if (strict.revokedUnreadable !== undefined) out.push(...wrap(`revoked flows: conntrack not readable (${strict.revokedUnreadable})`, '  ', '    '));
+  else if (strict.revokedFlows !== undefined) {
+    const pods = (strict.revokedByPod ?? []).map((p) => `${p.pod} ${p.flows}`).join(', ');
+    out.push(...wrap(`${strict.revokedFlows} flow(s) carry the revoke bit now${pods ? `; by local pod: ${pods}` : ''}`, '  ', '    '));
+  }
   if (spoof === undefined) return out;
   if (!spoof.programmed) return [...out, 'anti-spoofing: no bridge table netfence (off, no CNI result cache, or not this node)'];
   out.push(`anti-spoofing: ${spoof.ports.length} pod port(s) bound; ${spoof.unknownPortDrops} packet(s) dropped from unknown ports`);

@@ -96,7 +96,14 @@ const strictMode = {
   type: 'object',
   additionalProperties: false,
   required: ['on'],
-  properties: { on: { type: 'boolean' }, bit: int, position: { type: 'integer', minimum: 1 } },
+  properties: {
+    on: { type: 'boolean' },
+    bit: int,
+    position: { type: 'integer', minimum: 1 },
+    revokedFlows: int,
+    revokedByPod: { type: 'array', items: { type: 'object', additionalProperties: false, required: ['pod', 'flows'], properties: { pod: str, flows: int } } },
+    revokedUnreadable: str,
+  },
 } as const;
 
 /** Absent for a saved dump (it holds no nft tables). */

@@ -3,6 +3,7 @@
 // so no other module depends on prom-client. Each instance has its own registry: no global state.
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { createHardeningMetrics, type HardeningMetrics } from './metrics-hardening.js';
 import { createVisibilityMetrics, type VisibilityMetrics } from './metrics-visibility.js';
 
 export type SyncKind = 'full' | 'incremental';
@@ -22,7 +23,7 @@ export interface ProgrammedCounts {
   readonly ipsetMembers: number;
 }
 
-export interface Metrics extends VisibilityMetrics {
+export interface Metrics extends VisibilityMetrics, HardeningMetrics {
   observeSync(kind: SyncKind, seconds: number): void;
   observeApply(seconds: number): void;
   countEvent(kind: EventKind, n?: number): void;
@@ -60,6 +61,7 @@ const APPLY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 
 export function createMetrics(options: MetricsOptions = {}): Metrics {
   const registry = new Registry();
   const registers = [registry];
+  const hardening = createHardeningMetrics(registers);
   if (options.processMetrics) collectDefaultMetrics({ register: registry });
 
   const syncDuration = new Histogram({
@@ -136,6 +138,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
 
   return {
     ...createVisibilityMetrics(registers),
+    ...hardening,
     observeSync: (kind, seconds) => syncDuration.observe({ kind }, seconds),
     observeApply: (seconds) => applyDuration.observe(seconds),
     countEvent: (kind, n = 1) => events.inc({ kind }, n),
@@ -155,7 +158,10 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     countHookDisplaced: (chain) => hookDisplaced.inc({ chain }),
     setIpvsDetected: (detected) => ipvs.set(detected ? 1 : 0),
     ...failureMetrics(registers),
-    render: () => registry.metrics(),
+    render: () => {
+      hardening.startScrape();
+      return registry.metrics();
+    },
     contentType: registry.contentType,
   };
 }

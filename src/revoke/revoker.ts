@@ -16,6 +16,10 @@ export interface RevokerOptions {
   readonly open: () => Promise<ConntrackTable>;
   readonly logger: Logger;
   readonly now?: () => number;
+  /** After each completed pass: its reports and its duration (metrics). */
+  readonly onPass?: (reports: readonly PassReport[], seconds: number) => void;
+  /** After a pass that failed. */
+  readonly onFailure?: () => void;
 }
 
 /** What one family's part of a pass did and what it cost. */
@@ -25,6 +29,8 @@ export interface PassReport {
   readonly judged: number;
   readonly revoked: number;
   readonly restored: number;
+  /** Entries carrying the bit once the pass was carried out (those that vanished meanwhile included). */
+  readonly carrying: number;
   readonly gone: number;
   readonly dumpMs: number;
   readonly decideMs: number;
@@ -71,10 +77,13 @@ export class Revoker {
     while (this.pending) {
       const job = this.pending;
       this.pending = undefined;
+      const t0 = this.now();
       try {
         this.lastPass = await this.pass(job);
         this.passes++;
+        this.opts.onPass?.(this.lastPass, (this.now() - t0) / 1000);
       } catch (err) {
+        this.opts.onFailure?.();
         // Reopen next time: a worker that died or a socket in a bad state is not reused.
         await this.table?.close().catch(() => undefined);
         this.table = undefined;
@@ -106,6 +115,7 @@ export class Revoker {
         judged: plan.judged,
         revoked: plan.revoke.length,
         restored: plan.restore.length,
+        carrying: entries.filter((e) => (e.mark & bit) !== 0).length - plan.restore.length + plan.revoke.length,
         gone: result.gone,
         dumpMs: Math.round(t1 - t0),
         decideMs: Math.round(t2 - t1),

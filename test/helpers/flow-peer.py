@@ -11,13 +11,15 @@ One process per pod netns, JSON lines in and out (first line {"ready": true}):
   {"id", "op": "received", "flow"}                                         -> {"messages": [...]}
 Messages are lines for TCP, datagrams for UDP, DATA chunks for SCTP.
 
-SCTP is emulated with a raw socket (the kernel has no SCTP sockets, DESIGN §8): INIT, INIT-ACK,
-COOKIE-ECHO, COOKIE-ACK with the verification tags conntrack checks, then DATA chunks, so conntrack
-holds an ESTABLISHED SCTP entry. The sandbox agent's raw socket in the same netns sees these packets
+SCTP is emulated with a raw socket per family (the kernel has no SCTP sockets, DESIGN §8): INIT,
+INIT-ACK, COOKIE-ECHO, COOKIE-ACK with the verification tags conntrack checks, then DATA chunks, so
+conntrack holds an ESTABLISHED SCTP entry. An IPv6 peer address (one with ':') goes over the IPv6
+raw socket; SCTP's CRC32c covers no pseudo-header, so the same packets serve both families. The sandbox agent's raw socket in the same netns sees these packets
 too and ignores them (it answers INITs to its own ports only).
 """
 
 import asyncio
+import ipaddress
 import json
 import os
 import random
@@ -61,6 +63,11 @@ def init_body(tag):
     return struct.pack("!IIHHI", tag, 65535, 1, 1, random.getrandbits(32))
 
 
+def canonical(ip):
+    """One spelling per address, so an association's key matches what recvfrom reports."""
+    return ipaddress.ip_address(ip.split("%")[0]).compressed
+
+
 class Flow:
     def __init__(self):
         self.messages = []
@@ -78,7 +85,13 @@ class Peer:
         self.sctp_assoc = {}  # (peer ip, peer port, our port) -> dict(flow, peer_tag, our_tag, tsn)
         self.raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, IPPROTO_SCTP)
         self.raw.setblocking(False)
-        loop.add_reader(self.raw.fileno(), self.raw_readable)
+        loop.add_reader(self.raw.fileno(), self.raw_readable, self.raw, False)
+        try:
+            self.raw6 = socket.socket(socket.AF_INET6, socket.SOCK_RAW, IPPROTO_SCTP)
+            self.raw6.setblocking(False)
+            loop.add_reader(self.raw6.fileno(), self.raw_readable, self.raw6, True)
+        except OSError:
+            self.raw6 = None  # IPv6 disabled in this namespace
 
     def got(self, name, text):
         flow = self.flows.setdefault(name, Flow())
@@ -151,15 +164,18 @@ class Peer:
         return Proto
 
     # ---- SCTP (raw) ---------------------------------------------------------------------------
-    def raw_readable(self):
+    def raw_readable(self, sock, v6):
         while True:
             try:
-                dgram = self.raw.recv(65535)
+                dgram, addr = sock.recvfrom(65535)
             except (BlockingIOError, InterruptedError):
                 return
-            ihl = (dgram[0] & 0x0F) * 4
-            src = socket.inet_ntoa(dgram[12:16])
-            body = dgram[ihl:]
+            if v6:
+                # IPv6 raw sockets deliver the payload only; the source comes from recvfrom.
+                src, body = canonical(addr[0]), dgram
+            else:
+                ihl = (dgram[0] & 0x0F) * 4
+                src, body = socket.inet_ntoa(dgram[12:16]), dgram[ihl:]
             if len(body) < 16:
                 continue
             sport, dport, vtag, _ = struct.unpack("!HHII", body[:12])
@@ -193,9 +209,9 @@ class Peer:
 
     def raw_send(self, pkt, ip):
         try:
-            self.raw.sendto(pkt, (ip, 0))
-        except OSError:
-            pass
+            (self.raw6 if ":" in ip else self.raw).sendto(pkt, (ip, 0))
+        except (OSError, AttributeError):
+            pass  # no route, or no IPv6 here: the flow just does not get the packet
 
     def sctp_data(self, key, text):
         assoc = self.sctp_assoc[key]
@@ -229,6 +245,7 @@ class Peer:
                 flow.send = lambda t: transport.sendto(t.encode())
             else:
                 sport = random.randint(32768, 60999)
+                ip = canonical(ip)
                 key = (ip, port, sport)
                 tag = random.getrandbits(32) or 1
                 self.sctp_assoc[key] = {"flow": name, "peer_tag": 0, "our_tag": tag, "tsn": 1}

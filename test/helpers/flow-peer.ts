@@ -9,7 +9,7 @@ const SCRIPT = fileURLToPath(new URL('./flow-peer.py', import.meta.url));
 export type FlowProto = 'TCP' | 'UDP' | 'SCTP';
 
 export interface FlowPeer {
-  /** TCP and UDP on `host` (default 0.0.0.0; `::` for IPv6 too); SCTP is emulated over IPv4 only. */
+  /** TCP and UDP on `host` (default 0.0.0.0; `::` for IPv6 too); SCTP (emulated on raw sockets) on both families whatever `host` says. */
   listen(proto: FlowProto, port: number, host?: string): Promise<void>;
   /** Opens `flow` and exchanges hello/ack, so conntrack holds it as established both ways. */
   connect(proto: FlowProto, ip: string, port: number, flow: string): Promise<void>;

@@ -1,6 +1,6 @@
-// Anti-spoofing for IPv6 with real frames. The sandbox's pods are IPv4-only, so this test gives pods
-// x/a, x/b, x/c IPv6 addresses by hand (a ULA /64 on cni0 and each pod's eth0) and lists each pod's
-// address in its libcni result cache entry, as a dual-stack CNI ADD would. The issue's bar: "A pod
+// Anti-spoofing for IPv6 with real frames, on a dual-stack sandbox node: the CNI gives pods x/a, x/b,
+// x/c an IPv4 and an IPv6 address each and its libcni result cache entry lists both, as a dual-stack
+// bridge/host-local ADD writes it; the API lists both podIPs. The issue's bar: "A pod
 // that sends with another pod's IPv4 or IPv6 source ... is refused and counted; normal traffic ...
 // still work[s]". IPv6's ARP is ND, so the same bar applies to a Neighbour Advertisement naming
 // another pod's address as its target, and a pod announcing itself as a router.
@@ -11,7 +11,7 @@
 // global and link-local traffic (and the ND under it) flows.
 
 import { jest } from '@jest/globals';
-import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { main } from '../../src/cli/main.js';
@@ -26,9 +26,8 @@ import { startV6Peer, type V6Peer } from '../helpers/v6-peer.js';
 jest.setTimeout(120_000);
 
 const NODE = { name: 'n1', podCidr: '10.244.1.0/24' };
-const CIDR6 = 'fd00:10:244:1::/64';
-const GATEWAY6 = 'fd00:10:244:1::1';
-const V6: Record<string, string> = { a: 'fd00:10:244:1::a', b: 'fd00:10:244:1::b', c: 'fd00:10:244:1::c' };
+/** Each pod's IPv6 address, as the sandbox's CNI gave it. */
+const V6: Record<string, string> = {};
 const SINK = 7300;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -37,6 +36,7 @@ describeKernel('anti-spoofing on the pod bridge, IPv6', () => {
   let sandbox: Sandbox;
   let server: FakeApiServer;
   let daemon: NodeDaemon | undefined;
+  let gateway6: string;
   const peers: Record<string, V6Peer> = {};
   const linkLocal: Record<string, string> = {};
   const pod = (name: string): SandboxPod => sandbox.pods().find((p) => p.key === `x/${name}`)!;
@@ -77,24 +77,24 @@ describeKernel('anti-spoofing on the pod bridge, IPv6', () => {
     return settle(() => macSeenBy(pod('c'), V6['b']!), (mac) => mac !== bMac);
   }
 
-  /** Rewrites `p`'s libcni cache entry with its IPv6 address added (as a dual-stack ADD would have written it). */
-  function cacheV6(p: SandboxPod, v6: string): void {
+  /** The addresses `p`'s libcni result cache entry lists (what the daemon binds the port to). */
+  function cachedAddresses(p: SandboxPod): string[] {
     const results = join(nodeCacheDir(dir, NODE.name), 'results');
     const file = join(results, readdirSync(results).find((f) => f.includes(p.hostVeth))!);
-    const entry = JSON.parse(readFileSync(file, 'utf8')) as { result: { ips: object[] } };
-    entry.result.ips.push({ interface: 2, address: `${v6}/64`, gateway: GATEWAY6 });
-    writeFileSync(`${file}.tmp`, JSON.stringify(entry), { mode: 0o600 });
-    renameSync(`${file}.tmp`, file);
+    return (JSON.parse(readFileSync(file, 'utf8')) as { result: { ips: { address: string }[] } }).result.ips.map((i) => i.address.split('/')[0]!);
   }
+  /** The pod's objects in the API, both podIPs as the CNI gave them. */
+  const podInApi = (p: SandboxPod) => ({ ...podObject(p, { app: p.name }), status: { phase: 'Running', podIP: p.ip, podIPs: p.ips.map((ip) => ({ ip })) } });
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'nft-antispoof6-'));
-    sandbox = await createSandbox({ nodes: [NODE] }, { cniCacheDir: dir });
-    await run('ip', ['-n', netns(), '-6', 'addr', 'add', `${GATEWAY6}/64`, 'dev', 'cni0', 'nodad']);
+    sandbox = await createSandbox({ nodes: [NODE], ipv6: {} }, { cniCacheDir: dir });
+    gateway6 = sandbox.nodes()[0]!.ipv6!.gatewayIp;
     for (const name of ['a', 'b', 'c']) {
       const p = await sandbox.addPod({ namespace: 'x', name, node: NODE.name });
-      await run('ip', ['-n', p.netns, '-6', 'addr', 'add', `${V6[name]}/64`, 'dev', 'eth0', 'nodad']);
-      cacheV6(p, V6[name]!);
+      V6[name] = p.ipv6!;
+      // Dual-stack from the CNI: both families on the pod and in its cache entry, nothing added by hand.
+      expect(cachedAddresses(p)).toEqual([p.ipv4, p.ipv6]);
       peers[name] = await startV6Peer(p.netns);
       await peers[name]!.sink(SINK);
     }
@@ -109,14 +109,11 @@ describeKernel('anti-spoofing on the pod bridge, IPv6', () => {
     }
     server = new FakeApiServer();
     await server.start();
-    // The API knows the node and its pods as dual-stack, as it would once the CNI gave them IPv6.
+    // The API knows the node and its pods as dual-stack.
     const node = nodeObject(sandbox.nodes()[0]!);
-    server.create({ ...node, spec: { podCIDR: NODE.podCidr, podCIDRs: [NODE.podCidr, CIDR6] } });
+    server.create({ ...node, spec: { podCIDR: NODE.podCidr, podCIDRs: [NODE.podCidr, sandbox.nodes()[0]!.ipv6!.podCidr] } });
     server.create(namespaceObject('x'));
-    for (const name of ['a', 'b', 'c']) {
-      const object = podObject(pod(name), { app: name });
-      server.create({ ...object, status: { phase: 'Running', podIP: pod(name).ip, podIPs: [{ ip: pod(name).ip }, { ip: V6[name] }] } });
-    }
+    for (const name of ['a', 'b', 'c']) server.create(podInApi(pod(name)));
   });
 
   afterAll(async () => {
@@ -139,7 +136,7 @@ describeKernel('anti-spoofing on the pod bridge, IPv6', () => {
   });
 
   it('binds every pod port to its IPv6 address once the daemon runs; global and link-local traffic flows', async () => {
-    daemon = await startNodeDaemon(sandbox.nodes()[0]!, { kubeconfig: server.writeKubeconfig(dir) }, { 'cni-cache-dir': nodeCacheDir(dir, NODE.name), 'pod-cidr': [NODE.podCidr, CIDR6] });
+    daemon = await startNodeDaemon(sandbox.nodes()[0]!, { kubeconfig: server.writeKubeconfig(dir) }, { 'cni-cache-dir': nodeCacheDir(dir, NODE.name), 'pod-cidr': [NODE.podCidr, sandbox.nodes()[0]!.ipv6!.podCidr] });
     await waitReady(daemon);
     const guard = daemon.daemon.antiSpoof!;
     await waitUntil('three pod ports bound', () => guard.state?.bindings.length === 3);
@@ -149,8 +146,8 @@ describeKernel('anti-spoofing on the pod bridge, IPv6', () => {
     expect(await sendToC('a', V6['a']!, 'global')).toEqual([{ src: V6['a'], text: 'global' }]);
     expect(await sendToC('a', linkLocal['a']!, 'link-local', linkLocal['c']!)).toEqual([{ src: linkLocal['a'], text: 'link-local' }]);
     // The node's own address on cni0 (the pods' IPv6 gateway) is reached too.
-    await peers['a']!.sendFrom(V6['a']!, GATEWAY6, SINK, 'to-gateway');
-    await waitUntil('a resolved the gateway', async () => (await macSeenBy(pod('a'), GATEWAY6)) !== undefined);
+    await peers['a']!.sendFrom(V6['a']!, gateway6, SINK, 'to-gateway');
+    await waitUntil('a resolved the gateway', async () => (await macSeenBy(pod('a'), gateway6)) !== undefined);
   });
 
   it("refuses and counts a datagram with another pod's IPv6 source", async () => {
@@ -182,6 +179,8 @@ describeKernel('anti-spoofing on the pod bridge, IPv6', () => {
     // DAD (RFC 4862) is how an IPv6 pod starts without DHCP: an NS from `::` for the address, which
     // whoever holds it answers. Both must cross the table for a duplicate to be noticed.
     const c = pod('c');
+    // The sandbox starts pods with DAD off (accept_dad=0, addresses added nodad); c runs it from here on.
+    await run('sysctl', ['-q', '-w', 'net.ipv6.conf.eth0.accept_dad=1'], { netns: c.netns });
     const flags = async (address: string): Promise<string[] | undefined> => {
       const out = JSON.parse((await run('ip', ['-n', c.netns, '-j', '-6', 'addr', 'show', 'dev', 'eth0'])).stdout) as { addr_info: { local?: string; dadfailed?: boolean; tentative?: boolean }[] }[];
       const info = out[0]?.addr_info.find((a) => a.local === address);
@@ -195,22 +194,21 @@ describeKernel('anti-spoofing on the pod bridge, IPv6', () => {
     } finally {
       await run('ip', ['-n', c.netns, '-6', 'addr', 'del', `${V6['b']}/64`, 'dev', 'eth0']).catch(() => undefined);
       await run('ip', ['-n', c.netns, '-6', 'addr', 'del', 'fd00:10:244:1::d/64', 'dev', 'eth0']).catch(() => undefined);
+      await run('sysctl', ['-q', '-w', 'net.ipv6.conf.eth0.accept_dad=0'], { netns: c.netns }).catch(() => undefined);
     }
   });
 
-  it("a new pod's IPv6 address works once its cache entry names it, and works again for the next pod after a delete", async () => {
+  it("a new pod's IPv6 address works once the CNI's cache entry names it, and works again for the next pod after a delete", async () => {
     const guard = daemon!.daemon.antiSpoof!;
     const startPod = async (name: string, ip?: string): Promise<SandboxPod> => {
       const p = await sandbox.addPod({ namespace: 'x', name, node: NODE.name, ...(ip !== undefined ? { ip } : {}) });
-      await run('ip', ['-n', p.netns, '-6', 'addr', 'add', `${V6['d']}/64`, 'dev', 'eth0', 'nodad']);
-      cacheV6(p, V6['d']!);
-      server.create({ ...podObject(p, { app: name }), status: { phase: 'Running', podIP: p.ip, podIPs: [{ ip: p.ip }, { ip: V6['d'] }] } });
+      expect(cachedAddresses(p)).toEqual([p.ipv4, p.ipv6]);
+      server.create(podInApi(p));
       peers[name] = await startV6Peer(p.netns);
-      await waitUntil(`${name} bound to ${V6['d']}`, () => guard.state?.bindings.some((b) => b.port === p.hostVeth && b.ipv6.includes(V6['d']!)) === true);
-      await waitUntil(`c hears ${name}`, async () => (await sendToC(name, V6['d']!, `from-${name}`)).length > 0, 15_000);
+      await waitUntil(`${name} bound to ${p.ipv6}`, () => guard.state?.bindings.some((b) => b.port === p.hostVeth && b.ipv6.includes(p.ipv6!)) === true);
+      await waitUntil(`c hears ${name}`, async () => (await sendToC(name, p.ipv6!, `from-${name}`)).length > 0, 15_000);
       return p;
     };
-    V6['d'] = 'fd00:10:244:1::d';
     // Each pod that comes or goes rewrites the table; what a was caught doing so far stays counted.
     const counted = await counter(`nf:spoof nd ${pod('a').hostVeth}`);
     expect(counted).toBeGreaterThan(0);
@@ -219,7 +217,9 @@ describeKernel('anti-spoofing on the pod bridge, IPv6', () => {
     delete peers['d'];
     await sandbox.removePod('x/d');
     server.delete({ kind: 'Pod', metadata: { name: 'd', namespace: 'x' } });
-    const e = await startPod('e', d.ip);
+    // The next pod takes d's addresses, both families (IP reuse after a delete).
+    const e = await startPod('e', d.ipv4);
+    expect(e.ips).toEqual(d.ips);
     expect(e.hostVeth).not.toBe(d.hostVeth);
     expect(guard.state?.bindings.find((b) => b.port === d.hostVeth)).toBeUndefined();
     expect(guard.writes).toBeGreaterThanOrEqual(3);
@@ -241,5 +241,21 @@ describeKernel('anti-spoofing on the pod bridge, IPv6', () => {
     const port = view.ports.find((p) => p.port === a.hostVeth)!;
     expect(port.addresses).toEqual([a.ip, V6['a']]);
     expect(port.drops).toBeGreaterThanOrEqual(3);
+  });
+
+  it('/metrics shows the drops by kind and by pod, read from the kernel counters', async () => {
+    const text = await daemon!.daemon.metrics.render();
+    const value = (series: string): number => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+    const a = pod('a').hostVeth;
+    const kernel = async (kind: string) => counter(`nf:spoof ${kind} ${a}`);
+    for (const kind of ['ipv6', 'nd', 'router']) {
+      // What the kernel counted for a's port, under a's name; the kind total holds at least that.
+      expect(value(`netfence_spoof_pod_drops_total{namespace="x",pod="a",kind="${kind}"}`)).toBe(await kernel(kind));
+      expect(value(`netfence_spoof_pod_drops_total{namespace="x",pod="a",kind="${kind}"}`)).toBeGreaterThan(0);
+      expect(value(`netfence_spoof_drops_total{kind="${kind}"}`)).toBeGreaterThanOrEqual(await kernel(kind));
+    }
+    // Honest pods have no series; every kind has one at node level.
+    expect(text).not.toMatch(/netfence_spoof_pod_drops_total\{namespace="x",pod="b"/);
+    expect(value('netfence_spoof_drops_total{kind="arp"}')).toBe(0);
   });
 });

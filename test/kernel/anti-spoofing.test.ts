@@ -138,6 +138,32 @@ describeKernel('anti-spoofing on the pod bridge', () => {
     expect(view.ports.find((p) => p.port === a.hostVeth)!.drops).toBeGreaterThan(0);
   });
 
+  it('trace --in-iface with an IPv6 source on this IPv4-only node still gives the anti-spoofing verdict', async () => {
+    const cli = async (...argv: string[]) => {
+      let out = '';
+      let err = '';
+      const code = await main([...argv, '--netns', netns()], { out: (t) => void (out += t), err: (t) => void (err += t) });
+      return { code, out, err };
+    };
+    const a = pod('a');
+    // No IPv6 chains here: without --in-iface the trace stops at the ruleset (exit 2), as before.
+    const plain = await cli('trace', '--src', 'fd00::b', '--dst', 'fd00::c', '--proto', 'udp', '--port', '80');
+    expect(plain).toMatchObject({ code: 2, out: '' });
+    expect(plain.err).toMatch(/no netfence IPv6 chains/);
+    // a's port is bound to IPv4 only: a global IPv6 source from it is dropped by the bridge table.
+    const forged = await cli('trace', '--src', 'fd00::b', '--dst', 'fd00::c', '--proto', 'udp', '--port', '80', '--in-iface', a.hostVeth);
+    expect(forged.code).toBe(1);
+    expect(forged.out.replace(/\s+/g, ' ')).toMatch(new RegExp(`anti-spoofing on ${a.hostVeth}: DROP \\(the packet never reaches FORWARD\\)`));
+    expect(forged.out.replace(/\s+/g, ' ')).toMatch(/ruleset live kernel \(IPv6, netns \S+\): no netfence IPv6 chains/);
+    const json = await cli('trace', '--src', 'fd00::b', '--dst', 'fd00::c', '--proto', 'udp', '--port', '80', '--in-iface', a.hostVeth, '--json');
+    expect(JSON.parse(json.out)).toMatchObject({ family: 6, antiSpoof: { verdict: 'drop' } });
+    // A link-local source is let through by the bridge table; what FORWARD does is then not known (exit 2).
+    const linkLocal = await cli('trace', '--src', 'fe80::1', '--dst', 'fe80::2', '--proto', 'udp', '--port', '80', '--in-iface', a.hostVeth);
+    expect(linkLocal.code).toBe(2);
+    expect(linkLocal.out).toMatch(new RegExp(`anti-spoofing on ${a.hostVeth}: ACCEPT`));
+    expect(linkLocal.err).toMatch(/no netfence IPv6 chains/);
+  });
+
   it('a new pod works once the runtime has recorded it; a port whose pod is not known sends nothing', async () => {
     const d = await sandbox.addPod({ namespace: 'x', name: 'd', node: NODE.name });
     server.create(podObject(d, { app: 'd' }));

@@ -1,9 +1,9 @@
-// Strict mode on IPv6 flows with real sockets. The sandbox's pods are IPv4-only, so this test gives the
-// client and server pods IPv6 addresses by hand (a ULA /64 on cni0 and each pod's eth0) and tells the
-// API they are dual-stack. The issue's bar, for the IPv6 family: "an established TCP, UDP ... flow stops
-// within one sync of a policy that denies it, with the server speaking first and with the client
-// speaking first; allowed flows on the same pods are untouched". (SCTP is emulated over a raw IPv4
-// socket by the flow peer, so it is covered by strict-mode.test.ts only.)
+// Strict mode on IPv6 flows with real sockets, between dual-stack sandbox pods (the CNI gave each pod
+// an IPv4 and an IPv6 address; the API lists both). The issue's bar, for the IPv6 family: "an
+// established TCP, UDP and SCTP flow stops within one sync of a policy that denies it, with the server
+// speaking first and with the client speaking first; allowed flows on the same pods are untouched".
+// This kernel has no SCTP sockets, so the flow peer speaks SCTP on an IPv6 raw socket (the handshake
+// and verification tags conntrack checks, then DATA chunks): conntrack holds a real SCTP entry.
 
 import { jest } from '@jest/globals';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -20,16 +20,16 @@ import { describeKernel } from '../helpers/netns.js';
 jest.setTimeout(120_000);
 
 const NODE = { name: 'n1', podCidr: '10.244.1.0/24' };
-const CIDR6 = 'fd00:10:244:1::/64';
-const GATEWAY6 = 'fd00:10:244:1::1';
-const V6: Record<string, string> = { client: 'fd00:10:244:1::c', server: 'fd00:10:244:1::5' };
+const V6: Record<string, string> = {};
 const DENIED: readonly { proto: FlowProto; port: number }[] = [
   { proto: 'TCP', port: 7100 },
   { proto: 'UDP', port: 7101 },
+  { proto: 'SCTP', port: 7102 },
 ];
 const KEPT: readonly { proto: FlowProto; port: number }[] = [
   { proto: 'TCP', port: 7103 },
   { proto: 'UDP', port: 7104 },
+  { proto: 'SCTP', port: 7105 },
 ];
 /** Long enough for a datagram or a segment to cross a bridge many times over, on a loaded machine. */
 const SILENCE_MS = 1200;
@@ -69,28 +69,29 @@ describeKernel('strict mode on: a new deny revokes established IPv6 flows', () =
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'nft-strict6-'));
-    sandbox = await createSandbox({ nodes: [NODE] });
-    await run('ip', ['-n', sandbox.nodeNetns(NODE.name), '-6', 'addr', 'add', `${GATEWAY6}/64`, 'dev', 'cni0', 'nodad']);
+    sandbox = await createSandbox({ nodes: [NODE], ipv6: {} });
+    const cidr6 = sandbox.nodes()[0]!.ipv6!.podCidr;
     const pods: Record<string, SandboxPod> = {};
     for (const name of ['client', 'server']) {
       pods[name] = await sandbox.addPod({ namespace: 'x', name, node: NODE.name });
-      await run('ip', ['-n', pods[name]!.netns, '-6', 'addr', 'add', `${V6[name]}/64`, 'dev', 'eth0', 'nodad']);
+      expect(pods[name]!.ips).toEqual([pods[name]!.ipv4, pods[name]!.ipv6]);
+      V6[name] = pods[name]!.ipv6!;
     }
     serverPod = pods['server']!;
     server = new FakeApiServer();
     await server.start();
     const node = nodeObject(sandbox.nodes()[0]!);
-    server.create({ ...node, spec: { podCIDR: NODE.podCidr, podCIDRs: [NODE.podCidr, CIDR6] } });
+    server.create({ ...node, spec: { podCIDR: NODE.podCidr, podCIDRs: [NODE.podCidr, cidr6] } });
     server.create(namespaceObject('x'));
     for (const name of ['client', 'server']) {
       const object = podObject(pods[name]!, { app: name });
-      server.create({ ...object, status: { phase: 'Running', podIP: pods[name]!.ip, podIPs: [{ ip: pods[name]!.ip }, { ip: V6[name] }] } });
+      server.create({ ...object, status: { phase: 'Running', podIP: pods[name]!.ip, podIPs: pods[name]!.ips.map((ip) => ({ ip })) } });
     }
     server.create(serverPolicy());
     daemon = await startNodeDaemon(sandbox.nodes()[0]!, { kubeconfig: server.writeKubeconfig(dir) }, {
       'batch-window-ms': '10',
       'revoke-established': 'true',
-      'pod-cidr': [NODE.podCidr, CIDR6],
+      'pod-cidr': [NODE.podCidr, cidr6],
     });
     await waitReady(daemon);
     serverPeer = await startFlowPeer(serverPod.netns);
@@ -134,6 +135,9 @@ describeKernel('strict mode on: a new deny revokes established IPv6 flows', () =
     for (const f of KEPT_FLOWS) await expectDelivered(f.flow, 'kept');
     const listed = (await run('conntrack', ['-L', '-f', 'ipv6', '-p', 'tcp', '--dport', '7100'], { netns: daemon!.node.netns })).stdout;
     expect(listed).toMatch(/mark=1048576/);
+    // The SCTP flow is a real conntrack SCTP entry of the IPv6 table, and it carries the bit too.
+    const sctp = (await run('conntrack', ['-L', '-f', 'ipv6', '-p', 'sctp', '--dport', '7102'], { netns: daemon!.node.netns })).stdout;
+    expect(sctp).toMatch(new RegExp(`^sctp .*src=${V6['client']} dst=${V6['server']} .*mark=1048576`, 'm'));
     // trace on the IPv6 tuple says an established flow of it is revoked.
     let out = '';
     const io = { out: (t: string) => void (out += t), err: (t: string) => void (out += t) };
@@ -143,6 +147,20 @@ describeKernel('strict mode on: a new deny revokes established IPv6 flows', () =
     out = '';
     await main(['trace', '--src', V6['client']!, '--dst', V6['server']!, '--proto', 'tcp', '--port', '7103', '--netns', daemon!.node.netns], io);
     expect(out.replace(/\s+/g, ' ')).toMatch(/established: strict mode on: an established flow with this tuple is allowed to go on/);
+    // /metrics: the six denied IPv6 flows were marked and still carry the bit; no IPv4 flow was touched.
+    const text = await daemon!.daemon.metrics.render();
+    const value = (series: string): number => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+    expect(value('netfence_strict_flows_revoked_total{family="6"}')).toBe(DENIED_FLOWS.length);
+    expect(value('netfence_strict_revoked_flows{family="6"}')).toBe(DENIED_FLOWS.length);
+    expect(value('netfence_strict_flows_revoked_total{family="4"}')).toBe(0);
+    expect(value('netfence_strict_pass_duration_seconds_count')).toBeGreaterThanOrEqual(revoker.passes);
+    // inspect counts the flows carrying the bit now, in all and per local pod at either end.
+    out = '';
+    await main(['inspect', '--family', '6', '--json', '--netns', daemon!.node.netns], io);
+    expect(JSON.parse(out).strictMode).toMatchObject({ on: true, revokedFlows: DENIED_FLOWS.length, revokedByPod: [{ pod: 'x/client', flows: DENIED_FLOWS.length }, { pod: 'x/server', flows: DENIED_FLOWS.length }] });
+    out = '';
+    await main(['inspect', '--family', '4', '--json', '--netns', daemon!.node.netns], io);
+    expect(JSON.parse(out).strictMode).toMatchObject({ on: true, revokedFlows: 0, revokedByPod: [] });
   });
 
   it('clears the bit when a later change allows the IPv6 flows again', async () => {
@@ -157,5 +175,11 @@ describeKernel('strict mode on: a new deny revokes established IPv6 flows', () =
       await client!.send(f.flow, 'again-c');
       await waitUntil(`${f.flow}: server receives again-c`, async () => (await serverPeer!.received(f.flow)).includes('again-c'), 20_000);
     }
+    const text = await daemon!.daemon.metrics.render();
+    expect(text).toMatch(new RegExp(`^netfence_strict_flows_restored_total\\{family="6"\\} ${DENIED_FLOWS.length}$`, 'm'));
+    expect(text).toMatch(/^netfence_strict_revoked_flows\{family="6"\} 0$/m);
+    let out = '';
+    await main(['inspect', '--family', '6', '--netns', daemon!.node.netns], { out: (t) => void (out += t), err: (t) => void (out += t) });
+    expect(out).toMatch(/^ {2}0 flow\(s\) carry the revoke bit now$/m);
   });
 });

@@ -171,7 +171,14 @@ describeKernel('strict mode on: a new deny revokes established flows', () => {
     expect(out).toMatch(/established: strict mode on: an established flow with this tuple is revoked/);
     out = '';
     await main(['inspect', '--json', '--netns', w.daemon.node.netns], io);
-    expect(JSON.parse(out).strictMode).toEqual({ on: true, bit: 0x100000, position: 1 });
+    // …and how many flows carry the bit now: the denied ones, counted for both their pods.
+    expect(JSON.parse(out).strictMode).toEqual({
+      on: true,
+      bit: 0x100000,
+      position: 1,
+      revokedFlows: DENIED_FLOWS.length,
+      revokedByPod: [{ pod: 'x/client', flows: DENIED_FLOWS.length }, { pod: 'x/server', flows: DENIED_FLOWS.length }],
+    });
   });
 
   it('clears the bit when a later change allows the flows again', async () => {

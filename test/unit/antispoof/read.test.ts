@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { readProgrammedAntiSpoof } from '../../../src/antispoof/read.js';
 import { compile } from '../../../src/compile/index.js';
-import { antiSpoofVerdict, antiSpoofView, establishedFate, strictModeOf } from '../../../src/inspect/hardening.js';
+import { antiSpoofVerdict, antiSpoofView, establishedFate, formatHardening, revokedFlows, strictModeOf } from '../../../src/inspect/hardening.js';
 import { rulesetOfDesired, type TraceResult } from '../../../src/trace/index.js';
 import { settings, snapshot } from '../../helpers/builders.js';
 
@@ -62,5 +62,38 @@ describe('strict mode as read from a ruleset', () => {
     expect(establishedFate(strictModeOf(ruleset(0x100000), 'nf-'), dropped)).toMatch(/is revoked/);
     expect(establishedFate(strictModeOf(ruleset(0x100000), 'nf-'), accepted)).toMatch(/allowed to go on/);
     expect(establishedFate(strictModeOf(ruleset(), 'nf-'), dropped)).toMatch(/strict mode off/);
+  });
+});
+
+describe('inspect: flows carrying the revoke bit now', () => {
+  const BIT = 0x100000;
+  const entry = (src: string, server: string, mark: number) => ({ mark, orig: { src }, reply: { src: server } });
+  const pods = [{ pod: 'x/a', ip: '10.244.1.2' }, { pod: 'x/b', ip: '10.244.1.3' }, { ip: '10.244.1.9' }];
+  it('counts entries with the bit (other mark bits ignored), in all and per local pod at either end', () => {
+    const entries = [
+      entry('10.244.1.2', '10.244.1.3', BIT),
+      entry('10.244.1.2', '10.244.1.3', BIT | 0x1),
+      entry('10.244.1.2', '10.244.1.3', 0x1),
+      entry('10.244.2.7', '10.244.1.2', BIT),
+      entry('10.244.2.7', '10.244.1.9', BIT),
+      entry('10.244.2.7', '10.244.3.1', BIT),
+      // A pod talking to itself through a Service counts once for it.
+      entry('10.244.1.3', '10.244.1.3', BIT),
+    ];
+    expect(revokedFlows(entries, BIT, pods)).toEqual({
+      revokedFlows: 6,
+      revokedByPod: [
+        { pod: '10.244.1.9', flows: 1 },
+        { pod: 'x/a', flows: 3 },
+        { pod: 'x/b', flows: 3 },
+      ],
+    });
+    expect(revokedFlows([entry('10.244.1.2', '10.244.1.3', 0)], BIT, pods)).toEqual({ revokedFlows: 0, revokedByPod: [] });
+  });
+  it('prints the count under the strict-mode line, or why conntrack could not be read', () => {
+    const on = { on: true, bit: BIT, position: 1 };
+    expect(formatHardening({ ...on, revokedFlows: 2, revokedByPod: [{ pod: 'x/a', flows: 2 }] }, undefined)).toContain('  2 flow(s) carry the revoke bit now; by local pod: x/a 2');
+    expect(formatHardening({ ...on, revokedUnreadable: 'EPERM' }, undefined)).toContain('  revoked flows: conntrack not readable (EPERM)');
+    expect(formatHardening({ on: false }, undefined).join('\n')).not.toMatch(/revoke bit now/);
   });
 });

@@ -34,6 +34,13 @@ describe('createMetrics', () => {
         'netfence_source_incomplete gauge',
         'netfence_sync_duration_seconds histogram',
         'netfence_sync_failures_total counter',
+        'netfence_spoof_drops_total counter',
+        'netfence_spoof_pod_drops_total counter',
+        'netfence_strict_flows_restored_total counter',
+        'netfence_strict_flows_revoked_total counter',
+        'netfence_strict_pass_duration_seconds histogram',
+        'netfence_strict_pass_failures_total counter',
+        'netfence_strict_revoked_flows gauge',
       ].sort(),
     );
     expect(text).toMatch(/^# HELP netfence_ready \S/m);
