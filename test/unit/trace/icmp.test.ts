@@ -71,7 +71,7 @@ describe('netfence trace --proto icmp|icmpv6 over a dual-stack dump', () => {
     // RFC 4861 §7.1.1: an NS has hop limit 255; the ND allowance accepts it between two pods of the bridge, isolated or not.
     [['--proto', 'icmpv6', '--icmp-type', '135', '--src', 'web/api', '--dst', 'web/db'], 0, /icmpv6 type 135 hop limit 255, untracked[\s\S]*verdict ACCEPT/],
     [['--proto', 'icmpv6', '--icmp-type', '135', '--src', 'web/api', '--dst', 'ff02::1:ff00:a'], 0, /verdict ACCEPT/],
-    [['--proto', 'icmpv6', '--icmp-type', '136', '--src', 'web/db', '--dst', 'web/api'], 0, /verdict ACCEPT/],
+    [['--proto', 'icmpv6', '--icmp-type', '136', '--src', 'web/api', '--dst', 'web/db'], 0, /verdict ACCEPT: ICMPv6 neighbour advertisement, always allowed on the link/],
     // Not 255 on arrival: not the link's own ND, so web/db's policy judges it, and allows only TCP.
     [['--proto', 'icmpv6', '--icmp-type', '135', '--hop-limit', '64', '--src', 'web/api', '--dst', 'web/db'], 1, /verdict DROP: web\/db is isolated for ingress/],
     [['--proto', 'icmpv6', '--icmp-type', '135', '--src', 'ops/tool', '--dst', 'web/db'], 1, /hop limit 254[\s\S]*verdict DROP/],
