@@ -47,3 +47,10 @@ export function planNodeIpv6(plan: Ipv6Plan, index: number): NodeIpv6 {
 export function podIpv6(node: NodeIpv6, hostPart: number): string {
   return formatIp(6, parseV6(node.podCidr, 'node IPv6 pod CIDR').base + BigInt(hostPart));
 }
+
+/** An external client's IPv6 underlay address: counted down from the top of the underlay, away from the nodes' ::1, ::2, … */
+export function externalIpv6(plan: Ipv6Plan, index: number): { readonly ip: string; readonly prefix: number } {
+  const underlay = parseV6(plan.underlayCidr, 'IPv6 underlay CIDR');
+  const top = underlay.base + (1n << BigInt(128 - underlay.prefix)) - 1n;
+  return { ip: formatIp(6, top - 1n - BigInt(index)), prefix: underlay.prefix };
+}

@@ -22,7 +22,7 @@ import {
   type NodePlan,
   type PodAddress,
 } from './commands.js';
-import { DEFAULT_CLUSTER_CIDR6, DEFAULT_UNDERLAY_CIDR6, planNodeIpv6, podIpv6, type Ipv6Plan, type NodeIpv6 } from './ipv6.js';
+import { DEFAULT_CLUSTER_CIDR6, DEFAULT_UNDERLAY_CIDR6, externalIpv6, planNodeIpv6, podIpv6, type Ipv6Plan, type NodeIpv6 } from './ipv6.js';
 import { cidrSize, cidrsOverlap, cidrContains, formatIpv4, gatewayOf, isAssignable, nextFreeIp, parseIpv4, parseIpv4Cidr, type Ipv4Cidr } from './ipv4.js';
 import { checkName, checkNamespace, nodeKey, podKey, randomRunId, randomVethName, sandboxNames, type SandboxNames } from './names.js';
 import { guard, removeSync, type OwnedResources } from './registry.js';
@@ -127,6 +127,8 @@ export interface SandboxExternal {
   readonly key: string;
   readonly netns: string;
   readonly ip: string;
+  /** Its IPv6 address on the underlay, in a dual-stack sandbox (counted down from the top of the IPv6 underlay). */
+  readonly ipv6?: string;
 }
 
 export interface Sandbox {
@@ -134,6 +136,8 @@ export interface Sandbox {
   /** `nfs<id>-`: the prefix of every namespace this sandbox owns. */
   readonly prefix: string;
   readonly clusterCidr: string;
+  /** The IPv6 cluster prefix of a dual-stack or IPv6-only sandbox (flannel's IPv6Network). */
+  readonly clusterCidr6?: string;
   nodes(): readonly SandboxNode[];
   pods(): readonly SandboxPod[];
   addPod(spec: PodSpec): Promise<SandboxPod>;
@@ -323,12 +327,13 @@ export async function createSandbox(spec: SandboxSpec, opts: SandboxOptions = {}
     if (externals.has(key)) throw new Error(`external ${name} already exists in sandbox ${id}`);
     // From the top of the underlay down, away from the node addresses (.1, .2, …).
     const ip = formatIpv4(underlay.base + cidrSize(underlay) - 2 - externals.size);
-    const ext: ExternalState = { name, key, netns: `${names.prefix}ext-${name}`, ip };
+    const v6 = v6Plan && externalIpv6(v6Plan, externals.size);
+    const ext: ExternalState = { name, key, netns: `${names.prefix}ext-${name}`, ip, ...(v6 ? { ipv6: v6.ip } : {}) };
     externals.set(key, ext);
     const port = `${names.prefix}x${externals.size - 1}`;
     if (port.length > 15) throw new Error(`underlay port name ${port} is longer than 15 characters: use a shorter sandbox id`);
     await addNetns(ext.netns);
-    await ipBatch(ext.netns, ['link set lo up', `link add eth0 type veth peer name ${port} netns ${names.underlayNetns}`, `addr add ${ip}/${underlay.prefix} dev eth0`, 'link set eth0 up']);
+    await ipBatch(ext.netns, ['link set lo up', `link add eth0 type veth peer name ${port} netns ${names.underlayNetns}`, `addr add ${ip}/${underlay.prefix} dev eth0`, ...(v6 ? [`addr add ${v6.ip}/${v6.prefix} dev eth0 nodad`] : []), 'link set eth0 up']);
     await ipBatch(names.underlayNetns, [`link set ${port} master br0`, `link set ${port} up`]);
     ext.agent = await launch(ext.netns, key, ports);
     log?.debug('external client added', { name, ip });
@@ -340,6 +345,7 @@ export async function createSandbox(spec: SandboxSpec, opts: SandboxOptions = {}
     id,
     prefix: names.prefix,
     clusterCidr: clusterCidrText,
+    ...(v6Plan ? { clusterCidr6: v6Plan.clusterCidr } : {}),
     // In the spec's order, not the order the nodes finished building in (they are built in parallel).
     nodes: () => nodePlans.flatMap((p) => (nodes.has(p.name) ? [publicNode(nodes.get(p.name)!)] : [])),
     pods: () => [...pods.values()].filter((p) => p.agent).map(publicPod),
@@ -352,7 +358,7 @@ export async function createSandbox(spec: SandboxSpec, opts: SandboxOptions = {}
       const node = [...nodes.values()].find((n) => n.key === endpoint);
       const ext = externals.get(endpoint);
       if (family === undefined) return node ? node.underlayIp : (ext?.ip ?? podOf(endpoint).ip);
-      const found = node ? (family === 4 ? (v6Only ? undefined : node.underlayIp) : node.ipv6?.underlayIp) : ext ? (family === 4 ? ext.ip : undefined) : family === 4 ? podOf(endpoint).ipv4 : podOf(endpoint).ipv6;
+      const found = node ? (family === 4 ? (v6Only ? undefined : node.underlayIp) : node.ipv6?.underlayIp) : ext ? (family === 4 ? ext.ip : ext.ipv6) : family === 4 ? podOf(endpoint).ipv4 : podOf(endpoint).ipv6;
       if (found === undefined) throw new Error(`${endpoint} has no IPv${family} address in sandbox ${id}`);
       return found;
     },

@@ -9,8 +9,11 @@ import type { Protocol } from '../../src/model/index.js';
 import {
   MASQ_MARK,
   chainHash,
+  hostMask,
+  joinHostPort,
   localEndpoints,
   servicePortName,
+  servicesForFamily,
   trafficPolicyOf,
   type ProxyNode,
   type ServiceEndpoint,
@@ -86,7 +89,7 @@ function spread(rules: string[], chain: string, name: string, port: ServicePort,
   endpoints.forEach((ep, i) => {
     const left = endpoints.length - i;
     const stat = left > 1 ? ['-m', 'statistic', '--mode', 'random', '--probability', (1 / left).toFixed(10)] : [];
-    rules.push(line(chain, [...comment(`${name} -> ${ep.ip}:${port.targetPort}`), ...stat, '-j', sep(ep)]));
+    rules.push(line(chain, [...comment(`${name} -> ${joinHostPort(ep.ip, port.targetPort)}`), ...stat, '-j', sep(ep)]));
   });
 }
 
@@ -120,24 +123,26 @@ export function iptablesRules(node: ProxyNode, services: readonly ServiceSpec[],
   const nodeports: string[] = [];
   const perService: string[] = [];
 
-  for (const svc of services) {
+  // Each family's proxier gets only its family's view of a Service (ClusterIP and endpoints).
+  const host = hostMask(node.family);
+  for (const svc of servicesForFamily(services, node.family)) {
     for (const port of svc.ports) {
       const name = servicePortName(svc, port);
       const c = chainsOf(svc, port);
       const match = [...proto(port.protocol)];
       generated.push(c.svc);
-      services_.push(line('KUBE-SERVICES', ['-d', `${svc.clusterIp}/32`, ...comment(`${name} cluster IP`), ...match, '--dport', String(port.port), '-j', c.svc]));
+      services_.push(line('KUBE-SERVICES', ['-d', `${svc.clusterIp}${host}`, ...comment(`${name} cluster IP`), ...match, '--dport', String(port.port), '-j', c.svc]));
       // The cluster-CIDR rule: a ClusterIP reached from outside the pod network is masqueraded.
       perService.push(
-        line(c.svc, ['!', '-s', node.clusterCidr, '-d', `${svc.clusterIp}/32`, ...comment(`${name} cluster IP`), ...match, '--dport', String(port.port), '-j', 'KUBE-MARK-MASQ']),
+        line(c.svc, ['!', '-s', node.clusterCidr, '-d', `${svc.clusterIp}${host}`, ...comment(`${name} cluster IP`), ...match, '--dport', String(port.port), '-j', 'KUBE-MARK-MASQ']),
       );
       spread(perService, c.svc, name, port, svc.endpoints, c.sep);
       for (const ep of svc.endpoints) {
         const sep = c.sep(ep);
         generated.push(sep);
         // Hairpin: an endpoint reaching its own service is masqueraded so the reply comes back through us.
-        perService.push(line(sep, ['-s', `${ep.ip}/32`, ...comment(name), '-j', 'KUBE-MARK-MASQ']));
-        perService.push(line(sep, [...proto(port.protocol), ...comment(name), '-j', 'DNAT', '--to-destination', `${ep.ip}:${port.targetPort}`]));
+        perService.push(line(sep, ['-s', `${ep.ip}${host}`, ...comment(name), '-j', 'KUBE-MARK-MASQ']));
+        perService.push(line(sep, [...proto(port.protocol), ...comment(name), '-j', 'DNAT', '--to-destination', joinHostPort(ep.ip, port.targetPort)]));
       }
       if (port.nodePort === undefined) continue;
       generated.push(c.ext);
@@ -163,8 +168,10 @@ export function iptablesRules(node: ProxyNode, services: readonly ServiceSpec[],
       }
     }
   }
-  // "this must be the last rule in this chain": node ports are matched after every ClusterIP.
-  services_.push(line('KUBE-SERVICES', [...comment('kubernetes service nodeports; NOTE: this must be the last rule in this chain'), '-m', 'addrtype', '--dst-type', 'LOCAL', '-j', 'KUBE-NODEPORTS']));
+  // "this must be the last rule in this chain": node ports are matched after every ClusterIP. The IPv6
+  // proxier also excludes ::1 (kube-proxy: "For IPv6 they never work").
+  const local = ['-m', 'addrtype', '--dst-type', 'LOCAL', ...(node.family === 6 ? ['!', '-d', '::1/128'] : [])];
+  services_.push(line('KUBE-SERVICES', [...comment('kubernetes service nodeports; NOTE: this must be the last rule in this chain'), ...local, '-j', 'KUBE-NODEPORTS']));
 
   const declare = (chains: readonly string[]): string[] => chains.map((c) => `:${c} - [0:0]`);
   // Stale chains are declared too (which flushes them, so nothing they jump to stays referenced), then deleted.

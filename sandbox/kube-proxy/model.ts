@@ -4,6 +4,11 @@
 import { createHash } from 'node:crypto';
 import type { Protocol } from '../../src/model/index.js';
 
+export type IpFamily = 4 | 6;
+
+/** The family of an address literal. */
+export const familyOf = (ip: string): IpFamily => (ip.includes(':') ? 6 : 4);
+
 /** kube-proxy's `--proxy-mode`; IPVS is detected and refused by netfence, never emulated (no IP_VS here). */
 export type KubeProxyMode = 'iptables' | 'nftables';
 
@@ -29,7 +34,13 @@ export interface ServiceEndpoint {
 export interface ServiceSpec {
   readonly namespace: string;
   readonly name: string;
+  /** `spec.clusterIP`: the primary family's ClusterIP. */
   readonly clusterIp: string;
+  /**
+   * `spec.clusterIPs` of a dual-stack Service (ipFamilyPolicy PreferDualStack/RequireDualStack): one per
+   * family in `ipFamilies` order, the first equal to `clusterIp`. Absent: single-stack, `[clusterIp]`.
+   */
+  readonly clusterIps?: readonly string[];
   readonly ports: readonly ServicePort[];
   /** Only meaningful with node ports. Default Cluster. */
   readonly externalTrafficPolicy?: TrafficPolicy;
@@ -39,6 +50,8 @@ export interface ServiceSpec {
 /** What one node's kube-proxy knows about itself. */
 export interface ProxyNode {
   readonly name: string;
+  /** The family this proxier programs (kube-proxy runs one single-family proxier per family). */
+  readonly family: IpFamily;
   /** kube-proxy's `--cluster-cidr`: sources outside it that reach a ClusterIP are masqueraded. */
   readonly clusterCidr: string;
   /** The apiserver's `--service-cluster-ip-range` (nftables mode drops traffic to unallocated ClusterIPs in it). */
@@ -78,3 +91,27 @@ export function chainHash(...parts: readonly string[]): string {
 export const localEndpoints = (svc: ServiceSpec, node: ProxyNode): readonly ServiceEndpoint[] => svc.endpoints.filter((e) => e.node === node.name);
 
 export const trafficPolicyOf = (svc: ServiceSpec): TrafficPolicy => svc.externalTrafficPolicy ?? 'Cluster';
+
+/**
+ * What one family's proxier sees of a Service, as kube-proxy's dual-stack meta-proxier hands it over: the
+ * ClusterIP of that family from `spec.clusterIPs` and only that family's endpoints (EndpointSlices carry
+ * one addressType each). A Service without a ClusterIP of the family is not this proxier's: undefined.
+ */
+export function serviceForFamily(svc: ServiceSpec, family: IpFamily): ServiceSpec | undefined {
+  const clusterIps = svc.clusterIps ?? [svc.clusterIp];
+  if (clusterIps[0] !== svc.clusterIp) throw new Error(`service ${svc.namespace}/${svc.name}: clusterIPs[0] ${clusterIps[0]} is not clusterIP ${svc.clusterIp}`);
+  const clusterIp = clusterIps.find((ip) => familyOf(ip) === family);
+  if (clusterIp === undefined) return undefined;
+  const { clusterIps: _all, ...rest } = svc;
+  return { ...rest, clusterIp, endpoints: svc.endpoints.filter((e) => familyOf(e.ip) === family) };
+}
+
+/** Every Service this family's proxier programs. */
+export const servicesForFamily = (services: readonly ServiceSpec[], family: IpFamily): ServiceSpec[] =>
+  services.flatMap((svc) => serviceForFamily(svc, family) ?? []);
+
+/** A host route's mask as iptables prints it: /32 or /128. */
+export const hostMask = (family: IpFamily): string => (family === 6 ? '/128' : '/32');
+
+/** `ip:port` for DNAT; IPv6 literals in brackets (net.JoinHostPort). */
+export const joinHostPort = (ip: string, port: number): string => (familyOf(ip) === 6 ? `[${ip}]:${port}` : `${ip}:${port}`);

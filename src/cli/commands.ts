@@ -67,13 +67,15 @@ export const COMMANDS = {
     load: async () => (await import('./inspect.js')).inspectCommand,
   },
   trace: {
-    synopsis: '--src IP|ns/pod --dst IP|ns/pod --proto tcp|udp|sctp --port N',
+    synopsis: '--src IP|ns/pod --dst IP|ns/pod (--proto tcp|udp|sctp --port N | --proto icmp|icmpv6 --icmp-type N)',
     summary: 'walk one new packet through the live (or saved) ruleset and name the rule that decided it; exit 0 allowed, 1 dropped, 2 error',
     options: [
       { name: 'src', type: 'string', arg: 'IP|NS/POD', help: 'source address or pod (required)' },
       { name: 'dst', type: 'string', arg: 'IP|NS/POD', help: 'destination address or pod (required)' },
-      { name: 'proto', type: 'string', arg: 'tcp|udp|sctp', help: 'protocol (required)' },
-      { name: 'port', type: 'string', arg: 'N', help: 'destination port (required)' },
+      { name: 'proto', type: 'string', arg: 'tcp|udp|sctp|icmp|icmpv6', help: 'protocol (required); icmp implies IPv4, icmpv6 IPv6' },
+      { name: 'port', type: 'string', arg: 'N', help: 'destination port (required for tcp, udp, sctp)' },
+      { name: 'icmp-type', type: 'string', arg: 'N', help: 'ICMP/ICMPv6 message type (required for icmp, icmpv6): e.g. 135 neighbour solicitation, 128 echo request' },
+      { name: 'hop-limit', type: 'string', arg: 'N', help: 'icmpv6: the hop limit it is sent with (default 255 for ND 133-137, 1 for MLD, else 64); a routed packet arrives one lower' },
       { name: 'src-port', type: 'string', arg: 'N', help: 'source port' },
       { name: 'uplink', type: 'string', arg: 'IF', help: "the node's interface to other nodes (default eth0)" },
       { name: 'family', type: 'string', arg: '4|6', help: 'IP family of the packet (default: the addresses\' family; for two ns/pod, the family both have, IPv4 when they share both)' },

@@ -6,7 +6,7 @@ import { loadManifests } from '../cluster/manifests.js';
 import type { DaemonConfig } from '../config/schema.js';
 import { inspectRuleset, type InspectReport } from '../inspect/index.js';
 import { podKey, type ClusterSnapshot, type IpFamily, type L4Protocol } from '../model/index.js';
-import { formatTrace, isLocal, packetFor, parseAddr, RulesetError, tracePacket, wrap, type NodeLayout, type TraceResult } from '../trace/index.js';
+import { formatTrace, icmpPacketFor, isLocal, packetFor, parseAddr, RulesetError, tracePacket, wrap, type NodeLayout, type TraceResult } from '../trace/index.js';
 import type { Io } from './commands.js';
 import { createLogger } from '../log.js';
 import { configFrom, loadCluster, parseCommand, resourcePaths, UsageError, type Parsed } from './context.js';
@@ -14,6 +14,45 @@ import { familyFlag, readAntiSpoof, readRuleset, withRulesetErrors, type LoadedR
 import { antiSpoofVerdict, establishedFate, strictModeOf } from '../inspect/hardening.js';
 
 const PROTOCOLS: readonly L4Protocol[] = ['tcp', 'udp', 'sctp'];
+/** ICMP protocols and the family each implies (`ipv6-icmp` is how iptables names ICMPv6). */
+const ICMP_PROTOCOLS: Readonly<Record<string, IpFamily>> = { icmp: 4, icmpv6: 6, 'ipv6-icmp': 6 };
+
+/** What the packet carries: a port for TCP/UDP/SCTP, a message type for ICMP/ICMPv6. */
+type Payload =
+  | { readonly kind: 'l4'; readonly proto: L4Protocol; readonly dport: number; readonly sport?: number }
+  | { readonly kind: 'icmp'; readonly family: IpFamily; readonly type: number; readonly hopLimit?: number };
+
+function payloadOf(parsed: Parsed, protoText: string): Payload {
+  const text = (flag: string): string | undefined => parsed.values[flag] as string | undefined;
+  const icmpFamily = ICMP_PROTOCOLS[protoText];
+  if (icmpFamily !== undefined) {
+    for (const flag of ['port', 'src-port']) if (text(flag) !== undefined) throw new UsageError(`--${flag} is for tcp, udp and sctp: ${protoText} has no ports (use --icmp-type)`);
+    const typeText = text('icmp-type');
+    if (typeText === undefined || typeText === '') throw new UsageError(`--proto ${protoText} needs --icmp-type N (e.g. ${icmpFamily === 6 ? '135, a neighbour solicitation' : '8, an echo request'})`);
+    const hopText = text('hop-limit');
+    if (hopText !== undefined && icmpFamily === 4) throw new UsageError('--hop-limit is for icmpv6 (no netfence rule matches an IPv4 TTL)');
+    return {
+      kind: 'icmp',
+      family: icmpFamily,
+      type: byteValue('--icmp-type', typeText, 0),
+      ...(hopText !== undefined ? { hopLimit: byteValue('--hop-limit', hopText, 1) } : {}),
+    };
+  }
+  const proto = PROTOCOLS.find((p) => p === protoText);
+  if (!proto) throw new UsageError(`--proto must be tcp, udp, sctp, icmp or icmpv6, not "${protoText}"`);
+  for (const flag of ['icmp-type', 'hop-limit']) if (text(flag) !== undefined) throw new UsageError(`--${flag} is for icmp and icmpv6, not ${proto}`);
+  const portText = text('port');
+  if (portText === undefined || portText === '') throw new UsageError('--port is required');
+  const sportText = text('src-port');
+  return { kind: 'l4', proto, dport: portNumber('--port', portText), ...(sportText !== undefined ? { sport: portNumber('--src-port', sportText) } : {}) };
+}
+
+/** An ICMP type or hop limit: a whole number up to 255. */
+function byteValue(flag: string, text: string, min: number): number {
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || n < min || n > 255) throw new UsageError(`${flag} must be a number ${min}-255, not "${text}"`);
+  return n;
+}
 
 interface Endpoint {
   readonly ip: string;
@@ -28,14 +67,14 @@ export async function traceCommand(argv: readonly string[], io: Io): Promise<num
     if (typeof v !== 'string' || v === '') throw new UsageError(`--${flag} is required`);
     return v;
   };
-  const [srcRef, dstRef, protoText, portText] = [want('src'), want('dst'), want('proto').toLowerCase(), want('port')];
-  const proto = PROTOCOLS.find((p) => p === protoText);
-  if (!proto) throw new UsageError(`--proto must be tcp, udp or sctp, not "${protoText}"`);
-  const dport = portNumber('--port', portText);
-  const sportText = parsed.values['src-port'] as string | undefined;
+  const [srcRef, dstRef, protoText] = [want('src'), want('dst'), want('proto').toLowerCase()];
+  const payload = payloadOf(parsed, protoText);
   const snapshot = await clusterFor(parsed, [srcRef, dstRef]);
 
-  const flag = familyFlag(parsed);
+  const given = familyFlag(parsed);
+  // ICMP is IPv4's, ICMPv6 IPv6's: the protocol names the family.
+  if (payload.kind === 'icmp' && given !== undefined && given !== payload.family) throw new UsageError(`--family ${given} contradicts --proto ${protoText} (IPv${payload.family})`);
+  const flag = payload.kind === 'icmp' ? payload.family : given;
   // --in-iface: the bridge port (host veth) the packet enters from, checked by the anti-spoofing table.
   const inPort = parsed.values['in-iface'] as string | undefined;
   return withRulesetErrors('trace', io, async () => {
@@ -52,10 +91,12 @@ export async function traceCommand(argv: readonly string[], io: Io): Promise<num
     const { family, loaded, report, src, dst, otherToo } = picked;
     const { ruleset, ipsets, source } = loaded;
     const layout = nodeLayout(config, parsed, snapshot, report);
-    const sport = sportText !== undefined ? { sport: portNumber('--src-port', sportText) } : {};
     // A local pod's packet to one of this node's own addresses is delivered through INPUT, not FORWARD.
     const toNode = parsed.values['to-node'] === true || nodeAddresses(snapshot, config.nodeName).includes(dst.ip);
-    const routed = packetFor({ src: src.ip, dst: dst.ip, proto, dport, ...sport }, layout);
+    const routed =
+      payload.kind === 'icmp'
+        ? icmpPacketFor({ src: src.ip, dst: dst.ip, family: payload.family, type: payload.type, ...(payload.hopLimit !== undefined ? { hopLimit: payload.hopLimit } : {}) }, layout)
+        : packetFor({ src: src.ip, dst: dst.ip, proto: payload.proto, dport: payload.dport, ...(payload.sport !== undefined ? { sport: payload.sport } : {}) }, layout);
     const packet = { ...routed, ...(toNode ? { outIface: '' } : {}), ...(inPort ? { physIn: inPort } : {}) };
     const result = tracePacket(ruleset, ipsets, packet, { chainPrefix: config.chainPrefix, ...(toNode ? { startChain: 'INPUT' } : {}) });
     const established = establishedFate(strictModeOf(ruleset, config.chainPrefix), result);

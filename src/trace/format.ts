@@ -20,8 +20,11 @@ const RESULT_WORD: Record<Step['result'], string> = { match: 'yes', 'no-match': 
 export function formatTrace(result: TraceResult, packet: Packet, ctx: FormatContext): string {
   const out: string[] = [];
   const end = (ip: string, label: string | undefined) => (label ? `${ip} (${label})` : ip);
+  const state = { NEW: 'new flow', UNTRACKED: 'untracked', INVALID: 'INVALID to conntrack (opens no flow and belongs to none)' }[packet.ctstate];
   const what = packet.icmp
-    ? `icmpv6 type ${packet.icmp.type} hop limit ${packet.icmp.hopLimit}, untracked`
+    ? packet.proto === 'icmp'
+      ? `icmp type ${packet.icmp.type}, ${state}`
+      : `icmpv6 type ${packet.icmp.type} hop limit ${packet.icmp.hopLimit}, ${state}`
     : `dport ${packet.dport}, new connection`;
   out.push(...wrap(`${packet.proto} ${end(packet.src, ctx.srcLabel)} -> ${end(packet.dst, ctx.dstLabel)} ${what}`, 'packet  ', '        '));
   const start = startOf(result);

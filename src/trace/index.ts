@@ -7,3 +7,4 @@ export * from './ruleset.js';
 export * from './trace.js';
 export * from './wrap.js';
 export * from './desired.js';
+export * from './icmp.js';

@@ -35,7 +35,7 @@ const evaluate: { [K in Match['kind']]: (m: Extract<Match, { kind: K }>, ctx: Ma
   'icmpv6-type': (m, { packet }) => packet.icmp !== undefined && packet.proto === 'ipv6-icmp' && packet.icmp.type === m.type,
   // Only ICMPv6 packets carry a hop limit in a trace; an L4 flow's is not modelled, so a rule needing one cannot match it.
   'hop-limit': (m, { packet }) => packet.icmp !== undefined && packet.icmp.hopLimit === m.value,
-  dports: (m, { packet }) => packet.proto !== 'ipv6-icmp' && m.ports.some((r) => packet.dport >= r.from && packet.dport <= r.to),
+  dports: (m, { packet }) => packet.icmp === undefined && packet.proto !== 'ipv6-icmp' && packet.proto !== 'icmp' && m.ports.some((r) => packet.dport >= r.from && packet.dport <= r.to),
   set: (m, { packet, ipsets }) => {
     const set = ipsets.get(m.set);
     if (!set) return { unknown: `ipset ${m.set} is not in the ipset dump` };

@@ -7,10 +7,11 @@ import { inAnyNet, parseAddr } from './addr.js';
 export interface Packet {
   readonly src: string;
   readonly dst: string;
-  readonly proto: MatchProtocol;
-  /** 0 for ICMPv6, which has no ports. */
+  /** `icmp`: IPv4 ICMP, which no netfence rule names (only `-p ipv6-icmp` exists), so it matches no protocol rule. */
+  readonly proto: MatchProtocol | 'icmp';
+  /** 0 for ICMP and ICMPv6, which have no ports. */
   readonly dport: number;
-  /** ICMPv6 only: the message type and the IPv6 hop limit it arrives with. */
+  /** ICMP and ICMPv6: the message type and the hop limit (IPv4: TTL) it arrives with. */
   readonly icmp?: { readonly type: number; readonly hopLimit: number };
   readonly sport?: number;
   readonly inIface: string;
@@ -20,9 +21,10 @@ export interface Packet {
   readonly physOut?: string;
   /**
    * A trace is about new connections; replies are accepted by conntrack before any policy. Neighbour
-   * discovery is never tracked (research later-wave §5.2: NS/NA cross FORWARD as UNTRACKED).
+   * discovery is never tracked (research later-wave §5.2: NS/NA cross FORWARD as UNTRACKED). An ICMP
+   * message that can neither open a flow nor belong to one (an echo reply alone) is INVALID (icmp.ts).
    */
-  readonly ctstate: 'NEW' | 'UNTRACKED';
+  readonly ctstate: 'NEW' | 'UNTRACKED' | 'INVALID';
   /** The packet mark on entry (default 0). */
   readonly mark?: number;
   /** The flow's conntrack mark (default 0: a new flow has none). */

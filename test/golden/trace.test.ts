@@ -9,7 +9,7 @@
 
 import { parseIpsetSave } from '../../src/render/index.js';
 import { loadRuleset, packetFor, tracePacket, type TraceResult } from '../../src/trace/index.js';
-import { goldenCaseNames, loadGoldenCase, type PacketCase } from '../helpers/golden.js';
+import { goldenCaseNames, loadGoldenCase, packetAddress, packetFamily, type PacketCase } from '../helpers/golden.js';
 
 function effective(result: TraceResult): 'ACCEPT' | 'DROP' | 'UNDECIDED' {
   if (result.verdict !== 'NO-VERDICT') return result.verdict;
@@ -20,24 +20,23 @@ function effective(result: TraceResult): 'ACCEPT' | 'DROP' | 'UNDECIDED' {
 
 describe.each(goldenCaseNames())('trace rules/%s', (name) => {
   const c = loadGoldenCase(name);
-  // The restore payload (`-I FORWARD 1 …`) becomes a FORWARD chain holding only our hook, policy ACCEPT.
-  const ruleset = loadRuleset(c.rules, { builtinPolicy: 'ACCEPT' });
-  const ipsets = parseIpsetSave(c.ipsets);
+  // The restore payload (`-I FORWARD 1 …`) becomes a FORWARD chain holding only our hook, policy ACCEPT;
+  // an IPv6 packet walks the case's IPv6 payload (dual-stack cases only).
+  const families = {
+    4: { ruleset: loadRuleset(c.rules, { builtinPolicy: 'ACCEPT' }), ipsets: parseIpsetSave(c.ipsets) },
+    ...(c.v6 ? { 6: { ruleset: loadRuleset(c.v6.rules, { builtinPolicy: 'ACCEPT' }), ipsets: parseIpsetSave(c.v6.ipsets) } } : {}),
+  } as Partial<Record<4 | 6, { ruleset: ReturnType<typeof loadRuleset>; ipsets: ReturnType<typeof parseIpsetSave> }>>;
   const layout = { bridge: c.settings.bridge, uplink: 'eth0', podCidrs: c.settings.podCidrs };
-  const ipOf = (ref: string): string => {
-    if (!ref.includes('/')) return ref;
-    const [ns, pod] = ref.split('/');
-    const found = c.snapshot.pods.find((p) => p.namespace === ns && p.name === pod)?.ips[0];
-    if (!found) throw new Error(`packets.yaml names unknown pod ${ref}`);
-    return found;
-  };
 
   it('has the pod CIDR of node-1 to decide which end is local', () => expect(c.settings.podCidrs.length).toBeGreaterThan(0));
 
   if (c.packets.length === 0) return;
   it.each(c.packets.map((p) => [p.name, p] as const))('%s', (_name, p: PacketCase) => {
-    const packet = packetFor({ src: ipOf(p.from), dst: ipOf(p.to), proto: p.proto, dport: p.port }, layout);
-    const result = tracePacket(ruleset, ipsets, packet);
+    const family = packetFamily(p);
+    const rules = families[family];
+    if (!rules) throw new Error(`packet "${p.name}" is IPv${family}, and rules/${name} has no IPv${family} payload`);
+    const packet = packetFor({ src: packetAddress(c, p.from, family), dst: packetAddress(c, p.to, family), proto: p.proto, dport: p.port }, layout);
+    const result = tracePacket(rules.ruleset, rules.ipsets, packet);
     expect(result.warnings).toEqual([]);
     expect(result.hookFound).toBe(true);
     expect(effective(result)).toBe(p.expect);

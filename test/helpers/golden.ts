@@ -19,6 +19,14 @@ export interface PacketCase {
   readonly proto: 'tcp' | 'udp' | 'sctp';
   readonly port: number;
   readonly expect: 'ACCEPT' | 'DROP';
+  /** 6: a named pod stands for its IPv6 address and the IPv6 ruleset judges the packet. Default 4 (an address literal's family wins). */
+  readonly family?: 4 | 6;
+}
+
+/** The IPv6 half of a dual-stack case: node-1 has an IPv6 pod CIDR, so `compile --family 6` prints it. */
+export interface GoldenV6 {
+  readonly ipsets: string;
+  readonly rules: string;
 }
 
 export interface GoldenCase {
@@ -32,6 +40,8 @@ export interface GoldenCase {
   readonly rules: string;
   readonly problems: string;
   readonly packets: readonly PacketCase[];
+  /** Present when node-1 has an IPv6 pod CIDR (a dual-stack case): expected6.ipsets, expected6.rules. */
+  readonly v6?: GoldenV6;
 }
 
 export const goldenCaseNames = (): string[] =>
@@ -60,7 +70,27 @@ export function loadGoldenCase(name: string): GoldenCase {
     rules: renderFullRestore(result.desired.v4),
     problems,
     packets,
+    ...(podCidrs.some((c) => c.includes(':')) ? { v6: { ipsets: renderIpsetRestore(result.desired.v6.ipsets), rules: renderFullRestore(result.desired.v6) } } : {}),
   };
 }
 
 export const EXPECTED_FILES = { ipsets: 'expected.ipsets', rules: 'expected.rules', problems: 'expected.problems' } as const;
+/** The ip6tables-restore payload and inet6 sets of a dual-stack case. */
+export const EXPECTED6_FILES = { ipsets: 'expected6.ipsets', rules: 'expected6.rules' } as const;
+
+/** A packet end: `ns/pod` becomes the pod's address of the family, an address stays itself. */
+export function packetAddress(c: Pick<GoldenCase, 'snapshot'>, ref: string, family: 4 | 6): string {
+  if (!ref.includes('/')) return ref;
+  const [ns, pod] = ref.split('/');
+  const found = c.snapshot.pods.find((p) => p.namespace === ns && p.name === pod);
+  const ip = found?.ips.find((a) => a.includes(':') === (family === 6));
+  if (!ip) throw new Error(`packets.yaml names ${ref}, which is no pod with an IPv${family} address`);
+  return ip;
+}
+
+/** The family a packet is judged in: its address literals', else its `family`, else 4. */
+export function packetFamily(p: PacketCase): 4 | 6 {
+  const literal = [p.from, p.to].find((r) => !r.includes('/'));
+  if (literal) return literal.includes(':') ? 6 : 4;
+  return p.family ?? 4;
+}

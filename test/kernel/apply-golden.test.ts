@@ -49,8 +49,16 @@ describeKernel('apply: golden cases on a real kernel', () => {
       expect((expected.hooks.get('INPUT') ?? []).length).toBe(golden.result.desired.v4.hooks.some((h) => h.chain === 'INPUT') ? 1 : 0);
       expect(filter.rules.get('OUTPUT') ?? []).toEqual([]);
 
-      // Sets: same names, types and members (as sets).
-      expect(Object.fromEntries(await savedSets(ns.name))).toEqual(Object.fromEntries(parseSets(golden.ipsets)));
+      // A dual-stack case: the IPv6 chains and hook too, exactly as expected6.rules.
+      if (golden.v6) {
+        const filter6 = parseFilter(await iptablesSave(ns.name, backend, 'filter', 6));
+        const expected6 = expectedFromRestore(golden.v6.rules);
+        expect(Object.fromEntries(ourChains(filter6))).toEqual(Object.fromEntries(expected6.chains));
+        expect(filter6.rules.get('FORWARD') ?? []).toEqual(expected6.hooks.get('FORWARD'));
+      }
+
+      // Sets: same names, types and members (as sets), of both families for a dual-stack case.
+      expect(Object.fromEntries(await savedSets(ns.name))).toEqual(Object.fromEntries(parseSets(golden.ipsets + (golden.v6?.ipsets ?? ''))));
 
       // Again, from a fresh Syncer that must read everything back: nothing to change, nothing written.
       kernel.clear();

@@ -231,6 +231,33 @@ describe('dual-stack NetworkPolicy enforcement, proven by packets on both famili
     expect(echo.verdict).toBe('DROP');
   });
 
+  it('netfence trace --proto icmpv6|icmp on the live node: the ND allowance from the command line, ping under policy', async () => {
+    const n1 = sandbox.nodes().find((n) => n.name === 'n1')!;
+    const trace = async (...args: string[]) => {
+      let out = '';
+      let err = '';
+      const code = await main(['trace', '--netns', n1.netns, '--node-name', 'n1', '--resources', join(dir, 'cluster.json'), ...args], { out: (t) => (out += t), err: (t) => (err += t) });
+      return { code, out: out.replace(/\s+/g, ' '), err };
+    };
+    // RFC 4861: an NS is sent with hop limit 255; between two pods of n1's bridge it is always allowed, even to the isolated x/b.
+    const ns = await trace('--proto', 'icmpv6', '--icmp-type', '135', '--src', 'x/a', '--dst', 'x/b');
+    expect(ns).toMatchObject({ code: 0, err: '' });
+    expect(ns.out).toContain('ICMPv6 neighbour solicitation, always allowed on the link');
+    expect(ns.out).toMatch(/ruleset live kernel \(IPv6, netns /);
+    const group = await trace('--proto', 'icmpv6', '--icmp-type', '135', '--src', 'x/a', '--dst', 'ff02::1:ff00:3');
+    expect(group.code).toBe(0);
+    // Not hop limit 255: not the link's own ND, so x/b's policy (port 80 only) drops it.
+    expect((await trace('--proto', 'icmpv6', '--icmp-type', '135', '--hop-limit', '64', '--src', 'x/a', '--dst', 'x/b')).code).toBe(1);
+    // ping6 and ping: x/a may send to x/b on port 80 only, and default-deny isolates it for egress first
+    // (the next test sends the real echo and sees it dropped).
+    const echo6 = await trace('--proto', 'icmpv6', '--icmp-type', '128', '--src', 'x/a', '--dst', 'x/b');
+    expect(echo6.code).toBe(1);
+    expect(echo6.out).toContain('verdict DROP: x/a is isolated for egress');
+    const echo4 = await trace('--proto', 'icmp', '--icmp-type', '8', '--src', 'x/a', '--dst', 'x/b');
+    expect(echo4).toMatchObject({ code: 1, err: '' });
+    expect(echo4.out).toContain('verdict DROP: x/a is isolated for egress');
+  });
+
   it('ping6 is policy\'s to judge: an echo request between isolated pods is dropped, ND or not', async () => {
     // Nothing but ND/RD/MLD is always allowed (README); x/a may reach x/b only on port 80. The test
     // before this one connected x/a to x/b over TCP, so the link and the neighbour entry are fine.

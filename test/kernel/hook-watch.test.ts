@@ -3,6 +3,8 @@
 // netfence's jump is first again. The daemon's hook watch (one `iptables -S FORWARD 1` a second) must
 // close that hole without waiting for the drift timer, which is set to an hour here so only the watch
 // can repair. Real packets from an external client through the sandbox's kube-proxy (iptables mode).
+// Twice: on IPv4, and on a dual-stack node over IPv6, where kube-proxy's IPv6 proxier re-prepends its own
+// KUBE-FORWARD in ip6tables and the watch must read ip6tables' FORWARD too.
 
 import { jest } from '@jest/globals';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,7 +20,7 @@ jest.setTimeout(90_000);
 
 const NODE_PORT = 30080;
 
-describeKernel('hook watch: netfence back above KUBE-FORWARD without waiting for the drift timer', () => {
+for (const family of [4, 6] as const) describeKernel(`hook watch (IPv${family}): netfence back above KUBE-FORWARD without waiting for the drift timer`, () => {
   let sandbox: Sandbox;
   let pod: SandboxPod;
   let client: SandboxExternal;
@@ -27,22 +29,24 @@ describeKernel('hook watch: netfence back above KUBE-FORWARD without waiting for
   let dir: string;
 
   beforeAll(async () => {
-    sandbox = await createSandbox({ nodes: [{ name: 'n1', podCidr: '10.244.1.0/24' }] });
+    sandbox = await createSandbox({ nodes: [{ name: 'n1', podCidr: '10.244.1.0/24' }], ...(family === 6 ? { ipv6: {} } : {}) });
     pod = await sandbox.addPod({ namespace: 'x', name: 'a', node: 'n1' });
     client = await sandbox.addExternal('client');
+    // IPv6: a dual-stack Service (IPv6 ClusterIP first), so both proxiers program it.
+    const ips = family === 6 ? { clusterIp: 'fd00:10:96::a', clusterIps: ['fd00:10:96::a', '10.96.0.10'] } : { clusterIp: '10.96.0.10' };
     proxy = await startKubeProxy(
       sandbox.nodes(),
       [
         {
           namespace: 'x',
           name: 'web',
-          clusterIp: '10.96.0.10',
+          ...ips,
           externalTrafficPolicy: 'Cluster',
           ports: [{ name: 'http', protocol: 'TCP', port: 80, targetPort: 80, nodePort: NODE_PORT }],
-          endpoints: [{ ip: pod.ip, node: 'n1' }],
+          endpoints: pod.ips.map((ip) => ({ ip, node: 'n1' })),
         },
       ],
-      { mode: 'iptables', clusterCidr: sandbox.clusterCidr },
+      { mode: 'iptables', clusterCidr: sandbox.clusterCidr, ...(family === 6 && sandbox.clusterCidr6 ? { clusterCidr6: sandbox.clusterCidr6 } : {}) },
     );
     dir = mkdtempSync(join(tmpdir(), 'nft-hookwatch-'));
     const items = [
@@ -52,14 +56,15 @@ describeKernel('hook watch: netfence back above KUBE-FORWARD without waiting for
         kind: 'Pod',
         metadata: { namespace: 'x', name: 'a', labels: { app: 'a' } },
         spec: { nodeName: 'n1', containers: [{ name: 'c' }] },
-        status: { phase: 'Running', podIP: pod.ip, podIPs: [{ ip: pod.ip }] },
+        status: { phase: 'Running', podIP: pod.ip, podIPs: pod.ips.map((ip) => ({ ip })) },
       },
       { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', metadata: { namespace: 'x', name: 'deny-ingress' }, spec: { podSelector: {}, policyTypes: ['Ingress'] } },
     ];
     const file = join(dir, 'cluster.json');
     writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
     const node = sandbox.nodes()[0]!;
-    daemon = await startNodeDaemon(node, { resources: [file] }, { 'resync-interval-seconds': '3600', 'hook-check-interval-ms': '1000' });
+    const cidrs = family === 6 && node.ipv6 ? { 'pod-cidr': [node.podCidr, node.ipv6.podCidr] } : {};
+    daemon = await startNodeDaemon(node, { resources: [file] }, { 'resync-interval-seconds': '3600', 'hook-check-interval-ms': '1000', ...cidrs });
     await waitReady(daemon);
   });
 
@@ -71,9 +76,9 @@ describeKernel('hook watch: netfence back above KUBE-FORWARD without waiting for
   });
 
   const netns = (): string => sandbox.nodeNetns('n1');
-  const firstInForward = async (): Promise<string> => (await run('iptables', ['-S', 'FORWARD', '1'], { netns: netns() })).stdout.trim();
+  const firstInForward = async (): Promise<string> => (await run(family === 6 ? 'ip6tables' : 'iptables', ['-S', 'FORWARD', '1'], { netns: netns() })).stdout.trim();
   const nodePortReachable = async (): Promise<boolean> =>
-    (await sandbox.probe(client.key, { protocol: 'TCP', ip: sandbox.addressOf('node:n1'), port: NODE_PORT, timeoutMs: 300 })).ok;
+    (await sandbox.probe(client.key, { protocol: 'TCP', ip: sandbox.addressOf('node:n1', family), port: NODE_PORT, timeoutMs: 300 })).ok;
 
   it('repairs a kube-proxy re-prepend within two seconds; the bypass is open only while KUBE-FORWARD is first', async () => {
     expect(await firstInForward()).toMatch(/-j nf-FORWARD$/);
@@ -97,12 +102,12 @@ describeKernel('hook watch: netfence back above KUBE-FORWARD without waiting for
       expect(await nodePortReachable()).toBe(false);
     }
     // Printed for the record: the time from a re-prepend to netfence on top again (shared, loaded machine).
-    console.log(`KUBE-FORWARD re-prepend → netfence first again: ${windows.join(', ')} ms (hook check every 1000 ms)`);
+    console.log(`IPv${family}: KUBE-FORWARD re-prepend → netfence first again: ${windows.join(', ')} ms (hook check every 1000 ms)`);
     expect(bypassSeen).toBe(true);
     expect(Math.max(...windows)).toBeLessThanOrEqual(2000);
 
     const metrics = (await httpGet(`${daemon!.url}/metrics`)).body;
     expect(metricValue(metrics, 'netfence_hook_displaced_total{chain="FORWARD"}')).toBeGreaterThanOrEqual(windows.length);
-    expect(daemon!.logs.some((l) => l.includes('jump is no longer first'))).toBe(true);
+    expect(daemon!.logs.some((l) => l.includes(`jump is no longer first (IPv${family})`))).toBe(true);
   });
 });

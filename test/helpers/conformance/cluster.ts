@@ -59,13 +59,12 @@ export class ConformanceCluster {
 
   static async create(options: ConformanceOptions = {}): Promise<ConformanceCluster> {
     const family = options.family ?? 4;
-    if (family === 6 && options.kubeProxy) throw new Error('the sandbox kube-proxy is IPv4-only: no IPv6 conformance through Services');
     const sandbox = await createSandbox({ nodes: NODES, ...(family === 6 ? { ipv6: {} } : {}) });
     const cluster = new ConformanceCluster(sandbox, mkdtempSync(join(tmpdir(), 'nft-conformance-')), undefined, family);
     let services: ModelServices | undefined;
     try {
       await Promise.all(MODEL_PODS.map((p) => cluster.addModelPod(p)));
-      if (options.kubeProxy) services = await startModelServices(sandbox, options.kubeProxy);
+      if (options.kubeProxy) services = await startModelServices(sandbox, options.kubeProxy, family);
     } catch (err) {
       await cluster.destroy();
       throw err;
@@ -152,12 +151,13 @@ export class ConformanceCluster {
     const target = this.services ? this.services.viaClusterIp(this.sandbox) : this.sandbox;
     const v6 = this.family === 6 ? { family: 6 as const, beforeRound: () => this.coldNeighbours() } : {};
     const result = await waitForMatrix(target, expected, { ...probe, deadlineMs: DEADLINE_MS, timeoutMs: PROBE_TIMEOUT_MS, ...v6 });
-    const via = this.services ? `via ClusterIP (kube-proxy ${this.services.proxy.mode} mode): ` : this.family === 6 ? 'over IPv6, neighbour caches flushed before each round: ' : '';
+    const v6Note = this.family === 6 ? 'over IPv6, neighbour caches flushed before each round: ' : '';
+    const via = (this.services ? `via ClusterIP (kube-proxy ${this.services.proxy.mode} mode): ` : '') + v6Note;
     return { ok: result.ok, report: via + report(result, probe) };
   }
 
   /** Every pod forgets its IPv6 neighbours: the next packet to a same-node peer needs ND again. */
-  private async coldNeighbours(): Promise<void> {
+  async coldNeighbours(): Promise<void> {
     await Promise.all(this.sandbox.pods().map((p) => run('ip', ['-6', 'neigh', 'flush', 'all'], { netns: p.netns })));
   }
 

@@ -91,5 +91,8 @@ export function nodeIpv6(name: string) {
 export const nodePodCidr = (name: string, family: Family = 4): string =>
   family === 6 ? nodeIpv6(name).podCidr : (NODES.find((n) => n.name === name)?.podCidr ?? '');
 
+/** A model pod's address of one family. */
+export const podIp = (key: string, family: Family = 4): string => (family === 6 ? modelPod(key).ip6 : modelPod(key).ip);
+
 /** A model pod's address as an ipBlock CIDR of one host. */
 export const hostCidr = (key: string, family: Family = 4): string => (family === 6 ? `${modelPod(key).ip6}/128` : `${modelPod(key).ip}/32`);

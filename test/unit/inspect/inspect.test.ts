@@ -3,7 +3,7 @@ import { compile } from '../../../src/compile/index.js';
 import { filterReport, formatReport, inspectRuleset, INSPECT_REPORT_SCHEMA, type InspectReport } from '../../../src/inspect/index.js';
 import { parseIpsetSave, renderFullRestore, renderIpsetRestore } from '../../../src/render/index.js';
 import { formatTrace, loadRuleset, packetFor, tracePacket, WIDTH } from '../../../src/trace/index.js';
-import { goldenCaseNames, loadGoldenCase } from '../../helpers/golden.js';
+import { goldenCaseNames, loadGoldenCase, packetAddress, packetFamily } from '../../helpers/golden.js';
 import { ingress, makeNamespace, makePod, makePolicy, podPeer, rule, sel, selectPods, settings } from '../../helpers/builders.js';
 
 const validate = new Ajv({ allErrors: true, strict: true }).compile(INSPECT_REPORT_SCHEMA);
@@ -19,31 +19,48 @@ const longLines = (text: string): string[] => text.split('\n').filter((l) => l.l
 
 describe.each(goldenCaseNames())('inspect rules/%s', (name) => {
   const { c, ruleset, ipsets, report } = golden(name);
+  // A dual-stack case's IPv6 payload is inspected the same way (its pods are those with an IPv6 address).
+  const v6 = c.v6 && (() => {
+    const rs = loadRuleset(c.v6.rules);
+    const sets = parseIpsetSave(c.v6.ipsets);
+    return { ruleset: rs, ipsets: sets, report: inspectRuleset(rs, sets, { chainPrefix: 'nf-' }) };
+  })();
+  const byFamily = { 4: { ruleset, ipsets, report }, ...(v6 ? { 6: v6 } : {}) } as Partial<Record<4 | 6, { ruleset: typeof ruleset; ipsets: typeof ipsets; report: InspectReport }>>;
 
   it('--json output matches the shipped schema', () => {
-    const ok = validate(JSON.parse(JSON.stringify(report)));
-    expect(validate.errors ?? []).toEqual([]);
-    expect(ok).toBe(true);
+    for (const r of Object.values(byFamily)) {
+      const ok = validate(JSON.parse(JSON.stringify(r.report)));
+      expect(validate.errors ?? []).toEqual([]);
+      expect(ok).toBe(true);
+    }
   });
 
-  it('finds every local pod of node-1 by name, with both workload chains', () => {
-    const local = c.snapshot.pods.filter((p) => p.nodeName === 'node-1' && p.ips.length > 0 && !p.hostNetwork && p.phase !== 'Succeeded' && p.phase !== 'Failed').map((p) => `${p.namespace}/${p.name}`);
-    expect(report.pods.map((p) => p.pod).sort()).toEqual(local.sort());
-    for (const p of report.pods) expect([p.ingress?.chain, p.egress?.chain]).toEqual([expect.stringMatching(/^nf-tw-/), expect.stringMatching(/^nf-fw-/)]);
+  it('finds every local pod of node-1 by name, with both workload chains (per family: the pods with an address of it)', () => {
+    for (const [family, r] of Object.entries(byFamily)) {
+      const hasFamily = (ips: readonly string[]) => ips.some((a) => a.includes(':') === (family === '6'));
+      const local = c.snapshot.pods.filter((p) => p.nodeName === 'node-1' && hasFamily(p.ips) && !p.hostNetwork && p.phase !== 'Succeeded' && p.phase !== 'Failed').map((p) => `${p.namespace}/${p.name}`);
+      expect(r.report.pods.map((p) => p.pod).sort()).toEqual(local.sort());
+      for (const p of r.report.pods) expect([p.ingress?.chain, p.egress?.chain]).toEqual([expect.stringMatching(/^nf-tw-/), expect.stringMatching(/^nf-fw-/)]);
+    }
   });
 
-  it('reports no problems for what the compiler wrote', () => expect(report.problems).toEqual([]));
+  it('reports no problems for what the compiler wrote', () => {
+    for (const r of Object.values(byFamily)) expect(r.report.problems).toEqual([]);
+  });
 
   it('human output fits 80 columns (pods and policies)', () => {
-    expect(longLines(formatReport(report))).toEqual([]);
-    expect(longLines(formatReport(report, { byPolicy: true }))).toEqual([]);
+    for (const r of Object.values(byFamily)) {
+      expect(longLines(formatReport(r.report))).toEqual([]);
+      expect(longLines(formatReport(r.report, { byPolicy: true }))).toEqual([]);
+    }
   });
 
   it('trace output fits 80 columns for every packet of the case', () => {
-    const ip = (ref: string) => (ref.includes('/') ? c.snapshot.pods.find((p) => `${p.namespace}/${p.name}` === ref)!.ips[0]! : ref);
     for (const p of c.packets) {
-      const packet = packetFor({ src: ip(p.from), dst: ip(p.to), proto: p.proto, dport: p.port }, { bridge: 'cni0', uplink: 'eth0', podCidrs: c.settings.podCidrs });
-      const text = formatTrace(tracePacket(ruleset, ipsets, packet), packet, { ruleset, chainPrefix: 'nf-', srcLabel: p.from, dstLabel: p.to });
+      const family = packetFamily(p);
+      const r = byFamily[family]!;
+      const packet = packetFor({ src: packetAddress(c, p.from, family), dst: packetAddress(c, p.to, family), proto: p.proto, dport: p.port }, { bridge: 'cni0', uplink: 'eth0', podCidrs: c.settings.podCidrs });
+      const text = formatTrace(tracePacket(r.ruleset, r.ipsets, packet), packet, { ruleset: r.ruleset, chainPrefix: 'nf-', srcLabel: p.from, dstLabel: p.to });
       expect(longLines(text)).toEqual([]);
     }
   });

@@ -1,4 +1,4 @@
-import { planNodeIpv6, podIpv6 } from '../../../sandbox/ipv6.js';
+import { externalIpv6, planNodeIpv6, podIpv6 } from '../../../sandbox/ipv6.js';
 import { flannelRestore, flannelSubnetEnv, nodeBatch, podBatch, podHostBatch } from '../../../sandbox/commands.js';
 
 describe('sandbox commands', () => {
@@ -50,6 +50,12 @@ describe('sandbox commands', () => {
     expect(podIpv6(n1, 0x2a)).toBe('fd00:10:244:1::2a');
     expect(() => planNodeIpv6(plan, 255)).toThrow(/no \/64 left/);
     expect(() => planNodeIpv6({ ...plan, clusterCidr: '10.0.0.0/8' }, 0)).toThrow(/not an IPv6 CIDR/);
+  });
+
+  it('numbers external clients down from the top of the IPv6 underlay, away from the nodes', () => {
+    const plan = { clusterCidr: 'fd00:10:244::/56', underlayCidr: 'fd00:99::/64' };
+    expect(externalIpv6(plan, 0)).toEqual({ ip: 'fd00:99::ffff:ffff:ffff:fffe', prefix: 64 });
+    expect(externalIpv6(plan, 1).ip).toBe('fd00:99::ffff:ffff:ffff:fffd');
   });
 
   it('writes flannel-like filter and nat chains in one restore payload', () => {

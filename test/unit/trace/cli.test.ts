@@ -76,7 +76,7 @@ describe('netfence trace', () => {
 
   it.each([
     ['remote pod without manifests or API', ['--src', 'myproject/client', '--dst', 'default/db', '--proto', 'tcp', '--port', '1'], /not a local pod in the ruleset; pass --kubeconfig F \(or run in the cluster\) or --resources/],
-    ['bad protocol', ['--src', '1.1.1.1', '--dst', '2.2.2.2', '--proto', 'icmp', '--port', '1'], /--proto must be tcp, udp or sctp/],
+    ['bad protocol', ['--src', '1.1.1.1', '--dst', '2.2.2.2', '--proto', 'gre', '--port', '1'], /--proto must be tcp, udp, sctp, icmp or icmpv6, not "gre"/],
     ['bad port', ['--src', '1.1.1.1', '--dst', '2.2.2.2', '--proto', 'tcp', '--port', '70000'], /--port must be a port number/],
     ['missing --dst', ['--src', '1.1.1.1', '--proto', 'tcp', '--port', '1'], /--dst is required/],
     ['unreadable kubeconfig', ['--kubeconfig', '/nonexistent', '--src', 'a/b', '--dst', '2.2.2.2', '--proto', 'tcp', '--port', '1'], /--kubeconfig F .*nonexistent/],
