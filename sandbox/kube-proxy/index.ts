@@ -11,9 +11,7 @@ import { iptablesCleanup, iptablesRules, KUBE_PROXY_JUMPS, type Jump, type Table
 import type { IpFamily, KubeProxyMode, ProxyNode, ServiceSpec } from './model.js';
 import { nftablesCleanup, nftablesScript } from './nftables-mode.js';
 
-export type { IpFamily, KubeProxyMode, ServiceEndpoint, ServicePort, ServiceSpec, TrafficPolicy } from './model.js';
-export { KUBE_PROXY_JUMPS } from './iptables-mode.js';
-export { BASE_CHAINS, NFT_TABLE, nftTable } from './nftables-mode.js';
+export type { IpFamily, KubeProxyMode, ServiceSpec } from './model.js';
 
 /** What kube-proxy needs of a sandbox node. */
 export interface ProxiedNode {

@@ -8,7 +8,6 @@ import { MASQ_MARK, chainHash, joinHostPort, localEndpoints, servicesForFamily, 
 
 /** kube-proxy's table per family: `ip kube-proxy` and, for the IPv6 proxier, `ip6 kube-proxy`. */
 export const nftTable = (family: IpFamily): string => (family === 6 ? 'ip6 kube-proxy' : 'ip kube-proxy');
-export const NFT_TABLE = nftTable(4);
 
 /** Base chains and their hooks; priorities as kube-proxy's nftables proxier registers them. */
 export const BASE_CHAINS: readonly { readonly name: string; readonly type: 'filter' | 'nat'; readonly hook: string; readonly priority: number }[] = [
