@@ -30,6 +30,12 @@ export interface SyncResult {
   readonly drift: boolean;
 }
 
+/** One `ipset save` and the filter table of each family, as the tools printed them. */
+interface KernelTexts {
+  readonly ipsetText: string;
+  readonly saves: readonly string[];
+}
+
 export class Syncer {
   private programmed = new Map<IpFamily, ObservedFamily>();
   /** The desired state `programmed` was derived from: lets the planner skip unchanged objects by identity. */
@@ -37,6 +43,7 @@ export class Syncer {
   private inSync = false;
   private readonly lastRead = new Map<IpFamily, { readonly iptables: string; readonly ipsets: string; readonly observed: ObservedFamily }>();
   private lastMatch: { readonly programmed: ObservedFamily; readonly fresh: ObservedFamily } | undefined;
+  private prefetched: { readonly families: readonly IpFamily[]; readonly texts: Promise<KernelTexts> } | undefined;
 
   constructor(
     private readonly kernel: KernelPort,
@@ -48,6 +55,19 @@ export class Syncer {
   markOutOfSync(reason: string): void {
     if (this.inSync) this.logger.debug('kernel state will be re-read', { reason });
     this.inSync = false;
+  }
+
+  /**
+   * Start reading the kernel now; the next read (planOnly, or a sync that reads) uses what this read. For
+   * a one-shot command: the tools run on the other core while the command compiles.
+   */
+  prefetch(): void {
+    if (this.prefetched) return;
+    const families = this.families();
+    const texts = this.readTexts(families);
+    // Its error, if any, is thrown by the read that uses it.
+    texts.catch(() => undefined);
+    this.prefetched = { families, texts };
   }
 
   /** Read the kernel and plan, without writing (dry run / diff). */
@@ -155,8 +175,16 @@ export class Syncer {
 
   /** One `ipset save` and one `iptables-save` per family, run side by side, parsed unless unchanged. */
   private async read(families: readonly IpFamily[]): Promise<Map<IpFamily, ObservedFamily>> {
-    const [ipsetText, ...saves] = await Promise.all([this.kernel.ipsetSave(), ...families.map((f) => this.kernel.saveFilter(f))]);
+    const prefetched = this.prefetched;
+    this.prefetched = undefined;
+    const usable = prefetched?.families.length === families.length && prefetched.families.every((f, i) => f === families[i]);
+    const { ipsetText, saves } = await (usable ? prefetched.texts : this.readTexts(families));
     return new Map(families.map((family, i) => [family, this.observe(family, saves[i]!, ipsetText)]));
+  }
+
+  private async readTexts(families: readonly IpFamily[]): Promise<KernelTexts> {
+    const [ipsetText, ...saves] = await Promise.all([this.kernel.ipsetSave(), ...families.map((f) => this.kernel.saveFilter(f))]);
+    return { ipsetText, saves };
   }
 
   /** Parses a read, unless the kernel printed exactly what it printed last time (a drift timer's usual case). */
