@@ -258,7 +258,7 @@ function compareMembers(a: string, b: string): number {
  * had then: a pod change touches an address or two of a set that may hold thousands. Undefined when the
  * selection no longer remembers that far back, or changed too much to be worth patching.
  */
-function patchMembers(before: readonly string[], selection: Selection, version: number, family: IpFamily, state: ClusterState): string[] | undefined {
+function patchMembers(before: readonly string[], selection: Selection, version: number, family: IpFamily, state: ClusterState): readonly string[] | undefined {
   const changes = selection.changesSince(version);
   if (!changes || changes.length > 64) return undefined;
   const gone = new Set(changes.flatMap((c) => (c.before ? ipsOfFamily(c.before, family) : [])));
@@ -270,7 +270,7 @@ function patchMembers(before: readonly string[], selection: Selection, version: 
 }
 
 /** `now` in sortMembers order, given the sorted members a set had before. */
-function resortMembers(before: readonly string[], now: ReadonlySet<string>): string[] {
+function resortMembers(before: readonly string[], now: ReadonlySet<string>): readonly string[] {
   const kept = before.filter((m) => now.has(m));
   return kept.length === now.size ? kept : mergeMembers(kept, now);
 }
@@ -279,13 +279,20 @@ function resortMembers(before: readonly string[], now: ReadonlySet<string>): str
  * `sorted` (in sortMembers order) with `more` merged in, each once. A change adds a member or two to a set
  * that may hold thousands: only the new ones are sorted.
  */
-function mergeMembers(sorted: readonly string[], more: Iterable<string>): string[] {
+function mergeMembers(sorted: readonly string[], more: Iterable<string>): readonly string[] {
   const out: string[] = [];
   let i = 0;
+  let added = false;
   for (const m of sortMembers(more)) {
     while (i < sorted.length && compareMembers(sorted[i]!, m) < 0) out.push(sorted[i++]!);
-    if (sorted[i] !== m) out.push(m);
+    if (sorted[i] !== m) {
+      out.push(m);
+      added = true;
+    }
   }
+  // Nothing new (a pod that changed but kept its address): the same array, so the caller's comparison is
+  // one identity check instead of a walk over every member.
+  if (!added) return sorted;
   while (i < sorted.length) out.push(sorted[i++]!);
   return out;
 }
@@ -302,4 +309,4 @@ function memberSortKey(member: string): string {
   return key;
 }
 
-const sameList = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((v, i) => v === b[i]);
+const sameList = (a: readonly string[], b: readonly string[]): boolean => a === b || (a.length === b.length && a.every((v, i) => v === b[i]));
