@@ -24,12 +24,9 @@ export function ipsOfFamily(p: Pod, family: IpFamily): readonly string[] {
   return split[family];
 }
 
-const keys = new WeakMap<object, string>();
-function keyOf(p: { readonly namespace: string; readonly name: string }): string {
-  let key = keys.get(p);
-  if (key === undefined) keys.set(p, (key = `${p.namespace}/${p.name}`));
-  return key;
-}
+// Built only for pods that changed (updatePods); not cached per pod, which cost a WeakMap entry per pod
+// kept for the daemon's lifetime for a string the maps below already hold.
+const keyOf = (p: { readonly namespace: string; readonly name: string }): string => `${p.namespace}/${p.name}`;
 const peerKeys = new WeakMap<PolicyPeer, { readonly namespace: string; readonly key: string }>();
 function peerKeyText(peer: PolicyPeer, policyNamespace: string): string {
   // "If namespaceSelector is also set ... selects the Pods matching PodSelector in the Namespaces
