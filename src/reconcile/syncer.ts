@@ -2,6 +2,7 @@
 // last programmed, plans against that, and re-reads the kernel only when it has reason to doubt it
 // (start, drift timer, any failure).
 
+import crypto from 'node:crypto';
 import type { DesiredState, FamilyState, IpFamily } from '../model/index.js';
 import { expectedObserved, observeFamily, planFamily, retypeSteps, type FamilyPlan, type ObservedFamily, type Ownership } from '../plan/index.js';
 
@@ -41,6 +42,10 @@ export class Syncer {
   /** The desired state `programmed` was derived from: lets the planner skip unchanged objects by identity. */
   private lastDesired = new Map<IpFamily, FamilyState>();
   private inSync = false;
+  /**
+   * The last read's texts as SHA-256 digests, with what they parsed to. Digests, not the texts: at 50,000 pods
+   * `ipset save` alone is 7 MB the daemon would keep between drift checks; hashing it takes ~7 ms here.
+   */
   private readonly lastRead = new Map<IpFamily, { readonly iptables: string; readonly ipsets: string; readonly observed: ObservedFamily }>();
   private lastMatch: { readonly programmed: ObservedFamily; readonly fresh: ObservedFamily } | undefined;
   private prefetched: { readonly families: readonly IpFamily[]; readonly texts: Promise<KernelTexts> } | undefined;
@@ -179,7 +184,8 @@ export class Syncer {
     this.prefetched = undefined;
     const usable = prefetched?.families.length === families.length && prefetched.families.every((f, i) => f === families[i]);
     const { ipsetText, saves } = await (usable ? prefetched.texts : this.readTexts(families));
-    return new Map(families.map((family, i) => [family, this.observe(family, saves[i]!, ipsetText)]));
+    const ipsetDigest = digest(ipsetText);
+    return new Map(families.map((family, i) => [family, this.observe(family, saves[i]!, ipsetText, ipsetDigest)]));
   }
 
   private async readTexts(families: readonly IpFamily[]): Promise<KernelTexts> {
@@ -188,13 +194,13 @@ export class Syncer {
   }
 
   /** Parses a read, unless the kernel printed exactly what it printed last time (a drift timer's usual case). */
-  private observe(family: IpFamily, iptablesSave: string, ipsetSave: string): ObservedFamily {
+  private observe(family: IpFamily, iptablesSave: string, ipsetSave: string, ipsetDigest: string): ObservedFamily {
     // iptables-save's header and footer comments carry the time; everything else is the ruleset.
-    const iptables = iptablesSave.replace(/^#.*\n?/gm, '');
+    const iptables = digest(iptablesSave.replace(/^#.*\n?/gm, ''));
     const last = this.lastRead.get(family);
-    if (last && last.iptables === iptables && last.ipsets === ipsetSave) return last.observed;
+    if (last && last.iptables === iptables && last.ipsets === ipsetDigest) return last.observed;
     const observed = observeFamily(family, iptablesSave, ipsetSave, this.own);
-    this.lastRead.set(family, { iptables, ipsets: ipsetSave, observed });
+    this.lastRead.set(family, { iptables, ipsets: ipsetDigest, observed });
     return observed;
   }
 
@@ -227,3 +233,7 @@ export function sameObserved(a: ObservedFamily, b: ObservedFamily): boolean {
   }
   return true;
 }
+
+// crypto.hash (Node 20.12+) hashes a string in one call; createHash on older Node 20.
+const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'base64') => string }).hash;
+const digest = (text: string): string => (oneShot ? oneShot('sha256', text, 'base64') : crypto.createHash('sha256').update(text).digest('base64'));
