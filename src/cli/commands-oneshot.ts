@@ -10,6 +10,9 @@ import { IpsetParseError, SaveParseError } from '../render/index.js';
 import { asSaveText } from '../trace/ruleset.js';
 import { Syncer } from '../reconcile/syncer.js';
 import type { Kernel } from '../dataplane/kernel.js';
+// Loaded with this module, not on first use: opening the kernel then starts its tools at once, before
+// the command's synchronous loading and compiling hold the event loop (readKernelMeanwhile).
+import '../dataplane/kernel.js';
 import type { Io } from './commands.js';
 import { cliLogger, configFrom, kernelFor, loadCluster, loadResources, netnsOf, nodeSettings, ownershipOf, parseCommand, resourcePaths, UsageError } from './context.js';
 import { readSavedDumps, SavedDumpError, savedPaths, type SavedDump } from './saved-dump.js';
@@ -24,13 +27,15 @@ export async function applyCommand(argv: readonly string[], io: Io): Promise<num
   const parsed = parseCommand('apply', argv);
   const config = configFrom(parsed);
   const logger = cliLogger(config);
+  const reading = readKernelMeanwhile(config, parsed, logger);
+  await turnOfTheLoop();
   const cluster = loadResources(parsed);
   if (refuseIncomplete(io, 'apply', cluster)) return EXIT_INCOMPLETE_SOURCE;
+  await turnOfTheLoop();
   const settings = await nodeSettings(config, cluster.snapshot, logger);
   const result = compile(cluster.snapshot, settings);
   printProblems(io, [...cluster.problems, ...result.problems]);
-  const kernel = await kernelFor(config, parsed);
-  const syncer = new Syncer(kernel, ownershipOf(config), logger);
+  const syncer = await reading;
   const sync = await syncer.sync(result.desired, { readKernel: true });
   io.err(`${formatSummary(summarize(sync.plans)).replace(/^differs: /, 'applied: ').replace(/ to change;/, ' changed;')}\n`);
   return 0;
@@ -40,17 +45,20 @@ export async function applyCommand(argv: readonly string[], io: Io): Promise<num
 export async function diffCommand(argv: readonly string[], io: Io): Promise<number> {
   const parsed = parseCommand('diff', argv);
   const config = configFrom(parsed);
+  const saved = savedPaths(parsed.values);
+  const reading = saved.length > 0 ? undefined : readKernelMeanwhile(config, parsed, cliLogger(config));
+  if (reading) await turnOfTheLoop();
   const cluster = await loadCluster(parsed, cliLogger(config));
   // A diff against manifests that did not all load would report removals nobody asked for: an error (2), not "differs" (1).
   if (resourcePaths(parsed).length > 0 && refuseIncomplete(io, 'diff', cluster)) return EXIT_INCOMPLETE_SOURCE;
+  if (reading) await turnOfTheLoop();
   const settings = await nodeSettings(config, cluster.snapshot);
   const result = compile(cluster.snapshot, settings);
   printProblems(io, [...cluster.problems, ...result.problems]);
   const own = ownershipOf(config);
   let plans: FamilyPlan[];
   let notCompared: IpFamily[] = [];
-  const saved = savedPaths(parsed.values);
-  if (saved.length > 0) {
+  if (!reading) {
     let dump: SavedDump;
     try {
       dump = await readSavedDumps(saved, own.ipsetPrefix);
@@ -78,8 +86,7 @@ export async function diffCommand(argv: readonly string[], io: Io): Promise<numb
       io.err(`note: ${dump.label} has no IPv${f} *filter table, so IPv${f} was not compared (add ${f === 6 ? 'ip6tables-save' : 'iptables-save'} output, e.g. as another --saved FILE)\n`);
     }
   } else {
-    const kernel = await kernelFor(config, parsed);
-    plans = await new Syncer(kernel, own, cliLogger(config)).planOnly(result.desired);
+    plans = await (await reading).planOnly(result.desired);
   }
   const summary = summarize(plans);
   const partial = notCompared.length > 0 ? ` (IPv${notCompared.join(', IPv')} not compared: not in the saved dump)` : '';
@@ -91,6 +98,27 @@ export async function diffCommand(argv: readonly string[], io: Io): Promise<numb
   }
   return summary.inSync ? 0 : 1;
 }
+
+/**
+ * Opens the kernel and starts reading it (`ipset save`, `iptables-save`) before the command loads and
+ * compiles the cluster: the tools run on another core meanwhile, and the plan uses what they read. A
+ * failure surfaces where the result is awaited, as it did when the kernel was opened after compiling.
+ */
+function readKernelMeanwhile(config: ReturnType<typeof configFrom>, parsed: ReturnType<typeof parseCommand>, logger: ReturnType<typeof cliLogger>): Promise<Syncer> {
+  const syncer = kernelFor(config, parsed).then((kernel) => {
+    const s = new Syncer(kernel, ownershipOf(config), logger);
+    s.prefetch();
+    return s;
+  });
+  syncer.catch(() => undefined);
+  return syncer;
+}
+
+/**
+ * One turn of the event loop: lets the kernel tools started above be spawned (and those that finished be
+ * heard) before a stretch of synchronous work (loading, compiling) holds the loop.
+ */
+const turnOfTheLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** Remove every chain, hook and set netfence owns; nothing else. */
 export async function cleanupCommand(argv: readonly string[], io: Io): Promise<number> {

@@ -24,7 +24,7 @@ export interface ParsedIp {
 }
 
 // Every compile parses the same pod addresses again (dispatch trees, ipBlock scopes): parse each once.
-const parsedIps = new Map<string, ParsedIp | undefined>();
+const parsedIps = new Map<string, ParsedIp | null>();
 
 // Dotted-quad IPv4 exactly as the API server's strict validation reads it (KEP-4858): four decimal
 // octets, no leading zeros. "They allow IPv4 addresses to have leading "0"s ... most libc-based code treats
@@ -39,23 +39,56 @@ function strictAddressForm(text: string): boolean {
   return m !== null && m.slice(1).every((octet) => Number(octet) <= 255);
 }
 
+/**
+ * The value of a dotted quad in IPV4_STRICT's form with every octet at most 255, else undefined. Read
+ * character by character: every pod address and every ipBlock except comes through here once.
+ */
+function strictV4Value(text: string): number | undefined {
+  let value = 0;
+  let octet = 0;
+  let digits = 0;
+  let dots = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 48 && c <= 57) {
+      // A second digit after a leading 0 is the ambiguous (octal) form the API server rejects.
+      if ((digits > 0 && octet === 0) || ++digits > 3) return undefined;
+      octet = octet * 10 + (c - 48);
+    } else if (c === 46 && digits > 0 && octet <= 255 && dots < 3) {
+      value = value * 256 + octet;
+      dots++;
+      octet = 0;
+      digits = 0;
+    } else {
+      return undefined;
+    }
+  }
+  return dots === 3 && digits > 0 && octet <= 255 ? value * 256 + octet : undefined;
+}
+
 /** Parses an address (`10.0.0.1`, `fd00::1`) into family and value; undefined when it is not one. */
 export function parseIp(text: string): ParsedIp | undefined {
-  if (parsedIps.has(text)) return parsedIps.get(text);
+  // One lookup: `null` stands for "parsed before, not an address".
+  const known = parsedIps.get(text);
+  if (known !== undefined) return known ?? undefined;
   let parsed: ParsedIp | undefined;
-  const v4 = IPV4_STRICT.exec(text);
-  if (v4) {
-    // Straight from the matched octets: policies can list tens of thousands of excepts.
-    const [a, b, c, d] = v4.slice(1).map(Number) as [number, number, number, number];
-    if (a <= 255 && b <= 255 && c <= 255 && d <= 255) parsed = { family: 4, value: BigInt(a * 16777216 + b * 65536 + c * 256 + d) };
-  } else if (strictAddressForm(text)) {
+  const v4 = strictV4Value(text);
+  if (v4 !== undefined) {
+    parsed = { family: 4, value: BigInt(v4) };
+  } else if (text.includes(':') && strictAddressForm(text)) {
     const addr = ipaddr.parse(text);
     // An IPv4-mapped IPv6 address is still an IPv6 address on the wire.
     parsed = { family: addr.kind() === 'ipv4' ? 4 : 6, value: toBigInt(addr) };
   }
   if (parsedIps.size >= 1_000_000) parsedIps.clear();
-  parsedIps.set(text, parsed);
+  parsedIps.set(text, parsed ?? null);
   return parsed;
+}
+
+/** The family of an address a pod can own; undefined for text that is not one, or for 0.0.0.0 / ::. */
+export function podAddressFamily(text: string): IpFamily | undefined {
+  const ip = parseIp(text);
+  return ip && ip.value !== 0n ? ip.family : undefined;
 }
 
 /**

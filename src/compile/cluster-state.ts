@@ -3,7 +3,7 @@
 // as the same references, so a new snapshot is diffed by identity and only what changed is re-matched.
 
 import { diffByIdentity, type ClusterSnapshot, type IpFamily, type Labels, type Namespace, type Pod, type PolicyPeer } from '../model/index.js';
-import { parseIp, podAddressProblem } from './cidr.js';
+import { podAddressFamily } from './cidr.js';
 import { canonicalSelector, selectorMatches } from './selectors.js';
 
 // "Peer pods count only while they have an IP and are not Succeeded/Failed; hostNetwork pods are never
@@ -11,13 +11,8 @@ import { canonicalSelector, selectorMatches } from './selectors.js';
 export const countsAsPeer = (p: Pod): boolean =>
   p.ips.length > 0 && !p.hostNetwork && p.phase !== 'Succeeded' && p.phase !== 'Failed';
 
-// A dotted quad is IPv4 without parsing: every pod address is asked about, and parseIp's cache would
-// otherwise keep a parsed copy of each (about 100 bytes a pod). Anything else goes to parseIp, which
-// keeps what it parsed: asking again for the same address is a map lookup.
-const DOTTED_QUAD = /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
-export const familyOf = (ip: string): IpFamily | undefined => (DOTTED_QUAD.test(ip) ? 4 : parseIp(ip)?.family);
-/** The family of an address a pod can own; undefined for text that is not one, or for 0.0.0.0 / ::. */
-const podFamilyOf = (ip: string): IpFamily | undefined => (podAddressProblem(ip) === undefined ? familyOf(ip) : undefined);
+// Every address is parsed once (parseIp keeps what it parsed); asking again is one map lookup.
+const podFamilyOf = podAddressFamily;
 const byFamily = new WeakMap<Pod, { readonly 4: readonly string[]; readonly 6: readonly string[] }>();
 const NO_IPS: readonly string[] = [];
 /** A pod's addresses of one family (cached per pod object: pods are immutable values). */
@@ -29,11 +24,15 @@ export function ipsOfFamily(p: Pod, family: IpFamily): readonly string[] {
   return split[family];
 }
 
-const keys = new WeakMap<object, string>();
-function keyOf(p: { readonly namespace: string; readonly name: string }): string {
-  let key = keys.get(p);
-  if (key === undefined) keys.set(p, (key = `${p.namespace}/${p.name}`));
-  return key;
+// Built only for pods that changed (updatePods); not cached per pod, which cost a WeakMap entry per pod
+// kept for the daemon's lifetime for a string the maps below already hold.
+const keyOf = (p: { readonly namespace: string; readonly name: string }): string => `${p.namespace}/${p.name}`;
+const peerKeys = new WeakMap<PolicyPeer, { readonly namespace: string; readonly key: string }>();
+function peerKeyText(peer: PolicyPeer, policyNamespace: string): string {
+  // "If namespaceSelector is also set ... selects the Pods matching PodSelector in the Namespaces
+  // selected by NamespaceSelector. Otherwise it selects the Pods matching PodSelector in the policy's own Namespace."
+  const scope = peer.namespaceSelector ? `nsSelector=${canonicalSelector(peer.namespaceSelector)}` : `namespace=${policyNamespace}`;
+  return `${scope} podSelector=${peer.podSelector ? canonicalSelector(peer.podSelector) : '{}'}`;
 }
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 const byName = (a: Pod, b: Pod): number => cmp(a.name, b.name);
@@ -109,7 +108,7 @@ export class ClusterState {
   /** Moves whenever any peer pod is added, removed or changed. */
   allPodsVersion = 0;
   /** Peer pods (by key) claiming each address; an address with more than one is shared. */
-  private readonly claims = new Map<string, Set<string>>();
+  private readonly claims = new Map<string, string | Set<string>>();
   private readonly sharedIps = new Set<string>();
   /** Moves whenever an address becomes shared or stops being shared. */
   sharedVersion = 0;
@@ -140,7 +139,8 @@ export class ClusterState {
   shared(): ReadonlyMap<string, readonly Pod[]> {
     const out = new Map<string, readonly Pod[]>();
     for (const ip of [...this.sharedIps].sort(cmp)) {
-      const owners = [...this.claims.get(ip)!].sort(cmp).flatMap((key) => {
+      const claimants = this.claims.get(ip)!;
+      const owners = (typeof claimants === 'string' ? [claimants] : [...claimants].sort(cmp)).flatMap((key) => {
         const pod = this.peerByKey.get(key);
         return pod ? [pod] : [];
       });
@@ -150,16 +150,26 @@ export class ClusterState {
   }
 
   private claim(pod: Pod, key: string, add: boolean): void {
-    for (const ip of [...ipsOfFamily(pod, 4), ...ipsOfFamily(pod, 6)]) {
-      let keys = this.claims.get(ip);
+    for (const ip of pod.ips) {
+      if (podFamilyOf(ip) === undefined) continue;
+      // One claimant (nearly every address) is kept as its key; a Set only while several claim it.
+      const before = this.claims.get(ip);
+      let now: string | Set<string> | undefined;
       if (add) {
-        if (!keys) this.claims.set(ip, (keys = new Set()));
-        keys.add(key);
-      } else if (keys) {
-        keys.delete(key);
-        if (keys.size === 0) this.claims.delete(ip);
+        if (before === undefined || before === key) now = key;
+        else if (typeof before === 'string') now = new Set([before, key]);
+        else now = before.add(key);
+      } else if (before === key) {
+        now = undefined;
+      } else if (typeof before === 'string' || before === undefined) {
+        now = before;
+      } else {
+        before.delete(key);
+        now = before.size === 1 ? before.values().next().value! : before;
       }
-      const shared = (keys?.size ?? 0) > 1;
+      if (now === undefined) this.claims.delete(ip);
+      else if (now !== before) this.claims.set(ip, now);
+      const shared = typeof now === 'object';
       if (shared !== this.sharedIps.has(ip)) {
         if (shared) this.sharedIps.add(ip);
         else this.sharedIps.delete(ip);
@@ -184,10 +194,12 @@ export class ClusterState {
 
   /** Canonical key of a selector peer (namespace scope + selectors). */
   peerKey(peer: PolicyPeer, policyNamespace: string): string {
-    // "If namespaceSelector is also set ... selects the Pods matching PodSelector in the Namespaces
-    // selected by NamespaceSelector. Otherwise it selects the Pods matching PodSelector in the policy's own Namespace."
-    const scope = peer.namespaceSelector ? `nsSelector=${canonicalSelector(peer.namespaceSelector)}` : `namespace=${policyNamespace}`;
-    return `${scope} podSelector=${peer.podSelector ? canonicalSelector(peer.podSelector) : '{}'}`;
+    // Asked for on every set request of every compile: kept per peer object (a peer has one policy's namespace).
+    const known = peerKeys.get(peer);
+    if (known?.namespace === policyNamespace) return known.key;
+    const key = peerKeyText(peer, policyNamespace);
+    peerKeys.set(peer, { namespace: policyNamespace, key });
+    return key;
   }
 
   /** The peer pods a selector peer matches (computed on first use, then kept current). */
@@ -283,6 +295,18 @@ export class ClusterState {
     }
   }
 
+  /** Moves one pod (by key; `now` undefined: gone) into or out of each of these selections. */
+  private rematch(entries: Iterable<SelectionEntry> | undefined, key: string, now: Pod | undefined): void {
+    if (!entries) return;
+    for (const entry of entries) {
+      const was = entry.pods.get(key);
+      const is = now !== undefined && this.matches(entry, now);
+      if (is) entry.pods.set(key, now);
+      else if (was) entry.pods.delete(key);
+      if (was || is) entry.record(++this.versionCounter, was, is ? now : undefined);
+    }
+  }
+
   private updatePods(pods: readonly Pod[], rebuildLocal: boolean): void {
     // Diff by identity: unchanged pods are the same objects, so only new references need their keys.
     const { added, removed } = diffByIdentity(this.pods, pods);
@@ -313,13 +337,8 @@ export class ClusterState {
       }
       // A pod's key holds its namespace, so before and now it can only be in these selections.
       const namespace = (peerNow ?? peerBefore)!.namespace;
-      for (const entry of [...(this.byNamespace.get(namespace) ?? []), ...this.crossNamespace]) {
-        const was = entry.pods.get(key);
-        const is = peerNow !== undefined && this.matches(entry, peerNow);
-        if (is) entry.pods.set(key, peerNow);
-        else if (was) entry.pods.delete(key);
-        if (was || is) entry.record(++this.versionCounter, was, is ? peerNow : undefined);
-      }
+      this.rematch(this.byNamespace.get(namespace), key, peerNow);
+      this.rematch(this.crossNamespace, key, peerNow);
     }
     if (rebuildLocal) {
       this.localByNamespace.clear();

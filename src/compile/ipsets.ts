@@ -206,11 +206,51 @@ function namedMembers(pods: Iterable<Pod>, protocol: L4Protocol, name: string, f
 
 /** Order members the way humans read addresses (numeric within dotted quads), stable across runs. */
 export function sortMembers(members: Iterable<string>): string[] {
+  const list = [...members];
+  // Nearly every member is a plain IPv4 address: sort those by value (already parsed once per address),
+  // packed with their index into one float so a typed-array sort does the work.
+  if (list.length < INDEX_RANGE) {
+    const packed = new Float64Array(list.length);
+    let allV4 = true;
+    for (let i = 0; i < list.length && allV4; i++) {
+      const v4 = v4Value(list[i]!);
+      if (v4 === undefined) allV4 = false;
+      else packed[i] = v4 * INDEX_RANGE + i;
+    }
+    if (allV4) {
+      packed.sort();
+      const out = new Array<string>(list.length);
+      for (let i = 0; i < packed.length; i++) out[i] = list[packed[i]! % INDEX_RANGE]!;
+      return out;
+    }
+  }
   // Keys are computed once per member, not once per comparison: this sort runs over every set member.
-  return [...members]
+  return list
     .map((m) => [memberSortKey(m), m] as const)
     .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
     .map(([, m]) => m);
+}
+
+/** 2^21: an index below it times a 32-bit value stays an exact float (2^53). */
+const INDEX_RANGE = 2_097_152;
+
+/** The value of a plain IPv4 address (strict dotted quad), else undefined. */
+function v4Value(member: string): number | undefined {
+  const ip = member.length <= 15 && !member.includes(':') ? parseIp(member) : undefined;
+  return ip?.family === 4 ? Number(ip.value) : undefined;
+}
+
+/**
+ * sortMembers' order for two members. Two plain IPv4 addresses compare by value, which is the order of
+ * their padded keys (four octets of five digits each).
+ */
+function compareMembers(a: string, b: string): number {
+  const va = v4Value(a);
+  const vb = va === undefined ? undefined : v4Value(b);
+  if (va !== undefined && vb !== undefined) return va - vb;
+  const ka = memberSortKey(a);
+  const kb = memberSortKey(b);
+  return ka < kb ? -1 : ka > kb ? 1 : 0;
 }
 
 /**
@@ -218,7 +258,7 @@ export function sortMembers(members: Iterable<string>): string[] {
  * had then: a pod change touches an address or two of a set that may hold thousands. Undefined when the
  * selection no longer remembers that far back, or changed too much to be worth patching.
  */
-function patchMembers(before: readonly string[], selection: Selection, version: number, family: IpFamily, state: ClusterState): string[] | undefined {
+function patchMembers(before: readonly string[], selection: Selection, version: number, family: IpFamily, state: ClusterState): readonly string[] | undefined {
   const changes = selection.changesSince(version);
   if (!changes || changes.length > 64) return undefined;
   const gone = new Set(changes.flatMap((c) => (c.before ? ipsOfFamily(c.before, family) : [])));
@@ -230,7 +270,7 @@ function patchMembers(before: readonly string[], selection: Selection, version: 
 }
 
 /** `now` in sortMembers order, given the sorted members a set had before. */
-function resortMembers(before: readonly string[], now: ReadonlySet<string>): string[] {
+function resortMembers(before: readonly string[], now: ReadonlySet<string>): readonly string[] {
   const kept = before.filter((m) => now.has(m));
   return kept.length === now.size ? kept : mergeMembers(kept, now);
 }
@@ -239,14 +279,20 @@ function resortMembers(before: readonly string[], now: ReadonlySet<string>): str
  * `sorted` (in sortMembers order) with `more` merged in, each once. A change adds a member or two to a set
  * that may hold thousands: only the new ones are sorted.
  */
-function mergeMembers(sorted: readonly string[], more: Iterable<string>): string[] {
+function mergeMembers(sorted: readonly string[], more: Iterable<string>): readonly string[] {
   const out: string[] = [];
   let i = 0;
+  let added = false;
   for (const m of sortMembers(more)) {
-    const key = memberSortKey(m);
-    while (i < sorted.length && memberSortKey(sorted[i]!) < key) out.push(sorted[i++]!);
-    if (sorted[i] !== m) out.push(m);
+    while (i < sorted.length && compareMembers(sorted[i]!, m) < 0) out.push(sorted[i++]!);
+    if (sorted[i] !== m) {
+      out.push(m);
+      added = true;
+    }
   }
+  // Nothing new (a pod that changed but kept its address): the same array, so the caller's comparison is
+  // one identity check instead of a walk over every member.
+  if (!added) return sorted;
   while (i < sorted.length) out.push(sorted[i++]!);
   return out;
 }
@@ -263,4 +309,4 @@ function memberSortKey(member: string): string {
   return key;
 }
 
-const sameList = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((v, i) => v === b[i]);
+const sameList = (a: readonly string[], b: readonly string[]): boolean => a === b || (a.length === b.length && a.every((v, i) => v === b[i]));

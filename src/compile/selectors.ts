@@ -30,6 +30,15 @@ function requirementMatches(req: SelectorRequirement, labels: Labels): boolean {
  * still correct: a duplicate set costs memory, never a wrong verdict), but key and value order never matter.
  */
 export function canonicalSelector(s: LabelSelector): string {
+  // Selectors are immutable values, asked for again on every set request: build each text once.
+  let text = canonicalTexts.get(s);
+  if (text === undefined) canonicalTexts.set(s, (text = canonicalText(s)));
+  return text;
+}
+
+const canonicalTexts = new WeakMap<LabelSelector, string>();
+
+function canonicalText(s: LabelSelector): string {
   const labels = Object.keys(s.matchLabels)
     .sort()
     .map((k) => `${quoted(k)}=${quoted(s.matchLabels[k]!)}`);

@@ -2,6 +2,7 @@
 // last programmed, plans against that, and re-reads the kernel only when it has reason to doubt it
 // (start, drift timer, any failure).
 
+import crypto from 'node:crypto';
 import type { DesiredState, FamilyState, IpFamily } from '../model/index.js';
 import { expectedObserved, observeFamily, planFamily, retypeSteps, type FamilyPlan, type ObservedFamily, type Ownership } from '../plan/index.js';
 
@@ -30,13 +31,24 @@ export interface SyncResult {
   readonly drift: boolean;
 }
 
+/** One `ipset save` and the filter table of each family, as the tools printed them. */
+interface KernelTexts {
+  readonly ipsetText: string;
+  readonly saves: readonly string[];
+}
+
 export class Syncer {
   private programmed = new Map<IpFamily, ObservedFamily>();
   /** The desired state `programmed` was derived from: lets the planner skip unchanged objects by identity. */
   private lastDesired = new Map<IpFamily, FamilyState>();
   private inSync = false;
+  /**
+   * The last read's texts as SHA-256 digests, with what they parsed to. Digests, not the texts: at 50,000 pods
+   * `ipset save` alone is 7 MB the daemon would keep between drift checks; hashing it takes ~7 ms here.
+   */
   private readonly lastRead = new Map<IpFamily, { readonly iptables: string; readonly ipsets: string; readonly observed: ObservedFamily }>();
   private lastMatch: { readonly programmed: ObservedFamily; readonly fresh: ObservedFamily } | undefined;
+  private prefetched: { readonly families: readonly IpFamily[]; readonly texts: Promise<KernelTexts> } | undefined;
 
   constructor(
     private readonly kernel: KernelPort,
@@ -48,6 +60,19 @@ export class Syncer {
   markOutOfSync(reason: string): void {
     if (this.inSync) this.logger.debug('kernel state will be re-read', { reason });
     this.inSync = false;
+  }
+
+  /**
+   * Start reading the kernel now; the next read (planOnly, or a sync that reads) uses what this read. For
+   * a one-shot command: the tools run on the other core while the command compiles.
+   */
+  prefetch(): void {
+    if (this.prefetched) return;
+    const families = this.families();
+    const texts = this.readTexts(families);
+    // Its error, if any, is thrown by the read that uses it.
+    texts.catch(() => undefined);
+    this.prefetched = { families, texts };
   }
 
   /** Read the kernel and plan, without writing (dry run / diff). */
@@ -155,18 +180,27 @@ export class Syncer {
 
   /** One `ipset save` and one `iptables-save` per family, run side by side, parsed unless unchanged. */
   private async read(families: readonly IpFamily[]): Promise<Map<IpFamily, ObservedFamily>> {
+    const prefetched = this.prefetched;
+    this.prefetched = undefined;
+    const usable = prefetched?.families.length === families.length && prefetched.families.every((f, i) => f === families[i]);
+    const { ipsetText, saves } = await (usable ? prefetched.texts : this.readTexts(families));
+    const ipsetDigest = digest(ipsetText);
+    return new Map(families.map((family, i) => [family, this.observe(family, saves[i]!, ipsetText, ipsetDigest)]));
+  }
+
+  private async readTexts(families: readonly IpFamily[]): Promise<KernelTexts> {
     const [ipsetText, ...saves] = await Promise.all([this.kernel.ipsetSave(), ...families.map((f) => this.kernel.saveFilter(f))]);
-    return new Map(families.map((family, i) => [family, this.observe(family, saves[i]!, ipsetText)]));
+    return { ipsetText, saves };
   }
 
   /** Parses a read, unless the kernel printed exactly what it printed last time (a drift timer's usual case). */
-  private observe(family: IpFamily, iptablesSave: string, ipsetSave: string): ObservedFamily {
+  private observe(family: IpFamily, iptablesSave: string, ipsetSave: string, ipsetDigest: string): ObservedFamily {
     // iptables-save's header and footer comments carry the time; everything else is the ruleset.
-    const iptables = iptablesSave.replace(/^#.*\n?/gm, '');
+    const iptables = digest(iptablesSave.replace(/^#.*\n?/gm, ''));
     const last = this.lastRead.get(family);
-    if (last && last.iptables === iptables && last.ipsets === ipsetSave) return last.observed;
+    if (last && last.iptables === iptables && last.ipsets === ipsetDigest) return last.observed;
     const observed = observeFamily(family, iptablesSave, ipsetSave, this.own);
-    this.lastRead.set(family, { iptables, ipsets: ipsetSave, observed });
+    this.lastRead.set(family, { iptables, ipsets: ipsetDigest, observed });
     return observed;
   }
 
@@ -199,3 +233,7 @@ export function sameObserved(a: ObservedFamily, b: ObservedFamily): boolean {
   }
   return true;
 }
+
+// crypto.hash (Node 20.12+) hashes a string in one call; createHash on older Node 20.
+const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'base64') => string }).hash;
+const digest = (text: string): string => (oneShot ? oneShot('sha256', text, 'base64') : crypto.createHash('sha256').update(text).digest('base64'));

@@ -2,7 +2,7 @@
 // (addresses, interfaces and protocol first, then our hash comment, then the other matches, then the
 // target), so a saved line can be compared with a rendered one byte for byte on both backends.
 
-import { createHash } from 'node:crypto';
+import crypto from 'node:crypto';
 import type { Action, Chain, FamilyState, Hook, Match, Rule } from '../model/index.js';
 
 export const HASH_PREFIX = 'nf:';
@@ -100,12 +100,24 @@ export function joinArgs(args: readonly string[]): string {
  * it, so one saved hash sequence proves the whole chain is as we wrote it.
  */
 export function ruleHashes(chain: string, rules: readonly Rule[]): string[] {
-  let prev = createHash('sha256').update(chain).digest('base64url');
-  return rules.map((rule) => {
-    prev = createHash('sha256').update(prev).update(joinArgs(ruleArgs(rule))).digest('base64url');
+  return chainedHashes(
+    chain,
+    rules.map((rule) => joinArgs(ruleArgs(rule))),
+  );
+}
+
+/** The hash chain over each rule's argument text (ruleArgs joined). */
+function chainedHashes(chain: string, ruleTexts: readonly string[]): string[] {
+  let prev = sha256(chain);
+  return ruleTexts.map((text) => {
+    prev = sha256(prev + text);
     return prev.slice(0, HASH_LENGTH);
   });
 }
+
+// crypto.hash (Node 20.12+) hashes a string in one call, without a Hash object per rule.
+const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'base64url') => string }).hash;
+const sha256 = (text: string): string => (oneShot ? oneShot('sha256', text, 'base64url') : crypto.createHash('sha256').update(text).digest('base64url'));
 
 /** Hooks are hashed on their own (not chained): they sit among foreign rules we do not control. */
 export const hookHash = (hook: Hook): string => ruleHashes(`${hook.chain}*hook`, [hook.rule])[0]!;
@@ -131,8 +143,19 @@ export function renderChain(chain: Chain): RenderedChain {
 }
 
 function renderChainUncached(chain: Chain): RenderedChain {
-  const hashes = ruleHashes(chain.name, chain.rules);
-  const lines = chain.rules.map((rule, i) => ruleLine('append', chain.name, joinArgs(ruleArgsWithComment(rule, hashes[i]!))));
+  // Each rule's matches are split and rendered once, for its hash and for its line.
+  const parts = chain.rules.map((rule) => {
+    const { options, modules } = splitMatches(rule);
+    return { options: options.flatMap(matchArgs), modules: [...modules.flatMap(matchArgs), ...actionArgs(rule.action)] };
+  });
+  const hashes = chainedHashes(
+    chain.name,
+    parts.map((p) => joinArgs([...p.options, ...p.modules])),
+  );
+  const lines = chain.rules.map((rule, i) => {
+    const comment = sanitizeComment(`${HASH_PREFIX}${hashes[i]!}${rule.comment ? ` ${rule.comment}` : ''}`);
+    return ruleLine('append', chain.name, joinArgs([...parts[i]!.options, '-m', 'comment', '--comment', comment, ...parts[i]!.modules]));
+  });
   return { name: chain.name, lines, hashes };
 }
 

@@ -176,4 +176,27 @@ describe('syncer on the fake kernel', () => {
     expect(kernel.save(6)).toBe(foreignBefore.v6);
     expect(kernel.ipset.save()).toBe(foreignBefore.sets);
   });
+
+  // `diff` and `apply` start reading the kernel before they compile (commands-oneshot.ts): the plan must
+  // be made from that read, taken once, and a failed read must fail the command, not be swallowed.
+  it('prefetch: the next plan uses the read started earlier (one read), and its failure surfaces there', async () => {
+    const kernel = new FakeKernel();
+    const syncer = new Syncer(kernel, OWN, memoryLogger());
+    syncer.prefetch();
+    // Programmed after the prefetched read was taken: the plan still sees the empty kernel it read.
+    await new Syncer(kernel, OWN, memoryLogger()).sync(desired);
+    kernel.calls.length = 0;
+    const plans = await syncer.planOnly(desired);
+    expect(plans.flatMap((p) => p.changes).length).toBeGreaterThan(0);
+    expect(kernel.calls).toEqual([]);
+    // Used once: the next plan reads again and finds the kernel in sync.
+    expect((await syncer.planOnly(desired)).flatMap((p) => p.changes)).toEqual([]);
+    expect(kernel.calls.filter((c) => c === 'ipsetSave')).toHaveLength(1);
+
+    const failing = new FakeKernel();
+    failing.failNext('ipsetSave');
+    const broken = new Syncer(failing, OWN, memoryLogger());
+    broken.prefetch();
+    await expect(broken.sync(desired, { readKernel: true })).rejects.toThrow('injected failure');
+  });
 });
