@@ -45,7 +45,15 @@ export interface AgentOptions {
 export async function startAgent(opts: AgentOptions): Promise<Agent> {
   const proc = await startJsonLineProcess({
     file: 'python3',
-    args: ['-u', AGENT_SCRIPT, '--ports', opts.ports.join(','), '--name', opts.name, ...(opts.announce ? ['--announce', opts.announce] : [])],
+    args: [
+      '-u',
+      AGENT_SCRIPT,
+      '--ports',
+      opts.ports.join(','),
+      '--name',
+      opts.name,
+      ...(opts.announce ? ['--announce', opts.announce] : []),
+    ],
     netns: opts.netns,
     ...(opts.onStderr ? { onStderr: opts.onStderr } : {}),
   });

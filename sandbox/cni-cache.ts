@@ -18,7 +18,8 @@ export const NETWORK_NAME = 'cbr0';
 
 export const nodeCacheDir = (base: string, node: string): string => join(base, node);
 
-const resultPath = (base: string, pod: CachedPod): string => join(nodeCacheDir(base, pod.node), 'results', `${NETWORK_NAME}-${pod.containerId}-eth0`);
+const resultPath = (base: string, pod: CachedPod): string =>
+  join(nodeCacheDir(base, pod.node), 'results', `${NETWORK_NAME}-${pod.containerId}-eth0`);
 
 export function cniResult(pod: CachedPod, bridge = 'cni0'): object {
   return {

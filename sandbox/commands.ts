@@ -72,7 +72,11 @@ export const NODE_SYSCTLS: readonly string[] = [
  * ones too, since `nodad` only covers addresses we add) and IPv6 routing on nodes. Neighbour caches
  * are left alone: tests must see neighbour discovery happen.
  */
-export const NODE_SYSCTLS_V6: readonly string[] = ['net.ipv6.conf.all.accept_dad=0', 'net.ipv6.conf.default.accept_dad=0', 'net.ipv6.conf.all.forwarding=1'];
+export const NODE_SYSCTLS_V6: readonly string[] = [
+  'net.ipv6.conf.all.accept_dad=0',
+  'net.ipv6.conf.default.accept_dad=0',
+  'net.ipv6.conf.all.forwarding=1',
+];
 export const POD_SYSCTLS_V6: readonly string[] = ['net.ipv6.conf.all.accept_dad=0', 'net.ipv6.conf.default.accept_dad=0'];
 
 /**
@@ -107,7 +111,12 @@ export function flannelSubnetEnvV6Only(v6: { readonly clusterCidr: string; reado
   return `FLANNEL_IPV6_NETWORK=${v6.clusterCidr}\nFLANNEL_IPV6_SUBNET=${v6.gatewayIp}/64\nFLANNEL_MTU=1500\nFLANNEL_IPMASQ=true\n`;
 }
 
-export function flannelSubnetEnv(clusterCidr: string, gatewayIp: string, podPrefix: number, v6?: { readonly clusterCidr: string; readonly gatewayIp: string }): string {
+export function flannelSubnetEnv(
+  clusterCidr: string,
+  gatewayIp: string,
+  podPrefix: number,
+  v6?: { readonly clusterCidr: string; readonly gatewayIp: string },
+): string {
   const ipv6 = v6 ? `FLANNEL_IPV6_NETWORK=${v6.clusterCidr}\nFLANNEL_IPV6_SUBNET=${v6.gatewayIp}/64\n` : '';
   return `FLANNEL_NETWORK=${clusterCidr}\nFLANNEL_SUBNET=${gatewayIp}/${podPrefix}\n${ipv6}FLANNEL_MTU=1500\nFLANNEL_IPMASQ=true\n`;
 }

@@ -33,7 +33,8 @@ export function planNodeIpv6(plan: Ipv6Plan, index: number): NodeIpv6 {
   const cluster = parseV6(plan.clusterCidr, 'IPv6 cluster CIDR');
   const underlay = parseV6(plan.underlayCidr, 'IPv6 underlay CIDR');
   if (cluster.prefix > 63) throw new Error(`IPv6 cluster CIDR ${plan.clusterCidr} leaves no room for a /64 per node`);
-  if (index + 1 >= 2 ** (64 - cluster.prefix)) throw new Error(`IPv6 cluster CIDR ${plan.clusterCidr} has no /64 left for node ${index + 1}`);
+  if (index + 1 >= 2 ** (64 - cluster.prefix))
+    throw new Error(`IPv6 cluster CIDR ${plan.clusterCidr} has no /64 left for node ${index + 1}`);
   const base = cluster.base + (BigInt(index + 1) << 64n);
   return {
     podCidr: formatCidr({ family: 6, base, prefix: 64 }),

@@ -20,7 +20,11 @@ export interface WrongCell extends MatrixCell {
 }
 
 /** Builds a complete matrix from a rule, e.g. `(from, to) => to !== 'x/a' || from === to`. */
-export function matrixOf(froms: readonly string[], tos: readonly string[], reachable: boolean | ((from: string, to: string) => boolean)): Matrix {
+export function matrixOf(
+  froms: readonly string[],
+  tos: readonly string[],
+  reachable: boolean | ((from: string, to: string) => boolean),
+): Matrix {
   const rule = typeof reachable === 'boolean' ? () => reachable : reachable;
   const cells: Record<string, Record<string, boolean>> = {};
   for (const from of froms) {
@@ -86,7 +90,12 @@ export function formatMatrix(observed: Matrix, opts: { readonly expected?: Matri
     ...observed.tos.map((to) => mark(cellOf(observed, from, to)) + (isWrong.has(`${from}\n${to}`) ? '*' : '')),
   ]);
   const widths = header.map((h, col) => Math.max(h.length, ...rows.map((r) => (r[col] ?? '').length)));
-  const line = (cols: readonly string[]): string => indent + cols.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
+  const line = (cols: readonly string[]): string =>
+    indent +
+    cols
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd();
   const table = [line(header), ...rows.map(line)].join('\n');
   if (!opts.expected) return table;
   const total = observed.froms.length * observed.tos.length;

@@ -21,7 +21,14 @@ export function removeSync(owned: OwnedResources): void {
   owned.pids.clear();
   if (owned.netns.length > 0) {
     // One `ip` process for all of them; -force keeps going past ones that are already gone.
-    runSyncBestEffort('ip', ['-force', '-batch', '-'], [...owned.netns].reverse().map((n) => `netns del ${n}\n`).join(''));
+    runSyncBestEffort(
+      'ip',
+      ['-force', '-batch', '-'],
+      [...owned.netns]
+        .reverse()
+        .map((n) => `netns del ${n}\n`)
+        .join(''),
+    );
   }
   owned.netns.length = 0;
 }

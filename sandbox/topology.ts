@@ -22,8 +22,27 @@ import {
   type NodePlan,
   type PodAddress,
 } from './commands.js';
-import { DEFAULT_CLUSTER_CIDR6, DEFAULT_UNDERLAY_CIDR6, externalIpv6, planNodeIpv6, podIpv6, type Ipv6Plan, type NodeIpv6 } from './ipv6.js';
-import { cidrSize, cidrsOverlap, cidrContains, formatIpv4, gatewayOf, isAssignable, nextFreeIp, parseIpv4, parseIpv4Cidr, type Ipv4Cidr } from './ipv4.js';
+import {
+  DEFAULT_CLUSTER_CIDR6,
+  DEFAULT_UNDERLAY_CIDR6,
+  externalIpv6,
+  planNodeIpv6,
+  podIpv6,
+  type Ipv6Plan,
+  type NodeIpv6,
+} from './ipv6.js';
+import {
+  cidrSize,
+  cidrsOverlap,
+  cidrContains,
+  formatIpv4,
+  gatewayOf,
+  isAssignable,
+  nextFreeIp,
+  parseIpv4,
+  parseIpv4Cidr,
+  type Ipv4Cidr,
+} from './ipv4.js';
 import { checkName, checkNamespace, nodeKey, podKey, randomRunId, randomVethName, sandboxNames, type SandboxNames } from './names.js';
 import { guard, removeSync, type OwnedResources } from './registry.js';
 
@@ -252,7 +271,12 @@ export async function createSandbox(spec: SandboxSpec, opts: SandboxOptions = {}
     destroyed = true;
     await Promise.all([...pods.values(), ...nodes.values(), ...externals.values()].map((s) => stopAgent(s.agent).catch(() => undefined)));
     if (owned.netns.length > 0) {
-      await run('ip', ['-force', '-batch', '-'], { input: [...owned.netns].reverse().map((n) => `netns del ${n}\n`).join('') }).catch(() => undefined);
+      await run('ip', ['-force', '-batch', '-'], {
+        input: [...owned.netns]
+          .reverse()
+          .map((n) => `netns del ${n}\n`)
+          .join(''),
+      }).catch(() => undefined);
     }
     removeSync(owned); // whatever the polite path missed (agents that would not stop, namespaces `ip` failed on)
     unguard();
@@ -268,7 +292,8 @@ export async function createSandbox(spec: SandboxSpec, opts: SandboxOptions = {}
     if (pods.has(key)) throw new Error(`pod ${key} already exists in sandbox ${id}`);
     const families = podSpec.families ?? (v6Only ? [6] : node.ipv6 ? [4, 6] : [4]);
     if (v6Only && families.includes(4)) throw new Error(`pod ${key}: sandbox ${id} is IPv6-only`);
-    if (families.length === 0 || new Set(families).size !== families.length) throw new Error(`pod ${key}: families must list 4 and/or 6 once each`);
+    if (families.length === 0 || new Set(families).size !== families.length)
+      throw new Error(`pod ${key}: families must list 4 and/or 6 once each`);
     if (families.includes(6) && !node.ipv6) throw new Error(`pod ${key}: sandbox ${id} is IPv4-only (create it with ipv6)`);
     const slot = reserveIp(node, podSpec.ip);
     const addresses: PodAddress[] = families.map((f) =>
@@ -333,7 +358,13 @@ export async function createSandbox(spec: SandboxSpec, opts: SandboxOptions = {}
     const port = `${names.prefix}x${externals.size - 1}`;
     if (port.length > 15) throw new Error(`underlay port name ${port} is longer than 15 characters: use a shorter sandbox id`);
     await addNetns(ext.netns);
-    await ipBatch(ext.netns, ['link set lo up', `link add eth0 type veth peer name ${port} netns ${names.underlayNetns}`, `addr add ${ip}/${underlay.prefix} dev eth0`, ...(v6 ? [`addr add ${v6.ip}/${v6.prefix} dev eth0 nodad`] : []), 'link set eth0 up']);
+    await ipBatch(ext.netns, [
+      'link set lo up',
+      `link add eth0 type veth peer name ${port} netns ${names.underlayNetns}`,
+      `addr add ${ip}/${underlay.prefix} dev eth0`,
+      ...(v6 ? [`addr add ${v6.ip}/${v6.prefix} dev eth0 nodad`] : []),
+      'link set eth0 up',
+    ]);
     await ipBatch(names.underlayNetns, [`link set ${port} master br0`, `link set ${port} up`]);
     ext.agent = await launch(ext.netns, key, ports);
     log?.debug('external client added', { name, ip });
@@ -358,7 +389,19 @@ export async function createSandbox(spec: SandboxSpec, opts: SandboxOptions = {}
       const node = [...nodes.values()].find((n) => n.key === endpoint);
       const ext = externals.get(endpoint);
       if (family === undefined) return node ? node.underlayIp : (ext?.ip ?? podOf(endpoint).ip);
-      const found = node ? (family === 4 ? (v6Only ? undefined : node.underlayIp) : node.ipv6?.underlayIp) : ext ? (family === 4 ? ext.ip : ext.ipv6) : family === 4 ? podOf(endpoint).ipv4 : podOf(endpoint).ipv6;
+      const found = node
+        ? family === 4
+          ? v6Only
+            ? undefined
+            : node.underlayIp
+          : node.ipv6?.underlayIp
+        : ext
+          ? family === 4
+            ? ext.ip
+            : ext.ipv6
+          : family === 4
+            ? podOf(endpoint).ipv4
+            : podOf(endpoint).ipv6;
       if (found === undefined) throw new Error(`${endpoint} has no IPv${family} address in sandbox ${id}`);
       return found;
     },
@@ -378,7 +421,14 @@ export async function createSandbox(spec: SandboxSpec, opts: SandboxOptions = {}
     const built = await Promise.allSettled(
       nodePlans.map(async ({ name, plan, cidr }) => {
         const netns = names.nodeNetns(name);
-        const fullPlan: NodePlan = { ...plan, netns, underlayPort: underlayPortName(names, nodePlans.findIndex((p) => p.name === name)) };
+        const fullPlan: NodePlan = {
+          ...plan,
+          netns,
+          underlayPort: underlayPortName(
+            names,
+            nodePlans.findIndex((p) => p.name === name),
+          ),
+        };
         await addNetns(netns);
         const peers = nodePlans.filter((p) => p.name !== name).map((p) => ({ podCidr: p.plan.podCidr, via: p.plan.underlayIp }));
         const index = nodePlans.findIndex((p) => p.name === name);
@@ -392,7 +442,11 @@ export async function createSandbox(spec: SandboxSpec, opts: SandboxOptions = {}
         await ipBatch(netns, nodeBatch(fullPlan, names.underlayNetns, peers, v6Batch, !v6Only));
         await ipBatch(names.underlayNetns, underlayPortBatch(fullPlan));
         await run('sysctl', ['-q', '-w', ...NODE_SYSCTLS], { netns });
-        if (!v6Only) await run(RESTORE[opts.iptables ?? 'iptables'], ['--noflush', '--wait'], { netns, input: flannelRestore(clusterCidrText, plan.podCidr) });
+        if (!v6Only)
+          await run(RESTORE[opts.iptables ?? 'iptables'], ['--noflush', '--wait'], {
+            netns,
+            input: flannelRestore(clusterCidrText, plan.podCidr),
+          });
         const lease = v6 && v6Plan ? { clusterCidr: v6Plan.clusterCidr, gatewayIp: v6.gatewayIp } : undefined;
         const node: NodeState = {
           name,
@@ -402,7 +456,8 @@ export async function createSandbox(spec: SandboxSpec, opts: SandboxOptions = {}
           podCidr: v6Only && v6 ? v6.podCidr : plan.podCidr,
           gatewayIp: v6Only && v6 ? v6.gatewayIp : plan.gatewayIp,
           underlayIp: v6Only && v6 ? v6.underlayIp : plan.underlayIp,
-          subnetEnv: v6Only && lease ? flannelSubnetEnvV6Only(lease) : flannelSubnetEnv(clusterCidrText, plan.gatewayIp, plan.podPrefix, lease),
+          subnetEnv:
+            v6Only && lease ? flannelSubnetEnvV6Only(lease) : flannelSubnetEnv(clusterCidrText, plan.gatewayIp, plan.podPrefix, lease),
           ...(v6 ? { ipv6: v6 } : {}),
           cidr,
           taken: new Set(),
@@ -433,7 +488,9 @@ const cachedPod = (pod: PodState, node: NodeState): CachedPod => ({
   netns: pod.netns,
   hostVeth: pod.hostVeth,
   ips: pod.ips.map((address) =>
-    address.includes(':') ? { address, prefix: 64, gateway: node.ipv6?.gatewayIp ?? '' } : { address, prefix: node.cidr.prefix, gateway: node.gatewayIp },
+    address.includes(':')
+      ? { address, prefix: 64, gateway: node.ipv6?.gatewayIp ?? '' }
+      : { address, prefix: node.cidr.prefix, gateway: node.gatewayIp },
   ),
   // The veth name is random per pod: a stand-in for the sandbox container ID.
   containerId: `${pod.netns}-${pod.hostVeth}`,
@@ -457,7 +514,8 @@ function reserveIp(node: NodeState, wanted: string | undefined): number {
     return ip;
   }
   const ip = parseIpv4(wanted);
-  if (ip === undefined || !isAssignable(node.cidr, ip)) throw new Error(`node ${node.name}: ${wanted} is not a pod address of ${node.podCidr}`);
+  if (ip === undefined || !isAssignable(node.cidr, ip))
+    throw new Error(`node ${node.name}: ${wanted} is not a pod address of ${node.podCidr}`);
   if (node.taken.has(ip)) throw new Error(`node ${node.name}: ${wanted} is in use`);
   node.taken.add(ip);
   return ip;
@@ -473,7 +531,8 @@ function planNodes(spec: SandboxSpec, cluster: Ipv4Cidr, underlay: Ipv4Cidr) {
     if (seen.has(n.name)) throw new Error(`duplicate node name "${n.name}"`);
     seen.add(n.name);
     const cidr = parseIpv4Cidr(n.podCidr);
-    if (!cidrContains(cluster, cidr.base) || cidr.prefix < cluster.prefix) throw new Error(`node ${n.name}: ${n.podCidr} is outside the cluster CIDR`);
+    if (!cidrContains(cluster, cidr.base) || cidr.prefix < cluster.prefix)
+      throw new Error(`node ${n.name}: ${n.podCidr} is outside the cluster CIDR`);
     if (cidrs.some((c) => cidrsOverlap(c, cidr))) throw new Error(`node ${n.name}: ${n.podCidr} overlaps another node's pod CIDR`);
     cidrs.push(cidr);
     const underlayIp = underlay.base + 1 + i;

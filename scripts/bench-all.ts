@@ -50,14 +50,23 @@ const say = (msg: string): void => {
 async function firstLine(file: string, args: readonly string[]): Promise<string> {
   try {
     const r = await run(file, args);
-    return (r.stdout || r.stderr).split('\n').find((l) => l.trim() !== '')?.trim() ?? '?';
+    return (
+      (r.stdout || r.stderr)
+        .split('\n')
+        .find((l) => l.trim() !== '')
+        ?.trim() ?? '?'
+    );
   } catch {
     return 'not available';
   }
 }
 
 async function machine(): Promise<string[]> {
-  const mem = (await run('free', ['-h']).catch(() => ({ stdout: '' }))).stdout.split('\n').find((l) => l.startsWith('Mem:'))?.split(/\s+/) ?? [];
+  const mem =
+    (await run('free', ['-h']).catch(() => ({ stdout: '' }))).stdout
+      .split('\n')
+      .find((l) => l.startsWith('Mem:'))
+      ?.split(/\s+/) ?? [];
   return [
     `- CPUs: ${availableParallelism()} (\`nproc\`: ${await firstLine('nproc', [])}); memory (\`free -h\`): total ${mem[1] ?? '?'}, used ${mem[2] ?? '?'}, available ${mem[6] ?? '?'}`,
     `- kernel \`uname -r\`: ${await firstLine('uname', ['-r'])}; load average: ${await firstLine('cat', ['/proc/loadavg'])}`,
@@ -75,7 +84,9 @@ async function main(): Promise<void> {
   const rssEvents = args.quick ? 2 : 6;
   if (args.curve) {
     if (!root) throw new Error('--curve needs root (kernel and daemon rows); run `sudo npm run bench -- --curve`');
-    console.log(`## netfence cost curve\n\n${(await machine()).join('\n')}\n\nCommand: node --import ./scripts/register-ts.mjs scripts/bench-curve.ts --seed ${args.seed} --runs ${args.quick ? 1 : 2}\n`);
+    console.log(
+      `## netfence cost curve\n\n${(await machine()).join('\n')}\n\nCommand: node --import ./scripts/register-ts.mjs scripts/bench-curve.ts --seed ${args.seed} --runs ${args.quick ? 1 : 2}\n`,
+    );
     console.log(await curve({ seed: args.seed, runs: args.quick ? 1 : 2, progress: say }));
     return;
   }
@@ -91,16 +102,27 @@ async function main(): Promise<void> {
   rows.push(...(await commandsBench({ tier: args.tier, seed: args.seed, runs: args.quick ? 1 : 3, progress: say })));
 
   // 2–4. kernel: first apply, one-pod changes, drift check, each against its floor
-  const kernelCmd = (row: string) => tsNode('scripts/bench-kernel.ts', ['--tier', args.tier, '--runs', String(runs.kernel), '--seed', String(args.seed), '--only', row]);
+  const kernelCmd = (row: string) =>
+    tsNode('scripts/bench-kernel.ts', ['--tier', args.tier, '--runs', String(runs.kernel), '--seed', String(args.seed), '--only', row]);
   if (root) {
     rows.push(...(await kernelBench({ tier: args.tier, seed: args.seed, runs: runs.kernel, node: 'node-1', progress: say })));
     // The same rows on iptables-legacy, each beside its own legacy floor.
-    rows.push(...(await kernelBench({ tier: args.tier, seed: args.seed, runs: runs.kernel, node: 'node-1', backend: 'legacy', progress: (m) => say(`${m} (legacy)`) })));
+    rows.push(
+      ...(await kernelBench({
+        tier: args.tier,
+        seed: args.seed,
+        runs: runs.kernel,
+        node: 'node-1',
+        backend: 'legacy',
+        progress: (m) => say(`${m} (legacy)`),
+      })),
+    );
   } else rows.push(...KERNEL_ROWS.map((id) => skippedRow(id, 'kernel row', noRoot, kernelCmd(id))));
 
   // 5–6. daemon latency and memory per tier
   const memoryTiers: Tier[] = ['small', 'medium', 'large', ...(args.xl ? (['xl'] as const) : [])];
-  const daemonCmd = (tier: Tier, n: number) => tsNode('scripts/bench-daemon.ts', ['--tier', tier, '--seed', String(args.seed), '--events', String(n)]);
+  const daemonCmd = (tier: Tier, n: number) =>
+    tsNode('scripts/bench-daemon.ts', ['--tier', tier, '--seed', String(args.seed), '--events', String(n)]);
   if (root) {
     say(`daemon: bench-daemon.ts --tier ${args.tier} --events ${events}`);
     let main: DaemonFigures | undefined;
@@ -127,7 +149,8 @@ async function main(): Promise<void> {
     }
   } else {
     rows.push(skippedRow('event-to-programmed', 'daemon API event → programmed', noRoot, daemonCmd(args.tier, events)));
-    for (const tier of memoryTiers) rows.push(skippedRow(`rss-${tier}`, `daemon memory, ${tier} tier`, noRoot, daemonCmd(tier, tier === args.tier ? events : rssEvents)));
+    for (const tier of memoryTiers)
+      rows.push(skippedRow(`rss-${tier}`, `daemon memory, ${tier} tier`, noRoot, daemonCmd(tier, tier === args.tier ? events : rssEvents)));
   }
   if (!args.xl) {
     rows.push(skippedRow('rss-xl', 'daemon memory, xl tier', 'only with --xl', daemonCmd('xl', rssEvents)));
@@ -135,7 +158,19 @@ async function main(): Promise<void> {
   }
 
   // 7. data plane
-  const dpCmd = (row: string) => tsNode('scripts/bench-dataplane.ts', ['--tier', args.tier, '--runs', String(runs.dataplane), '--seconds', String(seconds), '--seed', String(args.seed), '--only', row]);
+  const dpCmd = (row: string) =>
+    tsNode('scripts/bench-dataplane.ts', [
+      '--tier',
+      args.tier,
+      '--runs',
+      String(runs.dataplane),
+      '--seconds',
+      String(seconds),
+      '--seed',
+      String(args.seed),
+      '--only',
+      row,
+    ]);
   if (root) rows.push(...(await dataplaneBench({ tier: args.tier, seed: args.seed, runs: runs.dataplane, seconds, progress: say })));
   else rows.push(...['crr-x1', 'crr-x4', 'first-packet', 'crr-flowlog'].map((id) => skippedRow(id, 'data plane', noRoot, dpCmd(id))));
 
@@ -144,12 +179,16 @@ async function main(): Promise<void> {
   console.log(`## netfence benchmarks: tier ${args.tier}, seed ${args.seed}${args.quick ? ' (--quick: fewer runs, a smoke run)' : ''}`);
   console.log('');
   console.log((await machine()).join('\n'));
-  console.log(`Medians: compile ${runs.compile} runs (after 10 warm-up runs), kernel ${runs.kernel} runs (after one warm-up, netfence and floor interleaved), data plane ${runs.dataplane} × ${seconds} s per mode. Floors are measured in this run, in scratch namespaces, with the same restore texts.`);
+  console.log(
+    `Medians: compile ${runs.compile} runs (after 10 warm-up runs), kernel ${runs.kernel} runs (after one warm-up, netfence and floor interleaved), data plane ${runs.dataplane} × ${seconds} s per mode. Floors are measured in this run, in scratch namespaces, with the same restore texts.`,
+  );
   if (!root) console.log('\n**Not root: kernel, daemon and data-plane rows were skipped.** Run `sudo npm run bench` for them.');
   console.log('');
   console.log(renderTable(rows));
   console.log('');
-  console.log(`${met.length} met, ${missed.length} missed or failed${missed.length ? ` (${missed.map((r) => r.id).join(', ')})` : ''}, ${rows.length - met.length - missed.length} informational or skipped. Took ${((performance.now() - started) / 1000).toFixed(0)} s.`);
+  console.log(
+    `${met.length} met, ${missed.length} missed or failed${missed.length ? ` (${missed.map((r) => r.id).join(', ')})` : ''}, ${rows.length - met.length - missed.length} informational or skipped. Took ${((performance.now() - started) / 1000).toFixed(0)} s.`,
+  );
 }
 
 await main();

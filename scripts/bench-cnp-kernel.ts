@@ -35,7 +35,8 @@ const COMMAND = `node --import ./scripts/register-ts.mjs scripts/bench-cnp-kerne
 async function applyWithTools(netns: string, plans: readonly FamilyPlan[]): Promise<void> {
   for (const p of plans) {
     if (p.ipsetRestore) await run('ipset', ['-exist', 'restore'], { netns, input: p.ipsetRestore });
-    if (p.iptablesRestore) await run(p.family === 4 ? 'iptables-nft-restore' : 'ip6tables-nft-restore', ['--noflush'], { netns, input: p.iptablesRestore });
+    if (p.iptablesRestore)
+      await run(p.family === 4 ? 'iptables-nft-restore' : 'ip6tables-nft-restore', ['--noflush'], { netns, input: p.iptablesRestore });
   }
   for (const p of plans) if (p.ipsetDestroy) await run('ipset', ['-exist', 'restore'], { netns, input: p.ipsetDestroy });
 }
@@ -49,7 +50,9 @@ const v4 = (plans: readonly FamilyPlan[]): FamilyPlan => plans.find((p) => p.fam
 const row = (what: string, ours: readonly Sample[], floor: readonly Sample[], detail: string): void => {
   const o = median(ours.map((s) => s.wallMs));
   const f = median(floor.map((s) => s.wallMs));
-  console.log(`${what.padEnd(44)} netfence ${fmtMs(o).padStart(6)} ms   floor ${fmtMs(f).padStart(6)} ms   ×${(o / f).toFixed(2)}   (median of ${ours.length}; ${detail})`);
+  console.log(
+    `${what.padEnd(44)} netfence ${fmtMs(o).padStart(6)} ms   floor ${fmtMs(f).padStart(6)} ms   ×${(o / f).toFixed(2)}   (median of ${ours.length}; ${detail})`,
+  );
 };
 
 async function firstApply(label: string, desired: DesiredState, settings: NodeSettings): Promise<void> {
@@ -64,7 +67,13 @@ async function firstApply(label: string, desired: DesiredState, settings: NodeSe
       const mine = () => sample(async () => void (plans = (await syncer.sync(desired)).plans));
       const tools = () => sample(() => applyWithTools(b.name, plans));
       // The floor needs texts: the first run goes netfence-first, later ones alternate.
-      const [o, f] = i % 2 === 0 ? [await mine(), await tools()] : await (async () => { const f1 = await tools(); return [await mine(), f1] as const; })();
+      const [o, f] =
+        i % 2 === 0
+          ? [await mine(), await tools()]
+          : await (async () => {
+              const f1 = await tools();
+              return [await mine(), f1] as const;
+            })();
       if (i === 0) continue; // warm-up
       ours.push(o);
       floor.push(f);
@@ -74,7 +83,12 @@ async function firstApply(label: string, desired: DesiredState, settings: NodeSe
     }
   }
   const p = v4(plans);
-  row(`first apply, ${label}`, ours, floor, `${fmtInt(p.counts.setsCreated)} sets / ${fmtInt(p.counts.membersAdded)} members, ${fmtInt(p.counts.chainsWritten)} chains / ${fmtInt(p.counts.rulesWritten)} rules, ${fmtInt(Buffer.byteLength(p.iptablesRestore))} B of iptables-restore`);
+  row(
+    `first apply, ${label}`,
+    ours,
+    floor,
+    `${fmtInt(p.counts.setsCreated)} sets / ${fmtInt(p.counts.membersAdded)} members, ${fmtInt(p.counts.chainsWritten)} chains / ${fmtInt(p.counts.rulesWritten)} rules, ${fmtInt(Buffer.byteLength(p.iptablesRestore))} B of iptables-restore`,
+  );
 }
 
 async function oneCnpChange(snapshot: ClusterSnapshot, settings: NodeSettings): Promise<void> {
@@ -94,7 +108,10 @@ async function oneCnpChange(snapshot: ClusterSnapshot, settings: NodeSettings): 
       // One Admin CNP selecting every namespace (cnp-001) moves to the front of its tier and back (as upstream's
       // CNPAdminTierPriorityField moves one): every local pod's tier order changes, so each pod's workload
       // (and pod-to-node) chains are rewritten; no CNP chain and no set changes.
-      current = { ...current, clusterPolicies: current.clusterPolicies!.map((c, j) => (j === 1 ? { ...c, priority: i % 2 === 0 ? 0 : 1000 } : c)) };
+      current = {
+        ...current,
+        clusterPolicies: current.clusterPolicies!.map((c, j) => (j === 1 ? { ...c, priority: i % 2 === 0 ? 0 : 1000 } : c)),
+      };
       const desired = compiler.compile(current, settings).desired;
       let plans: readonly FamilyPlan[] = [];
       const o = await sample(async () => void (plans = (await syncer.sync(desired)).plans));
@@ -108,7 +125,12 @@ async function oneCnpChange(snapshot: ClusterSnapshot, settings: NodeSettings): 
     await a.destroy();
     await b.destroy();
   }
-  row('one CNP priority changed, 100 CNPs', ours, floor, `wrote ${fmtInt(last?.counts.chainsWritten ?? 0)} chains / ${fmtInt(last?.counts.rulesWritten ?? 0)} rules`);
+  row(
+    'one CNP priority changed, 100 CNPs',
+    ours,
+    floor,
+    `wrote ${fmtInt(last?.counts.chainsWritten ?? 0)} chains / ${fmtInt(last?.counts.rulesWritten ?? 0)} rules`,
+  );
 }
 
 try {

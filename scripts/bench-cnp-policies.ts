@@ -18,15 +18,33 @@ export function generateClusterPolicies(base: ClusterSnapshot, seed: number, cou
     const kind = i % 4;
     if (kind === 0) return { name: `r${i}`, action, peers: [{ kind: 'namespaces', namespaceSelector: nsSel(pick(names)) }] };
     if (kind === 1) {
-      return { name: `r${i}`, action, peers: [{ kind: 'pods', namespaceSelector: ALL, podSelector: { matchLabels: { app: pick(apps) }, matchExpressions: [] } }], protocols: [{ kind: 'protocol', protocol: 'TCP', ports: { from: 8000, to: 8100 } }] };
+      return {
+        name: `r${i}`,
+        action,
+        peers: [{ kind: 'pods', namespaceSelector: ALL, podSelector: { matchLabels: { app: pick(apps) }, matchExpressions: [] } }],
+        protocols: [{ kind: 'protocol', protocol: 'TCP', ports: { from: 8000, to: 8100 } }],
+      };
     }
     // networks and nodes are egress-only peers; every fifth of these denies node addresses (INPUT for the own node).
     if (kind === 2 && direction === 'egress') {
       return i % 5 === 2
-        ? { name: `r${i}`, action: 'Deny', peers: [{ kind: 'nodes', nodeSelector: ALL }], protocols: [{ kind: 'protocol', protocol: 'TCP', ports: { from: 10250, to: 10250 } }] }
+        ? {
+            name: `r${i}`,
+            action: 'Deny',
+            peers: [{ kind: 'nodes', nodeSelector: ALL }],
+            protocols: [{ kind: 'protocol', protocol: 'TCP', ports: { from: 10250, to: 10250 } }],
+          }
         : { name: `r${i}`, action: 'Deny', peers: [{ kind: 'networks', cidrs: [`169.254.${i % 250}.0/24`, '192.0.2.0/24'] }] };
     }
-    return { name: `r${i}`, action, peers: [{ kind: 'namespaces', namespaceSelector: nsSel(pick(names)) }], protocols: [{ kind: 'named', name: 'http' }, { kind: 'protocol', protocol: 'UDP', ports: { from: 53, to: 53 } }] };
+    return {
+      name: `r${i}`,
+      action,
+      peers: [{ kind: 'namespaces', namespaceSelector: nsSel(pick(names)) }],
+      protocols: [
+        { kind: 'named', name: 'http' },
+        { kind: 'protocol', protocol: 'UDP', ports: { from: 53, to: 53 } },
+      ],
+    };
   };
 
   return Array.from({ length: count }, (_, i) => ({

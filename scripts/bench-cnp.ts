@@ -32,16 +32,35 @@ const time = (f: () => void): number => {
   f();
   return Number(process.hrtime.bigint() - t) / 1e6;
 };
-const row = (what: string, xs: readonly number[]) => console.log(`${what.padEnd(48)} median ${median(xs).toFixed(1)} ms over ${xs.length} runs`);
+const row = (what: string, xs: readonly number[]) =>
+  console.log(`${what.padEnd(48)} median ${median(xs).toFixed(1)} ms over ${xs.length} runs`);
 
 for (let i = 0; i < 3; i++) compile(withCnps, settings);
-row(`full compile, ${tier} tier, no CNPs`, Array.from({ length: runs }, () => time(() => compile(base, settings))));
-row(`full compile, ${tier} tier + 100 CNPs`, Array.from({ length: runs }, () => time(() => compile(withCnps, settings))));
+row(
+  `full compile, ${tier} tier, no CNPs`,
+  Array.from({ length: runs }, () => time(() => compile(base, settings))),
+);
+row(
+  `full compile, ${tier} tier + 100 CNPs`,
+  Array.from({ length: runs }, () => time(() => compile(withCnps, settings))),
+);
 
 const changes: [string, (s: ClusterSnapshot, i: number) => ClusterSnapshot][] = [
-  ['recompute: one CNP priority changed', (s, i) => ({ ...s, clusterPolicies: s.clusterPolicies!.map((c, j) => (j === 5 ? { ...c, priority: (c.priority + 1 + i) % 1001 } : c)) })],
-  ['recompute: one CNP rule order swapped', (s) => ({ ...s, clusterPolicies: s.clusterPolicies!.map((c, j) => (j === 7 ? { ...c, ingress: [...c.ingress].reverse() } : c)) })],
-  ['recompute: one namespace relabelled', (s, i) => ({ ...s, namespaces: s.namespaces.map((n, j) => (j === 3 ? { ...n, labels: { ...n.labels, bench: String(i) } } : n)) })],
+  [
+    'recompute: one CNP priority changed',
+    (s, i) => ({
+      ...s,
+      clusterPolicies: s.clusterPolicies!.map((c, j) => (j === 5 ? { ...c, priority: (c.priority + 1 + i) % 1001 } : c)),
+    }),
+  ],
+  [
+    'recompute: one CNP rule order swapped',
+    (s) => ({ ...s, clusterPolicies: s.clusterPolicies!.map((c, j) => (j === 7 ? { ...c, ingress: [...c.ingress].reverse() } : c)) }),
+  ],
+  [
+    'recompute: one namespace relabelled',
+    (s, i) => ({ ...s, namespaces: s.namespaces.map((n, j) => (j === 3 ? { ...n, labels: { ...n.labels, bench: String(i) } } : n)) }),
+  ],
 ];
 for (const [what, change] of changes) {
   const compiler = new Compiler();
@@ -58,20 +77,36 @@ for (const [what, change] of changes) {
 const out = compile(withCnps, settings).desired.v4;
 const cnpChains = out.chains.filter((c) => c.role.kind === 'cluster-policy');
 const hostChains = out.chains.filter((c) => c.role.kind === 'host-workload');
-console.log(`programmed: ${out.chains.length} chains (${cnpChains.length} CNP chains, ${cnpChains.reduce((n, c) => n + c.rules.length, 0)} CNP rules; ${hostChains.length} pod-to-node chains), ${out.ipsets.length} sets`);
+console.log(
+  `programmed: ${out.chains.length} chains (${cnpChains.length} CNP chains, ${cnpChains.reduce((n, c) => n + c.rules.length, 0)} CNP rules; ${hostChains.length} pod-to-node chains), ${out.ipsets.length} sets`,
+);
 
 // First packet, worst local pod: the same static bound as the kernel bench (scripts/bench-lib/first-packet.ts).
 const before = firstPacketBound(compile(base, settings).desired.v4);
 const after = firstPacketBound(out);
 const sideText = (s: ReturnType<typeof firstPacketBound>['egress']) =>
   s ? `${s.total} (dispatch ${s.dispatch}, workload ${s.workload}, ${s.policyChains} policy/CNP chains with ${s.policies} rules)` : '–';
-console.log(`first packet, FORWARD, no CNPs: at most ${before.total} rules (egress ${sideText(before.egress)}; ingress ${sideText(before.ingress)})`);
-console.log(`first packet, FORWARD, 100 CNPs: at most ${after.total} rules (egress ${sideText(after.egress)}; ingress ${sideText(after.ingress)})`);
+console.log(
+  `first packet, FORWARD, no CNPs: at most ${before.total} rules (egress ${sideText(before.egress)}; ingress ${sideText(before.ingress)})`,
+);
+console.log(
+  `first packet, FORWARD, 100 CNPs: at most ${after.total} rules (egress ${sideText(after.egress)}; ingress ${sideText(after.ingress)})`,
+);
 const input = inputBound(out);
-console.log(`first packet, INPUT (pod to this node), 100 CNPs: at most ${input.total} rules (nf-INPUT ${input.entry}, dispatch ${input.dispatch}, pod chain ${input.workload}, ${input.chains} CNP chains with ${input.rules} rules; worst pod ${input.pod})`);
+console.log(
+  `first packet, INPUT (pod to this node), 100 CNPs: at most ${input.total} rules (nf-INPUT ${input.entry}, dispatch ${input.dispatch}, pod chain ${input.workload}, ${input.chains} CNP chains with ${input.rules} rules; worst pod ${input.pod})`,
+);
 
 /** The same bound for INPUT: nf-INPUT, the host dispatch scan to the pod, its nf-fh chain and every CNP chain it jumps to. */
-function inputBound(state: FamilyState): { total: number; entry: number; dispatch: number; workload: number; chains: number; rules: number; pod: string } {
+function inputBound(state: FamilyState): {
+  total: number;
+  entry: number;
+  dispatch: number;
+  workload: number;
+  chains: number;
+  rules: number;
+  pod: string;
+} {
   const byName = new Map<string, Chain>(state.chains.map((c) => [c.name, c]));
   const entry = state.chains.find((c) => c.name === `${settings.chainPrefix}INPUT`)?.rules.length ?? 0;
   const scan = (name: string, ip: string): number => {
@@ -111,5 +146,5 @@ function inCidr(ip: string, cidr: string): boolean {
   const toInt = (a: string) => a.split('.').reduce((n, o) => (n << 8) + Number(o), 0) >>> 0;
   const len = Number(bits ?? 32);
   const mask = len === 0 ? 0 : (0xffffffff << (32 - len)) >>> 0;
-  return ((toInt(ip) & mask) >>> 0) === ((toInt(net!) & mask) >>> 0);
+  return (toInt(ip) & mask) >>> 0 === (toInt(net!) & mask) >>> 0;
 }

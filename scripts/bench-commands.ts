@@ -78,7 +78,8 @@ function row(id: string, what: string, samples: readonly Sample[], limitMs: numb
 export async function commandsBench(o: CommandBenchOptions): Promise<BenchRow[]> {
   const say = o.progress ?? (() => {});
   const wanted = (r: string) => o.only === undefined || o.only === r;
-  const benchCommand = (r: string) => tsNode('scripts/bench-commands.ts', ['--tier', o.tier, '--seed', String(o.seed), '--runs', String(o.runs), '--only', r]);
+  const benchCommand = (r: string) =>
+    tsNode('scripts/bench-commands.ts', ['--tier', o.tier, '--seed', String(o.seed), '--runs', String(o.runs), '--only', r]);
   const { snapshot } = generateCluster({ tier: o.tier, seed: o.seed, node: 'node-1' });
   const dir = mkdtempSync(join(tmpdir(), 'nft-bench-cmd-'));
   const dump = join(dir, `${o.tier}.json`);
@@ -89,18 +90,30 @@ export async function commandsBench(o: CommandBenchOptions): Promise<BenchRow[]>
   try {
     if (wanted('help')) {
       say('commands: --help');
-      rows.push(row('cmd-help', '`netfence --help` as a process', await times(o.runs, () => netfence(['--help'])), 150, benchCommand('help')));
+      rows.push(
+        row('cmd-help', '`netfence --help` as a process', await times(o.runs, () => netfence(['--help'])), 150, benchCommand('help')),
+      );
     }
     say('commands: compile');
     const compileSamples = await times(o.runs, () => netfence(['compile', ...base]));
     const compiled = await netfence(['compile', ...base]);
     if (wanted('compile')) {
-      rows.push(row('cmd-compile', `\`${shown(['compile', ...base])}\` as a process (${o.tier} tier, ${snapshot.pods.length} pods, ${snapshot.policies.length} policies, JSON dump)`, compileSamples, 500, benchCommand('compile'), `${compiled.length} B printed`));
+      rows.push(
+        row(
+          'cmd-compile',
+          `\`${shown(['compile', ...base])}\` as a process (${o.tier} tier, ${snapshot.pods.length} pods, ${snapshot.policies.length} policies, JSON dump)`,
+          compileSamples,
+          500,
+          benchCommand('compile'),
+          `${compiled.length} B printed`,
+        ),
+      );
     }
     const kernelRows = ['apply', 'diff', 'inspect', 'trace'].filter(wanted);
     if (kernelRows.length === 0) return rows;
     if (process.getuid?.() !== 0) {
-      for (const r of kernelRows) rows.push(skippedRow(`cmd-${r}`, `netfence ${r} as a process`, 'needs root (network namespaces)', benchCommand(r)));
+      for (const r of kernelRows)
+        rows.push(skippedRow(`cmd-${r}`, `netfence ${r} as a process`, 'needs root (network namespaces)', benchCommand(r)));
       return rows;
     }
     say('commands: apply vs floor');
@@ -113,10 +126,11 @@ export async function commandsBench(o: CommandBenchOptions): Promise<BenchRow[]>
       const a = await createScratchNetns('bc');
       const b = await createScratchNetns('bc');
       await run('sysctl', ['-q', '-w', 'net.bridge.bridge-nf-call-iptables=1'], { netns: a.name }).catch(() => undefined);
-      const f = () => sample(async () => {
-        await run('ipset', ['-exist', 'restore'], { netns: b.name, input: ipsets });
-        await run('iptables-nft-restore', ['--noflush'], { netns: b.name, input: iptables });
-      });
+      const f = () =>
+        sample(async () => {
+          await run('ipset', ['-exist', 'restore'], { netns: b.name, input: ipsets });
+          await run('iptables-nft-restore', ['--noflush'], { netns: b.name, input: iptables });
+        });
       const us = () => sample(() => netfence(['apply', ...base], a.name));
       // Interleaved, alternating who goes first, so load on the shared machine hits both alike.
       if (i % 2 === 0) {
@@ -149,14 +163,26 @@ export async function commandsBench(o: CommandBenchOptions): Promise<BenchRow[]>
     const tools: Record<string, { args: string[]; ok: number[] }> = {
       diff: { args: ['diff', ...base], ok: [0] },
       inspect: { args: ['inspect', '--log-level', 'error'], ok: [0] },
-      trace: { args: ['trace', '--src', local[0]!.ips[0]!, '--dst', local[1]!.ips[0]!, '--proto', 'tcp', '--port', '80', '--log-level', 'error'], ok: [0, 1] },
+      trace: {
+        args: ['trace', '--src', local[0]!.ips[0]!, '--dst', local[1]!.ips[0]!, '--proto', 'tcp', '--port', '80', '--log-level', 'error'],
+        ok: [0, 1],
+      },
     };
     for (const name of ['diff', 'inspect', 'trace'].filter(wanted)) {
       say(`commands: ${name} on the live node`);
       const t = tools[name]!;
       const samples = await times(o.runs, () => netfence(t.args, node, t.ok)).catch((err: unknown) => err);
       if (!Array.isArray(samples)) rows.push(failedRow(`cmd-${name}`, `netfence ${name}`, samples, benchCommand(name)));
-      else rows.push(row(`cmd-${name}`, `\`${shown(t.args)}\` as a process on the node apply programmed (${local.length} local pods)`, samples, 400, benchCommand(name)));
+      else
+        rows.push(
+          row(
+            `cmd-${name}`,
+            `\`${shown(t.args)}\` as a process on the node apply programmed (${local.length} local pods)`,
+            samples,
+            400,
+            benchCommand(name),
+          ),
+        );
     }
   } finally {
     destroyAllScratchNetns();
@@ -169,7 +195,9 @@ const isEntry = process.argv[1] !== undefined && import.meta.url === new URL(`fi
 if (isEntry) {
   const { tier, seed, runs, only } = parseBenchFlags(process.argv.slice(2), { runs: 3 }, COMMAND_ROWS);
   const rows = await commandsBench({ tier, seed, runs, only, progress: (m) => console.error(`… ${m}`) });
-  console.log(`## netfence commands as processes: tier ${tier}, seed ${seed}, ${runs} runs; load average ${(await run('cat', ['/proc/loadavg'])).stdout.trim()}`);
+  console.log(
+    `## netfence commands as processes: tier ${tier}, seed ${seed}, ${runs} runs; load average ${(await run('cat', ['/proc/loadavg'])).stdout.trim()}`,
+  );
   console.log('');
   console.log(renderTable(rows));
 }

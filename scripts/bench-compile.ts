@@ -74,7 +74,8 @@ function measure<T>(warmup: number, runs: number, fn: () => T): { median: number
   return { median: median(times), result };
 }
 
-const planBytes = (p: FamilyPlan): number => Buffer.byteLength(p.ipsetRestore) + Buffer.byteLength(p.iptablesRestore) + Buffer.byteLength(p.ipsetDestroy);
+const planBytes = (p: FamilyPlan): number =>
+  Buffer.byteLength(p.ipsetRestore) + Buffer.byteLength(p.iptablesRestore) + Buffer.byteLength(p.ipsetDestroy);
 
 function main(): void {
   const args = parseArgs(process.argv.slice(2));
@@ -101,13 +102,19 @@ function main(): void {
   const remote = remoteNode(snapshot, settings.nodeName);
 
   const rows: string[] = [];
-  rows.push('| row | what | median ms (compile + plan) | of which plan | tracker update ms | chains written | rules written | chains deleted | sets created / destroyed | members + / − | restore bytes | command |');
+  rows.push(
+    '| row | what | median ms (compile + plan) | of which plan | tracker update ms | chains written | rules written | chains deleted | sets created / destroyed | members + / − | restore bytes | command |',
+  );
   rows.push('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
   if (wanted('full-compile')) {
-    rows.push(`| full-compile | compile() of the whole snapshot | **${ms(full.median)}** | – | – | ${int(base.chains.length)} | ${int(base.chains.reduce((s, c) => s + c.rules.length, 0))} | – | ${int(base.ipsets.length)} / – | ${int(base.ipsets.reduce((s, x) => s + x.members.length, 0))} / – | ${int(Buffer.byteLength(render.result))} | ${command(' --only full-compile')} |`);
+    rows.push(
+      `| full-compile | compile() of the whole snapshot | **${ms(full.median)}** | – | – | ${int(base.chains.length)} | ${int(base.chains.reduce((s, c) => s + c.rules.length, 0))} | – | ${int(base.ipsets.length)} / – | ${int(base.ipsets.reduce((s, x) => s + x.members.length, 0))} / – | ${int(Buffer.byteLength(render.result))} | ${command(' --only full-compile')} |`,
+    );
   }
   if (wanted('full-render')) {
-    rows.push(`| full-render | renderIpsetRestore + renderFullRestore (v4) | ${ms(render.median)} | – | – | – | – | – | – | – | ${int(Buffer.byteLength(render.result))} | ${command(' --only full-render')} |`);
+    rows.push(
+      `| full-render | renderIpsetRestore + renderFullRestore (v4) | ${ms(render.median)} | – | – | – | – | – | – | – | ${int(Buffer.byteLength(render.result))} | ${command(' --only full-render')} |`,
+    );
   }
   for (const m of MUTATIONS) {
     const row = m.name;
@@ -121,24 +128,45 @@ function main(): void {
   const byRole = (kind: string) => base.chains.filter((c) => c.role.kind === kind);
   const policyChains = byRole('policy');
 
-  console.log(`## netfence compile benchmark: tier ${args.tier}, seed ${args.seed}, measured node ${settings.nodeName} (${settings.podCidrs.join(', ')})`);
+  console.log(
+    `## netfence compile benchmark: tier ${args.tier}, seed ${args.seed}, measured node ${settings.nodeName} (${settings.podCidrs.join(', ')})`,
+  );
   console.log('');
-  console.log(`Cluster: ${int(cluster.stats.nodes)} nodes, ${int(cluster.stats.namespaces)} namespaces, ${int(cluster.stats.pods)} pods (${cluster.stats.podsOnNode} on ${settings.nodeName}), ${int(cluster.stats.apps)} apps, ${int(cluster.stats.policies)} policies; generated in ${ms(generateMs)} ms.`);
-  console.log(`Medians of ${args.runs} runs after ${args.warmup} warm-up runs. Node ${process.version}, ${availableParallelism()} CPUs. Remote mutations touch ${remote}.`);
+  console.log(
+    `Cluster: ${int(cluster.stats.nodes)} nodes, ${int(cluster.stats.namespaces)} namespaces, ${int(cluster.stats.pods)} pods (${cluster.stats.podsOnNode} on ${settings.nodeName}), ${int(cluster.stats.apps)} apps, ${int(cluster.stats.policies)} policies; generated in ${ms(generateMs)} ms.`,
+  );
+  console.log(
+    `Medians of ${args.runs} runs after ${args.warmup} warm-up runs. Node ${process.version}, ${availableParallelism()} CPUs. Remote mutations touch ${remote}.`,
+  );
   console.log('');
   console.log(rows.join('\n'));
   console.log('');
   console.log('Compiled state (v4; the cluster is single-stack, v6 is empty):');
-  console.log(`- chains ${int(base.chains.length)} (static ${byRole('static').length}, dispatch ${byRole('dispatch').length}, workload ${byRole('workload').length}, policy ${policyChains.length}), rules ${int(v4Rules)} (policy-chain rules ${int(policyChains.reduce((s, c) => s + c.rules.length, 0))})`);
-  console.log(`- ipsets ${int(base.ipsets.length)}, members ${int(members)}; problems ${full.result.problems.length} (errors ${full.result.problems.filter((p) => p.severity === 'error').length})`);
-  console.log(`- restore text: ipset ${int(Buffer.byteLength(renderIpsetRestore(base.ipsets)))} B, iptables ${int(Buffer.byteLength(renderFullRestore(base)))} B`);
-  console.log(`- process RSS after compile: ${mib(rssAfterCompile)}; at start, before generating: ${mib(rssAtStart)} (mostly the TypeScript loader, @swc/core); heap used now ${mib(process.memoryUsage().heapUsed)}`);
+  console.log(
+    `- chains ${int(base.chains.length)} (static ${byRole('static').length}, dispatch ${byRole('dispatch').length}, workload ${byRole('workload').length}, policy ${policyChains.length}), rules ${int(v4Rules)} (policy-chain rules ${int(policyChains.reduce((s, c) => s + c.rules.length, 0))})`,
+  );
+  console.log(
+    `- ipsets ${int(base.ipsets.length)}, members ${int(members)}; problems ${full.result.problems.length} (errors ${full.result.problems.filter((p) => p.severity === 'error').length})`,
+  );
+  console.log(
+    `- restore text: ipset ${int(Buffer.byteLength(renderIpsetRestore(base.ipsets)))} B, iptables ${int(Buffer.byteLength(renderFullRestore(base)))} B`,
+  );
+  console.log(
+    `- process RSS after compile: ${mib(rssAfterCompile)}; at start, before generating: ${mib(rssAtStart)} (mostly the TypeScript loader, @swc/core); heap used now ${mib(process.memoryUsage().heapUsed)}`,
+  );
   console.log('');
-  console.log(`First packet, worst case (static bound, see scripts/bench-lib/first-packet.ts): ${bound.total} rules checked, ${bound.setMatches} of them ipset matches`);
+  console.log(
+    `First packet, worst case (static bound, see scripts/bench-lib/first-packet.ts): ${bound.total} rules checked, ${bound.setMatches} of them ipset matches`,
+  );
   console.log(`- nf-FORWARD ${bound.forward}`);
-  for (const [label, side] of [['egress (sender)', bound.egress], ['ingress (receiver)', bound.ingress]] as const) {
+  for (const [label, side] of [
+    ['egress (sender)', bound.egress],
+    ['ingress (receiver)', bound.ingress],
+  ] as const) {
     if (!side) continue;
-    console.log(`- ${label}: ${side.total} = dispatch ${side.dispatch} (depth ${side.dispatchDepth}) + workload chain ${side.workload} + ${side.policyChains} policy chains ${side.policies}; busiest pod ${side.pod}`);
+    console.log(
+      `- ${label}: ${side.total} = dispatch ${side.dispatch} (depth ${side.dispatchDepth}) + workload chain ${side.workload} + ${side.policyChains} policy chains ${side.policies}; busiest pod ${side.pod}`,
+    );
   }
   console.log('');
   console.log(`Targets (large tier): full compile < 300 ms → ${verdict(full.median, 300)}; incremental recompute < 5 ms → see rows above.`);
@@ -189,6 +217,5 @@ function mutationRow(
 }
 
 const verdict = (value: number, target: number): string => (value < target ? `met (${ms(value)} ms)` : `**missed** (${ms(value)} ms)`);
-
 
 main();

@@ -26,7 +26,8 @@ interface Metric {
 }
 
 const msOf = (cell: string | undefined): number => Number((cell ?? '').replace(/[^\d.]/g, '') || NaN);
-const rowMs = (rows: readonly BenchRow[], id: string, cell: 'value' | 'floor' = 'value'): number => msOf(rows.find((r) => r.id === id)?.[cell]);
+const rowMs = (rows: readonly BenchRow[], id: string, cell: 'value' | 'floor' = 'value'): number =>
+  msOf(rows.find((r) => r.id === id)?.[cell]);
 
 /** k in cost ∝ n^k between two tiers. */
 export const growthExponent = (a: number, b: number, na: number, nb: number): number => Math.log(b / a) / Math.log(nb / na);
@@ -70,12 +71,25 @@ export async function curve(o: { seed: number; runs: number; progress: (m: strin
     m.apiStart.values.push((d?.apiBytesAtStart ?? NaN) / 1e6);
     m.apiEvent.values.push(d?.apiBytesPerEvent ?? NaN);
     // Each tier's figures as soon as they exist: a run cut short still leaves what it measured.
-    o.progress(`curve: ${tier} done: ${Object.values(m).map((x: Metric) => `${x.what} ${x.values.at(-1)} ${x.unit}`).join('; ')}`);
+    o.progress(
+      `curve: ${tier} done: ${Object.values(m)
+        .map((x: Metric) => `${x.what} ${x.values.at(-1)} ${x.unit}`)
+        .join('; ')}`,
+    );
   }
   const pods = CURVE_TIERS.map((t) => TIER_SHAPES[t].pods);
   const fmt = (x: number) => (Number.isNaN(x) ? '–' : x >= 100 ? x.toFixed(0) : x.toFixed(1));
-  const head = `| metric | ${CURVE_TIERS.map((t, i) => `${t} (${pods[i]!.toLocaleString('en-US')} pods)`).join(' | ')} | ${pods.slice(1).map((p, i) => `k ${pods[i]! / 1000}k→${p / 1000}k`).join(' | ')} |`;
-  const lines = [head, `|---|${CURVE_TIERS.map(() => '---:').join('|')}|${pods.slice(1).map(() => '---:').join('|')}|`];
+  const head = `| metric | ${CURVE_TIERS.map((t, i) => `${t} (${pods[i]!.toLocaleString('en-US')} pods)`).join(' | ')} | ${pods
+    .slice(1)
+    .map((p, i) => `k ${pods[i]! / 1000}k→${p / 1000}k`)
+    .join(' | ')} |`;
+  const lines = [
+    head,
+    `|---|${CURVE_TIERS.map(() => '---:').join('|')}|${pods
+      .slice(1)
+      .map(() => '---:')
+      .join('|')}|`,
+  ];
   for (const metric of Object.values(m) as Metric[]) {
     const ks = metric.values.slice(1).map((v, i) => growthExponent(metric.values[i]!, v, pods[i]!, pods[i + 1]!));
     const flag = (k: number) => (Number.isNaN(k) ? '–' : (metric.flat ? k > 0.3 : k > 1.15) ? `**${k.toFixed(2)}**` : k.toFixed(2));

@@ -52,7 +52,9 @@ function parseArgs(argv: readonly string[]): Args {
 
 const selector = (s: LabelSelector): Record<string, unknown> => ({
   matchLabels: { ...s.matchLabels },
-  matchExpressions: s.matchExpressions.map((e) => (e.values.length > 0 ? { key: e.key, operator: e.operator, values: [...e.values] } : { key: e.key, operator: e.operator })),
+  matchExpressions: s.matchExpressions.map((e) =>
+    e.values.length > 0 ? { key: e.key, operator: e.operator, values: [...e.values] } : { key: e.key, operator: e.operator },
+  ),
 });
 
 const rule = (r: PolicyRule, peersKey: 'from' | 'to'): Record<string, unknown> => ({
@@ -65,7 +67,15 @@ const rule = (r: PolicyRule, peersKey: 'from' | 'to'): Record<string, unknown> =
         })),
       }
     : {}),
-  ...(r.ports ? { ports: r.ports.map((p) => ({ protocol: p.protocol, ...(p.port !== undefined ? { port: p.port } : {}), ...(p.endPort !== undefined ? { endPort: p.endPort } : {}) })) } : {}),
+  ...(r.ports
+    ? {
+        ports: r.ports.map((p) => ({
+          protocol: p.protocol,
+          ...(p.port !== undefined ? { port: p.port } : {}),
+          ...(p.endPort !== undefined ? { endPort: p.endPort } : {}),
+        })),
+      }
+    : {}),
 });
 
 function policyObject(p: NetworkPolicy): KubeObject {
@@ -108,7 +118,8 @@ export function snapshotObjects(snapshot: ClusterSnapshot): KubeObject[] {
       status: { addresses: n.addresses.map((address) => ({ type: 'InternalIP', address })) },
     });
   }
-  for (const ns of snapshot.namespaces) objects.push({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns.name, labels: { ...ns.labels } } });
+  for (const ns of snapshot.namespaces)
+    objects.push({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns.name, labels: { ...ns.labels } } });
   for (const p of snapshot.pods) objects.push(podObject(p));
   for (const p of snapshot.policies) objects.push(policyObject(p));
   return objects;
@@ -142,7 +153,9 @@ class LogWatcher {
 }
 
 function procStatusKiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`));
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith(`${field}:`));
   return Number(line?.replace(/\D+/g, '') ?? NaN);
 }
 
@@ -154,7 +167,8 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-const percentile = (sorted: readonly number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
+const percentile = (sorted: readonly number[], p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
 
 function metric(text: string, sample: string): number {
   const line = text.split('\n').find((l) => l.startsWith(`${sample} `));
@@ -170,13 +184,17 @@ async function main(): Promise<void> {
   // The namespace whose pods get their labels flipped: that of the first ordinary pod on the measured node.
   const target = snapshot.pods.find((p) => p.nodeName === args.node && !p.hostNetwork && p.phase === 'Running' && p.ips.length > 0);
   if (!target) throw new Error(`no running pod on ${args.node}`);
-  const flippable = snapshot.pods.filter((p) => p.namespace === target.namespace && !p.hostNetwork && p.phase === 'Running' && p.ips.length > 0);
+  const flippable = snapshot.pods.filter(
+    (p) => p.namespace === target.namespace && !p.hostNetwork && p.phase === 'Running' && p.ips.length > 0,
+  );
   const benchPolicy = (port: number): NetworkPolicy => ({
     namespace: target.namespace,
     name: 'bench-latency',
     podSelector: { matchLabels: target.labels, matchExpressions: [] },
     policyTypes: ['Ingress'],
-    ingress: [{ peers: [{ podSelector: { matchLabels: { 'bench-peer': 'on' }, matchExpressions: [] } }], ports: [{ protocol: 'TCP', port }] }],
+    ingress: [
+      { peers: [{ podSelector: { matchLabels: { 'bench-peer': 'on' }, matchExpressions: [] } }], ports: [{ protocol: 'TCP', port }] },
+    ],
   });
 
   const tmp = mkdtempSync(join(tmpdir(), 'nft-bench-daemon-'));
@@ -201,12 +219,28 @@ async function main(): Promise<void> {
     const startedAt = Date.now();
     daemon = await startDaemonProcess(
       CLI,
-      ['--node-name', args.node, '--kubeconfig', kubeconfig, '--netns', netns, '--listen-address', `127.0.0.1:${port}`, '--log-format', 'json', '--flannel-subnet-env', join(tmp, 'none.env')],
+      [
+        '--node-name',
+        args.node,
+        '--kubeconfig',
+        kubeconfig,
+        '--netns',
+        netns,
+        '--listen-address',
+        `127.0.0.1:${port}`,
+        '--log-format',
+        'json',
+        '--flannel-subnet-env',
+        join(tmp, 'none.env'),
+      ],
       { netns: undefined, logFile },
     );
     for (;;) {
       if (!daemon.alive()) throw new Error(`daemon exited:\n${daemon.tail(20).join('\n')}`);
-      const status = await fetch(`${url}/readyz`).then((r) => r.status, () => 0);
+      const status = await fetch(`${url}/readyz`).then(
+        (r) => r.status,
+        () => 0,
+      );
       if (status === 200) break;
       if (Date.now() - startedAt > 300_000) throw new Error(`daemon not ready after 300 s:\n${daemon.tail(20).join('\n')}`);
       await sleep(50);
@@ -260,7 +294,10 @@ async function main(): Promise<void> {
     // What the API server holds now, as a manifest file, for `netfence diff` (which reads manifests only).
     const final = [...objects, policyObject(benchPolicy(0))].map((o) => server.get(o.kind!, o.metadata.name, o.metadata.namespace) ?? o);
     writeFileSync(join(tmp, 'final.json'), JSON.stringify({ apiVersion: 'v1', kind: 'List', items: final }));
-    const diff = await run('sh', ['-c', `'${process.execPath}' '${CLI}' diff --node-name ${args.node} --resources '${join(tmp, 'final.json')}' --netns ${netns} >/dev/null 2>&1; echo $?`]);
+    const diff = await run('sh', [
+      '-c',
+      `'${process.execPath}' '${CLI}' diff --node-name ${args.node} --resources '${join(tmp, 'final.json')}' --netns ${netns} >/dev/null 2>&1; echo $?`,
+    ]);
 
     const row = (name: string, values: readonly number[]): string => {
       const s = [...values].sort((a, b) => a - b);
@@ -272,21 +309,48 @@ async function main(): Promise<void> {
     console.log(`## netfence daemon benchmark: tier ${args.tier}, seed ${args.seed}, node ${args.node}`);
     console.log('');
     console.log(`Command: ${command}`);
-    console.log(`Cluster: ${stats.nodes} nodes, ${stats.namespaces} namespaces, ${stats.pods} pods (${stats.podsOnNode} on ${args.node}), ${stats.policies} policies (+1 bench policy in ${target.namespace}, ${flippable.length} pods there). Node ${process.version}, ${availableParallelism()} CPUs.`);
-    console.log(`Daemon: dist/cli/main.js daemon --kubeconfig (fake API server on 127.0.0.1) --netns ${netns}; start to /readyz 200 (list nodes, namespaces, pods + first full sync): ${readyMs} ms; then all ${stats.policies + 1} policies created at once → last "programmed": ${policiesMs} ms.`);
+    console.log(
+      `Cluster: ${stats.nodes} nodes, ${stats.namespaces} namespaces, ${stats.pods} pods (${stats.podsOnNode} on ${args.node}), ${stats.policies} policies (+1 bench policy in ${target.namespace}, ${flippable.length} pods there). Node ${process.version}, ${availableParallelism()} CPUs.`,
+    );
+    console.log(
+      `Daemon: dist/cli/main.js daemon --kubeconfig (fake API server on 127.0.0.1) --netns ${netns}; start to /readyz 200 (list nodes, namespaces, pods + first full sync): ${readyMs} ms; then all ${stats.policies + 1} policies created at once → last "programmed": ${policiesMs} ms.`,
+    );
     console.log('');
     console.log('API write → "programmed" log line of the sync that included it (ms; one event at a time):');
     console.log('');
     console.log('| event        | events |      p50 |      p99 |      max |');
     console.log('|--------------|--------|----------|----------|----------|');
-    console.log(row('pod label', latencies.filter((l) => l.kind === 'pod label').map((l) => l.ms)));
-    console.log(row('policy edit', latencies.filter((l) => l.kind === 'policy edit').map((l) => l.ms)));
-    console.log(row('all', latencies.map((l) => l.ms)));
+    console.log(
+      row(
+        'pod label',
+        latencies.filter((l) => l.kind === 'pod label').map((l) => l.ms),
+      ),
+    );
+    console.log(
+      row(
+        'policy edit',
+        latencies.filter((l) => l.kind === 'policy edit').map((l) => l.ms),
+      ),
+    );
+    console.log(
+      row(
+        'all',
+        latencies.map((l) => l.ms),
+      ),
+    );
     console.log('');
-    console.log(`Daemon's own incremental syncs (compile + plan + apply): ${syncCount}, mean ${((syncSum / syncCount) * 1000).toFixed(0)} ms (netfence_sync_duration_seconds); the rest of the latency is watch delivery, conversion and the batch window.`);
-    console.log(`Daemon process memory (/proc/<pid>/status): VmRSS ${mib(rssReady)} with everything programmed, ${mib(rssAfter)} after ${args.events} events; peak VmHWM ${mib(hwm)}.`);
-    console.log(`API bytes sent to this one daemon (fake API server, uncompressed, headers included): ${bytesAtReady} at start (lists and watches of nodes, namespaces, pods, before any policy; ${(bytesAtReady / stats.pods).toFixed(0)} B per pod), ${bytesPerEvent.toFixed(0)} B per event (one watch event of the changed object).`);
-    console.log(`Final check: netfence diff --resources <the API server's objects, saved> exits ${diff.stdout.trim()} (0 = kernel in sync).`);
+    console.log(
+      `Daemon's own incremental syncs (compile + plan + apply): ${syncCount}, mean ${((syncSum / syncCount) * 1000).toFixed(0)} ms (netfence_sync_duration_seconds); the rest of the latency is watch delivery, conversion and the batch window.`,
+    );
+    console.log(
+      `Daemon process memory (/proc/<pid>/status): VmRSS ${mib(rssReady)} with everything programmed, ${mib(rssAfter)} after ${args.events} events; peak VmHWM ${mib(hwm)}.`,
+    );
+    console.log(
+      `API bytes sent to this one daemon (fake API server, uncompressed, headers included): ${bytesAtReady} at start (lists and watches of nodes, namespaces, pods, before any policy; ${(bytesAtReady / stats.pods).toFixed(0)} B per pod), ${bytesPerEvent.toFixed(0)} B per event (one watch event of the changed object).`,
+    );
+    console.log(
+      `Final check: netfence diff --resources <the API server's objects, saved> exits ${diff.stdout.trim()} (0 = kernel in sync).`,
+    );
   } catch (err) {
     if (daemon) console.error(`daemon log (last lines):\n${daemon.tail(15).join('\n')}`);
     throw err;

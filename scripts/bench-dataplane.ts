@@ -21,7 +21,14 @@ import { compile } from '../src/compile/index.js';
 import { run } from '../src/dataplane/exec.js';
 import { openKernel } from '../src/dataplane/kernel.js';
 import { startNflogReader } from '../src/dataplane/nflog.js';
-import { DEFAULT_FLOW_LOG, emptyFamilyState, type ClusterSnapshot, type DesiredState, type NetworkPolicy, type Pod } from '../src/model/index.js';
+import {
+  DEFAULT_FLOW_LOG,
+  emptyFamilyState,
+  type ClusterSnapshot,
+  type DesiredState,
+  type NetworkPolicy,
+  type Pod,
+} from '../src/model/index.js';
 import { Syncer } from '../src/reconcile/syncer.js';
 import { parseIpsetSave } from '../src/render/index.js';
 import { createSandbox, type Sandbox, type SandboxPod } from '../sandbox/index.js';
@@ -99,12 +106,27 @@ function withBenchPods(snapshot: ClusterSnapshot, node: string, client: SandboxP
   });
   const sel = (app: string) => ({ matchLabels: { app }, matchExpressions: [] });
   const policies: NetworkPolicy[] = [
-    { namespace: NAMESPACE, name: 'server-ingress', podSelector: sel('crr-server'), policyTypes: ['Ingress'], ingress: [{ peers: [{ podSelector: sel('crr-client') }], ports: [{ protocol: 'TCP', port: PORT }] }] },
-    { namespace: NAMESPACE, name: 'client-egress', podSelector: sel('crr-client'), policyTypes: ['Egress'], egress: [{ peers: [{ podSelector: sel('crr-server') }], ports: [{ protocol: 'TCP', port: PORT }] }] },
+    {
+      namespace: NAMESPACE,
+      name: 'server-ingress',
+      podSelector: sel('crr-server'),
+      policyTypes: ['Ingress'],
+      ingress: [{ peers: [{ podSelector: sel('crr-client') }], ports: [{ protocol: 'TCP', port: PORT }] }],
+    },
+    {
+      namespace: NAMESPACE,
+      name: 'client-egress',
+      podSelector: sel('crr-client'),
+      policyTypes: ['Egress'],
+      egress: [{ peers: [{ podSelector: sel('crr-server') }], ports: [{ protocol: 'TCP', port: PORT }] }],
+    },
   ];
   return {
     ...snapshot,
-    namespaces: [...snapshot.namespaces, { name: NAMESPACE, labels: { 'kubernetes.io/metadata.name': NAMESPACE, team: 'platform', env: 'prod' } }],
+    namespaces: [
+      ...snapshot.namespaces,
+      { name: NAMESPACE, labels: { 'kubernetes.io/metadata.name': NAMESPACE, team: 'platform', env: 'prod' } },
+    ],
     pods: [...snapshot.pods, pod(client, 'crr-client'), pod(server, 'crr-server')],
     policies: [...snapshot.policies, ...policies],
   };
@@ -144,12 +166,18 @@ export async function dataplaneBench(o: DataplaneBenchOptions): Promise<BenchRow
     await setMode('rules');
     const probe = (port: number) => sb!.probe(client.key, { protocol: 'TCP', ip: server.ip, port, timeoutMs: 500 });
     const [open, closed] = [await probe(PORT), await probe(PORT + 1)];
-    if (!open.ok || closed.ok) throw new Error(`rules not in force: TCP ${PORT} ${open.ok ? 'open' : 'blocked'}, TCP ${PORT + 1} ${closed.ok ? 'open' : 'blocked'} (expected open, blocked)`);
+    if (!open.ok || closed.ok)
+      throw new Error(
+        `rules not in force: TCP ${PORT} ${open.ok ? 'open' : 'blocked'}, TCP ${PORT + 1} ${closed.ok ? 'open' : 'blocked'} (expected open, blocked)`,
+      );
 
     if (wanted('first-packet')) {
       const saved = (await run('iptables-nft-save', ['-t', 'filter'], { netns: nodeNetns })).stdout;
       const sets = parseIpsetSave((await run('ipset', ['save'], { netns: nodeNetns })).stdout);
-      const packet = packetFor({ src: client.ip, dst: server.ip, proto: 'tcp', dport: PORT }, { bridge: settings.bridge, uplink: 'eth0', podCidrs: settings.podCidrs });
+      const packet = packetFor(
+        { src: client.ip, dst: server.ip, proto: 'tcp', dport: PORT },
+        { bridge: settings.bridge, uplink: 'eth0', podCidrs: settings.podCidrs },
+      );
       const trace = tracePacket(loadRuleset(saved), sets, packet, { chainPrefix: settings.chainPrefix });
       const rules = trace.steps.filter((s) => s.result !== 'policy');
       const owned = rules.filter((s) => s.owned);
@@ -204,8 +232,13 @@ export async function dataplaneBench(o: DataplaneBenchOptions): Promise<BenchRow
         const allowedWalk = async (): Promise<number> => {
           const saved = (await run('iptables-nft-save', ['-t', 'filter'], { netns: nodeNetns })).stdout;
           const sets = parseIpsetSave((await run('ipset', ['save'], { netns: nodeNetns })).stdout);
-          const packet = packetFor({ src: client.ip, dst: server.ip, proto: 'tcp', dport: PORT }, { bridge: settings.bridge, uplink: 'eth0', podCidrs: settings.podCidrs });
-          return tracePacket(loadRuleset(saved), sets, packet, { chainPrefix: settings.chainPrefix }).steps.filter((st) => st.result !== 'policy').length;
+          const packet = packetFor(
+            { src: client.ip, dst: server.ip, proto: 'tcp', dport: PORT },
+            { bridge: settings.bridge, uplink: 'eth0', podCidrs: settings.podCidrs },
+          );
+          return tracePacket(loadRuleset(saved), sets, packet, { chainPrefix: settings.chainPrefix }).steps.filter(
+            (st) => st.result !== 'policy',
+          ).length;
         };
         for (let i = 0; i < o.runs; i++) {
           for (const mode of i % 2 === 0 ? (['logged', 'unlogged'] as const) : (['unlogged', 'logged'] as const)) {
@@ -234,7 +267,8 @@ export async function dataplaneBench(o: DataplaneBenchOptions): Promise<BenchRow
       }
     }
   } catch (err) {
-    for (const id of DATAPLANE_ROWS.filter(wanted)) if (!rows.some((r) => r.id === id)) rows.push(failedRow(id, 'data plane', err, command(id)));
+    for (const id of DATAPLANE_ROWS.filter(wanted))
+      if (!rows.some((r) => r.id === id)) rows.push(failedRow(id, 'data plane', err, command(id)));
   } finally {
     await sb?.destroy();
   }

@@ -18,7 +18,15 @@ import { generateCluster, type Tier } from './bench-lib/generator.js';
 import { MUTATIONS, type Mutation } from './bench-lib/mutations.js';
 import { run } from '../src/dataplane/exec.js';
 import { openKernel } from '../src/dataplane/kernel.js';
-import { defaultNodeSettings, type ClusterNode, type ClusterSnapshot, type DesiredState, type IpFamily, type NodeSettings, type Pod } from '../src/model/index.js';
+import {
+  defaultNodeSettings,
+  type ClusterNode,
+  type ClusterSnapshot,
+  type DesiredState,
+  type IpFamily,
+  type NodeSettings,
+  type Pod,
+} from '../src/model/index.js';
 import type { FamilyPlan } from '../src/plan/index.js';
 import { Syncer, type KernelPort } from '../src/reconcile/syncer.js';
 import { parseBenchFlags, runAsScript } from './lib/bench-args.js';
@@ -50,7 +58,10 @@ export interface DualStackOptions {
 /** flannel-like: node i's IPv4 /24 10.244.i.0/24 gets the IPv6 /64 fd00:10:244:i::/64 (hex i); others map into fd00:ffff::/96. */
 function v6Of(v4: string): string {
   const [a, b, c, d] = v4.split('.').map(Number) as [number, number, number, number];
-  const text = a === 10 && b === 244 ? `fd00:10:244:${c.toString(16)}::${d.toString(16)}` : `fd00:ffff::${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  const text =
+    a === 10 && b === 244
+      ? `fd00:10:244:${c.toString(16)}::${d.toString(16)}`
+      : `fd00:ffff::${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
   return ipaddr.IPv6.parse(text).toRFC5952String();
 }
 
@@ -77,7 +88,11 @@ function dualStack(snapshot: ClusterSnapshot): ClusterSnapshot {
   const node = (n: ClusterNode): ClusterNode => {
     if (hasV6(n.podCidrs)) return n;
     let d = dualNodes.get(n);
-    if (!d) dualNodes.set(n, (d = { ...n, podCidrs: [...n.podCidrs, ...n.podCidrs.map(v6Cidr)], addresses: [...n.addresses, ...n.addresses.map(v6Of)] }));
+    if (!d)
+      dualNodes.set(
+        n,
+        (d = { ...n, podCidrs: [...n.podCidrs, ...n.podCidrs.map(v6Cidr)], addresses: [...n.addresses, ...n.addresses.map(v6Of)] }),
+      );
     return d;
   };
   return { ...snapshot, nodes: snapshot.nodes.map(node), pods: snapshot.pods.map(pod) };
@@ -109,7 +124,11 @@ interface Side {
 async function openSide(netns: string, settings: NodeSettings, families: readonly IpFamily[], backend: Backend): Promise<Side> {
   const kernel = new TimedKernel(await openKernel({ netns, backend, ipv6: true }));
   if (families.some((f) => !kernel.supports(f))) throw new Error(`IPv${families.join('/')} not available in ${netns} (ip6tables missing?)`);
-  const syncer = new Syncer(new FamiliesKernel(kernel, families), { chainPrefix: settings.chainPrefix, ipsetPrefix: settings.ipsetPrefix }, silentLogger);
+  const syncer = new Syncer(
+    new FamiliesKernel(kernel, families),
+    { chainPrefix: settings.chainPrefix, ipsetPrefix: settings.ipsetPrefix },
+    silentLogger,
+  );
   return { syncer, kernel };
 }
 
@@ -139,7 +158,10 @@ function breakdown(t: Timed): string {
     for (const c of calls) sums.set(c.op, (sums.get(c.op) ?? 0) + c.ms);
     for (const [op, ms] of sums) ops.set(op, [...(ops.get(op) ?? []), ms]);
   }
-  const opText = describeCalls([...ops].map(([op, xs]) => ({ op: op as KernelCall['op'], ms: median(xs) })), fmtMs);
+  const opText = describeCalls(
+    [...ops].map(([op, xs]) => ({ op: op as KernelCall['op'], ms: median(xs) })),
+    fmtMs,
+  );
   return `netfence = tools ${fmtMs(kernel)} ms (${opText}) + in-process ${fmtMs(own)} ms`;
 }
 
@@ -152,7 +174,14 @@ const sizes = (plans: readonly FamilyPlan[]): string =>
     )
     .join('; ');
 
-async function firstApply(o: DualStackOptions, desired: DesiredState, settings: NodeSettings, families: readonly IpFamily[], backend: Backend, command: string): Promise<BenchRow> {
+async function firstApply(
+  o: DualStackOptions,
+  desired: DesiredState,
+  settings: NodeSettings,
+  families: readonly IpFamily[],
+  backend: Backend,
+  command: string,
+): Promise<BenchRow> {
   const t: Timed = { ours: [], floor: [], calls: [] };
   let plans: readonly FamilyPlan[] = [];
   for (let i = 0; i <= o.runs; i++) {
@@ -178,7 +207,8 @@ async function firstApply(o: DualStackOptions, desired: DesiredState, settings: 
         f = await floor();
         r = await ours();
       }
-      if (plans.length !== families.length || plans.some((p) => p.counts.rulesWritten === 0)) throw new Error(`planned ${plans.map((p) => `IPv${p.family}`).join(', ')}: expected rules for IPv${families.join(' and IPv')}`);
+      if (plans.length !== families.length || plans.some((p) => p.counts.rulesWritten === 0))
+        throw new Error(`planned ${plans.map((p) => `IPv${p.family}`).join(', ')}: expected rules for IPv${families.join(' and IPv')}`);
       if (i === 0) continue;
       t.ours.push(r.s);
       t.floor.push(f);
@@ -261,7 +291,8 @@ async function podChange(
 
 export async function dualStackBench(o: DualStackOptions): Promise<BenchRow[]> {
   const backend: Backend = 'nft';
-  const command = (row: string) => tsNode('scripts/bench-dual-stack.ts', ['--tier', o.tier, '--runs', String(o.runs), '--seed', String(o.seed), '--only', row]);
+  const command = (row: string) =>
+    tsNode('scripts/bench-dual-stack.ts', ['--tier', o.tier, '--runs', String(o.runs), '--seed', String(o.seed), '--only', row]);
   const wanted = (row: string) => o.only === undefined || o.only === row;
   const say = o.progress ?? (() => {});
   const generated = generateCluster({ tier: o.tier, seed: o.seed, node: 'node-1' });
@@ -277,7 +308,11 @@ export async function dualStackBench(o: DualStackOptions): Promise<BenchRow[]> {
       const id = families.length === 2 ? 'ds-first-apply-both' : `ds-first-apply-v${families[0]}`;
       if (!wanted(id)) continue;
       say(`dual-stack: ${id} vs floor`);
-      rows.push(await firstApply(o, desired, settings, families, backend, command(id)).catch((e) => failedRow(id, 'dual-stack first apply', e, command(id))));
+      rows.push(
+        await firstApply(o, desired, settings, families, backend, command(id)).catch((e) =>
+          failedRow(id, 'dual-stack first apply', e, command(id)),
+        ),
+      );
     }
     for (const families of [[4], [6], [4, 6]] as const) {
       const tag = families.length === 2 ? 'both' : `v${families[0]}`;
@@ -292,7 +327,11 @@ export async function dualStackBench(o: DualStackOptions): Promise<BenchRow[]> {
         for (const m of changes) {
           const id = `ds-change-${m.name}-${tag}`;
           say(`dual-stack: ${id} vs floor`);
-          rows.push(await podChange(o, m, families, snapshot, compileFn, settings, side, b, backend, command(id)).catch((e) => failedRow(id, m.what, e, command(id))));
+          rows.push(
+            await podChange(o, m, families, snapshot, compileFn, settings, side, b, backend, command(id)).catch((e) =>
+              failedRow(id, m.what, e, command(id)),
+            ),
+          );
         }
       } finally {
         await a.destroy();
@@ -309,6 +348,8 @@ await runAsScript(import.meta.url, 'bench-dual-stack needs root (it creates netw
   const { tier, seed, runs, only } = parseBenchFlags(process.argv.slice(2), { runs: 5 }, DUAL_STACK_ROWS);
   const rows = await dualStackBench({ tier, seed, runs, only, progress: (m) => console.error(`… ${m}`) });
   const shape = generateCluster({ tier, seed, node: 'node-1' }).stats;
-  console.log(`Dual-stack ${tier} tier: ${fmtInt(shape.pods)} pods (${fmtInt(shape.podsOnNode)} on node-1), ${fmtInt(shape.policies)} policies, every pod and node with an IPv4 and an IPv6 address; nft backend; median of ${runs} runs after a warm-up\n`);
+  console.log(
+    `Dual-stack ${tier} tier: ${fmtInt(shape.pods)} pods (${fmtInt(shape.podsOnNode)} on node-1), ${fmtInt(shape.policies)} policies, every pod and node with an IPv4 and an IPv6 address; nft backend; median of ${runs} runs after a warm-up\n`,
+  );
   console.log(renderTable(rows));
 });

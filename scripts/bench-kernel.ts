@@ -35,7 +35,8 @@ export interface KernelBenchOptions extends Omit<BenchFlags, 'seconds'> {
 export const POD_CHANGES: readonly string[] = ['podAdd-local', 'podDelete-local', 'podLabelChange-local'];
 
 type IptablesBackend = 'nft' | 'legacy';
-const tool = (backend: IptablesBackend, family: 4 | 6, what: 'restore' | 'save'): string => `${family === 4 ? 'iptables' : 'ip6tables'}-${backend}-${what}`;
+const tool = (backend: IptablesBackend, family: 4 | 6, what: 'restore' | 'save'): string =>
+  `${family === 4 ? 'iptables' : 'ip6tables'}-${backend}-${what}`;
 
 type CompileFn = (snapshot: ClusterSnapshot, settings: NodeSettings) => { readonly desired: DesiredState };
 
@@ -59,7 +60,11 @@ async function readWithTools(netns: string, backend: IptablesBackend = 'nft'): P
   await run('ipset', ['save'], { netns });
 }
 
-async function openSyncer(netns: string, settings: NodeSettings, backend: IptablesBackend = 'nft'): Promise<{ syncer: Syncer; kernel: TimedKernel }> {
+async function openSyncer(
+  netns: string,
+  settings: NodeSettings,
+  backend: IptablesBackend = 'nft',
+): Promise<{ syncer: Syncer; kernel: TimedKernel }> {
   // The daemon's defaults, except the backend: pinned so the floor uses the same one.
   const kernel = new TimedKernel(await openKernel({ netns, backend, ipv6: true }));
   const syncer = new Syncer(kernel, { chainPrefix: settings.chainPrefix, ipsetPrefix: settings.ipsetPrefix }, silentLogger);
@@ -81,7 +86,10 @@ function breakdown(t: Timed): string {
     for (const c of calls) sums.set(c.op, (sums.get(c.op) ?? 0) + c.ms);
     for (const [op, ms] of sums) ops.set(op, [...(ops.get(op) ?? []), ms]);
   }
-  const opText = describeCalls([...ops].map(([op, xs]) => ({ op: op as KernelCall['op'], ms: median(xs) })), fmtMs);
+  const opText = describeCalls(
+    [...ops].map(([op, xs]) => ({ op: op as KernelCall['op'], ms: median(xs) })),
+    fmtMs,
+  );
   return `netfence = tools running ${fmtMs(kernel)} ms of the wall time (${opText}; the reads run side by side) + in-process ${fmtMs(own)} ms`;
 }
 
@@ -165,11 +173,16 @@ function ownWrites(plan: FamilyPlan, pod: Pod): { only: boolean; text: string } 
     if (c.object === 'chain') {
       const ok = c.action === 'delete' || c.owner === `pod ${podKey}` || c.owner === 'dispatch';
       if (!ok) foreign.push(`${c.name} (${c.owner})`);
-      parts.push(`${c.action === 'delete' ? '−' : c.action === 'create' ? '+' : '~'}${c.name} [${c.action === 'delete' ? 'unreferenced' : c.owner}, ${c.after.length} rules]`);
+      parts.push(
+        `${c.action === 'delete' ? '−' : c.action === 'create' ? '+' : '~'}${c.name} [${c.action === 'delete' ? 'unreferenced' : c.owner}, ${c.after.length} rules]`,
+      );
     } else if (c.object === 'set') {
       const before = new Set(c.before);
       const after = new Set(c.after);
-      const delta = [...c.after.filter((m) => !before.has(m)).map((m) => `+${m}`), ...c.before.filter((m) => !after.has(m)).map((m) => `−${m}`)];
+      const delta = [
+        ...c.after.filter((m) => !before.has(m)).map((m) => `+${m}`),
+        ...c.before.filter((m) => !after.has(m)).map((m) => `−${m}`),
+      ];
       const ok = c.action === 'delete' || (c.action === 'update' && delta.every((d) => d.slice(1) === ip || d.slice(1) === `${ip}/32`));
       if (!ok) foreign.push(`${c.name} (${c.action}, ${delta.length} member changes)`);
       parts.push(`${c.action === 'delete' ? `−${c.name} [unreferenced]` : `${c.name} ${delta.join(' ')}`}`);
@@ -234,7 +247,13 @@ async function podChange(
 
 // ---- drift check -------------------------------------------------------------------------------------
 
-async function driftCheck(o: KernelBenchOptions, desired: DesiredState, a: { syncer: Syncer; kernel: TimedKernel }, netns: string, commands: { wall: string; cpu: string }): Promise<BenchRow[]> {
+async function driftCheck(
+  o: KernelBenchOptions,
+  desired: DesiredState,
+  a: { syncer: Syncer; kernel: TimedKernel },
+  netns: string,
+  commands: { wall: string; cpu: string },
+): Promise<BenchRow[]> {
   const t: Timed = { ours: [], floor: [], calls: [] };
   for (let i = 0; i <= o.runs; i++) {
     a.kernel.take();
@@ -256,7 +275,8 @@ async function driftCheck(o: KernelBenchOptions, desired: DesiredState, a: { syn
   }
   const ours = summarize(t.ours);
   const floor = summarize(t.floor);
-  const cpuHow = 'CPU = process.cpuUsage() of this process + children from /proc/self/stat cutime+cstime (= getrusage(RUSAGE_CHILDREN), 10 ms ticks), mean per run';
+  const cpuHow =
+    'CPU = process.cpuUsage() of this process + children from /proc/self/stat cutime+cstime (= getrusage(RUSAGE_CHILDREN), 10 ms ticks), mean per run';
   return [
     {
       id: `drift-wall${suffix(o)}`,
@@ -267,7 +287,7 @@ async function driftCheck(o: KernelBenchOptions, desired: DesiredState, a: { syn
     },
     {
       id: `drift-cpu${suffix(o)}`,
-      what: 'the same drift check, CPU time (netfence process + the tools it ran) vs the floor\'s (this process spawning + the two tools)',
+      what: "the same drift check, CPU time (netfence process + the tools it ran) vs the floor's (this process spawning + the two tools)",
       ...againstFloor(ours.cpuMs, floor.cpuMs, 1.5),
       detail: `netfence: own ${fmtMs(ours.selfCpuMs)} ms + tools ${fmtMs(ours.childCpuMs)} ms; floor: own ${fmtMs(floor.selfCpuMs)} ms + tools ${fmtMs(floor.childCpuMs)} ms; ${cpuHow}`,
       command: commands.cpu,
@@ -284,7 +304,17 @@ export const KERNEL_ROWS: readonly string[] = ['first-apply', ...POD_CHANGES.map
 
 export async function kernelBench(o: KernelBenchOptions): Promise<BenchRow[]> {
   const command = (row: string) =>
-    tsNode('scripts/bench-kernel.ts', ['--tier', o.tier, '--runs', String(o.runs), '--seed', String(o.seed), ...(o.backend === 'legacy' ? ['--backend', 'legacy'] : []), '--only', row]);
+    tsNode('scripts/bench-kernel.ts', [
+      '--tier',
+      o.tier,
+      '--runs',
+      String(o.runs),
+      '--seed',
+      String(o.seed),
+      ...(o.backend === 'legacy' ? ['--backend', 'legacy'] : []),
+      '--only',
+      row,
+    ]);
   const wanted = (row: string) => o.only === undefined || o.only === row;
   const say = o.progress ?? (() => {});
   const { snapshot, settings } = generateCluster({ tier: o.tier, seed: o.seed, node: o.node });
@@ -294,7 +324,11 @@ export async function kernelBench(o: KernelBenchOptions): Promise<BenchRow[]> {
   try {
     if (wanted('first-apply')) {
       say('kernel: first full apply vs floor');
-      rows.push(await firstApply(o, desired, settings, command('first-apply')).catch((e) => failedRow('first-apply', 'first full apply', e, command('first-apply'))));
+      rows.push(
+        await firstApply(o, desired, settings, command('first-apply')).catch((e) =>
+          failedRow('first-apply', 'first full apply', e, command('first-apply')),
+        ),
+      );
     }
     const changes = MUTATIONS.filter((m) => POD_CHANGES.includes(m.name) && wanted(`change-${m.name}`));
     const drift = wanted('drift-wall') || wanted('drift-cpu');
@@ -307,7 +341,11 @@ export async function kernelBench(o: KernelBenchOptions): Promise<BenchRow[]> {
       await applyWithTools(b.name, first, o.backend);
       for (const m of changes) {
         say(`kernel: one-pod change ${m.name} vs floor`);
-        rows.push(await podChange(o, m, snapshot, compileFn, settings, ours, b, command(`change-${m.name}`)).catch((e) => failedRow(`change-${m.name}`, m.what, e, command(`change-${m.name}`))));
+        rows.push(
+          await podChange(o, m, snapshot, compileFn, settings, ours, b, command(`change-${m.name}`)).catch((e) =>
+            failedRow(`change-${m.name}`, m.what, e, command(`change-${m.name}`)),
+          ),
+        );
       }
       if (drift) {
         say('kernel: drift check vs floor');

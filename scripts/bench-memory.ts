@@ -100,7 +100,9 @@ if (isEntry) {
   const total = rows.reduce((n, r) => n + r.bytes, 0);
   console.log(`## where the daemon's bytes are: tier ${tier} (${pods} pods, ${policies} policies), seed ${seed}`);
   console.log('');
-  console.log(`Command: node --expose-gc --import ./scripts/register-ts.mjs scripts/bench-memory.ts ${process.argv.slice(2).join(' ')}`.trim());
+  console.log(
+    `Command: node --expose-gc --import ./scripts/register-ts.mjs scripts/bench-memory.ts ${process.argv.slice(2).join(' ')}`.trim(),
+  );
   console.log('');
   console.log('| structure | heap | per pod |');
   console.log('|---|---:|---:|');

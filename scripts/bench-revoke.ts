@@ -26,13 +26,28 @@ import { createLogger } from '../src/log.js';
 import { defaultNodeSettings } from '../src/model/index.js';
 import { Revoker } from '../src/revoke/revoker.js';
 import { createSandbox } from '../sandbox/index.js';
-import { ingress, labels, makeNamespace, makePod, makePolicy, NODE, podPeer, rule, sel, selectPods, snapshot, tcp } from '../test/helpers/builders.js';
+import {
+  ingress,
+  labels,
+  makeNamespace,
+  makePod,
+  makePolicy,
+  NODE,
+  podPeer,
+  rule,
+  sel,
+  selectPods,
+  snapshot,
+  tcp,
+} from '../test/helpers/builders.js';
 import { FakeApiServer, type KubeObject } from '../test/fakes/fake-apiserver.js';
 import { namespaceObject, nodeObject, podObject, startNodeDaemon, waitReady } from '../test/helpers/daemon-harness.js';
 import { startFlowPeer } from '../test/helpers/flow-peer.js';
 import { createScratchNetns, destroyAllScratchNetns } from './lib/bench-netns.js';
 
-const { values } = parseArgs({ options: { entries: { type: 'string', default: '100000' }, only: { type: 'string' }, inside: { type: 'boolean' } } });
+const { values } = parseArgs({
+  options: { entries: { type: 'string', default: '100000' }, only: { type: 'string' }, inside: { type: 'boolean' } },
+});
 const ENTRIES = Number(values.entries);
 const quiet = createLogger({ level: 'error', format: 'json', stream: process.stderr });
 
@@ -72,7 +87,9 @@ async function passes(how: string, open: () => Promise<ConntrackTable>): Promise
     const r = revoker.lastPass[0];
     if (!r) throw new Error('no pass report');
     const cpuMs = Math.round((cpu.user + cpu.system) / 1000);
-    console.log(`| ${how} | ${label} | ${r.entries} | ${r.judged} | ${r.revoked} | ${r.restored} | ${r.dumpMs} | ${r.decideMs} | ${r.updateMs} | ${Math.round(ms)} | ${cpuMs} |`);
+    console.log(
+      `| ${how} | ${label} | ${r.entries} | ${r.judged} | ${r.revoked} | ${r.restored} | ${r.dumpMs} | ${r.decideMs} | ${r.updateMs} | ${Math.round(ms)} | ${cpuMs} |`,
+    );
   };
   await pass('the deny (first pass, opens the socket)', deny);
   await pass('next sync, nothing to change', deny);
@@ -90,14 +107,18 @@ async function workPerChange(): Promise<void> {
       const src = podIp(i % PODS);
       const dst = podIp((i * 7 + 1) % PODS);
       const dport = i % 10 === 0 ? 7000 : 80;
-      lines.push(`-I -p tcp -s ${src} -d ${dst} --sport ${1024 + Math.floor(i / PODS)} --dport ${dport} --state ESTABLISHED -t 3600 -u ASSURED`);
+      lines.push(
+        `-I -p tcp -s ${src} -d ${dst} --sport ${1024 + Math.floor(i / PODS)} --dport ${dport} --state ESTABLISHED -t 3600 -u ASSURED`,
+      );
     }
     const file = join(dir, 'entries');
     writeFileSync(file, `${lines.join('\n')}\n`);
     await run('conntrack', ['-R', file], { netns: ns.name, timeoutMs: 300_000 });
     const count = Number((await run('cat', ['/proc/sys/net/netfilter/nf_conntrack_count'], { netns: ns.name })).stdout.trim());
     console.log(`conntrack entries in the scratch netns: ${count}`);
-    console.log('| ctnetlink | pass | entries dumped | distinct packets judged | revoked | restored | dump ms | decide ms | update ms | total ms | CPU ms (user+sys) |');
+    console.log(
+      '| ctnetlink | pass | entries dumped | distinct packets judged | revoked | restored | dump ms | decide ms | update ms | total ms | CPU ms (user+sys) |',
+    );
     console.log('|---|---|---|---|---|---|---|---|---|---|---|');
     // The DaemonSet's path: the daemon lives in the node's namespace and opens ctnetlink in-process.
     // Node cannot enter a namespace, so this script runs again inside the scratch one for those rows.
@@ -120,7 +141,12 @@ function policy(ports?: number[]): KubeObject {
     spec: {
       podSelector: { matchLabels: { app: 'server' } },
       policyTypes: ['Ingress'],
-      ingress: [{ from: [{ podSelector: { matchLabels: { app: 'client' } } }], ...(ports ? { ports: ports.map((port) => ({ protocol: 'UDP', port })) } : {}) }],
+      ingress: [
+        {
+          from: [{ podSelector: { matchLabels: { app: 'client' } } }],
+          ...(ports ? { ports: ports.map((port) => ({ protocol: 'UDP', port })) } : {}),
+        },
+      ],
     },
   };
 }
@@ -145,12 +171,19 @@ async function latency(extra: number): Promise<void> {
     server.create(podObject(clientPod, { app: 'client' }));
     server.create(podObject(serverPod, { app: 'server' }));
     server.create(policy());
-    const daemon = await startNodeDaemon(sandbox.nodes()[0]!, { kubeconfig: server.writeKubeconfig(dir) }, { 'batch-window-ms': '10', 'revoke-established': 'true' });
+    const daemon = await startNodeDaemon(
+      sandbox.nodes()[0]!,
+      { kubeconfig: server.writeKubeconfig(dir) },
+      { 'batch-window-ms': '10', 'revoke-established': 'true' },
+    );
     stops.push(() => daemon.stop());
     await waitReady(daemon);
     if (extra > 0) {
-      const lines = Array.from({ length: extra }, (_, i) =>
-        `-I -p tcp -s ${serverPod.ip} -d ${clientPod.ip} --sport ${1024 + Math.floor(i / 10)} --dport ${80 + (i % 10)} --state ESTABLISHED -t 3600 -u ASSURED`);
+      const lines = Array.from(
+        { length: extra },
+        (_, i) =>
+          `-I -p tcp -s ${serverPod.ip} -d ${clientPod.ip} --sport ${1024 + Math.floor(i / 10)} --dport ${80 + (i % 10)} --state ESTABLISHED -t 3600 -u ASSURED`,
+      );
       writeFileSync(join(dir, 'entries'), `${lines.join('\n')}\n`);
       await run('conntrack', ['-R', join(dir, 'entries')], { netns: daemon.node.netns, timeoutMs: 300_000 });
     }
@@ -181,7 +214,9 @@ async function latency(extra: number): Promise<void> {
     const last = Math.max(...got);
     await revoker.idle();
     console.log(`conntrack entries besides the measured flow: ${extra}`);
-    console.log(`datagrams sent: ${sentAt.length} (one per ~5 ms, policy change before #100); received: ${got.length}; last received #${last}`);
+    console.log(
+      `datagrams sent: ${sentAt.length} (one per ~5 ms, policy change before #100); received: ${got.length}; last received #${last}`,
+    );
     // The daemon runs in this process, so a busy pass also delays the sender: the flow stopped somewhere
     // between the last datagram that arrived and the next one sent, and both bounds are printed.
     const next = sentAt[last + 1];

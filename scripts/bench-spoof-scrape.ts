@@ -49,7 +49,9 @@ async function main(): Promise<void> {
       const metrics = createMetrics();
       const byIp = new Map(state.bindings.map((b, i) => [b.ipv4[0]!, { namespace: 'x', pod: `p${i}` }]));
       metrics.setSpoofDropSource(async () =>
-        spoofDropSamples(await readNftCounts('bridge', ANTISPOOF_TABLE, ns.name), (port) => byIp.get(state.bindings.find((b) => b.port === port)?.ipv4[0] ?? '')),
+        spoofDropSamples(await readNftCounts('bridge', ANTISPOOF_TABLE, ns.name), (port) =>
+          byIp.get(state.bindings.find((b) => b.port === port)?.ipv4[0] ?? ''),
+        ),
       );
       await metrics.render(); // warm-up (module loads, first process spawn)
       const walls: number[] = [];
@@ -61,7 +63,9 @@ async function main(): Promise<void> {
       }
       const cpu = (cpuSeconds() - cpu0) / SCRAPES;
       walls.sort((a, b) => a - b);
-      console.log(`| ${ports} | ${rules} drop rules | ${walls[Math.floor(walls.length / 2)]!.toFixed(1)} ms | ${walls.at(-1)!.toFixed(1)} ms | ${(cpu * 1000).toFixed(0)} ms |`);
+      console.log(
+        `| ${ports} | ${rules} drop rules | ${walls[Math.floor(walls.length / 2)]!.toFixed(1)} ms | ${walls.at(-1)!.toFixed(1)} ms | ${(cpu * 1000).toFixed(0)} ms |`,
+      );
       await ns.destroy();
     }
   } finally {

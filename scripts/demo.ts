@@ -93,7 +93,9 @@ function clusterManifests(sandbox: Sandbox): string {
     kind: 'Node',
     metadata: { name: n.name },
     spec: { podCIDR: n.podCidr, podCIDRs: [n.podCidr, ...(n.ipv6 ? [n.ipv6.podCidr] : [])] },
-    status: { addresses: [{ type: 'InternalIP', address: n.underlayIp }, ...(n.ipv6 ? [{ type: 'InternalIP', address: n.ipv6.underlayIp }] : [])] },
+    status: {
+      addresses: [{ type: 'InternalIP', address: n.underlayIp }, ...(n.ipv6 ? [{ type: 'InternalIP', address: n.ipv6.underlayIp }] : [])],
+    },
   }));
   for (const p of PODS) {
     const ips = sandbox.pods().find((sp) => sp.key === `${p.namespace}/${p.name}`)?.ips ?? [];
@@ -101,7 +103,10 @@ function clusterManifests(sandbox: Sandbox): string {
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: { name: p.name, namespace: p.namespace, labels: p.labels },
-      spec: { nodeName: p.node, containers: [{ name: 'app', image: 'demo', ports: (p.namedPorts ?? []).map((np) => ({ ...np, protocol: 'TCP' })) }] },
+      spec: {
+        nodeName: p.node,
+        containers: [{ name: 'app', image: 'demo', ports: (p.namedPorts ?? []).map((np) => ({ ...np, protocol: 'TCP' })) }],
+      },
       status: { phase: 'Running', podIP: ips[0], podIPs: ips.map((ip) => ({ ip })) },
     });
   }
@@ -148,7 +153,8 @@ async function waitReady(daemon: DaemonProcess, node: SandboxNode, timeoutMs = 2
   for (;;) {
     if (!daemon.alive()) throw new Error(`the daemon on ${node.name} exited:\n${daemon.tail(15).join('\n')}`);
     if ((await httpStatusIn(node.netns, `http://${LISTEN}/readyz`)) === 200) return;
-    if (Date.now() > deadline) throw new Error(`the daemon on ${node.name} is not ready after ${timeoutMs} ms:\n${daemon.tail(15).join('\n')}`);
+    if (Date.now() > deadline)
+      throw new Error(`the daemon on ${node.name} is not ready after ${timeoutMs} ms:\n${daemon.tail(15).join('\n')}`);
     await sleep(100);
   }
 }
@@ -176,11 +182,18 @@ async function main(): Promise<number> {
     heading(1, `Sandbox: 2 nodes (network namespaces, flannel-like host-gw${DUAL_STACK ? ', dual-stack' : ''}), 5 pods, 3 namespaces`);
     sandbox = await createSandbox({ nodes: NODES, ...(DUAL_STACK ? { ipv6: {} } : {}) }, { ports: [PORT] });
     for (const p of PODS) await sandbox.addPod({ namespace: p.namespace, name: p.name, node: p.node });
-    for (const node of DUAL_STACK ? sandbox.nodes() : []) out(`    ${node.name}: pod CIDRs ${node.podCidr} and ${node.ipv6?.podCidr ?? ''}, cni0 ${node.gatewayIp} and ${node.ipv6?.gatewayIp ?? ''}`);
+    for (const node of DUAL_STACK ? sandbox.nodes() : [])
+      out(
+        `    ${node.name}: pod CIDRs ${node.podCidr} and ${node.ipv6?.podCidr ?? ''}, cni0 ${node.gatewayIp} and ${node.ipv6?.gatewayIp ?? ''}`,
+      );
     for (const p of PODS) {
       const key = `${p.namespace}/${p.name}`;
       const addresses = FAMILIES.map((f) => sandbox!.addressOf(key, f).padEnd(f === 4 ? 12 : 20)).join(' ');
-      out(`    ${key.padEnd(12)} ${p.node}  ${addresses} ${Object.entries(p.labels).map(([k, v]) => `${k}=${v}`).join(',')}`);
+      out(
+        `    ${key.padEnd(12)} ${p.node}  ${addresses} ${Object.entries(p.labels)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(',')}`,
+      );
     }
     writeFileSync(join(watched, 'cluster.yaml'), clusterManifests(sandbox));
     copyFileSync(join(BUNDLE, 'cluster', 'namespaces.yaml'), join(watched, 'namespaces.yaml'));
@@ -208,12 +221,20 @@ async function main(): Promise<number> {
     out('    default-deny-ingress: nothing enters prod unless allowed');
     out('    db: from prod role=frontend and namespaces project=myproject (dev); db itself may only reach 10.0.0.0/24:5978');
     out('    api-from-frontend: named port "http", from prod role=frontend only (not other/web)');
-    if (DUAL_STACK) out('    on IPv6 the matrix is the same: db\'s egress ipBlock is IPv4, so over IPv6 db reaches nothing either');
+    if (DUAL_STACK) out("    on IPv6 the matrix is the same: db's egress ipBlock is IPv4, so over IPv6 db reaches nothing either");
     ok = (await showMatrix(sandbox, matrixOf(KEYS, KEYS, withPolicies))) && ok;
 
     heading(5, 'Previewing a pending change on n1 with `netfence diff` (nothing is written)');
     const n1 = sandbox.nodes()[0]!;
-    const diffArgs = ['diff', '--netns', n1.netns, '--node-name', n1.name, '--flannel-subnet-env', join(tmp, 'flannel', n1.name, 'subnet.env')];
+    const diffArgs = [
+      'diff',
+      '--netns',
+      n1.netns,
+      '--node-name',
+      n1.name,
+      '--flannel-subnet-env',
+      join(tmp, 'flannel', n1.name, 'subnet.env'),
+    ];
     const now = await netfence([...diffArgs, '--resources', watched]);
     out(`    current folder: exit ${now.code} (${now.output.split('\n').at(-1) ?? ''})`);
     const pending = join(BUNDLE, 'pending', '40-web-public.yaml');
@@ -237,13 +258,25 @@ async function main(): Promise<number> {
       copyFileSync(join(BUNDLE, 'cluster-policies', file), join(watched, file));
       out(`    + ${file}`);
     }
-    out('    Admin dev-stays-out-of-prod: dev may not enter prod, whatever prod/db\'s NetworkPolicy admits');
+    out("    Admin dev-stays-out-of-prod: dev may not enter prod, whatever prod/db's NetworkPolicy admits");
     out('    Baseline isolate-other: other may not enter any namespace, unless a NetworkPolicy there decides');
-    out('      (prod/web\'s does: other/web still reaches it; dev/client has none: blocked)');
+    out("      (prod/web's does: other/web still reaches it; dev/client has none: blocked)");
     ok = (await showMatrix(sandbox, matrixOf(KEYS, KEYS, withGuardrails))) && ok;
-    const trace = await netfence(
-      ['trace', '--netns', n1.netns, '--node-name', n1.name, '--src', sandbox.addressOf('dev/client'), '--dst', sandbox.addressOf('prod/db'), '--proto', 'tcp', '--port', String(PORT)],
-    );
+    const trace = await netfence([
+      'trace',
+      '--netns',
+      n1.netns,
+      '--node-name',
+      n1.name,
+      '--src',
+      sandbox.addressOf('dev/client'),
+      '--dst',
+      sandbox.addressOf('prod/db'),
+      '--proto',
+      'tcp',
+      '--port',
+      String(PORT),
+    ]);
     const verdict = trace.output.split('\n').findIndex((l) => l.startsWith('verdict'));
     out(`    netfence trace dev/client -> prod/db on n1: exit ${trace.code}`);
     for (const line of trace.output.split('\n').slice(verdict, verdict + 2)) out(`    | ${line}`);
@@ -258,7 +291,14 @@ async function main(): Promise<number> {
   } finally {
     heading(8, 'Cleaning up');
     const stopped = await Promise.all(daemons.map((d) => d.stop()));
-    if (!ok) for (const d of daemons) out(`    last lines of ${d.logFile}:\n${d.tail(10).map((l) => `      ${l}`).join('\n')}`);
+    if (!ok)
+      for (const d of daemons)
+        out(
+          `    last lines of ${d.logFile}:\n${d
+            .tail(10)
+            .map((l) => `      ${l}`)
+            .join('\n')}`,
+        );
     out(`    daemons: SIGTERM → ${stopped.join(', ') || 'none started'} (their rules would stay; the namespaces go)`);
     await sandbox?.destroy();
     rmSync(tmp, { recursive: true, force: true });

@@ -17,7 +17,9 @@ import { createLogger } from '../src/log.js';
 import { createSandbox } from '../sandbox/index.js';
 import { startKubeProxy } from '../sandbox/kube-proxy/index.js';
 
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '10' }, 'interval-ms': { type: 'string', default: '1000' } } });
+const { values } = parseArgs({
+  options: { rounds: { type: 'string', default: '10' }, 'interval-ms': { type: 'string', default: '1000' } },
+});
 const rounds = Number(values.rounds);
 const intervalMs = values['interval-ms'] ?? '1000';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -29,14 +31,33 @@ try {
   const node = sandbox.nodes()[0]!;
   const proxy = await startKubeProxy(
     [node],
-    [{ namespace: 'x', name: 'web', clusterIp: '10.96.0.10', ports: [{ name: 'http', protocol: 'TCP', port: 80, targetPort: 80, nodePort: 30080 }], endpoints: [{ ip: pod.ip, node: 'n1' }] }],
+    [
+      {
+        namespace: 'x',
+        name: 'web',
+        clusterIp: '10.96.0.10',
+        ports: [{ name: 'http', protocol: 'TCP', port: 80, targetPort: 80, nodePort: 30080 }],
+        endpoints: [{ ip: pod.ip, node: 'n1' }],
+      },
+    ],
     { mode: 'iptables', clusterCidr: sandbox.clusterCidr },
   );
   const file = join(dir, 'cluster.json');
   const items = [
     { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'x' } },
-    { apiVersion: 'v1', kind: 'Pod', metadata: { namespace: 'x', name: 'a' }, spec: { nodeName: 'n1', containers: [{ name: 'c' }] }, status: { phase: 'Running', podIP: pod.ip } },
-    { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', metadata: { namespace: 'x', name: 'deny' }, spec: { podSelector: {}, policyTypes: ['Ingress'] } },
+    {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { namespace: 'x', name: 'a' },
+      spec: { nodeName: 'n1', containers: [{ name: 'c' }] },
+      status: { phase: 'Running', podIP: pod.ip },
+    },
+    {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: { namespace: 'x', name: 'deny' },
+      spec: { podSelector: {}, policyTypes: ['Ingress'] },
+    },
   ];
   writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
   const { config } = loadConfig({
@@ -50,7 +71,13 @@ try {
     },
     env: {},
   });
-  const daemon = await startDaemon(config, { resources: [file], kubeconfig: undefined, netns: node.netns, logger: createLogger({ level: 'error', format: 'json' }), parsed: { values: { netns: node.netns }, positionals: [] } });
+  const daemon = await startDaemon(config, {
+    resources: [file],
+    kubeconfig: undefined,
+    netns: node.netns,
+    logger: createLogger({ level: 'error', format: 'json' }),
+    parsed: { values: { netns: node.netns }, positionals: [] },
+  });
   const first = async () => (await run('iptables', ['-S', 'FORWARD', '1'], { netns: node.netns })).stdout.trim();
   while (!(await first()).endsWith('-j nf-FORWARD')) await sleep(50);
 
@@ -66,8 +93,12 @@ try {
   await proxy.stop();
   const sorted = [...windows].sort((a, b) => a - b);
   const at = (q: number) => Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!);
-  console.log(`KUBE-FORWARD re-prepend -> netfence first again (hook check every ${intervalMs} ms, ${rounds} rounds): min ${at(0)} ms, median ${at(0.5)} ms, max ${Math.round(sorted.at(-1)!)} ms`);
-  console.log(`command: node --import ./scripts/register-ts.mjs scripts/measure-hook-window.ts --rounds ${rounds} --interval-ms ${intervalMs}`);
+  console.log(
+    `KUBE-FORWARD re-prepend -> netfence first again (hook check every ${intervalMs} ms, ${rounds} rounds): min ${at(0)} ms, median ${at(0.5)} ms, max ${Math.round(sorted.at(-1)!)} ms`,
+  );
+  console.log(
+    `command: node --import ./scripts/register-ts.mjs scripts/measure-hook-window.ts --rounds ${rounds} --interval-ms ${intervalMs}`,
+  );
 } finally {
   await sandbox.destroy();
   rmSync(dir, { recursive: true, force: true });

@@ -17,5 +17,7 @@ for (const name of wanted.length ? wanted : goldenCaseNames()) {
     writeFileSync(join(c.dir, EXPECTED6_FILES.rules), c.v6.rules);
   }
   const v6 = c.v6 ? `; IPv6: ${c.result.desired.v6.chains.length} chains, ${c.result.desired.v6.ipsets.length} sets` : '';
-  console.log(`rules/${name}: ${c.result.desired.v4.chains.length} chains, ${c.result.desired.v4.ipsets.length} sets, ${c.problems.split('\n').filter(Boolean).length} problems${v6}`);
+  console.log(
+    `rules/${name}: ${c.result.desired.v4.chains.length} chains, ${c.result.desired.v4.ipsets.length} sets, ${c.problems.split('\n').filter(Boolean).length} problems${v6}`,
+  );
 }

@@ -51,7 +51,11 @@ export interface KubeProxy {
   stop(): Promise<void>;
 }
 
-export async function startKubeProxy(nodes: readonly ProxiedNode[], services: readonly ServiceSpec[], opts: KubeProxyOptions): Promise<KubeProxy> {
+export async function startKubeProxy(
+  nodes: readonly ProxiedNode[],
+  services: readonly ServiceSpec[],
+  opts: KubeProxyOptions,
+): Promise<KubeProxy> {
   const serviceCidr = opts.serviceCidr ?? '10.96.0.0/16';
   const serviceCidr6 = opts.serviceCidr6 ?? 'fd00:10:96::/112';
   const families: IpFamily[] = opts.clusterCidr6 ? [4, 6] : [4];
@@ -69,7 +73,10 @@ export async function startKubeProxy(nodes: readonly ProxiedNode[], services: re
   };
 
   const chainsOf = async (netns: string, family: IpFamily): Promise<Record<Table, string[]>> => {
-    const list = async (table: Table) => (await run(`${binOf(family)}-save`, ['-t', table], { netns })).stdout.split('\n').flatMap((l) => (l.startsWith(':') ? [l.slice(1).split(' ')[0] ?? ''] : []));
+    const list = async (table: Table) =>
+      (await run(`${binOf(family)}-save`, ['-t', table], { netns })).stdout
+        .split('\n')
+        .flatMap((l) => (l.startsWith(':') ? [l.slice(1).split(' ')[0] ?? ''] : []));
     return { filter: await list('filter'), nat: await list('nat') };
   };
   const present = async (netns: string, j: Jump, family: IpFamily): Promise<boolean> =>
@@ -79,7 +86,8 @@ export async function startKubeProxy(nodes: readonly ProxiedNode[], services: re
     );
   // EnsureRule(Prepend): add only when missing, and then at the top.
   const ensureJumps = async (netns: string, family: IpFamily): Promise<void> => {
-    for (const j of KUBE_PROXY_JUMPS) if (!(await present(netns, j, family))) await run(binOf(family), ['-w', '-t', j.table, '-I', j.chain, '1', ...j.args], { netns });
+    for (const j of KUBE_PROXY_JUMPS)
+      if (!(await present(netns, j, family))) await run(binOf(family), ['-w', '-t', j.table, '-I', j.chain, '1', ...j.args], { netns });
   };
 
   const syncNode = async (n: ProxiedNode, svcs: readonly ServiceSpec[], family: IpFamily): Promise<void> => {
@@ -106,7 +114,8 @@ export async function startKubeProxy(nodes: readonly ProxiedNode[], services: re
       const { netns } = nodeOf(name);
       // Both proxiers restart with the process.
       for (const family of families) {
-        for (const j of KUBE_PROXY_JUMPS) if (await present(netns, j, family)) await run(binOf(family), ['-w', '-t', j.table, '-D', j.chain, ...j.args], { netns });
+        for (const j of KUBE_PROXY_JUMPS)
+          if (await present(netns, j, family)) await run(binOf(family), ['-w', '-t', j.table, '-D', j.chain, ...j.args], { netns });
         await ensureJumps(netns, family);
       }
     },
@@ -120,7 +129,10 @@ export async function startKubeProxy(nodes: readonly ProxiedNode[], services: re
             }
             const jumps: Jump[] = [];
             for (const j of KUBE_PROXY_JUMPS) if (await present(n.netns, j, family)) jumps.push(j);
-            await run(`${binOf(family)}-restore`, ['--noflush', '--wait'], { netns: n.netns, input: iptablesCleanup(await chainsOf(n.netns, family), jumps) });
+            await run(`${binOf(family)}-restore`, ['--noflush', '--wait'], {
+              netns: n.netns,
+              input: iptablesCleanup(await chainsOf(n.netns, family), jumps),
+            });
           }),
         ),
       );

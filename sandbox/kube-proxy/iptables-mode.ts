@@ -39,8 +39,16 @@ const NEW = ['-m', 'conntrack', '--ctstate', 'NEW'];
  * masquerade-marked packet; anything that filters pod traffic must be re-asserted above it.
  */
 export const KUBE_PROXY_JUMPS: readonly Jump[] = [
-  { table: 'filter', chain: 'INPUT', args: [...NEW, ...comment('kubernetes externally-visible service portals'), '-j', 'KUBE-EXTERNAL-SERVICES'] },
-  { table: 'filter', chain: 'FORWARD', args: [...NEW, ...comment('kubernetes externally-visible service portals'), '-j', 'KUBE-EXTERNAL-SERVICES'] },
+  {
+    table: 'filter',
+    chain: 'INPUT',
+    args: [...NEW, ...comment('kubernetes externally-visible service portals'), '-j', 'KUBE-EXTERNAL-SERVICES'],
+  },
+  {
+    table: 'filter',
+    chain: 'FORWARD',
+    args: [...NEW, ...comment('kubernetes externally-visible service portals'), '-j', 'KUBE-EXTERNAL-SERVICES'],
+  },
   { table: 'filter', chain: 'INPUT', args: [...comment('kubernetes health check service ports'), '-j', 'KUBE-NODEPORTS'] },
   { table: 'filter', chain: 'FORWARD', args: [...NEW, ...comment('kubernetes service portals'), '-j', 'KUBE-SERVICES'] },
   { table: 'filter', chain: 'OUTPUT', args: [...NEW, ...comment('kubernetes service portals'), '-j', 'KUBE-SERVICES'] },
@@ -85,7 +93,14 @@ function chainsOf(svc: ServiceSpec, port: ServicePort): PortChains {
  * kube-proxy's random spread over n endpoints: the i-th of n rules matches with probability 1/(n-i),
  * the last one unconditionally.
  */
-function spread(rules: string[], chain: string, name: string, port: ServicePort, endpoints: readonly ServiceEndpoint[], sep: (ep: ServiceEndpoint) => string): void {
+function spread(
+  rules: string[],
+  chain: string,
+  name: string,
+  port: ServicePort,
+  endpoints: readonly ServiceEndpoint[],
+  sep: (ep: ServiceEndpoint) => string,
+): void {
   endpoints.forEach((ep, i) => {
     const left = endpoints.length - i;
     const stat = left > 1 ? ['-m', 'statistic', '--mode', 'random', '--probability', (1 / left).toFixed(10)] : [];
@@ -106,7 +121,11 @@ export interface IptablesPayload {
  * The node's kube-proxy rules. `existing` names the chains the node's tables hold now, so generated
  * chains of services that are gone get deleted, as kube-proxy does.
  */
-export function iptablesRules(node: ProxyNode, services: readonly ServiceSpec[], existing: Readonly<Record<Table, readonly string[]>> = { filter: [], nat: [] }): IptablesPayload {
+export function iptablesRules(
+  node: ProxyNode,
+  services: readonly ServiceSpec[],
+  existing: Readonly<Record<Table, readonly string[]>> = { filter: [], nat: [] },
+): IptablesPayload {
   const nat: string[] = [
     line('KUBE-POSTROUTING', ['-m', 'mark', '!', '--mark', `${MASQ_MARK}/${MASQ_MARK}`, '-j', 'RETURN']),
     line('KUBE-POSTROUTING', ['-j', 'MARK', '--xor-mark', MASQ_MARK]),
@@ -116,7 +135,15 @@ export function iptablesRules(node: ProxyNode, services: readonly ServiceSpec[],
   const filter: string[] = [
     line('KUBE-FORWARD', ['-m', 'conntrack', '--ctstate', 'INVALID', '-j', 'DROP']),
     line('KUBE-FORWARD', [...comment('kubernetes forwarding rules'), '-m', 'mark', '--mark', `${MASQ_MARK}/${MASQ_MARK}`, '-j', 'ACCEPT']),
-    line('KUBE-FORWARD', [...comment('kubernetes forwarding conntrack rule'), '-m', 'conntrack', '--ctstate', 'RELATED,ESTABLISHED', '-j', 'ACCEPT']),
+    line('KUBE-FORWARD', [
+      ...comment('kubernetes forwarding conntrack rule'),
+      '-m',
+      'conntrack',
+      '--ctstate',
+      'RELATED,ESTABLISHED',
+      '-j',
+      'ACCEPT',
+    ]),
   ];
   const generated: string[] = [];
   const services_: string[] = [];
@@ -131,10 +158,33 @@ export function iptablesRules(node: ProxyNode, services: readonly ServiceSpec[],
       const c = chainsOf(svc, port);
       const match = [...proto(port.protocol)];
       generated.push(c.svc);
-      services_.push(line('KUBE-SERVICES', ['-d', `${svc.clusterIp}${host}`, ...comment(`${name} cluster IP`), ...match, '--dport', String(port.port), '-j', c.svc]));
+      services_.push(
+        line('KUBE-SERVICES', [
+          '-d',
+          `${svc.clusterIp}${host}`,
+          ...comment(`${name} cluster IP`),
+          ...match,
+          '--dport',
+          String(port.port),
+          '-j',
+          c.svc,
+        ]),
+      );
       // The cluster-CIDR rule: a ClusterIP reached from outside the pod network is masqueraded.
       perService.push(
-        line(c.svc, ['!', '-s', node.clusterCidr, '-d', `${svc.clusterIp}${host}`, ...comment(`${name} cluster IP`), ...match, '--dport', String(port.port), '-j', 'KUBE-MARK-MASQ']),
+        line(c.svc, [
+          '!',
+          '-s',
+          node.clusterCidr,
+          '-d',
+          `${svc.clusterIp}${host}`,
+          ...comment(`${name} cluster IP`),
+          ...match,
+          '--dport',
+          String(port.port),
+          '-j',
+          'KUBE-MARK-MASQ',
+        ]),
       );
       spread(perService, c.svc, name, port, svc.endpoints, c.sep);
       for (const ep of svc.endpoints) {
@@ -142,7 +192,9 @@ export function iptablesRules(node: ProxyNode, services: readonly ServiceSpec[],
         generated.push(sep);
         // Hairpin: an endpoint reaching its own service is masqueraded so the reply comes back through us.
         perService.push(line(sep, ['-s', `${ep.ip}${host}`, ...comment(name), '-j', 'KUBE-MARK-MASQ']));
-        perService.push(line(sep, [...proto(port.protocol), ...comment(name), '-j', 'DNAT', '--to-destination', joinHostPort(ep.ip, port.targetPort)]));
+        perService.push(
+          line(sep, [...proto(port.protocol), ...comment(name), '-j', 'DNAT', '--to-destination', joinHostPort(ep.ip, port.targetPort)]),
+        );
       }
       if (port.nodePort === undefined) continue;
       generated.push(c.ext);
@@ -155,15 +207,46 @@ export function iptablesRules(node: ProxyNode, services: readonly ServiceSpec[],
       // externalTrafficPolicy Local: no masquerade, only this node's endpoints; none here → drop in filter.
       const local = localEndpoints(svc, node);
       perService.push(line(c.ext, ['-s', node.clusterCidr, ...comment(`pod traffic for ${name} external destinations`), '-j', c.svc]));
-      perService.push(line(c.ext, ['-m', 'addrtype', '--src-type', 'LOCAL', ...comment(`masquerade LOCAL traffic for ${name} external destinations`), '-j', 'KUBE-MARK-MASQ']));
-      perService.push(line(c.ext, ['-m', 'addrtype', '--src-type', 'LOCAL', ...comment(`route LOCAL traffic for ${name} external destinations`), '-j', c.svc]));
+      perService.push(
+        line(c.ext, [
+          '-m',
+          'addrtype',
+          '--src-type',
+          'LOCAL',
+          ...comment(`masquerade LOCAL traffic for ${name} external destinations`),
+          '-j',
+          'KUBE-MARK-MASQ',
+        ]),
+      );
+      perService.push(
+        line(c.ext, [
+          '-m',
+          'addrtype',
+          '--src-type',
+          'LOCAL',
+          ...comment(`route LOCAL traffic for ${name} external destinations`),
+          '-j',
+          c.svc,
+        ]),
+      );
       if (local.length > 0) {
         generated.push(c.svl);
         perService.push(line(c.ext, ['-j', c.svl]));
         spread(perService, c.svl, name, port, local, c.sep);
       } else {
         filter.push(
-          line('KUBE-EXTERNAL-SERVICES', [...match, ...comment(`${name} has no local endpoints`), '-m', 'addrtype', '--dst-type', 'LOCAL', '--dport', String(port.nodePort), '-j', 'DROP']),
+          line('KUBE-EXTERNAL-SERVICES', [
+            ...match,
+            ...comment(`${name} has no local endpoints`),
+            '-m',
+            'addrtype',
+            '--dst-type',
+            'LOCAL',
+            '--dport',
+            String(port.nodePort),
+            '-j',
+            'DROP',
+          ]),
         );
       }
     }
@@ -171,7 +254,14 @@ export function iptablesRules(node: ProxyNode, services: readonly ServiceSpec[],
   // "this must be the last rule in this chain": node ports are matched after every ClusterIP. The IPv6
   // proxier also excludes ::1 (kube-proxy: "For IPv6 they never work").
   const local = ['-m', 'addrtype', '--dst-type', 'LOCAL', ...(node.family === 6 ? ['!', '-d', '::1/128'] : [])];
-  services_.push(line('KUBE-SERVICES', [...comment('kubernetes service nodeports; NOTE: this must be the last rule in this chain'), ...local, '-j', 'KUBE-NODEPORTS']));
+  services_.push(
+    line('KUBE-SERVICES', [
+      ...comment('kubernetes service nodeports; NOTE: this must be the last rule in this chain'),
+      ...local,
+      '-j',
+      'KUBE-NODEPORTS',
+    ]),
+  );
 
   const declare = (chains: readonly string[]): string[] => chains.map((c) => `:${c} - [0:0]`);
   // Stale chains are declared too (which flushes them, so nothing they jump to stays referenced), then deleted.

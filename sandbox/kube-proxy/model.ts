@@ -88,7 +88,8 @@ export function chainHash(...parts: readonly string[]): string {
   return out;
 }
 
-export const localEndpoints = (svc: ServiceSpec, node: ProxyNode): readonly ServiceEndpoint[] => svc.endpoints.filter((e) => e.node === node.name);
+export const localEndpoints = (svc: ServiceSpec, node: ProxyNode): readonly ServiceEndpoint[] =>
+  svc.endpoints.filter((e) => e.node === node.name);
 
 export const trafficPolicyOf = (svc: ServiceSpec): TrafficPolicy => svc.externalTrafficPolicy ?? 'Cluster';
 
@@ -99,7 +100,8 @@ export const trafficPolicyOf = (svc: ServiceSpec): TrafficPolicy => svc.external
  */
 export function serviceForFamily(svc: ServiceSpec, family: IpFamily): ServiceSpec | undefined {
   const clusterIps = svc.clusterIps ?? [svc.clusterIp];
-  if (clusterIps[0] !== svc.clusterIp) throw new Error(`service ${svc.namespace}/${svc.name}: clusterIPs[0] ${clusterIps[0]} is not clusterIP ${svc.clusterIp}`);
+  if (clusterIps[0] !== svc.clusterIp)
+    throw new Error(`service ${svc.namespace}/${svc.name}: clusterIPs[0] ${clusterIps[0]} is not clusterIP ${svc.clusterIp}`);
   const clusterIp = clusterIps.find((ip) => familyOf(ip) === family);
   if (clusterIp === undefined) return undefined;
   const { clusterIps: _all, ...rest } = svc;

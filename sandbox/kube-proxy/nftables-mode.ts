@@ -4,13 +4,30 @@
 // at dstnat (−100), and masquerade of the 0x4000 mark at srcnat (100). The README there: "Components
 // other than kube-proxy should *never* make any modifications to the `kube-proxy` nftables table".
 
-import { MASQ_MARK, chainHash, joinHostPort, localEndpoints, servicesForFamily, trafficPolicyOf, type IpFamily, type ProxyNode, type ServiceEndpoint, type ServicePort, type ServiceSpec } from './model.js';
+import {
+  MASQ_MARK,
+  chainHash,
+  joinHostPort,
+  localEndpoints,
+  servicesForFamily,
+  trafficPolicyOf,
+  type IpFamily,
+  type ProxyNode,
+  type ServiceEndpoint,
+  type ServicePort,
+  type ServiceSpec,
+} from './model.js';
 
 /** kube-proxy's table per family: `ip kube-proxy` and, for the IPv6 proxier, `ip6 kube-proxy`. */
 export const nftTable = (family: IpFamily): string => (family === 6 ? 'ip6 kube-proxy' : 'ip kube-proxy');
 
 /** Base chains and their hooks; priorities as kube-proxy's nftables proxier registers them. */
-export const BASE_CHAINS: readonly { readonly name: string; readonly type: 'filter' | 'nat'; readonly hook: string; readonly priority: number }[] = [
+export const BASE_CHAINS: readonly {
+  readonly name: string;
+  readonly type: 'filter' | 'nat';
+  readonly hook: string;
+  readonly priority: number;
+}[] = [
   { name: 'filter-prerouting', type: 'filter', hook: 'prerouting', priority: -110 },
   { name: 'filter-forward', type: 'filter', hook: 'forward', priority: -110 },
   { name: 'filter-input', type: 'filter', hook: 'input', priority: -110 },
@@ -20,7 +37,16 @@ export const BASE_CHAINS: readonly { readonly name: string; readonly type: 'filt
   { name: 'nat-postrouting', type: 'nat', hook: 'postrouting', priority: 100 },
 ];
 
-const REGULAR = ['cluster-ips-check', 'endpoints-check-services', 'firewall-check', 'mark-for-masquerade', 'masquerading', 'nodeport-endpoints-check', 'reject-chain', 'services'];
+const REGULAR = [
+  'cluster-ips-check',
+  'endpoints-check-services',
+  'firewall-check',
+  'mark-for-masquerade',
+  'masquerading',
+  'nodeport-endpoints-check',
+  'reject-chain',
+  'services',
+];
 
 const portId = (svc: ServiceSpec, port: ServicePort): string => `${svc.namespace}/${svc.name}/${port.protocol.toLowerCase()}/${port.name}`;
 
@@ -99,7 +125,8 @@ export function nftablesScript(node: ProxyNode, services: readonly ServiceSpec[]
         rules.push(`add rule ${t} ${n.endpoint(ep)} meta l4proto ${proto} dnat to ${joinHostPort(ep.ip, port.targetPort)}`);
       }
       rules.push(`add element ${t} cluster-ips { ${svc.clusterIp} }`);
-      if (svc.endpoints.length > 0) rules.push(`add element ${t} service-ips { ${svc.clusterIp} . ${proto} . ${port.port} : goto ${n.service} }`);
+      if (svc.endpoints.length > 0)
+        rules.push(`add element ${t} service-ips { ${svc.clusterIp} . ${proto} . ${port.port} : goto ${n.service} }`);
       else rules.push(`add element ${t} no-endpoint-services { ${svc.clusterIp} . ${proto} . ${port.port} : goto reject-chain }`);
       if (port.nodePort === undefined) continue;
       chains.push(`add chain ${t} ${n.external}`);

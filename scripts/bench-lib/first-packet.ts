@@ -35,7 +35,10 @@ const hasSet = (r: Rule): boolean => r.match.some((m) => m.kind === 'set');
 export function firstPacketBound(state: FamilyState): FirstPacketBound {
   const chains = new Map<string, Chain>(state.chains.map((c) => [c.name, c]));
   const forward = state.chains.find((c) => c.role.kind === 'static');
-  const roots = state.chains.filter((c) => c.role.kind === 'dispatch' && !state.chains.some((o) => o.rules.some((r) => r.action.kind === 'goto' && r.action.target === c.name)));
+  const roots = state.chains.filter(
+    (c) =>
+      c.role.kind === 'dispatch' && !state.chains.some((o) => o.rules.some((r) => r.action.kind === 'goto' && r.action.target === c.name)),
+  );
   const rootFor = (direction: 'from' | 'to') => roots.find((c) => c.role.kind === 'dispatch' && c.role.direction === direction);
   const side = (direction: 'ingress' | 'egress'): SidePath | undefined => {
     const root = rootFor(direction === 'egress' ? 'from' : 'to');
@@ -74,7 +77,16 @@ function sidePath(wl: Chain, root: Chain | undefined, chains: ReadonlyMap<string
     setMatches += target.rules.filter(hasSet).length;
   }
   const total = walk.scanned + wl.rules.length + policies;
-  return { pod: wl.role.pod, dispatch: walk.scanned, dispatchDepth: walk.depth, workload: wl.rules.length, policies, policyChains, setMatches, total };
+  return {
+    pod: wl.role.pod,
+    dispatch: walk.scanned,
+    dispatchDepth: walk.depth,
+    workload: wl.rules.length,
+    policies,
+    policyChains,
+    setMatches,
+    total,
+  };
 }
 
 /** Rules checked from the dispatch root to the goto into `target`, following the matching address prefix. */

@@ -64,12 +64,60 @@ export interface GeneratedCluster {
 export const SYSTEM_NAMESPACES = ['kube-system', 'monitoring', 'ingress-nginx'] as const;
 
 const TEAMS = [
-  'payments', 'search', 'identity', 'checkout', 'catalog', 'platform-data', 'growth', 'ads', 'media', 'risk',
-  'ledger', 'support', 'logistics', 'pricing', 'reviews', 'mobile', 'notify', 'billing', 'recs', 'infra-ml',
+  'payments',
+  'search',
+  'identity',
+  'checkout',
+  'catalog',
+  'platform-data',
+  'growth',
+  'ads',
+  'media',
+  'risk',
+  'ledger',
+  'support',
+  'logistics',
+  'pricing',
+  'reviews',
+  'mobile',
+  'notify',
+  'billing',
+  'recs',
+  'infra-ml',
 ];
-const APP_WORDS = ['api', 'web', 'worker', 'db', 'cache', 'gateway', 'auth', 'events', 'indexer', 'cron', 'ui', 'store', 'sync', 'proxy', 'export'];
-const TIER_WEIGHTS = [['backend', 40], ['frontend', 25], ['worker', 15], ['db', 10], ['cache', 10]] as const;
-const REPLICA_WEIGHTS = [[1, 30], [2, 25], [3, 20], [5, 10], [10, 8], [20, 5], [50, 2]] as const;
+const APP_WORDS = [
+  'api',
+  'web',
+  'worker',
+  'db',
+  'cache',
+  'gateway',
+  'auth',
+  'events',
+  'indexer',
+  'cron',
+  'ui',
+  'store',
+  'sync',
+  'proxy',
+  'export',
+];
+const TIER_WEIGHTS = [
+  ['backend', 40],
+  ['frontend', 25],
+  ['worker', 15],
+  ['db', 10],
+  ['cache', 10],
+] as const;
+const REPLICA_WEIGHTS = [
+  [1, 30],
+  [2, 25],
+  [3, 20],
+  [5, 10],
+  [10, 8],
+  [20, 5],
+  [50, 2],
+] as const;
 
 export function generateCluster(options: GenerateOptions): GeneratedCluster {
   const shape = TIER_SHAPES[options.tier];
@@ -120,11 +168,18 @@ function makeNodes(shape: TierShape): ClusterNode[] {
 function makeNamespaces(rng: Rng, shape: TierShape): Namespace[] {
   const teamCount = Math.min(TEAMS.length, Math.max(3, Math.ceil(shape.namespaces / 8)));
   const pickTeam = zipf(teamCount, 1.0);
-  const named = (name: string, labels: Record<string, string>): Namespace => ({ name, labels: { 'kubernetes.io/metadata.name': name, ...labels } });
+  const named = (name: string, labels: Record<string, string>): Namespace => ({
+    name,
+    labels: { 'kubernetes.io/metadata.name': name, ...labels },
+  });
   const out: Namespace[] = SYSTEM_NAMESPACES.map((name) => named(name, { team: 'platform', env: 'prod' }));
   for (let i = out.length; i < shape.namespaces; i++) {
     const team = TEAMS[pickTeam(rng)]!;
-    const env = rng.weighted([['prod', 45], ['staging', 30], ['dev', 25]] as const);
+    const env = rng.weighted([
+      ['prod', 45],
+      ['staging', 30],
+      ['dev', 25],
+    ] as const);
     out.push(
       named(`${team}-${env}-${i}`, {
         team,
@@ -158,18 +213,44 @@ function systemPods(nodes: readonly ClusterNode[], measured: number): PodTemplat
     { name: 'metrics', containerPort: 9153, protocol: 'TCP' },
   ];
   const out: PodTemplate[] = nodes.map((n) => ({
-    namespace: 'kube-system', app: 'kube-proxy', labels: { 'k8s-app': 'kube-proxy' }, ports: [], replicas: 1, hostNetwork: true, node: n.name,
+    namespace: 'kube-system',
+    app: 'kube-proxy',
+    labels: { 'k8s-app': 'kube-proxy' },
+    ports: [],
+    replicas: 1,
+    hostNetwork: true,
+    node: n.name,
     podName: `kube-proxy-${n.name}`,
   }));
   for (let r = 0; r < 2; r++) {
-    out.push({ namespace: 'kube-system', app: 'coredns', labels: { 'k8s-app': 'kube-dns' }, ports: dns, replicas: 1, node: on(r), podName: `coredns-${r}` });
     out.push({
-      namespace: 'monitoring', app: 'prometheus', labels: { app: 'prometheus', tier: 'backend', team: 'platform' },
-      ports: [{ name: 'http', containerPort: 9090, protocol: 'TCP' }], replicas: 1, node: on(r + 2), podName: `prometheus-${r}`,
+      namespace: 'kube-system',
+      app: 'coredns',
+      labels: { 'k8s-app': 'kube-dns' },
+      ports: dns,
+      replicas: 1,
+      node: on(r),
+      podName: `coredns-${r}`,
     });
     out.push({
-      namespace: 'ingress-nginx', app: 'ingress-nginx', labels: { 'app.kubernetes.io/name': 'ingress-nginx', tier: 'frontend', team: 'platform' },
-      ports: [{ name: 'http', containerPort: 80, protocol: 'TCP' }, { name: 'https', containerPort: 443, protocol: 'TCP' }], replicas: 1, node: on(r + 4),
+      namespace: 'monitoring',
+      app: 'prometheus',
+      labels: { app: 'prometheus', tier: 'backend', team: 'platform' },
+      ports: [{ name: 'http', containerPort: 9090, protocol: 'TCP' }],
+      replicas: 1,
+      node: on(r + 2),
+      podName: `prometheus-${r}`,
+    });
+    out.push({
+      namespace: 'ingress-nginx',
+      app: 'ingress-nginx',
+      labels: { 'app.kubernetes.io/name': 'ingress-nginx', tier: 'frontend', team: 'platform' },
+      ports: [
+        { name: 'http', containerPort: 80, protocol: 'TCP' },
+        { name: 'https', containerPort: 443, protocol: 'TCP' },
+      ],
+      replicas: 1,
+      node: on(r + 4),
       podName: `ingress-nginx-controller-${r}`,
     });
   }
@@ -216,7 +297,14 @@ function portsFor(rng: Rng, tier: string): ContainerPort[] {
 }
 
 /** Expands templates into pods, puts exactly `podsOnNode` on the measured node and spreads the rest. */
-function placePods(rng: Rng, shape: TierShape, nodes: readonly ClusterNode[], measured: number, system: readonly PodTemplate[], apps: readonly AppInfo[]): Pod[] {
+function placePods(
+  rng: Rng,
+  shape: TierShape,
+  nodes: readonly ClusterNode[],
+  measured: number,
+  system: readonly PodTemplate[],
+  apps: readonly AppInfo[],
+): Pod[] {
   const free = nodes.map(() => rng.shuffle(Array.from({ length: 253 }, (_, i) => i + 2)));
   const nodeIndex = new Map(nodes.map((n, i) => [n.name, i]));
   const ipOn = (node: number): string => {

@@ -60,7 +60,9 @@ export const podDelete: Mutate = (snapshot, { node, pick }) => {
  */
 export const podLabelChange: Mutate = (snapshot, { node, pick }) => {
   const pod = choose(workloadPodsOn(snapshot, node), pick, `pod on ${node}`);
-  const otherApps = [...new Set(snapshot.pods.filter((p) => p.namespace === pod.namespace && p.labels['app'] !== undefined).map((p) => p.labels['app']!))]
+  const otherApps = [
+    ...new Set(snapshot.pods.filter((p) => p.namespace === pod.namespace && p.labels['app'] !== undefined).map((p) => p.labels['app']!)),
+  ]
     .filter((a) => a !== pod.labels['app'])
     .sort();
   const labels = otherApps.length > 0 ? { ...pod.labels, app: choose(otherApps, pick, 'app') } : { ...pod.labels, canary: 'true' };

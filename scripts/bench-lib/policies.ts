@@ -105,9 +105,20 @@ export function generatePolicies(rng: Rng, input: PolicyInput): GeneratedPolicie
   return { policies, kinds };
 }
 
-const sel = (matchLabels: Record<string, string> = {}, matchExpressions: SelectorRequirement[] = []): LabelSelector => ({ matchLabels, matchExpressions });
-const tcp = (port?: number | string, endPort?: number): PolicyPort => ({ protocol: 'TCP', ...(port !== undefined ? { port } : {}), ...(endPort !== undefined ? { endPort } : {}) });
-const udp = (port?: number, endPort?: number): PolicyPort => ({ protocol: 'UDP', ...(port !== undefined ? { port } : {}), ...(endPort !== undefined ? { endPort } : {}) });
+const sel = (matchLabels: Record<string, string> = {}, matchExpressions: SelectorRequirement[] = []): LabelSelector => ({
+  matchLabels,
+  matchExpressions,
+});
+const tcp = (port?: number | string, endPort?: number): PolicyPort => ({
+  protocol: 'TCP',
+  ...(port !== undefined ? { port } : {}),
+  ...(endPort !== undefined ? { endPort } : {}),
+});
+const udp = (port?: number, endPort?: number): PolicyPort => ({
+  protocol: 'UDP',
+  ...(port !== undefined ? { port } : {}),
+  ...(endPort !== undefined ? { endPort } : {}),
+});
 const byName = (ns: string): LabelSelector => sel({ 'kubernetes.io/metadata.name': ns });
 const DNS_RULE: PolicyRule = {
   peers: [{ namespaceSelector: byName('kube-system'), podSelector: sel({ 'k8s-app': 'kube-dns' }) }],
@@ -153,10 +164,12 @@ const BUILD: Readonly<Record<PolicyKind, (ctx: Ctx, app: AppInfo) => Spec>> = {
 
   'namespace-and-pod': (ctx, app) => ({
     podSelector: ctx.rng.chance(0.5) ? sel({ tier: app.tier }) : target(app),
-    ingress: [{
-      peers: [{ namespaceSelector: sel({ env: ctx.rng.pick(['prod', 'staging']) }), podSelector: sel({ tier: 'frontend' }) }],
-      ports: servicePorts(ctx, app),
-    }],
+    ingress: [
+      {
+        peers: [{ namespaceSelector: sel({ env: ctx.rng.pick(['prod', 'staging']) }), podSelector: sel({ tier: 'frontend' }) }],
+        ports: servicePorts(ctx, app),
+      },
+    ],
   }),
 
   'monitoring-scrape': (ctx, app) => ({
@@ -169,15 +182,43 @@ const BUILD: Readonly<Record<PolicyKind, (ctx: Ctx, app: AppInfo) => Spec>> = {
     const turn = ctx.exprTurn++ % 4;
     const targets: SelectorRequirement[][] = [
       [{ key: 'tier', operator: 'In', values: ['frontend', 'backend'] }],
-      [{ key: 'app', operator: 'In', values: [app.app] }, { key: 'version', operator: 'Exists', values: [] }],
+      [
+        { key: 'app', operator: 'In', values: [app.app] },
+        { key: 'version', operator: 'Exists', values: [] },
+      ],
       [{ key: 'tier', operator: 'NotIn', values: ['db', 'cache'] }],
-      [{ key: 'app', operator: 'In', values: [app.app, otherApp(ctx, app).app] }, { key: 'canary', operator: 'DoesNotExist', values: [] }],
+      [
+        { key: 'app', operator: 'In', values: [app.app, otherApp(ctx, app).app] },
+        { key: 'canary', operator: 'DoesNotExist', values: [] },
+      ],
     ];
     const peers: PolicyPeer[][] = [
-      [{ podSelector: sel({}, [{ key: 'app', operator: 'NotIn', values: [app.app] }, { key: 'version', operator: 'Exists', values: [] }]) }],
-      [{ namespaceSelector: sel({}, [{ key: 'compliance', operator: 'DoesNotExist', values: [] }, { key: 'env', operator: 'In', values: ['prod'] }]) }],
-      [{ namespaceSelector: sel({ team: ctx.rng.pick(ctx.teams) }), podSelector: sel({}, [{ key: 'tier', operator: 'In', values: ['frontend', 'backend'] }]) }],
-      [{ podSelector: sel({}, [{ key: 'version', operator: 'NotIn', values: ['v2'] }]) }, { namespaceSelector: sel({}, [{ key: 'istio-injection', operator: 'Exists', values: [] }]) }],
+      [
+        {
+          podSelector: sel({}, [
+            { key: 'app', operator: 'NotIn', values: [app.app] },
+            { key: 'version', operator: 'Exists', values: [] },
+          ]),
+        },
+      ],
+      [
+        {
+          namespaceSelector: sel({}, [
+            { key: 'compliance', operator: 'DoesNotExist', values: [] },
+            { key: 'env', operator: 'In', values: ['prod'] },
+          ]),
+        },
+      ],
+      [
+        {
+          namespaceSelector: sel({ team: ctx.rng.pick(ctx.teams) }),
+          podSelector: sel({}, [{ key: 'tier', operator: 'In', values: ['frontend', 'backend'] }]),
+        },
+      ],
+      [
+        { podSelector: sel({}, [{ key: 'version', operator: 'NotIn', values: ['v2'] }]) },
+        { namespaceSelector: sel({}, [{ key: 'istio-injection', operator: 'Exists', values: [] }]) },
+      ],
     ];
     return { podSelector: sel({}, targets[turn]!), ingress: [{ peers: peers[turn]!, ports: servicePorts(ctx, app) }] };
   },
@@ -193,7 +234,9 @@ const BUILD: Readonly<Record<PolicyKind, (ctx: Ctx, app: AppInfo) => Spec>> = {
     policyTypes: ['Egress'],
     egress: [
       { peers: [{ ipBlock: { cidr: '0.0.0.0/0', except: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16'] } }], ports: [tcp(443)] },
-      ...(ctx.rng.chance(0.5) ? [{ peers: [{ ipBlock: { cidr: `10.${96 + ctx.rng.int(8)}.0.0/16`, except: [] } }], ports: [tcp(5432), tcp(6379)] }] : []),
+      ...(ctx.rng.chance(0.5)
+        ? [{ peers: [{ ipBlock: { cidr: `10.${96 + ctx.rng.int(8)}.0.0/16`, except: [] } }], ports: [tcp(5432), tcp(6379)] }]
+        : []),
       DNS_RULE,
     ],
   }),
@@ -202,23 +245,27 @@ const BUILD: Readonly<Record<PolicyKind, (ctx: Ctx, app: AppInfo) => Spec>> = {
     const hole = ctx.rng.int(256);
     return {
       podSelector: target(app),
-      ingress: [{
-        peers: [
-          { ipBlock: { cidr: '192.168.0.0/16', except: [`192.168.${hole}.0/24`] } },
-          { ipBlock: { cidr: '203.0.113.0/24', except: ['203.0.113.128/25', '203.0.113.64/27'] } },
-          { podSelector: sel({ tier: 'frontend' }) },
-        ],
-        ports: [tcp(8080), tcp(443)],
-      }],
+      ingress: [
+        {
+          peers: [
+            { ipBlock: { cidr: '192.168.0.0/16', except: [`192.168.${hole}.0/24`] } },
+            { ipBlock: { cidr: '203.0.113.0/24', except: ['203.0.113.128/25', '203.0.113.64/27'] } },
+            { podSelector: sel({ tier: 'frontend' }) },
+          ],
+          ports: [tcp(8080), tcp(443)],
+        },
+      ],
     };
   },
 
   'port-range': (ctx, app) => ({
     podSelector: target(app),
-    ingress: [{
-      peers: [{ podSelector: sel() }],
-      ports: [tcp(30000, 32767), tcp(8000, 8100), ...(ctx.rng.chance(0.5) ? [udp(7000, 7010)] : []), tcp(9443)],
-    }],
+    ingress: [
+      {
+        peers: [{ podSelector: sel() }],
+        ports: [tcp(30000, 32767), tcp(8000, 8100), ...(ctx.rng.chance(0.5) ? [udp(7000, 7010)] : []), tcp(9443)],
+      },
+    ],
   }),
 
   'allow-all-ingress': (_ctx, app) => ({ podSelector: target(app), ingress: [{}] }),
@@ -230,7 +277,10 @@ const BUILD: Readonly<Record<PolicyKind, (ctx: Ctx, app: AppInfo) => Spec>> = {
       podSelector: target(app),
       policyTypes: ['Egress'],
       egress: [
-        { peers: [{ namespaceSelector: byName(peerApp.namespace), podSelector: sel({ app: peerApp.app }) }], ports: servicePorts(ctx, peerApp) },
+        {
+          peers: [{ namespaceSelector: byName(peerApp.namespace), podSelector: sel({ app: peerApp.app }) }],
+          ports: servicePorts(ctx, peerApp),
+        },
         DNS_RULE,
       ],
     };

@@ -22,7 +22,11 @@ export interface DaemonProcess {
 const quote = (arg: string): string => `'${arg.replaceAll("'", `'\\''`)}'`;
 
 /** Starts `node <cli> daemon <args>` in `netns` (or here, when undefined); resolves once it has a pid. */
-export async function startDaemonProcess(cli: string, args: readonly string[], opts: { netns: string | undefined; logFile: string }): Promise<DaemonProcess> {
+export async function startDaemonProcess(
+  cli: string,
+  args: readonly string[],
+  opts: { netns: string | undefined; logFile: string },
+): Promise<DaemonProcess> {
   const command = [process.execPath, ...DAEMON_NODE_FLAGS, cli, 'daemon', ...args].map(quote).join(' ');
   const { stdout } = await run('sh', ['-c', `${command} >${quote(opts.logFile)} 2>&1 </dev/null & echo $!`], { netns: opts.netns });
   const pid = Number(stdout.trim());

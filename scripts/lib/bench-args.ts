@@ -13,7 +13,11 @@ export interface BenchFlags {
 }
 
 /** `--tier T --seed N --runs N [--seconds S] [--only ROW]`; `rows` lists what --only may name. */
-export function parseBenchFlags(argv: readonly string[], defaults: { runs: number; seconds?: number }, rows: readonly string[]): BenchFlags {
+export function parseBenchFlags(
+  argv: readonly string[],
+  defaults: { runs: number; seconds?: number },
+  rows: readonly string[],
+): BenchFlags {
   const names = ['tier', 'seed', 'runs', 'only', ...(defaults.seconds !== undefined ? ['seconds'] : [])];
   const options: ParseArgsConfig['options'] = Object.fromEntries(names.map((n) => [n, { type: 'string' as const }]));
   const { values } = parseArgs({ args: [...argv], options, strict: true });

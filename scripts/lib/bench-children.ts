@@ -14,7 +14,11 @@ async function runScript(name: string, args: readonly string[], timeoutMs: numbe
   return (await run(process.execPath, ['--import', REGISTER, script(name), ...args], { timeoutMs })).stdout;
 }
 
-const cells = (line: string): string[] => line.split('|').slice(1, -1).map((c) => c.trim());
+const cells = (line: string): string[] =>
+  line
+    .split('|')
+    .slice(1, -1)
+    .map((c) => c.trim());
 const num = (s: string | undefined): number => Number((s ?? '').replace(/[*,]/g, ''));
 
 // ---- compile -----------------------------------------------------------------------------------------
@@ -35,7 +39,15 @@ export async function compileRows(o: { tier: Tier; runs: number; seed: number })
     const ms = num(total);
     const cmd = command.replace(/`/g, '');
     if (id === 'full-compile') {
-      rows.push({ id, what: `${what} (${o.tier} tier)`, value: `${total!.replace(/\*/g, '')} ms`, target: '< 300 ms', verdict: below(ms, 300), detail: `${chains} chains, ${rules} rules, ${sets!.replace(' / –', '')} sets, ${members!.replace(' / –', '')} members, ${bytes} B of restore text`, command: cmd });
+      rows.push({
+        id,
+        what: `${what} (${o.tier} tier)`,
+        value: `${total!.replace(/\*/g, '')} ms`,
+        target: '< 300 ms',
+        verdict: below(ms, 300),
+        detail: `${chains} chains, ${rules} rules, ${sets!.replace(' / –', '')} sets, ${members!.replace(' / –', '')} members, ${bytes} B of restore text`,
+        command: cmd,
+      });
     } else if (id === 'full-render') {
       rows.push({ id, what: what!, value: `${total} ms`, verdict: 'info', detail: `${bytes} B`, command: cmd });
     } else {
@@ -50,7 +62,8 @@ export async function compileRows(o: { tier: Tier; runs: number; seed: number })
       });
     }
   }
-  if (rows.length === 0) return [failedRow('full-compile', 'compile benchmark', new Error('no rows in its output'), tsNode('scripts/bench-compile.ts', args))];
+  if (rows.length === 0)
+    return [failedRow('full-compile', 'compile benchmark', new Error('no rows in its output'), tsNode('scripts/bench-compile.ts', args))];
   return rows;
 }
 
@@ -85,10 +98,18 @@ export async function daemonFigures(o: { tier: Tier; seed: number; events: numbe
   const api = out.match(/API bytes sent to this one daemon[^:]*: (\d+) at start .* ([\d.]+) B per event/);
   if (!row || !mem) throw new Error(`unexpected bench-daemon output:\n${out.slice(0, 2000)}`);
   return {
-    p50: num(p50), p99: num(p99), max: num(max), events: num(events),
-    rssReadyMiB: num(mem[1]), rssAfterMiB: num(mem[2]), hwmMiB: num(mem[3]),
-    readyMs: num(ready?.[1]), syncMeanMs: num(sync?.[1]), diffExit: diff?.[1] ?? '?',
-    apiBytesAtStart: num(api?.[1]), apiBytesPerEvent: num(api?.[2]),
+    p50: num(p50),
+    p99: num(p99),
+    max: num(max),
+    events: num(events),
+    rssReadyMiB: num(mem[1]),
+    rssAfterMiB: num(mem[2]),
+    hwmMiB: num(mem[3]),
+    readyMs: num(ready?.[1]),
+    syncMeanMs: num(sync?.[1]),
+    diffExit: diff?.[1] ?? '?',
+    apiBytesAtStart: num(api?.[1]),
+    apiBytesPerEvent: num(api?.[2]),
     command: tsNode('scripts/bench-daemon.ts', args),
   };
 }

@@ -31,7 +31,9 @@ export function renderTable(rows: readonly BenchRow[]): string {
     '|---|---|---:|---:|---:|---|---|---|---|',
   ];
   for (const r of rows) {
-    out.push(`| ${cell(r.id)} | ${cell(r.what)} | ${cell(r.value)} | ${cell(r.floor)} | ${cell(r.ratio)} | ${cell(r.target)} | ${verdictText[r.verdict]} | ${cell(r.detail)} | \`${r.command}\` |`);
+    out.push(
+      `| ${cell(r.id)} | ${cell(r.what)} | ${cell(r.value)} | ${cell(r.floor)} | ${cell(r.ratio)} | ${cell(r.target)} | ${verdictText[r.verdict]} | ${cell(r.detail)} | \`${r.command}\` |`,
+    );
   }
   return out.join('\n');
 }
@@ -42,7 +44,11 @@ export const fmtRatio = (x: number): string => (Number.isFinite(x) ? `${x.toFixe
 export const atMost = (value: number, limit: number): Verdict => (value <= limit ? 'met' : 'missed');
 
 /** The cells of a row timed against its floor: both in ms, their ratio, and whether it is within `limit`×. */
-export function againstFloor(oursMs: number, floorMs: number, limit: number): Pick<BenchRow, 'value' | 'floor' | 'ratio' | 'target' | 'verdict'> {
+export function againstFloor(
+  oursMs: number,
+  floorMs: number,
+  limit: number,
+): Pick<BenchRow, 'value' | 'floor' | 'ratio' | 'target' | 'verdict'> {
   return {
     value: `${fmtMs(oursMs)} ms`,
     floor: `${fmtMs(floorMs)} ms`,
@@ -54,7 +60,14 @@ export function againstFloor(oursMs: number, floorMs: number, limit: number): Pi
 export const below = (value: number, limit: number): Verdict => (value < limit ? 'met' : 'missed');
 
 /** A row for a part that could not run, saying why. */
-export const skippedRow = (id: string, what: string, why: string, command: string): BenchRow => ({ id, what, value: '–', verdict: 'skipped', detail: why, command });
+export const skippedRow = (id: string, what: string, why: string, command: string): BenchRow => ({
+  id,
+  what,
+  value: '–',
+  verdict: 'skipped',
+  detail: why,
+  command,
+});
 export const failedRow = (id: string, what: string, err: unknown, command: string): BenchRow => ({
   id,
   what,
@@ -65,4 +78,5 @@ export const failedRow = (id: string, what: string, err: unknown, command: strin
 });
 
 /** The command line prefix every TypeScript benchmark script is run with. */
-export const tsNode = (script: string, args: readonly string[]): string => ['node --import ./scripts/register-ts.mjs', script, ...args].join(' ');
+export const tsNode = (script: string, args: readonly string[]): string =>
+  ['node --import ./scripts/register-ts.mjs', script, ...args].join(' ');

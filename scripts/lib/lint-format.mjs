@@ -6,7 +6,9 @@ export default function format(results) {
   const lines = [];
   for (const result of results) {
     for (const m of result.messages) {
-      lines.push(`${relative(process.cwd(), result.filePath)}:${m.line ?? 0}:${m.column ?? 0}  ${m.ruleId ?? 'eslint'}  ${m.message.replace(/\s*\n\s*/g, " ")}`);
+      lines.push(
+        `${relative(process.cwd(), result.filePath)}:${m.line ?? 0}:${m.column ?? 0}  ${m.ruleId ?? 'eslint'}  ${m.message.replace(/\s*\n\s*/g, ' ')}`,
+      );
     }
   }
   return lines.length === 0 ? '' : `${lines.join('\n')}\n${lines.length} lint finding(s)\n`;

@@ -65,7 +65,9 @@ export class AntiSpoofGuard {
   private async loop(): Promise<void> {
     do {
       this.again = false;
-      await this.once().catch((err: Error) => this.deps.logger.warn('anti-spoofing: refresh failed; retried on the next poll', { error: err.message }));
+      await this.once().catch((err: Error) =>
+        this.deps.logger.warn('anti-spoofing: refresh failed; retried on the next poll', { error: err.message }),
+      );
     } while (this.again);
   }
 
@@ -74,7 +76,9 @@ export class AntiSpoofGuard {
     const cache = await this.deps.readCache();
     if (cache === undefined) {
       if (!this.warnedNoCache) {
-        this.deps.logger.error('anti-spoofing: no CNI result cache on this node (results/ missing under cniCacheDir): pod ports are NOT bound to their addresses');
+        this.deps.logger.error(
+          'anti-spoofing: no CNI result cache on this node (results/ missing under cniCacheDir): pod ports are NOT bound to their addresses',
+        );
         this.warnedNoCache = true;
       }
       return;

@@ -85,7 +85,10 @@ export function judgeFrame(state: AntiSpoofState, frame: Frame): SpoofVerdict {
     return { verdict: 'accept', why: `${frame.src} is ${frame.inPort}'s own address (${binding.source})` };
   }
   const what = frame.kind === 'arp' ? 'ARP claiming' : `${frame.kind} from`;
-  return { verdict: 'drop', why: `${what} ${frame.src} on ${frame.inPort}, whose pod holds ${[...binding.ipv4, ...binding.ipv6].join(', ') || 'no address'}` };
+  return {
+    verdict: 'drop',
+    why: `${what} ${frame.src} on ${frame.inPort}, whose pod holds ${[...binding.ipv4, ...binding.ipv6].join(', ') || 'no address'}`,
+  };
 }
 
 /** ARP probes (RFC 5227) carry sender 0.0.0.0; IPv6 DAD sends from `::`. */

@@ -37,7 +37,8 @@ interface Match {
 
 function matchesOf(rule: NftRule): Match[] {
   return (rule.expr ?? []).flatMap((e) => {
-    const m = e['match'] as { left?: { payload?: { protocol?: string; field?: string }; meta?: { key?: string } }; right?: unknown } | undefined;
+    const m = e['match'] as
+      { left?: { payload?: { protocol?: string; field?: string }; meta?: { key?: string } }; right?: unknown } | undefined;
     if (!m) return [];
     return [{ protocol: m.left?.payload?.protocol, field: m.left?.payload?.field, meta: m.left?.meta?.key, right: m.right } as Match];
   });
@@ -66,7 +67,8 @@ export function readProgrammedAntiSpoof(json: string, bridge: string): Programme
     const port = values(iif.right)[0];
     if (port === undefined) continue;
     const mine = rules.filter((x) => x.chain === portChain(port) && verdictOf(x) === 'accept').flatMap(matchesOf);
-    const sources = (protocol: string, field: string) => mine.filter((m) => m.protocol === protocol && m.field === field).flatMap((m) => values(m.right));
+    const sources = (protocol: string, field: string) =>
+      mine.filter((m) => m.protocol === protocol && m.field === field).flatMap((m) => values(m.right));
     bindings.push({
       port,
       ipv4: sources('ip', 'saddr'),

@@ -14,13 +14,24 @@ import type { Kernel } from '../dataplane/kernel.js';
 // the command's synchronous loading and compiling hold the event loop (readKernelMeanwhile).
 import '../dataplane/kernel.js';
 import type { Io } from './commands.js';
-import { cliLogger, configFrom, kernelFor, loadCluster, loadResources, netnsOf, nodeSettings, ownershipOf, parseCommand, resourcePaths, UsageError } from './context.js';
+import {
+  cliLogger,
+  configFrom,
+  kernelFor,
+  loadCluster,
+  loadResources,
+  netnsOf,
+  nodeSettings,
+  ownershipOf,
+  parseCommand,
+  resourcePaths,
+  UsageError,
+} from './context.js';
 import { readSavedDumps, SavedDumpError, savedPaths, type SavedDump } from './saved-dump.js';
 import { EXIT_INCOMPLETE_SOURCE, printProblems, refuseIncomplete } from './source-errors.js';
 
 export type { Io } from './commands.js';
 export { extractIpsets, extractIptables } from './saved-dump.js';
-
 
 /** Converge the kernel once from manifests. */
 export async function applyCommand(argv: readonly string[], io: Io): Promise<number> {
@@ -37,7 +48,11 @@ export async function applyCommand(argv: readonly string[], io: Io): Promise<num
   printProblems(io, [...cluster.problems, ...result.problems]);
   const syncer = await reading;
   const sync = await syncer.sync(result.desired, { readKernel: true });
-  io.err(`${formatSummary(summarize(sync.plans)).replace(/^differs: /, 'applied: ').replace(/ to change;/, ' changed;')}\n`);
+  io.err(
+    `${formatSummary(summarize(sync.plans))
+      .replace(/^differs: /, 'applied: ')
+      .replace(/ to change;/, ' changed;')}\n`,
+  );
   return 0;
 }
 
@@ -83,14 +98,17 @@ export async function diffCommand(argv: readonly string[], io: Io): Promise<numb
     // A family the cluster wants but the dump lacks is not "in sync": it was not compared, and we say so.
     notCompared = ([4, 6] as const).filter((f) => !dump.filters.has(f) && hasContent(familyState(result.desired, f)));
     for (const f of notCompared) {
-      io.err(`note: ${dump.label} has no IPv${f} *filter table, so IPv${f} was not compared (add ${f === 6 ? 'ip6tables-save' : 'iptables-save'} output, e.g. as another --saved FILE)\n`);
+      io.err(
+        `note: ${dump.label} has no IPv${f} *filter table, so IPv${f} was not compared (add ${f === 6 ? 'ip6tables-save' : 'iptables-save'} output, e.g. as another --saved FILE)\n`,
+      );
     }
   } else {
     plans = await (await reading).planOnly(result.desired);
   }
   const summary = summarize(plans);
   const partial = notCompared.length > 0 ? ` (IPv${notCompared.join(', IPv')} not compared: not in the saved dump)` : '';
-  if (parsed.values['json'] === true) io.out(`${JSON.stringify({ ...(planJson(plans) as object), ...(partial ? { notCompared } : {}) }, null, 2)}\n`);
+  if (parsed.values['json'] === true)
+    io.out(`${JSON.stringify({ ...(planJson(plans) as object), ...(partial ? { notCompared } : {}) }, null, 2)}\n`);
   else {
     const text = formatPlanDiff(plans);
     if (text) io.out(`${text}\n`);
@@ -104,7 +122,11 @@ export async function diffCommand(argv: readonly string[], io: Io): Promise<numb
  * compiles the cluster: the tools run on another core meanwhile, and the plan uses what they read. A
  * failure surfaces where the result is awaited, as it did when the kernel was opened after compiling.
  */
-function readKernelMeanwhile(config: ReturnType<typeof configFrom>, parsed: ReturnType<typeof parseCommand>, logger: ReturnType<typeof cliLogger>): Promise<Syncer> {
+function readKernelMeanwhile(
+  config: ReturnType<typeof configFrom>,
+  parsed: ReturnType<typeof parseCommand>,
+  logger: ReturnType<typeof cliLogger>,
+): Promise<Syncer> {
   const syncer = kernelFor(config, parsed).then((kernel) => {
     const s = new Syncer(kernel, ownershipOf(config), logger);
     s.prefetch();
@@ -131,7 +153,9 @@ export async function cleanupCommand(argv: readonly string[], io: Io): Promise<n
   // The anti-spoofing bridge table (nft); its absence is not an error.
   const table = (await listNftTableJson('bridge', ANTISPOOF_TABLE, netnsOf(parsed))) !== undefined;
   if (table) await applyNftScript(renderAntiSpoofDelete(), netnsOf(parsed));
-  io.err(`cleanup: removed ${s.chainsChanged} chain(s), ${s.hooksChanged} hook(s), ${s.setsChanged} set(s)${table ? ', the anti-spoofing table' : ''}\n`);
+  io.err(
+    `cleanup: removed ${s.chainsChanged} chain(s), ${s.hooksChanged} hook(s), ${s.setsChanged} set(s)${table ? ', the anti-spoofing table' : ''}\n`,
+  );
   return 0;
 }
 

@@ -43,7 +43,12 @@ export const COMMANDS = {
     options: [
       OPT.resources,
       OPT.netns,
-      { name: 'family', type: 'string', arg: '4|6|both', help: 'which IP family to print (default 4; --ipv6 is --family 6); each family printed starts with a "# netfence compile: IPv4|6" line' },
+      {
+        name: 'family',
+        type: 'string',
+        arg: '4|6|both',
+        help: 'which IP family to print (default 4; --ipv6 is --family 6); each family printed starts with a "# netfence compile: IPv4|6" line',
+      },
     ],
     load: async () => (await import('./compile.js')).compileCommand,
   },
@@ -62,25 +67,55 @@ export const COMMANDS = {
       OPT.json,
       { name: 'pod', type: 'string', arg: 'NS/NAME', help: 'only this local pod' },
       { name: 'policy', type: 'string', arg: 'NS/NAME', help: 'only the pods this policy is used by, and its rules' },
-      { name: 'family', type: 'string', arg: '4|6', help: "IP family (default: a --pod address's family; the family that has the --pod ns/name, IPv4 when it has both; else 4)" },
+      {
+        name: 'family',
+        type: 'string',
+        arg: '4|6',
+        help: "IP family (default: a --pod address's family; the family that has the --pod ns/name, IPv4 when it has both; else 4)",
+      },
     ],
     load: async () => (await import('./inspect.js')).inspectCommand,
   },
   trace: {
     synopsis: '--src IP|ns/pod --dst IP|ns/pod (--proto tcp|udp|sctp --port N | --proto icmp|icmpv6 --icmp-type N)',
-    summary: 'walk one new packet through the live (or saved) ruleset and name the rule that decided it; exit 0 allowed, 1 dropped, 2 error',
+    summary:
+      'walk one new packet through the live (or saved) ruleset and name the rule that decided it; exit 0 allowed, 1 dropped, 2 error',
     options: [
       { name: 'src', type: 'string', arg: 'IP|NS/POD', help: 'source address or pod (required)' },
       { name: 'dst', type: 'string', arg: 'IP|NS/POD', help: 'destination address or pod (required)' },
       { name: 'proto', type: 'string', arg: 'tcp|udp|sctp|icmp|icmpv6', help: 'protocol (required); icmp implies IPv4, icmpv6 IPv6' },
       { name: 'port', type: 'string', arg: 'N', help: 'destination port (required for tcp, udp, sctp)' },
-      { name: 'icmp-type', type: 'string', arg: 'N', help: 'ICMP/ICMPv6 message type (required for icmp, icmpv6): e.g. 135 neighbour solicitation, 128 echo request' },
-      { name: 'hop-limit', type: 'string', arg: 'N', help: 'icmpv6: the hop limit it is sent with (default 255 for ND 133-137, 1 for MLD, else 64); a routed packet arrives one lower' },
+      {
+        name: 'icmp-type',
+        type: 'string',
+        arg: 'N',
+        help: 'ICMP/ICMPv6 message type (required for icmp, icmpv6): e.g. 135 neighbour solicitation, 128 echo request',
+      },
+      {
+        name: 'hop-limit',
+        type: 'string',
+        arg: 'N',
+        help: 'icmpv6: the hop limit it is sent with (default 255 for ND 133-137, 1 for MLD, else 64); a routed packet arrives one lower',
+      },
       { name: 'src-port', type: 'string', arg: 'N', help: 'source port' },
       { name: 'uplink', type: 'string', arg: 'IF', help: "the node's interface to other nodes (default eth0)" },
-      { name: 'family', type: 'string', arg: '4|6', help: 'IP family of the packet (default: the addresses\' family; for two ns/pod, the family both have, IPv4 when they share both)' },
-      { name: 'in-iface', type: 'string', arg: 'VETH', help: "the bridge port (host veth) the packet enters from: adds the anti-spoofing verdict for its source (given even when this node has no netfence chains of that family)" },
-      { name: 'to-node', type: 'boolean', help: "--dst is an address of this node: walk INPUT (a local pod to its own node) instead of FORWARD; implied when the manifests or the API list --dst among this node's addresses" },
+      {
+        name: 'family',
+        type: 'string',
+        arg: '4|6',
+        help: "IP family of the packet (default: the addresses' family; for two ns/pod, the family both have, IPv4 when they share both)",
+      },
+      {
+        name: 'in-iface',
+        type: 'string',
+        arg: 'VETH',
+        help: 'the bridge port (host veth) the packet enters from: adds the anti-spoofing verdict for its source (given even when this node has no netfence chains of that family)',
+      },
+      {
+        name: 'to-node',
+        type: 'boolean',
+        help: "--dst is an address of this node: walk INPUT (a local pod to its own node) instead of FORWARD; implied when the manifests or the API list --dst among this node's addresses",
+      },
       OPT.resources,
       OPT.kubeconfig,
       OPT.netns,
@@ -97,7 +132,12 @@ export const COMMANDS = {
       { name: 'namespace', type: 'string', arg: 'NS', help: 'only flows to or from pods of this namespace' },
       { name: 'policy', type: 'string', arg: 'NS/NAME', help: 'only drops at pods this policy selects' },
       { name: 'follow', type: 'boolean', short: 'f', help: 'keep printing new denied flows as they come' },
-      { name: 'url', type: 'string', arg: 'URL', help: "the daemon's HTTP address (default: from listenAddress, a wildcard host becomes loopback)" },
+      {
+        name: 'url',
+        type: 'string',
+        arg: 'URL',
+        help: "the daemon's HTTP address (default: from listenAddress, a wildcard host becomes loopback)",
+      },
       OPT.json,
     ],
     load: async () => (await import('./drops.js')).dropsCommand,
@@ -122,7 +162,12 @@ export function commandOptions(name: CommandName): readonly OptionDef[] {
 /** Parses a command's arguments with exactly the options its help lists. */
 export function parseCommand(name: CommandName, argv: readonly string[]): Parsed {
   try {
-    const { values, positionals } = parseArgs({ args: [...argv], options: parserOptions(commandOptions(name)), allowPositionals: false, strict: true });
+    const { values, positionals } = parseArgs({
+      args: [...argv],
+      options: parserOptions(commandOptions(name)),
+      allowPositionals: false,
+      strict: true,
+    });
     return { values: values as Parsed['values'], positionals };
   } catch (err) {
     throw new UsageError((err as Error).message);

@@ -48,7 +48,12 @@ export async function loadCluster(parsed: Parsed, logger: Logger, timeoutMs = 30
   try {
     await Promise.race([
       source.synced,
-      new Promise((_, reject) => setTimeout(() => reject(new UsageError(`timed out after ${timeoutMs / 1000} s listing the cluster from the API server`)), timeoutMs).unref()),
+      new Promise((_, reject) =>
+        setTimeout(
+          () => reject(new UsageError(`timed out after ${timeoutMs / 1000} s listing the cluster from the API server`)),
+          timeoutMs,
+        ).unref(),
+      ),
     ]);
     return { snapshot: source.snapshot(), problems: source.problems() };
   } finally {

@@ -88,18 +88,31 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
     stallAfterMs: 3 * config.resyncIntervalSeconds * 1000 + 10_000,
     onReadyChange: (ready) => metrics.setReady(ready),
   });
-  const flowLogging = config.flowLogs && !config.dryRun ? createFlowLogging({
+  const flowLogging =
+    config.flowLogs && !config.dryRun
+      ? createFlowLogging({
           config,
           logger: logger.child({ component: 'flow-log' }),
           now: () => Date.now(),
           onDenied: (flow) => metrics.countDenied(deniedLabels(flow)),
           onReaderError: () => metrics.countFlowLogReaderError(),
-        }) : undefined;
-  const server = new ObserveServer({ health, metrics, logger: logger.child({ component: 'http' }), ...(flowLogging ? { flows: flowLogging.query } : {}) });
+        })
+      : undefined;
+  const server = new ObserveServer({
+    health,
+    metrics,
+    logger: logger.child({ component: 'http' }),
+    ...(flowLogging ? { flows: flowLogging.query } : {}),
+  });
   const listen = await server.start(config.listenAddress);
 
   const kernel = await kernelFor(config, inputs.parsed);
-  logger.info('netfence starting', { node: config.nodeName, backend: kernel.backend.backend, why: kernel.backend.reason, netns: inputs.netns });
+  logger.info('netfence starting', {
+    node: config.nodeName,
+    backend: kernel.backend.backend,
+    why: kernel.backend.reason,
+    netns: inputs.netns,
+  });
   const checkPreconditions = preconditionChecker(health, metrics, inputs.netns, logger);
   await checkPreconditions();
 
@@ -109,7 +122,12 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
     health.sourceIncomplete(h.complete ? undefined : h.reason);
   });
   const policyEvents = kubeConfig
-    ? new PolicyEvents({ client: kubeEventsClient(kubeConfig), node: config.nodeName, now: () => new Date(), logger: logger.child({ component: 'events' }) })
+    ? new PolicyEvents({
+        client: kubeEventsClient(kubeConfig),
+        node: config.nodeName,
+        now: () => new Date(),
+        logger: logger.child({ component: 'events' }),
+      })
     : undefined;
   // flannel's lease is read once; which source wins is discoveredPodCidrs' and toNodeSettings' decision.
   const flannelCidrs = (await readFlannelSubnetEnv(config.flannelSubnetEnv).catch(() => undefined))?.podCidrs ?? [];
@@ -154,7 +172,15 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
     observer,
     checkPreconditions,
   });
-  const guards = createServiceGuards({ config, kernel, reconciler, metrics, health, logger: logger.child({ component: 'service-guards' }), netns: inputs.netns });
+  const guards = createServiceGuards({
+    config,
+    kernel,
+    reconciler,
+    metrics,
+    health,
+    logger: logger.child({ component: 'service-guards' }),
+    netns: inputs.netns,
+  });
   // The guards learn each programmed state (the hooks the watch expects first) through the loop's observer.
   const synced = observer.synced?.bind(observer);
   // Local pods by address, as last programmed: the anti-spoofing drop series name the pod behind a port.
@@ -217,7 +243,12 @@ function startAntiSpoof(config: DaemonConfig, netns: string | undefined, logger:
   return guard;
 }
 
-function openSource(config: DaemonConfig, inputs: DaemonInputs, kubeConfig: KubeConfig | undefined, onHealth: (h: SourceHealth) => void): ClusterSource {
+function openSource(
+  config: DaemonConfig,
+  inputs: DaemonInputs,
+  kubeConfig: KubeConfig | undefined,
+  onHealth: (h: SourceHealth) => void,
+): ClusterSource {
   const logger = inputs.logger.child({ component: 'source' });
   if (!kubeConfig) return new ManifestSource({ paths: inputs.resources, logger, onHealth });
   void config;
@@ -351,7 +382,9 @@ function observerFor(
         // NetworkPolicies by ns/name; ClusterNetworkPolicies (cluster-scoped) as ClusterNetworkPolicy/<name>.
         const cnp = p.object.startsWith('ClusterNetworkPolicy ');
         if (!p.object.startsWith('NetworkPolicy ') && !cnp) continue;
-        const key = cnp ? `ClusterNetworkPolicy/${p.object.slice('ClusterNetworkPolicy '.length)}` : p.object.slice('NetworkPolicy '.length);
+        const key = cnp
+          ? `ClusterNetworkPolicy/${p.object.slice('ClusterNetworkPolicy '.length)}`
+          : p.object.slice('NetworkPolicy '.length);
         byPolicy.set(key, (byPolicy.get(key) ?? 0) + 1);
       }
       metrics.setPolicyProblems(byPolicy);
@@ -372,7 +405,10 @@ function preconditionChecker(health: HealthState, metrics: Metrics, netns: strin
     health.bridgeNfCallIptables(on);
     metrics.setPrecondition('bridge-nf-call-iptables', on);
     if (on === last) return;
-    if (!on) logger.error('net.bridge.bridge-nf-call-iptables is not 1: bridged pod-to-pod traffic bypasses iptables; not ready until it is', { value });
+    if (!on)
+      logger.error('net.bridge.bridge-nf-call-iptables is not 1: bridged pod-to-pod traffic bypasses iptables; not ready until it is', {
+        value,
+      });
     else if (last === false) logger.info('net.bridge.bridge-nf-call-iptables is 1 again: bridged pod traffic reaches iptables');
     last = on;
   };
@@ -392,9 +428,16 @@ function programmedCounts(desired: DesiredState): { rules: number; ipsets: numbe
  * of the local pods whose rules changed makes their next packet count as new (nf_conntrack_tcp_loose), so
  * flows still allowed carry on and flows a new deny forbids are cut.
  */
-async function flushDeniedFlows(plans: readonly FamilyPlan[], desired: DesiredState, netns: string | undefined, logger: Logger): Promise<void> {
+async function flushDeniedFlows(
+  plans: readonly FamilyPlan[],
+  desired: DesiredState,
+  netns: string | undefined,
+  logger: Logger,
+): Promise<void> {
   for (const w of affectedWorkloads(plans, desired)) {
     const filter = w.direction === 'ingress' ? { dst: w.ip } : { src: w.ip };
-    await flushFlows({ family: w.family, netns, ...filter }).catch((err: Error) => logger.warn('conntrack flush failed', { pod: w.pod, error: err.message }));
+    await flushFlows({ family: w.family, netns, ...filter }).catch((err: Error) =>
+      logger.warn('conntrack flush failed', { pod: w.pod, error: err.message }),
+    );
   }
 }

@@ -16,7 +16,8 @@ export async function dropsCommand(argv: readonly string[], io: Io, signal?: Abo
   const v = parsed.values;
   for (const key of ['pod', 'policy'] as const) {
     const value = v[key];
-    if (typeof value === 'string' && !/^[^/\s]+\/[^/\s]+$/.test(value)) throw new UsageError(`--${key} must be namespace/name, got "${value}"`);
+    if (typeof value === 'string' && !/^[^/\s]+\/[^/\s]+$/.test(value))
+      throw new UsageError(`--${key} must be namespace/name, got "${value}"`);
   }
   const base = typeof v['url'] === 'string' ? v['url'].replace(/\/$/, '') : daemonUrl(configFrom(parsed, false));
   const query = new URLSearchParams();
@@ -47,7 +48,14 @@ export async function dropsCommand(argv: readonly string[], io: Io, signal?: Abo
 export function daemonUrl(config: Pick<DaemonConfig, 'listenAddress'>): string {
   const addr = parseListenAddress(config.listenAddress);
   if (!addr) throw new UsageError(`listen address "${config.listenAddress}" is not host:port; pass --url`);
-  const host = addr.host === '' || addr.host === '0.0.0.0' ? '127.0.0.1' : addr.host === '::' ? '[::1]' : addr.host.includes(':') ? `[${addr.host}]` : addr.host;
+  const host =
+    addr.host === '' || addr.host === '0.0.0.0'
+      ? '127.0.0.1'
+      : addr.host === '::'
+        ? '[::1]'
+        : addr.host.includes(':')
+          ? `[${addr.host}]`
+          : addr.host;
   return `http://${host}:${addr.port}`;
 }
 
@@ -60,7 +68,9 @@ async function fetchFlows(url: string): Promise<FlowRecord[]> {
   try {
     res = await fetch(url, { signal: AbortSignal.timeout(5000) });
   } catch (err) {
-    throw new UsageError(`cannot reach the netfence daemon at ${new URL(url).origin} (${describeCause(err)}); is it running on this node? (--url)`);
+    throw new UsageError(
+      `cannot reach the netfence daemon at ${new URL(url).origin} (${describeCause(err)}); is it running on this node? (--url)`,
+    );
   }
   const body = await res.text();
   if (res.status !== 200) throw new UsageError(`the daemon at ${new URL(url).origin} answered ${res.status}: ${body.trim()}`);

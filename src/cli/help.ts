@@ -14,7 +14,10 @@ export function helpWidth(columns: number | undefined = process.stdout.columns, 
 export function wrapWords(text: string, width: number): string[] {
   const lines: string[] = [];
   let line = '';
-  const words = text.split(/\s+/).filter(Boolean).flatMap((w) => (w.length <= width ? [w] : (w.match(new RegExp(`.{1,${width}}`, 'g')) ?? [])));
+  const words = text
+    .split(/\s+/)
+    .filter(Boolean)
+    .flatMap((w) => (w.length <= width ? [w] : (w.match(new RegExp(`.{1,${width}}`, 'g')) ?? [])));
   for (const word of words) {
     if (line !== '' && line.length + 1 + word.length > width) {
       lines.push(line);
@@ -73,7 +76,9 @@ export function overviewHelp(width: number): string {
   const column = Math.max(...names.map((n) => n.length)) + 4;
   const lines = ['usage: netfence <command> [options]', '       netfence --version', '', 'Commands:'];
   for (const name of names) {
-    wrapWords(COMMANDS[name].summary, Math.max(20, width - column)).forEach((t, i) => lines.push(`${(i === 0 ? `  ${name}` : '').padEnd(column)}${t}`));
+    wrapWords(COMMANDS[name].summary, Math.max(20, width - column)).forEach((t, i) =>
+      lines.push(`${(i === 0 ? `  ${name}` : '').padEnd(column)}${t}`),
+    );
   }
   lines.push('', "Run 'netfence <command> --help' for a command's options.", '');
   return lines.join('\n');

@@ -37,6 +37,7 @@ export function remedyFor(err: Pick<DataplaneCommandError, 'command' | 'stderr'>
     const pkg = PACKAGE_OF[toolFamily(tool)] ?? toolFamily(tool);
     return `${tool} not found: install ${pkg} (Debian/Ubuntu: apt-get install ${pkg})`;
   }
-  if (DENIED.test(stderr)) return `${tool} needs root or CAP_NET_ADMIN: run netfence as root (sudo), or in the DaemonSet, which grants NET_ADMIN`;
+  if (DENIED.test(stderr))
+    return `${tool} needs root or CAP_NET_ADMIN: run netfence as root (sudo), or in the DaemonSet, which grants NET_ADMIN`;
   return undefined;
 }

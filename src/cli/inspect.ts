@@ -34,17 +34,25 @@ export async function readRuleset(parsed: Parsed, config: DaemonConfig, family: 
   if (saved.length > 0) {
     const dump = await savedDumpOf(parsed, saved, config.ipsetPrefix);
     const table = dump.filters.get(family);
-    if (dump.filters.size === 0) throw new RulesetError(`${dump.label}: empty input: no *filter table (expected the output of iptables-save or ip6tables-save, and ipset save)`);
+    if (dump.filters.size === 0)
+      throw new RulesetError(
+        `${dump.label}: empty input: no *filter table (expected the output of iptables-save or ip6tables-save, and ipset save)`,
+      );
     if (!table) {
       const present = [...dump.filters.keys()].map((f) => `IPv${f}`).join(', ') || 'none';
-      throw new RulesetError(`${dump.label} has no IPv${family} *filter table (${family === 6 ? 'ip6tables-save' : 'iptables-save'} output; tables found: ${present})`);
+      throw new RulesetError(
+        `${dump.label} has no IPv${family} *filter table (${family === 6 ? 'ip6tables-save' : 'iptables-save'} output; tables found: ${present})`,
+      );
     }
     iptablesText = table.text;
     ipsetText = dump.ipsets;
     source = `${dump.label} (IPv${family} *filter at ${dump.files > 1 ? table.where : `line ${table.line}`})`;
   } else {
     const kernel = await kernelOf(parsed, config);
-    if (!kernel.supports(family)) throw new RulesetError(`IPv${family} is not available here (ip${family === 6 ? '6' : ''}tables missing, or ipv6 turned off in the configuration)`);
+    if (!kernel.supports(family))
+      throw new RulesetError(
+        `IPv${family} is not available here (ip${family === 6 ? '6' : ''}tables missing, or ipv6 turned off in the configuration)`,
+      );
     // With counters: inspect shows how many packets each policy rule allowed and each pod's drop rule dropped.
     iptablesText = await kernel.saveFilter(family, { counters: true });
     ipsetText = await kernel.ipsetSave();
@@ -59,7 +67,9 @@ export async function readRuleset(parsed: Parsed, config: DaemonConfig, family: 
     throw err;
   }
   if (family === 6 && ![...ruleset.chains.keys()].some((name) => name.startsWith(config.chainPrefix))) {
-    throw new RulesetError(`${source}: no netfence IPv6 chains (no pod of this node has an IPv6 address, or netfence does not program IPv6 here)`);
+    throw new RulesetError(
+      `${source}: no netfence IPv6 chains (no pod of this node has an IPv6 address, or netfence does not program IPv6 here)`,
+    );
   }
   requireOwnedChains(ruleset, config.chainPrefix);
   return { ruleset, ipsets, source };
@@ -119,7 +129,12 @@ export async function readAntiSpoof(parsed: Parsed, config: DaemonConfig): Promi
 }
 
 /** Strict mode on a live kernel: how many of the family's flows carry the revoke bit now, by pod. */
-async function withRevokedFlows(parsed: Parsed, strict: StrictModeView, family: IpFamily, pods: readonly { readonly pod?: string; readonly ip: string }[]): Promise<StrictModeView> {
+async function withRevokedFlows(
+  parsed: Parsed,
+  strict: StrictModeView,
+  family: IpFamily,
+  pods: readonly { readonly pod?: string; readonly ip: string }[],
+): Promise<StrictModeView> {
   if (!strict.on || strict.bit === undefined || savedPaths(parsed.values).length > 0) return strict;
   // Loaded here: reading a saved dump must not load the code that opens kernel sockets.
   const { openConntrackTable } = await import('../dataplane/ctnetlink.js');
@@ -161,7 +176,9 @@ async function chooseFamily(parsed: Parsed, config: DaemonConfig, pod: string | 
   if (given !== undefined) return { family: given, loaded: await readRuleset(parsed, config, given) };
   const v4 = await readRulesetIfAny(parsed, config, 4);
   const has = (loaded: LoadedRuleset | undefined) =>
-    loaded !== undefined && pod !== undefined && inspectRuleset(loaded.ruleset, loaded.ipsets, { chainPrefix: config.chainPrefix }).pods.some((p) => p.pod === pod);
+    loaded !== undefined &&
+    pod !== undefined &&
+    inspectRuleset(loaded.ruleset, loaded.ipsets, { chainPrefix: config.chainPrefix }).pods.some((p) => p.pod === pod);
   if (v4 && (pod === undefined || has(v4))) {
     const v6 = pod !== undefined ? await readRulesetIfAny(parsed, config, 6) : undefined;
     return { family: 4, loaded: v4, ...(has(v6) ? { alsoIn: 6 as const } : {}) };
@@ -184,11 +201,15 @@ export async function inspectCommand(argv: readonly string[], io: Io): Promise<n
     const full = inspectRuleset(ruleset, ipsets, { chainPrefix: config.chainPrefix });
     const report = filterReport(full, { ...(pod !== undefined ? { pod } : {}), ...(policy !== undefined ? { policy } : {}) });
     if (pod !== undefined && report.pods.length === 0) {
-      io.err(`netfence inspect: no local pod ${pod} in the IPv${family} ruleset (known: ${full.pods.map((p) => p.pod ?? p.ip).join(', ') || 'none'})\n`);
+      io.err(
+        `netfence inspect: no local pod ${pod} in the IPv${family} ruleset (known: ${full.pods.map((p) => p.pod ?? p.ip).join(', ') || 'none'})\n`,
+      );
       return 1;
     }
     if (policy !== undefined && report.policies.length === 0) {
-      io.err(`netfence inspect: no policy ${policy} in the IPv${family} ruleset (a policy gets chains only while it selects a local pod)\n`);
+      io.err(
+        `netfence inspect: no policy ${policy} in the IPv${family} ruleset (a policy gets chains only while it selects a local pod)\n`,
+      );
       return 1;
     }
     const strictMode = await withRevokedFlows(parsed, strictModeOf(ruleset, config.chainPrefix), family, report.pods);
@@ -196,7 +217,9 @@ export async function inspectCommand(argv: readonly string[], io: Io): Promise<n
     if (parsed.values['json'] === true) io.out(`${JSON.stringify({ family, ...report, strictMode, antiSpoofing }, null, 2)}\n`);
     else {
       const also = alsoIn !== undefined ? `\n${pod} also has IPv${alsoIn} rules: netfence inspect --family ${alsoIn} --pod ${pod}` : '';
-      io.out(`ruleset ${loaded.source}\n${formatReport(report, { byPolicy: policy !== undefined && pod === undefined })}${formatHardening(strictMode, antiSpoofing).join('\n')}${also}\n`);
+      io.out(
+        `ruleset ${loaded.source}\n${formatReport(report, { byPolicy: policy !== undefined && pod === undefined })}${formatHardening(strictMode, antiSpoofing).join('\n')}${also}\n`,
+      );
     }
     return 0;
   });

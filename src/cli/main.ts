@@ -48,7 +48,9 @@ export async function main(argv: readonly string[], io: Io, width = helpWidth())
     return 0;
   }
   try {
-    return await (await COMMANDS[name].load())(rest, io);
+    return await (
+      await COMMANDS[name].load()
+    )(rest, io);
   } catch (err) {
     io.err(await errorText(name, err));
     return 2;
@@ -68,7 +70,9 @@ async function errorText(name: string, err: unknown): Promise<string> {
 }
 
 const overviewUsage = (name: string): string =>
-  isCommandName(name) ? `usage: netfence ${name}${COMMANDS[name].synopsis ? ` ${COMMANDS[name].synopsis}` : ''} [options]  (netfence ${name} --help)\n` : '';
+  isCommandName(name)
+    ? `usage: netfence ${name}${COMMANDS[name].synopsis ? ` ${COMMANDS[name].synopsis}` : ''} [options]  (netfence ${name} --help)\n`
+    : '';
 
 const isEntry = process.argv[1] !== undefined && import.meta.url === new URL(`file://${process.argv[1]}`).href;
 if (isEntry || process.argv[1]?.endsWith('/netfence')) {

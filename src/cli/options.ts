@@ -5,7 +5,15 @@
 // Kubernetes client).
 
 import type { ParseArgsConfig } from 'node:util';
-import { BACKENDS, CONFIG_FILE_ENV, CONFIG_KEYS, DEFAULT_CONFIG, KEY_SPELLINGS, UNKNOWN_POD_POLICIES, type ConfigKey } from '../config/schema.js';
+import {
+  BACKENDS,
+  CONFIG_FILE_ENV,
+  CONFIG_KEYS,
+  DEFAULT_CONFIG,
+  KEY_SPELLINGS,
+  UNKNOWN_POD_POLICIES,
+  type ConfigKey,
+} from '../config/schema.js';
 import { LOG_FORMATS, LOG_LEVELS } from '../log-levels.js';
 
 /** A command line that cannot be run as written: exit 2 with the command's usage. */
@@ -50,7 +58,10 @@ const CONFIG_HELP: { readonly [K in ConfigKey]: { readonly arg?: string; readonl
   nodeName: { arg: 'N', help: 'this node' },
   bridge: { arg: 'IF', help: 'the bridge pods are attached to' },
   podCidrs: { arg: 'CIDR', help: "this node's pod CIDR (repeatable; default: the Node's spec.podCIDRs, then flannel's subnet.env)" },
-  unknownPods: { arg: UNKNOWN_POD_POLICIES.join('|'), help: "addresses of this node's pod CIDR that no known pod owns: dropped, or let through" },
+  unknownPods: {
+    arg: UNKNOWN_POD_POLICIES.join('|'),
+    help: "addresses of this node's pod CIDR that no known pod owns: dropped, or let through",
+  },
   chainPrefix: { arg: 'P', help: 'prefix of the chains netfence owns' },
   ipsetPrefix: { arg: 'P', help: 'prefix of the ipsets netfence owns' },
   markMask: { arg: 'MASK', help: 'packet mark bits netfence may use (e.g. 0xffff0000)' },
@@ -64,7 +75,10 @@ const CONFIG_HELP: { readonly [K in ConfigKey]: { readonly arg?: string; readonl
   logFormat: { arg: LOG_FORMATS.join('|'), help: 'log format' },
   flannelSubnetEnv: { arg: 'FILE', help: "flannel's lease file, read for this node's pod CIDR" },
   dryRun: { help: 'log the plan and write nothing' },
-  hookCheckIntervalMs: { arg: 'MS', help: "how often netfence checks its FORWARD jump is still first (kube-proxy re-prepends KUBE-FORWARD on restart); 0: off" },
+  hookCheckIntervalMs: {
+    arg: 'MS',
+    help: 'how often netfence checks its FORWARD jump is still first (kube-proxy re-prepends KUBE-FORWARD on restart); 0: off',
+  },
   revokeEstablished: { help: 'strict mode: established flows a new deny refuses stop carrying packets (conntrack mark + DROP)' },
   antiSpoofing: { help: "bind each pod's bridge port to its addresses (IPv4/IPv6 source, ARP sender) with an nft bridge table" },
   cniCacheDir: { arg: 'DIR', help: "libcni's cache directory, read to learn which bridge port belongs to which pod" },
@@ -84,7 +98,12 @@ function defaultText(key: ConfigKey): string {
 
 /** `--config` and one flag per configuration key (booleans also as `--no-…`), as config/load.ts reads them. */
 export const CONFIG_OPTIONS: readonly OptionDef[] = [
-  { name: 'config', type: 'string', arg: 'FILE', help: `YAML or JSON configuration file (env ${CONFIG_FILE_ENV}); flags win over env NETFENCE_*, which wins over the file` },
+  {
+    name: 'config',
+    type: 'string',
+    arg: 'FILE',
+    help: `YAML or JSON configuration file (env ${CONFIG_FILE_ENV}); flags win over env NETFENCE_*, which wins over the file`,
+  },
   ...CONFIG_KEYS.flatMap((key): OptionDef[] => {
     const { kind, flag, env } = KEY_SPELLINGS[key];
     const { arg, help } = CONFIG_HELP[key];
@@ -104,8 +123,19 @@ export const CONFIG_OPTIONS: readonly OptionDef[] = [
 export const HELP_OPTION: OptionDef = { name: 'help', type: 'boolean', short: 'h', help: 'this help' };
 
 export const OPT = {
-  resources: { name: 'resources', type: 'string', multiple: true, arg: 'PATH', help: 'manifest files or directories (*.yaml, *.yml, *.json; repeatable) instead of the API server' },
-  kubeconfig: { name: 'kubeconfig', type: 'string', arg: 'FILE', help: 'read the cluster from the API server of this kubeconfig (default: in-cluster configuration)' },
+  resources: {
+    name: 'resources',
+    type: 'string',
+    multiple: true,
+    arg: 'PATH',
+    help: 'manifest files or directories (*.yaml, *.yml, *.json; repeatable) instead of the API server',
+  },
+  kubeconfig: {
+    name: 'kubeconfig',
+    type: 'string',
+    arg: 'FILE',
+    help: 'read the cluster from the API server of this kubeconfig (default: in-cluster configuration)',
+  },
   netns: { name: 'netns', type: 'string', arg: 'NAME', help: 'act inside this named network namespace (tests, sandbox)' },
   saved: {
     name: 'saved',

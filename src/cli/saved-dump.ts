@@ -89,7 +89,13 @@ export function splitSavedDumps(inputs: readonly SavedInput[], ipsetPrefix: stri
       const h = HEADER_FAMILY.exec(raw);
       if (h) header = h[1] === 'ip6' || h[2] === '6' ? 6 : 4;
       else if (raw.startsWith('*')) {
-        current = { file: name, line: i + 1, name: raw.slice(1).trim(), lines: [raw], ...(header !== undefined ? { headerFamily: header } : {}) };
+        current = {
+          file: name,
+          line: i + 1,
+          name: raw.slice(1).trim(),
+          lines: [raw],
+          ...(header !== undefined ? { headerFamily: header } : {}),
+        };
         tables.push(current);
         header = undefined;
       } else if (raw.trim() !== '' && !raw.startsWith('#')) {
@@ -111,14 +117,33 @@ export function splitSavedDumps(inputs: readonly SavedInput[], ipsetPrefix: stri
     }
     const f = family ?? 4;
     const other = result.get(f);
-    if (other) throw new SavedDumpError(`${where(table)}: a second IPv${f} *filter table (the first is at ${other.where}); give one table of each family`);
-    result.set(f, { family: f, text: table.lines.join('\n'), where: where(table), file: table.file, line: table.line, by: by ?? 'only table' });
+    if (other)
+      throw new SavedDumpError(
+        `${where(table)}: a second IPv${f} *filter table (the first is at ${other.where}); give one table of each family`,
+      );
+    result.set(f, {
+      family: f,
+      text: table.lines.join('\n'),
+      where: where(table),
+      file: table.file,
+      line: table.line,
+      by: by ?? 'only table',
+    });
   }
   const files = inputs.map((i) => i.name);
-  return { filters: result, ipsets: dedupeSets(ipsetLines), label: `saved dump${files.length > 1 ? 's' : ''} ${files.join(', ')}`, files: files.length };
+  return {
+    filters: result,
+    ipsets: dedupeSets(ipsetLines),
+    label: `saved dump${files.length > 1 ? 's' : ''} ${files.join(', ')}`,
+    files: files.length,
+  };
 }
 
-function familyOf(table: Table, setFamilies: ReadonlyMap<string, IpFamily>, ipsetPrefix: string): { family?: IpFamily; by?: SavedFilter['by'] } {
+function familyOf(
+  table: Table,
+  setFamilies: ReadonlyMap<string, IpFamily>,
+  ipsetPrefix: string,
+): { family?: IpFamily; by?: SavedFilter['by'] } {
   if (table.headerFamily !== undefined) return { family: table.headerFamily, by: 'header' };
   const seen = new Set<IpFamily>();
   const ownSet = new RegExp(`^${ipsetPrefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}([46])[a-z]:`);
@@ -131,7 +156,9 @@ function familyOf(table: Table, setFamilies: ReadonlyMap<string, IpFamily>, ipse
     if (/ -p (?:ipv6-icmp|icmpv6|58) /.test(line)) seen.add(6);
   }
   if (seen.size === 2) {
-    throw new SavedDumpError(`${table.file} line ${table.line}: this *filter table holds both IPv4 and IPv6 addresses or sets; iptables-save and ip6tables-save output must stay separate tables`);
+    throw new SavedDumpError(
+      `${table.file} line ${table.line}: this *filter table holds both IPv4 and IPv6 addresses or sets; iptables-save and ip6tables-save output must stay separate tables`,
+    );
   }
   const [only] = seen;
   return only === undefined ? {} : { family: only, by: 'content' };
@@ -163,7 +190,8 @@ function dedupeSets(lines: readonly { readonly file: string; readonly text: stri
     const [[firstFile, first] = ['', []], ...rest] = [...perFile];
     const content = (l: readonly string[]) => l.map(stripVolatile).sort().join('\n');
     for (const [file, other] of rest) {
-      if (content(other) !== content(first)) throw new SavedDumpError(`ipset ${set} differs between ${firstFile} and ${file}; give one ipset save`);
+      if (content(other) !== content(first))
+        throw new SavedDumpError(`ipset ${set} differs between ${firstFile} and ${file}; give one ipset save`);
     }
     out.push(...first);
   }

@@ -25,6 +25,8 @@ export function refuseIncomplete(io: Io, command: string, cluster: LoadedCluster
   const errors = incompleteRead(cluster.problems);
   if (errors.length === 0) return false;
   printProblems(io, cluster.problems);
-  io.err(`netfence ${command}: ${errors.length} manifest error(s) above: the resources were not read completely; stopped before touching the kernel\n`);
+  io.err(
+    `netfence ${command}: ${errors.length} manifest error(s) above: the resources were not read completely; stopped before touching the kernel\n`,
+  );
   return true;
 }

@@ -6,7 +6,18 @@ import { loadManifests } from '../cluster/manifests.js';
 import type { DaemonConfig } from '../config/schema.js';
 import { inspectRuleset, type InspectReport } from '../inspect/index.js';
 import { podKey, type ClusterSnapshot, type IpFamily, type L4Protocol } from '../model/index.js';
-import { formatTrace, icmpPacketFor, isLocal, packetFor, parseAddr, RulesetError, tracePacket, wrap, type NodeLayout, type TraceResult } from '../trace/index.js';
+import {
+  formatTrace,
+  icmpPacketFor,
+  isLocal,
+  packetFor,
+  parseAddr,
+  RulesetError,
+  tracePacket,
+  wrap,
+  type NodeLayout,
+  type TraceResult,
+} from '../trace/index.js';
 import type { Io } from './commands.js';
 import { createLogger } from '../log.js';
 import { configFrom, loadCluster, parseCommand, resourcePaths, UsageError, type Parsed } from './context.js';
@@ -26,9 +37,13 @@ function payloadOf(parsed: Parsed, protoText: string): Payload {
   const text = (flag: string): string | undefined => parsed.values[flag] as string | undefined;
   const icmpFamily = ICMP_PROTOCOLS[protoText];
   if (icmpFamily !== undefined) {
-    for (const flag of ['port', 'src-port']) if (text(flag) !== undefined) throw new UsageError(`--${flag} is for tcp, udp and sctp: ${protoText} has no ports (use --icmp-type)`);
+    for (const flag of ['port', 'src-port'])
+      if (text(flag) !== undefined) throw new UsageError(`--${flag} is for tcp, udp and sctp: ${protoText} has no ports (use --icmp-type)`);
     const typeText = text('icmp-type');
-    if (typeText === undefined || typeText === '') throw new UsageError(`--proto ${protoText} needs --icmp-type N (e.g. ${icmpFamily === 6 ? '135, a neighbour solicitation' : '8, an echo request'})`);
+    if (typeText === undefined || typeText === '')
+      throw new UsageError(
+        `--proto ${protoText} needs --icmp-type N (e.g. ${icmpFamily === 6 ? '135, a neighbour solicitation' : '8, an echo request'})`,
+      );
     const hopText = text('hop-limit');
     if (hopText !== undefined && icmpFamily === 4) throw new UsageError('--hop-limit is for icmpv6 (no netfence rule matches an IPv4 TTL)');
     return {
@@ -40,11 +55,17 @@ function payloadOf(parsed: Parsed, protoText: string): Payload {
   }
   const proto = PROTOCOLS.find((p) => p === protoText);
   if (!proto) throw new UsageError(`--proto must be tcp, udp, sctp, icmp or icmpv6, not "${protoText}"`);
-  for (const flag of ['icmp-type', 'hop-limit']) if (text(flag) !== undefined) throw new UsageError(`--${flag} is for icmp and icmpv6, not ${proto}`);
+  for (const flag of ['icmp-type', 'hop-limit'])
+    if (text(flag) !== undefined) throw new UsageError(`--${flag} is for icmp and icmpv6, not ${proto}`);
   const portText = text('port');
   if (portText === undefined || portText === '') throw new UsageError('--port is required');
   const sportText = text('src-port');
-  return { kind: 'l4', proto, dport: portNumber('--port', portText), ...(sportText !== undefined ? { sport: portNumber('--src-port', sportText) } : {}) };
+  return {
+    kind: 'l4',
+    proto,
+    dport: portNumber('--port', portText),
+    ...(sportText !== undefined ? { sport: portNumber('--src-port', sportText) } : {}),
+  };
 }
 
 /** An ICMP type or hop limit: a whole number up to 255. */
@@ -73,7 +94,8 @@ export async function traceCommand(argv: readonly string[], io: Io): Promise<num
 
   const given = familyFlag(parsed);
   // ICMP is IPv4's, ICMPv6 IPv6's: the protocol names the family.
-  if (payload.kind === 'icmp' && given !== undefined && given !== payload.family) throw new UsageError(`--family ${given} contradicts --proto ${protoText} (IPv${payload.family})`);
+  if (payload.kind === 'icmp' && given !== undefined && given !== payload.family)
+    throw new UsageError(`--family ${given} contradicts --proto ${protoText} (IPv${payload.family})`);
   const flag = payload.kind === 'icmp' ? payload.family : given;
   // --in-iface: the bridge port (host veth) the packet enters from, checked by the anti-spoofing table.
   const inPort = parsed.values['in-iface'] as string | undefined;
@@ -84,7 +106,10 @@ export async function traceCommand(argv: readonly string[], io: Io): Promise<num
     } catch (err) {
       // No chains of the packet's family here (e.g. an IPv6 source on an IPv4-only node): the bridge
       // table still judges the frame, whatever FORWARD would do with it.
-      const alone = inPort !== undefined && err instanceof RulesetError ? await antiSpoofAlone(parsed, config, io, inPort, srcRef, flag, err) : undefined;
+      const alone =
+        inPort !== undefined && err instanceof RulesetError
+          ? await antiSpoofAlone(parsed, config, io, inPort, srcRef, flag, err)
+          : undefined;
       if (alone === undefined) throw err;
       return alone;
     }
@@ -95,8 +120,26 @@ export async function traceCommand(argv: readonly string[], io: Io): Promise<num
     const toNode = parsed.values['to-node'] === true || nodeAddresses(snapshot, config.nodeName).includes(dst.ip);
     const routed =
       payload.kind === 'icmp'
-        ? icmpPacketFor({ src: src.ip, dst: dst.ip, family: payload.family, type: payload.type, ...(payload.hopLimit !== undefined ? { hopLimit: payload.hopLimit } : {}) }, layout)
-        : packetFor({ src: src.ip, dst: dst.ip, proto: payload.proto, dport: payload.dport, ...(payload.sport !== undefined ? { sport: payload.sport } : {}) }, layout);
+        ? icmpPacketFor(
+            {
+              src: src.ip,
+              dst: dst.ip,
+              family: payload.family,
+              type: payload.type,
+              ...(payload.hopLimit !== undefined ? { hopLimit: payload.hopLimit } : {}),
+            },
+            layout,
+          )
+        : packetFor(
+            {
+              src: src.ip,
+              dst: dst.ip,
+              proto: payload.proto,
+              dport: payload.dport,
+              ...(payload.sport !== undefined ? { sport: payload.sport } : {}),
+            },
+            layout,
+          );
     const packet = { ...routed, ...(toNode ? { outIface: '' } : {}), ...(inPort ? { physIn: inPort } : {}) };
     const result = tracePacket(ruleset, ipsets, packet, { chainPrefix: config.chainPrefix, ...(toNode ? { startChain: 'INPUT' } : {}) });
     const established = establishedFate(strictModeOf(ruleset, config.chainPrefix), result);
@@ -106,16 +149,24 @@ export async function traceCommand(argv: readonly string[], io: Io): Promise<num
         ? antiSpoofVerdict(programmed, inPort, src.ip, family === 6 ? 'ipv6' : 'ipv4')
         : { verdict: 'unknown', why: 'no anti-spoofing table to check (saved dump, or not programmed on this node)' }
       : undefined;
-    const label = (e: Endpoint) => `${e.pod ? `${e.pod}, ` : ''}${e === dst && toNode ? 'this node (INPUT)' : isLocal(e.ip, layout) ? 'local' : 'remote'}`;
+    const label = (e: Endpoint) =>
+      `${e.pod ? `${e.pod}, ` : ''}${e === dst && toNode ? 'this node (INPUT)' : isLocal(e.ip, layout) ? 'local' : 'remote'}`;
     if (parsed.values['json'] === true) {
-      io.out(`${JSON.stringify({ family, source, packet, src, dst, podCidrs: layout.podCidrs, ...result, established, ...(antiSpoof ? { antiSpoof } : {}) }, null, 2)}\n`);
+      io.out(
+        `${JSON.stringify({ family, source, packet, src, dst, podCidrs: layout.podCidrs, ...result, established, ...(antiSpoof ? { antiSpoof } : {}) }, null, 2)}\n`,
+      );
     } else {
       const local = layout.podCidrs.join(', ') || 'as listed in the dispatch chains';
       io.out(`${wrap(`${source}; local pods: ${local}`, 'ruleset ', '        ').join('\n')}\n`);
-      if (otherToo) io.out(`${wrap(`IPv${family}; both ends have IPv${otherToo} addresses too (--family ${otherToo} traces that packet)`, 'family  ', '        ').join('\n')}\n`);
+      if (otherToo)
+        io.out(
+          `${wrap(`IPv${family}; both ends have IPv${otherToo} addresses too (--family ${otherToo} traces that packet)`, 'family  ', '        ').join('\n')}\n`,
+        );
       if (antiSpoof) {
         const before = antiSpoof.verdict === 'drop' ? ' (the packet never reaches FORWARD)' : '';
-        io.out(`${wrap(`${antiSpoof.verdict.toUpperCase()}${before}: ${antiSpoof.why}`, `anti-spoofing on ${inPort}: `, '  ').join('\n')}\n`);
+        io.out(
+          `${wrap(`${antiSpoof.verdict.toUpperCase()}${before}: ${antiSpoof.why}`, `anti-spoofing on ${inPort}: `, '  ').join('\n')}\n`,
+        );
       }
       io.out(formatTrace(result, packet, { ruleset, chainPrefix: config.chainPrefix, srcLabel: label(src), dstLabel: label(dst) }));
       io.out(`${wrap(established, 'established: ', '  ').join('\n')}\n`);
@@ -129,7 +180,15 @@ export async function traceCommand(argv: readonly string[], io: Io): Promise<num
  * Exit 1 when the bridge table drops the frame (it never reaches FORWARD); otherwise the ruleset's
  * error stands (exit 2): what happens past the bridge table is not known.
  */
-async function antiSpoofAlone(parsed: Parsed, config: DaemonConfig, io: Io, inPort: string, srcRef: string, flag: IpFamily | undefined, err: RulesetError): Promise<number | undefined> {
+async function antiSpoofAlone(
+  parsed: Parsed,
+  config: DaemonConfig,
+  io: Io,
+  inPort: string,
+  srcRef: string,
+  flag: IpFamily | undefined,
+  err: RulesetError,
+): Promise<number | undefined> {
   const addr = parseAddr(srcRef);
   if (!addr || (flag !== undefined && flag !== addr.family)) return undefined;
   const programmed = await readAntiSpoof(parsed, config);
@@ -141,7 +200,9 @@ async function antiSpoofAlone(parsed: Parsed, config: DaemonConfig, io: Io, inPo
   else {
     const before = antiSpoof.verdict === 'drop' ? ' (the packet never reaches FORWARD)' : '';
     io.out(`${wrap(`${antiSpoof.verdict.toUpperCase()}${before}: ${antiSpoof.why}`, `anti-spoofing on ${inPort}: `, '  ').join('\n')}\n`);
-    io.out(`${wrap(`${ruleset}${antiSpoof.verdict === 'drop' ? '' : ' — the rest of the path is not traced'}`, 'ruleset ', '        ').join('\n')}\n`);
+    io.out(
+      `${wrap(`${ruleset}${antiSpoof.verdict === 'drop' ? '' : ' — the rest of the path is not traced'}`, 'ruleset ', '        ').join('\n')}\n`,
+    );
   }
   if (antiSpoof.verdict === 'drop') return 1;
   io.err(`netfence trace: ${err.message}\n`);
@@ -150,7 +211,7 @@ async function antiSpoofAlone(parsed: Parsed, config: DaemonConfig, io: Io, inPo
 
 /** For scripts: 0 the packet is allowed, 1 it is dropped (by netfence or, past it, by the rest of FORWARD); 2 is left for errors. */
 export function exitCodeOf(result: Pick<TraceResult, 'verdict' | 'after'>): 0 | 1 {
-  const verdict = result.verdict === 'NO-VERDICT' ? result.after?.verdict ?? 'ACCEPT' : result.verdict;
+  const verdict = result.verdict === 'NO-VERDICT' ? (result.after?.verdict ?? 'ACCEPT') : result.verdict;
   return verdict === 'ACCEPT' ? 0 : 1;
 }
 
@@ -181,7 +242,8 @@ function portNumber(flag: string, text: string): number {
 function resolve(ref: string, snapshot: ClusterSnapshot | undefined, report: InspectReport, family: IpFamily): Endpoint {
   const literal = parseAddr(ref);
   if (literal) {
-    if (literal.family !== family) throw new UsageError(`${ref} is an IPv${literal.family} address, and this trace is IPv${family} (--family)`);
+    if (literal.family !== family)
+      throw new UsageError(`${ref} is an IPv${literal.family} address, and this trace is IPv${family} (--family)`);
     return { ip: ref };
   }
   if (!/^[^/\s]+\/[^/\s]+$/.test(ref)) throw new UsageError(`"${ref}" is neither an IP address nor namespace/pod`);
@@ -221,14 +283,23 @@ interface Picked {
  * have (IPv4 when they share both: the default, and the output says so); pods known only from the
  * ruleset's comments decide by which family's ruleset names them.
  */
-async function pickFamily(parsed: Parsed, config: DaemonConfig, snapshot: ClusterSnapshot | undefined, srcRef: string, dstRef: string, flag: IpFamily | undefined): Promise<Picked> {
+async function pickFamily(
+  parsed: Parsed,
+  config: DaemonConfig,
+  snapshot: ClusterSnapshot | undefined,
+  srcRef: string,
+  dstRef: string,
+  flag: IpFamily | undefined,
+): Promise<Picked> {
   const literals = [srcRef, dstRef].flatMap((r) => {
     const a = parseAddr(r);
     return a ? [{ ref: r, family: a.family }] : [];
   });
-  if (literals.length === 2 && literals[0]!.family !== literals[1]!.family) throw new UsageError(`--src ${srcRef} and --dst ${dstRef} are of different IP families`);
+  if (literals.length === 2 && literals[0]!.family !== literals[1]!.family)
+    throw new UsageError(`--src ${srcRef} and --dst ${dstRef} are of different IP families`);
   const literal = literals[0];
-  if (flag !== undefined && literal && literal.family !== flag) throw new UsageError(`--family ${flag}, but ${literal.ref} is an IPv${literal.family} address`);
+  if (flag !== undefined && literal && literal.family !== flag)
+    throw new UsageError(`--family ${flag}, but ${literal.ref} is an IPv${literal.family} address`);
   let candidates: IpFamily[];
   if (flag !== undefined) candidates = [flag];
   else if (literal) candidates = [literal.family];
@@ -250,7 +321,14 @@ async function pickFamily(parsed: Parsed, config: DaemonConfig, snapshot: Cluste
       const report = inspectRuleset(loaded.ruleset, loaded.ipsets, { chainPrefix: config.chainPrefix });
       const src = resolve(srcRef, snapshot, report, family);
       const dst = resolve(dstRef, snapshot, report, family);
-      const otherToo = candidates.length === 2 && family === 4 && literal === undefined && flag === undefined && [srcRef, dstRef].every((r) => podFamilies(snapshot, r)?.has(6)) ? 6 : undefined;
+      const otherToo =
+        candidates.length === 2 &&
+        family === 4 &&
+        literal === undefined &&
+        flag === undefined &&
+        [srcRef, dstRef].every((r) => podFamilies(snapshot, r)?.has(6))
+          ? 6
+          : undefined;
       return { family, loaded, report, src, dst, ...(otherToo !== undefined ? { otherToo } : {}) };
     } catch (err) {
       // Only when the family was not chosen for us: try the next one, and report the first failure if none works.

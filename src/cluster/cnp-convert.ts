@@ -33,7 +33,10 @@ export function readClusterPolicy(
 ): ClusterNetworkPolicy {
   const spec = record(obj['spec']) ?? {};
   const tier = spec['tier'] === 'Baseline' ? 'Baseline' : 'Admin';
-  const priority = Number.isInteger(spec['priority']) && (spec['priority'] as number) >= 0 && (spec['priority'] as number) <= 1000 ? (spec['priority'] as number) : 0;
+  const priority =
+    Number.isInteger(spec['priority']) && (spec['priority'] as number) >= 0 && (spec['priority'] as number) <= 1000
+      ? (spec['priority'] as number)
+      : 0;
   return {
     name: meta['name'] as string,
     tier,
@@ -82,7 +85,13 @@ function readRules(v: unknown, direction: 'ingress' | 'egress', readSelector: (v
   });
 }
 
-function readPeer(v: unknown, direction: 'ingress' | 'egress', at: string, readSelector: (v: unknown) => LabelSelector, report: Report): CnpPeer {
+function readPeer(
+  v: unknown,
+  direction: 'ingress' | 'egress',
+  at: string,
+  readSelector: (v: unknown) => LabelSelector,
+  report: Report,
+): CnpPeer {
   const peer = record(v);
   if (!peer) return { kind: 'unknown', what: `${at} unreadable` };
   const set = Object.keys(peer).filter((k) => peer[k] !== undefined && peer[k] !== null);
@@ -92,7 +101,10 @@ function readPeer(v: unknown, direction: 'ingress' | 'egress', at: string, readS
     // "If a peer has no known field set, the CRD is newer than the implementation": not an error of the
     // object (domainNames is a real, experimental peer), but the rule must fail closed.
     const what = set.length === 0 ? 'no peer field set' : set.join('+');
-    const invalid = set.length !== 1 || !['namespaces', 'pods', 'networks', 'nodes', 'domainNames'].includes(set[0]!) || (direction === 'ingress' && set[0] !== 'namespaces' && set[0] !== 'pods');
+    const invalid =
+      set.length !== 1 ||
+      !['namespaces', 'pods', 'networks', 'nodes', 'domainNames'].includes(set[0]!) ||
+      (direction === 'ingress' && set[0] !== 'namespaces' && set[0] !== 'pods');
     report(at, `peer ${what} is not supported${invalid ? '' : ' by netfence'}; the rule fails closed`, invalid ? 'error' : 'warning');
     return { kind: 'unknown', what };
   }
@@ -139,12 +151,19 @@ function readProtocol(v: unknown, at: string, report: Report): CnpProtocol {
   const number = port['number'];
   const range = record(port['range']);
   if (Number.isInteger(number) && !range) {
-    if ((number as number) >= 1 && (number as number) <= 65535) return { kind: 'protocol', protocol, ports: { from: number as number, to: number as number } };
+    if ((number as number) >= 1 && (number as number) <= 65535)
+      return { kind: 'protocol', protocol, ports: { from: number as number, to: number as number } };
   } else if (range && (number === undefined || number === null)) {
     const start = range['start'];
     const end = range['end'];
     // CEL: "self.start < self.end"; both 1–65535.
-    if (Number.isInteger(start) && Number.isInteger(end) && (start as number) >= 1 && (end as number) <= 65535 && (start as number) < (end as number)) {
+    if (
+      Number.isInteger(start) &&
+      Number.isInteger(end) &&
+      (start as number) >= 1 &&
+      (end as number) <= 65535 &&
+      (start as number) < (end as number)
+    ) {
       return { kind: 'protocol', protocol, ports: { from: start as number, to: end as number } };
     }
   }

@@ -127,7 +127,10 @@ const policyPort = (v: unknown): boolean =>
   optional(v['port'], (p) => Number.isInteger(p) || typeof p === 'string') &&
   optional(v['endPort'], Number.isInteger);
 
-const rule = (peers: 'from' | 'to') => (v: unknown): boolean => isObject(v) && listOf(v[peers], peer) && listOf(v['ports'], policyPort);
+const rule =
+  (peers: 'from' | 'to') =>
+  (v: unknown): boolean =>
+    isObject(v) && listOf(v[peers], peer) && listOf(v['ports'], policyPort);
 const ingressRule = rule('from');
 const egressRule = rule('to');
 

@@ -53,7 +53,13 @@ export const isObjectKind = (kind: unknown): kind is ObjectKind => OBJECT_KINDS.
 /** The namespace kubectl puts a namespaced object in when its manifest names none. */
 export const DEFAULT_NAMESPACE = 'default';
 
-const NAMESPACED: Readonly<Record<ObjectKind, boolean>> = { Namespace: false, Pod: true, NetworkPolicy: true, Node: false, ClusterNetworkPolicy: false };
+const NAMESPACED: Readonly<Record<ObjectKind, boolean>> = {
+  Namespace: false,
+  Pod: true,
+  NetworkPolicy: true,
+  Node: false,
+  ClusterNetworkPolicy: false,
+};
 
 /** `NetworkPolicy ns/name`, `Pod ns/name`, `Namespace name`, `Node name`: how problems name objects. */
 export function objectName(kind: ObjectKind, obj: unknown): string {

@@ -185,7 +185,9 @@ export class KubeSource implements ClusterSource {
       this.startInformer('ClusterNetworkPolicy');
     } else if (!installed) {
       if (!this.cnpAbsentLogged) {
-        this.logger.info('ClusterNetworkPolicy API not installed; enforcing NetworkPolicy only', { api: `${CNP_API.group}/${CNP_API.version}` });
+        this.logger.info('ClusterNetworkPolicy API not installed; enforcing NetworkPolicy only', {
+          api: `${CNP_API.group}/${CNP_API.version}`,
+        });
         this.cnpAbsentLogged = true;
       }
       this.scheduleDiscovery(this.crdRecheckMs);
@@ -256,7 +258,8 @@ export class KubeSource implements ClusterSource {
       onWatchStart: () => this.markListed(w.kind),
       onConnected: () => this.attempts.set(w.kind, 0),
       timeoutSeconds: () => this.watchTimeoutSeconds ?? 300 + Math.floor(this.random() * 300),
-      onDecodeError: (line) => this.logger.warn('undecodable line in the watch stream; relisting', { kind: w.kind, line: line.slice(0, 200) }),
+      onDecodeError: (line) =>
+        this.logger.warn('undecodable line in the watch stream; relisting', { kind: w.kind, line: line.slice(0, 200) }),
     });
     const list = async (): Promise<AnyList> => {
       const items: KubernetesObject[] = [];
@@ -283,9 +286,18 @@ export class KubeSource implements ClusterSource {
         this.logger.error(`handling ${w.kind} ${what} failed`, { error: String(err) });
       }
     };
-    informer.on('add', guarded('add', (obj) => this.upsert(w.kind, obj)));
-    informer.on('update', guarded('update', (obj) => this.upsert(w.kind, obj)));
-    informer.on('delete', guarded('delete', (obj) => this.remove(w.kind, obj)));
+    informer.on(
+      'add',
+      guarded('add', (obj) => this.upsert(w.kind, obj)),
+    );
+    informer.on(
+      'update',
+      guarded('update', (obj) => this.upsert(w.kind, obj)),
+    );
+    informer.on(
+      'delete',
+      guarded('delete', (obj) => this.remove(w.kind, obj)),
+    );
     informer.on('connect', () => this.logger.debug('informer (re)connecting', { kind: w.kind }));
     informer.on('error', (err) => this.onInformerError(w.kind, err));
     return informer;
@@ -382,7 +394,10 @@ interface WatchHooks {
 class GuardedWatch extends Watch {
   private lastDecodeError = -Infinity;
 
-  constructor(config: KubeConfig, private readonly hooks: WatchHooks) {
+  constructor(
+    config: KubeConfig,
+    private readonly hooks: WatchHooks,
+  ) {
     super(config);
   }
 
@@ -445,7 +460,9 @@ class GuardedWatch extends Watch {
     try {
       const response = await fetch(url.toString(), { ...init, method: 'GET', signal: controller.signal as FetchSignal });
       if (response.status !== 200) {
-        throw Object.assign(new Error(response.statusText || STATUS_CODES[response.status] || 'watch failed'), { statusCode: response.status });
+        throw Object.assign(new Error(response.statusText || STATUS_CODES[response.status] || 'watch failed'), {
+          statusCode: response.status,
+        });
       }
       const body = response.body;
       body.on('error', finish);
@@ -486,7 +503,9 @@ export class WatchDecodeError extends Error {
   override readonly name = 'WatchDecodeError';
   readonly statusCode: number | undefined;
   constructor(line: string, relist: boolean) {
-    super(`watch stream line is not an event (${relist ? 'relisting' : 'retrying with backoff'}): ${line.length > 200 ? `${line.slice(0, 200)}…` : line}`);
+    super(
+      `watch stream line is not an event (${relist ? 'relisting' : 'retrying with backoff'}): ${line.length > 200 ? `${line.slice(0, 200)}…` : line}`,
+    );
     this.statusCode = relist ? 410 : undefined;
   }
 }

@@ -22,8 +22,7 @@ import { ChangeEmitter, ObjectStore, type ClusterChange, type ClusterSource, typ
 
 /** Whether the last read saw every manifest; when not, which files/paths are served from an older read. */
 export type SourceHealth =
-  | { readonly complete: true }
-  | { readonly complete: false; readonly reason: string; readonly errors: readonly Problem[] };
+  { readonly complete: true } | { readonly complete: false; readonly reason: string; readonly errors: readonly Problem[] };
 
 export interface ManifestSourceOptions {
   readonly paths: readonly string[];
@@ -163,8 +162,11 @@ export class ManifestSource implements ClusterSource {
   private report(kept: readonly string[], problems: readonly Problem[]): void {
     const errors = incompleteRead(problems);
     const health: SourceHealth =
-      kept.length === 0 ? { complete: true } : { complete: false, reason: `cannot read ${kept.length} manifest path(s)/file(s) completely: ${kept.join(', ')}`, errors };
-    const key = (h: SourceHealth | undefined) => (h === undefined ? '' : h.complete ? 'ok' : `${h.reason}\n${h.errors.map(formatProblem).join('\n')}`);
+      kept.length === 0
+        ? { complete: true }
+        : { complete: false, reason: `cannot read ${kept.length} manifest path(s)/file(s) completely: ${kept.join(', ')}`, errors };
+    const key = (h: SourceHealth | undefined) =>
+      h === undefined ? '' : h.complete ? 'ok' : `${h.reason}\n${h.errors.map(formatProblem).join('\n')}`;
     const changed = key(health) !== key(this.healthState);
     const now = (this.opts.now ?? Date.now)();
     const first = this.healthState === undefined;
@@ -180,10 +182,15 @@ export class ManifestSource implements ClusterSource {
     this.scheduleRetry();
     if (!changed && now - this.lastLogAt < (this.opts.logEveryMs ?? 60_000)) return;
     this.lastLogAt = now;
-    this.logger.error(changed ? 'manifests not read completely; keeping the last clean read of what is missing' : 'manifests still not read completely; keeping the last clean read', {
-      kept,
-      problems: errors.map(formatProblem),
-    });
+    this.logger.error(
+      changed
+        ? 'manifests not read completely; keeping the last clean read of what is missing'
+        : 'manifests still not read completely; keeping the last clean read',
+      {
+        kept,
+        problems: errors.map(formatProblem),
+      },
+    );
   }
 
   private scheduleRetry(): void {

@@ -279,7 +279,12 @@ export class Collector {
 
   private put<T>(map: Map<string, T>, key: string, value: T, kind: ObjectKind): void {
     if (map.has(key)) {
-      this.problem({ object: `${kind} ${key}`, field: '(root)', message: 'defined more than once; the last definition wins', severity: 'warning' });
+      this.problem({
+        object: `${kind} ${key}`,
+        field: '(root)',
+        message: 'defined more than once; the last definition wins',
+        severity: 'warning',
+      });
     }
     map.set(key, value);
   }

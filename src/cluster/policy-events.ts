@@ -70,7 +70,9 @@ function regardingOf(object: string): Regarding | undefined {
       namespace,
       name,
       consequence: (severity) =>
-        severity === 'error' ? 'the pods it selects stay isolated in its directions and it allows nothing' : 'enforced, but not as it reads',
+        severity === 'error'
+          ? 'the pods it selects stay isolated in its directions and it allows nothing'
+          : 'enforced, but not as it reads',
     };
   }
   if (object.startsWith(CNP_PREFIX)) {
@@ -97,7 +99,10 @@ function regardingOf(object: string): Regarding | undefined {
 export function policyEvent(problem: Problem, node: string, now: Date): PolicyEvent | undefined {
   const about = regardingOf(problem.object);
   if (!about) return undefined;
-  const id = createHash('sha256').update(`${about.kind === 'NetworkPolicy' ? '' : `${about.kind}\n`}${node}\n${problem.field}\n${problem.message}`).digest('hex').slice(0, 12);
+  const id = createHash('sha256')
+    .update(`${about.kind === 'NetworkPolicy' ? '' : `${about.kind}\n`}${node}\n${problem.field}\n${problem.message}`)
+    .digest('hex')
+    .slice(0, 12);
   return {
     apiVersion: 'events.k8s.io/v1',
     kind: 'Event',
@@ -110,7 +115,12 @@ export function policyEvent(problem: Problem, node: string, now: Date): PolicyEv
     reason: problem.severity === 'error' ? 'PolicyNotEnforceable' : 'PolicyWarning',
     type: 'Warning',
     note: `node ${node}: ${problem.field}: ${problem.message}; ${about.consequence(problem.severity)}`.slice(0, MAX_NOTE),
-    regarding: { apiVersion: about.apiVersion, kind: about.kind, ...(about.namespace !== undefined ? { namespace: about.namespace } : {}), name: about.name },
+    regarding: {
+      apiVersion: about.apiVersion,
+      kind: about.kind,
+      ...(about.namespace !== undefined ? { namespace: about.namespace } : {}),
+      name: about.name,
+    },
   };
 }
 
@@ -155,7 +165,10 @@ export function kubeEventsClient(kubeConfig: KubeConfig): EventsClient {
   return {
     async create(event) {
       try {
-        await api.createNamespacedEvent({ namespace: event.metadata.namespace, body: { ...event, eventTime: new V1MicroTime(event.eventTime) } });
+        await api.createNamespacedEvent({
+          namespace: event.metadata.namespace,
+          body: { ...event, eventTime: new V1MicroTime(event.eventTime) },
+        });
         return true;
       } catch (err) {
         if ((err as { code?: number }).code === 409) return false;

@@ -91,18 +91,15 @@ const policyRule = (peersField: 'from' | 'to'): Schema => ({
   properties: { [peersField]: listOf(policyPeer), ports: listOf(policyPort) },
 });
 
-export const networkPolicySchema: Schema = topLevel(
-  true,
-  {
-    type: 'object',
-    properties: {
-      podSelector: labelSelector,
-      policyTypes: listOf({ enum: ['Ingress', 'Egress'] }),
-      ingress: listOf(policyRule('from')),
-      egress: listOf(policyRule('to')),
-    },
+export const networkPolicySchema: Schema = topLevel(true, {
+  type: 'object',
+  properties: {
+    podSelector: labelSelector,
+    policyTypes: listOf({ enum: ['Ingress', 'Egress'] }),
+    ingress: listOf(policyRule('from')),
+    egress: listOf(policyRule('to')),
   },
-);
+});
 
 // --- core/v1 Pod, Namespace, Node -------------------------------------------------------------
 
@@ -279,7 +276,10 @@ function describe(e: ErrorObject, root: unknown): SchemaError {
 
 function pointerSegments(pointer: string): string[] {
   if (pointer === '') return [];
-  return pointer.slice(1).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  return pointer
+    .slice(1)
+    .split('/')
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
 }
 
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;

@@ -34,7 +34,11 @@ export function slimObject(kind: ObjectKind, obj: KubernetesObject): KubernetesO
       } as KubernetesObject;
     }
     case 'Node':
-      return { ...head, spec: pick(rec(o['spec']), ['podCIDR', 'podCIDRs']), status: pick(rec(o['status']), ['addresses']) } as KubernetesObject;
+      return {
+        ...head,
+        spec: pick(rec(o['spec']), ['podCIDR', 'podCIDRs']),
+        status: pick(rec(o['status']), ['addresses']),
+      } as KubernetesObject;
     case 'Namespace':
       return head as KubernetesObject;
     case 'NetworkPolicy':

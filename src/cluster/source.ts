@@ -50,7 +50,13 @@ export class ObjectStore {
     ClusterNetworkPolicy: new Map(),
   };
   /** Keys per kind in sorted order, kept sorted on insert so a change never re-sorts 10k pods. */
-  private readonly sorted: { readonly [K in ObjectKind]: string[] } = { Namespace: [], Pod: [], NetworkPolicy: [], Node: [], ClusterNetworkPolicy: [] };
+  private readonly sorted: { readonly [K in ObjectKind]: string[] } = {
+    Namespace: [],
+    Pod: [],
+    NetworkPolicy: [],
+    Node: [],
+    ClusterNetworkPolicy: [],
+  };
   /** Per kind, the array handed out last; rebuilt only for the kind that changed, so unchanged kinds keep their identity. */
   private readonly arrays: { [K in ObjectKind]?: Model[] | undefined } = {};
   private cached: ClusterSnapshot | undefined;
@@ -91,7 +97,9 @@ export class ObjectStore {
       pods: this.values('Pod') as Pod[],
       policies: this.values('NetworkPolicy') as NetworkPolicy[],
       // Present only when there are some: a cluster without the CRD gives the same snapshots as before.
-      ...(this.maps.ClusterNetworkPolicy.size > 0 ? { clusterPolicies: this.values('ClusterNetworkPolicy') as ClusterNetworkPolicy[] } : {}),
+      ...(this.maps.ClusterNetworkPolicy.size > 0
+        ? { clusterPolicies: this.values('ClusterNetworkPolicy') as ClusterNetworkPolicy[] }
+        : {}),
     };
     return this.cached;
   }

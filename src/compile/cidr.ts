@@ -107,7 +107,11 @@ export function parseCidr(text: string): ParsedCidr {
   const slash = text.indexOf('/');
   if (slash < 0) return { ok: false, message: `"${text}" is not a CIDR (missing /prefix)` };
   const ip = parseIp(text.slice(0, slash));
-  if (!ip) return { ok: false, message: `"${text}" is not a CIDR (bad address${/(^|[.])0\d/.test(text.slice(0, slash)) ? ': leading zeros are ambiguous (octal or decimal) and the API server rejects them' : ''})` };
+  if (!ip)
+    return {
+      ok: false,
+      message: `"${text}" is not a CIDR (bad address${/(^|[.])0\d/.test(text.slice(0, slash)) ? ': leading zeros are ambiguous (octal or decimal) and the API server rejects them' : ''})`,
+    };
   const prefixText = text.slice(slash + 1);
   const prefix = Number(prefixText);
   const bits = familyBits(ip.family);

@@ -13,7 +13,19 @@
 // DROP otherwise. An object with errors (cnp.problems) keeps its Denies, loses its Accepts, and its Passes
 // deny what they match: none of its rules may open anything.
 
-import type { Chain, ChainName, ClusterNetworkPolicy, CnpPeer, CnpProtocol, CnpRule, IpFamily, IpSetName, Match, NodeSettings, Rule } from '../model/index.js';
+import type {
+  Chain,
+  ChainName,
+  ClusterNetworkPolicy,
+  CnpPeer,
+  CnpProtocol,
+  CnpRule,
+  IpFamily,
+  IpSetName,
+  Match,
+  NodeSettings,
+  Rule,
+} from '../model/index.js';
 import { CHAIN_KIND_TAG, chainName, ruleComment, taggedChainName } from '../model/index.js';
 import { parseCidr, formatCidr, type Cidr } from './cidr.js';
 import type { ClusterState } from './cluster-state.js';
@@ -78,10 +90,19 @@ const roleOf = (cnp: ClusterNetworkPolicy, direction: Direction) =>
   ({ kind: 'cluster-policy', direction, policy: cnp.name, tier: cnp.tier, priority: cnp.priority }) as const;
 
 /** `match` is asked for only when used, so an egress named port does not create the peer's unused set. */
-type PeerMatch = { readonly kind: 'any' } | { readonly kind: 'set'; readonly match: () => Match; readonly scope: PodScope | undefined } | { readonly kind: 'none' };
+type PeerMatch =
+  | { readonly kind: 'any' }
+  | { readonly kind: 'set'; readonly match: () => Match; readonly scope: PodScope | undefined }
+  | { readonly kind: 'none' };
 
 /** The match lists whose union is the rule in this family, or 'broken' when the rule must fail closed. */
-function ruleMatches(cnp: ClusterNetworkPolicy, rule: CnpRule, direction: Direction, family: IpFamily, ctx: CnpChainContext): Match[][] | 'broken' {
+function ruleMatches(
+  cnp: ClusterNetworkPolicy,
+  rule: CnpRule,
+  direction: Direction,
+  family: IpFamily,
+  ctx: CnpChainContext,
+): Match[][] | 'broken' {
   const peers: PeerMatch[] = [];
   for (const peer of rule.peers) {
     const m = peerMatch(peer, direction, family, ctx);
@@ -113,9 +134,16 @@ function peerMatch(peer: CnpPeer, direction: Direction, family: IpFamily, ctx: C
     case 'pods': {
       // The same selector peer as a NetworkPolicy's {namespaceSelector, podSelector}: the same ipset.
       // Host-networked pods are never in it ("host-networked pods are not included").
-      const npPeer = peer.kind === 'namespaces' ? { namespaceSelector: peer.namespaceSelector } : { namespaceSelector: peer.namespaceSelector, podSelector: peer.podSelector };
+      const npPeer =
+        peer.kind === 'namespaces'
+          ? { namespaceSelector: peer.namespaceSelector }
+          : { namespaceSelector: peer.namespaceSelector, podSelector: peer.podSelector };
       const key = ctx.state.peerKey(npPeer, '');
-      const match = (): Match => ({ kind: 'set', set: ctx.sets.request({ kind: 's', key, description: key, spec: { kind: 'selector', peer: npPeer, namespace: '' } }), direction: dir });
+      const match = (): Match => ({
+        kind: 'set',
+        set: ctx.sets.request({ kind: 's', key, description: key, spec: { kind: 'selector', peer: npPeer, namespace: '' } }),
+        direction: dir,
+      });
       return { kind: 'set', match, scope: { kind: 'selector', peer: npPeer, namespace: '' } };
     }
     case 'networks': {
@@ -131,13 +159,21 @@ function peerMatch(peer: CnpPeer, direction: Direction, family: IpFamily, ctx: C
       if (cidrs.some((c) => c.prefix === 0)) return { kind: 'any' };
       const unique = [...new Map(cidrs.map((c) => [formatCidr(c), c])).values()];
       const key = unique.map(formatCidr).sort().join(',');
-      const match = (): Match => ({ kind: 'set', set: ctx.sets.request({ kind: 'b', key, description: `networks ${key}`, spec: { kind: 'cidrs', members: unique.map(cidrMember) } }), direction: 'dst' });
+      const match = (): Match => ({
+        kind: 'set',
+        set: ctx.sets.request({ kind: 'b', key, description: `networks ${key}`, spec: { kind: 'cidrs', members: unique.map(cidrMember) } }),
+        direction: 'dst',
+      });
       return { kind: 'set', match, scope: { kind: 'cidrs', cidrs: unique } };
     }
     case 'nodes': {
       if (direction === 'ingress') return 'broken';
       const key = `nodes ${canonicalSelector(peer.nodeSelector)}`;
-      const match = (): Match => ({ kind: 'set', set: ctx.sets.request({ kind: 's', key, description: key, spec: { kind: 'node-ips', nodeSelector: peer.nodeSelector } }), direction: 'dst' });
+      const match = (): Match => ({
+        kind: 'set',
+        set: ctx.sets.request({ kind: 's', key, description: key, spec: { kind: 'node-ips', nodeSelector: peer.nodeSelector } }),
+        direction: 'dst',
+      });
       return { kind: 'set', match, scope: undefined };
     }
   }
@@ -155,7 +191,9 @@ function protocolMatches(
 ): Match[][] {
   if (proto.kind === 'protocol') {
     const protocol = L4[proto.protocol];
-    return [[{ kind: 'protocol', protocol }, ...peerMatches(), ...(proto.ports ? [{ kind: 'dports', ports: [proto.ports] } as const] : [])]];
+    return [
+      [{ kind: 'protocol', protocol }, ...peerMatches(), ...(proto.ports ? [{ kind: 'dports', ports: [proto.ports] } as const] : [])],
+    ];
   }
   if (proto.kind !== 'named') return [];
   // "destinationNamedPort … the port name as defined on the destination pod": resolved per destination,
@@ -169,9 +207,16 @@ function protocolMatches(
       kind: 'n',
       key: `${who} ${protocol}:${proto.name}`,
       description: `${who}, named port ${protocol}/${proto.name}`,
-      spec: direction === 'ingress' ? { kind: 'named-subjects', cnp, protocol, name: proto.name } : { kind: 'named-pods', scope: scope!, protocol, name: proto.name },
+      spec:
+        direction === 'ingress'
+          ? { kind: 'named-subjects', cnp, protocol, name: proto.name }
+          : { kind: 'named-pods', scope: scope!, protocol, name: proto.name },
     });
-    out.push([{ kind: 'protocol', protocol }, ...(direction === 'ingress' ? peerMatches() : []), { kind: 'set', set, direction: 'dst,dst' }]);
+    out.push([
+      { kind: 'protocol', protocol },
+      ...(direction === 'ingress' ? peerMatches() : []),
+      { kind: 'set', set, direction: 'dst,dst' },
+    ]);
   }
   return out;
 }

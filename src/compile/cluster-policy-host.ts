@@ -38,7 +38,8 @@ export function hostWorkloadChain(input: HostChainInput, settings: NodeSettings)
     }
   };
   tier(input.tiers.admin);
-  if (input.tiers.admin.length > 0) rules.push({ match: [], action: { kind: 'set-mark', value: 0, mask: pass }, comment: 'end of admin tier' });
+  if (input.tiers.admin.length > 0)
+    rules.push({ match: [], action: { kind: 'set-mark', value: 0, mask: pass }, comment: 'end of admin tier' });
   if (input.npEgress) {
     rules.push({ match: [], action: { kind: 'return' }, comment: `${input.podKey} to its own node: NetworkPolicy always allows` });
   } else {

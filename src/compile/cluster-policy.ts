@@ -37,7 +37,10 @@ export function reachesNodes(cnp: ClusterNetworkPolicy): boolean {
   return (
     cnpInvalid(cnp) ||
     cnp.egress.some(
-      (r) => r.action === undefined || r.peers.some((p) => p.kind !== 'namespaces' && p.kind !== 'pods') || (r.protocols ?? []).some((p) => p.kind === 'unknown'),
+      (r) =>
+        r.action === undefined ||
+        r.peers.some((p) => p.kind !== 'namespaces' && p.kind !== 'pods') ||
+        (r.protocols ?? []).some((p) => p.kind === 'unknown'),
     )
   );
 }
@@ -66,7 +69,13 @@ export function clusterPolicyProblems(cnp: ClusterNetworkPolicy): Problem[] {
       if (peer.kind !== 'networks') return;
       peer.cidrs.forEach((cidr, k) => {
         const parsed = parseCidr(cidr);
-        if (!parsed.ok) out.push({ object, field: `spec.egress[${i}].to[${j}].networks[${k}]`, message: `${parsed.message}; the rule fails closed`, severity: 'error' });
+        if (!parsed.ok)
+          out.push({
+            object,
+            field: `spec.egress[${i}].to[${j}].networks[${k}]`,
+            message: `${parsed.message}; the rule fails closed`,
+            severity: 'error',
+          });
       });
     }),
   );
@@ -144,7 +153,14 @@ export class ClusterPolicyCompiler {
     return { chains, byPod, nodeReaching };
   }
 
-  private chain(cnp: ClusterNetworkPolicy, direction: Direction, family: IpFamily, sets: IpSetRegistry, state: ClusterState, settings: NodeSettings): Chain {
+  private chain(
+    cnp: ClusterNetworkPolicy,
+    direction: Direction,
+    family: IpFamily,
+    sets: IpSetRegistry,
+    state: ClusterState,
+    settings: NodeSettings,
+  ): Chain {
     let perCnp = this.chains.get(cnp);
     if (!perCnp) this.chains.set(cnp, (perCnp = new Map<string, CachedChain>()));
     const key = `${direction}|${family}`;

@@ -2,14 +2,21 @@
 // peers, which are local, and which pods each selector peer matches. Sources hand over unchanged objects
 // as the same references, so a new snapshot is diffed by identity and only what changed is re-matched.
 
-import { diffByIdentity, type ClusterSnapshot, type IpFamily, type Labels, type Namespace, type Pod, type PolicyPeer } from '../model/index.js';
+import {
+  diffByIdentity,
+  type ClusterSnapshot,
+  type IpFamily,
+  type Labels,
+  type Namespace,
+  type Pod,
+  type PolicyPeer,
+} from '../model/index.js';
 import { podAddressFamily } from './cidr.js';
 import { canonicalSelector, selectorMatches } from './selectors.js';
 
 // "Peer pods count only while they have an IP and are not Succeeded/Failed; hostNetwork pods are never
 // policy targets and never selector-matched peers (their IP is the node's)." (DESIGN.md §3)
-export const countsAsPeer = (p: Pod): boolean =>
-  p.ips.length > 0 && !p.hostNetwork && p.phase !== 'Succeeded' && p.phase !== 'Failed';
+export const countsAsPeer = (p: Pod): boolean => p.ips.length > 0 && !p.hostNetwork && p.phase !== 'Succeeded' && p.phase !== 'Failed';
 
 // Every address is parsed once (parseIp keeps what it parsed); asking again is one map lookup.
 const podFamilyOf = podAddressFamily;

@@ -180,7 +180,10 @@ export class Compiler {
     if (!cached) {
       const requests: SetRequest[] = [];
       const recorder = { request: (req: SetRequest): IpSetName => (requests.push(req), sets.request(req)) };
-      const chain = policyChain({ policy: cp.policy, direction, family, valid: cp.valid }, { state: this.state, sets: recorder, names: this.names, settings });
+      const chain = policyChain(
+        { policy: cp.policy, direction, family, valid: cp.valid },
+        { state: this.state, sets: recorder, names: this.names, settings },
+      );
       perPolicy.set(key, (cached = { chain, requests }));
     } else {
       for (const req of cached.requests) sets.request(req);
@@ -188,7 +191,12 @@ export class Compiler {
     return cached.chain;
   }
 
-  private compileFamily(family: IpFamily, policies: readonly CheckedPolicy[], settings: NodeSettings, shared: SharedAddresses): FamilyState {
+  private compileFamily(
+    family: IpFamily,
+    policies: readonly CheckedPolicy[],
+    settings: NodeSettings,
+    shared: SharedAddresses,
+  ): FamilyState {
     const names = this.names;
     const sets = new IpSetRegistry(settings.ipsetPrefix, family);
     const policyChainsOut: Chain[] = [];
@@ -286,17 +294,21 @@ export class Compiler {
           });
     const dispatch = (['from', 'to'] as const).flatMap((direction) => {
       const entries = direction === 'from' ? fromEntries : toEntries;
-      return (this.chains.get(`d|${family}|${direction}|${JSON.stringify(entries)}`, () =>
-        dispatchChains({
-          root: direction === 'from' ? names.fromDispatch : names.toDispatch,
-          direction,
-          family,
-          entries,
-          childName: direction === 'from' ? names.fromDispatchChild : names.toDispatchChild,
-          endRules: endRules(direction),
-        }),
-        // A pod coming or going changes one branch of the tree: the other chains stay the same objects.
-      ) as Chain[]).map((chain) => this.chains.get(`dc|${contentKey(chain)}`, () => chain) as Chain);
+      return (
+        this.chains.get(
+          `d|${family}|${direction}|${JSON.stringify(entries)}`,
+          () =>
+            dispatchChains({
+              root: direction === 'from' ? names.fromDispatch : names.toDispatch,
+              direction,
+              family,
+              entries,
+              childName: direction === 'from' ? names.fromDispatchChild : names.toDispatchChild,
+              endRules: endRules(direction),
+            }),
+          // A pod coming or going changes one branch of the tree: the other chains stay the same objects.
+        ) as Chain[]
+      ).map((chain) => this.chains.get(`dc|${contentKey(chain)}`, () => chain) as Chain);
     });
     const forward = this.chains.get(`forward|${family}`, () => forwardChain(names, settings, family)) as Chain;
     // An address of this node's pod CIDR that no programmed pod has is dropped here too (fail-closed), as
@@ -305,12 +317,21 @@ export class Compiler {
       ? [
           this.chains.get(`input|${family}`, () => inputChain(names, settings, family)) as Chain,
           // Only while some local pod has no CNP egress tier (an unreferenced chain of ours reads as a leftover).
-          ...(hostEntries.some((e) => e.target === names.hostPass) ? [this.chains.get('host-pass', () => hostPassChain(names)) as Chain] : []),
-          ...(this.chains.get(`hd|${family}|${JSON.stringify(hostEntries)}`, () =>
-            dispatchChains({ root: names.hostDispatch, direction: 'from', family, entries: hostEntries, childName: names.hostDispatchChild, endRules: endRules('from') }).map(
-              (chain): Chain => ({ ...chain, role: { kind: 'host-dispatch' } }),
-            ),
-          ) as Chain[]).map((chain) => this.chains.get(`hdc|${contentKey(chain)}`, () => chain) as Chain),
+          ...(hostEntries.some((e) => e.target === names.hostPass)
+            ? [this.chains.get('host-pass', () => hostPassChain(names)) as Chain]
+            : []),
+          ...(
+            this.chains.get(`hd|${family}|${JSON.stringify(hostEntries)}`, () =>
+              dispatchChains({
+                root: names.hostDispatch,
+                direction: 'from',
+                family,
+                entries: hostEntries,
+                childName: names.hostDispatchChild,
+                endRules: endRules('from'),
+              }).map((chain): Chain => ({ ...chain, role: { kind: 'host-dispatch' } })),
+            ) as Chain[]
+          ).map((chain) => this.chains.get(`hdc|${contentKey(chain)}`, () => chain) as Chain),
           ...hostChainsOut,
         ]
       : [];
@@ -350,7 +371,16 @@ function podProblems(snapshot: ClusterSnapshot, bad: ReadonlySet<Pod>): Problem[
     .flatMap((pod) =>
       pod.ips.flatMap((ip) => {
         const why = podAddressProblem(ip);
-        return why === undefined ? [] : [{ object: `Pod ${pod.namespace}/${pod.name}`, field: 'status.podIPs', message: `${why}; ignored`, severity: 'warning' as const }];
+        return why === undefined
+          ? []
+          : [
+              {
+                object: `Pod ${pod.namespace}/${pod.name}`,
+                field: 'status.podIPs',
+                message: `${why}; ignored`,
+                severity: 'warning' as const,
+              },
+            ];
       }),
     );
 }

@@ -46,7 +46,10 @@ export function dispatchChains(input: DispatchInput): Chain[] {
     if (group.length <= LEAF_MAX) {
       for (const n of group) rules.push({ match: [match(`${n.entry.ip}/${bits}`)], action: { kind: 'goto', target: n.entry.target } });
     } else {
-      const common = commonPrefixLength(group.map((n) => n.value), bits);
+      const common = commonPrefixLength(
+        group.map((n) => n.value),
+        bits,
+      );
       const step = Math.min(STEP_BITS, bits - common);
       const shift = BigInt(bits - common - step);
       const buckets = new Map<bigint, Node[]>();

@@ -64,19 +64,17 @@ export function hostLinkIcmpv6Rules(bridge: string): Rule[] {
 
 function linkRules(bridge: string, bridged: boolean, action: Rule['action'], why: string): Rule[] {
   return LINK_ICMPV6.flatMap((m) =>
-    (m.sources ?? [undefined]).map(
-      (source): Rule => ({
-        match: [
-          ...(source !== undefined ? [{ kind: 'src-net', cidr: source } as const] : []),
-          { kind: 'in-iface', name: bridge },
-          ...(bridged ? [{ kind: 'out-iface', name: bridge } as const] : []),
-          { kind: 'protocol', protocol: 'ipv6-icmp' },
-          { kind: 'icmpv6-type', type: m.type },
-          { kind: 'hop-limit', value: m.hopLimit },
-        ],
-        action,
-        comment: `ICMPv6 ${m.name}, ${why}`,
-      }),
-    ),
+    (m.sources ?? [undefined]).map((source): Rule => ({
+      match: [
+        ...(source !== undefined ? [{ kind: 'src-net', cidr: source } as const] : []),
+        { kind: 'in-iface', name: bridge },
+        ...(bridged ? [{ kind: 'out-iface', name: bridge } as const] : []),
+        { kind: 'protocol', protocol: 'ipv6-icmp' },
+        { kind: 'icmpv6-type', type: m.type },
+        { kind: 'hop-limit', value: m.hopLimit },
+      ],
+      action,
+      comment: `ICMPv6 ${m.name}, ${why}`,
+    })),
   );
 }

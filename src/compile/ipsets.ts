@@ -2,7 +2,19 @@
 // Rules only need a set's name; what it holds is described declaratively (MemberSpec) and resolved once
 // per compile, so a cached chain can re-request its sets and a set is rebuilt only when its inputs moved.
 
-import type { ClusterNetworkPolicy, ClusterNode, IpFamily, IpSet, IpSetName, IpSetType, L4Protocol, LabelSelector, NetworkPolicy, Pod, PolicyPeer } from '../model/index.js';
+import type {
+  ClusterNetworkPolicy,
+  ClusterNode,
+  IpFamily,
+  IpSet,
+  IpSetName,
+  IpSetType,
+  L4Protocol,
+  LabelSelector,
+  NetworkPolicy,
+  Pod,
+  PolicyPeer,
+} from '../model/index.js';
 import { containsIp, parseIp, type Cidr } from './cidr.js';
 import { ipsOfFamily, type ClusterState, type Selection } from './cluster-state.js';
 import { ipSetNameFor, type SetKind } from './names.js';
@@ -137,7 +149,9 @@ function podStampOf(spec: MemberSpec, ctx: MemberContext): string {
     case 'named-targets':
       return `t${objectId(ctx.targetsOf(spec.policy))}`;
     case 'named-pods':
-      return spec.scope.kind === 'selector' ? `s${ctx.state.select(spec.scope.peer, spec.scope.namespace).version}` : `a${ctx.state.allPodsVersion}`;
+      return spec.scope.kind === 'selector'
+        ? `s${ctx.state.select(spec.scope.peer, spec.scope.namespace).version}`
+        : `a${ctx.state.allPodsVersion}`;
     case 'node-ips':
       return `n${objectId(ctx.nodes ?? NO_NODES)}`;
     case 'named-subjects':
@@ -258,7 +272,13 @@ function compareMembers(a: string, b: string): number {
  * had then: a pod change touches an address or two of a set that may hold thousands. Undefined when the
  * selection no longer remembers that far back, or changed too much to be worth patching.
  */
-function patchMembers(before: readonly string[], selection: Selection, version: number, family: IpFamily, state: ClusterState): readonly string[] | undefined {
+function patchMembers(
+  before: readonly string[],
+  selection: Selection,
+  version: number,
+  family: IpFamily,
+  state: ClusterState,
+): readonly string[] | undefined {
   const changes = selection.changesSince(version);
   if (!changes || changes.length > 64) return undefined;
   const gone = new Set(changes.flatMap((c) => (c.before ? ipsOfFamily(c.before, family) : [])));
@@ -309,4 +329,5 @@ function memberSortKey(member: string): string {
   return key;
 }
 
-const sameList = (a: readonly string[], b: readonly string[]): boolean => a === b || (a.length === b.length && a.every((v, i) => v === b[i]));
+const sameList = (a: readonly string[], b: readonly string[]): boolean =>
+  a === b || (a.length === b.length && a.every((v, i) => v === b[i]));

@@ -1,7 +1,17 @@
 // Deterministic, length-limited names for everything we create (kube-proxy's "KUBE-SVC-" + hash[:16]).
 
 import { createHash } from 'node:crypto';
-import { CHAIN_KIND_TAG, chainName, FIXED_CHAIN, ipSetName, taggedChainName, type ChainName, type ChainTag, type IpFamily, type IpSetName } from '../model/index.js';
+import {
+  CHAIN_KIND_TAG,
+  chainName,
+  FIXED_CHAIN,
+  ipSetName,
+  taggedChainName,
+  type ChainName,
+  type ChainTag,
+  type IpFamily,
+  type IpSetName,
+} from '../model/index.js';
 
 const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
 
@@ -90,4 +100,3 @@ export function ipSetNameFor(prefix: string, family: IpFamily, kind: SetKind, ca
   }
   return name;
 }
-

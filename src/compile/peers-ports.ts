@@ -107,7 +107,9 @@ export function resolvePorts(ports: readonly PolicyPort[] | undefined): PortAlt[
   const alts: PortAlt[] = [];
   for (const protocol of ['tcp', 'udp', 'sctp'] as const) {
     if (allPorts.has(protocol)) alts.push({ kind: 'protocol', protocol });
-    else for (const chunk of chunkForMultiport(mergeRanges(ranges.get(protocol) ?? []))) alts.push({ kind: 'ranges', protocol, ranges: chunk });
+    else
+      for (const chunk of chunkForMultiport(mergeRanges(ranges.get(protocol) ?? [])))
+        alts.push({ kind: 'ranges', protocol, ranges: chunk });
   }
   const seen = new Set<string>();
   for (const n of named) {

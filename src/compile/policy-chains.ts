@@ -1,7 +1,17 @@
 // Per-policy chains nf-pi-<id> / nf-po-<id>: shared by every local pod the policy selects.
 // They never ACCEPT: an allow sets the accept bit and returns; the workload chain decides.
 
-import { ruleComment, type Chain, type IpFamily, type IpSetName, type Match, type NetworkPolicy, type NodeSettings, type PolicyRule, type Rule } from '../model/index.js';
+import {
+  ruleComment,
+  type Chain,
+  type IpFamily,
+  type IpSetName,
+  type Match,
+  type NetworkPolicy,
+  type NodeSettings,
+  type PolicyRule,
+  type Rule,
+} from '../model/index.js';
 import type { ClusterState } from './cluster-state.js';
 import type { PodScope, SetRequest } from './ipsets.js';
 import type { ChainNames } from './names.js';
@@ -105,7 +115,12 @@ function peerSetMatch(peer: PeerAlt, dir: 'src' | 'dst', ctx: PolicyChainContext
     case 'any':
       return [];
     case 'pods': {
-      const set = ctx.sets.request({ kind: 's', key: peer.key, description: peer.key, spec: { kind: 'selector', peer: peer.peer, namespace: peer.namespace } });
+      const set = ctx.sets.request({
+        kind: 's',
+        key: peer.key,
+        description: peer.key,
+        spec: { kind: 'selector', peer: peer.peer, namespace: peer.namespace },
+      });
       return [{ kind: 'set', set, direction: dir }];
     }
     case 'cidrs': {

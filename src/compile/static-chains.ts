@@ -6,7 +6,11 @@ import { hostLinkIcmpv6Rules, linkIcmpv6Rules } from './icmpv6.js';
 import type { ChainNames } from './names.js';
 
 export function forwardHook(names: ChainNames): Hook {
-  return { chain: 'FORWARD', position: 'insert', rule: { match: [], action: { kind: 'jump', target: names.forward }, comment: 'netfence policy' } };
+  return {
+    chain: 'FORWARD',
+    position: 'insert',
+    rule: { match: [], action: { kind: 'jump', target: names.forward }, comment: 'netfence policy' },
+  };
 }
 
 /**
@@ -28,15 +32,26 @@ export function forwardChain(names: ChainNames, settings: NodeSettings, family: 
       // "Connections are judged on their first packet": later packets of a flow to or from a local pod
       // pass here, before the dispatch trees, so only a connection's first packet walks the policy.
       ...(['in-iface', 'out-iface'] as const).map((kind) => ({
-        match: [{ kind, name: bridge }, { kind: 'ctstate', states: ['RELATED', 'ESTABLISHED'] }] as const,
+        match: [
+          { kind, name: bridge },
+          { kind: 'ctstate', states: ['RELATED', 'ESTABLISHED'] },
+        ] as const,
         action: { kind: 'accept' } as const,
         comment: 'established pod flow',
       })),
       // IPv6 only: neighbour discovery and MLD are untracked and must pass before any policy (icmpv6.ts).
       ...(family === 6 ? linkIcmpv6Rules(bridge) : []),
       { match: [], action: { kind: 'set-mark', value: 0, mask: all } },
-      { match: [{ kind: 'in-iface', name: bridge }], action: { kind: 'jump', target: names.fromDispatch }, comment: 'egress of local pods' },
-      { match: [{ kind: 'out-iface', name: bridge }], action: { kind: 'jump', target: names.toDispatch }, comment: 'ingress of local pods' },
+      {
+        match: [{ kind: 'in-iface', name: bridge }],
+        action: { kind: 'jump', target: names.fromDispatch },
+        comment: 'egress of local pods',
+      },
+      {
+        match: [{ kind: 'out-iface', name: bridge }],
+        action: { kind: 'jump', target: names.toDispatch },
+        comment: 'ingress of local pods',
+      },
       // Accepting here rather than at the end of FORWARD keeps allowed pod traffic flowing when someone
       // sets `-P FORWARD DROP` or appends a catch-all DROP below us.
       { match: [{ kind: 'mark', value: accept, mask: accept }], action: { kind: 'accept' }, comment: 'policy accepted packet' },
@@ -53,14 +68,24 @@ export function forwardChain(names: ChainNames, settings: NodeSettings, family: 
 function revokedFlowRules(settings: NodeSettings): Rule[] {
   const bit = settings.revokeMark;
   if (bit === undefined) return [];
-  return [{ match: [{ kind: 'connmark', value: bit, mask: bit }], action: { kind: 'drop' }, comment: 'flow revoked by a policy change (strict mode)' }];
+  return [
+    {
+      match: [{ kind: 'connmark', value: bit, mask: bit }],
+      action: { kind: 'drop' },
+      comment: 'flow revoked by a policy change (strict mode)',
+    },
+  ];
 }
 
 // ---- INPUT: local pods → this node itself (ClusterNetworkPolicy egress only) -------------------------
 
 /** Only while some ClusterNetworkPolicy exists (a cluster without them keeps exactly the FORWARD hook). */
 export function inputHook(names: ChainNames): Hook {
-  return { chain: 'INPUT', position: 'insert', rule: { match: [], action: { kind: 'jump', target: names.input }, comment: 'netfence cluster policy to this node' } };
+  return {
+    chain: 'INPUT',
+    position: 'insert',
+    rule: { match: [], action: { kind: 'jump', target: names.input }, comment: 'netfence cluster policy to this node' },
+  };
 }
 
 /**
@@ -79,11 +104,22 @@ export function inputChain(names: ChainNames, settings: NodeSettings, family: Ip
     role: { kind: 'static' },
     rules: [
       // Judged on the first packet, as in FORWARD; later packets and replies to host-opened flows pass.
-      { match: [{ kind: 'in-iface', name: bridge }, { kind: 'ctstate', states: ['RELATED', 'ESTABLISHED'] }], action: { kind: 'return' }, comment: 'established pod flow' },
+      {
+        match: [
+          { kind: 'in-iface', name: bridge },
+          { kind: 'ctstate', states: ['RELATED', 'ESTABLISHED'] },
+        ],
+        action: { kind: 'return' },
+        comment: 'established pod flow',
+      },
       // ND/MLD to the node is untracked and nobody's egress: a pod denied `::/0` keeps its gateway (icmpv6.ts).
       ...(family === 6 ? hostLinkIcmpv6Rules(bridge) : []),
       { match: [{ kind: 'in-iface', name: bridge }], action: { kind: 'set-mark', value: 0, mask: settings.marks.all } },
-      { match: [{ kind: 'in-iface', name: bridge }], action: { kind: 'jump', target: names.hostDispatch }, comment: 'local pods to this node' },
+      {
+        match: [{ kind: 'in-iface', name: bridge }],
+        action: { kind: 'jump', target: names.hostDispatch },
+        comment: 'local pods to this node',
+      },
     ],
   };
 }

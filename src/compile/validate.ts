@@ -39,7 +39,10 @@ export const POLICY_LIMITS = {
 function checkSize(policy: NetworkPolicy, error: Report): void {
   let cidrs = 0;
   let rules = 0;
-  for (const [dir, list] of [['ingress', policy.ingress], ['egress', policy.egress]] as const) {
+  for (const [dir, list] of [
+    ['ingress', policy.ingress],
+    ['egress', policy.egress],
+  ] as const) {
     for (const rule of list ?? []) {
       const selectorPeers = rule.peers?.filter((p) => !p.ipBlock).length ?? 0;
       const hasBlocks = rule.peers?.some((p) => p.ipBlock) ?? false;
@@ -48,12 +51,18 @@ function checkSize(policy: NetworkPolicy, error: Report): void {
         if (peer.ipBlock) cidrs += ipBlockPieces(peer.ipBlock, 4).length + ipBlockPieces(peer.ipBlock, 6).length;
       }
       if (cidrs > POLICY_LIMITS.blockCidrs) {
-        return error(`spec.${dir}`, `ipBlocks leave more than ${POLICY_LIMITS.blockCidrs} CIDRs after their excepts (netfence's per-policy limit); merge or shorten the excepts`);
+        return error(
+          `spec.${dir}`,
+          `ipBlocks leave more than ${POLICY_LIMITS.blockCidrs} CIDRs after their excepts (netfence's per-policy limit); merge or shorten the excepts`,
+        );
       }
     }
   }
   if (rules > POLICY_LIMITS.rules) {
-    error('spec', `the policy would need ${rules} iptables rules (peers × ports), more than netfence's per-policy limit of ${POLICY_LIMITS.rules}`);
+    error(
+      'spec',
+      `the policy would need ${rules} iptables rules (peers × ports), more than netfence's per-policy limit of ${POLICY_LIMITS.rules}`,
+    );
   }
 }
 
@@ -69,7 +78,10 @@ function checkPeer(peer: PolicyPeer, at: string, error: Report, warn: Report): v
   if (!selectors && !peer.ipBlock) error(at, 'a peer must set podSelector, namespaceSelector or ipBlock');
   // "If this field is set then neither of the other fields can be." (NetworkPolicyPeer.ipBlock)
   if (selectors && peer.ipBlock) error(`${at}.ipBlock`, 'ipBlock cannot be combined with podSelector or namespaceSelector');
-  for (const [name, sel] of [['podSelector', peer.podSelector], ['namespaceSelector', peer.namespaceSelector]] as const) {
+  for (const [name, sel] of [
+    ['podSelector', peer.podSelector],
+    ['namespaceSelector', peer.namespaceSelector],
+  ] as const) {
     if (sel) for (const e of selectorErrors(sel)) error(`${at}.${name}.${e.field}`, e.message);
   }
   if (!peer.ipBlock) return;

@@ -23,7 +23,8 @@ export interface CnpTierChains {
 
 export function workloadChain(input: WorkloadChainInput, settings: NodeSettings): Chain {
   // --- ClusterNetworkPolicy tiers (issue 16): a different layout only for pods a CNP selects. ---
-  if (input.tiers && (input.tiers.admin.length > 0 || input.tiers.baseline.length > 0)) return tieredWorkloadChain(input, input.tiers, settings);
+  if (input.tiers && (input.tiers.admin.length > 0 || input.tiers.baseline.length > 0))
+    return tieredWorkloadChain(input, input.tiers, settings);
   const { accept, all } = settings.marks;
   const self = `${input.ip}/${input.hostBits}`;
   const rules: Rule[] = [
@@ -40,7 +41,11 @@ export function workloadChain(input: WorkloadChainInput, settings: NodeSettings)
   ];
   if (input.policyChains.length === 0) {
     // "a pod is not isolated for <direction>" when no policy selects it with that policy type.
-    rules.push({ match: [], action: { kind: 'set-mark', value: accept, mask: accept }, comment: ruleComment.workloadOpen(input.podKey, input.direction) });
+    rules.push({
+      match: [],
+      action: { kind: 'set-mark', value: accept, mask: accept },
+      comment: ruleComment.workloadOpen(input.podKey, input.direction),
+    });
   } else {
     for (const target of input.policyChains) {
       rules.push({ match: [], action: { kind: 'jump', target } });
@@ -97,7 +102,11 @@ function tieredWorkloadChain(input: WorkloadChainInput, tiers: CnpTierChains, se
     rules.push({ match: [], action: { kind: 'drop' }, comment: ruleComment.workloadIsolated(input.podKey, input.direction) });
   } else {
     tier(tiers.baseline);
-    rules.push({ match: [], action: { kind: 'set-mark', value: accept, mask: accept }, comment: ruleComment.workloadOpen(input.podKey, input.direction, true) });
+    rules.push({
+      match: [],
+      action: { kind: 'set-mark', value: accept, mask: accept },
+      comment: ruleComment.workloadOpen(input.podKey, input.direction, true),
+    });
   }
   const role = { kind: 'workload', direction: input.direction, pod: input.podKey, ip: input.ip } as const;
   return { name: input.name, rules, role };

@@ -87,7 +87,9 @@ export function loadConfig(input: LoadConfigInput): { config: DaemonConfig } {
   }
   merged['markMask'] = parseMarkMask(merged['markMask']);
   if (merged['revokeEstablished'] === true && revokeBit(merged['markMask'] as number) === undefined) {
-    throw new ConfigError([`/markMask: revokeEstablished needs a fifth bit in the mark mask ${hex(merged['markMask'] as number)} for its conntrack mark`]);
+    throw new ConfigError([
+      `/markMask: revokeEstablished needs a fifth bit in the mark mask ${hex(merged['markMask'] as number)} for its conntrack mark`,
+    ]);
   }
   merged['nodeName'] ??= '';
   return { config: merged as unknown as DaemonConfig };
@@ -125,14 +127,20 @@ export function toNodeSettings(config: DaemonConfig, podCidrs: readonly string[]
     marks: allocateMarks(config.markMask),
     ...(config.revokeEstablished ? { revokeMark: revokeMarkOf(config.markMask) } : {}),
     flowLog: config.flowLogs
-      ? { group: config.flowLogGroup, perSecond: config.flowLogRate, burst: DEFAULT_FLOW_LOG.burst, ...(config.flowLogAllowed ? { allowed: true } : {}) }
+      ? {
+          group: config.flowLogGroup,
+          perSecond: config.flowLogRate,
+          burst: DEFAULT_FLOW_LOG.burst,
+          ...(config.flowLogAllowed ? { allowed: true } : {}),
+        }
       : undefined,
   };
 }
 
 function revokeMarkOf(mask: number): number {
   const bit = revokeBit(mask);
-  if (bit === undefined) throw new ConfigError([`/markMask: revokeEstablished needs a fifth bit in the mark mask ${hex(mask)} for its conntrack mark`]);
+  if (bit === undefined)
+    throw new ConfigError([`/markMask: revokeEstablished needs a fifth bit in the mark mask ${hex(mask)} for its conntrack mark`]);
   return bit;
 }
 

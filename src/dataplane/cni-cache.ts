@@ -42,8 +42,11 @@ export function parseCniResult(key: string, text: string, bridge: string): CniBi
   const interfaces = Array.isArray(doc.result?.interfaces) ? (doc.result.interfaces as CniInterface[]) : [];
   const ips = Array.isArray(doc.result?.ips) ? (doc.result.ips as { address?: unknown; interface?: unknown }[]) : [];
   const host = interfaces.find((i) => typeof i.name === 'string' && i.name !== bridge && (i.sandbox === undefined || i.sandbox === ''));
-  const inSandbox = (index: unknown): boolean => typeof index === 'number' && typeof interfaces[index]?.sandbox === 'string' && interfaces[index]?.sandbox !== '';
-  const addresses = ips.filter((ip) => typeof ip.address === 'string' && (ip.interface === undefined || inSandbox(ip.interface))).map((ip) => (ip.address as string).split('/')[0]!);
+  const inSandbox = (index: unknown): boolean =>
+    typeof index === 'number' && typeof interfaces[index]?.sandbox === 'string' && interfaces[index]?.sandbox !== '';
+  const addresses = ips
+    .filter((ip) => typeof ip.address === 'string' && (ip.interface === undefined || inSandbox(ip.interface)))
+    .map((ip) => (ip.address as string).split('/')[0]!);
   if (!host || addresses.length === 0) return undefined;
   const podIface = interfaces.find((i) => typeof i.sandbox === 'string' && i.sandbox !== '');
   return {

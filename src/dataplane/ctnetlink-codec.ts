@@ -102,7 +102,7 @@ function be32(n: number): Buffer {
 /** Splits an attribute stream into type → value (last one wins, as nla_parse does). */
 export function parseAttrs(buf: Buffer): Map<number, Buffer> {
   const out = new Map<number, Buffer>();
-  for (let off = 0; off + 4 <= buf.length; ) {
+  for (let off = 0; off + 4 <= buf.length;) {
     const len = buf.readUInt16LE(off);
     if (len < 4 || off + len > buf.length) break;
     out.set(buf.readUInt16LE(off + 2) & NLA_TYPE_MASK, buf.subarray(off + 4, off + len));
@@ -153,7 +153,13 @@ export function parseEntry(payload: Buffer): CtEntry | undefined {
   if (!orig || !reply) return undefined;
   const mark = attrs.get(CTA_MARK);
   const zone = attrs.get(CTA_ZONE);
-  return { family, orig, reply, mark: mark && mark.length >= 4 ? mark.readUInt32BE(0) : 0, zone: zone && zone.length >= 2 ? zone.readUInt16BE(0) : 0 };
+  return {
+    family,
+    orig,
+    reply,
+    mark: mark && mark.length >= 4 ? mark.readUInt32BE(0) : 0,
+    zone: zone && zone.length >= 2 ? zone.readUInt16BE(0) : 0,
+  };
 }
 
 /**

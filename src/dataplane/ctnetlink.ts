@@ -91,7 +91,8 @@ export async function openInProcess(): Promise<ConntrackTable> {
         else failures.push(`${u.orig.src}→${u.orig.dst} proto ${u.orig.proto}: errno ${errno}`);
       };
       for (let i = 0; i < updates.length; i += WINDOW) await Promise.all(updates.slice(i, i + WINDOW).map(one));
-      if (failures.length > 0) throw new Error(`conntrack mark update failed for ${failures.length} flow(s): ${failures.slice(0, 3).join('; ')}`);
+      if (failures.length > 0)
+        throw new Error(`conntrack mark update failed for ${failures.length} flow(s): ${failures.slice(0, 3).join('; ')}`);
       return { updated, gone };
     },
     async close() {
@@ -114,7 +115,13 @@ const WORKER_TIMEOUT_MS = 120_000;
 
 async function openWorker(netns: string, onStderr?: (line: string) => void): Promise<ConntrackTable> {
   const { file, args } = workerCommand();
-  const proc: JsonLineProcess = await startJsonLineProcess({ file, args, netns, readyTimeoutMs: 20_000, ...(onStderr ? { onStderr } : {}) });
+  const proc: JsonLineProcess = await startJsonLineProcess({
+    file,
+    args,
+    netns,
+    readyTimeoutMs: 20_000,
+    ...(onStderr ? { onStderr } : {}),
+  });
   const ask = async (message: Record<string, unknown>): Promise<Record<string, unknown>> => {
     const reply = await proc.request(message, WORKER_TIMEOUT_MS);
     if (typeof reply['error'] === 'string') throw new Error(`ctnetlink worker (netns ${netns}): ${reply['error']}`);

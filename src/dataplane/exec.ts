@@ -104,6 +104,6 @@ function collect(cmd: string, argv: readonly string[], input: string, timeoutMs:
       child.kill('SIGKILL');
     }, timeoutMs);
     if (child.stdin) child.stdin.end(input);
-    else if (!error) error = new Error('could not open the tool\'s stdin');
+    else if (!error) error = new Error("could not open the tool's stdin");
   });
 }

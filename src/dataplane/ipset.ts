@@ -29,7 +29,10 @@ export function createIpsetRunner(opts: IpsetRunnerOptions = {}): IpsetRunner {
     },
     async listNames() {
       const { stdout } = await run('ipset', ['list', '-n'], base);
-      return stdout.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+      return stdout
+        .split('\n')
+        .map((l) => l.trim())
+        .filter((l) => l !== '');
     },
     async restore(text) {
       await run('ipset', ['-exist', 'restore'], { ...base, input: text, lineOf: ipsetErrorLine });

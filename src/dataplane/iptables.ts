@@ -56,7 +56,10 @@ export function createIptablesRunner(opts: IptablesRunnerOptions): IptablesRunne
     family,
     backend,
     async save(table, saveOpts) {
-      const { stdout } = await run(iptablesTool(family, backend, 'save'), [...(saveOpts?.counters ? ['-c'] : []), '-t', table], { netns, ...timing });
+      const { stdout } = await run(iptablesTool(family, backend, 'save'), [...(saveOpts?.counters ? ['-c'] : []), '-t', table], {
+        netns,
+        ...timing,
+      });
       return stdout;
     },
     async firstRule(chain) {

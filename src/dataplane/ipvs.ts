@@ -24,7 +24,8 @@ export interface IpvsDetection {
 export function ipvsFrom(links: readonly LinkInfo[], procIpVs: string | undefined): IpvsDetection {
   const evidence: string[] = [];
   const device = links.find((l) => l.name === KUBE_IPVS_DEVICE);
-  if (device) evidence.push(`${KUBE_IPVS_DEVICE} device (${device.kind ?? 'unknown kind'}) with ${device.addresses.length} service address(es)`);
+  if (device)
+    evidence.push(`${KUBE_IPVS_DEVICE} device (${device.kind ?? 'unknown kind'}) with ${device.addresses.length} service address(es)`);
   const servers = (procIpVs ?? '').split('\n').filter((l) => /^(TCP|UDP|SCTP|FWM)\s/.test(l)).length;
   if (servers > 0) evidence.push(`${servers} IPVS virtual server(s) in /proc/net/ip_vs`);
   return { detected: device !== undefined, evidence };
@@ -34,9 +35,10 @@ export async function detectIpvs(opts: { readonly netns?: string | undefined } =
   const [links, proc] = await Promise.all([
     listLinks({ netns: opts.netns }),
     // /proc/net follows the reader's network namespace: another namespace needs a process inside it.
-    (opts.netns === undefined ? readFile('/proc/net/ip_vs', 'utf8') : run('cat', ['/proc/net/ip_vs'], { netns: opts.netns }).then((r) => r.stdout)).catch(
-      () => undefined,
-    ),
+    (opts.netns === undefined
+      ? readFile('/proc/net/ip_vs', 'utf8')
+      : run('cat', ['/proc/net/ip_vs'], { netns: opts.netns }).then((r) => r.stdout)
+    ).catch(() => undefined),
   ]);
   return ipvsFrom(links, proc);
 }

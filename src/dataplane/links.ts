@@ -90,7 +90,7 @@ async function listLinksNetlink(): Promise<LinkInfo[]> {
 /** IFLA_LINKINFO is a nested attribute list; IFLA_INFO_KIND (type 1) holds the NUL-terminated kind. */
 export function linkKindFromLinkinfo(buf: Uint8Array): string | undefined {
   const view = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
-  for (let off = 0; off + 4 <= view.length; ) {
+  for (let off = 0; off + 4 <= view.length;) {
     const len = view.readUInt16LE(off);
     const type = view.readUInt16LE(off + 2) & 0x3fff; // strip NLA_F_NESTED / NLA_F_NET_BYTEORDER
     if (len < 4) return undefined;

@@ -51,9 +51,11 @@ const u32be = (n: number): Buffer => {
 };
 
 /** NFULNL_CFG_CMD_BIND for `group`: from then on the kernel unicasts that group's packets to this socket. */
-export const bindRequest = (group: number): Buffer => Buffer.concat([nfgenmsg(AF_UNSPEC, group), attr(NFULA_CFG_CMD, Buffer.from([NFULNL_CFG_CMD_BIND]))]);
+export const bindRequest = (group: number): Buffer =>
+  Buffer.concat([nfgenmsg(AF_UNSPEC, group), attr(NFULA_CFG_CMD, Buffer.from([NFULNL_CFG_CMD_BIND]))]);
 
-export const unbindRequest = (group: number): Buffer => Buffer.concat([nfgenmsg(AF_UNSPEC, group), attr(NFULA_CFG_CMD, Buffer.from([NFULNL_CFG_CMD_UNBIND]))]);
+export const unbindRequest = (group: number): Buffer =>
+  Buffer.concat([nfgenmsg(AF_UNSPEC, group), attr(NFULA_CFG_CMD, Buffer.from([NFULNL_CFG_CMD_UNBIND]))]);
 
 /**
  * Copy `copyRange` bytes of each packet (headers are all we read), send every packet at once (queue
@@ -168,7 +170,7 @@ export function ipv6Text(b: Buffer): string {
   const groups = Array.from({ length: 8 }, (_, i) => b.readUInt16BE(i * 2));
   let best = -1;
   let bestLen = 1;
-  for (let i = 0; i < 8; ) {
+  for (let i = 0; i < 8;) {
     if (groups[i] !== 0) {
       i++;
       continue;

@@ -25,7 +25,8 @@ export function countersFromJson(json: string): Map<string, number> {
   for (const item of doc.nftables ?? []) {
     const rule = item.rule;
     const counter = rule?.expr?.find((e) => e.counter !== undefined)?.counter;
-    if (rule?.comment !== undefined && counter?.packets !== undefined) out.set(rule.comment, (out.get(rule.comment) ?? 0) + counter.packets);
+    if (rule?.comment !== undefined && counter?.packets !== undefined)
+      out.set(rule.comment, (out.get(rule.comment) ?? 0) + counter.packets);
   }
   return out;
 }
@@ -44,7 +45,9 @@ export async function readNftCounts(family: string, table: string, netns?: strin
 /** `nft -j list table …` → comment → packets and bytes, for rules that carry both a comment and a counter. */
 export function countsFromJson(json: string): Map<string, NftCount> {
   const out = new Map<string, NftCount>();
-  const doc = JSON.parse(json) as { nftables?: { rule?: { comment?: string; expr?: { counter?: { packets?: number; bytes?: number } }[] } }[] };
+  const doc = JSON.parse(json) as {
+    nftables?: { rule?: { comment?: string; expr?: { counter?: { packets?: number; bytes?: number } }[] } }[];
+  };
   for (const item of doc.nftables ?? []) {
     const rule = item.rule;
     const counter = rule?.expr?.find((e) => e.counter !== undefined)?.counter;

@@ -49,9 +49,7 @@ interface Pending {
 
 /** Starts the process and waits for its `ready` line. On any failure the process is killed before the error is thrown. */
 export async function startJsonLineProcess(opts: JsonLineProcessOptions): Promise<JsonLineProcess> {
-  const [cmd, argv] = opts.netns
-    ? ['ip', ['netns', 'exec', opts.netns, opts.file, ...opts.args]]
-    : [opts.file, [...opts.args]];
+  const [cmd, argv] = opts.netns ? ['ip', ['netns', 'exec', opts.netns, opts.file, ...opts.args]] : [opts.file, [...opts.args]];
   const child = spawn(cmd, argv, { stdio: ['pipe', 'pipe', 'pipe'] });
   const describe = `${[opts.file, ...opts.args].join(' ')}${opts.netns ? ` (netns ${opts.netns})` : ''}`;
 
@@ -82,32 +80,35 @@ export async function startJsonLineProcess(opts: JsonLineProcessOptions): Promis
   child.stdin.on('error', () => undefined); // EPIPE after the process died surfaces through `exited`
 
   // readline re-emits stream errors; unheard, they would end the process (the exit still reaches `exited`).
-  createInterface({ input: child.stderr }).on('error', () => undefined).on('line', (line) => {
-    stderrTail = [...stderrTail.slice(-4), line];
-    opts.onStderr?.(line);
-  });
-  createInterface({ input: child.stdout }).on('error', () => undefined).on('line', (line) => {
-    let message: JsonObject;
-    try {
-      message = JSON.parse(line) as JsonObject;
-    } catch {
-      opts.onStderr?.(`unparsable stdout line: ${line}`);
-      return;
-    }
-    if (onHello && message['ready'] === true) {
-      onHello(message);
-      onHello = undefined;
-      return;
-    }
-    const id = message['id'];
-    const p = typeof id === 'number' ? pending.get(id) : undefined;
-    if (p && typeof id === 'number') {
-      pending.delete(id);
-      clearTimeout(p.timer);
-      p.resolve(message);
-    }
-    else opts.onMessage?.(message);
-  });
+  createInterface({ input: child.stderr })
+    .on('error', () => undefined)
+    .on('line', (line) => {
+      stderrTail = [...stderrTail.slice(-4), line];
+      opts.onStderr?.(line);
+    });
+  createInterface({ input: child.stdout })
+    .on('error', () => undefined)
+    .on('line', (line) => {
+      let message: JsonObject;
+      try {
+        message = JSON.parse(line) as JsonObject;
+      } catch {
+        opts.onStderr?.(`unparsable stdout line: ${line}`);
+        return;
+      }
+      if (onHello && message['ready'] === true) {
+        onHello(message);
+        onHello = undefined;
+        return;
+      }
+      const id = message['id'];
+      const p = typeof id === 'number' ? pending.get(id) : undefined;
+      if (p && typeof id === 'number') {
+        pending.delete(id);
+        clearTimeout(p.timer);
+        p.resolve(message);
+      } else opts.onMessage?.(message);
+    });
 
   const stop = async (graceMs = 1000): Promise<ProcessExit> => {
     if (child.exitCode === null && child.signalCode === null) {
@@ -125,7 +126,10 @@ export async function startJsonLineProcess(opts: JsonLineProcessOptions): Promis
   let hello: JsonObject;
   try {
     hello = await new Promise<JsonObject>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new ProcessProtocolError(`${describe}: no ready line within ${readyTimeoutMs} ms`)), readyTimeoutMs);
+      const timer = setTimeout(
+        () => reject(new ProcessProtocolError(`${describe}: no ready line within ${readyTimeoutMs} ms`)),
+        readyTimeoutMs,
+      );
       onHello = (h) => {
         clearTimeout(timer);
         resolve(h);

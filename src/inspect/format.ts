@@ -14,7 +14,8 @@ export function formatReport(report: InspectReport, opts: FormatOptions = {}): s
   const hook = report.hookPosition !== undefined ? `hook at FORWARD #${report.hookPosition}` : 'NO hook in FORWARD';
   out.push(`netfence: ${count(report.pods.length, 'local pod')}, ${count(report.policies.length, 'policy chain')}`);
   out.push(...wrap(`${hook}, FORWARD policy ${report.forwardPolicy}`, '          '));
-  if (report.failClosedCidrs.length > 0) out.push(...wrap(`unknown addresses in ${report.failClosedCidrs.join(', ')} are dropped (fail-closed)`, '          '));
+  if (report.failClosedCidrs.length > 0)
+    out.push(...wrap(`unknown addresses in ${report.failClosedCidrs.join(', ')} are dropped (fail-closed)`, '          '));
   const byChain = new Map(report.policies.map((p) => [p.chain, p]));
   if (opts.byPolicy) {
     for (const p of report.policies) out.push('', ...policyBlock(p, ''));
@@ -49,7 +50,13 @@ function podBlock(pod: PodView, policies: ReadonlyMap<string, PolicyView>): stri
   if (pod.toNode) {
     // INPUT: only ClusterNetworkPolicy egress tiers; NetworkPolicy always allows a pod its own node.
     const n = pod.toNode.policies.length;
-    out.push(...wrap(`ClusterNetworkPolicy egress (${n} chain${n === 1 ? '' : 's'}, ${pod.toNode.chain}); NetworkPolicy always allows`, '  to node  ', '           '));
+    out.push(
+      ...wrap(
+        `ClusterNetworkPolicy egress (${n} chain${n === 1 ? '' : 's'}, ${pod.toNode.chain}); NetworkPolicy always allows`,
+        '  to node  ',
+        '           ',
+      ),
+    );
     pod.toNode.policyChains.forEach((chain) => {
       const p = policies.get(chain);
       if (p) out.push(...wrap(`${p.policy} egress (${p.chain})`, '    ', '      '));
@@ -62,14 +69,22 @@ function workloadSummary(w: WorkloadView, dir: 'ingress' | 'egress'): string {
   if (!w.isolated) return `not isolated: all ${dir} allowed (${w.chain})`;
   const n = w.policies.length;
   const dropped = w.droppedPackets !== undefined ? `; ${w.droppedPackets} packets dropped` : '';
-  return n === 0 ? `isolated, no policy allows anything (${w.chain})${dropped}` : `isolated: allowed only by ${n} polic${n === 1 ? 'y' : 'ies'} (${w.chain})${dropped}`;
+  return n === 0
+    ? `isolated, no policy allows anything (${w.chain})${dropped}`
+    : `isolated: allowed only by ${n} polic${n === 1 ? 'y' : 'ies'} (${w.chain})${dropped}`;
 }
 
 function policyBlock(p: PolicyView, pad: string, withUsers = true): string[] {
   const out = wrap(`${p.policy} ${p.direction} (${p.chain})`, `${pad}policy `, `${pad}       `);
   if (withUsers) out.push(...wrap(p.usedBy.length > 0 ? p.usedBy.join(', ') : 'no local pod', `${pad}  used by: `, `${pad}           `));
   if (withUsers && p.allowedPackets !== undefined) {
-    out.push(...wrap(`${p.allowedPackets} allowed, ${p.deniedPackets ?? 0} dropped at the pods it isolates`, `${pad}  packets: `, `${pad}           `));
+    out.push(
+      ...wrap(
+        `${p.allowedPackets} allowed, ${p.deniedPackets ?? 0} dropped at the pods it isolates`,
+        `${pad}  packets: `,
+        `${pad}           `,
+      ),
+    );
   }
   if (p.note) out.push(...wrap(p.note, `${pad}  note: `, `${pad}        `));
   for (const r of p.rules) {
@@ -84,7 +99,8 @@ function policyBlock(p: PolicyView, pad: string, withUsers = true): string[] {
 
 function ruleText(r: PolicyRuleView, dir: 'ingress' | 'egress'): string {
   const proto = r.protocol === 'any' ? 'any protocol' : r.protocol;
-  const ports = r.ports === 'any' ? 'all ports' : r.ports === 'named' && r.namedPorts ? `named port (set ${r.namedPorts.set})` : `port ${r.ports}`;
+  const ports =
+    r.ports === 'any' ? 'all ports' : r.ports === 'named' && r.namedPorts ? `named port (set ${r.namedPorts.set})` : `port ${r.ports}`;
   return `${proto} ${ports} ${dir === 'ingress' ? 'from' : 'to'} ${peerText(r.peer)}`;
 }
 

@@ -33,14 +33,19 @@ interface MarkedEntry {
  * How many flows carry the revoke bit, in all and per local pod at either end: the initiator is the
  * original tuple's source, the (post-DNAT) server the reply tuple's source.
  */
-export function revokedFlows(entries: readonly MarkedEntry[], bit: number, pods: readonly { readonly pod?: string; readonly ip: string }[]): Pick<StrictModeView, 'revokedFlows' | 'revokedByPod'> {
+export function revokedFlows(
+  entries: readonly MarkedEntry[],
+  bit: number,
+  pods: readonly { readonly pod?: string; readonly ip: string }[],
+): Pick<StrictModeView, 'revokedFlows' | 'revokedByPod'> {
   const podOf = new Map(pods.map((p) => [p.ip, p.pod ?? p.ip]));
   const byPod = new Map<string, number>();
   let flows = 0;
   for (const e of entries) {
     if ((e.mark & bit) === 0) continue;
     flows++;
-    for (const pod of new Set([podOf.get(e.orig.src), podOf.get(e.reply.src)])) if (pod !== undefined) byPod.set(pod, (byPod.get(pod) ?? 0) + 1);
+    for (const pod of new Set([podOf.get(e.orig.src), podOf.get(e.reply.src)]))
+      if (pod !== undefined) byPod.set(pod, (byPod.get(pod) ?? 0) + 1);
   }
   return { revokedFlows: flows, revokedByPod: [...byPod].sort(([a], [b]) => a.localeCompare(b)).map(([pod, n]) => ({ pod, flows: n })) };
 }
@@ -58,7 +63,8 @@ export function strictModeOf(ruleset: Ruleset, chainPrefix: string): StrictModeV
 
 /** For a traced new packet: what strict mode does to an already established flow with the same tuple. */
 export function establishedFate(strict: StrictModeView, result: TraceResult): string {
-  if (!strict.on) return 'strict mode off: an established flow with this tuple keeps going whatever the verdict (connections are judged on their first packet)';
+  if (!strict.on)
+    return 'strict mode off: an established flow with this tuple keeps going whatever the verdict (connections are judged on their first packet)';
   return result.verdict === 'DROP'
     ? `strict mode on: an established flow with this tuple is revoked (conntrack mark 0x${(strict.bit ?? 0).toString(16)}) and dropped both ways`
     : 'strict mode on: an established flow with this tuple is allowed to go on';
@@ -92,7 +98,8 @@ export function formatHardening(strict: StrictModeView, spoof: AntiSpoofView | u
       '  ',
     ),
   );
-  if (strict.revokedUnreadable !== undefined) out.push(...wrap(`revoked flows: conntrack not readable (${strict.revokedUnreadable})`, '  ', '    '));
+  if (strict.revokedUnreadable !== undefined)
+    out.push(...wrap(`revoked flows: conntrack not readable (${strict.revokedUnreadable})`, '  ', '    '));
   else if (strict.revokedFlows !== undefined) {
     const pods = (strict.revokedByPod ?? []).map((p) => `${p.pod} ${p.flows}`).join(', ');
     out.push(...wrap(`${strict.revokedFlows} flow(s) carry the revoke bit now${pods ? `; by local pod: ${pods}` : ''}`, '  ', '    '));

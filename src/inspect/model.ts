@@ -24,7 +24,10 @@ export interface SetView {
   readonly sample: readonly string[];
 }
 
-export type PeerView = { readonly kind: 'any' } | ({ readonly kind: 'set' } & SetView) | { readonly kind: 'cidr'; readonly cidr: string; readonly negate: boolean };
+export type PeerView =
+  | { readonly kind: 'any' }
+  | ({ readonly kind: 'set' } & SetView)
+  | { readonly kind: 'cidr'; readonly cidr: string; readonly negate: boolean };
 
 /** One iptables rule of a policy chain: one (peer, port) alternative of a NetworkPolicy rule. */
 export interface PolicyRuleView {
@@ -76,7 +79,8 @@ export interface PodView {
   readonly toNode?: WorkloadView;
 }
 
-export type ProblemKind = 'owned-unexpected' | 'foreign-above-hook' | 'missing-hook' | 'unreferenced-chain' | 'missing-set' | 'missing-chain';
+export type ProblemKind =
+  'owned-unexpected' | 'foreign-above-hook' | 'missing-hook' | 'unreferenced-chain' | 'missing-set' | 'missing-chain';
 
 export interface InspectProblem {
   readonly kind: ProblemKind;
@@ -113,36 +117,68 @@ export function inspectRuleset(ruleset: Ruleset, ipsets: IpSets, opts: InspectOp
   const chain = (name: string): SavedChain | undefined => ruleset.chains.get(name);
   const forward = chain('FORWARD');
   const hookIndex = forward?.rules.findIndex((r) => targetIsOurs(r, prefix)) ?? -1;
-  if (hookIndex < 0) problems.push({ kind: 'missing-hook', chain: 'FORWARD', message: `no rule in FORWARD jumps to ${prefix}FORWARD: netfence's chains are never reached` });
+  if (hookIndex < 0)
+    problems.push({
+      kind: 'missing-hook',
+      chain: 'FORWARD',
+      message: `no rule in FORWARD jumps to ${prefix}FORWARD: netfence's chains are never reached`,
+    });
   forward?.rules.slice(0, Math.max(0, hookIndex)).forEach((r, i) =>
-    problems.push({ kind: 'foreign-above-hook', chain: 'FORWARD', ruleIndex: i + 1, text: r.text, message: 'runs before netfence: it can accept or drop pod traffic before any policy is checked' }),
+    problems.push({
+      kind: 'foreign-above-hook',
+      chain: 'FORWARD',
+      ruleIndex: i + 1,
+      text: r.text,
+      message: 'runs before netfence: it can accept or drop pod traffic before any policy is checked',
+    }),
   );
   problems.push(...inputHookProblems(ruleset, prefix));
   problems.push(...unexpectedOwnedRules(ruleset, prefix), ...unreferencedChains(ruleset, prefix));
 
   const failClosed: string[] = [];
   const pods = new Map<string, { egress: RuleRef[]; ingress: RuleRef[]; egressChain?: string; ingressChain?: string }>();
-  for (const [root, dir] of [[`${prefix}from-wl-dispatch`, 'egress'], [`${prefix}to-wl-dispatch`, 'ingress']] as const) {
+  for (const [root, dir] of [
+    [`${prefix}from-wl-dispatch`, 'egress'],
+    [`${prefix}to-wl-dispatch`, 'ingress'],
+  ] as const) {
     if (!chain(root)) {
       problems.push({ kind: 'missing-chain', chain: root, message: `${root} is missing: local pods cannot be found for ${dir}` });
       continue;
     }
-    walkDispatch(ruleset, root, prefix, [], new Set(), (ip, path, target) => {
-      const entry = pods.get(ip) ?? { egress: [], ingress: [] };
-      entry[dir] = path;
-      entry[dir === 'egress' ? 'egressChain' : 'ingressChain'] = target;
-      pods.set(ip, entry);
-    }, (cidr) => failClosed.includes(cidr) || failClosed.push(cidr));
+    walkDispatch(
+      ruleset,
+      root,
+      prefix,
+      [],
+      new Set(),
+      (ip, path, target) => {
+        const entry = pods.get(ip) ?? { egress: [], ingress: [] };
+        entry[dir] = path;
+        entry[dir === 'egress' ? 'egressChain' : 'ingressChain'] = target;
+        pods.set(ip, entry);
+      },
+      (cidr) => failClosed.includes(cidr) || failClosed.push(cidr),
+    );
   }
 
   // Local pods → this node (INPUT), present only while ClusterNetworkPolicies exist.
   const toNode = new Map<string, string>();
-  if (chain(`${prefix}to-host-dispatch`)) walkDispatch(ruleset, `${prefix}to-host-dispatch`, prefix, [], new Set(), (ip, _path, target) => toNode.set(ip, target), () => undefined);
+  if (chain(`${prefix}to-host-dispatch`))
+    walkDispatch(
+      ruleset,
+      `${prefix}to-host-dispatch`,
+      prefix,
+      [],
+      new Set(),
+      (ip, _path, target) => toNode.set(ip, target),
+      () => undefined,
+    );
 
   const policyViews = new Map<string, PolicyView & { usedBy: string[] }>();
   for (const c of ruleset.chains.values()) {
     const kind = chainKind(c.name, prefix);
-    if (kind === 'policy-ingress' || kind === 'policy-egress') policyViews.set(c.name, { ...policyView(c, kind === 'policy-ingress' ? 'ingress' : 'egress', sets), usedBy: [] });
+    if (kind === 'policy-ingress' || kind === 'policy-egress')
+      policyViews.set(c.name, { ...policyView(c, kind === 'policy-ingress' ? 'ingress' : 'egress', sets), usedBy: [] });
     // ClusterNetworkPolicy chains: a workload chain jumps to them in tier order (Admin, NetworkPolicy, Baseline).
     if (kind === 'cluster-policy-ingress' || kind === 'cluster-policy-egress') {
       policyViews.set(c.name, { ...clusterPolicyView(c, kind === 'cluster-policy-ingress' ? 'ingress' : 'egress', sets), usedBy: [] });
@@ -169,11 +205,14 @@ export function inspectRuleset(ruleset: Ruleset, ipsets: IpSets, opts: InspectOp
   podViews.sort((a, b) => cmp(a.pod ?? a.ip, b.pod ?? b.ip));
   // The drops of an isolated pod belong to every policy that selects it: none of them allowed the packet.
   const denied = new Map<string, number>();
-  for (const p of podViews) for (const w of [p.egress, p.ingress]) {
-    if (w?.droppedPackets === undefined) continue;
-    for (const pc of w.policyChains) denied.set(pc, (denied.get(pc) ?? 0) + w.droppedPackets);
-  }
-  const withDenied = [...policyViews.values()].map((p) => (p.allowedPackets !== undefined ? { ...p, deniedPackets: denied.get(p.chain) ?? 0 } : p));
+  for (const p of podViews)
+    for (const w of [p.egress, p.ingress]) {
+      if (w?.droppedPackets === undefined) continue;
+      for (const pc of w.policyChains) denied.set(pc, (denied.get(pc) ?? 0) + w.droppedPackets);
+    }
+  const withDenied = [...policyViews.values()].map((p) =>
+    p.allowedPackets !== undefined ? { ...p, deniedPackets: denied.get(p.chain) ?? 0 } : p,
+  );
   const policies = withDenied.sort((a, b) => cmp(`${a.policy} ${a.direction}`, `${b.policy} ${b.direction}`));
   return {
     chainPrefix: prefix,
@@ -215,8 +254,10 @@ function walkDispatch(
     if (action.kind === 'drop' || action.kind === 'reject') onFailClosed(net.cidr);
     if (action.kind !== 'goto' && action.kind !== 'jump') return;
     const kind = chainKind(action.target, prefix);
-    if (kind === 'dispatch-from' || kind === 'dispatch-to' || kind === 'dispatch-host') walkDispatch(ruleset, action.target, prefix, here, seen, onPod, onFailClosed);
-    else if (kind === 'workload-egress' || kind === 'workload-ingress' || kind === 'workload-host') onPod(net.cidr.replace(/\/(32|128)$/, ''), here, action.target);
+    if (kind === 'dispatch-from' || kind === 'dispatch-to' || kind === 'dispatch-host')
+      walkDispatch(ruleset, action.target, prefix, here, seen, onPod, onFailClosed);
+    else if (kind === 'workload-egress' || kind === 'workload-ingress' || kind === 'workload-host')
+      onPod(net.cidr.replace(/\/(32|128)$/, ''), here, action.target);
   });
 }
 
@@ -230,7 +271,9 @@ function podName(chain: SavedChain | undefined): string | undefined {
 
 function workloadView(chain: SavedChain | undefined, policies: ReadonlyMap<string, PolicyView>): WorkloadView | undefined {
   if (!chain) return undefined;
-  const policyChains = chain.rules.flatMap((r) => (r.rule?.action.kind === 'jump' && policies.has(r.rule.action.target) ? [r.rule.action.target] : []));
+  const policyChains = chain.rules.flatMap((r) =>
+    r.rule?.action.kind === 'jump' && policies.has(r.rule.action.target) ? [r.rule.action.target] : [],
+  );
   const lastSaved = chain.rules.at(-1);
   const last = lastSaved?.rule;
   const isolated = last !== undefined && last.action.kind === 'drop' && last.match.length === 0;
@@ -256,7 +299,15 @@ function policyView(chain: SavedChain, direction: Direction, sets: (m: Extract<M
   });
   const counted = chain.rules.some((r) => r.counters !== undefined);
   const allowed = counted ? { allowedPackets: rules.reduce((n, r) => n + (r.packets ?? 0), 0) } : {};
-  return { policy: policy ?? `? (${chain.name})`, direction, chain: chain.name, rules, ...(note !== undefined ? { note } : {}), usedBy: [], ...allowed };
+  return {
+    policy: policy ?? `? (${chain.name})`,
+    direction,
+    chain: chain.name,
+    rules,
+    ...(note !== undefined ? { note } : {}),
+    usedBy: [],
+    ...allowed,
+  };
 }
 
 /** A ClusterNetworkPolicy chain: every Accept/Pass (set-mark) and Deny (DROP) rule, labelled `ingress:0 name Deny`. */
@@ -272,12 +323,26 @@ function clusterPolicyView(chain: SavedChain, direction: Direction, sets: (m: Ex
     }
     if (meaning?.kind !== 'cluster-policy-rule') return;
     policy ??= meaning.policy;
-    if (r.rule?.action.kind === 'set-mark' || r.rule?.action.kind === 'drop') rules.push(ruleView(r.rule, i + 1, `${meaning.rule} ${meaning.action}`, direction, sets));
+    if (r.rule?.action.kind === 'set-mark' || r.rule?.action.kind === 'drop')
+      rules.push(ruleView(r.rule, i + 1, `${meaning.rule} ${meaning.action}`, direction, sets));
   });
-  return { policy: policy ?? `? (${chain.name})`, direction, chain: chain.name, rules, ...(note !== undefined ? { note } : {}), usedBy: [] };
+  return {
+    policy: policy ?? `? (${chain.name})`,
+    direction,
+    chain: chain.name,
+    rules,
+    ...(note !== undefined ? { note } : {}),
+    usedBy: [],
+  };
 }
 
-function ruleView(rule: Rule, ruleIndex: number, label: string, direction: Direction, sets: (m: Extract<Match, { kind: 'set' }>) => SetView): PolicyRuleView {
+function ruleView(
+  rule: Rule,
+  ruleIndex: number,
+  label: string,
+  direction: Direction,
+  sets: (m: Extract<Match, { kind: 'set' }>) => SetView,
+): PolicyRuleView {
   const peerDir = direction === 'ingress' ? 'src' : 'dst';
   let protocol: PolicyRuleView['protocol'] = 'any';
   let ports = 'any';
@@ -290,7 +355,8 @@ function ruleView(rule: Rule, ruleIndex: number, label: string, direction: Direc
       namedPorts = sets(m);
       ports = 'named';
     } else if (m.kind === 'set' && m.direction === peerDir) peer = { kind: 'set', ...sets(m) };
-    else if ((m.kind === 'src-net' && peerDir === 'src') || (m.kind === 'dst-net' && peerDir === 'dst')) peer = { kind: 'cidr', cidr: m.cidr, negate: m.negate === true };
+    else if ((m.kind === 'src-net' && peerDir === 'src') || (m.kind === 'dst-net' && peerDir === 'dst'))
+      peer = { kind: 'cidr', cidr: m.cidr, negate: m.negate === true };
   }
   return { rule: label, ruleIndex, protocol, ports, peer, ...(namedPorts ? { namedPorts } : {}) };
 }
@@ -300,7 +366,8 @@ function setViewer(ipsets: IpSets, sample: number, problems: InspectProblem[]): 
   return (m) => {
     const set = ipsets.get(m.set);
     if (!set) {
-      if (!reported.has(m.set)) problems.push({ kind: 'missing-set', message: `ipset ${m.set} is used by a rule but is not in the ipset dump` });
+      if (!reported.has(m.set))
+        problems.push({ kind: 'missing-set', message: `ipset ${m.set} is used by a rule but is not in the ipset dump` });
       reported.add(m.set);
       return { set: m.set, direction: m.direction, members: 0, sample: [] };
     }
@@ -313,7 +380,14 @@ function inputHookProblems(ruleset: Ruleset, prefix: string): InspectProblem[] {
   if (!ruleset.chains.get(`${prefix}INPUT`)) return [];
   const input = ruleset.chains.get('INPUT');
   const at = input?.rules.findIndex((r) => targetOf(r.args)?.target === `${prefix}INPUT`) ?? -1;
-  if (at < 0) return [{ kind: 'missing-hook', chain: 'INPUT', message: `no rule in INPUT jumps to ${prefix}INPUT: ClusterNetworkPolicy egress to this node is not enforced` }];
+  if (at < 0)
+    return [
+      {
+        kind: 'missing-hook',
+        chain: 'INPUT',
+        message: `no rule in INPUT jumps to ${prefix}INPUT: ClusterNetworkPolicy egress to this node is not enforced`,
+      },
+    ];
   return (input?.rules.slice(0, at) ?? []).map((r, i) => ({
     kind: 'foreign-above-hook' as const,
     chain: 'INPUT',
@@ -330,7 +404,10 @@ function unexpectedOwnedRules(ruleset: Ruleset, prefix: string): InspectProblem[
     if (!c.name.startsWith(prefix)) continue;
     c.rules.forEach((r, i) => {
       if (r.hash !== undefined && r.rule) return;
-      const message = r.hash === undefined ? 'owned chain holds a rule without a netfence hash comment (added by hand?)' : 'owned but unexpected: netfence cannot parse this rule';
+      const message =
+        r.hash === undefined
+          ? 'owned chain holds a rule without a netfence hash comment (added by hand?)'
+          : 'owned but unexpected: netfence cannot parse this rule';
       out.push({ kind: 'owned-unexpected', chain: c.name, ruleIndex: i + 1, text: r.text, message });
     });
   }
@@ -340,10 +417,11 @@ function unexpectedOwnedRules(ruleset: Ruleset, prefix: string): InspectProblem[
 /** Owned chains nothing jumps to: left over from an interrupted apply, or cut loose by a hand edit. */
 function unreferencedChains(ruleset: Ruleset, prefix: string): InspectProblem[] {
   const referenced = new Set<string>();
-  for (const c of ruleset.chains.values()) for (const r of c.rules) {
-    const t = targetOf(r.args);
-    if (t) referenced.add(t.target);
-  }
+  for (const c of ruleset.chains.values())
+    for (const r of c.rules) {
+      const t = targetOf(r.args);
+      if (t) referenced.add(t.target);
+    }
   return [...ruleset.chains.keys()]
     .filter((name) => name.startsWith(prefix) && !referenced.has(name))
     .map((name) => ({ kind: 'unreferenced-chain' as const, chain: name, message: 'owned chain that no rule jumps to' }));
@@ -355,7 +433,9 @@ export function filterReport(report: InspectReport, filter: { readonly pod?: str
   let policies = report.policies;
   if (filter.pod !== undefined) {
     pods = pods.filter((p) => p.pod === filter.pod || p.ip === filter.pod);
-    const wanted = new Set(pods.flatMap((p) => [...(p.egress?.policyChains ?? []), ...(p.ingress?.policyChains ?? []), ...(p.toNode?.policyChains ?? [])]));
+    const wanted = new Set(
+      pods.flatMap((p) => [...(p.egress?.policyChains ?? []), ...(p.ingress?.policyChains ?? []), ...(p.toNode?.policyChains ?? [])]),
+    );
     policies = policies.filter((p) => wanted.has(p.chain));
   }
   if (filter.policy !== undefined) {

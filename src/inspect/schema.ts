@@ -43,14 +43,31 @@ const policyRule = {
   type: 'object',
   additionalProperties: false,
   required: ['rule', 'ruleIndex', 'protocol', 'ports', 'peer'],
-  properties: { rule: str, ruleIndex: { type: 'integer', minimum: 1 }, protocol: { enum: ['tcp', 'udp', 'sctp', 'any'] }, ports: str, peer, namedPorts: setView, packets: int },
+  properties: {
+    rule: str,
+    ruleIndex: { type: 'integer', minimum: 1 },
+    protocol: { enum: ['tcp', 'udp', 'sctp', 'any'] },
+    ports: str,
+    peer,
+    namedPorts: setView,
+    packets: int,
+  },
 } as const;
 
 const policy = {
   type: 'object',
   additionalProperties: false,
   required: ['policy', 'direction', 'chain', 'rules', 'usedBy'],
-  properties: { policy: str, direction, chain: str, rules: { type: 'array', items: policyRule }, note: str, usedBy: strings, allowedPackets: int, deniedPackets: int },
+  properties: {
+    policy: str,
+    direction,
+    chain: str,
+    rules: { type: 'array', items: policyRule },
+    note: str,
+    usedBy: strings,
+    allowedPackets: int,
+    deniedPackets: int,
+  },
 } as const;
 
 const workload = {
@@ -101,7 +118,10 @@ const strictMode = {
     bit: int,
     position: { type: 'integer', minimum: 1 },
     revokedFlows: int,
-    revokedByPod: { type: 'array', items: { type: 'object', additionalProperties: false, required: ['pod', 'flows'], properties: { pod: str, flows: int } } },
+    revokedByPod: {
+      type: 'array',
+      items: { type: 'object', additionalProperties: false, required: ['pod', 'flows'], properties: { pod: str, flows: int } },
+    },
     revokedUnreadable: str,
   },
 } as const;
@@ -115,7 +135,12 @@ const antiSpoofing = {
     programmed: { type: 'boolean' },
     ports: {
       type: 'array',
-      items: { type: 'object', additionalProperties: false, required: ['port', 'addresses', 'drops'], properties: { port: str, addresses: strings, drops: int } },
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['port', 'addresses', 'drops'],
+        properties: { port: str, addresses: strings, drops: int },
+      },
     },
     unknownPortDrops: int,
   },

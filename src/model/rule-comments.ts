@@ -53,11 +53,19 @@ export function readComment(text: string): CommentMeaning {
   if (m) return { kind: 'policy-rule', policy: m[1]!, direction: m[2] as CommentDirection, rule: `${m[2]}:${m[3]}` };
   if ((m = POLICY_NONE.exec(text))) return { kind: 'policy-empty', policy: m[2]!, why: `no ${m[1]} rule can match` };
   if ((m = POLICY_INVALID.exec(text))) return { kind: 'policy-empty', policy: m[1]!, why: 'invalid: allows nothing' };
-  if ((m = WORKLOAD.exec(text))) return { kind: 'workload', pod: m[1]!, direction: m[3] as CommentDirection, isolated: m[2] === 'isolated' };
+  if ((m = WORKLOAD.exec(text)))
+    return { kind: 'workload', pod: m[1]!, direction: m[3] as CommentDirection, isolated: m[2] === 'isolated' };
   if ((m = CNP_RULE.exec(text))) {
     const rule = `${m[2]}:${m[3]}${m[4] ? ` ${m[4]}` : ''}`;
-    return { kind: 'cluster-policy-rule', policy: `ClusterNetworkPolicy ${m[1]!}`, direction: m[2] as CommentDirection, rule, action: m[5] as CnpVerdict };
+    return {
+      kind: 'cluster-policy-rule',
+      policy: `ClusterNetworkPolicy ${m[1]!}`,
+      direction: m[2] as CommentDirection,
+      rule,
+      action: m[5] as CnpVerdict,
+    };
   }
-  if ((m = CNP_NONE.exec(text))) return { kind: 'cluster-policy-empty', policy: `ClusterNetworkPolicy ${m[1]!}`, direction: m[2] as CommentDirection };
+  if ((m = CNP_NONE.exec(text)))
+    return { kind: 'cluster-policy-empty', policy: `ClusterNetworkPolicy ${m[1]!}`, direction: m[2] as CommentDirection };
   return { kind: 'other', text };
 }

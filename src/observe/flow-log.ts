@@ -80,7 +80,12 @@ export class FlowLog {
     for (const [key, r] of this.open) {
       if (now - r.time < this.windowMs) continue;
       this.open.delete(key);
-      if (r.count > 1) this.opts.logger.info(`${this.opts.message ?? 'denied connection'} repeated`, { ...fields(r), count: r.count, lastSeen: new Date(r.lastSeen).toISOString() });
+      if (r.count > 1)
+        this.opts.logger.info(`${this.opts.message ?? 'denied connection'} repeated`, {
+          ...fields(r),
+          count: r.count,
+          lastSeen: new Date(r.lastSeen).toISOString(),
+        });
     }
   }
 

@@ -73,7 +73,13 @@ export function explainDrop(packet: NflogPacket, ctx: FlowContext, pods: PodInde
   const chain = findChain(ctx.desired, code.chain);
   if (!chain || chain.role.kind !== 'workload') {
     // The chain changed since the packet was logged (a sync in between): say what we still know.
-    return { ...base, direction: 'ingress', reason: 'isolated', policies: [], because: `dropped by ${code.chain}, which is no longer programmed` };
+    return {
+      ...base,
+      direction: 'ingress',
+      reason: 'isolated',
+      policies: [],
+      because: `dropped by ${code.chain}, which is no longer programmed`,
+    };
   }
   const { pod, direction } = chain.role;
   const policies = policiesOf(ctx.desired, chain);
@@ -152,7 +158,9 @@ export class PodIndex {
       this.pods = pods;
       this.byIp = new Map();
       // hostNetwork pods share the node's address: they are not "the pod" behind it.
-      for (const p of pods) if (!p.hostNetwork && p.phase !== 'Succeeded' && p.phase !== 'Failed') for (const a of p.ips) this.byIp.set(a, `${p.namespace}/${p.name}`);
+      for (const p of pods)
+        if (!p.hostNetwork && p.phase !== 'Succeeded' && p.phase !== 'Failed')
+          for (const a of p.ips) this.byIp.set(a, `${p.namespace}/${p.name}`);
     }
     const pod = this.byIp.get(ip);
     return pod ? { ip, pod } : { ip, where: 'outside the cluster' };
@@ -160,4 +168,8 @@ export class PodIndex {
 }
 
 export const invalidPoliciesOf = (problems: readonly Problem[]): Set<string> =>
-  new Set(problems.filter((p) => p.severity === 'error' && p.object.startsWith('NetworkPolicy ')).map((p) => p.object.slice('NetworkPolicy '.length)));
+  new Set(
+    problems
+      .filter((p) => p.severity === 'error' && p.object.startsWith('NetworkPolicy '))
+      .map((p) => p.object.slice('NetworkPolicy '.length)),
+  );

@@ -35,7 +35,13 @@ export interface ConnectionLimits {
  * next iptables-restore could not be started. Every connection now has a bounded life and a bounded count,
  * so the descriptors the daemon needs for its own work stay free whatever clients do.
  */
-export const CONNECTION_LIMITS: ConnectionLimits = { maxConnections: 64, idleMs: 15_000, headersMs: 5_000, requestMs: 10_000, keepAliveMs: 5_000 };
+export const CONNECTION_LIMITS: ConnectionLimits = {
+  maxConnections: 64,
+  idleMs: 15_000,
+  headersMs: 5_000,
+  requestMs: 10_000,
+  keepAliveMs: 5_000,
+};
 
 export class ObserveServer {
   private server: Server | undefined;
@@ -52,7 +58,12 @@ export class ObserveServer {
     if (!address) throw new Error(`listen address "${String(listen)}" is not host:port`);
     const limits = { ...CONNECTION_LIMITS, ...this.options.limits };
     const server = createServer(
-      { headersTimeout: limits.headersMs, requestTimeout: limits.requestMs, keepAliveTimeout: limits.keepAliveMs, connectionsCheckingInterval: 1_000 },
+      {
+        headersTimeout: limits.headersMs,
+        requestTimeout: limits.requestMs,
+        keepAliveTimeout: limits.keepAliveMs,
+        connectionsCheckingInterval: 1_000,
+      },
       (req, res) => void this.handle(req, res),
     );
     // Probes and scrapes are short; do not let a stuck client hold a socket forever. With no 'timeout'
@@ -62,7 +73,8 @@ export class ObserveServer {
     let refused = 0;
     server.on('drop', () => {
       // Logged once per thousand, so a flood of connections cannot turn into a flood of log lines.
-      if (refused++ % 1000 === 0) this.logger.warn('refusing connections past the limit', { maxConnections: limits.maxConnections, refused });
+      if (refused++ % 1000 === 0)
+        this.logger.warn('refusing connections past the limit', { maxConnections: limits.maxConnections, refused });
     });
     // A client that sends garbage or vanishes mid-request is its own problem: close its socket quietly.
     server.on('clientError', (_err, socket) => socket.destroy());

@@ -32,7 +32,10 @@ export interface PodRef {
 }
 
 /** The bridge table's counters as samples: comments parsed, ports resolved to pods, equal labels summed. */
-export function spoofDropSamples(counts: ReadonlyMap<string, NftCount>, podOfPort: (port: string) => PodRef | undefined): SpoofDropSample[] {
+export function spoofDropSamples(
+  counts: ReadonlyMap<string, NftCount>,
+  podOfPort: (port: string) => PodRef | undefined,
+): SpoofDropSample[] {
   const byKey = new Map<string, SpoofDropSample>();
   for (const [comment, count] of counts) {
     const m = /^nf:spoof (\S+)(?: (\S+))?$/.exec(comment);
@@ -85,7 +88,7 @@ export function createHardeningMetrics(registers: Registry[]): HardeningMetrics 
   };
   new Counter({
     name: 'netfence_spoof_drops_total',
-    help: 'Frames the anti-spoofing bridge table dropped, by kind (ipv4/ipv6: forged source; arp: forged sender; nd: Neighbour Advertisement for an address not the pod\'s; router: RA or Redirect from a pod; other: non-IP/ARP frame; unknown-port: port whose pod is not known yet). Read from the kernel\'s rule counters at scrape time.',
+    help: "Frames the anti-spoofing bridge table dropped, by kind (ipv4/ipv6: forged source; arp: forged sender; nd: Neighbour Advertisement for an address not the pod's; router: RA or Redirect from a pod; other: non-IP/ARP frame; unknown-port: port whose pod is not known yet). Read from the kernel's rule counters at scrape time.",
     labelNames: ['kind'] as const,
     registers,
     async collect() {
@@ -93,7 +96,11 @@ export function createHardeningMetrics(registers: Registry[]): HardeningMetrics 
       this.reset();
       // Anti-spoofing off (or dry-run): no series rather than zeros that look like protection.
       if (samples === undefined) return;
-      for (const kind of SPOOF_DROP_KINDS) this.inc({ kind }, samples.filter((s) => s.kind === kind).reduce((n, s) => n + s.packets, 0));
+      for (const kind of SPOOF_DROP_KINDS)
+        this.inc(
+          { kind },
+          samples.filter((s) => s.kind === kind).reduce((n, s) => n + s.packets, 0),
+        );
     },
   });
   new Counter({
@@ -109,7 +116,10 @@ export function createHardeningMetrics(registers: Registry[]): HardeningMetrics 
         const key = `${s.namespace}/${s.pod}`;
         const keep = s.pod === '' || pods.has(key) || pods.size < MAX_DENIED_PODS;
         if (keep && s.pod !== '') pods.add(key);
-        this.inc(keep ? { namespace: s.namespace, pod: s.pod, kind: s.kind } : { namespace: '_other', pod: '_other', kind: s.kind }, s.packets);
+        this.inc(
+          keep ? { namespace: s.namespace, pod: s.pod, kind: s.kind } : { namespace: '_other', pod: '_other', kind: s.kind },
+          s.packets,
+        );
       }
     },
   });

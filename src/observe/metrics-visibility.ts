@@ -56,8 +56,18 @@ export function createVisibilityMetrics(registers: Registry[]): VisibilityMetric
     buckets: LATENCY_BUCKETS,
     registers,
   });
-  const toolRuns = new Counter({ name: 'netfence_tool_invocations_total', help: 'Kernel tools run (iptables-restore, ipset, …), by tool.', labelNames: ['tool'] as const, registers });
-  const toolFailures = new Counter({ name: 'netfence_tool_failures_total', help: 'Kernel tool runs that failed, by tool.', labelNames: ['tool'] as const, registers });
+  const toolRuns = new Counter({
+    name: 'netfence_tool_invocations_total',
+    help: 'Kernel tools run (iptables-restore, ipset, …), by tool.',
+    labelNames: ['tool'] as const,
+    registers,
+  });
+  const toolFailures = new Counter({
+    name: 'netfence_tool_failures_total',
+    help: 'Kernel tool runs that failed, by tool.',
+    labelNames: ['tool'] as const,
+    registers,
+  });
   const readerErrors = new Counter({
     name: 'netfence_flow_log_reader_errors_total',
     help: 'Flow-log reader failures: could not start, or lost messages (socket buffer overrun).',
@@ -93,7 +103,8 @@ export function createVisibilityMetrics(registers: Registry[]): VisibilityMetric
   };
 }
 
-const sameLabels = (a: DeniedLabels, b: DeniedLabels): boolean => a.namespace === b.namespace && a.pod === b.pod && a.direction === b.direction && a.reason === b.reason;
+const sameLabels = (a: DeniedLabels, b: DeniedLabels): boolean =>
+  a.namespace === b.namespace && a.pod === b.pod && a.direction === b.direction && a.reason === b.reason;
 
 function packageVersion(): string {
   try {

@@ -19,7 +19,9 @@ export function affectedWorkloads(plans: readonly FamilyPlan[], desired: Desired
     const changed = new Set(plan.changes.map((c) => c.name));
     if (changed.size === 0) continue;
     const chainsUsingChanged = new Set(
-      state.chains.filter((c) => c.rules.some((r) => r.match.some((m) => m.kind === 'set' && changed.has(m.set)))).map((c) => c.name as string),
+      state.chains
+        .filter((c) => c.rules.some((r) => r.match.some((m) => m.kind === 'set' && changed.has(m.set))))
+        .map((c) => c.name as string),
     );
     for (const chain of state.chains) {
       if (chain.role.kind !== 'workload') continue;

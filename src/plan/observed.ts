@@ -54,9 +54,15 @@ export function observeFamily(family: IpFamily, iptablesSave: string, ipsetSave:
       const ours = chain.rules.flatMap((r: SavedRule, i) => (isOurs(r, own) ? [{ position: i + 1, text: r.text }] : []));
       if (ours.length > 0) hooks.set(name, ours);
       const firstOurs = ours[0]?.position ?? 1;
-      foreignAbove.set(name, chain.rules.slice(0, firstOurs - 1).map((r) => r.text));
+      foreignAbove.set(
+        name,
+        chain.rules.slice(0, firstOurs - 1).map((r) => r.text),
+      );
     } else if (ownsChain(chain.name, own)) {
-      chains.set(chain.name, chain.rules.map((r) => r.text));
+      chains.set(
+        chain.name,
+        chain.rules.map((r) => r.text),
+      );
     }
   }
   const ipsets = new Map<string, SavedIpSet>();
@@ -86,7 +92,8 @@ export function expectedObserved(desired: FamilyState): ObservedFamily {
   };
   const savedOf = (s: IpSet): SavedIpSet => {
     let saved = savedSets.get(s);
-    if (!saved) savedSets.set(s, (saved = { name: s.name, type: s.type, family: s.family, maxelem: IPSET_MAXELEM, members: [...s.members].sort() }));
+    if (!saved)
+      savedSets.set(s, (saved = { name: s.name, type: s.type, family: s.family, maxelem: IPSET_MAXELEM, members: [...s.members].sort() }));
     return saved;
   };
   const chains = new Map(desired.chains.map((c) => [c.name as string, linesOf(c)]));

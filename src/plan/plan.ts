@@ -1,7 +1,16 @@
 // The planner: desired − observed → the ordered, atomic steps that make the kernel hold exactly what we want.
 // Pure: the same plan is the daemon's apply step, `netfence apply`, and `netfence diff`.
 
-import { diffByIdentity, type Chain, type ChainRole, type FamilyState, type Hook, type IpFamily, type IpSet, type KernelChainName } from '../model/index.js';
+import {
+  diffByIdentity,
+  type Chain,
+  type ChainRole,
+  type FamilyState,
+  type Hook,
+  type IpFamily,
+  type IpSet,
+  type KernelChainName,
+} from '../model/index.js';
 import {
   createWithMembers,
   declareChainLine,
@@ -73,8 +82,15 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
   const errors: string[] = [];
   const retype: IpSet[] = [];
   const counts: PlanCounts = {
-    chainsWritten: 0, rulesWritten: 0, chainsDeleted: 0, hooksWritten: 0,
-    setsCreated: 0, setsRewritten: 0, setsDestroyed: 0, membersAdded: 0, membersRemoved: 0,
+    chainsWritten: 0,
+    rulesWritten: 0,
+    chainsDeleted: 0,
+    hooksWritten: 0,
+    setsCreated: 0,
+    setsRewritten: 0,
+    setsDestroyed: 0,
+    membersAdded: 0,
+    membersRemoved: 0,
   };
 
   // Step 1: sets. Removals go before additions: every set we own widens what is allowed, so a
@@ -95,14 +111,27 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
     if (seen.type !== set.type || seen.family !== set.family) {
       // Someone recreated it with another type: rebuilt by the retype steps before this plan runs.
       retype.push(set);
-      changes.push({ object: 'set', name: set.name, action: 'update', before: [`type ${seen.type}`, ...seen.members], after: [`type ${set.type}`, ...sorted(set.members)], owner });
+      changes.push({
+        object: 'set',
+        name: set.name,
+        action: 'update',
+        before: [`type ${seen.type}`, ...seen.members],
+        after: [`type ${set.type}`, ...sorted(set.members)],
+        owner,
+      });
       counts.setsRewritten++;
       continue;
     }
     const { adds, dels } = memberDelta(seen.members, set, previousSets.get(set.name));
     if (adds.length === 0 && dels.length === 0) continue;
     // Observed members are sorted; the lines a diff shows are computed only if someone reads them.
-    changes.push(lazyLines({ object: 'set', name: set.name, action: 'update', owner }, () => seen.members, () => sorted(set.members)));
+    changes.push(
+      lazyLines(
+        { object: 'set', name: set.name, action: 'update', owner },
+        () => seen.members,
+        () => sorted(set.members),
+      ),
+    );
     counts.membersAdded += adds.length;
     counts.membersRemoved += dels.length;
     if (adds.length + dels.length > Math.max(SWAP_MIN_CHANGES, set.members.length / 2)) {
@@ -127,7 +156,14 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
   }
   const staleSets = [...observed.ipsets.keys()].filter((name) => !desiredSets.has(name)).sort();
   for (const name of staleSets) {
-    changes.push({ object: 'set', name, action: 'delete', before: observed.ipsets.get(name)!.members, after: [], owner: 'set no longer needed' });
+    changes.push({
+      object: 'set',
+      name,
+      action: 'delete',
+      before: observed.ipsets.get(name)!.members,
+      after: [],
+      owner: 'set no longer needed',
+    });
     counts.setsDestroyed++;
   }
 
@@ -144,15 +180,33 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
     if (before && sameLines(before, after)) continue;
     declare.push(declareChainLine(chain.name));
     body.push(...rendered.lines);
-    changes.push({ object: 'chain', name: chain.name, action: before ? 'update' : 'create', before: before ?? [], after, owner: ownerOf(chain) });
+    changes.push({
+      object: 'chain',
+      name: chain.name,
+      action: before ? 'update' : 'create',
+      before: before ?? [],
+      after,
+      owner: ownerOf(chain),
+    });
     counts.chainsWritten++;
     counts.rulesWritten += after.length;
   }
   for (const hookChain of new Set([...desired.hooks.map((h) => h.chain), ...observed.hooks.keys()])) {
-    const hookLines = planHooks(hookChain, desired.hooks.filter((h) => h.chain === hookChain), observed.hooks.get(hookChain) ?? []);
+    const hookLines = planHooks(
+      hookChain,
+      desired.hooks.filter((h) => h.chain === hookChain),
+      observed.hooks.get(hookChain) ?? [],
+    );
     if (!hookLines) continue;
     body.push(...hookLines.lines);
-    changes.push({ object: 'hook', name: hookChain, action: hookLines.action, before: hookLines.before, after: hookLines.after, owner: 'static' });
+    changes.push({
+      object: 'hook',
+      name: hookChain,
+      action: hookLines.action,
+      before: hookLines.before,
+      after: hookLines.after,
+      owner: 'static',
+    });
     counts.hooksWritten++;
   }
   const staleChains = [...observed.chains.keys()].filter((name) => !desiredChains.has(name)).sort();
@@ -187,7 +241,10 @@ function planHooks(
   const wantAppended = desired.filter((h) => h.position === 'append').map(renderHookArgs);
   const before = observed.map((o) => `${o.position}: ${o.text}`);
   const insertedOk = wantInserted.every((text, i) => observed[i]?.position === i + 1 && observed[i]?.text === text);
-  const appendedOk = sameLines(observed.slice(wantInserted.length).map((o) => o.text), wantAppended);
+  const appendedOk = sameLines(
+    observed.slice(wantInserted.length).map((o) => o.text),
+    wantAppended,
+  );
   if (insertedOk && appendedOk && observed.length === desired.length) return undefined;
   const lines = [
     ...observed.map((o) => ruleLine('delete', chain, o.text)),
@@ -203,7 +260,11 @@ function planHooks(
  * (same name, same size), the two member lists share their order and mostly their values: walking them
  * in step costs far less than hashing thousands of members for a one-pod change.
  */
-function memberDelta(observed: readonly string[], set: IpSet, previous: IpSet | undefined): { adds: readonly string[]; dels: readonly string[] } {
+function memberDelta(
+  observed: readonly string[],
+  set: IpSet,
+  previous: IpSet | undefined,
+): { adds: readonly string[]; dels: readonly string[] } {
   if (previous && previous.members.length === observed.length) {
     const { added, removed } = diffByIdentity(previous.members, set.members);
     return { adds: added, dels: removed };
@@ -213,7 +274,11 @@ function memberDelta(observed: readonly string[], set: IpSet, previous: IpSet | 
   return { adds: set.members.filter((m) => !have.has(m)), dels: observed.filter((m) => !want.has(m)) };
 }
 
-function lazyLines(head: Pick<Change, 'object' | 'name' | 'action' | 'owner'>, before: () => readonly string[], after: () => readonly string[]): Change {
+function lazyLines(
+  head: Pick<Change, 'object' | 'name' | 'action' | 'owner'>,
+  before: () => readonly string[],
+  after: () => readonly string[],
+): Change {
   let b: readonly string[] | undefined;
   let a: readonly string[] | undefined;
   return {

@@ -37,7 +37,11 @@ export function retypeSteps(set: IpSet, observed: ObservedFamily, own: Ownership
     body.push(...rules.map((r) => ruleLine('append', chain, `${r} `.replaceAll(uses, ` --match-set ${temp} `).trimEnd())));
   }
   return {
-    createTemp: renderIpsetOps([{ op: 'create', name: temp, set }, { op: 'flush', name: temp }, { op: 'add', name: temp, members: set.members }]),
+    createTemp: renderIpsetOps([
+      { op: 'create', name: temp, set },
+      { op: 'flush', name: temp },
+      { op: 'add', name: temp, members: set.members },
+    ]),
     reroute: body.length > 0 ? filterTransaction([...declare, ...body]) : '',
     recreate: renderIpsetOps([{ op: 'destroy', name: set.name }, ...createWithMembers(set)]),
   };

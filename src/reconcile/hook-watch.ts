@@ -17,7 +17,12 @@ export interface HookWatchOptions {
    * A jump is not first (`found` is what is first instead). Called on every tick while it is displaced,
    * so a failed repair is asked for again; `firstSeen` is true on the tick it went from first to not.
    */
-  readonly onDisplaced: (info: { readonly family: IpFamily; readonly chain: string; readonly found: string | undefined; readonly firstSeen: boolean }) => void;
+  readonly onDisplaced: (info: {
+    readonly family: IpFamily;
+    readonly chain: string;
+    readonly found: string | undefined;
+    readonly firstSeen: boolean;
+  }) => void;
   /** A read failed (tool missing, lock timeout): reported, and the next tick tries again. */
   readonly onError?: (error: Error) => void;
   readonly intervalMs: number;

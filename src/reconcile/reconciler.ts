@@ -16,7 +16,15 @@ export interface SnapshotSource {
 
 /** What the loop reports, for metrics and health; all optional. */
 export interface ReconcileObserver {
-  synced?(info: { reason: RunReason; readKernel: boolean; seconds: number; applySeconds: number; plans: readonly FamilyPlan[]; drift: boolean; desired: DesiredState }): void;
+  synced?(info: {
+    reason: RunReason;
+    readKernel: boolean;
+    seconds: number;
+    applySeconds: number;
+    plans: readonly FamilyPlan[];
+    drift: boolean;
+    desired: DesiredState;
+  }): void;
   /** A sync failed at `stage`; the previous rules stay and the sync is retried with backoff. */
   failed?(info: { reason: RunReason; error: Error; stage: 'compile' | 'apply' }): void;
   problems?(problems: readonly Problem[]): void;

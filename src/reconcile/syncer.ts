@@ -4,7 +4,15 @@
 
 import crypto from 'node:crypto';
 import type { DesiredState, FamilyState, IpFamily } from '../model/index.js';
-import { expectedObserved, observeFamily, planFamily, retypeSteps, type FamilyPlan, type ObservedFamily, type Ownership } from '../plan/index.js';
+import {
+  expectedObserved,
+  observeFamily,
+  planFamily,
+  retypeSteps,
+  type FamilyPlan,
+  type ObservedFamily,
+  type Ownership,
+} from '../plan/index.js';
 
 /** The kernel as the syncer needs it; src/dataplane provides the real one, tests may fake it. */
 export interface KernelPort {
@@ -46,7 +54,10 @@ export class Syncer {
    * The last read's texts as SHA-256 digests, with what they parsed to. Digests, not the texts: at 50,000 pods
    * `ipset save` alone is 7 MB the daemon would keep between drift checks; hashing it takes ~7 ms here.
    */
-  private readonly lastRead = new Map<IpFamily, { readonly iptables: string; readonly ipsets: string; readonly observed: ObservedFamily }>();
+  private readonly lastRead = new Map<
+    IpFamily,
+    { readonly iptables: string; readonly ipsets: string; readonly observed: ObservedFamily }
+  >();
   private lastMatch: { readonly programmed: ObservedFamily; readonly fresh: ObservedFamily } | undefined;
   private prefetched: { readonly families: readonly IpFamily[]; readonly texts: Promise<KernelTexts> } | undefined;
 
@@ -147,7 +158,12 @@ export class Syncer {
    * Sets of ours someone recreated with another type (plan/retype.ts): rebuilt without a moment where a
    * rule matches on the wrong set, then one ordinary sync against a fresh read finishes the job.
    */
-  private async retype(desired: DesiredState, plans: readonly FamilyPlan[], reads: Map<IpFamily, ObservedFamily>, again: boolean): Promise<SyncResult> {
+  private async retype(
+    desired: DesiredState,
+    plans: readonly FamilyPlan[],
+    reads: Map<IpFamily, ObservedFamily>,
+    again: boolean,
+  ): Promise<SyncResult> {
     this.programmed.clear();
     this.lastDesired.clear();
     const sets: string[] = plans.flatMap((p) => p.retype.map((s) => s.name as string));
@@ -229,11 +245,18 @@ export function sameObserved(a: ObservedFamily, b: ObservedFamily): boolean {
   }
   for (const [chain, hooks] of a.hooks) {
     const other = b.hooks.get(chain);
-    if (!sameList(hooks.map((h) => `${h.position} ${h.text}`), other?.map((h) => `${h.position} ${h.text}`))) return false;
+    if (
+      !sameList(
+        hooks.map((h) => `${h.position} ${h.text}`),
+        other?.map((h) => `${h.position} ${h.text}`),
+      )
+    )
+      return false;
   }
   return true;
 }
 
 // crypto.hash (Node 20.12+) hashes a string in one call; createHash on older Node 20.
 const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'base64') => string }).hash;
-const digest = (text: string): string => (oneShot ? oneShot('sha256', text, 'base64') : crypto.createHash('sha256').update(text).digest('base64'));
+const digest = (text: string): string =>
+  oneShot ? oneShot('sha256', text, 'base64') : crypto.createHash('sha256').update(text).digest('base64');

@@ -26,7 +26,9 @@ export type IpsetOp =
 
 const renderIpsetOp: { [K in IpsetOp['op']]: (o: Extract<IpsetOp, { op: K }>, out: string[]) => void } = {
   create: (o, out) => {
-    out.push(`create ${o.name} ${o.set.type} family ${o.set.family === 4 ? 'inet' : 'inet6'} hashsize 1024 maxelem ${o.maxelem ?? IPSET_MAXELEM}`);
+    out.push(
+      `create ${o.name} ${o.set.type} family ${o.set.family === 4 ? 'inet' : 'inet6'} hashsize 1024 maxelem ${o.maxelem ?? IPSET_MAXELEM}`,
+    );
   },
   add: (o, out) => {
     for (const m of o.members) out.push(`add ${o.name} ${m}`);

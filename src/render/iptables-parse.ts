@@ -168,10 +168,18 @@ export function toRule(args: readonly string[], comment?: string): Rule | undefi
     };
     try {
       switch (a) {
-        case '-s': match.push({ kind: 'src-net', cidr: v(), ...(negate ? { negate } : {}) }); break;
-        case '-d': match.push({ kind: 'dst-net', cidr: v(), ...(negate ? { negate } : {}) }); break;
-        case '-i': match.push({ kind: 'in-iface', name: v(), ...(negate ? { negate } : {}) }); break;
-        case '-o': match.push({ kind: 'out-iface', name: v(), ...(negate ? { negate } : {}) }); break;
+        case '-s':
+          match.push({ kind: 'src-net', cidr: v(), ...(negate ? { negate } : {}) });
+          break;
+        case '-d':
+          match.push({ kind: 'dst-net', cidr: v(), ...(negate ? { negate } : {}) });
+          break;
+        case '-i':
+          match.push({ kind: 'in-iface', name: v(), ...(negate ? { negate } : {}) });
+          break;
+        case '-o':
+          match.push({ kind: 'out-iface', name: v(), ...(negate ? { negate } : {}) });
+          break;
         case '-p': {
           const p = v();
           if (p !== 'tcp' && p !== 'udp' && p !== 'sctp' && p !== 'ipv6-icmp') return undefined;
@@ -266,7 +274,12 @@ function parseModule(name: string, args: readonly string[], start: number): { ma
           i += 1;
         } else break;
       }
-      const match: Match = { kind: 'physdev', ...(inName ? { in: inName } : {}), ...(outName ? { out: outName } : {}), ...(isBridged ? { isBridged } : {}) };
+      const match: Match = {
+        kind: 'physdev',
+        ...(inName ? { in: inName } : {}),
+        ...(outName ? { out: outName } : {}),
+        ...(isBridged ? { isBridged } : {}),
+      };
       return { match, next: i };
     }
     case 'limit': {
@@ -284,10 +297,14 @@ function parseModule(name: string, args: readonly string[], start: number): { ma
 function parseTarget(flag: string, target: string, args: readonly string[], i: number): { action: Action; next: number } | undefined {
   if (flag === '-g') return { action: { kind: 'goto', target: target as ChainName }, next: i };
   switch (target) {
-    case 'ACCEPT': return { action: { kind: 'accept' }, next: i };
-    case 'DROP': return { action: { kind: 'drop' }, next: i };
-    case 'RETURN': return { action: { kind: 'return' }, next: i };
-    case 'REJECT': return { action: { kind: 'reject' }, next: args[i] === '--reject-with' ? i + 2 : i };
+    case 'ACCEPT':
+      return { action: { kind: 'accept' }, next: i };
+    case 'DROP':
+      return { action: { kind: 'drop' }, next: i };
+    case 'RETURN':
+      return { action: { kind: 'return' }, next: i };
+    case 'REJECT':
+      return { action: { kind: 'reject' }, next: args[i] === '--reject-with' ? i + 2 : i };
     case 'MARK': {
       const mark = args[i] === '--set-xmark' ? parseMark(args[i + 1]) : undefined;
       return mark && { action: { kind: 'set-mark', ...mark }, next: i + 2 };

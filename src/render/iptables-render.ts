@@ -10,7 +10,7 @@ const HASH_LENGTH = 16;
 
 const hex = (n: number): string => `0x${(n >>> 0).toString(16)}`;
 // As iptables-save prints it: a full mask is left out.
-const markArg = (value: number, mask: number): string => ((mask >>> 0) === 0xffffffff ? hex(value) : `${hex(value)}/${hex(mask)}`);
+const markArg = (value: number, mask: number): string => (mask >>> 0 === 0xffffffff ? hex(value) : `${hex(value)}/${hex(mask)}`);
 /** xt_limit's default burst, which iptables-save does not print. */
 export const DEFAULT_LIMIT_BURST = 5;
 const CONNTRACK_ORDER = ['INVALID', 'NEW', 'RELATED', 'ESTABLISHED', 'UNTRACKED'] as const;
@@ -42,7 +42,13 @@ const renderMatch: { [K in Match['kind']]: (m: Extract<Match, { kind: K }>) => s
   'hop-limit': (m) => ['-m', 'hl', '--hl-eq', `${m.value}`],
   connmark: (m) => ['-m', 'connmark', ...not(m.negate), '--mark', markArg(m.value, m.mask)],
   // iptables-save leaves out the default burst of 5.
-  limit: (m) => ['-m', 'limit', '--limit', `${m.perSecond}/sec`, ...(m.burst !== DEFAULT_LIMIT_BURST ? ['--limit-burst', `${m.burst}`] : [])],
+  limit: (m) => [
+    '-m',
+    'limit',
+    '--limit',
+    `${m.perSecond}/sec`,
+    ...(m.burst !== DEFAULT_LIMIT_BURST ? ['--limit-burst', `${m.burst}`] : []),
+  ],
 };
 
 const renderAction: { [K in Action['kind']]: (a: Extract<Action, { kind: K }>) => string[] } = {
@@ -63,7 +69,9 @@ const isOption = (m: Match): m is Extract<Match, { kind: OptionKind }> => (OPTIO
 
 /** Option matches in iptables-save's fixed order; module matches keep the rule's own order. */
 function splitMatches(rule: Rule): { options: Match[]; modules: Match[] } {
-  const options = rule.match.filter(isOption).sort((a, b) => OPTION_KINDS.indexOf(a.kind as OptionKind) - OPTION_KINDS.indexOf(b.kind as OptionKind));
+  const options = rule.match
+    .filter(isOption)
+    .sort((a, b) => OPTION_KINDS.indexOf(a.kind as OptionKind) - OPTION_KINDS.indexOf(b.kind as OptionKind));
   return { options, modules: rule.match.filter((m) => !isOption(m)) };
 }
 
@@ -117,7 +125,8 @@ function chainedHashes(chain: string, ruleTexts: readonly string[]): string[] {
 
 // crypto.hash (Node 20.12+) hashes a string in one call, without a Hash object per rule.
 const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'base64url') => string }).hash;
-const sha256 = (text: string): string => (oneShot ? oneShot('sha256', text, 'base64url') : crypto.createHash('sha256').update(text).digest('base64url'));
+const sha256 = (text: string): string =>
+  oneShot ? oneShot('sha256', text, 'base64url') : crypto.createHash('sha256').update(text).digest('base64url');
 
 /** Hooks are hashed on their own (not chained): they sit among foreign rules we do not control. */
 export const hookHash = (hook: Hook): string => ruleHashes(`${hook.chain}*hook`, [hook.rule])[0]!;
@@ -185,12 +194,14 @@ export function ruleLine(edit: 'append' | 'insert-first' | 'delete', chain: stri
 /** The text of one `-A <chain> …` line after its head: what `iptables-save` lists for the rule. */
 export const ruleOfLine = (chain: string, line: string): string => line.slice(`-A ${chain} `.length);
 /** One filter-table transaction around `lines`; '' when there is nothing to write. */
-export const filterTransaction = (lines: readonly string[]): string => (lines.length > 0 ? ['*filter', ...lines, 'COMMIT', ''].join('\n') : '');
+export const filterTransaction = (lines: readonly string[]): string =>
+  lines.length > 0 ? ['*filter', ...lines, 'COMMIT', ''].join('\n') : '';
 
 /** Everything a family needs, as one `iptables-restore --noflush` input that programs it from scratch. */
 export function renderFullRestore(state: FamilyState): string {
   const chains = state.chains.map(renderChain);
   const out = [...chains.map((c) => declareChainLine(c.name)), ...chains.flatMap((c) => c.lines)];
-  for (const hook of state.hooks) out.push(ruleLine(hook.position === 'insert' ? 'insert-first' : 'append', hook.chain, renderHookArgs(hook)));
+  for (const hook of state.hooks)
+    out.push(ruleLine(hook.position === 'insert' ? 'insert-first' : 'append', hook.chain, renderHookArgs(hook)));
   return ['*filter', ...out, 'COMMIT', ''].join('\n');
 }

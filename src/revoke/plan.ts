@@ -18,7 +18,11 @@ const PROTOCOLS: ReadonlyMap<number, L4Protocol> = new Map([
 ]);
 
 /** The first packet of the entry's flow as nf-FORWARD sees it, or why it is not ours to judge. */
-export function flowPacket(entry: CtEntry, layout: NodeLayout, local: (ip: string) => boolean = (ip) => isLocal(ip, layout)): Packet | { readonly skip: 'protocol' | 'not-local' } {
+export function flowPacket(
+  entry: CtEntry,
+  layout: NodeLayout,
+  local: (ip: string) => boolean = (ip) => isLocal(ip, layout),
+): Packet | { readonly skip: 'protocol' | 'not-local' } {
   const proto = PROTOCOLS.get(entry.orig.proto);
   // Policies name TCP, UDP and SCTP ports only; ICMP and the rest are never denied by a port rule, and
   // a pod-level deny of ICMP would need the same judgement on a tuple without ports (not done).
@@ -26,7 +30,10 @@ export function flowPacket(entry: CtEntry, layout: NodeLayout, local: (ip: strin
   const src = entry.orig.src;
   const dst = entry.reply.src;
   if (!local(src) && !local(dst)) return { skip: 'not-local' };
-  return packetFor({ src, dst, proto, dport: entry.reply.sport, ...(entry.orig.sport !== undefined ? { sport: entry.orig.sport } : {}) }, layout);
+  return packetFor(
+    { src, dst, proto, dport: entry.reply.sport, ...(entry.orig.sport !== undefined ? { sport: entry.orig.sport } : {}) },
+    layout,
+  );
 }
 
 export interface RevokePlan {
@@ -44,7 +51,12 @@ export interface RevokePlan {
  * in production, anything in tests). Answers are cached per (src, dst, proto, dport): a busy table
  * holds many flows of one service, and policy never looks at the source port.
  */
-export function planRevocations(entries: readonly CtEntry[], layout: NodeLayout, bit: number, refuses: (packet: Packet) => boolean): RevokePlan {
+export function planRevocations(
+  entries: readonly CtEntry[],
+  layout: NodeLayout,
+  bit: number,
+  refuses: (packet: Packet) => boolean,
+): RevokePlan {
   // Verdicts by (src, dst, proto, dport); undefined: not ours to judge. Addresses repeat across a busy
   // table, so locality is worked out once per address too.
   const cache = new Map<string, boolean | undefined>();

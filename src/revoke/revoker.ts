@@ -87,7 +87,9 @@ export class Revoker {
         // Reopen next time: a worker that died or a socket in a bad state is not reused.
         await this.table?.close().catch(() => undefined);
         this.table = undefined;
-        this.opts.logger.warn('strict mode: revoking established flows failed; retried after the next sync', { error: (err as Error).message });
+        this.opts.logger.warn('strict mode: revoking established flows failed; retried after the next sync', {
+          error: (err as Error).message,
+        });
       }
     }
   }

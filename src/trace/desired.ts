@@ -15,10 +15,12 @@ const saved = (rule: Rule): SavedRule => {
 
 export function rulesetOfDesired(state: FamilyState): { ruleset: Ruleset; ipsets: IpSets } {
   const chains = new Map<string, SavedChain>();
-  const hooks = (chain: string, position: 'insert' | 'append') => state.hooks.filter((h) => h.chain === chain && h.position === position).map((h) => saved(h.rule));
+  const hooks = (chain: string, position: 'insert' | 'append') =>
+    state.hooks.filter((h) => h.chain === chain && h.position === position).map((h) => saved(h.rule));
   chains.set('FORWARD', { name: 'FORWARD', policy: 'ACCEPT', rules: [...hooks('FORWARD', 'insert'), ...hooks('FORWARD', 'append')] });
   // INPUT (local pods to this node) only when something hooks it: ClusterNetworkPolicy egress.
-  if (state.hooks.some((h) => h.chain === 'INPUT')) chains.set('INPUT', { name: 'INPUT', policy: 'ACCEPT', rules: [...hooks('INPUT', 'insert'), ...hooks('INPUT', 'append')] });
+  if (state.hooks.some((h) => h.chain === 'INPUT'))
+    chains.set('INPUT', { name: 'INPUT', policy: 'ACCEPT', rules: [...hooks('INPUT', 'insert'), ...hooks('INPUT', 'append')] });
   for (const chain of state.chains) chains.set(chain.name, { name: chain.name, policy: '-', rules: chain.rules.map(saved) });
   const ipsets = new Map<string, SavedIpSet>(
     state.ipsets.map((s) => [s.name, { name: s.name, type: s.type, family: s.family, members: [...s.members] }]),

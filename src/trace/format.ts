@@ -20,7 +20,9 @@ const RESULT_WORD: Record<Step['result'], string> = { match: 'yes', 'no-match': 
 export function formatTrace(result: TraceResult, packet: Packet, ctx: FormatContext): string {
   const out: string[] = [];
   const end = (ip: string, label: string | undefined) => (label ? `${ip} (${label})` : ip);
-  const state = { NEW: 'new flow', UNTRACKED: 'untracked', INVALID: 'INVALID to conntrack (opens no flow and belongs to none)' }[packet.ctstate];
+  const state = { NEW: 'new flow', UNTRACKED: 'untracked', INVALID: 'INVALID to conntrack (opens no flow and belongs to none)' }[
+    packet.ctstate
+  ];
   const what = packet.icmp
     ? packet.proto === 'icmp'
       ? `icmp type ${packet.icmp.type}, ${state}`
@@ -28,7 +30,14 @@ export function formatTrace(result: TraceResult, packet: Packet, ctx: FormatCont
     : `dport ${packet.dport}, new connection`;
   out.push(...wrap(`${packet.proto} ${end(packet.src, ctx.srcLabel)} -> ${end(packet.dst, ctx.dstLabel)} ${what}`, 'packet  ', '        '));
   const start = startOf(result);
-  out.push(...wrap(start === 'INPUT' ? `enters INPUT in ${packet.inIface}, delivered to this node` : `enters ${start} in ${packet.inIface}, leaves out ${packet.outIface}`, '        '));
+  out.push(
+    ...wrap(
+      start === 'INPUT'
+        ? `enters INPUT in ${packet.inIface}, delivered to this node`
+        : `enters ${start} in ${packet.inIface}, leaves out ${packet.outIface}`,
+      '        ',
+    ),
+  );
   out.push('');
   let current: string | undefined;
   for (const step of result.steps) {
@@ -82,7 +91,9 @@ const policyWords = (policy: string): string => (policy.startsWith('ClusterNetwo
 function because(d: DecidedBy, verdict: 'ACCEPT' | 'DROP'): string {
   if (d.policy && d.rule) return `${verdict === 'DROP' ? 'denied' : 'allowed'} by ${policyWords(d.policy)} rule ${d.rule}`;
   if (d.pod && d.direction) {
-    return verdict === 'ACCEPT' ? `${d.pod} is not isolated for ${d.direction}` : isolatedReason(d.pod, d.direction, d.policies ?? [], d.invalidPolicies ?? []);
+    return verdict === 'ACCEPT'
+      ? `${d.pod} is not isolated for ${d.direction}`
+      : isolatedReason(d.pod, d.direction, d.policies ?? [], d.invalidPolicies ?? []);
   }
   return d.comment ?? ruleTextWithoutComment(d.text);
 }
@@ -93,7 +104,8 @@ function formatVerdict(result: TraceResult): string[] {
   if (shown.length > 0) {
     // Accepts, and ClusterNetworkPolicy Passes (which hand the packet to the next tier), set bits on the way.
     out.push('allowed on the way:');
-    for (const a of shown) out.push(...wrap(`${allowanceText(a)} (${a.chain} #${a.ruleIndex})`, `  ${(a.direction ?? '').padEnd(8)} `, '           '));
+    for (const a of shown)
+      out.push(...wrap(`${allowanceText(a)} (${a.chain} #${a.ruleIndex})`, `  ${(a.direction ?? '').padEnd(8)} `, '           '));
   }
   return out;
 }

@@ -35,7 +35,11 @@ const evaluate: { [K in Match['kind']]: (m: Extract<Match, { kind: K }>, ctx: Ma
   'icmpv6-type': (m, { packet }) => packet.icmp !== undefined && packet.proto === 'ipv6-icmp' && packet.icmp.type === m.type,
   // Only ICMPv6 packets carry a hop limit in a trace; an L4 flow's is not modelled, so a rule needing one cannot match it.
   'hop-limit': (m, { packet }) => packet.icmp !== undefined && packet.icmp.hopLimit === m.value,
-  dports: (m, { packet }) => packet.icmp === undefined && packet.proto !== 'ipv6-icmp' && packet.proto !== 'icmp' && m.ports.some((r) => packet.dport >= r.from && packet.dport <= r.to),
+  dports: (m, { packet }) =>
+    packet.icmp === undefined &&
+    packet.proto !== 'ipv6-icmp' &&
+    packet.proto !== 'icmp' &&
+    m.ports.some((r) => packet.dport >= r.from && packet.dport <= r.to),
   set: (m, { packet, ipsets }) => {
     const set = ipsets.get(m.set);
     if (!set) return { unknown: `ipset ${m.set} is not in the ipset dump` };
@@ -43,14 +47,14 @@ const evaluate: { [K in Match['kind']]: (m: Extract<Match, { kind: K }>, ctx: Ma
     return answer.known ? flip(answer.member, m.negate) : { unknown: answer.why };
   },
   // `-m mark --mark value/mask`: (mark & mask) == value.
-  mark: (m, { mark }) => flip(((mark & m.mask) >>> 0) === m.value >>> 0, m.negate),
+  mark: (m, { mark }) => flip((mark & m.mask) >>> 0 === m.value >>> 0, m.negate),
   ctstate: (m, { packet }) => m.states.includes(packet.ctstate),
   physdev: (m, { packet }) =>
     (m.in === undefined || ifaceMatches(m.in, packet.physIn)) &&
     (m.out === undefined || ifaceMatches(m.out, packet.physOut)) &&
     (!m.isBridged || packet.physOut !== undefined),
   // The flow's conntrack mark; a traced packet is a new flow's first, whose mark is 0 unless the packet says.
-  connmark: (m, { packet }) => flip((((packet.ctmark ?? 0) & m.mask) >>> 0) === m.value >>> 0, m.negate),
+  connmark: (m, { packet }) => flip(((packet.ctmark ?? 0) & m.mask) >>> 0 === m.value >>> 0, m.negate),
   // One packet never exhausts a token bucket: the trace assumes the rate is not exceeded.
   limit: () => true,
 };
@@ -75,7 +79,8 @@ export const describe: { [K in Match['kind']]: (m: Extract<Match, { kind: K }>) 
   limit: (m) => `at most ${m.perSecond}/s (burst ${m.burst})`,
 };
 
-export const evaluateMatch = (m: Match, ctx: MatchContext): MatchAnswer => (evaluate[m.kind] as (m: Match, c: MatchContext) => MatchAnswer)(m, ctx);
+export const evaluateMatch = (m: Match, ctx: MatchContext): MatchAnswer =>
+  (evaluate[m.kind] as (m: Match, c: MatchContext) => MatchAnswer)(m, ctx);
 export const describeMatch = (m: Match): string => (describe[m.kind] as (m: Match) => string)(m);
 
 export type RuleMatch =

@@ -53,7 +53,10 @@ export interface Flow {
 export function isLocal(ip: string, layout: NodeLayout): boolean {
   const addr = parseAddr(ip);
   if (!addr) return false;
-  return inAnyNet(addr, layout.podCidrs) || (layout.localIps ?? []).some((l) => parseAddr(l)?.value === addr.value && parseAddr(l)?.family === addr.family);
+  return (
+    inAnyNet(addr, layout.podCidrs) ||
+    (layout.localIps ?? []).some((l) => parseAddr(l)?.value === addr.value && parseAddr(l)?.family === addr.family)
+  );
 }
 
 /**
@@ -74,6 +77,11 @@ export function packetFor(flow: Flow, layout: NodeLayout): Packet {
  * FORWARD on the bridge whatever the destination (a solicited-node multicast address is no pod's), with
  * no ports. The link's own messages are untracked; callers tracing an echo set ctstate NEW.
  */
-export function icmpv6PacketFor(src: string, dst: string, icmp: { readonly type: number; readonly hopLimit: number }, layout: NodeLayout): Packet {
+export function icmpv6PacketFor(
+  src: string,
+  dst: string,
+  icmp: { readonly type: number; readonly hopLimit: number },
+  layout: NodeLayout,
+): Packet {
   return { src, dst, proto: 'ipv6-icmp', dport: 0, icmp, inIface: layout.bridge, outIface: layout.bridge, ctstate: 'UNTRACKED' };
 }

@@ -7,10 +7,20 @@ export type PolicyDirection = 'ingress' | 'egress';
  * "A pod is isolated for ingress if there is any NetworkPolicy that both selects the pod and has
  * "Ingress" in its policyTypes" (likewise egress); then only what one of them allows gets through.
  */
-export function isolatedReason(pod: string, direction: PolicyDirection, policies: readonly string[], invalid: readonly string[] = []): string {
+export function isolatedReason(
+  pod: string,
+  direction: PolicyDirection,
+  policies: readonly string[],
+  invalid: readonly string[] = [],
+): string {
   const selecting =
-    policies.length === 0 ? 'no policy allows anything' : `${policies.length === 1 ? 'policy' : 'policies'} ${policies.join(', ')} ${policies.length === 1 ? 'selects' : 'select'} it`;
-  const broken = invalid.length === 0 ? '' : `; ${invalid.join(', ')} ${invalid.length === 1 ? 'is' : 'are'} invalid and allow${invalid.length === 1 ? 's' : ''} nothing`;
+    policies.length === 0
+      ? 'no policy allows anything'
+      : `${policies.length === 1 ? 'policy' : 'policies'} ${policies.join(', ')} ${policies.length === 1 ? 'selects' : 'select'} it`;
+  const broken =
+    invalid.length === 0
+      ? ''
+      : `; ${invalid.join(', ')} ${invalid.length === 1 ? 'is' : 'are'} invalid and allow${invalid.length === 1 ? 's' : ''} nothing`;
   return `${pod} is isolated for ${direction}; ${selecting}; none allowed this peer${broken}`;
 }
 

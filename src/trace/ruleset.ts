@@ -108,7 +108,8 @@ export const chainKind = (name: string, prefix: string): ChainKind => chainKindO
 /** `-j X` / `-g X` target of a saved rule, from its arguments. */
 export function targetOf(args: readonly string[]): { readonly flag: '-j' | '-g'; readonly target: string } | undefined {
   for (let i = args.length - 2; i >= 0; i--) {
-    if ((args[i] === '-j' || args[i] === '-g') && args[i - 1] !== '--comment') return { flag: args[i] as '-j' | '-g', target: args[i + 1]! };
+    if ((args[i] === '-j' || args[i] === '-g') && args[i - 1] !== '--comment')
+      return { flag: args[i] as '-j' | '-g', target: args[i + 1]! };
   }
   return undefined;
 }

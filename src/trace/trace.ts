@@ -100,7 +100,10 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
     const base = { allowedBy, steps, warnings, hookFound, finalMark: mark };
     // A foreign rule above our hook takes the decision away from us; say so rather than hide it in NO-VERDICT.
     const aboveHook = !decided.owned && phase === 'before-hook' && hookFound && decided.ruleIndex > 0;
-    if (aboveHook) warnings.push(`decided by a foreign rule above the netfence hook (${decided.chain} #${decided.ruleIndex}): netfence never saw this packet`);
+    if (aboveHook)
+      warnings.push(
+        `decided by a foreign rule above the netfence hook (${decided.chain} #${decided.ruleIndex}): netfence never saw this packet`,
+      );
     if (decided.owned || aboveHook) return { ...base, verdict: decided.action === 'ACCEPT' ? 'ACCEPT' : 'DROP', decidedBy: decided };
     return { ...base, verdict: 'NO-VERDICT', after: { verdict: decided.action === 'ACCEPT' ? 'ACCEPT' : 'DROP', decidedBy: decided } };
   };
@@ -126,7 +129,14 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
     const comment = saved.comment;
     const rule = saved.rule ?? toRule(saved.args);
     const record = (result: Step['result'], detail?: string) =>
-      steps.push({ ...ref, depth, result, owned: isOwned, ...(detail !== undefined ? { detail } : {}), ...(comment !== undefined ? { comment } : {}) });
+      steps.push({
+        ...ref,
+        depth,
+        result,
+        owned: isOwned,
+        ...(detail !== undefined ? { detail } : {}),
+        ...(comment !== undefined ? { comment } : {}),
+      });
     if (!rule) {
       record('not-evaluated', 'netfence cannot read this rule');
       warnings.push(notEvaluated(ref, 'a match or target the tracer does not model', phase));
@@ -202,7 +212,8 @@ function selectingPolicies(chain: SavedChain, ruleset: Ruleset): { policies: str
       const meaning = pr.comment !== undefined ? readComment(pr.comment) : undefined;
       if (meaning?.kind !== 'policy-rule' && meaning?.kind !== 'policy-empty') continue;
       if (!policies.includes(meaning.policy)) policies.push(meaning.policy);
-      if (meaning.kind === 'policy-empty' && meaning.why.startsWith('invalid') && !invalidPolicies.includes(meaning.policy)) invalidPolicies.push(meaning.policy);
+      if (meaning.kind === 'policy-empty' && meaning.why.startsWith('invalid') && !invalidPolicies.includes(meaning.policy))
+        invalidPolicies.push(meaning.policy);
       break;
     }
   }
@@ -224,7 +235,8 @@ function policyDecision(chain: SavedChain, depth: number, steps: Step[]): Decide
 
 function notEvaluated(ref: StepRef, why: string, phase: Phase): string {
   const where = `${ref.chain} #${ref.ruleIndex} not evaluated (${why})`;
-  if (phase === 'before-hook') return `${where}: it sits above the netfence hook; if it matches, it could decide this packet before netfence sees it`;
+  if (phase === 'before-hook')
+    return `${where}: it sits above the netfence hook; if it matches, it could decide this packet before netfence sees it`;
   return `${where}: assumed not to match`;
 }
 

@@ -296,7 +296,10 @@ export class FakeApiServer {
     for (const w of this.watchers) {
       if (!w.bookmarks) continue;
       const info = RESOURCES[w.resource];
-      send(w.res, { type: 'BOOKMARK', object: { kind: info.kind, apiVersion: info.apiVersion, metadata: { resourceVersion: String(this.rv) } } });
+      send(w.res, {
+        type: 'BOOKMARK',
+        object: { kind: info.kind, apiVersion: info.apiVersion, metadata: { resourceVersion: String(this.rv) } },
+      });
     }
   }
 
@@ -351,7 +354,8 @@ export class FakeApiServer {
     const watch = query['watch'] === 'true' || query['watch'] === '1';
     this.requests.push({ method: req.method ?? 'GET', path: url.pathname, query, resource: route?.resource, watch });
     const eventRoute = /^\/apis\/events\.k8s\.io\/v1\/namespaces\/([^/]+)\/events(?:\/([^/]+))?$/.exec(url.pathname);
-    if (eventRoute) return this.serveEventWrite(req, res, decodeURIComponent(eventRoute[1]!), eventRoute[2] && decodeURIComponent(eventRoute[2]));
+    if (eventRoute)
+      return this.serveEventWrite(req, res, decodeURIComponent(eventRoute[1]!), eventRoute[2] && decodeURIComponent(eventRoute[2]));
     if (req.method !== 'GET') return status(res, 405, 'MethodNotAllowed', `the fake API server only serves GET`);
     if (url.pathname === CNP_DISCOVERY && this.crdInstalled) {
       return json(res, 200, {
@@ -359,7 +363,14 @@ export class FakeApiServer {
         apiVersion: 'v1',
         groupVersion: 'policy.networking.k8s.io/v1alpha2',
         resources: [
-          { name: 'clusternetworkpolicies', singularName: 'clusternetworkpolicy', namespaced: false, kind: 'ClusterNetworkPolicy', shortNames: ['cnp'], verbs: ['get', 'list', 'watch'] },
+          {
+            name: 'clusternetworkpolicies',
+            singularName: 'clusternetworkpolicy',
+            namespaced: false,
+            kind: 'ClusterNetworkPolicy',
+            shortNames: ['cnp'],
+            verbs: ['get', 'list', 'watch'],
+          },
         ],
       });
     }
@@ -399,11 +410,16 @@ export class FakeApiServer {
     }
     if (req.method === 'POST' && name === undefined) {
       const event = body as KubeObject;
-      const missing = ['eventTime', 'reportingController', 'reportingInstance', 'action', 'reason', 'type', 'regarding'].filter((k) => event[k] === undefined);
-      if (!event.metadata?.name || missing.length > 0) return status(res, 422, 'Invalid', `Event is invalid: missing ${['metadata.name', ...missing].join(', ')}`);
-      if (!/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/.test(String(event['eventTime']))) return status(res, 422, 'Invalid', `eventTime must be a MicroTime, got ${String(event['eventTime'])}`);
+      const missing = ['eventTime', 'reportingController', 'reportingInstance', 'action', 'reason', 'type', 'regarding'].filter(
+        (k) => event[k] === undefined,
+      );
+      if (!event.metadata?.name || missing.length > 0)
+        return status(res, 422, 'Invalid', `Event is invalid: missing ${['metadata.name', ...missing].join(', ')}`);
+      if (!/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/.test(String(event['eventTime'])))
+        return status(res, 422, 'Invalid', `eventTime must be a MicroTime, got ${String(event['eventTime'])}`);
       const key = `${namespace}/${event.metadata.name}`;
-      if (this.eventStore.has(key)) return status(res, 409, 'AlreadyExists', `events.events.k8s.io "${event.metadata.name}" already exists`);
+      if (this.eventStore.has(key))
+        return status(res, 409, 'AlreadyExists', `events.events.k8s.io "${event.metadata.name}" already exists`);
       const stored = { ...event, metadata: { ...event.metadata, namespace, resourceVersion: String(++this.rv) } };
       this.eventStore.set(key, stored);
       return json(res, 201, stored);
@@ -416,7 +432,8 @@ export class FakeApiServer {
       if (Array.isArray(body)) {
         for (const op of body as { op: string; path: string; value: unknown }[]) {
           const field = /^\/([A-Za-z]+)$/.exec(op.path)?.[1];
-          if ((op.op !== 'add' && op.op !== 'replace') || !field) return status(res, 422, 'Invalid', `unsupported patch op ${JSON.stringify(op)}`);
+          if ((op.op !== 'add' && op.op !== 'replace') || !field)
+            return status(res, 422, 'Invalid', `unsupported patch op ${JSON.stringify(op)}`);
           if (op.op === 'replace' && !(field in patched)) return status(res, 422, 'Invalid', `replace of missing ${op.path}`);
           patched[field] = op.value;
         }
@@ -443,7 +460,13 @@ export class FakeApiServer {
    * (this fake pages over the current objects, so a write between pages shows up early; watches from that
    * resourceVersion replay it anyway).
    */
-  private serveList(res: ServerResponse, resource: Resource, namespace: string | undefined, query: Record<string, string> = {}, truncate = false): void {
+  private serveList(
+    res: ServerResponse,
+    resource: Resource,
+    namespace: string | undefined,
+    query: Record<string, string> = {},
+    truncate = false,
+  ): void {
     const info = RESOURCES[resource];
     const all = [...this.store.get(resource)!.values()].filter((o) => matchesNamespace(o, namespace));
     const limit = Number(query['limit'] ?? 0);
@@ -461,7 +484,13 @@ export class FakeApiServer {
     res.write(text.slice(0, Math.floor(text.length / 2)), () => res.socket?.destroy());
   }
 
-  private serveWatch(req: IncomingMessage, res: ServerResponse, resource: Resource, namespace: string | undefined, query: Record<string, string>): void {
+  private serveWatch(
+    req: IncomingMessage,
+    res: ServerResponse,
+    resource: Resource,
+    namespace: string | undefined,
+    query: Record<string, string>,
+  ): void {
     res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
     res.flushHeaders();
     const from = query['resourceVersion'] ?? '';
@@ -514,7 +543,11 @@ interface Route {
 function parseRoute(path: string): Route | undefined {
   for (const [resource, info] of Object.entries(RESOURCES) as [Resource, ResourceInfo][]) {
     if (!path.startsWith(`${info.prefix}/`)) continue;
-    const parts = path.slice(info.prefix.length + 1).split('/').filter((p) => p !== '').map(decodeURIComponent);
+    const parts = path
+      .slice(info.prefix.length + 1)
+      .split('/')
+      .filter((p) => p !== '')
+      .map(decodeURIComponent);
     if (parts[0] === resource && parts.length <= 2) return { resource, namespace: undefined, name: parts[1] };
     if (info.namespaced && parts[0] === 'namespaces' && parts[2] === resource && parts.length <= 4) {
       return { resource, namespace: parts[1], name: parts[3] };

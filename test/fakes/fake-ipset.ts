@@ -37,7 +37,9 @@ export class FakeIpset {
   save(): string {
     const out: string[] = [];
     for (const [name, set] of this.sets) {
-      out.push(`create ${name} ${set.type} family ${set.family === 4 ? 'inet' : 'inet6'} hashsize 1024 maxelem ${set.maxelem} bucketsize 12 initval 0x00000000`);
+      out.push(
+        `create ${name} ${set.type} family ${set.family === 4 ? 'inet' : 'inet6'} hashsize 1024 maxelem ${set.maxelem} bucketsize 12 initval 0x00000000`,
+      );
       for (const member of set.members.values()) out.push(`add ${name} ${member}`);
     }
     return out.length ? `${out.join('\n')}\n` : '';
@@ -121,7 +123,8 @@ function canonicalMember(set: FakeSet, text: string, fail: (msg: string) => neve
   if (set.type === 'hash:net') return canonicalNet(set.family, entry ?? '', fail) + suffix;
   const comma = (entry ?? '').lastIndexOf(',');
   const [proto, port] = (entry ?? '').slice(comma + 1).split(':');
-  if (comma < 0 || !proto || !PROTOCOLS.has(proto) || !/^\d+$/.test(port ?? '') || Number(port) > 65535) fail(`Syntax error: cannot parse ${entry}`);
+  if (comma < 0 || !proto || !PROTOCOLS.has(proto) || !/^\d+$/.test(port ?? '') || Number(port) > 65535)
+    fail(`Syntax error: cannot parse ${entry}`);
   return `${canonicalIp(set.family, (entry ?? '').slice(0, comma), fail)},${proto}:${Number(port)}`;
 }
 
@@ -138,6 +141,7 @@ function canonicalNet(family: IpFamily, text: string, fail: (msg: string) => nev
   const prefix = len === undefined ? full : Number(len);
   canonicalIp(family, ip ?? '', fail);
   if (!/^\d*$/.test(len ?? '') || prefix < 1 || prefix > full) fail('The value of the CIDR parameter of the IP address is invalid');
-  const masked = family === 4 ? ipaddr.IPv4.networkAddressFromCIDR(`${ip}/${prefix}`) : ipaddr.IPv6.networkAddressFromCIDR(`${ip}/${prefix}`);
+  const masked =
+    family === 4 ? ipaddr.IPv4.networkAddressFromCIDR(`${ip}/${prefix}`) : ipaddr.IPv6.networkAddressFromCIDR(`${ip}/${prefix}`);
   return prefix === full ? masked.toString() : `${masked.toString()}/${prefix}`;
 }

@@ -37,7 +37,21 @@ const BUILTINS: Readonly<Record<string, readonly string[]>> = {
 
 /** Targets that are extensions, not chains (what netfence, kube-proxy and flannel use). */
 const EXTENSION_TARGETS = new Set([
-  'ACCEPT', 'DROP', 'RETURN', 'REJECT', 'MARK', 'CONNMARK', 'LOG', 'NFLOG', 'DNAT', 'SNAT', 'MASQUERADE', 'CT', 'NOTRACK', 'NFQUEUE', 'TRACE',
+  'ACCEPT',
+  'DROP',
+  'RETURN',
+  'REJECT',
+  'MARK',
+  'CONNMARK',
+  'LOG',
+  'NFLOG',
+  'DNAT',
+  'SNAT',
+  'MASQUERADE',
+  'CT',
+  'NOTRACK',
+  'NFQUEUE',
+  'TRACE',
 ]);
 
 /** Iptables' limit on chain names (XT_EXTENSION_MAXNAMELEN - 1). */
@@ -153,7 +167,8 @@ export class FakeIptables {
       case '-D': {
         const c = needChain();
         const index = /^\d+$/.test(words[2] ?? '') && words.length === 3 ? Number(words[2]) - 1 : c.rules.indexOf(ruleText(2));
-        if (index < 0 || index >= c.rules.length) throw new FakeRestoreError(lineNo, 'Bad rule (does a matching rule exist in that chain?)');
+        if (index < 0 || index >= c.rules.length)
+          throw new FakeRestoreError(lineNo, 'Bad rule (does a matching rule exist in that chain?)');
         c.rules.splice(index, 1);
         return;
       }
@@ -173,7 +188,8 @@ export class FakeIptables {
         const c = needChain();
         if (isBuiltin(tableName, chainName!)) throw new FakeRestoreError(lineNo, `Can't delete built-in chain ${chainName}`);
         if (c.rules.length > 0) throw new FakeRestoreError(lineNo, `Directory not empty: ${chainName}`);
-        if (referencingChains(table, chainName!).length > 0) throw new FakeRestoreError(lineNo, `Too many links: ${chainName} is referenced`);
+        if (referencingChains(table, chainName!).length > 0)
+          throw new FakeRestoreError(lineNo, `Too many links: ${chainName} is referenced`);
         table.delete(chainName!);
         return;
       }
@@ -207,7 +223,8 @@ export class FakeIptables {
           if (w === '--match-set') {
             const family = this.setFamily(next);
             if (family === undefined) throw new FakeRestoreError(commitLine, `Set ${next} doesn't exist.`);
-            if (family !== this.family) throw new FakeRestoreError(commitLine, `The protocol family of set ${next} is IPv${family}, rule is IPv${this.family}`);
+            if (family !== this.family)
+              throw new FakeRestoreError(commitLine, `The protocol family of set ${next} is IPv${family}, rule is IPv${this.family}`);
           }
         });
       }
@@ -241,7 +258,8 @@ function declareChain(table: FakeTable, tableName: string, line: string, lineNo:
 
 function checkChainName(name: string | undefined, lineNo: number): void {
   if (!name) throw new FakeRestoreError(lineNo, 'chain name missing');
-  if (name.length > MAX_CHAIN_NAME) throw new FakeRestoreError(lineNo, `chain name '${name}' too long (must be under ${MAX_CHAIN_NAME + 1} chars)`);
+  if (name.length > MAX_CHAIN_NAME)
+    throw new FakeRestoreError(lineNo, `chain name '${name}' too long (must be under ${MAX_CHAIN_NAME + 1} chars)`);
 }
 
 function referencingChains(table: FakeTable, target: string): string[] {

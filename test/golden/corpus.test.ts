@@ -25,10 +25,12 @@ describe.each(cases)('rules/%s', (name) => {
     it('compiles the IPv6 family to exactly expected6.ipsets', () => expect(v6.ipsets).toBe(expected(EXPECTED6_FILES.ipsets)));
     it('compiles the IPv6 family to exactly expected6.rules', () => expect(v6.rules).toBe(expected(EXPECTED6_FILES.rules)));
   } else {
-    it('has no IPv6 payload files (node-1 has no IPv6 pod CIDR)', () => expect(Object.values(EXPECTED6_FILES).filter((f) => existsSync(join(c.dir, f)))).toEqual([]));
+    it('has no IPv6 payload files (node-1 has no IPv6 pod CIDR)', () =>
+      expect(Object.values(EXPECTED6_FILES).filter((f) => existsSync(join(c.dir, f)))).toEqual([]));
   }
   // The README promises `netfence compile --resources rules/<case>` prints these files; it refuses sources it cannot read completely.
-  it('reads completely (no document is dropped)', () => expect(incompleteRead(loadManifests([join(c.dir, 'cluster.yaml')]).problems)).toEqual([]));
+  it('reads completely (no document is dropped)', () =>
+    expect(incompleteRead(loadManifests([join(c.dir, 'cluster.yaml')]).problems)).toEqual([]));
 
   it('compiles deterministically regardless of input order', () => {
     const s = c.snapshot;
@@ -46,7 +48,8 @@ describe.each(cases)('rules/%s', (name) => {
       const oracle = new Oracle(c.snapshot);
       const verdict = oracle.allows({ src, dst, proto: p.proto, port: p.port }) ? 'ACCEPT' : 'DROP';
       // The oracle knows nothing of unknown-pod handling; that case is a node-level rule (fail-closed).
-      const unknownLocal = !c.snapshot.pods.some((pod) => pod.ips.includes(dst)) && (dst.startsWith('10.244.1.') || dst.startsWith('fd00:10:244:1:'));
+      const unknownLocal =
+        !c.snapshot.pods.some((pod) => pod.ips.includes(dst)) && (dst.startsWith('10.244.1.') || dst.startsWith('fd00:10:244:1:'));
       expect(unknownLocal ? 'DROP' : verdict).toBe(p.expect);
     });
   }

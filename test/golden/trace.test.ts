@@ -15,7 +15,9 @@ function effective(result: TraceResult): 'ACCEPT' | 'DROP' | 'UNDECIDED' {
   if (result.verdict !== 'NO-VERDICT') return result.verdict;
   const droppedByUs = result.steps.some((s) => s.owned && s.result === 'match' && /-j (DROP|REJECT)\b/.test(s.text));
   const after = result.after;
-  return !droppedByUs && after?.decidedBy.chain === 'FORWARD' && after.decidedBy.ruleIndex === 0 && after.verdict === 'ACCEPT' ? 'ACCEPT' : 'UNDECIDED';
+  return !droppedByUs && after?.decidedBy.chain === 'FORWARD' && after.decidedBy.ruleIndex === 0 && after.verdict === 'ACCEPT'
+    ? 'ACCEPT'
+    : 'UNDECIDED';
 }
 
 describe.each(goldenCaseNames())('trace rules/%s', (name) => {
@@ -35,7 +37,10 @@ describe.each(goldenCaseNames())('trace rules/%s', (name) => {
     const family = packetFamily(p);
     const rules = families[family];
     if (!rules) throw new Error(`packet "${p.name}" is IPv${family}, and rules/${name} has no IPv${family} payload`);
-    const packet = packetFor({ src: packetAddress(c, p.from, family), dst: packetAddress(c, p.to, family), proto: p.proto, dport: p.port }, layout);
+    const packet = packetFor(
+      { src: packetAddress(c, p.from, family), dst: packetAddress(c, p.to, family), proto: p.proto, dport: p.port },
+      layout,
+    );
     const result = tracePacket(rules.ruleset, rules.ipsets, packet);
     expect(result.warnings).toEqual([]);
     expect(result.hookFound).toBe(true);

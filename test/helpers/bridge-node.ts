@@ -48,7 +48,9 @@ export async function createPolicyNode(): Promise<PolicyNode> {
         nodes: [{ name: NODE, podCidrs: [POD_CIDR], addresses: [] }],
         namespaces: [makeNamespace('x')],
         pods: sandbox.pods().map((p) => makePod(p.namespace, p.name, p.ip, labels({ ...podLabels[p.name as PodName] }))),
-        policies: [makePolicy('x', 'allow-client', selectPods(sel({ ...SERVER })), ingress(rule([podPeer(sel({ ...CLIENT }))], [tcp(80)])))],
+        policies: [
+          makePolicy('x', 'allow-client', selectPods(sel({ ...SERVER })), ingress(rule([podPeer(sel({ ...CLIENT }))], [tcp(80)]))),
+        ],
       }),
     destroy: () => sandbox.destroy(),
   };

@@ -40,22 +40,49 @@ export function makePod(namespace: string, name: string, ip: string, ...tweaks: 
   for (const t of tweaks) t(pod);
   return pod;
 }
-export const labels = (l: Record<string, string>): Tweak<Pod> => (p) => void (p.labels = l);
-export const onNode = (node: string): Tweak<Pod> => (p) => void (p.nodeName = node);
-export const phase = (ph: Pod['phase']): Tweak<Pod> => (p) => void (p.phase = ph);
+export const labels =
+  (l: Record<string, string>): Tweak<Pod> =>
+  (p) =>
+    void (p.labels = l);
+export const onNode =
+  (node: string): Tweak<Pod> =>
+  (p) =>
+    void (p.nodeName = node);
+export const phase =
+  (ph: Pod['phase']): Tweak<Pod> =>
+  (p) =>
+    void (p.phase = ph);
 export const hostNetwork: Tweak<Pod> = (p) => void (p.hostNetwork = true);
-export const ips = (...list: string[]): Tweak<Pod> => (p) => void (p.ips = list);
-export const containerPorts = (...ports: ContainerPort[]): Tweak<Pod> => (p) => void (p.ports = ports);
+export const ips =
+  (...list: string[]): Tweak<Pod> =>
+  (p) =>
+    void (p.ips = list);
+export const containerPorts =
+  (...ports: ContainerPort[]): Tweak<Pod> =>
+  (p) =>
+    void (p.ports = ports);
 
 export function makePolicy(namespace: string, name: string, ...tweaks: Tweak<NetworkPolicy>[]): NetworkPolicy {
   const policy: Mutable<NetworkPolicy> = { namespace, name, podSelector: sel() };
   for (const t of tweaks) t(policy);
   return policy;
 }
-export const selectPods = (s: LabelSelector): Tweak<NetworkPolicy> => (p) => void (p.podSelector = s);
-export const types = (...t: PolicyType[]): Tweak<NetworkPolicy> => (p) => void (p.policyTypes = t);
-export const ingress = (...rules: PolicyRule[]): Tweak<NetworkPolicy> => (p) => void (p.ingress = [...(p.ingress ?? []), ...rules]);
-export const egress = (...rules: PolicyRule[]): Tweak<NetworkPolicy> => (p) => void (p.egress = [...(p.egress ?? []), ...rules]);
+export const selectPods =
+  (s: LabelSelector): Tweak<NetworkPolicy> =>
+  (p) =>
+    void (p.podSelector = s);
+export const types =
+  (...t: PolicyType[]): Tweak<NetworkPolicy> =>
+  (p) =>
+    void (p.policyTypes = t);
+export const ingress =
+  (...rules: PolicyRule[]): Tweak<NetworkPolicy> =>
+  (p) =>
+    void (p.ingress = [...(p.ingress ?? []), ...rules]);
+export const egress =
+  (...rules: PolicyRule[]): Tweak<NetworkPolicy> =>
+  (p) =>
+    void (p.egress = [...(p.egress ?? []), ...rules]);
 
 export const rule = (peers?: PolicyPeer[], ports?: PolicyPort[]): PolicyRule => ({
   ...(peers ? { peers } : {}),
@@ -73,4 +100,10 @@ export const tcp = (port?: number | string, endPort?: number): PolicyPort => ({
 export const udp = (port?: number | string): PolicyPort => ({ protocol: 'UDP', ...(port !== undefined ? { port } : {}) });
 export const sctp = (port?: number | string): PolicyPort => ({ protocol: 'SCTP', ...(port !== undefined ? { port } : {}) });
 
-export const snapshot = (parts: Partial<ClusterSnapshot>): ClusterSnapshot => ({ nodes: [], namespaces: [], pods: [], policies: [], ...parts });
+export const snapshot = (parts: Partial<ClusterSnapshot>): ClusterSnapshot => ({
+  nodes: [],
+  namespaces: [],
+  pods: [],
+  policies: [],
+  ...parts,
+});

@@ -32,7 +32,11 @@ export interface NodeDaemon {
  * Starts one daemon for the node; `flags` are extra config flags (`{ 'batch-window-ms': '10' }`).
  * `{ 'pod-cidr': [] }` leaves the pod CIDR to the Node object.
  */
-export async function startNodeDaemon(node: SandboxNode, input: ClusterInput, flags: Readonly<Record<string, string | readonly string[]>> = {}): Promise<NodeDaemon> {
+export async function startNodeDaemon(
+  node: SandboxNode,
+  input: ClusterInput,
+  flags: Readonly<Record<string, string | readonly string[]>> = {},
+): Promise<NodeDaemon> {
   const { config } = loadConfig({
     argvFlags: {
       'node-name': node.name,
@@ -48,7 +52,12 @@ export async function startNodeDaemon(node: SandboxNode, input: ClusterInput, fl
   const logs: string[] = [];
   const stream = new Writable({
     write(chunk: Buffer, _enc, done) {
-      logs.push(...chunk.toString('utf8').split('\n').filter((l) => l !== ''));
+      logs.push(
+        ...chunk
+          .toString('utf8')
+          .split('\n')
+          .filter((l) => l !== ''),
+      );
       done();
     },
   });
@@ -160,7 +169,10 @@ export function podObject(pod: SandboxPod, labels: Labels, ports: readonly PodPo
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name: pod.name, namespace: pod.namespace, labels: { ...labels } },
-    spec: { nodeName: pod.node, containers: [{ name: 'agent', image: 'sandbox-agent', ports: ports.map((p) => ({ protocol: 'TCP', ...p })) }] },
+    spec: {
+      nodeName: pod.node,
+      containers: [{ name: 'agent', image: 'sandbox-agent', ports: ports.map((p) => ({ protocol: 'TCP', ...p })) }],
+    },
     status: { phase: 'Running', podIP: pod.ip, podIPs: [{ ip: pod.ip }] },
   };
 }

@@ -37,7 +37,12 @@ export const ip = (key: string, family: 4 | 6): string => {
 export function manifests(): object[] {
   return [
     { apiVersion: 'v1', kind: 'Node', metadata: { name: NODE }, spec: { podCIDR: V4_CIDR, podCIDRs: [V4_CIDR, V6_CIDR] } },
-    { apiVersion: 'v1', kind: 'Node', metadata: { name: 'node-2' }, spec: { podCIDR: '10.244.2.0/24', podCIDRs: ['10.244.2.0/24', 'fd00:10:244:2::/64'] } },
+    {
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: 'node-2' },
+      spec: { podCIDR: '10.244.2.0/24', podCIDRs: ['10.244.2.0/24', 'fd00:10:244:2::/64'] },
+    },
     { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'web', labels: { team: 'web' } } },
     { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'ops', labels: { team: 'ops' } } },
     ...PODS.map((p) => ({
@@ -53,7 +58,12 @@ export function manifests(): object[] {
       metadata: { namespace: 'web', name: 'db-ingress' },
       spec: {
         podSelector: { matchLabels: { role: 'db' } },
-        ingress: [{ from: [{ podSelector: { matchLabels: { role: 'api' } } }, { namespaceSelector: { matchLabels: { team: 'ops' } } }], ports: [{ protocol: 'TCP', port: 5432 }] }],
+        ingress: [
+          {
+            from: [{ podSelector: { matchLabels: { role: 'api' } } }, { namespaceSelector: { matchLabels: { team: 'ops' } } }],
+            ports: [{ protocol: 'TCP', port: 5432 }],
+          },
+        ],
       },
     },
     {
@@ -62,7 +72,12 @@ export function manifests(): object[] {
       metadata: { namespace: 'web', name: 'db-v6-block' },
       spec: {
         podSelector: { matchLabels: { role: 'db' } },
-        ingress: [{ from: [{ ipBlock: { cidr: 'fd00:10:244:2::/64', except: ['fd00:10:244:2::6/128'] } }], ports: [{ protocol: 'TCP', port: 8080 }] }],
+        ingress: [
+          {
+            from: [{ ipBlock: { cidr: 'fd00:10:244:2::/64', except: ['fd00:10:244:2::6/128'] } }],
+            ports: [{ protocol: 'TCP', port: 8080 }],
+          },
+        ],
       },
     },
   ];

@@ -70,24 +70,29 @@ export function evaluate(state: FamilyState, pkt: EvalPacket): EvalResult {
         return xor(m.negate, setMatches(set, m.direction, src, dst, pkt));
       }
       case 'mark':
-        return xor(m.negate, (((mark & m.mask) >>> 0) === m.value >>> 0));
+        return xor(m.negate, (mark & m.mask) >>> 0 === m.value >>> 0);
       case 'ctstate':
         return m.states.includes(pkt.ctstate ?? 'NEW');
       case 'connmark':
         // A NEW packet's flow has no conntrack mark yet.
-        return xor(m.negate, (((0 & m.mask) >>> 0) === m.value >>> 0));
+        return xor(m.negate, (0 & m.mask) >>> 0 === m.value >>> 0);
       case 'physdev': {
         if ((m.in !== undefined && pkt.physIn === undefined) || (m.out !== undefined && pkt.physOut === undefined)) {
           throw new Error('packet has no bridge ports, but a rule matches physdev names');
         }
-        return (m.in === undefined || m.in === pkt.physIn) && (m.out === undefined || m.out === pkt.physOut) && (!m.isBridged || pkt.bridged === true);
+        return (
+          (m.in === undefined || m.in === pkt.physIn) &&
+          (m.out === undefined || m.out === pkt.physOut) &&
+          (!m.isBridged || pkt.bridged === true)
+        );
       }
       case 'limit':
         // One NEW packet never exhausts a rate limit's bucket.
         return true;
       case 'icmpv6-type':
         // ip6tables refuses `-m icmp6` without `-p ipv6-icmp`; so do we.
-        if (!rule.match.some((x) => x.kind === 'protocol' && x.protocol === 'ipv6-icmp')) throw new Error(`icmp6 without -p ipv6-icmp in ${JSON.stringify(rule)}`);
+        if (!rule.match.some((x) => x.kind === 'protocol' && x.protocol === 'ipv6-icmp'))
+          throw new Error(`icmp6 without -p ipv6-icmp in ${JSON.stringify(rule)}`);
         if (state.family !== 6) throw new Error(`icmp6 match in the IPv${state.family} ruleset`);
         return pkt.icmpType === m.type;
       case 'hop-limit':

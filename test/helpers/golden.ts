@@ -70,7 +70,9 @@ export function loadGoldenCase(name: string): GoldenCase {
     rules: renderFullRestore(result.desired.v4),
     problems,
     packets,
-    ...(podCidrs.some((c) => c.includes(':')) ? { v6: { ipsets: renderIpsetRestore(result.desired.v6.ipsets), rules: renderFullRestore(result.desired.v6) } } : {}),
+    ...(podCidrs.some((c) => c.includes(':'))
+      ? { v6: { ipsets: renderIpsetRestore(result.desired.v6.ipsets), rules: renderFullRestore(result.desired.v6) } }
+      : {}),
   };
 }
 

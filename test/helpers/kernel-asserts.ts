@@ -137,7 +137,12 @@ export function parseFilter(save: string): SavedFilter {
 
 /** Our chains (by prefix) with their `-A` lines. */
 export function ourChains(filter: SavedFilter, prefix = OWN.chainPrefix): Map<string, readonly string[]> {
-  return new Map([...filter.declared].filter((c) => c.startsWith(prefix)).sort().map((c) => [c, filter.rules.get(c) ?? []]));
+  return new Map(
+    [...filter.declared]
+      .filter((c) => c.startsWith(prefix))
+      .sort()
+      .map((c) => [c, filter.rules.get(c) ?? []]),
+  );
 }
 
 /** A rule of ours in a kernel chain: a hash comment and a jump to our prefix. */

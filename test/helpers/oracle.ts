@@ -30,7 +30,13 @@ const ipToBits = (ip: string): { v6: boolean; bits: string } => {
     const groups = ip.includes('::') ? [...h, ...Array(8 - h.length - t.length).fill('0'), ...t] : h;
     return { v6: true, bits: groups.map((g) => parseInt(g, 16).toString(2).padStart(16, '0')).join('') };
   }
-  return { v6: false, bits: ip.split('.').map((o) => Number(o).toString(2).padStart(8, '0')).join('') };
+  return {
+    v6: false,
+    bits: ip
+      .split('.')
+      .map((o) => Number(o).toString(2).padStart(8, '0'))
+      .join(''),
+  };
 };
 
 /** Strict dotted-quad or colon-hex CIDR check, so the oracle agrees a malformed ipBlock makes a policy invalid. */
@@ -82,7 +88,9 @@ export class Oracle {
     }
     const pod = this.podByIp(ip);
     if (!pod) return false;
-    const nsOk = peer.namespaceSelector ? matches(peer.namespaceSelector, this.nsLabels(pod.namespace)) : pod.namespace === policy.namespace;
+    const nsOk = peer.namespaceSelector
+      ? matches(peer.namespaceSelector, this.nsLabels(pod.namespace))
+      : pod.namespace === policy.namespace;
     return nsOk && (!peer.podSelector || matches(peer.podSelector, pod.labels));
   }
 
@@ -149,7 +157,12 @@ export class Oracle {
   }
 
   /** First matching rule of the tier's CNPs selecting `pod`, by (priority, name), rules in order. */
-  private tierVerdict(tier: 'Admin' | 'Baseline', pod: Pod, direction: 'Ingress' | 'Egress', pkt: OraclePacket): 'accept' | 'deny' | 'next' {
+  private tierVerdict(
+    tier: 'Admin' | 'Baseline',
+    pod: Pod,
+    direction: 'Ingress' | 'Egress',
+    pkt: OraclePacket,
+  ): 'accept' | 'deny' | 'next' {
     const cnps = (this.cluster.clusterPolicies ?? [])
       .filter((c) => c.tier === tier && this.subjectMatches(c, pod))
       .sort((a, b) => a.priority - b.priority || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
@@ -215,7 +228,13 @@ export class Oracle {
     }
   }
 
-  private cnpProtocolMatches(p: CnpProtocol, pkt: OraclePacket, destination: Pod | undefined, direction: 'Ingress' | 'Egress', rule: CnpRule): boolean {
+  private cnpProtocolMatches(
+    p: CnpProtocol,
+    pkt: OraclePacket,
+    destination: Pod | undefined,
+    direction: 'Ingress' | 'Egress',
+    rule: CnpRule,
+  ): boolean {
     if (p.kind === 'protocol') {
       if (p.protocol.toLowerCase() !== pkt.proto) return false;
       return !p.ports || (pkt.port >= p.ports.from && pkt.port <= p.ports.to);
@@ -223,6 +242,8 @@ export class Oracle {
     if (p.kind !== 'named') return false;
     // A named port is the destination pod's; node peers have no pods.
     if (direction === 'Egress' && rule.peers.every((peer) => peer.kind === 'nodes')) return false;
-    return destination?.ports.some((c) => c.name === p.name && c.protocol.toLowerCase() === pkt.proto && c.containerPort === pkt.port) ?? false;
+    return (
+      destination?.ports.some((c) => c.name === p.name && c.protocol.toLowerCase() === pkt.proto && c.containerPort === pkt.port) ?? false
+    );
   }
 }

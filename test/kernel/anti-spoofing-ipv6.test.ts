@@ -19,7 +19,15 @@ import { readNftCounters } from '../../src/dataplane/nft.js';
 import { run } from '../../src/dataplane/exec.js';
 import { createSandbox, nodeCacheDir, type Sandbox, type SandboxPod } from '../../sandbox/index.js';
 import { FakeApiServer } from '../fakes/fake-apiserver.js';
-import { namespaceObject, nodeObject, podObject, startNodeDaemon, waitReady, waitUntil, type NodeDaemon } from '../helpers/daemon-harness.js';
+import {
+  namespaceObject,
+  nodeObject,
+  podObject,
+  startNodeDaemon,
+  waitReady,
+  waitUntil,
+  type NodeDaemon,
+} from '../helpers/daemon-harness.js';
 import { describeKernel } from '../helpers/netns.js';
 import { startV6Peer, type V6Peer } from '../helpers/v6-peer.js';
 
@@ -46,7 +54,8 @@ describeKernel('anti-spoofing on the pod bridge, IPv6', () => {
     (JSON.parse((await run('ip', ['-n', p.netns, '-j', 'link', 'show', 'eth0'])).stdout) as { address: string }[])[0]!.address;
   const macSeenBy = async (viewer: SandboxPod, ip: string): Promise<string | undefined> =>
     (JSON.parse((await run('ip', ['-n', viewer.netns, '-j', '-6', 'neigh', 'show', ip])).stdout) as { lladdr?: string }[])[0]?.lladdr;
-  const raRoutes = async (p: SandboxPod): Promise<string> => (await run('ip', ['-n', p.netns, '-6', 'route', 'show', 'proto', 'ra'])).stdout.trim();
+  const raRoutes = async (p: SandboxPod): Promise<string> =>
+    (await run('ip', ['-n', p.netns, '-6', 'route', 'show', 'proto', 'ra'])).stdout.trim();
 
   /** Polls `read` until `done` holds or `ms` passed; the last value (a refusal is only known by waiting). */
   async function settle<T>(read: () => Promise<T>, done: (v: T) => boolean, ms = 2000): Promise<T> {
@@ -61,7 +70,10 @@ describeKernel('anti-spoofing on the pod bridge, IPv6', () => {
   /** `from` sends a datagram to c from `src`; what c heard of it. */
   async function sendToC(from: string, src: string, tag: string, dst = V6['c']!): Promise<{ src: string; text: string }[]> {
     await peers[from]!.sendFrom(src, dst, SINK, tag);
-    return settle(async () => (await peers['c']!.sunk()).filter((d) => d.text === tag), (got) => got.length > 0);
+    return settle(
+      async () => (await peers['c']!.sunk()).filter((d) => d.text === tag),
+      (got) => got.length > 0,
+    );
   }
 
   /** c talks to b (its neighbour entry for b is fresh and b's), then a advertises b's address as its own. */
@@ -74,17 +86,28 @@ describeKernel('anti-spoofing on the pod bridge, IPv6', () => {
     await sleep(1200);
     await peers['a']!.advertise(V6['b']!);
     const bMac = await macOf(pod('b'));
-    return settle(() => macSeenBy(pod('c'), V6['b']!), (mac) => mac !== bMac);
+    return settle(
+      () => macSeenBy(pod('c'), V6['b']!),
+      (mac) => mac !== bMac,
+    );
   }
 
   /** The addresses `p`'s libcni result cache entry lists (what the daemon binds the port to). */
   function cachedAddresses(p: SandboxPod): string[] {
     const results = join(nodeCacheDir(dir, NODE.name), 'results');
-    const file = join(results, readdirSync(results).find((f) => f.includes(p.hostVeth))!);
-    return (JSON.parse(readFileSync(file, 'utf8')) as { result: { ips: { address: string }[] } }).result.ips.map((i) => i.address.split('/')[0]!);
+    const file = join(
+      results,
+      readdirSync(results).find((f) => f.includes(p.hostVeth))!,
+    );
+    return (JSON.parse(readFileSync(file, 'utf8')) as { result: { ips: { address: string }[] } }).result.ips.map(
+      (i) => i.address.split('/')[0]!,
+    );
   }
   /** The pod's objects in the API, both podIPs as the CNI gave them. */
-  const podInApi = (p: SandboxPod) => ({ ...podObject(p, { app: p.name }), status: { phase: 'Running', podIP: p.ip, podIPs: p.ips.map((ip) => ({ ip })) } });
+  const podInApi = (p: SandboxPod) => ({
+    ...podObject(p, { app: p.name }),
+    status: { phase: 'Running', podIP: p.ip, podIPs: p.ips.map((ip) => ({ ip })) },
+  });
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'nft-antispoof6-'));
@@ -101,7 +124,9 @@ describeKernel('anti-spoofing on the pod bridge, IPv6', () => {
     // Each pod's link-local address, once its DAD finished (the kernel picks it from the MAC).
     for (const name of ['a', 'b', 'c']) {
       await waitUntil(`${name} has a usable link-local address`, async () => {
-        const out = JSON.parse((await run('ip', ['-n', pod(name).netns, '-j', '-6', 'addr', 'show', 'dev', 'eth0', 'scope', 'link', '-tentative'])).stdout) as { addr_info?: { local?: string }[] }[];
+        const out = JSON.parse(
+          (await run('ip', ['-n', pod(name).netns, '-j', '-6', 'addr', 'show', 'dev', 'eth0', 'scope', 'link', '-tentative'])).stdout,
+        ) as { addr_info?: { local?: string }[] }[];
         const ll = out[0]?.addr_info?.find((a) => a.local !== undefined)?.local;
         if (ll !== undefined) linkLocal[name] = ll;
         return ll !== undefined;
@@ -136,7 +161,11 @@ describeKernel('anti-spoofing on the pod bridge, IPv6', () => {
   });
 
   it('binds every pod port to its IPv6 address once the daemon runs; global and link-local traffic flows', async () => {
-    daemon = await startNodeDaemon(sandbox.nodes()[0]!, { kubeconfig: server.writeKubeconfig(dir) }, { 'cni-cache-dir': nodeCacheDir(dir, NODE.name), 'pod-cidr': [NODE.podCidr, sandbox.nodes()[0]!.ipv6!.podCidr] });
+    daemon = await startNodeDaemon(
+      sandbox.nodes()[0]!,
+      { kubeconfig: server.writeKubeconfig(dir) },
+      { 'cni-cache-dir': nodeCacheDir(dir, NODE.name), 'pod-cidr': [NODE.podCidr, sandbox.nodes()[0]!.ipv6!.podCidr] },
+    );
     await waitReady(daemon);
     const guard = daemon.daemon.antiSpoof!;
     await waitUntil('three pod ports bound', () => guard.state?.bindings.length === 3);
@@ -171,18 +200,30 @@ describeKernel('anti-spoofing on the pod bridge, IPv6', () => {
   it('refuses and counts a Router Advertisement from a pod', async () => {
     const before = await counter(`nf:spoof router ${pod('a').hostVeth}`);
     await peers['a']!.routerAdvert();
-    expect(await settle(() => counter(`nf:spoof router ${pod('a').hostVeth}`), (n) => n > before)).toBeGreaterThan(before);
-    expect(await settle(() => raRoutes(pod('c')), (r) => r !== '')).toBe('');
+    expect(
+      await settle(
+        () => counter(`nf:spoof router ${pod('a').hostVeth}`),
+        (n) => n > before,
+      ),
+    ).toBeGreaterThan(before);
+    expect(
+      await settle(
+        () => raRoutes(pod('c')),
+        (r) => r !== '',
+      ),
+    ).toBe('');
   });
 
-  it("duplicate address detection still works: a taken address is refused, a free one becomes usable", async () => {
+  it('duplicate address detection still works: a taken address is refused, a free one becomes usable', async () => {
     // DAD (RFC 4862) is how an IPv6 pod starts without DHCP: an NS from `::` for the address, which
     // whoever holds it answers. Both must cross the table for a duplicate to be noticed.
     const c = pod('c');
     // The sandbox starts pods with DAD off (accept_dad=0, addresses added nodad); c runs it from here on.
     await run('sysctl', ['-q', '-w', 'net.ipv6.conf.eth0.accept_dad=1'], { netns: c.netns });
     const flags = async (address: string): Promise<string[] | undefined> => {
-      const out = JSON.parse((await run('ip', ['-n', c.netns, '-j', '-6', 'addr', 'show', 'dev', 'eth0'])).stdout) as { addr_info: { local?: string; dadfailed?: boolean; tentative?: boolean }[] }[];
+      const out = JSON.parse((await run('ip', ['-n', c.netns, '-j', '-6', 'addr', 'show', 'dev', 'eth0'])).stdout) as {
+        addr_info: { local?: string; dadfailed?: boolean; tentative?: boolean }[];
+      }[];
       const info = out[0]?.addr_info.find((a) => a.local === address);
       return info ? [...(info.dadfailed ? ['dadfailed'] : []), ...(info.tentative ? ['tentative'] : [])] : undefined;
     };
@@ -205,7 +246,10 @@ describeKernel('anti-spoofing on the pod bridge, IPv6', () => {
       expect(cachedAddresses(p)).toEqual([p.ipv4, p.ipv6]);
       server.create(podInApi(p));
       peers[name] = await startV6Peer(p.netns);
-      await waitUntil(`${name} bound to ${p.ipv6}`, () => guard.state?.bindings.some((b) => b.port === p.hostVeth && b.ipv6.includes(p.ipv6!)) === true);
+      await waitUntil(
+        `${name} bound to ${p.ipv6}`,
+        () => guard.state?.bindings.some((b) => b.port === p.hostVeth && b.ipv6.includes(p.ipv6!)) === true,
+      );
       await waitUntil(`c hears ${name}`, async () => (await sendToC(name, p.ipv6!, `from-${name}`)).length > 0, 15_000);
       return p;
     };
@@ -233,11 +277,26 @@ describeKernel('anti-spoofing on the pod bridge, IPv6', () => {
       return { code, out };
     };
     const a = pod('a');
-    const forged = await cli('trace', '--src', V6['b']!, '--dst', V6['c']!, '--proto', 'udp', '--port', '80', '--in-iface', a.hostVeth, '--json');
+    const forged = await cli(
+      'trace',
+      '--src',
+      V6['b']!,
+      '--dst',
+      V6['c']!,
+      '--proto',
+      'udp',
+      '--port',
+      '80',
+      '--in-iface',
+      a.hostVeth,
+      '--json',
+    );
     expect(JSON.parse(forged.out).antiSpoof).toMatchObject({ verdict: 'drop' });
     const honest = await cli('trace', '--src', V6['a']!, '--dst', V6['c']!, '--proto', 'udp', '--port', '80', '--in-iface', a.hostVeth);
     expect(honest.out).toMatch(/anti-spoofing on veth\w+: ACCEPT/);
-    const view = JSON.parse((await cli('inspect', '--json')).out).antiSpoofing as { ports: { port: string; addresses: string[]; drops: number }[] };
+    const view = JSON.parse((await cli('inspect', '--json')).out).antiSpoofing as {
+      ports: { port: string; addresses: string[]; drops: number }[];
+    };
     const port = view.ports.find((p) => p.port === a.hostVeth)!;
     expect(port.addresses).toEqual([a.ip, V6['a']]);
     expect(port.drops).toBeGreaterThanOrEqual(3);

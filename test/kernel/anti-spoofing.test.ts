@@ -14,7 +14,15 @@ import { readNftCounters } from '../../src/dataplane/nft.js';
 import { run } from '../../src/dataplane/exec.js';
 import { createSandbox, nodeCacheDir, type Sandbox, type SandboxPod } from '../../sandbox/index.js';
 import { FakeApiServer } from '../fakes/fake-apiserver.js';
-import { namespaceObject, nodeObject, podObject, startNodeDaemon, waitReady, waitUntil, type NodeDaemon } from '../helpers/daemon-harness.js';
+import {
+  namespaceObject,
+  nodeObject,
+  podObject,
+  startNodeDaemon,
+  waitReady,
+  waitUntil,
+  type NodeDaemon,
+} from '../helpers/daemon-harness.js';
 import { startFlowPeer, type FlowPeer } from '../helpers/flow-peer.js';
 import { describeKernel } from '../helpers/netns.js';
 
@@ -89,14 +97,27 @@ describeKernel('anti-spoofing on the pod bridge', () => {
   });
 
   it('binds every pod port once the daemon runs, and normal traffic flows', async () => {
-    daemon = await startNodeDaemon(sandbox.nodes()[0]!, { kubeconfig: server.writeKubeconfig(dir) }, { 'cni-cache-dir': nodeCacheDir(dir, NODE.name) });
+    daemon = await startNodeDaemon(
+      sandbox.nodes()[0]!,
+      { kubeconfig: server.writeKubeconfig(dir) },
+      { 'cni-cache-dir': nodeCacheDir(dir, NODE.name) },
+    );
     await waitReady(daemon);
     const guard = daemon.daemon.antiSpoof!;
     await waitUntil('three pod ports bound', () => guard.state?.bindings.length === 3);
     expect(guard.state?.bindings.map((b) => b.ipv4[0]).sort()).toEqual(['a', 'b', 'c'].map((n) => pod(n).ip).sort());
-    for (const [from, to] of [['a', 'b'], ['b', 'c'], ['c', 'a']] as const) {
+    for (const [from, to] of [
+      ['a', 'b'],
+      ['b', 'c'],
+      ['c', 'a'],
+    ] as const) {
       for (const protocol of ['TCP', 'UDP'] as const) {
-        expect({ from, to, protocol, ok: (await sandbox.probe(`x/${from}`, { protocol, ip: pod(to).ip, port: 80, timeoutMs: 2000 })).ok }).toEqual({ from, to, protocol, ok: true });
+        expect({
+          from,
+          to,
+          protocol,
+          ok: (await sandbox.probe(`x/${from}`, { protocol, ip: pod(to).ip, port: 80, timeoutMs: 2000 })).ok,
+        }).toEqual({ from, to, protocol, ok: true });
       }
     }
     // The node itself still reaches its pods through cni0 (its ARP and the pod's answers cross the bridge).
@@ -126,13 +147,29 @@ describeKernel('anti-spoofing on the pod bridge', () => {
       return { code, out };
     };
     const a = pod('a');
-    const forged = await cli('trace', '--src', pod('b').ip, '--dst', pod('c').ip, '--proto', 'udp', '--port', '80', '--in-iface', a.hostVeth, '--json');
+    const forged = await cli(
+      'trace',
+      '--src',
+      pod('b').ip,
+      '--dst',
+      pod('c').ip,
+      '--proto',
+      'udp',
+      '--port',
+      '80',
+      '--in-iface',
+      a.hostVeth,
+      '--json',
+    );
     expect(forged.code).toBe(0);
     expect(JSON.parse(forged.out).antiSpoof).toMatchObject({ verdict: 'drop' });
     const honest = await cli('trace', '--src', a.ip, '--dst', pod('c').ip, '--proto', 'udp', '--port', '80', '--in-iface', a.hostVeth);
     expect(honest.out).toMatch(/anti-spoofing on veth\w+: ACCEPT/);
     const inspected = await cli('inspect', '--json');
-    const view = JSON.parse(inspected.out).antiSpoofing as { programmed: boolean; ports: { port: string; addresses: string[]; drops: number }[] };
+    const view = JSON.parse(inspected.out).antiSpoofing as {
+      programmed: boolean;
+      ports: { port: string; addresses: string[]; drops: number }[];
+    };
     expect(view.programmed).toBe(true);
     expect(view.ports.find((p) => p.port === a.hostVeth)).toMatchObject({ addresses: [a.ip] });
     expect(view.ports.find((p) => p.port === a.hostVeth)!.drops).toBeGreaterThan(0);
@@ -153,12 +190,39 @@ describeKernel('anti-spoofing on the pod bridge', () => {
     // a's port is bound to IPv4 only: a global IPv6 source from it is dropped by the bridge table.
     const forged = await cli('trace', '--src', 'fd00::b', '--dst', 'fd00::c', '--proto', 'udp', '--port', '80', '--in-iface', a.hostVeth);
     expect(forged.code).toBe(1);
-    expect(forged.out.replace(/\s+/g, ' ')).toMatch(new RegExp(`anti-spoofing on ${a.hostVeth}: DROP \\(the packet never reaches FORWARD\\)`));
+    expect(forged.out.replace(/\s+/g, ' ')).toMatch(
+      new RegExp(`anti-spoofing on ${a.hostVeth}: DROP \\(the packet never reaches FORWARD\\)`),
+    );
     expect(forged.out.replace(/\s+/g, ' ')).toMatch(/ruleset live kernel \(IPv6, netns \S+\): no netfence IPv6 chains/);
-    const json = await cli('trace', '--src', 'fd00::b', '--dst', 'fd00::c', '--proto', 'udp', '--port', '80', '--in-iface', a.hostVeth, '--json');
+    const json = await cli(
+      'trace',
+      '--src',
+      'fd00::b',
+      '--dst',
+      'fd00::c',
+      '--proto',
+      'udp',
+      '--port',
+      '80',
+      '--in-iface',
+      a.hostVeth,
+      '--json',
+    );
     expect(JSON.parse(json.out)).toMatchObject({ family: 6, antiSpoof: { verdict: 'drop' } });
     // A link-local source is let through by the bridge table; what FORWARD does is then not known (exit 2).
-    const linkLocal = await cli('trace', '--src', 'fe80::1', '--dst', 'fe80::2', '--proto', 'udp', '--port', '80', '--in-iface', a.hostVeth);
+    const linkLocal = await cli(
+      'trace',
+      '--src',
+      'fe80::1',
+      '--dst',
+      'fe80::2',
+      '--proto',
+      'udp',
+      '--port',
+      '80',
+      '--in-iface',
+      a.hostVeth,
+    );
     expect(linkLocal.code).toBe(2);
     expect(linkLocal.out).toMatch(new RegExp(`anti-spoofing on ${a.hostVeth}: ACCEPT`));
     expect(linkLocal.err).toMatch(/no netfence IPv6 chains/);
@@ -167,7 +231,11 @@ describeKernel('anti-spoofing on the pod bridge', () => {
   it('a new pod works once the runtime has recorded it; a port whose pod is not known sends nothing', async () => {
     const d = await sandbox.addPod({ namespace: 'x', name: 'd', node: NODE.name });
     server.create(podObject(d, { app: 'd' }));
-    await waitUntil('d reaches a', async () => (await sandbox.probe('x/d', { protocol: 'TCP', ip: pod('a').ip, port: 80, timeoutMs: 500 })).ok, 15_000);
+    await waitUntil(
+      'd reaches a',
+      async () => (await sandbox.probe('x/d', { protocol: 'TCP', ip: pod('a').ip, port: 80, timeoutMs: 500 })).ok,
+      15_000,
+    );
     // Take d's cache entry away (as if the runtime had not written it yet): d's port is unknown.
     const results = join(nodeCacheDir(dir, NODE.name), 'results');
     const file = readdirSync(results).find((f) => f.includes(d.hostVeth))!;
@@ -178,17 +246,25 @@ describeKernel('anti-spoofing on the pod bridge', () => {
     expect((await sandbox.probe('x/d', { protocol: 'TCP', ip: pod('a').ip, port: 80, timeoutMs: 700 })).ok).toBe(false);
     expect(await counter('nf:spoof unknown-port')).toBeGreaterThan(before);
     renameSync(join(dir, 'parked'), join(results, file));
-    await waitUntil('d reaches a again', async () => (await sandbox.probe('x/d', { protocol: 'TCP', ip: pod('a').ip, port: 80, timeoutMs: 500 })).ok, 15_000);
+    await waitUntil(
+      'd reaches a again',
+      async () => (await sandbox.probe('x/d', { protocol: 'TCP', ip: pod('a').ip, port: 80, timeoutMs: 500 })).ok,
+      15_000,
+    );
   });
 
-  it("an address freed by a deleted pod works for the next pod that gets it", async () => {
+  it('an address freed by a deleted pod works for the next pod that gets it', async () => {
     const d = pod('d');
     await sandbox.removePod('x/d');
     server.delete({ kind: 'Pod', metadata: { name: 'd', namespace: 'x' } });
     const e = await sandbox.addPod({ namespace: 'x', name: 'e', node: NODE.name, ip: d.ip });
     server.create(podObject(e, { app: 'e' }));
     expect(e.hostVeth).not.toBe(d.hostVeth);
-    await waitUntil('e reaches a', async () => (await sandbox.probe('x/e', { protocol: 'TCP', ip: pod('a').ip, port: 80, timeoutMs: 500 })).ok, 15_000);
+    await waitUntil(
+      'e reaches a',
+      async () => (await sandbox.probe('x/e', { protocol: 'TCP', ip: pod('a').ip, port: 80, timeoutMs: 500 })).ok,
+      15_000,
+    );
     const guard = daemon!.daemon.antiSpoof!;
     expect(guard.state?.bindings.find((b) => b.port === d.hostVeth)).toBeUndefined();
     expect(guard.state?.bindings.find((b) => b.port === e.hostVeth)?.ipv4).toEqual([d.ip]);

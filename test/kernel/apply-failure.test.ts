@@ -35,7 +35,10 @@ const v1 = golden.result.desired;
 
 const withPort = (s: ClusterSnapshot, port: number): ClusterSnapshot => ({
   ...s,
-  policies: s.policies.map((p) => ({ ...p, ingress: (p.ingress ?? []).map((r) => ({ ...r, ports: [{ protocol: 'TCP' as const, port }] })) })),
+  policies: s.policies.map((p) => ({
+    ...p,
+    ingress: (p.ingress ?? []).map((r) => ({ ...r, ports: [{ protocol: 'TCP' as const, port }] })),
+  })),
 });
 const withoutPolicies = (s: ClusterSnapshot): ClusterSnapshot => ({ ...s, policies: [] });
 const desiredOf = (s: ClusterSnapshot): DesiredState => compile(s, golden.settings).desired;
@@ -47,7 +50,10 @@ async function expectKernelHolds(netns: string, backend: IptablesBackend, state:
     label,
     chains: Object.fromEntries(expectedFromRestore(renderFullRestore(state.v4)).chains),
   });
-  expect({ label, sets: Object.fromEntries(await savedSets(netns)) }).toEqual({ label, sets: Object.fromEntries(parseSets(renderIpsetRestore(state.v4.ipsets))) });
+  expect({ label, sets: Object.fromEntries(await savedSets(netns)) }).toEqual({
+    label,
+    sets: Object.fromEntries(parseSets(renderIpsetRestore(state.v4.ipsets))),
+  });
 }
 
 describeKernel('apply failures: old rules stay, retries converge', () => {
@@ -84,40 +90,45 @@ describeKernel('apply failures: old rules stay, retries converge', () => {
     });
   });
 
-  it.each(BACKENDS)('a foreign jump to a chain we delete makes the kernel refuse: nothing applied, retry converges (%s)', async (backend) => {
-    await withNetns(async (ns) => {
-      const ipt = (...args: string[]) => iptables(ns.name, backend, args);
-      const kernel = recordingKernel(await openKernel({ netns: ns.name, backend }));
-      const harness = new ReconcilerHarness({ kernel, snapshot: golden.snapshot, settings: golden.settings });
-      try {
-        expect(await harness.start()).toMatchObject({ kind: 'synced' });
-        const policyChain = v1.v4.chains.find((c) => c.role.kind === 'policy' && c.role.direction === 'ingress')!.name;
-        await ipt('-N', 'FOREIGN-REF');
-        await ipt('-A', 'FOREIGN-REF', '-j', policyChain);
-        const v2 = desiredOf(withoutPolicies(golden.snapshot));
-        expect(v2.v4.chains.map((c) => c.name)).not.toContain(policyChain);
+  it.each(BACKENDS)(
+    'a foreign jump to a chain we delete makes the kernel refuse: nothing applied, retry converges (%s)',
+    async (backend) => {
+      await withNetns(async (ns) => {
+        const ipt = (...args: string[]) => iptables(ns.name, backend, args);
+        const kernel = recordingKernel(await openKernel({ netns: ns.name, backend }));
+        const harness = new ReconcilerHarness({ kernel, snapshot: golden.snapshot, settings: golden.settings });
+        try {
+          expect(await harness.start()).toMatchObject({ kind: 'synced' });
+          const policyChain = v1.v4.chains.find((c) => c.role.kind === 'policy' && c.role.direction === 'ingress')!.name;
+          await ipt('-N', 'FOREIGN-REF');
+          await ipt('-A', 'FOREIGN-REF', '-j', policyChain);
+          const v2 = desiredOf(withoutPolicies(golden.snapshot));
+          expect(v2.v4.chains.map((c) => c.name)).not.toContain(policyChain);
 
-        const failed = await harness.change(withoutPolicies(golden.snapshot));
+          const failed = await harness.change(withoutPolicies(golden.snapshot));
 
-        expect(failed).toMatchObject({ kind: 'failed', reason: 'change' });
-        expect(failed.error).toBeInstanceOf(DataplaneCommandError);
-        // The error names the line a human has to look at: the refused delete.
-        const failure = failed.error as DataplaneCommandError;
-        expect(failure.context.find((l) => l.startsWith('>'))).toMatch(new RegExp(`^>\\s+${failure.line}: -X ${policyChain}$`));
-        // Atomic: the workload chains rewritten in the same transaction kept their old rules too.
-        await expectKernelHolds(ns.name, backend, v1, 'after the refused transaction');
-        expect(parseFilter(await iptablesSave(ns.name, backend, 'filter')).rules.get('FOREIGN-REF')).toEqual([`-A FOREIGN-REF -j ${policyChain}`]);
+          expect(failed).toMatchObject({ kind: 'failed', reason: 'change' });
+          expect(failed.error).toBeInstanceOf(DataplaneCommandError);
+          // The error names the line a human has to look at: the refused delete.
+          const failure = failed.error as DataplaneCommandError;
+          expect(failure.context.find((l) => l.startsWith('>'))).toMatch(new RegExp(`^>\\s+${failure.line}: -X ${policyChain}$`));
+          // Atomic: the workload chains rewritten in the same transaction kept their old rules too.
+          await expectKernelHolds(ns.name, backend, v1, 'after the refused transaction');
+          expect(parseFilter(await iptablesSave(ns.name, backend, 'filter')).rules.get('FOREIGN-REF')).toEqual([
+            `-A FOREIGN-REF -j ${policyChain}`,
+          ]);
 
-        await ipt('-F', 'FOREIGN-REF');
-        expect(await harness.next()).toMatchObject({ kind: 'synced', reason: 'retry' });
-        await expectKernelHolds(ns.name, backend, v2, 'after the retry');
-        // The foreign chain itself is not ours: still there, as its owner left it.
-        expect(parseFilter(await iptablesSave(ns.name, backend, 'filter')).declared.has('FOREIGN-REF')).toBe(true);
-      } finally {
-        harness.stop();
-      }
-    });
-  });
+          await ipt('-F', 'FOREIGN-REF');
+          expect(await harness.next()).toMatchObject({ kind: 'synced', reason: 'retry' });
+          await expectKernelHolds(ns.name, backend, v2, 'after the retry');
+          // The foreign chain itself is not ours: still there, as its owner left it.
+          expect(parseFilter(await iptablesSave(ns.name, backend, 'filter')).declared.has('FOREIGN-REF')).toBe(true);
+        } finally {
+          harness.stop();
+        }
+      });
+    },
+  );
 });
 
 describeKernel('apply failures: a stale set someone else still references', () => {
@@ -138,28 +149,31 @@ describeKernel('apply failures: a stale set someone else still references', () =
     return async () => void (await iptables(netns, backend, ['-F', 'FOREIGN-SET']));
   }
 
-  it.each(BACKENDS)('the destroy fails without failing the sync; the periodic run destroys the set once the reference is gone (%s)', async (backend) => {
-    expect(v2.v4.ipsets.map((s) => s.name)).not.toContain(frontendSet);
-    await withNetns(async (ns) => {
-      const kernel = recordingKernel(await openKernel({ netns: ns.name, backend }));
-      const harness = new ReconcilerHarness({ kernel, snapshot: golden.snapshot, settings: golden.settings });
-      try {
-        await harness.start();
-        const release = await referenceSet(ns.name, backend);
-        expect(await harness.change(edited)).toMatchObject({ kind: 'synced' });
-        expect(harness.logger.lines).toContainEqual({ level: 'warn', msg: 'could not destroy stale ipsets; will retry' });
-        expect((await savedSets(ns.name)).has(frontendSet)).toBe(true); // still referenced: still there
-        const filter = parseFilter(await iptablesSave(ns.name, backend, 'filter'));
-        expect(Object.fromEntries(ourChains(filter))).toEqual(Object.fromEntries(expectedFromRestore(renderFullRestore(v2.v4)).chains));
+  it.each(BACKENDS)(
+    'the destroy fails without failing the sync; the periodic run destroys the set once the reference is gone (%s)',
+    async (backend) => {
+      expect(v2.v4.ipsets.map((s) => s.name)).not.toContain(frontendSet);
+      await withNetns(async (ns) => {
+        const kernel = recordingKernel(await openKernel({ netns: ns.name, backend }));
+        const harness = new ReconcilerHarness({ kernel, snapshot: golden.snapshot, settings: golden.settings });
+        try {
+          await harness.start();
+          const release = await referenceSet(ns.name, backend);
+          expect(await harness.change(edited)).toMatchObject({ kind: 'synced' });
+          expect(harness.logger.lines).toContainEqual({ level: 'warn', msg: 'could not destroy stale ipsets; will retry' });
+          expect((await savedSets(ns.name)).has(frontendSet)).toBe(true); // still referenced: still there
+          const filter = parseFilter(await iptablesSave(ns.name, backend, 'filter'));
+          expect(Object.fromEntries(ourChains(filter))).toEqual(Object.fromEntries(expectedFromRestore(renderFullRestore(v2.v4)).chains));
 
-        await release();
-        expect(await harness.periodic()).toMatchObject({ kind: 'synced', reason: 'periodic' });
-        await expectKernelHolds(ns.name, backend, v2, 'after the periodic run');
-      } finally {
-        harness.stop();
-      }
-    });
-  });
+          await release();
+          expect(await harness.periodic()).toMatchObject({ kind: 'synced', reason: 'periodic' });
+          await expectKernelHolds(ns.name, backend, v2, 'after the periodic run');
+        } finally {
+          harness.stop();
+        }
+      });
+    },
+  );
 
   // Regression: a failed stale-set destroy used to be forgotten (inSync reset to true, the leftover set
   // later reported as someone else's drift); Syncer.sync now clears its programmed view instead.

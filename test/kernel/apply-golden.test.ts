@@ -58,7 +58,9 @@ describeKernel('apply: golden cases on a real kernel', () => {
       }
 
       // Sets: same names, types and members (as sets), of both families for a dual-stack case.
-      expect(Object.fromEntries(await savedSets(ns.name))).toEqual(Object.fromEntries(parseSets(golden.ipsets + (golden.v6?.ipsets ?? ''))));
+      expect(Object.fromEntries(await savedSets(ns.name))).toEqual(
+        Object.fromEntries(parseSets(golden.ipsets + (golden.v6?.ipsets ?? ''))),
+      );
 
       // Again, from a fresh Syncer that must read everything back: nothing to change, nothing written.
       kernel.clear();

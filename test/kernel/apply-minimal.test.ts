@@ -170,8 +170,12 @@ describeKernel('apply: one change writes only its delta', () => {
 
       // And the kernel now holds exactly the new desired state.
       const filter = parseFilter(await iptablesSave(ns.name, backend, 'filter'));
-      expect(Object.fromEntries(ourChains(filter))).toEqual(Object.fromEntries(expectedFromRestore(renderFullRestore(result.desired.v4)).chains));
-      expect(Object.fromEntries(await savedSets(ns.name))).toEqual(Object.fromEntries(parseSets(renderIpsetRestore(result.desired.v4.ipsets))));
+      expect(Object.fromEntries(ourChains(filter))).toEqual(
+        Object.fromEntries(expectedFromRestore(renderFullRestore(result.desired.v4)).chains),
+      );
+      expect(Object.fromEntries(await savedSets(ns.name))).toEqual(
+        Object.fromEntries(parseSets(renderIpsetRestore(result.desired.v4.ipsets))),
+      );
     });
   });
 });

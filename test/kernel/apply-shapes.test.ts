@@ -50,8 +50,18 @@ const dualStack = settings({ podCidrs: ['10.244.1.0/24', V6_CIDR] });
 const v4only = settings();
 
 const policies = [
-  makePolicy('web', 'db-ingress', selectPods(sel({ role: 'db' })), ingress(rule([podPeer(sel({ role: 'api' })), nsPeer(sel({ team: 'ops' }))], [tcp(5432)]))),
-  makePolicy('web', 'api-egress', selectPods(sel({ role: 'api' })), egress(rule([blockPeer('10.0.0.0/8', '10.1.0.0/16'), blockPeer('fd00::/8', 'fd00:99::/32')], [tcp(443)]))),
+  makePolicy(
+    'web',
+    'db-ingress',
+    selectPods(sel({ role: 'db' })),
+    ingress(rule([podPeer(sel({ role: 'api' })), nsPeer(sel({ team: 'ops' }))], [tcp(5432)])),
+  ),
+  makePolicy(
+    'web',
+    'api-egress',
+    selectPods(sel({ role: 'api' })),
+    egress(rule([blockPeer('10.0.0.0/8', '10.1.0.0/16'), blockPeer('fd00::/8', 'fd00:99::/32')], [tcp(443)])),
+  ),
 ];
 const namespaces = [makeNamespace('web'), makeNamespace('ops', { team: 'ops' })];
 
@@ -69,17 +79,26 @@ function dualStackCluster(): ClusterSnapshot {
 
 /** `n` local api pods: more than a flat dispatch chain holds, so the dispatch becomes a tree. */
 function manyPodsCluster(n: number): ClusterSnapshot {
-  const pods = Array.from({ length: n }, (_, i) => makePod('web', `api-${i}`, `10.244.1.${10 + i}`, labels({ role: i === 0 ? 'db' : 'api' })));
+  const pods = Array.from({ length: n }, (_, i) =>
+    makePod('web', `api-${i}`, `10.244.1.${10 + i}`, labels({ role: i === 0 ? 'db' : 'api' })),
+  );
   return snapshot({ namespaces, policies, pods });
 }
 
 /** `n` remote api pods: many members of one set at once. */
 function manyRemoteApis(n: number): ClusterSnapshot {
-  const remote = Array.from({ length: n }, (_, i) => makePod('web', `r-${i}`, `10.244.${2 + Math.floor(i / 200)}.${10 + (i % 200)}`, labels({ role: 'api' }), onNode('node-2')));
+  const remote = Array.from({ length: n }, (_, i) =>
+    makePod('web', `r-${i}`, `10.244.${2 + Math.floor(i / 200)}.${10 + (i % 200)}`, labels({ role: 'api' }), onNode('node-2')),
+  );
   return snapshot({ namespaces, policies, pods: [makePod('web', 'db', '10.244.1.10', labels({ role: 'db' })), ...remote] });
 }
 
-async function expectKernelHolds(netns: string, backend: (typeof BACKENDS)[number], desired: DesiredState, families: readonly IpFamily[]): Promise<void> {
+async function expectKernelHolds(
+  netns: string,
+  backend: (typeof BACKENDS)[number],
+  desired: DesiredState,
+  families: readonly IpFamily[],
+): Promise<void> {
   const allSets = await savedSets(netns);
   for (const family of families) {
     const state: FamilyState = family === 4 ? desired.v4 : desired.v6;
@@ -89,7 +108,10 @@ async function expectKernelHolds(netns: string, backend: (typeof BACKENDS)[numbe
     expect({ family, chains: Object.fromEntries(ourChains(filter)) }).toEqual({ family, chains: Object.fromEntries(want.chains) });
     expect({ family, forward: filter.rules.get('FORWARD') }).toEqual({ family, forward: want.hooks.get('FORWARD') });
     const sets = new Map([...allSets].filter(([name]) => name.startsWith(`${OWN.ipsetPrefix}${family}`)));
-    expect({ family, sets: Object.fromEntries(sets) }).toEqual({ family, sets: Object.fromEntries(parseSets(renderIpsetRestore(state.ipsets))) });
+    expect({ family, sets: Object.fromEntries(sets) }).toEqual({
+      family,
+      sets: Object.fromEntries(parseSets(renderIpsetRestore(state.ipsets))),
+    });
   }
 }
 
@@ -109,36 +131,43 @@ describeKernel('apply: shapes beyond the golden corpus', () => {
     });
   });
 
-  it.each(BACKENDS)('a dispatch tree (60 local pods): reads back as compiled; one more pod rewrites only its branch (%s)', async (backend) => {
-    const before = compile(manyPodsCluster(60), v4only).desired;
-    const after = compile(manyPodsCluster(61), v4only).desired;
-    expect(before.v4.chains.filter((c) => c.role.kind === 'dispatch').length).toBeGreaterThan(2);
-    await withNetns(async (ns) => {
-      const kernel = recordingKernel(await openKernel({ netns: ns.name, backend }));
-      const syncer = new Syncer(kernel, OWN, memoryLogger());
-      await syncer.sync(before, { readKernel: true });
-      await expectKernelHolds(ns.name, backend, before, [4]);
-      kernel.clear();
-      expect((await new Syncer(kernel, OWN, memoryLogger()).sync(before, { readKernel: true })).plans.flatMap((p) => p.changes)).toEqual([]);
-      expect(kernel.writes).toEqual([]);
+  it.each(BACKENDS)(
+    'a dispatch tree (60 local pods): reads back as compiled; one more pod rewrites only its branch (%s)',
+    async (backend) => {
+      const before = compile(manyPodsCluster(60), v4only).desired;
+      const after = compile(manyPodsCluster(61), v4only).desired;
+      expect(before.v4.chains.filter((c) => c.role.kind === 'dispatch').length).toBeGreaterThan(2);
+      await withNetns(async (ns) => {
+        const kernel = recordingKernel(await openKernel({ netns: ns.name, backend }));
+        const syncer = new Syncer(kernel, OWN, memoryLogger());
+        await syncer.sync(before, { readKernel: true });
+        await expectKernelHolds(ns.name, backend, before, [4]);
+        kernel.clear();
+        expect((await new Syncer(kernel, OWN, memoryLogger()).sync(before, { readKernel: true })).plans.flatMap((p) => p.changes)).toEqual(
+          [],
+        );
+        expect(kernel.writes).toEqual([]);
 
-      await syncer.sync(after, { readKernel: false });
+        await syncer.sync(after, { readKernel: false });
 
-      const lines = (s: FamilyState) => new Map(s.chains.map((c) => [c.name as string, renderChain(c).lines.join('\n')]));
-      const old = lines(before.v4);
-      const changed = [...lines(after.v4)].filter(([name, text]) => old.get(name) !== text).map(([name]) => name);
-      const newPod = after.v4.chains.filter((c) => c.role.kind === 'workload' && c.role.pod === 'web/api-60').map((c) => c.name as string);
-      expect(newPod).toHaveLength(2);
-      // Only the new pod's chains and the dispatch chains on its path, not the whole tree.
-      const dispatch = changed.filter((n) => !newPod.includes(n));
-      expect(dispatch.every((n) => after.v4.chains.find((c) => c.name === n)?.role.kind === 'dispatch')).toBe(true);
-      expect(dispatch.length).toBeLessThan(after.v4.chains.filter((c) => c.role.kind === 'dispatch').length);
-      const restores = kernel.writes.flatMap((w) => (w.op === 'iptables-restore' ? [w.text] : []));
-      expect(restores).toHaveLength(1);
-      expect(declaredChains(restores[0] ?? '')).toEqual([...changed].sort());
-      await expectKernelHolds(ns.name, backend, after, [4]);
-    });
-  });
+        const lines = (s: FamilyState) => new Map(s.chains.map((c) => [c.name as string, renderChain(c).lines.join('\n')]));
+        const old = lines(before.v4);
+        const changed = [...lines(after.v4)].filter(([name, text]) => old.get(name) !== text).map(([name]) => name);
+        const newPod = after.v4.chains
+          .filter((c) => c.role.kind === 'workload' && c.role.pod === 'web/api-60')
+          .map((c) => c.name as string);
+        expect(newPod).toHaveLength(2);
+        // Only the new pod's chains and the dispatch chains on its path, not the whole tree.
+        const dispatch = changed.filter((n) => !newPod.includes(n));
+        expect(dispatch.every((n) => after.v4.chains.find((c) => c.name === n)?.role.kind === 'dispatch')).toBe(true);
+        expect(dispatch.length).toBeLessThan(after.v4.chains.filter((c) => c.role.kind === 'dispatch').length);
+        const restores = kernel.writes.flatMap((w) => (w.op === 'iptables-restore' ? [w.text] : []));
+        expect(restores).toHaveLength(1);
+        expect(declaredChains(restores[0] ?? '')).toEqual([...changed].sort());
+        await expectKernelHolds(ns.name, backend, after, [4]);
+      });
+    },
+  );
 
   it.each(BACKENDS)('300 pods entering one set at once: rebuilt by temp set + swap, no temp set left (%s)', async (backend) => {
     const before = compile(manyRemoteApis(0), v4only).desired;

@@ -26,7 +26,12 @@ interface Step {
 const STEPS: readonly Step[] = [
   { name: 'before netfence: everything flows', reach: { a: true, c: true } },
   { name: 'policy applied: a allowed, c denied', labels: { a: CLIENT, b: SERVER, c: OTHER }, reach: { a: true, c: false } },
-  { name: 'c relabelled client: c allowed too', labels: { a: CLIENT, b: SERVER, c: CLIENT }, reach: { a: true, c: true }, member: ['add', 'c'] },
+  {
+    name: 'c relabelled client: c allowed too',
+    labels: { a: CLIENT, b: SERVER, c: CLIENT },
+    reach: { a: true, c: true },
+    member: ['add', 'c'],
+  },
   { name: 'a relabelled other: a denied', labels: { a: OTHER, b: SERVER, c: CLIENT }, reach: { a: false, c: true }, member: ['del', 'a'] },
 ];
 

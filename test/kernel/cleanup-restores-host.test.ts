@@ -50,12 +50,20 @@ describeKernel('cleanup leaves the host as it was', () => {
   it.each(BACKENDS)('after apply in a namespace where nothing ran before (%s): no rule, chain or set remains', async (backend) => {
     await withNetns(async (ns) => {
       const flags = ['--netns', ns.name, '--backend', backend, '--log-level', 'error'];
-      await netfence(['apply', ...flags, '--node-name', 'node-1', '--resources', join(loadGoldenCase('seed-db-policy').dir, 'cluster.yaml')]);
+      await netfence([
+        'apply',
+        ...flags,
+        '--node-name',
+        'node-1',
+        '--resources',
+        join(loadGoldenCase('seed-db-policy').dir, 'cluster.yaml'),
+      ]);
 
       await netfence(['cleanup', ...flags]);
 
       const after = await everything(ns.name, backend);
-      const emptyBuiltins = (save: string) => save.split('\n').filter((l) => l && !/^(\*filter|COMMIT|:(INPUT|FORWARD|OUTPUT) ACCEPT \[0:0\])$/.test(l));
+      const emptyBuiltins = (save: string) =>
+        save.split('\n').filter((l) => l && !/^(\*filter|COMMIT|:(INPUT|FORWARD|OUTPUT) ACCEPT \[0:0\])$/.test(l));
       expect(emptyBuiltins(after.v4)).toEqual([]);
       expect(parseFilter(after.v4).declared).toEqual(new Set(['INPUT', 'FORWARD', 'OUTPUT']));
       // Legacy instantiates the IPv6 filter table on the first ip6tables-save; nft shows nothing.

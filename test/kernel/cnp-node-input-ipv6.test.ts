@@ -19,7 +19,12 @@ jest.setTimeout(180_000);
 const house = (h: string) => ({ namespaces: { matchLabels: { 'kubernetes.io/metadata.name': ns(h as 'gryffindor') } } });
 
 function adminEgress(name: string, priority: number, egress: readonly Record<string, unknown>[]): CnpDoc {
-  return { apiVersion: 'policy.networking.k8s.io/v1alpha2', kind: 'ClusterNetworkPolicy', metadata: { name }, spec: { tier: 'Admin', priority, subject: house('gryffindor'), egress } };
+  return {
+    apiVersion: 'policy.networking.k8s.io/v1alpha2',
+    kind: 'ClusterNetworkPolicy',
+    metadata: { name },
+    spec: { tier: 'Admin', priority, subject: house('gryffindor'), egress },
+  };
 }
 
 describeKernel('ClusterNetworkPolicy egress to the local node over IPv6 goes through INPUT, ND to the node passes', () => {
@@ -40,7 +45,9 @@ describeKernel('ClusterNetworkPolicy egress to the local node over IPv6 goes thr
 
   it('no CNP: every pod reaches its own node and the other node over IPv6 (TCP and UDP: the agents answer from the probed address)', async () => {
     await c().apply();
-    const cells = [pod('harry-potter-0'), pod('draco-malfoy-1')].flatMap((from) => ['node:n1', 'node:n2'].map((to) => [from, to, true] as const));
+    const cells = [pod('harry-potter-0'), pod('draco-malfoy-1')].flatMap((from) =>
+      ['node:n1', 'node:n2'].map((to) => [from, to, true] as const),
+    );
     await check('TCP', 34345, cells);
     await check('UDP', 34347, cells);
   });
@@ -76,16 +83,50 @@ describeKernel('ClusterNetworkPolicy egress to the local node over IPv6 goes thr
       expect(input.split('\n').filter((l) => l.startsWith('-A INPUT'))[0]).toMatch(/-j nf-INPUT/);
       let text = '';
       const file = c().manifestFile();
-      const code = await main(['diff', '--netns', node.netns, '--node-name', node.name, ...c().podCidrs(node.name).flatMap((x) => ['--pod-cidr', x]), '--log-level', 'error', '--resources', file], { out: (t) => void (text += t), err: (t) => void (text += t) });
+      const code = await main(
+        [
+          'diff',
+          '--netns',
+          node.netns,
+          '--node-name',
+          node.name,
+          ...c()
+            .podCidrs(node.name)
+            .flatMap((x) => ['--pod-cidr', x]),
+          '--log-level',
+          'error',
+          '--resources',
+          file,
+        ],
+        { out: (t) => void (text += t), err: (t) => void (text += t) },
+      );
       expect(`${node.name}: exit ${code}\n${text}`).toBe(`${node.name}: exit 0\n${text}`);
     }
   });
 
-  it('netfence trace --family 6 walks INPUT for the node\'s own IPv6 address and names the CNP rule that dropped it', async () => {
-    const n1 = c().sandbox.nodes().find((n) => n.name === 'n1')!;
+  it("netfence trace --family 6 walks INPUT for the node's own IPv6 address and names the CNP rule that dropped it", async () => {
+    const n1 = c()
+      .sandbox.nodes()
+      .find((n) => n.name === 'n1')!;
     let text = '';
-    const argv = ['trace', '--netns', n1.netns, '--node-name', 'n1', ...c().podCidrs('n1').flatMap((x) => ['--pod-cidr', x]), '--log-level', 'error', '--resources', c().manifestFile()];
-    const code = await main([...argv, '--family', '6', '--src', pod('harry-potter-0'), '--dst', n1.ipv6!.underlayIp, '--proto', 'tcp', '--port', '34345'], { out: (t) => void (text += t), err: (t) => void (text += t) });
+    const argv = [
+      'trace',
+      '--netns',
+      n1.netns,
+      '--node-name',
+      'n1',
+      ...c()
+        .podCidrs('n1')
+        .flatMap((x) => ['--pod-cidr', x]),
+      '--log-level',
+      'error',
+      '--resources',
+      c().manifestFile(),
+    ];
+    const code = await main(
+      [...argv, '--family', '6', '--src', pod('harry-potter-0'), '--dst', n1.ipv6!.underlayIp, '--proto', 'tcp', '--port', '34345'],
+      { out: (t) => void (text += t), err: (t) => void (text += t) },
+    );
     expect(code).toBe(1);
     expect(text).toMatch(/enters INPUT in cni0/);
     expect(text).toMatch(/verdict DROP: denied by ClusterNetworkPolicy gryffindor-egress rule egress:1\s+deny-everything\s+Deny/);

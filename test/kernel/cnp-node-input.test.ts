@@ -24,7 +24,12 @@ const ALL_NODES = { nodes: {} };
 const nodeNamed = (n: string) => ({ nodes: { matchLabels: { 'kubernetes.io/hostname': n } } });
 
 function adminEgress(name: string, priority: number, egress: readonly Record<string, unknown>[]): CnpDoc {
-  return { apiVersion: 'policy.networking.k8s.io/v1alpha2', kind: 'ClusterNetworkPolicy', metadata: { name }, spec: { tier: 'Admin', priority, subject: GRYFFINDOR, egress } };
+  return {
+    apiVersion: 'policy.networking.k8s.io/v1alpha2',
+    kind: 'ClusterNetworkPolicy',
+    metadata: { name },
+    spec: { tier: 'Admin', priority, subject: GRYFFINDOR, egress },
+  };
 }
 
 /** Runs a netfence command in-process: its exit code and everything it printed. */
@@ -37,7 +42,10 @@ async function netfence(argv: readonly string[]): Promise<{ code: number; text: 
 describeKernel('ClusterNetworkPolicy egress to the local node goes through INPUT', () => {
   let cluster: HouseCluster | undefined;
   const c = (): HouseCluster => cluster!;
-  const n1 = () => c().sandbox.nodes().find((n) => n.name === 'n1')!;
+  const n1 = () =>
+    c()
+      .sandbox.nodes()
+      .find((n) => n.name === 'n1')!;
   /** The backend netfence chose on n1 (it follows the foreign rules the sandbox wrote: nft here). */
   const save = () => iptablesSave(n1().netns, 'nft', 'filter');
   // The List manifest HouseCluster applies (its writer is private; wip/cnp owns that helper, so it is not edited here).
@@ -94,11 +102,38 @@ describeKernel('ClusterNetworkPolicy egress to the local node goes through INPUT
 
     // trace walks INPUT for the node's own address and names the CNP rule; inspect shows the pod's chain.
     const node1 = n1().underlayIp;
-    const trace = await netfence(['trace', ...nodeArgs(), '--resources', manifest(), '--src', pod('harry-potter-0'), '--dst', node1, '--proto', 'tcp', '--port', '80']);
+    const trace = await netfence([
+      'trace',
+      ...nodeArgs(),
+      '--resources',
+      manifest(),
+      '--src',
+      pod('harry-potter-0'),
+      '--dst',
+      node1,
+      '--proto',
+      'tcp',
+      '--port',
+      '80',
+    ]);
     expect(trace.code).toBe(1);
     expect(trace.text).toMatch(/enters INPUT in cni0/);
     expect(trace.text).toMatch(/verdict DROP: denied by ClusterNetworkPolicy deny-nodes rule egress:0 no-nodes\s+Deny/);
-    const allowedTrace = await netfence(['trace', ...nodeArgs(), '--to-node', '--src', pod('draco-malfoy-0'), '--dst', node1, '--proto', 'tcp', '--port', '80', '--resources', manifest()]);
+    const allowedTrace = await netfence([
+      'trace',
+      ...nodeArgs(),
+      '--to-node',
+      '--src',
+      pod('draco-malfoy-0'),
+      '--dst',
+      node1,
+      '--proto',
+      'tcp',
+      '--port',
+      '80',
+      '--resources',
+      manifest(),
+    ]);
     expect(allowedTrace.code).toBe(0);
     const inspect = await netfence(['inspect', '--netns', n1().netns, '--log-level', 'error', '--pod', pod('harry-potter-0')]);
     expect(inspect.text).toMatch(/to node {2}ClusterNetworkPolicy egress \(1 chain/);
@@ -135,7 +170,16 @@ describeKernel('ClusterNetworkPolicy egress to the local node goes through INPUT
   });
 
   it('a networks peer covering the node address, on one port: that port times out, another passes', async () => {
-    c().setClusterPolicies([adminEgress('deny-underlay-80', 5, [{ name: 'no-underlay-80', action: 'Deny', to: [{ networks: ['10.99.0.0/24'] }], protocols: [{ tcp: { destinationPort: { number: 80 } } }] }])]);
+    c().setClusterPolicies([
+      adminEgress('deny-underlay-80', 5, [
+        {
+          name: 'no-underlay-80',
+          action: 'Deny',
+          to: [{ networks: ['10.99.0.0/24'] }],
+          protocols: [{ tcp: { destinationPort: { number: 80 } } }],
+        },
+      ]),
+    ]);
     await c().apply();
     await expectCells('TCP', 80, [[pod('harry-potter-0'), 'node:n1', false]]);
     await expectCells('TCP', 8080, [[pod('harry-potter-0'), 'node:n1', true]]);

@@ -46,9 +46,17 @@ describeKernel('daemon --resources: a source that stops reading completely keeps
 
         const faults: { name: string; break: () => void; mend: () => void }[] = [
           { name: 'folder renamed away', break: () => renameSync(rules, `${rules}.gone`), mend: () => renameSync(`${rules}.gone`, rules) },
-          { name: 'folder emptied', break: () => renameSync(file, join(base, 'aside.yaml')), mend: () => renameSync(join(base, 'aside.yaml'), file) },
+          {
+            name: 'folder emptied',
+            break: () => renameSync(file, join(base, 'aside.yaml')),
+            mend: () => renameSync(join(base, 'aside.yaml'), file),
+          },
           { name: 'file caught at 0 bytes', break: () => writeFileSync(file, ''), mend: () => writeFileSync(file, GOOD) },
-          { name: 'syntax error', break: () => writeFileSync(file, GOOD.replace('{role: db}}\n  policyTypes', '{role: db}\n  policyTypes')), mend: () => writeFileSync(file, GOOD) },
+          {
+            name: 'syntax error',
+            break: () => writeFileSync(file, GOOD.replace('{role: db}}\n  policyTypes', '{role: db}\n  policyTypes')),
+            mend: () => writeFileSync(file, GOOD),
+          },
         ];
         for (const [i, fault] of faults.entries()) {
           fault.break();

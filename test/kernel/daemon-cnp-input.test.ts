@@ -31,7 +31,10 @@ describeKernel('daemon: ClusterNetworkPolicy egress to the own node (INPUT)', ()
   const c = (): HouseCluster => cluster!;
   // HouseCluster's manifest writer is private (wip/cnp owns that helper): the List file it would apply.
   const writeManifest = (): string => (c() as unknown as { write(): string }).write();
-  const n1 = () => c().sandbox.nodes().find((n) => n.name === 'n1')!;
+  const n1 = () =>
+    c()
+      .sandbox.nodes()
+      .find((n) => n.name === 'n1')!;
   const hookPresent = async () => /^-A INPUT .*-j nf-INPUT$/m.test(await iptablesSave(n1().netns, 'nft', 'filter'));
   const expectCells = async (cells: readonly (readonly [string, string, boolean])[]) => {
     const wrong = await c().expect('TCP', 80, cells);
@@ -42,7 +45,11 @@ describeKernel('daemon: ClusterNetworkPolicy egress to the own node (INPUT)', ()
     cluster = await HouseCluster.create();
     c().setClusterPolicies([DENY_NODES]);
     const file = writeManifest();
-    daemon = await startNodeDaemon(n1(), { resources: [file] }, { 'resync-interval-seconds': '1', backend: 'nft', 'batch-window-ms': '10' });
+    daemon = await startNodeDaemon(
+      n1(),
+      { resources: [file] },
+      { 'resync-interval-seconds': '1', backend: 'nft', 'batch-window-ms': '10' },
+    );
   }, 120_000);
   afterAll(async () => {
     await daemon?.stop().catch(() => undefined);

@@ -10,7 +10,15 @@ import { join } from 'node:path';
 import { formatMatrix, matrixOf, waitForMatrix, type Matrix } from '../../sandbox/index.js';
 import { createSandbox, type Sandbox } from '../../sandbox/index.js';
 import { FakeApiServer, type KubeObject } from '../fakes/fake-apiserver.js';
-import { namespaceObject, nodeObject, podObject, startNodeDaemon, waitReady, type Labels, type NodeDaemon } from '../helpers/daemon-harness.js';
+import {
+  namespaceObject,
+  nodeObject,
+  podObject,
+  startNodeDaemon,
+  waitReady,
+  type Labels,
+  type NodeDaemon,
+} from '../helpers/daemon-harness.js';
 import { describeKernel } from '../helpers/netns.js';
 
 jest.setTimeout(60_000);
@@ -29,9 +37,18 @@ const PODS = [
 const house = (h: string) => ({ matchLabels: { house: h } });
 
 function cnp(name: string, tier: 'Admin' | 'Baseline', priority: number, ingress: readonly Record<string, unknown>[]): KubeObject {
-  return { apiVersion: 'policy.networking.k8s.io/v1alpha2', kind: 'ClusterNetworkPolicy', metadata: { name }, spec: { tier, priority, subject: { namespaces: house('gryffindor') }, ingress } };
+  return {
+    apiVersion: 'policy.networking.k8s.io/v1alpha2',
+    kind: 'ClusterNetworkPolicy',
+    metadata: { name },
+    spec: { tier, priority, subject: { namespaces: house('gryffindor') }, ingress },
+  };
 }
-const fromHouse = (action: string, h: string, name = `${action.toLowerCase()}-${h}`) => ({ name, action, from: [{ namespaces: house(h) }] });
+const fromHouse = (action: string, h: string, name = `${action.toLowerCase()}-${h}`) => ({
+  name,
+  action,
+  from: [{ namespaces: house(h) }],
+});
 
 interface Step {
   readonly name: string;
@@ -87,7 +104,8 @@ const STEPS: readonly Step[] = [
     name: 'hufflepuff relabelled house=gryffindor: subject and Accept peer both take it in',
     act: (s) => void s.update(namespaceObject('hufflepuff', { house: 'gryffindor' })),
     // hufflepuff/a is now a subject (its ingress: Accept from house=gryffindor namespaces, Deny slytherin), and a peer.
-    reachable: (from, to) => !(intoG(to) || to.startsWith('hufflepuff/')) || from.startsWith('gryffindor/') || from.startsWith('hufflepuff/'),
+    reachable: (from, to) =>
+      !(intoG(to) || to.startsWith('hufflepuff/')) || from.startsWith('gryffindor/') || from.startsWith('hufflepuff/'),
   },
   {
     name: 'every CNP and the NetworkPolicy deleted: all open',
@@ -132,7 +150,8 @@ describeKernel('daemons enforce ClusterNetworkPolicy changes live', () => {
     const expected: Matrix = matrixOf(keys, keys, (from, to) => from === to || step.reachable(from, to));
     const result = await waitForMatrix(sandbox, expected, { protocol: 'TCP', port: 80, deadlineMs: 10_000, timeoutMs: 500 });
     const logs = () => daemons.map((d) => `--- ${d.node.name}\n${d.logs.slice(-20).join('\n')}`).join('\n');
-    if (!result.ok) throw new Error(`not converged within 10 s (${result.rounds} rounds):\n${formatMatrix(result.observed, { expected })}\n${logs()}`);
+    if (!result.ok)
+      throw new Error(`not converged within 10 s (${result.rounds} rounds):\n${formatMatrix(result.observed, { expected })}\n${logs()}`);
     const refused = Object.entries(result.observed.errors).filter(([, e]) => !/timeout/i.test(e));
     expect(refused).toEqual([]);
   });

@@ -15,7 +15,16 @@ import { main } from '../../src/cli/main.js';
 import { run } from '../../src/dataplane/exec.js';
 import { createSandbox, formatMatrix, matrixOf, waitForMatrix, type Sandbox } from '../../sandbox/index.js';
 import type { KubeObject } from '../fakes/fake-apiserver.js';
-import { namespaceObject, nodeObject, podObject, startNodeDaemon, waitReady, waitUntil, type Labels, type NodeDaemon } from '../helpers/daemon-harness.js';
+import {
+  namespaceObject,
+  nodeObject,
+  podObject,
+  startNodeDaemon,
+  waitReady,
+  waitUntil,
+  type Labels,
+  type NodeDaemon,
+} from '../helpers/daemon-harness.js';
 import { describeKernel } from '../helpers/netns.js';
 
 jest.setTimeout(180_000);
@@ -34,7 +43,11 @@ const policy = (namespace: string, name: string, spec: Record<string, unknown>):
   spec,
 });
 /** x/a accepts only x/b. */
-const A_FROM_B = policy('x', 'a-from-b', { podSelector: { matchLabels: { app: 'a' } }, policyTypes: ['Ingress'], ingress: [{ from: [{ podSelector: { matchLabels: { app: 'b' } } }] }] });
+const A_FROM_B = policy('x', 'a-from-b', {
+  podSelector: { matchLabels: { app: 'a' } },
+  policyTypes: ['Ingress'],
+  ingress: [{ from: [{ podSelector: { matchLabels: { app: 'b' } } }] }],
+});
 /** y/a accepts nothing: the change the killed apply was making. */
 const Y_ISOLATED = policy('y', 'isolated', { podSelector: {}, policyTypes: ['Ingress'] });
 const FORBIDDEN = [['y/a', 'x/a']] as const;
@@ -80,7 +93,12 @@ describeKernel('faults while the daemon runs (1-node sandbox)', () => {
       nodeObject(node),
       namespaceObject('x'),
       namespaceObject('y'),
-      ...PODS.map((p) => podObject(sandbox.pods().find((s) => s.key === `${p.namespace}/${p.name}`)!, p.labels)),
+      ...PODS.map((p) =>
+        podObject(
+          sandbox.pods().find((s) => s.key === `${p.namespace}/${p.name}`)!,
+          p.labels,
+        ),
+      ),
       ...policies,
     ];
     // Written whole and renamed into place, as the README asks.
@@ -95,7 +113,22 @@ describeKernel('faults while the daemon runs (1-node sandbox)', () => {
     if (!result.ok) throw new Error(`${what}: matrix did not converge\n${formatMatrix(result.observed, { expected })}`);
   };
   const inSync = async (): Promise<boolean> =>
-    (await main(['diff', '--netns', netns, '--node-name', NODE.name, '--pod-cidr', NODE.podCidr, '--backend', 'nft', '--resources', join(dir, 'rules')], { out: () => {}, err: () => {} })) === 0;
+    (await main(
+      [
+        'diff',
+        '--netns',
+        netns,
+        '--node-name',
+        NODE.name,
+        '--pod-cidr',
+        NODE.podCidr,
+        '--backend',
+        'nft',
+        '--resources',
+        join(dir, 'rules'),
+      ],
+      { out: () => {}, err: () => {} },
+    )) === 0;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'nft-dfault-'));
@@ -115,14 +148,22 @@ describeKernel('faults while the daemon runs (1-node sandbox)', () => {
     let daemon: NodeDaemon;
     beforeAll(async () => {
       writeCluster([A_FROM_B]);
-      daemon = await startNodeDaemon(sandbox.nodes()[0]!, { resources: [join(dir, 'rules')] }, { 'resync-interval-seconds': '1', backend: 'nft' });
+      daemon = await startNodeDaemon(
+        sandbox.nodes()[0]!,
+        { resources: [join(dir, 'rules')] },
+        { 'resync-interval-seconds': '1', backend: 'nft' },
+      );
       await waitReady(daemon);
       await expectMatrix((f, t) => t !== 'x/a' || f === 'x/b', 'programmed');
     });
     afterAll(() => daemon?.stop());
 
     const ipt = (...args: string[]) => run('iptables-nft', ['-w', ...args], { netns });
-    const ourChainNames = async () => (await run('iptables-nft-save', ['-t', 'filter'], { netns })).stdout.split('\n').filter((l) => l.startsWith(':nf-')).map((l) => l.slice(1).split(' ')[0]!);
+    const ourChainNames = async () =>
+      (await run('iptables-nft-save', ['-t', 'filter'], { netns })).stdout
+        .split('\n')
+        .filter((l) => l.startsWith(':nf-'))
+        .map((l) => l.slice(1).split(' ')[0]!);
 
     it.each<{ name: string; fault: () => Promise<void> }>([
       {
@@ -131,7 +172,10 @@ describeKernel('faults while the daemon runs (1-node sandbox)', () => {
           for (const chain of await ourChainNames()) await ipt('-F', chain);
         },
       },
-      { name: 'a foreign ACCEPT inserted above our FORWARD hook', fault: () => ipt('-I', 'FORWARD', '1', '-j', 'ACCEPT').then(() => undefined) },
+      {
+        name: 'a foreign ACCEPT inserted above our FORWARD hook',
+        fault: () => ipt('-I', 'FORWARD', '1', '-j', 'ACCEPT').then(() => undefined),
+      },
     ])('$name: opens x/a, and is put back', async ({ name, fault }) => {
       expect(await inSync()).toBe(true);
       const t0 = performance.now();
@@ -142,12 +186,16 @@ describeKernel('faults while the daemon runs (1-node sandbox)', () => {
       const repairedMs = performance.now() - t0;
       await expectMatrix((f, t) => t !== 'x/a' || f === 'x/b', `after repairing "${name}"`);
       if (name.includes('foreign ACCEPT')) {
-        const forward = (await run('iptables-nft-save', ['-t', 'filter'], { netns })).stdout.split('\n').filter((l) => l.startsWith('-A FORWARD '));
+        const forward = (await run('iptables-nft-save', ['-t', 'filter'], { netns })).stdout
+          .split('\n')
+          .filter((l) => l.startsWith('-A FORWARD '));
         expect(forward[0]).toContain('-j nf-FORWARD');
         expect(forward).toContain('-A FORWARD -j ACCEPT'); // theirs stays, below ours
         await ipt('-D', 'FORWARD', '-j', 'ACCEPT');
       }
-      figures.push(`  ${name}: enforcement degraded ${Math.round(repairedMs)} ms (edit → kernel back in sync; resync interval 1 s)${probe.ok ? ', y/a→x/a connected meanwhile' : ''}`);
+      figures.push(
+        `  ${name}: enforcement degraded ${Math.round(repairedMs)} ms (edit → kernel back in sync; resync interval 1 s)${probe.ok ? ', y/a→x/a connected meanwhile' : ''}`,
+      );
     });
   });
 
@@ -159,12 +207,35 @@ describeKernel('faults while the daemon runs (1-node sandbox)', () => {
     await run('mkdir', ['-p', shim]);
     const slow = join(dir, 'slow');
     const started = join(dir, 'restore-started');
-    writeFileSync(join(shim, 'iptables-nft-restore'), `#!/bin/sh\nif [ -e '${slow}' ]; then echo $$ > '${started}'; sleep 2; fi\nexec /usr/sbin/iptables-nft-restore "$@"\n`);
+    writeFileSync(
+      join(shim, 'iptables-nft-restore'),
+      `#!/bin/sh\nif [ -e '${slow}' ]; then echo $$ > '${started}'; sleep 2; fi\nexec /usr/sbin/iptables-nft-restore "$@"\n`,
+    );
     chmodSync(join(shim, 'iptables-nft-restore'), 0o755);
     const env = { ...process.env, PATH: `${shim}:${process.env['PATH'] ?? ''}` };
     const start = (): ChildProcess => {
-      const args = [MAIN, 'daemon', '--netns', netns, '--node-name', NODE.name, '--pod-cidr', NODE.podCidr, '--resources', join(dir, 'rules'), '--backend', 'nft',
-        '--listen-address', '127.0.0.1:0', '--flannel-subnet-env', '/nonexistent/netfence-test/subnet.env', '--batch-window-ms', '10', '--log-format', 'json'];
+      const args = [
+        MAIN,
+        'daemon',
+        '--netns',
+        netns,
+        '--node-name',
+        NODE.name,
+        '--pod-cidr',
+        NODE.podCidr,
+        '--resources',
+        join(dir, 'rules'),
+        '--backend',
+        'nft',
+        '--listen-address',
+        '127.0.0.1:0',
+        '--flannel-subnet-env',
+        '/nonexistent/netfence-test/subnet.env',
+        '--batch-window-ms',
+        '10',
+        '--log-format',
+        'json',
+      ];
       const child = spawn(process.execPath, args, { stdio: 'ignore', env });
       children.push(child);
       return child;

@@ -39,18 +39,20 @@ async function idleFlood(port: number, total: number, wave: number): Promise<{ c
   let refused = 0;
   for (let opened = 0; opened < total; opened += wave) {
     const batch = await Promise.all(
-      Array.from({ length: Math.min(wave, total - opened) }, () =>
-        new Promise<Socket | undefined>((resolve) => {
-          const socket = connect({ host: '127.0.0.1', port });
-          socket.once('connect', () => {
-            connected++;
-            resolve(socket);
-          });
-          socket.on('error', () => {
-            refused++;
-            resolve(undefined);
-          });
-        }),
+      Array.from(
+        { length: Math.min(wave, total - opened) },
+        () =>
+          new Promise<Socket | undefined>((resolve) => {
+            const socket = connect({ host: '127.0.0.1', port });
+            socket.once('connect', () => {
+              connected++;
+              resolve(socket);
+            });
+            socket.on('error', () => {
+              refused++;
+              resolve(undefined);
+            });
+          }),
       ),
     );
     held.push(batch.filter((s): s is Socket => s !== undefined));
@@ -71,7 +73,10 @@ describeKernel('the daemon survives 20,000 idle connections to its metrics port'
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'nft-idle-'));
     sandbox = await createSandbox({ nodes: [{ name: 'n1', podCidr: '10.244.1.0/24' }] });
-    const [a, b] = await Promise.all([sandbox.addPod({ namespace: 'x', name: 'a', node: 'n1' }), sandbox.addPod({ namespace: 'x', name: 'b', node: 'n1' })]);
+    const [a, b] = await Promise.all([
+      sandbox.addPod({ namespace: 'x', name: 'a', node: 'n1' }),
+      sandbox.addPod({ namespace: 'x', name: 'b', node: 'n1' }),
+    ]);
     const objects = [namespaceObject('x'), podObject(a!, { app: 'a' }), podObject(b!, { app: 'b' })];
     writeFileSync(join(dir, 'cluster.yaml'), objects.map((o) => stringify(o)).join('---\n'));
     const port = await freePort();
@@ -84,14 +89,22 @@ describeKernel('the daemon survives 20,000 idle connections to its metrics port'
         process.execPath,
         join(process.cwd(), 'dist/cli/main.js'),
         'daemon',
-        '--node-name', 'n1',
-        '--resources', dir,
-        '--netns', node.netns,
-        '--listen-address', `127.0.0.1:${port}`,
-        '--pod-cidr', node.podCidr,
-        '--flannel-subnet-env', '/nonexistent/netfence-test/subnet.env',
-        '--batch-window-ms', '10',
-        '--resync-interval-seconds', '2',
+        '--node-name',
+        'n1',
+        '--resources',
+        dir,
+        '--netns',
+        node.netns,
+        '--listen-address',
+        `127.0.0.1:${port}`,
+        '--pod-cidr',
+        node.podCidr,
+        '--flannel-subnet-env',
+        '/nonexistent/netfence-test/subnet.env',
+        '--batch-window-ms',
+        '10',
+        '--resync-interval-seconds',
+        '2',
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
@@ -120,7 +133,12 @@ describeKernel('the daemon survives 20,000 idle connections to its metrics port'
 
     // Enforcement still follows the cluster: isolating x/a needs new iptables-restore/ipset processes.
     expect((await sandbox.probe('x/b', { protocol: 'TCP', ip: sandbox.addressOf('x/a'), port: 80, timeoutMs: 400 })).ok).toBe(true);
-    const deny = { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', metadata: { name: 'isolate-a', namespace: 'x' }, spec: { podSelector: { matchLabels: { app: 'a' } }, policyTypes: ['Ingress'] } };
+    const deny = {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: { name: 'isolate-a', namespace: 'x' },
+      spec: { podSelector: { matchLabels: { app: 'a' } }, policyTypes: ['Ingress'] },
+    };
     writeFileSync(join(dir, 'policy.yaml'), stringify(deny));
     await waitUntil(
       'x/b → x/a blocked after the flood',

@@ -136,7 +136,13 @@ describeKernel('daemons in the sandbox, one per node, watching one API server', 
     await server.start();
     for (const node of sandbox.nodes()) server.create(nodeObject(node));
     for (const [name, l] of Object.entries(NAMESPACES)) server.create(namespaceObject(name, l));
-    for (const p of PODS) server.create(podObject(sandbox.pods().find((s) => s.key === `${p.namespace}/${p.name}`)!, p.labels));
+    for (const p of PODS)
+      server.create(
+        podObject(
+          sandbox.pods().find((s) => s.key === `${p.namespace}/${p.name}`)!,
+          p.labels,
+        ),
+      );
     // Hold the Node list: neither daemon may write anything until it has every kind listed once.
     release = server.holdLists('nodes');
     const kubeconfig = server.writeKubeconfig(dir);
@@ -175,7 +181,9 @@ describeKernel('daemons in the sandbox, one per node, watching one API server', 
     const expected = expectedMatrix(sandbox, step);
     const result = await waitForMatrix(sandbox, expected, { protocol: 'TCP', port: 80, deadlineMs: 15_000 });
     if (!result.ok) {
-      throw new Error(`matrix did not converge after ${result.rounds} rounds:\n${formatMatrix(result.observed, { expected })}\n${dumpLogs()}`);
+      throw new Error(
+        `matrix did not converge after ${result.rounds} rounds:\n${formatMatrix(result.observed, { expected })}\n${dumpLogs()}`,
+      );
     }
     expect(formatMatrix(result.observed)).toEqual(formatMatrix(expected));
   });

@@ -59,8 +59,7 @@ describeKernel('listLinks', () => {
       expect(byName('nft-br0')).toMatchObject({ kind: 'bridge', addresses: ['10.244.1.1', 'fd00:1::1'] });
       expect(byName('nft-v0')).toMatchObject({ kind: 'veth', master: 'nft-br0' });
       expect(byName('nft-v1')?.master).toBeUndefined();
-    }),
-  );
+    }));
 
   it('netlink answers the same as ip -j for the current namespace (read only)', async () => {
     const [viaNetlink, links, addrs] = await Promise.all([
@@ -114,32 +113,40 @@ describeKernel('netns fixture', () => {
 
     it.each([
       { name: 'exits normally', ending: 'process.exit(0);', signal: false },
-      { name: 'gets SIGTERM', ending: "process.kill(process.pid, 'SIGTERM'); await new Promise((r) => setTimeout(r, 5000));", signal: true },
+      {
+        name: 'gets SIGTERM',
+        ending: "process.kill(process.pid, 'SIGTERM'); await new Promise((r) => setTimeout(r, 5000));",
+        signal: true,
+      },
       { name: 'gets SIGINT', ending: "process.kill(process.pid, 'SIGINT'); await new Promise((r) => setTimeout(r, 5000));", signal: true },
-    ])('$name', async ({ ending, signal }) => {
-      const helper = resolve('test/helpers/netns.ts');
-      const script = join(dir, `forget-${Math.random().toString(16).slice(2)}.mjs`);
-      const nameFile = `${script}.name`;
-      await writeFile(
-        script,
-        `import { writeFileSync } from 'node:fs';\n` +
-          `import { createNetns } from ${JSON.stringify(`file://${helper}`)};\n` +
-          `const ns = await createNetns('nft');\nwriteFileSync(${JSON.stringify(nameFile)}, ns.name);\n${ending}\n`,
-      );
-      const result = await run('node', ['--import', resolve('scripts/register-ts.mjs'), script]).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-      if (signal) {
-        // The hook re-raises the signal, so the child still dies of it (no exit code).
-        expect(result).toBeInstanceOf(DataplaneCommandError);
-        expect((result as DataplaneCommandError).exitCode).toBeUndefined();
-      } else {
-        expect(result).toBeUndefined();
-      }
-      const name = await readFile(nameFile, 'utf8');
-      expect(name).toMatch(/^nft-[0-9a-f]{6}$/);
-      expect(await netnsNames()).not.toContain(name);
-    }, 20_000);
+    ])(
+      '$name',
+      async ({ ending, signal }) => {
+        const helper = resolve('test/helpers/netns.ts');
+        const script = join(dir, `forget-${Math.random().toString(16).slice(2)}.mjs`);
+        const nameFile = `${script}.name`;
+        await writeFile(
+          script,
+          `import { writeFileSync } from 'node:fs';\n` +
+            `import { createNetns } from ${JSON.stringify(`file://${helper}`)};\n` +
+            `const ns = await createNetns('nft');\nwriteFileSync(${JSON.stringify(nameFile)}, ns.name);\n${ending}\n`,
+        );
+        const result = await run('node', ['--import', resolve('scripts/register-ts.mjs'), script]).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        if (signal) {
+          // The hook re-raises the signal, so the child still dies of it (no exit code).
+          expect(result).toBeInstanceOf(DataplaneCommandError);
+          expect((result as DataplaneCommandError).exitCode).toBeUndefined();
+        } else {
+          expect(result).toBeUndefined();
+        }
+        const name = await readFile(nameFile, 'utf8');
+        expect(name).toMatch(/^nft-[0-9a-f]{6}$/);
+        expect(await netnsNames()).not.toContain(name);
+      },
+      20_000,
+    );
   });
 });

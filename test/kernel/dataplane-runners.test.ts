@@ -46,7 +46,14 @@ const BAD: readonly BadCase[] = [
   {
     // nft reports this on the COMMIT line; the runner moves it to the rule that jumps.
     name: 'jump to a chain that does not exist',
-    text: restoreText('*filter', ':nf-bad - [0:0]', '-A nf-bad -j ACCEPT', '-A nf-bad -m comment --comment x -j nf-missing', '-A nf-bad -j RETURN', 'COMMIT'),
+    text: restoreText(
+      '*filter',
+      ':nf-bad - [0:0]',
+      '-A nf-bad -j ACCEPT',
+      '-A nf-bad -m comment --comment x -j nf-missing',
+      '-A nf-bad -j RETURN',
+      'COMMIT',
+    ),
     line: 4,
   },
   {
@@ -104,7 +111,10 @@ describeKernel('IptablesRunner', () => {
 
       const err = await runner()
         .restore(text, { noflush: true })
-        .then(() => undefined, (e: unknown) => e);
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
 
       expect(err).toBeInstanceOf(DataplaneCommandError);
       const failure = err as DataplaneCommandError;
@@ -155,14 +165,21 @@ describeKernel('IpsetRunner', () => {
     ));
 
   it.each([
-    { name: 'prefix out of range', text: restoreText('create nf4s-bad hash:net family inet', 'add nf4s-bad 10.0.0.0/24', 'add nf4s-bad 10.0.0.0/33'), line: 3 },
+    {
+      name: 'prefix out of range',
+      text: restoreText('create nf4s-bad hash:net family inet', 'add nf4s-bad 10.0.0.0/24', 'add nf4s-bad 10.0.0.0/33'),
+      line: 3,
+    },
     { name: 'add to a missing set', text: restoreText('create nf4s-bad hash:net family inet', 'add nf4s-nope 10.0.0.1'), line: 2 },
     { name: 'unknown set type', text: restoreText('create nf4s-bad hash:nett'), line: 1 },
   ])('a bad input ($name) names line $line', ({ text, line }) =>
     withNetns(async (ns) => {
       const err = await createIpsetRunner({ netns: ns.name })
         .restore(text)
-        .then(() => undefined, (e: unknown) => e);
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
       expect(err).toBeInstanceOf(DataplaneCommandError);
       expect((err as DataplaneCommandError).line).toBe(line);
       expect((err as DataplaneCommandError).context.join('\n')).toContain(text.split('\n')[line - 1]);
@@ -184,7 +201,25 @@ describeKernel('flushFlows (conntrack)', () => {
   it('deletes only the flows that match', () =>
     withNetns(async (ns) => {
       const insert = (src: string, dst: string, dport: number) =>
-        ns.exec('conntrack', ['-I', '-s', src, '-d', dst, '-p', 'tcp', '--sport', '40000', '--dport', String(dport), '--state', 'ESTABLISHED', '-t', '120', '-u', 'ASSURED']);
+        ns.exec('conntrack', [
+          '-I',
+          '-s',
+          src,
+          '-d',
+          dst,
+          '-p',
+          'tcp',
+          '--sport',
+          '40000',
+          '--dport',
+          String(dport),
+          '--state',
+          'ESTABLISHED',
+          '-t',
+          '120',
+          '-u',
+          'ASSURED',
+        ]);
       await insert('10.0.0.1', '10.0.0.2', 80);
       await insert('10.0.0.1', '10.0.0.3', 80);
       await insert('10.0.0.1', '10.0.0.2', 443);
@@ -194,8 +229,7 @@ describeKernel('flushFlows (conntrack)', () => {
       expect(stdout).toMatch(/dst=10\.0\.0\.3 sport=40000 dport=80 /);
       expect(stdout).toMatch(/dst=10\.0\.0\.2 sport=40000 dport=443 /);
       expect(stdout).not.toMatch(/dst=10\.0\.0\.2 sport=40000 dport=80 /);
-    }),
-  );
+    }));
 });
 
 describeKernel('detectBackend', () => {
@@ -228,12 +262,14 @@ describeKernel('detectBackend', () => {
     withNetns(async (ns) => {
       await seed('legacy', 4, ns);
       await seed('legacy', 6, ns);
-      await createIptablesRunner({ backend: 'nft', family: 4, netns: ns.name }).restore(restoreText('*mangle', ':KUBE-IPTABLES-HINT - [0:0]', 'COMMIT'), {
-        noflush: true,
-      });
+      await createIptablesRunner({ backend: 'nft', family: 4, netns: ns.name }).restore(
+        restoreText('*mangle', ':KUBE-IPTABLES-HINT - [0:0]', 'COMMIT'),
+        {
+          noflush: true,
+        },
+      );
       expect((await detectBackend({ netns: ns.name })).backend).toBe('nft');
-    }),
-  );
+    }));
 
   it('override skips detection', async () => {
     expect(await detectBackend({ override: 'legacy' })).toEqual({ backend: 'legacy', reason: 'configured: legacy' });

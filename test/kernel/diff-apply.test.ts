@@ -26,7 +26,8 @@ function capture() {
 function writtenNames(iptables: string[], ipsets: string[]): string[] {
   const names = new Set<string>();
   for (const text of iptables) for (const m of text.matchAll(/^(?::(\S+) |-X (\S+))/gm)) names.add(`chain ${m[1] ?? m[2]}`);
-  for (const text of ipsets) for (const m of text.matchAll(/^(?:create|add|del|destroy) (\S+)/gm)) if (!/^nf\dt:/.test(m[1]!)) names.add(`set ${m[1]}`);
+  for (const text of ipsets)
+    for (const m of text.matchAll(/^(?:create|add|del|destroy) (\S+)/gm)) if (!/^nf\dt:/.test(m[1]!)) names.add(`set ${m[1]}`);
   return [...names].sort();
 }
 
@@ -45,7 +46,10 @@ describeKernel('diff shows what apply writes', () => {
       expect(inSync.out.join('')).toBe('in sync: the kernel holds exactly the desired chains, sets and hooks\n');
 
       // Edit the policy: another port, and the frontend peer becomes a backend peer.
-      writeFileSync(join(dir, 'cluster.yaml'), original.replace('port: 6379', 'port: 6380').replace('{role: frontend}}\n    ports', '{role: backend}}\n    ports'));
+      writeFileSync(
+        join(dir, 'cluster.yaml'),
+        original.replace('port: 6379', 'port: 6380').replace('{role: frontend}}\n    ports', '{role: backend}}\n    ports'),
+      );
       const differs = capture();
       expect(await main(['diff', ...args, '--json'], differs.io)).toBe(1);
       const json = JSON.parse(differs.out.join('')) as { families: { changes: { object: string; name: string }[] }[] };

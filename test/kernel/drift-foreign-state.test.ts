@@ -44,7 +44,10 @@ async function foreignState(netns: string, backend: IptablesBackend) {
   return {
     v4: foreignOnly(await iptablesSave(netns, backend)),
     v6: foreignOnly(await iptablesSave(netns, backend, undefined, 6)),
-    ipsets: (await ipset(netns, ['save'])).split('\n').filter((l) => l && !ownSet.test(l)).join('\n'),
+    ipsets: (await ipset(netns, ['save']))
+      .split('\n')
+      .filter((l) => l && !ownSet.test(l))
+      .join('\n'),
   };
 }
 

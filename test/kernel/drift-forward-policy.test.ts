@@ -10,7 +10,16 @@ import { emptyFamilyState } from '../../src/model/index.js';
 import { Syncer } from '../../src/reconcile/syncer.js';
 import { settings } from '../helpers/builders.js';
 import { CLIENT, OTHER, SERVER, createPolicyNode, type PolicyNode } from '../helpers/bridge-node.js';
-import { BACKENDS, OWN, ReconcilerHarness, iptables, iptablesSave, memoryLogger, parseFilter, recordingKernel } from '../helpers/kernel-asserts.js';
+import {
+  BACKENDS,
+  OWN,
+  ReconcilerHarness,
+  iptables,
+  iptablesSave,
+  memoryLogger,
+  parseFilter,
+  recordingKernel,
+} from '../helpers/kernel-asserts.js';
 import { describeKernel, isRoot } from '../helpers/netns.js';
 
 jest.setTimeout(30_000);
@@ -24,7 +33,8 @@ async function removeFlannelJump(netns: string): Promise<void> {
   }
 }
 
-const forwardPolicy = async (netns: string, backend: IptablesBackend) => parseFilter(await iptablesSave(netns, backend, 'filter')).policies.get('FORWARD');
+const forwardPolicy = async (netns: string, backend: IptablesBackend) =>
+  parseFilter(await iptablesSave(netns, backend, 'filter')).policies.get('FORWARD');
 
 describeKernel('drift: a FORWARD policy flipped by someone else', () => {
   describe.each(BACKENDS)('%s', (backend) => {

@@ -34,7 +34,10 @@ const expectedSets = parseSets(golden.ipsets);
 
 const chainOf = (state: FamilyState, kind: 'policy' | 'workload', direction: 'ingress' | 'egress', owner: string): string => {
   const chain = state.chains.find(
-    (c) => c.role.kind === kind && c.role.direction === direction && (c.role.kind === 'policy' ? c.role.policy : c.role.kind === 'workload' ? c.role.pod : '') === owner,
+    (c) =>
+      c.role.kind === kind &&
+      c.role.direction === direction &&
+      (c.role.kind === 'policy' ? c.role.policy : c.role.kind === 'workload' ? c.role.pod : '') === owner,
   );
   if (!chain) throw new Error(`no ${kind} ${direction} chain for ${owner}`);
   return chain.name;
@@ -89,8 +92,16 @@ const DRIFTS: readonly DriftCase[] = [
     drift: true,
     forward: [HOOK, '-A FORWARD -j ACCEPT'],
   },
-  { name: 'a removed set member', mutate: ({ netns }) => ipset(netns, ['del', FRONTEND_SET, '10.244.1.11']).then(() => undefined), drift: true },
-  { name: 'an added set member', mutate: ({ netns }) => ipset(netns, ['add', FRONTEND_SET, '10.244.1.99']).then(() => undefined), drift: true },
+  {
+    name: 'a removed set member',
+    mutate: ({ netns }) => ipset(netns, ['del', FRONTEND_SET, '10.244.1.11']).then(() => undefined),
+    drift: true,
+  },
+  {
+    name: 'an added set member',
+    mutate: ({ netns }) => ipset(netns, ['add', FRONTEND_SET, '10.244.1.99']).then(() => undefined),
+    drift: true,
+  },
   {
     // A set can be destroyed only once no rule references it: flush the one chain that does first.
     name: 'a destroyed set (with the chain that used it flushed)',
@@ -123,7 +134,11 @@ const DRIFTS: readonly DriftCase[] = [
       await ipset(netns, ['create', FRONTEND_SET, 'hash:net', 'family', 'inet']);
       await ipset(netns, ['add', FRONTEND_SET, '10.244.0.0/16']);
       await iptablesRestore(netns, backend, `*filter\n:${POLICY_IN} - [0:0]\n${rules.join('\n')}\nCOMMIT\n`);
-      expect(parseFilter(await iptablesSave(netns, backend, 'filter')).rules.get(POLICY_IN)?.some((r) => r.includes(FRONTEND_SET))).toBe(true);
+      expect(
+        parseFilter(await iptablesSave(netns, backend, 'filter'))
+          .rules.get(POLICY_IN)
+          ?.some((r) => r.includes(FRONTEND_SET)),
+      ).toBe(true);
     },
     drift: true,
   },
@@ -168,7 +183,10 @@ describeKernel('drift: one periodic run repairs what someone else changed', () =
         // One run was enough: a fresh look at the kernel finds nothing left to do.
         const left = await new Syncer(kernel, OWN, memoryLogger()).planOnly(golden.result.desired);
         expect(left.flatMap((p) => p.changes)).toEqual([]);
-        if (drift.drift) expect(harness.logger.lines.map((l) => l.msg)).toContain('repaired drift: netfence-owned kernel state had been changed by someone else');
+        if (drift.drift)
+          expect(harness.logger.lines.map((l) => l.msg)).toContain(
+            'repaired drift: netfence-owned kernel state had been changed by someone else',
+          );
       } finally {
         harness.stop();
       }

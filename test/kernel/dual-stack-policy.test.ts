@@ -17,7 +17,16 @@ import { run } from '../../src/dataplane/exec.js';
 import type { Protocol } from '../../src/model/index.js';
 import { parseIpsetSave } from '../../src/render/index.js';
 import { icmpv6PacketFor, loadRuleset, tracePacket } from '../../src/trace/index.js';
-import { formatMatrix, matricesEqual, matrixOf, probeMatrix, type Matrix, type ObservedMatrix, type Sandbox, type SandboxFamily } from '../../sandbox/index.js';
+import {
+  formatMatrix,
+  matricesEqual,
+  matrixOf,
+  probeMatrix,
+  type Matrix,
+  type ObservedMatrix,
+  type Sandbox,
+  type SandboxFamily,
+} from '../../sandbox/index.js';
 import { createSandbox } from '../../sandbox/topology.js';
 
 jest.setTimeout(120_000);
@@ -64,14 +73,22 @@ const policies = [
   netpol('x', 'b-from-a-c-six', {
     podSelector: { matchLabels: { app: 'b' } },
     policyTypes: ['Ingress'],
-    ingress: [{ from: [{ podSelector: { matchExpressions: [{ key: 'app', operator: 'In', values: ['a', 'c', 'six'] }] } }], ports: [...PORTS, { protocol: 'TCP', port: BULK_PORT }] }],
+    ingress: [
+      {
+        from: [{ podSelector: { matchExpressions: [{ key: 'app', operator: 'In', values: ['a', 'c', 'six'] }] } }],
+        ports: [...PORTS, { protocol: 'TCP', port: BULK_PORT }],
+      },
+    ],
   }),
   netpol('x', 'egress-to-b-and-y', {
     podSelector: {},
     policyTypes: ['Egress'],
     egress: [
       {
-        to: [{ podSelector: { matchLabels: { app: 'b' } } }, { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'y' } } }],
+        to: [
+          { podSelector: { matchLabels: { app: 'b' } } },
+          { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'y' } } },
+        ],
         ports: [...PORTS, { protocol: 'TCP', port: BULK_PORT }],
       },
     ],
@@ -81,7 +98,12 @@ const policies = [
   netpol('y', 'd-from-blocks', {
     podSelector: { matchLabels: { app: 'd' } },
     policyTypes: ['Ingress'],
-    ingress: [{ from: [{ ipBlock: { cidr: 'fd00:10:244::/56', except: ['fd00:10:244:1::/64'] } }, { ipBlock: { cidr: '10.244.1.0/24' } }], ports: PORTS }],
+    ingress: [
+      {
+        from: [{ ipBlock: { cidr: 'fd00:10:244::/56', except: ['fd00:10:244:1::/64'] } }, { ipBlock: { cidr: '10.244.1.0/24' } }],
+        ports: PORTS,
+      },
+    ],
   }),
   // ::/0 (hash:net cannot hold /0) with an except, and no IPv4 block at all.
   netpol('y', 'e-from-any-v6', {
@@ -129,7 +151,14 @@ async function coldNeighbours(sandbox: Sandbox): Promise<void> {
  * Up to three rounds, each from cold neighbour caches; the first round that matches ends it. (apply has
  * returned before we probe, so the first round is expected to match; the retries only absorb a lost packet.)
  */
-async function coldMatrix(sandbox: Sandbox, family: SandboxFamily, protocol: Protocol, port: number, keys: readonly string[], expected: Matrix): Promise<ObservedMatrix> {
+async function coldMatrix(
+  sandbox: Sandbox,
+  family: SandboxFamily,
+  protocol: Protocol,
+  port: number,
+  keys: readonly string[],
+  expected: Matrix,
+): Promise<ObservedMatrix> {
   let observed: ObservedMatrix | undefined;
   for (let round = 0; round < 3; round++) {
     if (family === 6) await coldNeighbours(sandbox);
@@ -144,12 +173,16 @@ describe('dual-stack NetworkPolicy enforcement, proven by packets on both famili
   let dir: string;
 
   const keysOf = (family: SandboxFamily): string[] =>
-    sandbox.pods().filter((p) => (family === 4 ? p.ipv4 : p.ipv6) !== undefined).map((p) => p.key);
+    sandbox
+      .pods()
+      .filter((p) => (family === 4 ? p.ipv4 : p.ipv6) !== undefined)
+      .map((p) => p.key);
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'nft-dual-'));
     sandbox = await createSandbox({ nodes: NODES, ipv6: {} });
-    for (const p of PODS) await sandbox.addPod({ namespace: p.namespace, name: p.name, node: p.node, ...(p.families ? { families: p.families } : {}) });
+    for (const p of PODS)
+      await sandbox.addPod({ namespace: p.namespace, name: p.name, node: p.node, ...(p.families ? { families: p.families } : {}) });
     const podDocs = sandbox
       .pods()
       .filter((p) => !pod(p.key).unknown)
@@ -164,7 +197,21 @@ describe('dual-stack NetworkPolicy enforcement, proven by packets on both famili
     const file = join(dir, 'cluster.json');
     writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [...namespaces, ...podDocs, ...policies] }));
     for (const node of sandbox.nodes()) {
-      const argv = ['apply', '--netns', node.netns, '--node-name', node.name, '--pod-cidr', node.podCidr, '--pod-cidr', node.ipv6!.podCidr, '--log-level', 'error', '--resources', file];
+      const argv = [
+        'apply',
+        '--netns',
+        node.netns,
+        '--node-name',
+        node.name,
+        '--pod-cidr',
+        node.podCidr,
+        '--pod-cidr',
+        node.ipv6!.podCidr,
+        '--log-level',
+        'error',
+        '--resources',
+        file,
+      ];
       const { code, err } = await cli(argv);
       if (code !== 0) throw new Error(`netfence apply on ${node.name} exited ${code}:\n${err}`);
     }
@@ -183,7 +230,8 @@ describe('dual-stack NetworkPolicy enforcement, proven by packets on both famili
       const keys = keysOf(family);
       const expected = matrixOf(keys, keys, (from, to) => allowed(family, from, to));
       const observed = await coldMatrix(sandbox, family, protocol, 80, keys, expected);
-      if (!matricesEqual(expected, observed)) console.log(`IPv${family} ${protocol}/80\n${formatMatrix(observed, { expected })}\n${JSON.stringify(observed.errors, null, 1)}`);
+      if (!matricesEqual(expected, observed))
+        console.log(`IPv${family} ${protocol}/80\n${formatMatrix(observed, { expected })}\n${JSON.stringify(observed.errors, null, 1)}`);
       expect(formatMatrix(observed)).toEqual(formatMatrix(expected));
     });
 
@@ -198,8 +246,14 @@ describe('dual-stack NetworkPolicy enforcement, proven by packets on both famili
   it('the matrices cover same-node and cross-node pairs in both verdicts', () => {
     // Guards the test itself: each family has allowed and refused pairs on one node and across nodes.
     for (const family of [4, 6] as const) {
-      const pairs = keysOf(family).flatMap((from) => keysOf(family).filter((to) => to !== from).map((to) => ({ from, to })));
-      const kinds = new Set(pairs.map(({ from, to }) => `${pod(from).node === pod(to).node ? 'same' : 'cross'}:${allowed(family, from, to)}`));
+      const pairs = keysOf(family).flatMap((from) =>
+        keysOf(family)
+          .filter((to) => to !== from)
+          .map((to) => ({ from, to })),
+      );
+      const kinds = new Set(
+        pairs.map(({ from, to }) => `${pod(from).node === pod(to).node ? 'same' : 'cross'}:${allowed(family, from, to)}`),
+      );
       expect([...kinds].sort()).toEqual(['cross:false', 'cross:true', 'same:false', 'same:true']);
     }
   });
@@ -217,17 +271,38 @@ describe('dual-stack NetworkPolicy enforcement, proven by packets on both famili
     const file = join(dir, 'cluster.json');
     for (const node of sandbox.nodes()) {
       // diff exits 0 only when every chain, set and hook the kernel holds is byte for byte the desired one.
-      const { code, err } = await cli(['diff', '--netns', node.netns, '--node-name', node.name, '--pod-cidr', node.podCidr, '--pod-cidr', node.ipv6!.podCidr, '--log-level', 'error', '--resources', file]);
+      const { code, err } = await cli([
+        'diff',
+        '--netns',
+        node.netns,
+        '--node-name',
+        node.name,
+        '--pod-cidr',
+        node.podCidr,
+        '--pod-cidr',
+        node.ipv6!.podCidr,
+        '--log-level',
+        'error',
+        '--resources',
+        file,
+      ]);
       expect({ node: node.name, code, err }).toEqual({ node: node.name, code: 0, err: '' });
     }
     const n1 = sandbox.nodes().find((n) => n.name === 'n1')!;
     const ruleset = loadRuleset((await run('ip6tables-save', ['-t', 'filter'], { netns: n1.netns })).stdout);
     const ipsets = parseIpsetSave((await run('ipset', ['save'], { netns: n1.netns })).stdout);
     const layout = { bridge: 'cni0', uplink: 'eth0', podCidrs: [n1.ipv6!.podCidr] };
-    const ns = tracePacket(ruleset, ipsets, icmpv6PacketFor(sandbox.addressOf('x/a', 6), 'ff02::1:ff00:3', { type: 135, hopLimit: 255 }, layout));
+    const ns = tracePacket(
+      ruleset,
+      ipsets,
+      icmpv6PacketFor(sandbox.addressOf('x/a', 6), 'ff02::1:ff00:3', { type: 135, hopLimit: 255 }, layout),
+    );
     expect(ns.verdict).toBe('ACCEPT');
     expect(ns.decidedBy).toMatchObject({ comment: 'ICMPv6 neighbour solicitation, always allowed on the link', owned: true });
-    const echo = tracePacket(ruleset, ipsets, { ...icmpv6PacketFor(sandbox.addressOf('x/a', 6), sandbox.addressOf('x/b', 6), { type: 128, hopLimit: 64 }, layout), ctstate: 'NEW' });
+    const echo = tracePacket(ruleset, ipsets, {
+      ...icmpv6PacketFor(sandbox.addressOf('x/a', 6), sandbox.addressOf('x/b', 6), { type: 128, hopLimit: 64 }, layout),
+      ctstate: 'NEW',
+    });
     expect(echo.verdict).toBe('DROP');
   });
 
@@ -236,7 +311,10 @@ describe('dual-stack NetworkPolicy enforcement, proven by packets on both famili
     const trace = async (...args: string[]) => {
       let out = '';
       let err = '';
-      const code = await main(['trace', '--netns', n1.netns, '--node-name', 'n1', '--resources', join(dir, 'cluster.json'), ...args], { out: (t) => (out += t), err: (t) => (err += t) });
+      const code = await main(['trace', '--netns', n1.netns, '--node-name', 'n1', '--resources', join(dir, 'cluster.json'), ...args], {
+        out: (t) => (out += t),
+        err: (t) => (err += t),
+      });
       return { code, out: out.replace(/\s+/g, ' '), err };
     };
     // RFC 4861: an NS is sent with hop limit 255; between two pods of n1's bridge it is always allowed, even to the isolated x/b.
@@ -258,7 +336,7 @@ describe('dual-stack NetworkPolicy enforcement, proven by packets on both famili
     expect(echo4.out).toContain('verdict DROP: x/a is isolated for egress');
   });
 
-  it('ping6 is policy\'s to judge: an echo request between isolated pods is dropped, ND or not', async () => {
+  it("ping6 is policy's to judge: an echo request between isolated pods is dropped, ND or not", async () => {
     // Nothing but ND/RD/MLD is always allowed (README); x/a may reach x/b only on port 80. The test
     // before this one connected x/a to x/b over TCP, so the link and the neighbour entry are fine.
     const ping = (to: string, seconds: number) => run('python3', [PING6, to, `${seconds}`], { netns: sandbox.podNetns('x/a') });
@@ -281,7 +359,9 @@ describe('dual-stack NetworkPolicy enforcement, proven by packets on both famili
     });
 
     it('a large TCP transfer of an allowed flow completes on IPv6 and IPv4, and the sender learnt MTU 1280', async () => {
-      const server = spawn('ip', ['netns', 'exec', sandbox.podNetns('x/b'), 'python3', BULK, 'serve', `${BULK_PORT}`, '200000', '2'], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const server = spawn('ip', ['netns', 'exec', sandbox.podNetns('x/b'), 'python3', BULK, 'serve', `${BULK_PORT}`, '200000', '2'], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
       try {
         await new Promise<void>((resolve, reject) => {
           server.stdout.once('data', () => resolve());

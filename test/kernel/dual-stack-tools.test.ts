@@ -81,7 +81,10 @@ describeKernel('the tools on a dual-stack node', () => {
       expect((JSON.parse(saved.out) as DiffJson).families.map((f) => f.family)).toEqual([4, 6]);
       // One file holding both tools' output (ip6tables-save's own header line tells the tables apart).
       const one = join(dir, 'both.txt');
-      writeFileSync(one, (await iptablesSave(ns.name, 'nft')) + (await iptablesSave(ns.name, 'nft', undefined, 6)) + (await ipset(ns.name, ['save'])));
+      writeFileSync(
+        one,
+        (await iptablesSave(ns.name, 'nft')) + (await iptablesSave(ns.name, 'nft', undefined, 6)) + (await ipset(ns.name, ['save'])),
+      );
       expect((await run('diff', ...withCluster(ns), '--saved', one)).code).toBe(0);
       // Only the IPv4 dump: IPv6 is not silently "in sync".
       const partial = await run('diff', ...withCluster(ns), '--saved', v4);
@@ -94,7 +97,9 @@ describeKernel('the tools on a dual-stack node', () => {
       expect(ruleLine).toBeDefined();
       const chain = ruleLine!.split(' ')[1]!;
       await iptables(ns.name, 'nft', ['-D', chain, '1'], 6);
-      const setLine = (await ipset(ns.name, ['save'])).split('\n').find((l) => l.startsWith('add nf6') && l.endsWith(` ${ip('web/api', 6)}`));
+      const setLine = (await ipset(ns.name, ['save']))
+        .split('\n')
+        .find((l) => l.startsWith('add nf6') && l.endsWith(` ${ip('web/api', 6)}`));
       expect(setLine).toBeDefined();
       const set = setLine!.split(' ')[1]!;
       await ipset(ns.name, ['del', set, ip('web/api', 6)]);
@@ -105,7 +110,12 @@ describeKernel('the tools on a dual-stack node', () => {
         expect({ how, code: drifted.code }).toEqual({ how, code: 1 });
         const json = JSON.parse(drifted.out) as DiffJson;
         expect({ how, v4: changesOf(json, 4) }).toEqual({ how, v4: [] });
-        expect({ how, v6: changesOf(json, 6).map((c) => `${c.object} ${c.name}`).sort() }).toEqual({ how, v6: [`chain ${chain}`, `set ${set}`].sort() });
+        expect({
+          how,
+          v6: changesOf(json, 6)
+            .map((c) => `${c.object} ${c.name}`)
+            .sort(),
+        }).toEqual({ how, v6: [`chain ${chain}`, `set ${set}`].sort() });
       }
       // The text form names the family and shows the missing member.
       const text = await run('diff', ...withCluster(ns));
@@ -152,21 +162,76 @@ describeKernel('the tools on a dual-stack node', () => {
       ];
       const got = [];
       for (const [src, dst, port, , why] of cases) {
-        const r = await run('trace', ...flags(ns), '--resources', cluster, '--node-name', NODE, '--family', '6', '--src', src, '--dst', dst, '--proto', 'tcp', '--port', String(port));
+        const r = await run(
+          'trace',
+          ...flags(ns),
+          '--resources',
+          cluster,
+          '--node-name',
+          NODE,
+          '--family',
+          '6',
+          '--src',
+          src,
+          '--dst',
+          dst,
+          '--proto',
+          'tcp',
+          '--port',
+          String(port),
+        );
         expect(r.out).toMatch(/^ruleset live kernel \(IPv6/m);
         got.push({ src, dst, port, why, code: r.code === 0 ? 'allowed' : r.code === 1 ? 'dropped' : `error ${r.err}` });
       }
       expect(got).toEqual(cases.map(([src, dst, port, allowed, why]) => ({ src, dst, port, why, code: allowed ? 'allowed' : 'dropped' })));
       // The IPv6 ipBlock never matches IPv4 traffic: the same peer on IPv4 is dropped at 8080.
-      expect((await run('trace', ...flags(ns), '--resources', cluster, '--node-name', NODE, '--family', '4', '--src', 'ops/tool', '--dst', 'web/db', '--proto', 'tcp', '--port', '8080')).code).toBe(1);
+      expect(
+        (
+          await run(
+            'trace',
+            ...flags(ns),
+            '--resources',
+            cluster,
+            '--node-name',
+            NODE,
+            '--family',
+            '4',
+            '--src',
+            'ops/tool',
+            '--dst',
+            'web/db',
+            '--proto',
+            'tcp',
+            '--port',
+            '8080',
+          )
+        ).code,
+      ).toBe(1);
       // A family the pod does not have is an exact error, not a trace of something else.
-      const none = await run('trace', ...flags(ns), '--resources', cluster, '--node-name', NODE, '--family', '6', '--src', 'web/v4only', '--dst', 'web/db', '--proto', 'tcp', '--port', '5432');
+      const none = await run(
+        'trace',
+        ...flags(ns),
+        '--resources',
+        cluster,
+        '--node-name',
+        NODE,
+        '--family',
+        '6',
+        '--src',
+        'web/v4only',
+        '--dst',
+        'web/db',
+        '--proto',
+        'tcp',
+        '--port',
+        '5432',
+      );
       expect(none.code).toBe(2);
       expect(none.err).toMatch(/pod web\/v4only has no IPv6 address \(it has 10\.244\.1\.12\)/);
     });
   });
 
-  it.each(BACKENDS)('cleanup removes both families\' objects; foreign IPv4/IPv6 rules and sets are byte-identical (%s)', async (backend) => {
+  it.each(BACKENDS)("cleanup removes both families' objects; foreign IPv4/IPv6 rules and sets are byte-identical (%s)", async (backend) => {
     await withNetns(async (ns) => {
       await exec('ipset', ['restore'], { netns: ns.name, input: FOREIGN_IPSETS + FOREIGN_V6_SETS });
       await iptablesRestore(ns.name, backend, FOREIGN_V4);

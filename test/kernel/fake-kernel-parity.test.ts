@@ -16,7 +16,9 @@ jest.setTimeout(30_000);
 
 const ipsetRestore = (ns: Netns, text: string) => ns.exec('ipset', ['-exist', 'restore'], text);
 const allSets = (save: string) =>
-  Object.fromEntries([...parseIpsetSave(save)].map(([name, s]) => [name, { type: s.type, family: s.family, members: [...s.members].sort() }]));
+  Object.fromEntries(
+    [...parseIpsetSave(save)].map(([name, s]) => [name, { type: s.type, family: s.family, members: [...s.members].sort() }]),
+  );
 const filterView = (save: string) => {
   const f = parseFilter(save);
   return { rules: Object.fromEntries(f.rules), policies: Object.fromEntries(f.policies) };

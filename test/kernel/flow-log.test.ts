@@ -17,7 +17,17 @@ import { NflogBindError, startNflogReader, type NflogPacket } from '../../src/da
 import type { FlowRecord } from '../../src/observe/flow-log.js';
 import { createSandbox, type Sandbox, type SandboxPod } from '../../sandbox/index.js';
 import { FakeApiServer, type KubeObject } from '../fakes/fake-apiserver.js';
-import { httpGet, metricValue, namespaceObject, nodeObject, podObject, startNodeDaemon, waitReady, waitUntil, type NodeDaemon } from '../helpers/daemon-harness.js';
+import {
+  httpGet,
+  metricValue,
+  namespaceObject,
+  nodeObject,
+  podObject,
+  startNodeDaemon,
+  waitReady,
+  waitUntil,
+  type NodeDaemon,
+} from '../helpers/daemon-harness.js';
 import { createNetns, describeKernel, type Netns } from '../helpers/netns.js';
 
 jest.setTimeout(90_000);
@@ -86,7 +96,13 @@ describeKernel('flow log of denied connections in the sandbox', () => {
     const kubeconfig = server.writeKubeconfig(dir);
     // n1 also logs allowed connections (opt-in); n2 runs the defaults.
     for (const node of sandbox.nodes()) {
-      daemons.push(await startNodeDaemon(node, { kubeconfig }, { 'batch-window-ms': '10', ...(node.name === 'n1' ? { 'flow-log-allowed': 'true' } : {}) }));
+      daemons.push(
+        await startNodeDaemon(
+          node,
+          { kubeconfig },
+          { 'batch-window-ms': '10', ...(node.name === 'n1' ? { 'flow-log-allowed': 'true' } : {}) },
+        ),
+      );
     }
     await Promise.all(daemons.map((d) => waitReady(d)));
   });
@@ -141,7 +157,13 @@ describeKernel('flow log of denied connections in the sandbox', () => {
     expect(n1().logs.filter((l) => l.includes('"denied connection"') && l.includes('"port":80') && l.includes('prod/web'))).toEqual([]);
     const allowedLine = n1().logs.find((l) => l.includes('"allowed connection"') && l.includes('prod/web'));
     expect(allowedLine).toBeDefined();
-    expect(JSON.parse(allowedLine!)).toMatchObject({ port: 80, direction: 'ingress', reason: 'allowed', because: 'allowed by policy prod/db rule ingress:0', policies: ['prod/db'] });
+    expect(JSON.parse(allowedLine!)).toMatchObject({
+      port: 80,
+      direction: 'ingress',
+      reason: 'allowed',
+      because: 'allowed by policy prod/db rule ingress:0',
+      policies: ['prod/db'],
+    });
   });
 
   it('10,000 denied packets of one flow in a second: a bounded number of kernel messages, one record, at most two lines', async () => {
@@ -193,7 +215,11 @@ print(time.time() - t)
       metadata: { name: 'deny-web-egress', namespace: 'prod' },
       spec: { podSelector: { matchLabels: { app: 'web' } }, policyTypes: ['Egress'] },
     });
-    await waitUntil('prod/web egress closed', async () => !(await sandbox.probe('prod/web', { protocol: 'TCP', ip: pod('dev/api').ip, port: 80, timeoutMs: 500 })).ok, 10_000);
+    await waitUntil(
+      'prod/web egress closed',
+      async () => !(await sandbox.probe('prod/web', { protocol: 'TCP', ip: pod('dev/api').ip, port: 80, timeoutMs: 500 })).ok,
+      10_000,
+    );
     let seen: FlowRecord[] = [];
     await waitUntil(
       'the egress drop recorded',
@@ -220,18 +246,43 @@ print(time.time() - t)
     });
     const onBroken = () => server.events().filter((e) => (e['regarding'] as { name?: string }).name === 'broken');
     await waitUntil('an Event from each node', () => onBroken().length === 2, 10_000);
-    expect(onBroken().map((e) => e['reportingInstance']).sort()).toEqual(['netfence-n1', 'netfence-n2']);
-    expect(onBroken()[0]).toMatchObject({ type: 'Warning', reason: 'PolicyNotEnforceable', regarding: { kind: 'NetworkPolicy', namespace: 'dev' } });
+    expect(
+      onBroken()
+        .map((e) => e['reportingInstance'])
+        .sort(),
+    ).toEqual(['netfence-n1', 'netfence-n2']);
+    expect(onBroken()[0]).toMatchObject({
+      type: 'Warning',
+      reason: 'PolicyNotEnforceable',
+      regarding: { kind: 'NetworkPolicy', namespace: 'dev' },
+    });
     const n2 = daemons.find((d) => d.node.name === 'n2')!;
-    await waitUntil('dev/api closed', async () => !(await sandbox.probe('prod/db', { protocol: 'TCP', ip: pod('dev/api').ip, port: 80, timeoutMs: 500 })).ok, 10_000);
+    await waitUntil(
+      'dev/api closed',
+      async () => !(await sandbox.probe('prod/db', { protocol: 'TCP', ip: pod('dev/api').ip, port: 80, timeoutMs: 500 })).ok,
+      10_000,
+    );
     let seen: FlowRecord[] = [];
-    await waitUntil('the invalid-policy drop on n2', async () => {
-      let out = '';
-      await dropsCommand(['--url', n2.url, '--json', '--policy', 'dev/broken'], { out: (t) => void (out += t), err: () => undefined });
-      seen = out.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as FlowRecord);
-      return seen.length > 0;
-    }, 2000);
-    expect(seen[0]).toMatchObject({ reason: 'invalid-policy', src: { pod: 'prod/db' }, dst: { pod: 'dev/api' }, because: 'dev/api is isolated for ingress; policy dev/broken selects it; none allowed this peer; dev/broken is invalid and allows nothing' });
+    await waitUntil(
+      'the invalid-policy drop on n2',
+      async () => {
+        let out = '';
+        await dropsCommand(['--url', n2.url, '--json', '--policy', 'dev/broken'], { out: (t) => void (out += t), err: () => undefined });
+        seen = out
+          .split('\n')
+          .filter((l) => l !== '')
+          .map((l) => JSON.parse(l) as FlowRecord);
+        return seen.length > 0;
+      },
+      2000,
+    );
+    expect(seen[0]).toMatchObject({
+      reason: 'invalid-policy',
+      src: { pod: 'prod/db' },
+      dst: { pod: 'dev/api' },
+      because:
+        'dev/api is isolated for ingress; policy dev/broken selects it; none allowed this peer; dev/broken is invalid and allows nothing',
+    });
     // Later syncs (another change) do not write the Event again.
     server.create(namespaceObject('later'));
     await new Promise((r) => setTimeout(r, 500));
@@ -241,8 +292,12 @@ print(time.time() - t)
 
   it('/metrics counts the denied connections and the daemon series', async () => {
     const metrics = (await httpGet(`${n1().url}/metrics`)).body;
-    expect(metricValue(metrics, 'netfence_denied_connections_total{namespace="prod",pod="db",direction="ingress",reason="isolated"}')).toBeGreaterThanOrEqual(2);
-    expect(metricValue(metrics, 'netfence_denied_connections_total{namespace="prod",pod="web",direction="egress",reason="isolated"}')).toBeGreaterThanOrEqual(1);
+    expect(
+      metricValue(metrics, 'netfence_denied_connections_total{namespace="prod",pod="db",direction="ingress",reason="isolated"}'),
+    ).toBeGreaterThanOrEqual(2);
+    expect(
+      metricValue(metrics, 'netfence_denied_connections_total{namespace="prod",pod="web",direction="egress",reason="isolated"}'),
+    ).toBeGreaterThanOrEqual(1);
     // Tools by their own names (the backend's iptables-nft-restore or iptables-legacy-restore, ipset, …).
     expect(metrics).toMatch(/^netfence_tool_invocations_total\{tool="iptables-(nft|legacy)-restore"\} [1-9]\d*$/m);
     expect(metrics).toMatch(/^netfence_tool_invocations_total\{tool="ipset"\} [1-9]\d*$/m);
@@ -260,7 +315,20 @@ describeKernel('NFLOG reader on its own', () => {
   beforeAll(async () => {
     ns = await createNetns('nft-nflog');
     // The reader must see the kernel's messages, not fixtures: log a real TCP SYN in this namespace.
-    await ns.exec('iptables', ['-A', 'OUTPUT', '-p', 'tcp', '--dport', '7', '-j', 'NFLOG', '--nflog-group', '77', '--nflog-prefix', 'nf:iso:nf-tw-test']);
+    await ns.exec('iptables', [
+      '-A',
+      'OUTPUT',
+      '-p',
+      'tcp',
+      '--dport',
+      '7',
+      '-j',
+      'NFLOG',
+      '--nflog-group',
+      '77',
+      '--nflog-prefix',
+      'nf:iso:nf-tw-test',
+    ]);
     await ns.exec('iptables', ['-A', 'OUTPUT', '-p', 'tcp', '--dport', '7', '-j', 'DROP']);
   });
   afterAll(async () => ns?.destroy());
@@ -269,10 +337,15 @@ describeKernel('NFLOG reader on its own', () => {
     const packets: NflogPacket[] = [];
     const reader = await startNflogReader({ group: 77, netns: ns.name, onPacket: (p) => packets.push(p) });
     try {
-      const script = "import socket\ns=socket.socket()\ns.settimeout(0.3)\ns.bind(('127.0.0.1',45678))\ntry: s.connect(('127.0.0.1',7))\nexcept Exception: pass";
+      const script =
+        "import socket\ns=socket.socket()\ns.settimeout(0.3)\ns.bind(('127.0.0.1',45678))\ntry: s.connect(('127.0.0.1',7))\nexcept Exception: pass";
       await ns.exec('python3', ['-c', script]);
       await waitUntil('a logged packet', () => packets.length > 0, 2000);
-      expect(packets[0]).toMatchObject({ group: 77, prefix: 'nf:iso:nf-tw-test', ip: { family: 4, src: '127.0.0.1', dst: '127.0.0.1', protocol: 6, srcPort: 45678, dstPort: 7 } });
+      expect(packets[0]).toMatchObject({
+        group: 77,
+        prefix: 'nf:iso:nf-tw-test',
+        ip: { family: 4, src: '127.0.0.1', dst: '127.0.0.1', protocol: 6, srcPort: 45678, dstPort: 7 },
+      });
       expect(Math.abs(packets[0]!.time - Date.now())).toBeLessThan(10_000);
     } finally {
       await reader.stop();
@@ -283,7 +356,9 @@ describeKernel('NFLOG reader on its own', () => {
     const first = await startNflogReader({ group: 78, netns: ns.name, onPacket: () => undefined });
     try {
       await expect(startNflogReader({ group: 78, netns: ns.name, onPacket: () => undefined })).rejects.toThrow(NflogBindError);
-      await expect(startNflogReader({ group: 78, netns: ns.name, onPacket: () => undefined })).rejects.toThrow(/NFLOG group 78 is already read by another process/);
+      await expect(startNflogReader({ group: 78, netns: ns.name, onPacket: () => undefined })).rejects.toThrow(
+        /NFLOG group 78 is already read by another process/,
+      );
     } finally {
       await first.stop();
     }

@@ -22,7 +22,11 @@ describeKernel('golden payloads load into the kernel', () => {
         await ns.exec(`iptables-${backend}-restore`, ['--noflush', '--test'], rules);
         await ns.exec(`iptables-${backend}-restore`, ['--noflush'], rules);
         const saved = (await ns.exec(`iptables-${backend}-save`, ['-t', 'filter'])).stdout;
-        const ours = (text: string) => text.split('\n').filter((l) => /^-A nf-/.test(l)).sort();
+        const ours = (text: string) =>
+          text
+            .split('\n')
+            .filter((l) => /^-A nf-/.test(l))
+            .sort();
         expect(ours(saved)).toEqual(ours(rules));
         expect(saved).toMatch(/^-A FORWARD -m comment --comment "nf:\S+ netfence policy" -j nf-FORWARD$/m);
 

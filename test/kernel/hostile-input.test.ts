@@ -44,7 +44,8 @@ const policy = (name: string, spec: Record<string, unknown>): KubeObject => ({
 });
 
 /** Selects app=<target> for ingress and allows nothing. */
-const isolate = (name: string, target: string): KubeObject => policy(name, { podSelector: { matchLabels: { app: target } }, policyTypes: ['Ingress'] });
+const isolate = (name: string, target: string): KubeObject =>
+  policy(name, { podSelector: { matchLabels: { app: target } }, policyTypes: ['Ingress'] });
 
 /** A Pod object on n1 that no sandbox pod backs (an imposter, a broken object). */
 const fakePod = (name: string, ip: string, labels: Labels, ports: readonly Record<string, unknown>[] = []): KubeObject => ({
@@ -56,7 +57,8 @@ const fakePod = (name: string, ip: string, labels: Labels, ports: readonly Recor
 });
 
 /** Every 2nd address from 10.200.0.0: /32 excepts that cannot merge into larger blocks. */
-const strideExcepts = (n: number): string[] => Array.from({ length: n }, (_, i) => `10.200.${Math.floor((2 * i) / 256)}.${(2 * i) % 256}/32`);
+const strideExcepts = (n: number): string[] =>
+  Array.from({ length: n }, (_, i) => `10.200.${Math.floor((2 * i) / 256)}.${(2 * i) % 256}/32`);
 
 /** `n` /32 excepts spread over the whole address space (deterministic), past the per-policy CIDR limit. */
 function spreadExcepts(n: number): string[] {
@@ -82,11 +84,15 @@ describeKernel('hostile and broken inputs against a running daemon', () => {
     server.create(nodeObject(sandbox.nodes()[0]!));
     server.create(namespaceObject('x'));
     for (const pod of sandbox.pods()) server.create(podObject(pod, POD_LABELS[pod.name]!));
-    daemon = await startNodeDaemon(sandbox.nodes()[0]!, { kubeconfig: server.writeKubeconfig(dir) }, {
-      'batch-window-ms': '10',
-      'resync-interval-seconds': '1',
-      'pod-cidr': [],
-    });
+    daemon = await startNodeDaemon(
+      sandbox.nodes()[0]!,
+      { kubeconfig: server.writeKubeconfig(dir) },
+      {
+        'batch-window-ms': '10',
+        'resync-interval-seconds': '1',
+        'pod-cidr': [],
+      },
+    );
     await waitReady(daemon);
   });
 
@@ -128,7 +134,11 @@ describeKernel('hostile and broken inputs against a running daemon', () => {
     const precondition = 'netfence_kernel_precondition{check="bridge-nf-call-iptables"}';
     try {
       await writeSysctl('net.bridge.bridge-nf-call-iptables', 0, { netns });
-      await waitUntil('/readyz 503 after bridge-nf-call-iptables=0', async () => (await httpGet(`${daemon.url}/readyz`)).status === 503, 10_000);
+      await waitUntil(
+        '/readyz 503 after bridge-nf-call-iptables=0',
+        async () => (await httpGet(`${daemon.url}/readyz`)).status === 503,
+        10_000,
+      );
       expect((await httpGet(`${daemon.url}/readyz`)).body).toContain('bridge-nf-call-iptables is 0');
       expect(metricValue((await httpGet(`${daemon.url}/metrics`)).body, precondition)).toBe(0);
       expect(logged('bridge-nf-call-iptables is not 1')).toBe(true);
@@ -158,7 +168,12 @@ describeKernel('hostile and broken inputs against a running daemon', () => {
     server.create(fakePod('zero', '0.0.0.0', { app: 'd-client' }));
     server.create(fakePod('bigport', '10.244.1.250', { app: 'd' }, [{ name: 'web', containerPort: 70000, protocol: 'TCP' }]));
     // Puts the zero pod in a selector set and the big port in a named-port set.
-    server.create(policy('d-from-client', { podSelector: { matchLabels: { app: 'd' } }, ingress: [{ from: [{ podSelector: { matchLabels: { app: 'd-client' } } }], ports: [{ port: 'web' }] }] }));
+    server.create(
+      policy('d-from-client', {
+        podSelector: { matchLabels: { app: 'd' } },
+        ingress: [{ from: [{ podSelector: { matchLabels: { app: 'd-client' } } }], ports: [{ port: 'web' }] }],
+      }),
+    );
     server.create(isolate('isolate-e', 'e'));
     await expectReach('f', 'e', false);
     await expectReach('f', 'd', false);
@@ -178,8 +193,18 @@ describeKernel('hostile and broken inputs against a running daemon', () => {
   it('selector values "a,c" and [a, c] do not share a set: the invalid one allows nothing', async () => {
     // p1 is valid and allows tier in {a, c} (x/f) to g; p2 spells one value "a,c", which the API server
     // would reject, and must not borrow p1's set to let x/f into x/a.
-    server.create(policy('p1-split', { podSelector: { matchLabels: { app: 'g' } }, ingress: [{ from: [{ podSelector: { matchExpressions: [{ key: 'tier', operator: 'In', values: ['a', 'c'] }] } }] }] }));
-    server.create(policy('p2-joined', { podSelector: { matchLabels: { app: 'a' } }, ingress: [{ from: [{ podSelector: { matchExpressions: [{ key: 'tier', operator: 'In', values: ['a,c'] }] } }] }] }));
+    server.create(
+      policy('p1-split', {
+        podSelector: { matchLabels: { app: 'g' } },
+        ingress: [{ from: [{ podSelector: { matchExpressions: [{ key: 'tier', operator: 'In', values: ['a', 'c'] }] } }] }],
+      }),
+    );
+    server.create(
+      policy('p2-joined', {
+        podSelector: { matchLabels: { app: 'a' } },
+        ingress: [{ from: [{ podSelector: { matchExpressions: [{ key: 'tier', operator: 'In', values: ['a,c'] }] } }] }],
+      }),
+    );
     await expectReach('b', 'g', false);
     await expectReach('f', 'g', true);
     expect(await reaches('f', 'a')).toBe(false);
@@ -189,8 +214,18 @@ describeKernel('hostile and broken inputs against a running daemon', () => {
   it('a 10,000-except policy is enforced, one past the size limit fails closed, and a change right after applies', async () => {
     // e: allowed from everywhere except 10,000 addresses, b's among them.
     const excepts = [...strideExcepts(9_999), `${ipOf('b')}/32`];
-    server.create(policy('big-except', { podSelector: { matchLabels: { app: 'e' } }, ingress: [{ from: [{ ipBlock: { cidr: '0.0.0.0/0', except: excepts } }] }] }));
-    server.create(policy('huge-except', { podSelector: { matchLabels: { app: 'g' } }, ingress: [{ from: [{ ipBlock: { cidr: '0.0.0.0/0', except: spreadExcepts(10_000) } }] }] }));
+    server.create(
+      policy('big-except', {
+        podSelector: { matchLabels: { app: 'e' } },
+        ingress: [{ from: [{ ipBlock: { cidr: '0.0.0.0/0', except: excepts } }] }],
+      }),
+    );
+    server.create(
+      policy('huge-except', {
+        podSelector: { matchLabels: { app: 'g' } },
+        ingress: [{ from: [{ ipBlock: { cidr: '0.0.0.0/0', except: spreadExcepts(10_000) } }] }],
+      }),
+    );
     const changedAt = Date.now();
     server.create(isolate('isolate-f', 'f'));
     await expectReach('c', 'f', false);

@@ -24,10 +24,15 @@ describeKernel('IPVS mode is detected and refused, not silently bypassed', () =>
   beforeAll(async () => {
     sandbox = await createSandbox({ nodes: [{ name: 'n1', podCidr: '10.244.1.0/24' }] });
     const netns = sandbox.nodeNetns('n1');
-    await run('ip', ['-n', netns, '-batch', '-'], { input: 'link add kube-ipvs0 type bridge\naddr add 10.96.0.1/32 dev kube-ipvs0\naddr add 10.96.0.10/32 dev kube-ipvs0\n' });
+    await run('ip', ['-n', netns, '-batch', '-'], {
+      input: 'link add kube-ipvs0 type bridge\naddr add 10.96.0.1/32 dev kube-ipvs0\naddr add 10.96.0.10/32 dev kube-ipvs0\n',
+    });
     dir = mkdtempSync(join(tmpdir(), 'nft-ipvs-'));
     const file = join(dir, 'cluster.json');
-    writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'x' } }] }));
+    writeFileSync(
+      file,
+      JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'x' } }] }),
+    );
     daemon = await startNodeDaemon(sandbox.nodes()[0]!, { resources: [file] }, { 'resync-interval-seconds': '1' });
   });
 
@@ -45,7 +50,9 @@ describeKernel('IPVS mode is detected and refused, not silently bypassed', () =>
     expect(ready.status).toBe(503);
     expect(ready.body).toContain('IPVS mode');
     expect(metricValue((await httpGet(`${d.url}/metrics`)).body, 'netfence_kube_proxy_ipvs')).toBe(1);
-    expect(d.logs.some((l) => l.includes('never crosses FORWARD') && l.includes('kube-ipvs0 device (bridge) with 2 service address(es)'))).toBe(true);
+    expect(
+      d.logs.some((l) => l.includes('never crosses FORWARD') && l.includes('kube-ipvs0 device (bridge) with 2 service address(es)')),
+    ).toBe(true);
 
     await run('ip', ['-n', sandbox.nodeNetns('n1'), 'link', 'del', 'kube-ipvs0']);
     await waitUntil('/readyz 200 after kube-ipvs0 is gone', async () => (await httpGet(`${d.url}/readyz`)).status === 200, 10_000);

@@ -73,7 +73,9 @@ async function failThenRecover(netns: string, backend: IptablesBackend, name: st
     expect(run).toMatchObject({ kind: 'synced' });
     const recovered = performance.now() - mendedAt;
     await expectProgrammed(netns, backend);
-    figures.push(`  ${name} (${backend}): sync gave up after ${Math.round(failedAfter)} ms (timeout ${TIMEOUT_MS} ms); converged ${Math.round(recovered)} ms after the fault ended (plus the retry backoff, fake clock here)`);
+    figures.push(
+      `  ${name} (${backend}): sync gave up after ${Math.round(failedAfter)} ms (timeout ${TIMEOUT_MS} ms); converged ${Math.round(recovered)} ms after the fault ended (plus the retry backoff, fake clock here)`,
+    );
   } finally {
     harness.stop();
   }

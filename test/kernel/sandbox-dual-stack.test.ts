@@ -74,11 +74,14 @@ describe('dual-stack sandbox', () => {
     expect(() => sandbox.addressOf('x/four', 6)).toThrow(/no IPv6 address/);
   });
 
-  it.each(['TCP', 'UDP', 'SCTP'] as const)('every IPv6 pod reaches every IPv6 pod on %s/80 with cold neighbour caches', async (protocol) => {
-    await coldNeighbours(sandbox);
-    const observed = await probeMatrix(sandbox, { from: V6, to: V6, protocol, port: 80, family: 6, timeoutMs: TIMEOUT_MS });
-    expectMatrix(observed, matrixOf(V6, V6, true));
-  });
+  it.each(['TCP', 'UDP', 'SCTP'] as const)(
+    'every IPv6 pod reaches every IPv6 pod on %s/80 with cold neighbour caches',
+    async (protocol) => {
+      await coldNeighbours(sandbox);
+      const observed = await probeMatrix(sandbox, { from: V6, to: V6, protocol, port: 80, family: 6, timeoutMs: TIMEOUT_MS });
+      expectMatrix(observed, matrixOf(V6, V6, true));
+    },
+  );
 
   it('the probes resolved their same-node peer with neighbour discovery (no cache was pre-filled)', async () => {
     await coldNeighbours(sandbox);
@@ -101,10 +104,23 @@ describe('dual-stack sandbox', () => {
     await run('ip6tables', ['-I', 'FORWARD', '1', ...rule.slice(1)], { netns });
     try {
       const expected = matrixOf(V6, V6, (from, to) => to !== 'x/b' || from === 'x/b');
-      const result = await waitForMatrix(sandbox, expected, { protocol: 'TCP', port: 80, family: 6, deadlineMs: 2000, timeoutMs: TIMEOUT_MS });
+      const result = await waitForMatrix(sandbox, expected, {
+        protocol: 'TCP',
+        port: 80,
+        family: 6,
+        deadlineMs: 2000,
+        timeoutMs: TIMEOUT_MS,
+      });
       if (!result.ok) console.log(formatMatrix(result.observed, { expected }));
       expect(result.ok).toBe(true);
-      const v4 = await probeMatrix(sandbox, { from: ['x/a', 'x/c'], to: ['x/b'], protocol: 'TCP', port: 80, family: 4, timeoutMs: TIMEOUT_MS });
+      const v4 = await probeMatrix(sandbox, {
+        from: ['x/a', 'x/c'],
+        to: ['x/b'],
+        protocol: 'TCP',
+        port: 80,
+        family: 4,
+        timeoutMs: TIMEOUT_MS,
+      });
       expectMatrix(v4, matrixOf(['x/a', 'x/c'], ['x/b'], true));
     } finally {
       await run('ip6tables', ['-D', ...rule], { netns });
@@ -143,7 +159,9 @@ describe('IPv6-only sandbox (flannel with EnableIPv4 false)', () => {
       ['x/b', ['fd00:10:244:1::3']],
       ['x/c', ['fd00:10:244:2::2']],
     ]);
-    expect(sandbox.nodes()[0]?.subnetEnv).toBe('FLANNEL_IPV6_NETWORK=fd00:10:244::/56\nFLANNEL_IPV6_SUBNET=fd00:10:244:1::1/64\nFLANNEL_MTU=1500\nFLANNEL_IPMASQ=true\n');
+    expect(sandbox.nodes()[0]?.subnetEnv).toBe(
+      'FLANNEL_IPV6_NETWORK=fd00:10:244::/56\nFLANNEL_IPV6_SUBNET=fd00:10:244:1::1/64\nFLANNEL_MTU=1500\nFLANNEL_IPMASQ=true\n',
+    );
     for (const netns of [sandbox.nodeNetns('n1'), sandbox.podNetns('x/a')]) {
       expect((await run('ip', ['-4', 'addr', 'show', 'scope', 'global'], { netns })).stdout).toBe('');
     }
@@ -165,14 +183,20 @@ describe('IPv6-only sandbox (flannel with EnableIPv4 false)', () => {
         spec: { nodeName: p.node, containers: [{ name: 'agent' }] },
         status: { phase: 'Running', podIP: p.ip, podIPs: [{ ip: p.ip }] },
       }));
-      const spec = (podSelector: object, ingress?: object[]) => ({ podSelector, policyTypes: ['Ingress'], ...(ingress ? { ingress } : {}) });
+      const spec = (podSelector: object, ingress?: object[]) => ({
+        podSelector,
+        policyTypes: ['Ingress'],
+        ...(ingress ? { ingress } : {}),
+      });
       const policies = [
         { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', metadata: { namespace: 'x', name: 'deny' }, spec: spec({}) },
         {
           apiVersion: 'networking.k8s.io/v1',
           kind: 'NetworkPolicy',
           metadata: { namespace: 'x', name: 'b-from-a-c' },
-          spec: spec({ matchLabels: { app: 'b' } }, [{ from: [{ podSelector: { matchExpressions: [{ key: 'app', operator: 'In', values: ['a', 'c'] }] } }] }]),
+          spec: spec({ matchLabels: { app: 'b' } }, [
+            { from: [{ podSelector: { matchExpressions: [{ key: 'app', operator: 'In', values: ['a', 'c'] }] } }] },
+          ]),
         },
       ];
       const file = join(dir, 'cluster.json');
@@ -180,21 +204,47 @@ describe('IPv6-only sandbox (flannel with EnableIPv4 false)', () => {
       writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
       for (const node of sandbox.nodes()) {
         let err = '';
-        const code = await main(['apply', '--netns', node.netns, '--node-name', node.name, '--pod-cidr', node.podCidr, '--log-level', 'error', '--resources', file], {
-          out: () => undefined,
-          err: (t) => (err += t),
+        const code = await main(
+          [
+            'apply',
+            '--netns',
+            node.netns,
+            '--node-name',
+            node.name,
+            '--pod-cidr',
+            node.podCidr,
+            '--log-level',
+            'error',
+            '--resources',
+            file,
+          ],
+          {
+            out: () => undefined,
+            err: (t) => (err += t),
+          },
+        );
+        expect({ node: node.name, code, err: err.split('\n').filter((l) => l && !/^(applied|in sync):/.test(l)) }).toEqual({
+          node: node.name,
+          code: 0,
+          err: [],
         });
-        expect({ node: node.name, code, err: err.split('\n').filter((l) => l && !/^(applied|in sync):/.test(l)) }).toEqual({ node: node.name, code: 0, err: [] });
       }
       // "isolated for ingress" + "allowed from app in (a, c)"; a pod always reaches itself.
       const expected = matrixOf(PODS, PODS, (from, to) => from === to || (to === 'x/b' && from !== 'x/b'));
       for (const protocol of ['TCP', 'UDP', 'SCTP'] as const) {
-        const result = await waitForMatrix(sandbox, expected, { protocol, port: 80, deadlineMs: 3000, timeoutMs: TIMEOUT_MS, beforeRound: () => coldNeighbours(sandbox) });
+        const result = await waitForMatrix(sandbox, expected, {
+          protocol,
+          port: 80,
+          deadlineMs: 3000,
+          timeoutMs: TIMEOUT_MS,
+          beforeRound: () => coldNeighbours(sandbox),
+        });
         if (!result.ok) console.log(protocol, formatMatrix(result.observed, { expected }));
         expect(result.ok).toBe(true);
       }
     } finally {
-      for (const node of sandbox.nodes()) await main(['cleanup', '--netns', node.netns, '--log-level', 'error'], { out: () => undefined, err: () => undefined });
+      for (const node of sandbox.nodes())
+        await main(['cleanup', '--netns', node.netns, '--log-level', 'error'], { out: () => undefined, err: () => undefined });
       rmSync(dir, { recursive: true, force: true });
     }
   });

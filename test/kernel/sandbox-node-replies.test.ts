@@ -37,26 +37,32 @@ describeKernel('sandbox node agents answer from the probed address', () => {
   /** Every address of every node: underlay and cni0 gateway. */
   const targets = (family: SandboxFamily) =>
     sandbox.nodes().flatMap((n) => {
-      const v = family === 4 ? { underlay: n.underlayIp, gateway: n.gatewayIp } : { underlay: n.ipv6!.underlayIp, gateway: n.ipv6!.gatewayIp };
+      const v =
+        family === 4 ? { underlay: n.underlayIp, gateway: n.gatewayIp } : { underlay: n.ipv6!.underlayIp, gateway: n.ipv6!.gatewayIp };
       return [
         { label: `node:${n.name} underlay ${v.underlay}`, ip: v.underlay },
         { label: `node:${n.name} cni0 ${v.gateway}`, ip: v.gateway },
       ];
     });
 
-  it.each([4, 6] as const)('IPv%s: every pod reaches every address of both nodes on TCP, UDP and SCTP, own node included', async (family) => {
-    if (family === 6) await Promise.all(sandbox.pods().map((p) => run('ip', ['-6', 'neigh', 'flush', 'all'], { netns: p.netns })));
-    const cells = sandbox.pods().flatMap((p) => targets(family).flatMap((t) => PROTOCOLS.map((protocol) => ({ from: p.key, ...t, protocol }))));
-    // At least one cell per protocol is a pod probing its own node's underlay address (the case that broke).
-    expect(cells.filter((c) => c.from === 'x/a' && c.label.startsWith('node:n1 underlay'))).toHaveLength(3);
-    const results = await Promise.all(
-      cells.map(async (c) => {
-        // Retried once: a cold neighbour cache may cost the first datagram.
-        let r = await sandbox.probe(c.from, { protocol: c.protocol, ip: c.ip, port: 80, timeoutMs: 1000 });
-        if (!r.ok) r = await sandbox.probe(c.from, { protocol: c.protocol, ip: c.ip, port: 80, timeoutMs: 2000 });
-        return `${c.from} → ${c.label} ${c.protocol}/80: ${r.ok ? 'ok' : r.error}`;
-      }),
-    );
-    expect(results).toEqual(cells.map((c) => `${c.from} → ${c.label} ${c.protocol}/80: ok`));
-  });
+  it.each([4, 6] as const)(
+    'IPv%s: every pod reaches every address of both nodes on TCP, UDP and SCTP, own node included',
+    async (family) => {
+      if (family === 6) await Promise.all(sandbox.pods().map((p) => run('ip', ['-6', 'neigh', 'flush', 'all'], { netns: p.netns })));
+      const cells = sandbox
+        .pods()
+        .flatMap((p) => targets(family).flatMap((t) => PROTOCOLS.map((protocol) => ({ from: p.key, ...t, protocol }))));
+      // At least one cell per protocol is a pod probing its own node's underlay address (the case that broke).
+      expect(cells.filter((c) => c.from === 'x/a' && c.label.startsWith('node:n1 underlay'))).toHaveLength(3);
+      const results = await Promise.all(
+        cells.map(async (c) => {
+          // Retried once: a cold neighbour cache may cost the first datagram.
+          let r = await sandbox.probe(c.from, { protocol: c.protocol, ip: c.ip, port: 80, timeoutMs: 1000 });
+          if (!r.ok) r = await sandbox.probe(c.from, { protocol: c.protocol, ip: c.ip, port: 80, timeoutMs: 2000 });
+          return `${c.from} → ${c.label} ${c.protocol}/80: ${r.ok ? 'ok' : r.error}`;
+        }),
+      );
+      expect(results).toEqual(cells.map((c) => `${c.from} → ${c.label} ${c.protocol}/80: ok`));
+    },
+  );
 });

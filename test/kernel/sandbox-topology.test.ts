@@ -32,7 +32,10 @@ const CASES: readonly { protocol: Protocol; port: number }[] = (['TCP', 'UDP', '
 const TIMEOUT_MS = 400;
 
 async function netnsNames(): Promise<string[]> {
-  return (await run('ip', ['netns', 'list'])).stdout.split('\n').map((l) => l.split(' ')[0] ?? '').filter(Boolean);
+  return (await run('ip', ['netns', 'list'])).stdout
+    .split('\n')
+    .map((l) => l.split(' ')[0] ?? '')
+    .filter(Boolean);
 }
 
 /** Compares the printed tables, so a failure shows the e2e-style matrices side by side. */
@@ -68,7 +71,9 @@ describe('sandbox topology', () => {
     expect(link).toContain('hairpin on');
     const routes = (await run('ip', ['route'], { netns: sandbox.nodeNetns('n1') })).stdout;
     expect(routes).toContain('10.244.2.0/24 via 10.99.0.2 dev eth0');
-    const sysctl = (await run('sysctl', ['-n', 'net.bridge.bridge-nf-call-iptables', 'net.ipv4.ip_forward'], { netns: sandbox.nodeNetns('n2') })).stdout;
+    const sysctl = (
+      await run('sysctl', ['-n', 'net.bridge.bridge-nf-call-iptables', 'net.ipv4.ip_forward'], { netns: sandbox.nodeNetns('n2') })
+    ).stdout;
     expect(sysctl.split('\n').slice(0, 2)).toEqual(['1', '1']);
   });
 
@@ -170,4 +175,3 @@ describe('sandbox destroy', () => {
     expect(await findLeftovers(sandbox.prefix)).toEqual({ netns: [], pids: [] });
   });
 });
-

@@ -13,7 +13,15 @@ import { main } from '../../src/cli/main.js';
 import { run } from '../../src/dataplane/exec.js';
 import { createSandbox, type Sandbox, type SandboxPod } from '../../sandbox/index.js';
 import { FakeApiServer, type KubeObject } from '../fakes/fake-apiserver.js';
-import { namespaceObject, nodeObject, podObject, startNodeDaemon, waitReady, waitUntil, type NodeDaemon } from '../helpers/daemon-harness.js';
+import {
+  namespaceObject,
+  nodeObject,
+  podObject,
+  startNodeDaemon,
+  waitReady,
+  waitUntil,
+  type NodeDaemon,
+} from '../helpers/daemon-harness.js';
 import { startFlowPeer, type FlowPeer, type FlowProto } from '../helpers/flow-peer.js';
 import { describeKernel } from '../helpers/netns.js';
 
@@ -43,12 +51,19 @@ function serverPolicy(ports?: readonly { proto: FlowProto; port: number }[]): Ku
     spec: {
       podSelector: { matchLabels: { app: 'server' } },
       policyTypes: ['Ingress'],
-      ingress: [{ from: [{ podSelector: { matchLabels: { app: 'client' } } }], ...(ports ? { ports: ports.map((p) => ({ protocol: p.proto, port: p.port })) } : {}) }],
+      ingress: [
+        {
+          from: [{ podSelector: { matchLabels: { app: 'client' } } }],
+          ...(ports ? { ports: ports.map((p) => ({ protocol: p.proto, port: p.port })) } : {}),
+        },
+      ],
     },
   };
 }
 
-const DENIED_FLOWS = DENIED.flatMap((p) => (['client', 'server'] as const).map((first) => ({ ...p, first, flow: `v6-${p.proto.toLowerCase()}-${first}-first` })));
+const DENIED_FLOWS = DENIED.flatMap((p) =>
+  (['client', 'server'] as const).map((first) => ({ ...p, first, flow: `v6-${p.proto.toLowerCase()}-${first}-first` })),
+);
 const KEPT_FLOWS = KEPT.map((p) => ({ ...p, flow: `v6-${p.proto.toLowerCase()}-kept` }));
 
 describeKernel('strict mode on: a new deny revokes established IPv6 flows', () => {
@@ -88,11 +103,15 @@ describeKernel('strict mode on: a new deny revokes established IPv6 flows', () =
       server.create({ ...object, status: { phase: 'Running', podIP: pods[name]!.ip, podIPs: pods[name]!.ips.map((ip) => ({ ip })) } });
     }
     server.create(serverPolicy());
-    daemon = await startNodeDaemon(sandbox.nodes()[0]!, { kubeconfig: server.writeKubeconfig(dir) }, {
-      'batch-window-ms': '10',
-      'revoke-established': 'true',
-      'pod-cidr': [NODE.podCidr, cidr6],
-    });
+    daemon = await startNodeDaemon(
+      sandbox.nodes()[0]!,
+      { kubeconfig: server.writeKubeconfig(dir) },
+      {
+        'batch-window-ms': '10',
+        'revoke-established': 'true',
+        'pod-cidr': [NODE.podCidr, cidr6],
+      },
+    );
     await waitReady(daemon);
     serverPeer = await startFlowPeer(serverPod.netns);
     client = await startFlowPeer(pods['client']!.netns);
@@ -112,7 +131,9 @@ describeKernel('strict mode on: a new deny revokes established IPv6 flows', () =
   });
 
   it('puts the connmark DROP above the ESTABLISHED accepts of the IPv6 nf-FORWARD', async () => {
-    const rules = (await run('ip6tables-save', ['-t', 'filter'], { netns: daemon!.node.netns })).stdout.split('\n').filter((l) => l.startsWith('-A nf-FORWARD'));
+    const rules = (await run('ip6tables-save', ['-t', 'filter'], { netns: daemon!.node.netns })).stdout
+      .split('\n')
+      .filter((l) => l.startsWith('-A nf-FORWARD'));
     expect(rules[0]).toMatch(/-m connmark --mark 0x100000\/0x100000 .*-j DROP$/);
     expect(rules.findIndex((r) => r.includes('ESTABLISHED'))).toBeGreaterThan(0);
   });
@@ -121,16 +142,24 @@ describeKernel('strict mode on: a new deny revokes established IPv6 flows', () =
     const revoker = daemon!.daemon.revoker!;
     const passes = revoker.passes;
     server.update(serverPolicy(KEPT));
-    await waitUntil('the strict-mode pass after the policy change revoked IPv6 flows', async () => {
-      await revoker.idle();
-      return revoker.passes > passes && revoker.lastPass.some((r) => r.family === 6 && r.revoked > 0);
-    }, 20_000);
+    await waitUntil(
+      'the strict-mode pass after the policy change revoked IPv6 flows',
+      async () => {
+        await revoker.idle();
+        return revoker.passes > passes && revoker.lastPass.some((r) => r.family === 6 && r.revoked > 0);
+      },
+      20_000,
+    );
     for (const f of DENIED_FLOWS) await (f.first === 'client' ? client!.send(f.flow, 'after-c') : serverPeer!.send(f.flow, 'after-s'));
     await sleep(SILENCE_MS);
     for (const f of DENIED_FLOWS) await (f.first === 'client' ? serverPeer!.send(f.flow, 'after-s') : client!.send(f.flow, 'after-c'));
     await sleep(SILENCE_MS);
     for (const f of DENIED_FLOWS) {
-      expect({ flow: f.flow, server: await serverPeer!.received(f.flow), client: await client!.received(f.flow) }).toEqual({ flow: f.flow, server: ['before-c'], client: ['before-s'] });
+      expect({ flow: f.flow, server: await serverPeer!.received(f.flow), client: await client!.received(f.flow) }).toEqual({
+        flow: f.flow,
+        server: ['before-c'],
+        client: ['before-s'],
+      });
     }
     for (const f of KEPT_FLOWS) await expectDelivered(f.flow, 'kept');
     const listed = (await run('conntrack', ['-L', '-f', 'ipv6', '-p', 'tcp', '--dport', '7100'], { netns: daemon!.node.netns })).stdout;
@@ -141,11 +170,17 @@ describeKernel('strict mode on: a new deny revokes established IPv6 flows', () =
     // trace on the IPv6 tuple says an established flow of it is revoked.
     let out = '';
     const io = { out: (t: string) => void (out += t), err: (t: string) => void (out += t) };
-    await main(['trace', '--src', V6['client']!, '--dst', V6['server']!, '--proto', 'tcp', '--port', '7100', '--netns', daemon!.node.netns], io);
+    await main(
+      ['trace', '--src', V6['client']!, '--dst', V6['server']!, '--proto', 'tcp', '--port', '7100', '--netns', daemon!.node.netns],
+      io,
+    );
     // Wrapped for a terminal: compare with the line breaks folded.
     expect(out.replace(/\s+/g, ' ')).toMatch(/established: strict mode on: an established flow with this tuple is revoked/);
     out = '';
-    await main(['trace', '--src', V6['client']!, '--dst', V6['server']!, '--proto', 'tcp', '--port', '7103', '--netns', daemon!.node.netns], io);
+    await main(
+      ['trace', '--src', V6['client']!, '--dst', V6['server']!, '--proto', 'tcp', '--port', '7103', '--netns', daemon!.node.netns],
+      io,
+    );
     expect(out.replace(/\s+/g, ' ')).toMatch(/established: strict mode on: an established flow with this tuple is allowed to go on/);
     // /metrics: the six denied IPv6 flows were marked and still carry the bit; no IPv4 flow was touched.
     const text = await daemon!.daemon.metrics.render();
@@ -157,7 +192,14 @@ describeKernel('strict mode on: a new deny revokes established IPv6 flows', () =
     // inspect counts the flows carrying the bit now, in all and per local pod at either end.
     out = '';
     await main(['inspect', '--family', '6', '--json', '--netns', daemon!.node.netns], io);
-    expect(JSON.parse(out).strictMode).toMatchObject({ on: true, revokedFlows: DENIED_FLOWS.length, revokedByPod: [{ pod: 'x/client', flows: DENIED_FLOWS.length }, { pod: 'x/server', flows: DENIED_FLOWS.length }] });
+    expect(JSON.parse(out).strictMode).toMatchObject({
+      on: true,
+      revokedFlows: DENIED_FLOWS.length,
+      revokedByPod: [
+        { pod: 'x/client', flows: DENIED_FLOWS.length },
+        { pod: 'x/server', flows: DENIED_FLOWS.length },
+      ],
+    });
     out = '';
     await main(['inspect', '--family', '4', '--json', '--netns', daemon!.node.netns], io);
     expect(JSON.parse(out).strictMode).toMatchObject({ on: true, revokedFlows: 0, revokedByPod: [] });
@@ -167,10 +209,14 @@ describeKernel('strict mode on: a new deny revokes established IPv6 flows', () =
     const revoker = daemon!.daemon.revoker!;
     const passes = revoker.passes;
     server.update(serverPolicy());
-    await waitUntil('the strict-mode pass after re-allowing', async () => {
-      await revoker.idle();
-      return revoker.passes > passes && revoker.lastPass.some((r) => r.family === 6 && r.restored > 0);
-    }, 20_000);
+    await waitUntil(
+      'the strict-mode pass after re-allowing',
+      async () => {
+        await revoker.idle();
+        return revoker.passes > passes && revoker.lastPass.some((r) => r.family === 6 && r.restored > 0);
+      },
+      20_000,
+    );
     for (const f of DENIED_FLOWS) {
       await client!.send(f.flow, 'again-c');
       await waitUntil(`${f.flow}: server receives again-c`, async () => (await serverPeer!.received(f.flow)).includes('again-c'), 20_000);

@@ -13,7 +13,15 @@ import { main } from '../../src/cli/main.js';
 import { run } from '../../src/dataplane/exec.js';
 import { createSandbox, type Sandbox, type SandboxPod } from '../../sandbox/index.js';
 import { FakeApiServer, type KubeObject } from '../fakes/fake-apiserver.js';
-import { namespaceObject, nodeObject, podObject, startNodeDaemon, waitReady, waitUntil, type NodeDaemon } from '../helpers/daemon-harness.js';
+import {
+  namespaceObject,
+  nodeObject,
+  podObject,
+  startNodeDaemon,
+  waitReady,
+  waitUntil,
+  type NodeDaemon,
+} from '../helpers/daemon-harness.js';
 import { startFlowPeer, type FlowPeer, type FlowProto } from '../helpers/flow-peer.js';
 import { describeKernel } from '../helpers/netns.js';
 
@@ -42,7 +50,12 @@ function serverPolicy(ports?: readonly { proto: FlowProto; port: number }[]): Ku
     spec: {
       podSelector: { matchLabels: { app: 'server' } },
       policyTypes: ['Ingress'],
-      ingress: [{ from: [{ podSelector: { matchLabels: { app: 'client' } } }], ...(ports ? { ports: ports.map((p) => ({ protocol: p.proto, port: p.port })) } : {}) }],
+      ingress: [
+        {
+          from: [{ podSelector: { matchLabels: { app: 'client' } } }],
+          ...(ports ? { ports: ports.map((p) => ({ protocol: p.proto, port: p.port })) } : {}),
+        },
+      ],
     },
   };
 }
@@ -100,7 +113,9 @@ async function tearDown(w: Partial<World>): Promise<void> {
 }
 
 const flowName = (proto: FlowProto, first: 'client' | 'server') => `${proto.toLowerCase()}-${first}-first`;
-const DENIED_FLOWS = PROTOS.flatMap((p) => (['client', 'server'] as const).map((first) => ({ ...p, first, flow: flowName(p.proto, first) })));
+const DENIED_FLOWS = PROTOS.flatMap((p) =>
+  (['client', 'server'] as const).map((first) => ({ ...p, first, flow: flowName(p.proto, first) })),
+);
 const KEPT_FLOWS = KEPT.map((p) => ({ ...p, flow: `${p.proto.toLowerCase()}-kept` }));
 
 async function openFlows(w: World): Promise<void> {
@@ -152,10 +167,14 @@ describeKernel('strict mode on: a new deny revokes established flows', () => {
     const passes = revoker.passes;
     w.server.update(serverPolicy(KEPT));
     // One sync programs the rules and is followed by one strict-mode pass; nothing else is waited for.
-    await waitUntil('the strict-mode pass after the policy change', async () => {
-      await revoker.idle();
-      return revoker.passes > passes && revoker.lastPass.some((r) => r.revoked > 0);
-    }, 20_000);
+    await waitUntil(
+      'the strict-mode pass after the policy change',
+      async () => {
+        await revoker.idle();
+        return revoker.passes > passes && revoker.lastPass.some((r) => r.revoked > 0);
+      },
+      20_000,
+    );
     const heard = await speakAfterChange(w);
     for (const f of DENIED_FLOWS) {
       expect({ flow: f.flow, ...heard.get(f.flow) }).toEqual({ flow: f.flow, server: ['before-c'], client: ['before-s'] });
@@ -167,7 +186,10 @@ describeKernel('strict mode on: a new deny revokes established flows', () => {
     // trace says what happens to an established flow of the same tuple; inspect says strict mode is on.
     let out = '';
     const io = { out: (t: string) => void (out += t), err: (t: string) => void (out += t) };
-    await main(['trace', '--src', 'x/client', '--dst', w.serverPod.ip, '--proto', 'tcp', '--port', '7000', '--netns', w.daemon.node.netns], io);
+    await main(
+      ['trace', '--src', 'x/client', '--dst', w.serverPod.ip, '--proto', 'tcp', '--port', '7000', '--netns', w.daemon.node.netns],
+      io,
+    );
     expect(out).toMatch(/established: strict mode on: an established flow with this tuple is revoked/);
     out = '';
     await main(['inspect', '--json', '--netns', w.daemon.node.netns], io);
@@ -177,7 +199,10 @@ describeKernel('strict mode on: a new deny revokes established flows', () => {
       bit: 0x100000,
       position: 1,
       revokedFlows: DENIED_FLOWS.length,
-      revokedByPod: [{ pod: 'x/client', flows: DENIED_FLOWS.length }, { pod: 'x/server', flows: DENIED_FLOWS.length }],
+      revokedByPod: [
+        { pod: 'x/client', flows: DENIED_FLOWS.length },
+        { pod: 'x/server', flows: DENIED_FLOWS.length },
+      ],
     });
   });
 
@@ -185,10 +210,14 @@ describeKernel('strict mode on: a new deny revokes established flows', () => {
     const revoker = w.daemon.daemon.revoker!;
     const passes = revoker.passes;
     w.server.update(serverPolicy());
-    await waitUntil('the strict-mode pass after re-allowing', async () => {
-      await revoker.idle();
-      return revoker.passes > passes && revoker.lastPass.some((r) => r.restored > 0);
-    }, 20_000);
+    await waitUntil(
+      'the strict-mode pass after re-allowing',
+      async () => {
+        await revoker.idle();
+        return revoker.passes > passes && revoker.lastPass.some((r) => r.restored > 0);
+      },
+      20_000,
+    );
     // UDP and SCTP messages sent now arrive at once; TCP's queued segments arrive on retransmission.
     for (const f of DENIED_FLOWS) {
       await w.client.send(f.flow, 'again-c');
@@ -215,11 +244,19 @@ describeKernel('strict mode off (the default): established flows survive a new d
   it('keeps carrying the denied flows both ways, while new connections are refused', async () => {
     w.server.update(serverPolicy(KEPT));
     const sandbox = w.sandbox;
-    await waitUntil('new TCP 7000 connections refused', async () => !(await sandbox.probe('x/client', { protocol: 'TCP', ip: w.serverPod.ip, port: 7000, timeoutMs: 300 })).ok, 20_000);
+    await waitUntil(
+      'new TCP 7000 connections refused',
+      async () => !(await sandbox.probe('x/client', { protocol: 'TCP', ip: w.serverPod.ip, port: 7000, timeoutMs: 300 })).ok,
+      20_000,
+    );
     const heard = await speakAfterChange(w);
     for (const f of DENIED_FLOWS) {
       const got = heard.get(f.flow)!;
-      expect({ flow: f.flow, server: got.server.includes('after-c'), client: got.client.includes('after-s') }).toEqual({ flow: f.flow, server: true, client: true });
+      expect({ flow: f.flow, server: got.server.includes('after-c'), client: got.client.includes('after-s') }).toEqual({
+        flow: f.flow,
+        server: true,
+        client: true,
+      });
     }
   });
 });

@@ -24,7 +24,9 @@ function podManifest(p: SandboxPod): object {
       containers: [
         {
           name: 'agent',
-          ports: PORTS.flatMap((port) => PROTOCOLS.map((proto) => ({ name: `serve-${port}-${proto}`, containerPort: port, protocol: proto.toUpperCase() }))),
+          ports: PORTS.flatMap((port) =>
+            PROTOCOLS.map((proto) => ({ name: `serve-${port}-${proto}`, containerPort: port, protocol: proto.toUpperCase() })),
+          ),
         },
       ],
     },
@@ -36,14 +38,24 @@ function podManifest(p: SandboxPod): object {
 const policies = (sb: Sandbox): object[] => {
   const xb = sb.pods().find((p) => p.key === 'x/b')!.ip;
   return [
-    { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', metadata: { namespace: 'x', name: 'deny-ingress' }, spec: { podSelector: {} } },
+    {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: { namespace: 'x', name: 'deny-ingress' },
+      spec: { podSelector: {} },
+    },
     {
       apiVersion: 'networking.k8s.io/v1',
       kind: 'NetworkPolicy',
       metadata: { namespace: 'x', name: 'a-from-y' },
       spec: {
         podSelector: { matchLabels: { pod: 'a' } },
-        ingress: [{ from: [{ namespaceSelector: { matchLabels: { ns: 'y' } } }], ports: [{ port: 80 }, { protocol: 'SCTP', port: 81 }, { protocol: 'UDP', port: 'serve-81-udp' }] }],
+        ingress: [
+          {
+            from: [{ namespaceSelector: { matchLabels: { ns: 'y' } } }],
+            ports: [{ port: 80 }, { protocol: 'SCTP', port: 81 }, { protocol: 'UDP', port: 'serve-81-udp' }],
+          },
+        ],
       },
     },
     {
@@ -53,7 +65,12 @@ const policies = (sb: Sandbox): object[] => {
       spec: {
         podSelector: { matchLabels: { pod: 'b' } },
         policyTypes: ['Egress'],
-        egress: [{ to: [{ ipBlock: { cidr: '10.244.0.0/16', except: [`${xb}/32`] } }], ports: [{ protocol: 'UDP', port: 80 }, { port: 'serve-81-tcp' }] }],
+        egress: [
+          {
+            to: [{ ipBlock: { cidr: '10.244.0.0/16', except: [`${xb}/32`] } }],
+            ports: [{ protocol: 'UDP', port: 80 }, { port: 'serve-81-tcp' }],
+          },
+        ],
       },
     },
   ];
@@ -65,8 +82,18 @@ describeKernel('trace agrees with the kernel', () => {
   const io = { out: () => {}, err: () => {} };
 
   beforeAll(async () => {
-    sb = await createSandbox({ nodes: [{ name: 'n1', podCidr: '10.244.1.0/24' }, { name: 'n2', podCidr: '10.244.2.0/24' }] });
-    for (const [ns, name, node] of [['x', 'a', 'n1'], ['x', 'b', 'n2'], ['y', 'a', 'n1'], ['y', 'b', 'n2']] as const) {
+    sb = await createSandbox({
+      nodes: [
+        { name: 'n1', podCidr: '10.244.1.0/24' },
+        { name: 'n2', podCidr: '10.244.2.0/24' },
+      ],
+    });
+    for (const [ns, name, node] of [
+      ['x', 'a', 'n1'],
+      ['x', 'b', 'n2'],
+      ['y', 'a', 'n1'],
+      ['y', 'b', 'n2'],
+    ] as const) {
       await sb.addPod({ namespace: ns, name, node });
     }
     dir = mkdtempSync(join(tmpdir(), 'nft-trace-'));
@@ -93,27 +120,35 @@ describeKernel('trace agrees with the kernel', () => {
     return { node, ruleset: loadRuleset(rules), ipsets: sets };
   }
 
-  it.each(PROTOCOLS.flatMap((proto) => PORTS.map((port) => [proto, port] as const)))('%s/%i: traced verdicts equal probed ones', async (proto, port) => {
-    const views = await Promise.all(sb.nodes().map(nodeView));
-    const observed = await probeMatrix(sb, { protocol: proto.toUpperCase() as 'TCP' | 'UDP' | 'SCTP', port, timeoutMs: 500 });
-    const disagreements: string[] = [];
-    let allowed = 0;
-    for (const from of sb.pods()) {
-      for (const to of sb.pods()) {
-        // Every node the packet crosses must let it through: the sender's (egress) and the receiver's (ingress).
-        const crossed = views.filter((v) => v.node.name === from.node || v.node.name === to.node);
-        const traced = crossed.every((v) => {
-          const packet = packetFor({ src: from.ip, dst: to.ip, proto, dport: port }, { bridge: 'cni0', uplink: 'eth0', podCidrs: [v.node.podCidr] });
-          return tracePacket(v.ruleset, v.ipsets, packet).verdict !== 'DROP';
-        });
-        const probed = observed.cells[from.key]?.[to.key];
-        if (probed) allowed++;
-        if (traced !== probed) disagreements.push(`${from.key} -> ${to.key}: traced ${traced ? 'allow' : 'drop'}, probed ${probed ? 'allow' : 'drop'}`);
+  it.each(PROTOCOLS.flatMap((proto) => PORTS.map((port) => [proto, port] as const)))(
+    '%s/%i: traced verdicts equal probed ones',
+    async (proto, port) => {
+      const views = await Promise.all(sb.nodes().map(nodeView));
+      const observed = await probeMatrix(sb, { protocol: proto.toUpperCase() as 'TCP' | 'UDP' | 'SCTP', port, timeoutMs: 500 });
+      const disagreements: string[] = [];
+      let allowed = 0;
+      for (const from of sb.pods()) {
+        for (const to of sb.pods()) {
+          // Every node the packet crosses must let it through: the sender's (egress) and the receiver's (ingress).
+          const crossed = views.filter((v) => v.node.name === from.node || v.node.name === to.node);
+          const traced = crossed.every((v) => {
+            const packet = packetFor(
+              { src: from.ip, dst: to.ip, proto, dport: port },
+              { bridge: 'cni0', uplink: 'eth0', podCidrs: [v.node.podCidr] },
+            );
+            return tracePacket(v.ruleset, v.ipsets, packet).verdict !== 'DROP';
+          });
+          const probed = observed.cells[from.key]?.[to.key];
+          if (probed) allowed++;
+          if (traced !== probed)
+            disagreements.push(`${from.key} -> ${to.key}: traced ${traced ? 'allow' : 'drop'}, probed ${probed ? 'allow' : 'drop'}`);
+        }
       }
-    }
-    expect(disagreements).toEqual([]);
-    // The policies must leave both kinds of cell for this check to mean anything.
-    expect(allowed).toBeGreaterThan(0);
-    expect(allowed).toBeLessThan(sb.pods().length ** 2);
-  }, 60_000);
+      expect(disagreements).toEqual([]);
+      // The policies must leave both kinds of cell for this check to mean anything.
+      expect(allowed).toBeGreaterThan(0);
+      expect(allowed).toBeLessThan(sb.pods().length ** 2);
+    },
+    60_000,
+  );
 });

@@ -19,7 +19,16 @@ import { main } from '../../src/cli/main.js';
 import { createSandbox, formatMatrix, matrixOf, probeMatrix, waitForMatrix, type Sandbox } from '../../sandbox/index.js';
 import { run } from '../../src/dataplane/exec.js';
 import { FakeApiServer, type KubeObject } from '../fakes/fake-apiserver.js';
-import { namespaceObject, nodeObject, ownedChains, podObject, startNodeDaemon, waitReady, type Labels, type NodeDaemon } from '../helpers/daemon-harness.js';
+import {
+  namespaceObject,
+  nodeObject,
+  ownedChains,
+  podObject,
+  startNodeDaemon,
+  waitReady,
+  type Labels,
+  type NodeDaemon,
+} from '../helpers/daemon-harness.js';
 import { describeKernel } from '../helpers/netns.js';
 import { buildCommit, type OldBuild } from '../helpers/old-build.js';
 
@@ -44,7 +53,11 @@ const POLICIES: readonly KubeObject[] = [
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
     metadata: { name: 'a-from-b', namespace: 'x' },
-    spec: { podSelector: { matchLabels: { app: 'a' } }, policyTypes: ['Ingress'], ingress: [{ from: [{ podSelector: { matchLabels: { app: 'b' } } }] }] },
+    spec: {
+      podSelector: { matchLabels: { app: 'a' } },
+      policyTypes: ['Ingress'],
+      ingress: [{ from: [{ podSelector: { matchLabels: { app: 'b' } } }] }],
+    },
   },
   {
     apiVersion: 'networking.k8s.io/v1',
@@ -54,7 +67,9 @@ const POLICIES: readonly KubeObject[] = [
   },
 ];
 const allowed = (from: string, to: string): boolean => from === to || (to === 'x/a' ? from === 'x/b' : to !== 'y/b');
-const FORBIDDEN = PODS.flatMap((f) => PODS.map((t) => [`${f.namespace}/${f.name}`, `${t.namespace}/${t.name}`] as const)).filter(([f, t]) => !allowed(f, t));
+const FORBIDDEN = PODS.flatMap((f) => PODS.map((t) => [`${f.namespace}/${f.name}`, `${t.namespace}/${t.name}`] as const)).filter(
+  ([f, t]) => !allowed(f, t),
+);
 
 /** Probes every forbidden pair over and over until stopped; remembers any that connected. */
 class Watchman {
@@ -115,7 +130,13 @@ describeKernel('upgrade from an older build and uninstall, traffic checked throu
     await server.start();
     for (const node of sandbox.nodes()) server.create(nodeObject(node));
     for (const ns of ['x', 'y']) server.create(namespaceObject(ns));
-    for (const p of PODS) server.create(podObject(sandbox.pods().find((s) => s.key === `${p.namespace}/${p.name}`)!, p.labels));
+    for (const p of PODS)
+      server.create(
+        podObject(
+          sandbox.pods().find((s) => s.key === `${p.namespace}/${p.name}`)!,
+          p.labels,
+        ),
+      );
     for (const p of POLICIES) server.create(p);
   });
 
@@ -135,17 +156,39 @@ describeKernel('upgrade from an older build and uninstall, traffic checked throu
     if (!result.ok) throw new Error(`${what}: matrix did not converge\n${formatMatrix(result.observed, { expected })}`);
   };
 
-  it('upgrade: the new build adopts the old build\'s chains and sets node by node, no forbidden pair ever connects', async () => {
+  it("upgrade: the new build adopts the old build's chains and sets node by node, no forbidden pair ever connects", async () => {
     if (!old) return;
     const kubeconfig = server!.writeKubeconfig(dir);
     const startOld = (node: (typeof NODES)[number], netns: string): ChildProcess => {
-      const args = [old!.main, 'daemon', '--netns', netns, '--node-name', node.name, '--kubeconfig', kubeconfig, '--pod-cidr', node.podCidr,
-        '--listen-address', '127.0.0.1:0', '--flannel-subnet-env', '/nonexistent/netfence-test/subnet.env', '--batch-window-ms', '10', '--log-format', 'json'];
+      const args = [
+        old!.main,
+        'daemon',
+        '--netns',
+        netns,
+        '--node-name',
+        node.name,
+        '--kubeconfig',
+        kubeconfig,
+        '--pod-cidr',
+        node.podCidr,
+        '--listen-address',
+        '127.0.0.1:0',
+        '--flannel-subnet-env',
+        '/nonexistent/netfence-test/subnet.env',
+        '--batch-window-ms',
+        '10',
+        '--log-format',
+        'json',
+      ];
       const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
       children.push(child);
       return child;
     };
-    for (const node of sandbox!.nodes()) startOld(NODES.find((n) => n.name === node.name)!, node.netns);
+    for (const node of sandbox!.nodes())
+      startOld(
+        NODES.find((n) => n.name === node.name)!,
+        node.netns,
+      );
     // Before: the old build enforces both policies.
     await expectMatrix(allowed, 'old build');
     const oldForward = await nfForward(sandbox!.nodes()[0]!.netns);
@@ -193,10 +236,17 @@ describeKernel('upgrade from an older build and uninstall, traffic checked throu
     // Step 2, deploy/uninstall: `netfence cleanup` on each node.
     for (const node of sandbox!.nodes()) {
       const err: string[] = [];
-      expect(await main(['cleanup', '--netns', node.netns, '--chain-prefix', 'nf-', '--ipset-prefix', 'nf', '--backend', 'auto'], { out: () => {}, err: (t) => void err.push(t) })).toBe(0);
+      expect(
+        await main(['cleanup', '--netns', node.netns, '--chain-prefix', 'nf-', '--ipset-prefix', 'nf', '--backend', 'auto'], {
+          out: () => {},
+          err: (t) => void err.push(t),
+        }),
+      ).toBe(0);
       expect(err.join('')).toMatch(/^cleanup: removed \d+ chain\(s\), 1 hook\(s\), \d+ set\(s\)\n$/);
       expect(await ownedChains(node.netns)).toEqual([]);
-      expect((await run('ipset', ['list', '-n'], { netns: node.netns })).stdout.split('\n').filter((n) => /^nf[46][a-z]:/.test(n))).toEqual([]);
+      expect((await run('ipset', ['list', '-n'], { netns: node.netns })).stdout.split('\n').filter((n) => /^nf[46][a-z]:/.test(n))).toEqual(
+        [],
+      );
     }
     // After: no policy is enforced any more; every pair connects.
     const keys = sandbox!.pods().map((p) => p.key);

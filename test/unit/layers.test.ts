@@ -55,7 +55,11 @@ const imports: { readonly from: string; readonly edges: readonly Edge[] }[] = fi
 
 describe('layer map', () => {
   it('knows every folder of src/', () => {
-    expect(readdirSync(SRC).map((f) => f.replace(/\.ts$/, '')).filter((f) => !(f in MAY_IMPORT))).toEqual([]);
+    expect(
+      readdirSync(SRC)
+        .map((f) => f.replace(/\.ts$/, ''))
+        .filter((f) => !(f in MAY_IMPORT)),
+    ).toEqual([]);
   });
 
   it('each folder imports only what the map allows, and nothing outside src/', () => {
@@ -71,7 +75,8 @@ describe('layer map', () => {
         }
         const to = layerOf(target.replace(/\.js$/, '.ts'));
         const allowed = MAY_IMPORT[layer] ?? [];
-        if (to !== layer && !allowed.includes('*') && !allowed.includes(to)) wrong.push(`${e.file}:${e.line}: ${layer} may not import ${to} (${e.spec})`);
+        if (to !== layer && !allowed.includes('*') && !allowed.includes(to))
+          wrong.push(`${e.file}:${e.line}: ${layer} may not import ${to} (${e.spec})`);
       }
     }
     expect(wrong).toEqual([]);
@@ -79,7 +84,9 @@ describe('layer map', () => {
 
   it('only src/dataplane runs processes or talks netlink', () => {
     const wrong = imports.flatMap(({ from, edges }) =>
-      layerOf(from) === 'dataplane' ? [] : edges.filter((e) => PROCESS_MODULES.includes(e.spec)).map((e) => `${e.file}:${e.line}: imports ${e.spec}`),
+      layerOf(from) === 'dataplane'
+        ? []
+        : edges.filter((e) => PROCESS_MODULES.includes(e.spec)).map((e) => `${e.file}:${e.line}: imports ${e.spec}`),
     );
     expect(wrong).toEqual([]);
   });

@@ -36,7 +36,8 @@ export class HouseDaemons {
       await server.start();
       started.publish();
       const kubeconfig = server.writeKubeconfig(dir);
-      for (const node of cluster.sandbox.nodes()) daemons.push(await startNodeDaemon(node, { kubeconfig }, { 'batch-window-ms': '10', 'pod-cidr': cluster.podCidrs(node.name) }));
+      for (const node of cluster.sandbox.nodes())
+        daemons.push(await startNodeDaemon(node, { kubeconfig }, { 'batch-window-ms': '10', 'pod-cidr': cluster.podCidrs(node.name) }));
       await Promise.all(daemons.map((d) => waitReady(d)));
       return started;
     } catch (err) {
@@ -83,7 +84,10 @@ export class HouseDaemons {
 
   private async waitInSync(deadline: number): Promise<string | undefined> {
     const file = join(this.dir, 'published.json');
-    writeFileSync(`${file}.tmp`, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [...this.published.values()].map((o) => JSON.parse(o) as unknown) }));
+    writeFileSync(
+      `${file}.tmp`,
+      JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [...this.published.values()].map((o) => JSON.parse(o) as unknown) }),
+    );
     renameSync(`${file}.tmp`, file);
     for (;;) {
       // A daemon takes ~100 ms or more to program a change: a diff at once would only race it for the CPU.
@@ -92,7 +96,21 @@ export class HouseDaemons {
         this.cluster.sandbox.nodes().map(async (node) => {
           let out = '';
           const io = { out: (t: string) => (out += t), err: (t: string) => (out += t) };
-          const code = await main(['diff', '--netns', node.netns, '--node-name', node.name, ...this.cluster.podCidrs(node.name).flatMap((c) => ['--pod-cidr', c]), '--log-level', 'error', '--resources', file], io);
+          const code = await main(
+            [
+              'diff',
+              '--netns',
+              node.netns,
+              '--node-name',
+              node.name,
+              ...this.cluster.podCidrs(node.name).flatMap((c) => ['--pod-cidr', c]),
+              '--log-level',
+              'error',
+              '--resources',
+              file,
+            ],
+            io,
+          );
           return code === 0 ? undefined : `[${node.name}] diff exited ${code}:\n${out}`;
         }),
       );

@@ -119,7 +119,9 @@ export class HouseCluster {
     const sandbox = await createSandbox({ nodes: NODES, ...(family === 6 ? { ipv6: {} } : {}) }, { ports: [...PORTS, ...CENTAUR_PORTS] });
     const families = family === 6 ? { families: [6, 4] as const } : {};
     try {
-      await Promise.all(HOUSE_PODS.map((p) => sandbox.addPod({ namespace: p.namespace, name: p.name, node: p.node, ip: p.ip, ports: PORTS, ...families })));
+      await Promise.all(
+        HOUSE_PODS.map((p) => sandbox.addPod({ namespace: p.namespace, name: p.name, node: p.node, ip: p.ip, ports: PORTS, ...families })),
+      );
     } catch (err) {
       await sandbox.destroy();
       throw err;
@@ -163,7 +165,18 @@ export class HouseCluster {
     const file = this.write();
     await Promise.all(
       this.sandbox.nodes().map(async (node) => {
-        const argv = ['apply', '--netns', node.netns, '--node-name', node.name, ...this.podCidrs(node.name).flatMap((c) => ['--pod-cidr', c]), '--log-level', 'error', '--resources', file];
+        const argv = [
+          'apply',
+          '--netns',
+          node.netns,
+          '--node-name',
+          node.name,
+          ...this.podCidrs(node.name).flatMap((c) => ['--pod-cidr', c]),
+          '--log-level',
+          'error',
+          '--resources',
+          file,
+        ];
         let err = '';
         const code = await main(argv, { out: () => undefined, err: (t) => (err += t) });
         this.applyLog.push(`[${node.name}] ${err.trim()}`);
@@ -188,11 +201,18 @@ export class HouseCluster {
     const deadline = Date.now() + DEADLINE_MS;
     for (;;) {
       const v6 = this.family === 6 ? { family: 6 as const, beforeRound: () => this.coldNeighbours(from) } : {};
-      const result = await waitForMatrix(this.sandbox, expected, { protocol, port, deadlineMs: Math.max(0, deadline - Date.now()), timeoutMs: PROBE_TIMEOUT_MS, ...v6 });
+      const result = await waitForMatrix(this.sandbox, expected, {
+        protocol,
+        port,
+        deadlineMs: Math.max(0, deadline - Date.now()),
+        timeoutMs: PROBE_TIMEOUT_MS,
+        ...v6,
+      });
       const error = result.observed.errors[`${from} -> ${to}`];
       // Refused is final: REJECT's ICMP errors are rate-limited, so a later round could read as a timeout.
       const refused = !ok && result.ok && !/timeout/i.test(error ?? '');
-      if (refused) return `  ${protocol}/${port} ${from} -> ${to}: expected blocked (timeout), observed blocked but not by a silent drop (${error})`;
+      if (refused)
+        return `  ${protocol}/${port} ${from} -> ${to}: expected blocked (timeout), observed blocked but not by a silent drop (${error})`;
       if (result.ok || Date.now() >= deadline) {
         if (result.ok) return undefined;
         const seen = ok ? `blocked (${error ?? '?'})` : 'reachable';
@@ -235,7 +255,8 @@ export class HouseCluster {
 
   async destroy(): Promise<void> {
     try {
-      for (const node of this.sandbox.nodes()) await main(['cleanup', '--netns', node.netns, '--log-level', 'error'], { out: () => undefined, err: () => undefined });
+      for (const node of this.sandbox.nodes())
+        await main(['cleanup', '--netns', node.netns, '--log-level', 'error'], { out: () => undefined, err: () => undefined });
     } finally {
       await this.sandbox.destroy();
       rmSync(this.dir, { recursive: true, force: true });
@@ -262,9 +283,18 @@ export class HouseCluster {
         // The labels every kubelet sets; upstream's node peers select `kubernetes.io/os: linux`.
         metadata: { name: n.name, labels: { 'kubernetes.io/hostname': n.name, 'kubernetes.io/os': 'linux' } },
         spec: { podCIDR: this.podCidrs(n.name)[0], podCIDRs: this.podCidrs(n.name) },
-        status: { addresses: (this.family === 6 ? [n.ipv6!.underlayIp, n.underlayIp] : [n.underlayIp]).map((address) => ({ type: 'InternalIP', address })) },
+        status: {
+          addresses: (this.family === 6 ? [n.ipv6!.underlayIp, n.underlayIp] : [n.underlayIp]).map((address) => ({
+            type: 'InternalIP',
+            address,
+          })),
+        },
       })),
-      ...Object.entries(this.state.namespaceLabels).map(([name, labels]) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels } })),
+      ...Object.entries(this.state.namespaceLabels).map(([name, labels]) => ({
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name, labels },
+      })),
       ...HOUSE_PODS.map((p) => ({ p, ips: this.sandbox.pods().find((s) => s.key === p.key)!.ips })).map(({ p, ips }) => ({
         apiVersion: 'v1',
         kind: 'Pod',

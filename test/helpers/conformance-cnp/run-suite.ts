@@ -88,18 +88,29 @@ export function describeCnpConformance(family: HouseFamily): void {
         const snap = c().snapshot();
         const oracle = new Oracle(snap);
         const ipOf = (key: string) =>
-          key.startsWith('node:') ? snap.nodes.find((n) => n.name === key.slice('node:'.length))!.addresses[0]! : snap.pods.find((p) => `${p.namespace}/${p.name}` === key)!.ips[0]!;
+          key.startsWith('node:')
+            ? snap.nodes.find((n) => n.name === key.slice('node:'.length))!.addresses[0]!
+            : snap.pods.find((p) => `${p.namespace}/${p.name}` === key)!.ips[0]!;
         const cells = cellsOf(step.pokes).filter((cell) => LOCAL_NODE_PEERS_ENFORCED || !isLocalNodePeer(cell));
         const groups = new Map<string, Cell[]>();
         for (const cell of cells) {
-          if (oracle.allows({ src: ipOf(cell.from), dst: ipOf(cell.to), proto: cell.protocol.toLowerCase() as 'tcp', port: cell.port }) !== cell.connect) {
+          if (
+            oracle.allows({ src: ipOf(cell.from), dst: ipOf(cell.to), proto: cell.protocol.toLowerCase() as 'tcp', port: cell.port }) !==
+            cell.connect
+          ) {
             failures.push(`step ${i + 1}: the spec oracle disagrees with ${cell.origin}`);
           }
           const key = `${cell.protocol}/${cell.port}`;
           groups.set(key, [...(groups.get(key) ?? []), cell]);
         }
         const reports = await Promise.all(
-          [...groups.values()].map((group) => c().expect(group[0]!.protocol, group[0]!.port, group.map((cell) => [cell.from, cell.to, cell.connect] as const))),
+          [...groups.values()].map((group) =>
+            c().expect(
+              group[0]!.protocol,
+              group[0]!.port,
+              group.map((cell) => [cell.from, cell.to, cell.connect] as const),
+            ),
+          ),
         );
         for (const report of reports) if (report) failures.push(`step ${i + 1}:\n${report}`);
       }
@@ -119,7 +130,8 @@ export function describeCnpConformance(family: HouseFamily): void {
           it(subtest.title, () => runSteps(subtest.steps));
           const local = subtest.steps.flatMap((s) => cellsOf(s.pokes)).filter(isLocalNodePeer);
           if (local.length > 0 && !LOCAL_NODE_PEERS_ENFORCED) {
-            it.skip(`${subtest.title} — pod to the centaur on its own node (${local.map((l) => l.origin).join('; ')}): egress to the local node goes through INPUT, which this run does not assert (LOCAL_NODE_PEERS_ENFORCED); the cross-node twins are asserted above`, () => undefined);
+            it.skip(`${subtest.title} — pod to the centaur on its own node (${local.map((l) => l.origin).join('; ')}): egress to the local node goes through INPUT, which this run does not assert (LOCAL_NODE_PEERS_ENFORCED); the cross-node twins are asserted above`, () =>
+              undefined);
           }
         }
       });
@@ -135,13 +147,23 @@ export function describeCnpConformance(family: HouseFamily): void {
             apiVersion: 'policy.networking.k8s.io/v1alpha2',
             kind: 'ClusterNetworkPolicy',
             metadata: { name: 'admin-pass-slytherin' },
-            spec: { tier: 'Admin', priority: 5, subject: { namespaces: house('gryffindor') }, ingress: [{ name: 'pass-slytherin', action: 'Pass', from: [{ namespaces: house('slytherin') }] }] },
+            spec: {
+              tier: 'Admin',
+              priority: 5,
+              subject: { namespaces: house('gryffindor') },
+              ingress: [{ name: 'pass-slytherin', action: 'Pass', from: [{ namespaces: house('slytherin') }] }],
+            },
           },
           {
             apiVersion: 'policy.networking.k8s.io/v1alpha2',
             kind: 'ClusterNetworkPolicy',
             metadata: { name: 'baseline-deny-slytherin' },
-            spec: { tier: 'Baseline', priority: 5, subject: { namespaces: house('gryffindor') }, ingress: [{ name: 'deny-slytherin', action: 'Deny', from: [{ namespaces: house('slytherin') }] }] },
+            spec: {
+              tier: 'Baseline',
+              priority: 5,
+              subject: { namespaces: house('gryffindor') },
+              ingress: [{ name: 'deny-slytherin', action: 'Deny', from: [{ namespaces: house('slytherin') }] }],
+            },
           },
         ]);
         c().setPolicies([
@@ -175,7 +197,10 @@ export function describeCnpConformance(family: HouseFamily): void {
         runSteps([
           {
             change: (cl) => cl.setNamespaceLabels(ns('ravenclaw'), { 'conformance-house': 'slytherin' }),
-            pokes: [poke('luna-lovegood-0', 'udp', 'harry-potter-0', 53, false), poke('cedric-diggory-0', 'udp', 'harry-potter-0', 53, true)],
+            pokes: [
+              poke('luna-lovegood-0', 'udp', 'harry-potter-0', 53, false),
+              poke('cedric-diggory-0', 'udp', 'harry-potter-0', 53, true),
+            ],
           },
         ]));
     });

@@ -23,7 +23,13 @@ export interface Poke {
   readonly connect: boolean;
 }
 
-export const poke = (client: string, protocol: PokeProtocol, server: string, port: number, connect: boolean): Poke => ({ client, protocol, server, port, connect });
+export const poke = (client: string, protocol: PokeProtocol, server: string, port: number, connect: boolean): Poke => ({
+  client,
+  protocol,
+  server,
+  port,
+  connect,
+});
 
 /** A live change (kubectl patch / delete), applied to the desired state before the step's pokes. */
 export type Change = (cluster: HouseCluster) => void;
@@ -68,8 +74,19 @@ const internet = { networks: ['0.0.0.0/0', '::/0'] };
 /** `protocols:` entries, e.g. [['tcp', 80], ['udp', 53]]. */
 const at = (...ports: readonly (readonly [PokeProtocol, number])[]) => ports.map(([p, n]) => ({ [p]: { destinationPort: { number: n } } }));
 
-function cnp(name: string, tier: 'Admin' | 'Baseline', priority: number, subject: Record<string, unknown>, rules: { ingress?: Rule[]; egress?: Rule[] }): CnpDoc {
-  return { apiVersion: 'policy.networking.k8s.io/v1alpha2', kind: 'ClusterNetworkPolicy', metadata: { name }, spec: { tier, priority, subject, ...rules } };
+function cnp(
+  name: string,
+  tier: 'Admin' | 'Baseline',
+  priority: number,
+  subject: Record<string, unknown>,
+  rules: { ingress?: Rule[]; egress?: Rule[] },
+): CnpDoc {
+  return {
+    apiVersion: 'policy.networking.k8s.io/v1alpha2',
+    kind: 'ClusterNetworkPolicy',
+    metadata: { name },
+    spec: { tier, priority, subject, ...rules },
+  };
 }
 
 interface Houses {
@@ -111,10 +128,26 @@ function ordered(tier: 'Admin' | 'Baseline', direction: Direction, h: Houses): R
 }
 
 // standard-{ingress,egress}-{tcp,udp,sctp}-rules.yaml: which houses and ports each one names.
-const INGRESS_TCP: Houses = { all: 'ravenclaw', denyAt: ['slytherin', at(['tcp', 80]), 'port-80'], acceptAt: ['hufflepuff', at(['tcp', 80]), 'port-80'] };
-const INGRESS_UDP: Houses = { all: 'ravenclaw', denyAt: ['slytherin', at(['udp', 5353]), 'port-5353'], acceptAt: ['gryffindor', at(['udp', 53]), 'port-53'] };
-const INGRESS_SCTP: Houses = { all: 'gryffindor', denyAt: ['slytherin', at(['sctp', 9003]), 'port-9003'], acceptAt: ['hufflepuff', at(['sctp', 9003]), 'port-9003'] };
-const EGRESS_TCP: Houses = { all: 'ravenclaw', denyAt: ['slytherin', at(['tcp', 80]), 'port-80'], acceptAt: ['hufflepuff', at(['tcp', 8080]), 'port-8080'] };
+const INGRESS_TCP: Houses = {
+  all: 'ravenclaw',
+  denyAt: ['slytherin', at(['tcp', 80]), 'port-80'],
+  acceptAt: ['hufflepuff', at(['tcp', 80]), 'port-80'],
+};
+const INGRESS_UDP: Houses = {
+  all: 'ravenclaw',
+  denyAt: ['slytherin', at(['udp', 5353]), 'port-5353'],
+  acceptAt: ['gryffindor', at(['udp', 53]), 'port-53'],
+};
+const INGRESS_SCTP: Houses = {
+  all: 'gryffindor',
+  denyAt: ['slytherin', at(['sctp', 9003]), 'port-9003'],
+  acceptAt: ['hufflepuff', at(['sctp', 9003]), 'port-9003'],
+};
+const EGRESS_TCP: Houses = {
+  all: 'ravenclaw',
+  denyAt: ['slytherin', at(['tcp', 80]), 'port-80'],
+  acceptAt: ['hufflepuff', at(['tcp', 8080]), 'port-8080'],
+};
 const EGRESS_UDP: Houses = INGRESS_UDP;
 const EGRESS_SCTP: Houses = INGRESS_SCTP;
 // standard-gress-rules-combined.yaml
@@ -170,12 +203,21 @@ const setPriority =
 /** `mutateNamespace.SetLabels(...)` then PatchNamespace. */
 const setNamespaceLabels =
   (house: House, labels: Record<string, string>): Change =>
-  (c) => c.setNamespaceLabels(ns(house), labels);
+  (c) =>
+    c.setNamespaceLabels(ns(house), labels);
 
 const deletePolicy =
   (namespace: string, name: string): Change =>
   (c) =>
-    c.setPolicies(c.current.policies.filter((p) => !((p as { metadata: { namespace: string; name: string } }).metadata.namespace === namespace && (p as { metadata: { name: string } }).metadata.name === name)));
+    c.setPolicies(
+      c.current.policies.filter(
+        (p) =>
+          !(
+            (p as { metadata: { namespace: string; name: string } }).metadata.namespace === namespace &&
+            (p as { metadata: { name: string } }).metadata.name === name
+          ),
+      ),
+    );
 
 /** The inline-CIDR tests' new first rule: Accept to luna-lovegood-0's and cedric-diggory-0's podIPs (/32, or /128 when not IPv4, as upstream). */
 const prependAcceptToPodIps =
@@ -183,13 +225,20 @@ const prependAcceptToPodIps =
   (c) => {
     const ipOf = (pod: string) => c.sandbox.pods().find((p) => p.name === pod)!.ip;
     patchRules(name, 'egress', (rules) => {
-      rules.unshift({ name: 'allow-egress-to-specific-podIPs', action: 'Accept', to: [{ networks: podNames.map((p) => `${ipOf(p)}${ipOf(p).includes(':') ? '/128' : '/32'}`) }] });
+      rules.unshift({
+        name: 'allow-egress-to-specific-podIPs',
+        action: 'Accept',
+        to: [{ networks: podNames.map((p) => `${ipOf(p)}${ipOf(p).includes(':') ? '/128' : '/32'}`) }],
+      });
     })(c);
   };
 
 // --- shared subtest shapes -------------------------------------------------------------------------------
 
-const one = (title: string, pokes: readonly Poke[], change?: Change): Subtest => ({ title, steps: [change ? { change, pokes } : { pokes }] });
+const one = (title: string, pokes: readonly Poke[], change?: Change): Subtest => ({
+  title,
+  steps: [change ? { change, pokes } : { pokes }],
+});
 
 /** tcp 80, udp 53, sctp 9003 from `client` to `server`, all expecting `connect`. */
 const threeProtocols = (client: string, server: string, connect: boolean): Poke[] => [
@@ -204,14 +253,31 @@ function inlineCidrSubtests(name: string): Subtest[] {
     {
       title: "Should support a 'deny-egress' rule policy for egress-cidr-peer",
       steps: [
-        { pokes: [...threeProtocols(hp1, 'luna-lovegood-0', false), ...threeProtocols(hp1, 'cedric-diggory-0', false), ...threeProtocols(hp1, 'draco-malfoy-0', true)] },
-        { change: setNamespaceLabels('slytherin', { 'conformance-house': 'denied-namespace-label' }), pokes: threeProtocols(hp1, 'draco-malfoy-0', false) },
-        { change: setNamespaceLabels('slytherin', { 'conformance-house': 'slytherin' }), pokes: threeProtocols(hp1, 'draco-malfoy-0', true) },
+        {
+          pokes: [
+            ...threeProtocols(hp1, 'luna-lovegood-0', false),
+            ...threeProtocols(hp1, 'cedric-diggory-0', false),
+            ...threeProtocols(hp1, 'draco-malfoy-0', true),
+          ],
+        },
+        {
+          change: setNamespaceLabels('slytherin', { 'conformance-house': 'denied-namespace-label' }),
+          pokes: threeProtocols(hp1, 'draco-malfoy-0', false),
+        },
+        {
+          change: setNamespaceLabels('slytherin', { 'conformance-house': 'slytherin' }),
+          pokes: threeProtocols(hp1, 'draco-malfoy-0', true),
+        },
       ],
     },
     one(
       "Should support an 'allow-egress' rule policy for egress-cidr-peer",
-      [...threeProtocols(hp1, 'luna-lovegood-0', true), ...threeProtocols(hp1, 'cedric-diggory-0', true), ...threeProtocols(hp1, 'luna-lovegood-1', false), ...threeProtocols(hp1, 'cedric-diggory-1', false)],
+      [
+        ...threeProtocols(hp1, 'luna-lovegood-0', true),
+        ...threeProtocols(hp1, 'cedric-diggory-0', true),
+        ...threeProtocols(hp1, 'luna-lovegood-1', false),
+        ...threeProtocols(hp1, 'cedric-diggory-1', false),
+      ],
       prependAcceptToPodIps(name, 'luna-lovegood-0', 'cedric-diggory-0'),
     ),
   ];
@@ -517,7 +583,12 @@ export const UPSTREAM_TESTS: readonly UpstreamTest[] = [
   {
     shortName: 'CNPAdminTierGress',
     manifest: 'base/admin_tier/standard-gress-rules-combined.yaml',
-    clusterPolicies: [cnp('gress-rules', 'Admin', 15, subjectNs('gryffindor'), { ingress: ordered('Admin', 'ingress', GRESS_IN), egress: ordered('Admin', 'egress', GRESS_OUT) })],
+    clusterPolicies: [
+      cnp('gress-rules', 'Admin', 15, subjectNs('gryffindor'), {
+        ingress: ordered('Admin', 'ingress', GRESS_IN),
+        egress: ordered('Admin', 'egress', GRESS_OUT),
+      }),
+    ],
     subtests: gressSubtests('gress-rules', true),
   },
   {
@@ -575,14 +646,26 @@ export const UPSTREAM_TESTS: readonly UpstreamTest[] = [
     shortName: 'CNPAdminTierIntegration',
     manifest: 'base/api_integration/standard-anp-np-banp.yaml',
     clusterPolicies: [
-      cnp('pass-example', 'Admin', 10, { namespaces: byHouse('gryffindor') }, {
-        ingress: [{ name: 'deny-all-ingress-from-slytherin', action: 'Deny', from: [{ namespaces: byHouse('slytherin') }] }],
-        egress: [{ name: 'deny-all-egress-to-slytherin', action: 'Deny', to: [{ namespaces: byHouse('slytherin') }] }],
-      }),
-      cnp('default', 'Baseline', 10, { namespaces: byHouse('gryffindor') }, {
-        ingress: [{ name: 'deny-all-ingress-from-slytherin', action: 'Deny', from: [{ namespaces: byHouse('slytherin') }] }],
-        egress: [{ name: 'deny-all-egress-to-slytherin', action: 'Deny', to: [{ namespaces: byHouse('slytherin') }] }],
-      }),
+      cnp(
+        'pass-example',
+        'Admin',
+        10,
+        { namespaces: byHouse('gryffindor') },
+        {
+          ingress: [{ name: 'deny-all-ingress-from-slytherin', action: 'Deny', from: [{ namespaces: byHouse('slytherin') }] }],
+          egress: [{ name: 'deny-all-egress-to-slytherin', action: 'Deny', to: [{ namespaces: byHouse('slytherin') }] }],
+        },
+      ),
+      cnp(
+        'default',
+        'Baseline',
+        10,
+        { namespaces: byHouse('gryffindor') },
+        {
+          ingress: [{ name: 'deny-all-ingress-from-slytherin', action: 'Deny', from: [{ namespaces: byHouse('slytherin') }] }],
+          egress: [{ name: 'deny-all-egress-to-slytherin', action: 'Deny', to: [{ namespaces: byHouse('slytherin') }] }],
+        },
+      ),
     ],
     policies: [
       {
@@ -879,7 +962,12 @@ export const UPSTREAM_TESTS: readonly UpstreamTest[] = [
     clusterPolicies: [
       cnp('default', 'Baseline', 10, subjectNs('gryffindor'), {
         egress: [
-          { name: `allow-egress-to-${HNP[0]}-on-nodes`, action: 'Accept', to: [nodesLinux], protocols: [{ tcp: { destinationPort: { range: { start: HNP[0], end: HNP[1] } } } }] },
+          {
+            name: `allow-egress-to-${HNP[0]}-on-nodes`,
+            action: 'Accept',
+            to: [nodesLinux],
+            protocols: [{ tcp: { destinationPort: { range: { start: HNP[0], end: HNP[1] } } } }],
+          },
           { name: 'deny-egress-to-nodes-and-internet', action: 'Deny', to: [nodesLinux, internet] },
         ],
       }),

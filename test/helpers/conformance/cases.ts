@@ -41,7 +41,10 @@ export const sctp81 = check('SCTP', 81);
 
 /** The common shape: create these policies, then expect these matrices. */
 export function policyCase(name: string, policies: readonly PolicyDoc[], ...checks: readonly Check[]): ConformanceCase {
-  return { name, steps: [{ title: `create ${policies.map(policyName).join(', ') || 'no policies'}`, change: (c) => c.setPolicies(policies), checks }] };
+  return {
+    name,
+    steps: [{ title: `create ${policies.map(policyName).join(', ') || 'no policies'}`, change: (c) => c.setPolicies(policies), checks }],
+  };
 }
 
 export function step(title: string, change: Step['change'], ...checks: readonly Check[]): Step {
@@ -58,7 +61,10 @@ export async function runCase(cluster: ConformanceCluster, kase: ConformanceCase
     await cluster.apply();
     for (const c of s.checks) {
       const disagreements = oracleDisagreements(cluster.snapshot(), c, cluster.family);
-      if (disagreements.length > 0) failures.push(`step ${i + 1} (${s.title}): ${c.protocol}/${c.port} expectation disagrees with the spec oracle:\n${disagreements.join('\n')}`);
+      if (disagreements.length > 0)
+        failures.push(
+          `step ${i + 1} (${s.title}): ${c.protocol}/${c.port} expectation disagrees with the spec oracle:\n${disagreements.join('\n')}`,
+        );
       const outcome = await cluster.check(c.expect, c);
       if (!outcome.ok) failures.push(`step ${i + 1} (${s.title}): ${outcome.report}`);
     }

@@ -9,7 +9,15 @@ import { main } from '../../../src/cli/main.js';
 import { run } from '../../../src/dataplane/exec.js';
 import { loadManifests } from '../../../src/cluster/manifests.js';
 import type { ClusterSnapshot, Protocol } from '../../../src/model/index.js';
-import { createSandbox, formatMatrix, waitForMatrix, wrongCells, type Matrix, type Sandbox, type WaitForMatrixResult } from '../../../sandbox/index.js';
+import {
+  createSandbox,
+  formatMatrix,
+  waitForMatrix,
+  wrongCells,
+  type Matrix,
+  type Sandbox,
+  type WaitForMatrixResult,
+} from '../../../sandbox/index.js';
 import { BASE_STATE, writeManifests, type ClusterState, type PolicyDoc } from './manifests.js';
 import { MODEL_PODS, NODES, nodePodCidr, type ContainerPortSpec, type Family, type Labels, type ModelPod } from './model.js';
 import { startModelServices, type ModelServices } from './services.js';
@@ -73,8 +81,19 @@ export class ConformanceCluster {
   }
 
   /** A model pod in the sandbox: its fixed IPv4 slot, and on an IPv6 run its IPv6 twin listed first. */
-  private addModelPod(p: { readonly namespace: string; readonly name: string; readonly node: string; readonly ip: string }): Promise<unknown> {
-    return this.sandbox.addPod({ namespace: p.namespace, name: p.name, node: p.node, ip: p.ip, ...(this.family === 6 ? { families: [6, 4] as const } : {}) });
+  private addModelPod(p: {
+    readonly namespace: string;
+    readonly name: string;
+    readonly node: string;
+    readonly ip: string;
+  }): Promise<unknown> {
+    return this.sandbox.addPod({
+      namespace: p.namespace,
+      name: p.name,
+      node: p.node,
+      ip: p.ip,
+      ...(this.family === 6 ? { families: [6, 4] as const } : {}),
+    });
   }
 
   get current(): ClusterState {
@@ -120,12 +139,21 @@ export class ConformanceCluster {
    * Deletes a pod and starts another one on the same node with the same IP (a new namespace, name and
    * labels are the caller's): what happens when an IP is recycled by the CNI.
    */
-  async replacePod(oldKey: string, next: { readonly namespace: string; readonly name: string; readonly labels: Labels }): Promise<ModelPod> {
+  async replacePod(
+    oldKey: string,
+    next: { readonly namespace: string; readonly name: string; readonly labels: Labels },
+  ): Promise<ModelPod> {
     const old = this.pod(oldKey);
     if (!this.state.namespaces[next.namespace]) throw new Error(`no namespace ${next.namespace}`);
     await this.sandbox.removePod(oldKey);
     await this.addModelPod({ namespace: next.namespace, name: next.name, node: old.node, ip: old.ip });
-    const pod: ModelPod = { ...old, namespace: next.namespace, name: next.name, key: `${next.namespace}/${next.name}`, labels: next.labels };
+    const pod: ModelPod = {
+      ...old,
+      namespace: next.namespace,
+      name: next.name,
+      key: `${next.namespace}/${next.name}`,
+      labels: next.labels,
+    };
     this.state = { ...this.state, pods: this.state.pods.map((p) => (p.key === oldKey ? pod : p)) };
     return pod;
   }
@@ -136,7 +164,18 @@ export class ConformanceCluster {
     await Promise.all(
       this.sandbox.nodes().map(async (node) => {
         const cidrs = this.family === 6 ? [node.podCidr, nodePodCidr(node.name, 6)] : [node.podCidr];
-        const argv = ['apply', '--netns', node.netns, '--node-name', node.name, ...cidrs.flatMap((c) => ['--pod-cidr', c]), '--log-level', 'error', '--resources', file];
+        const argv = [
+          'apply',
+          '--netns',
+          node.netns,
+          '--node-name',
+          node.name,
+          ...cidrs.flatMap((c) => ['--pod-cidr', c]),
+          '--log-level',
+          'error',
+          '--resources',
+          file,
+        ];
         const { code, err } = await runCli(argv);
         this.applyLog.push(`[${node.name}] ${err.trim()}`);
         // Every manifest here is valid: a reported problem is netfence rejecting something it must accept.

@@ -21,7 +21,10 @@ export function oracleDisagreements(snapshot: ClusterSnapshot, check: Check, fam
       if (src === undefined || dst === undefined || from === to) continue;
       const expected = cellOf(check.expect, from, to);
       const verdict = oracle.allows({ src, dst, proto: check.protocol.toLowerCase() as 'tcp' | 'udp' | 'sctp', port: check.port });
-      if (verdict !== expected) out.push(`  ${from} -> ${to}: the case expects ${expected ? 'reachable' : 'blocked'}, the oracle says ${verdict ? 'reachable' : 'blocked'}`);
+      if (verdict !== expected)
+        out.push(
+          `  ${from} -> ${to}: the case expects ${expected ? 'reachable' : 'blocked'}, the oracle says ${verdict ? 'reachable' : 'blocked'}`,
+        );
     }
   }
   return out;

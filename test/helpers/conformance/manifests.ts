@@ -16,7 +16,11 @@ export interface PolicyDoc {
 
 export interface SelectorDoc {
   readonly matchLabels?: Labels;
-  readonly matchExpressions?: readonly { readonly key: string; readonly operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist'; readonly values?: readonly string[] }[];
+  readonly matchExpressions?: readonly {
+    readonly key: string;
+    readonly operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+    readonly values?: readonly string[];
+  }[];
 }
 
 export interface PeerDoc {

@@ -23,5 +23,9 @@ export const cidr = (block: string, ...except: string[]): PeerDoc => ({ ipBlock:
 
 /** Ports: a number or a named port, TCP unless said otherwise. */
 export const port = (p: number | string, protocol?: Protocol): PortDoc => ({ port: p, ...(protocol ? { protocol } : {}) });
-export const portRange = (from: number, to: number, protocol?: Protocol): PortDoc => ({ port: from, endPort: to, ...(protocol ? { protocol } : {}) });
+export const portRange = (from: number, to: number, protocol?: Protocol): PortDoc => ({
+  port: from,
+  endPort: to,
+  ...(protocol ? { protocol } : {}),
+});
 export const anyPortOf = (protocol: Protocol): PortDoc => ({ protocol });

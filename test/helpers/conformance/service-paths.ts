@@ -56,7 +56,9 @@ export function describeServicePaths(get: () => ConformanceCluster): void {
       expect(await probeUntil(c, from, clusterIpOf(target, c.family), 80, true)).toBe(true);
       const node = c.sandbox.nodeNetns(modelPod(from).node);
       const family = c.family === 6 ? 'ipv6' : 'ipv4';
-      const { stdout } = await run('conntrack', ['-L', '-f', family, '-p', 'tcp', '--orig-dst', clusterIpOf(target, c.family)], { netns: node });
+      const { stdout } = await run('conntrack', ['-L', '-f', family, '-p', 'tcp', '--orig-dst', clusterIpOf(target, c.family)], {
+        netns: node,
+      });
       // The reply comes from the endpoint pod's address of the same family: the probe was DNATed there.
       expect(stdout).toContain(`src=${podIp(target.key, c.family)} `);
       expect(stdout).toContain(`src=${podIp(from, c.family)} `);
@@ -72,7 +74,8 @@ export function describeServicePaths(get: () => ConformanceCluster): void {
 
     describe('NodePort from outside the cluster: the source an ipBlock sees', () => {
       const client = (c: ConformanceCluster): string => c.services!.client.key;
-      const reach = async (c: ConformanceCluster, node: string, port: number, want: boolean) => probeUntil(c, client(c), nodeIp(c, node), port, want);
+      const reach = async (c: ConformanceCluster, node: string, port: number, want: boolean) =>
+        probeUntil(c, client(c), nodeIp(c, node), port, want);
       const onlyFrom = (block: string) => netpol('x', 'only-from', { podSelector: sel({ pod: 'a' }), ingress: [{ from: [cidr(block)] }] });
 
       it('without policy: both NodePorts answer on the endpoint node; eTP Local answers nowhere else', async () => {
@@ -93,7 +96,7 @@ export function describeServicePaths(get: () => ConformanceCluster): void {
         expect(await reach(c, other, NODE_PORTS.cluster, false)).toBe(false);
       });
 
-      it("ipBlock of the forwarding node: admits eTP Cluster via that node, and nothing the client sends directly", async () => {
+      it('ipBlock of the forwarding node: admits eTP Cluster via that node, and nothing the client sends directly', async () => {
         const c = get();
         c.setPolicies([onlyFrom(`${nodeIp(c, other)}${hostMask(c.family)}`)]);
         await c.apply();

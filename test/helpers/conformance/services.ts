@@ -31,7 +31,10 @@ export const NODE_PORT_TARGET = 'x/a';
 
 /** A Service's ClusterIP fields: single-stack IPv4, or dual-stack with IPv6 first. */
 const clusterIps = (v4: string, v6: string, family: Family) => (family === 6 ? { clusterIp: v6, clusterIps: [v6, v4] } : { clusterIp: v4 });
-const endpointsOf = (pod: ModelPod, family: Family) => [{ ip: pod.ip, node: pod.node }, ...(family === 6 ? [{ ip: pod.ip6, node: pod.node }] : [])];
+const endpointsOf = (pod: ModelPod, family: Family) => [
+  { ip: pod.ip, node: pod.node },
+  ...(family === 6 ? [{ ip: pod.ip6, node: pod.node }] : []),
+];
 
 export function modelServices(family: Family = 4): ServiceSpec[] {
   const ports = PORTS.flatMap((port) =>
@@ -53,7 +56,11 @@ export function modelServices(family: Family = 4): ServiceSpec[] {
     ports: [{ name: 'http', protocol: 'TCP', port: 80, targetPort: 80, nodePort: nodePortNumber }],
     endpoints: endpointsOf(target, family),
   });
-  return [...perPod, nodePort('np-cluster', NODE_PORT_IPS.cluster, NODE_PORTS.cluster, 'Cluster'), nodePort('np-local', NODE_PORT_IPS.local, NODE_PORTS.local, 'Local')];
+  return [
+    ...perPod,
+    nodePort('np-cluster', NODE_PORT_IPS.cluster, NODE_PORTS.cluster, 'Cluster'),
+    nodePort('np-local', NODE_PORT_IPS.local, NODE_PORTS.local, 'Local'),
+  ];
 }
 
 export interface ModelServices {

@@ -42,7 +42,9 @@ export function describeConformance(
     it.each(cases.map((c) => ({ name: c.name, kase: c })))('$name', async ({ kase }) => {
       const failures = await runCase(get(), kase);
       if (failures.length > 0) {
-        throw new Error(`${kase.name}: ${failures.length} wrong matrix(es)\n\n${failures.join('\n\n')}\n\napply log:\n${get().applyLog.join('\n')}`);
+        throw new Error(
+          `${kase.name}: ${failures.length} wrong matrix(es)\n\n${failures.join('\n\n')}\n\napply log:\n${get().applyLog.join('\n')}`,
+        );
       }
     });
 

@@ -109,7 +109,12 @@ export function upstreamCases(family: Family = 4): readonly ConformanceCase[] {
       ],
     },
 
-    policyCase('should support allow-all policy', [netpol('x', 'allow-all', { podSelector: ALL, ingress: [{}] })], tcp80(allReachable()), tcp81(allReachable())),
+    policyCase(
+      'should support allow-all policy',
+      [netpol('x', 'allow-all', { podSelector: ALL, ingress: [{}] })],
+      tcp80(allReachable()),
+      tcp81(allReachable()),
+    ),
 
     policyCase(
       'should allow ingress access on one named port',
@@ -127,7 +132,13 @@ export function upstreamCases(family: Family = 4): readonly ConformanceCase[] {
 
     policyCase(
       'should allow egress access on one named port',
-      [netpol('x', 'allow-egress-serve-80-tcp', { podSelector: ALL, policyTypes: ['Egress'], egress: [{ ports: [port('serve-80-tcp')] }] })],
+      [
+        netpol('x', 'allow-egress-serve-80-tcp', {
+          podSelector: ALL,
+          policyTypes: ['Egress'],
+          egress: [{ ports: [port('serve-80-tcp')] }],
+        }),
+      ],
       tcp80(allReachable()),
       tcp81(reach().denyEgress('x/*')),
     ),
@@ -135,7 +146,11 @@ export function upstreamCases(family: Family = 4): readonly ConformanceCase[] {
     {
       name: 'should enforce updated policy',
       steps: [
-        step('allow all ingress to x', (c) => c.setPolicies([netpol('x', 'allow-all-mutate-to-deny-all', { podSelector: ALL, ingress: [{}] })]), tcp81(allReachable())),
+        step(
+          'allow all ingress to x',
+          (c) => c.setPolicies([netpol('x', 'allow-all-mutate-to-deny-all', { podSelector: ALL, ingress: [{}] })]),
+          tcp81(allReachable()),
+        ),
         step(
           'update the same policy to ingress: []',
           (c) => c.putPolicies(netpol('x', 'allow-all-mutate-to-deny-all', { podSelector: ALL, ingress: [] })),
@@ -147,16 +162,32 @@ export function upstreamCases(family: Family = 4): readonly ConformanceCase[] {
     {
       name: 'should allow ingress access from updated namespace',
       steps: [
-        step('allow x/a from namespaces labelled ns2=updated', (c) => c.setPolicies([xaIngress('allow-ns2-updated', [namespaces({ ns2: 'updated' })])]), tcp80(reach().denyIngress('x/a'))),
-        step('label namespace y ns2=updated', (c) => c.setNamespaceLabels('y', { ns: 'y', ns2: 'updated' }), tcp80(reach().allowOnlyFrom('y/*', 'x/a'))),
+        step(
+          'allow x/a from namespaces labelled ns2=updated',
+          (c) => c.setPolicies([xaIngress('allow-ns2-updated', [namespaces({ ns2: 'updated' })])]),
+          tcp80(reach().denyIngress('x/a')),
+        ),
+        step(
+          'label namespace y ns2=updated',
+          (c) => c.setNamespaceLabels('y', { ns: 'y', ns2: 'updated' }),
+          tcp80(reach().allowOnlyFrom('y/*', 'x/a')),
+        ),
       ],
     },
 
     {
       name: 'should allow ingress access from updated pod',
       steps: [
-        step('allow x/a from pod=b,pod2=updated', (c) => c.setPolicies([xaIngress('allow-pod2-updated', [pods({ pod: 'b', pod2: 'updated' })])]), tcp80(reach().denyIngress('x/a'))),
-        step('label x/b pod2=updated', (c) => c.setPodLabels('x/b', { pod: 'b', pod2: 'updated' }), tcp80(reach().allowOnlyFrom('x/b', 'x/a'))),
+        step(
+          'allow x/a from pod=b,pod2=updated',
+          (c) => c.setPolicies([xaIngress('allow-pod2-updated', [pods({ pod: 'b', pod2: 'updated' })])]),
+          tcp80(reach().denyIngress('x/a')),
+        ),
+        step(
+          'label x/b pod2=updated',
+          (c) => c.setPodLabels('x/b', { pod: 'b', pod2: 'updated' }),
+          tcp80(reach().allowOnlyFrom('x/b', 'x/a')),
+        ),
       ],
     },
 
@@ -169,18 +200,41 @@ export function upstreamCases(family: Family = 4): readonly ConformanceCase[] {
     {
       name: 'should deny ingress access to updated pod',
       steps: [
-        step('deny ingress to pods labelled target=isolated', (c) => c.setPolicies([netpol('x', 'deny-isolated', { podSelector: sel({ target: 'isolated' }), ingress: [] })]), tcp80(allReachable())),
-        step('label x/a target=isolated', (c) => c.setPodLabels('x/a', { pod: 'a', target: 'isolated' }), tcp80(reach().denyIngress('x/a'))),
+        step(
+          'deny ingress to pods labelled target=isolated',
+          (c) => c.setPolicies([netpol('x', 'deny-isolated', { podSelector: sel({ target: 'isolated' }), ingress: [] })]),
+          tcp80(allReachable()),
+        ),
+        step(
+          'label x/a target=isolated',
+          (c) => c.setPodLabels('x/a', { pod: 'a', target: 'isolated' }),
+          tcp80(reach().denyIngress('x/a')),
+        ),
       ],
     },
 
-    policyCase('should deny egress from pods based on PodSelector', [netpol('x', 'deny-egress-pod-a', { podSelector: podA, policyTypes: ['Egress'], egress: [] })], tcp80(reach().denyEgress('x/a'))),
+    policyCase(
+      'should deny egress from pods based on PodSelector',
+      [netpol('x', 'deny-egress-pod-a', { podSelector: podA, policyTypes: ['Egress'], egress: [] })],
+      tcp80(reach().denyEgress('x/a')),
+    ),
 
-    policyCase('should deny egress from all pods in a namespace', [netpol('x', 'deny-egress-ns-x', { podSelector: ALL, policyTypes: ['Egress'], egress: [] })], tcp80(reach().denyEgress('x/*'))),
+    policyCase(
+      'should deny egress from all pods in a namespace',
+      [netpol('x', 'deny-egress-ns-x', { podSelector: ALL, policyTypes: ['Egress'], egress: [] })],
+      tcp80(reach().denyEgress('x/*')),
+    ),
 
     policyCase(
       'should work with Ingress, Egress specified together',
-      [netpol('x', 'ingress-b-egress-80', { podSelector: podA, policyTypes: ['Egress', 'Ingress'], ingress: [{ from: [pods({ pod: 'b' })] }], egress: [{ ports: [port(80)] }] })],
+      [
+        netpol('x', 'ingress-b-egress-80', {
+          podSelector: podA,
+          policyTypes: ['Egress', 'Ingress'],
+          ingress: [{ from: [pods({ pod: 'b' })] }],
+          egress: [{ ports: [port(80)] }],
+        }),
+      ],
       tcp80(reach().allowOnlyFrom('x/b', 'x/a')),
       tcp81(reach().denyEgress('x/a').allowOnlyFrom('x/b', 'x/a')),
     ),
@@ -188,16 +242,29 @@ export function upstreamCases(family: Family = 4): readonly ConformanceCase[] {
     policyCase(
       'should support denying of egress traffic on the client side (even if the server explicitly allows this traffic)',
       [
-        netpol('x', 'allow-to-ns-y-pod-a', { podSelector: podA, policyTypes: ['Egress'], egress: [{ to: [podsInNamespaces(podA, sel({ [NS_NAME]: 'y' }))] }] }),
+        netpol('x', 'allow-to-ns-y-pod-a', {
+          podSelector: podA,
+          policyTypes: ['Egress'],
+          egress: [{ to: [podsInNamespaces(podA, sel({ [NS_NAME]: 'y' }))] }],
+        }),
         netpol('y', 'allow-from-xa-on-ya', { podSelector: podA, ingress: [{ from: [podsInNamespaces(podA, sel({ [NS_NAME]: 'x' }))] }] }),
-        netpol('y', 'allow-from-xa-on-yb', { podSelector: sel({ pod: 'b' }), ingress: [{ from: [podsInNamespaces(podA, sel({ [NS_NAME]: 'x' }))] }] }),
+        netpol('y', 'allow-from-xa-on-yb', {
+          podSelector: sel({ pod: 'b' }),
+          ingress: [{ from: [podsInNamespaces(podA, sel({ [NS_NAME]: 'x' }))] }],
+        }),
       ],
       tcp80(reach().denyEgress('x/a').denyIngress(['y/a', 'y/b']).allow('x/a', 'y/a')),
     ),
 
     policyCase(
       'should enforce egress policy allowing traffic to a server in a different namespace based on PodSelector and NamespaceSelector',
-      [netpol('x', 'allow-to-ns-y-pod-a', { podSelector: podA, policyTypes: ['Egress'], egress: [{ to: [podsInNamespaces(podA, sel({ [NS_NAME]: 'y' }))] }] })],
+      [
+        netpol('x', 'allow-to-ns-y-pod-a', {
+          podSelector: podA,
+          policyTypes: ['Egress'],
+          egress: [{ to: [podsInNamespaces(podA, sel({ [NS_NAME]: 'y' }))] }],
+        }),
+      ],
       tcp80(reach().denyEgress('x/a').allow('x/a', 'y/a')),
     ),
 
@@ -211,16 +278,35 @@ export function upstreamCases(family: Family = 4): readonly ConformanceCase[] {
     {
       name: 'should enforce multiple ingress policies with ingress allow-all policy taking precedence',
       steps: [
-        step('allow ingress to x on port 80 only', (c) => c.setPolicies([netpol('x', 'allow-ingress-port-80', { podSelector: ALL, ingress: [{ ports: [port(80)] }] })]), tcp81(reach().denyIngress('x/*'))),
-        step('add an allow-all ingress policy', (c) => c.putPolicies(netpol('x', 'allow-ingress', { podSelector: ALL, ingress: [{}] })), tcp81(allReachable())),
+        step(
+          'allow ingress to x on port 80 only',
+          (c) => c.setPolicies([netpol('x', 'allow-ingress-port-80', { podSelector: ALL, ingress: [{ ports: [port(80)] }] })]),
+          tcp81(reach().denyIngress('x/*')),
+        ),
+        step(
+          'add an allow-all ingress policy',
+          (c) => c.putPolicies(netpol('x', 'allow-ingress', { podSelector: ALL, ingress: [{}] })),
+          tcp81(allReachable()),
+        ),
       ],
     },
 
     {
       name: 'should enforce multiple egress policies with egress allow-all policy taking precedence',
       steps: [
-        step('allow egress from x on port 80 only', (c) => c.setPolicies([netpol('x', 'allow-egress-port-80', { podSelector: ALL, policyTypes: ['Egress'], egress: [{ ports: [port(80)] }] })]), tcp81(reach().denyEgress('x/*'))),
-        step('add an allow-all egress policy', (c) => c.putPolicies(netpol('x', 'allow-egress', { podSelector: ALL, policyTypes: ['Egress'], egress: [{}] })), tcp81(allReachable())),
+        step(
+          'allow egress from x on port 80 only',
+          (c) =>
+            c.setPolicies([
+              netpol('x', 'allow-egress-port-80', { podSelector: ALL, policyTypes: ['Egress'], egress: [{ ports: [port(80)] }] }),
+            ]),
+          tcp81(reach().denyEgress('x/*')),
+        ),
+        step(
+          'add an allow-all egress policy',
+          (c) => c.putPolicies(netpol('x', 'allow-egress', { podSelector: ALL, policyTypes: ['Egress'], egress: [{}] })),
+          tcp81(allReachable()),
+        ),
       ],
     },
 
@@ -234,7 +320,13 @@ export function upstreamCases(family: Family = 4): readonly ConformanceCase[] {
 
     policyCase(
       'should allow egress access to server in CIDR block',
-      [netpol('x', 'allow-client-a-via-cidr-egress-rule', { podSelector: podA, policyTypes: ['Egress'], egress: [{ to: [cidr(host('y/b'))] }] })],
+      [
+        netpol('x', 'allow-client-a-via-cidr-egress-rule', {
+          podSelector: podA,
+          policyTypes: ['Egress'],
+          egress: [{ to: [cidr(host('y/b'))] }],
+        }),
+      ],
       tcp80(reach().denyEgress('x/a').allow('x/a', 'y/b')),
     ),
 
@@ -251,12 +343,16 @@ export function upstreamCases(family: Family = 4): readonly ConformanceCase[] {
       steps: [
         step(
           'allow n2 except x/b',
-          (c) => c.setPolicies([netpol('x', 'allow-n2-except-x-b', { podSelector: podA, policyTypes: ['Egress'], egress: [{ to: [cidr(n2, host('x/b'))] }] })]),
+          (c) =>
+            c.setPolicies([
+              netpol('x', 'allow-n2-except-x-b', { podSelector: podA, policyTypes: ['Egress'], egress: [{ to: [cidr(n2, host('x/b'))] }] }),
+            ]),
           tcp80(reach().denyEgress('x/a').allow('x/a', ['y/a', 'y/c', 'z/b'])),
         ),
         step(
           'add a policy allowing x/b/32',
-          (c) => c.putPolicies(netpol('x', 'allow-x-b', { podSelector: podA, policyTypes: ['Egress'], egress: [{ to: [cidr(host('x/b'))] }] })),
+          (c) =>
+            c.putPolicies(netpol('x', 'allow-x-b', { podSelector: podA, policyTypes: ['Egress'], egress: [{ to: [cidr(host('x/b'))] }] })),
           tcp80(reach().denyEgress('x/a').allow('x/a', ['x/b', 'y/a', 'y/c', 'z/b'])),
         ),
       ],
@@ -265,8 +361,16 @@ export function upstreamCases(family: Family = 4): readonly ConformanceCase[] {
     {
       name: 'should enforce policies to check ingress and egress policies can be controlled independently based on PodSelector',
       steps: [
-        step('allow all egress of x/a', (c) => c.setPolicies([netpol('x', 'allow-egress-for-target', { podSelector: podA, policyTypes: ['Egress'], egress: [{}] })]), tcp80(allReachable())),
-        step('deny all ingress to x/a', (c) => c.putPolicies(netpol('x', 'deny-ingress-via-label-selector', { podSelector: podA, ingress: [] })), tcp80(reach().denyIngress('x/a'))),
+        step(
+          'allow all egress of x/a',
+          (c) => c.setPolicies([netpol('x', 'allow-egress-for-target', { podSelector: podA, policyTypes: ['Egress'], egress: [{}] })]),
+          tcp80(allReachable()),
+        ),
+        step(
+          'deny all ingress to x/a',
+          (c) => c.putPolicies(netpol('x', 'deny-ingress-via-label-selector', { podSelector: podA, ingress: [] })),
+          tcp80(reach().denyIngress('x/a')),
+        ),
       ],
     },
 
@@ -296,7 +400,13 @@ export function upstreamCases(family: Family = 4): readonly ConformanceCase[] {
 
     policyCase(
       'should enforce policy based on NamespaceSelector with MatchExpressions using default ns label',
-      [netpol('x', 'allow-ns-not-y-immutable-label', { podSelector: podA, policyTypes: ['Egress'], egress: [{ to: [{ namespaceSelector: expr(NS_NAME, 'NotIn', 'y') }] }] })],
+      [
+        netpol('x', 'allow-ns-not-y-immutable-label', {
+          podSelector: podA,
+          policyTypes: ['Egress'],
+          egress: [{ to: [{ namespaceSelector: expr(NS_NAME, 'NotIn', 'y') }] }],
+        }),
+      ],
       tcp80(reach().deny('x/a', 'y/*')),
     ),
   ];

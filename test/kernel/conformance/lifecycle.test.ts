@@ -44,8 +44,16 @@ const SEMANTICS: readonly ConformanceCase[] = [
   {
     name: 'an empty ingress list denies, one empty rule allows',
     steps: [
-      step('ingress: []', (c) => c.setPolicies([netpol('x', 'flip', { podSelector: podA, ingress: [] })]), tcp80(reach().denyIngress('x/a'))),
-      step('update to ingress: [{}]', (c) => c.putPolicies(netpol('x', 'flip', { podSelector: podA, ingress: [{}] })), tcp80(allReachable())),
+      step(
+        'ingress: []',
+        (c) => c.setPolicies([netpol('x', 'flip', { podSelector: podA, ingress: [] })]),
+        tcp80(reach().denyIngress('x/a')),
+      ),
+      step(
+        'update to ingress: [{}]',
+        (c) => c.putPolicies(netpol('x', 'flip', { podSelector: podA, ingress: [{}] })),
+        tcp80(allReachable()),
+      ),
     ],
   },
   policyCase(
@@ -63,7 +71,11 @@ const SEMANTICS: readonly ConformanceCase[] = [
     [xaFrom('from-x-b', [pods({ pod: 'b' })]), xaFrom('from-ns-y', [namespaces({ ns: 'y' })])],
     tcp80(reach().allowOnlyFrom(['x/b', 'y/*'], 'x/a')),
   ),
-  policyCase('podSelector NotIn', [xaFrom('pod-not-b', [{ podSelector: expr('pod', 'NotIn', 'b') }])], tcp80(reach().allowOnlyFrom('x/c', 'x/a'))),
+  policyCase(
+    'podSelector NotIn',
+    [xaFrom('pod-not-b', [{ podSelector: expr('pod', 'NotIn', 'b') }])],
+    tcp80(reach().allowOnlyFrom('x/c', 'x/a')),
+  ),
   {
     name: 'podSelector Exists across all namespaces',
     steps: [
@@ -98,7 +110,11 @@ const SEMANTICS: readonly ConformanceCase[] = [
         (c) => {
           c.setPodLabels('x/b', { pod: 'b', tier: 'web' });
           c.setPodLabels('x/c', { pod: 'c', tier: 'web' });
-          c.setPolicies([xaFrom('from-b-web', [{ podSelector: { matchLabels: { pod: 'b' }, matchExpressions: [{ key: 'tier', operator: 'In', values: ['web'] }] } }])]);
+          c.setPolicies([
+            xaFrom('from-b-web', [
+              { podSelector: { matchLabels: { pod: 'b' }, matchExpressions: [{ key: 'tier', operator: 'In', values: ['web'] }] } },
+            ]),
+          ]);
         },
         tcp80(reach().allowOnlyFrom('x/b', 'x/a')),
       ),
@@ -112,7 +128,11 @@ function ipBlockCases(family: Family): readonly ConformanceCase[] {
   const cluster = family === 6 ? 'fd00:10:244::/56' : '10.244.0.0/16';
   return [
     // ipBlocks match pod IPs too: the except must shut out exactly that pod, the rest of the CIDR stays open.
-    policyCase('ingress ipBlock (cluster CIDR) with a pod IP in except', [xaFrom('from-cluster-except-y-b', [cidr(cluster, host('y/b'))])], tcp80(reach().deny('y/b', 'x/a'))),
+    policyCase(
+      'ingress ipBlock (cluster CIDR) with a pod IP in except',
+      [xaFrom('from-cluster-except-y-b', [cidr(cluster, host('y/b'))])],
+      tcp80(reach().deny('y/b', 'x/a')),
+    ),
     policyCase(
       "ingress ipBlock (n2's pod CIDR) with a pod IP in except",
       [xaFrom('from-n2-except-z-b', [cidr(nodePodCidr('n2', family), host('z/b'))])],
@@ -120,7 +140,13 @@ function ipBlockCases(family: Family): readonly ConformanceCase[] {
     ),
     policyCase(
       'egress ipBlock (cluster CIDR) except a whole node CIDR',
-      [netpol('x', 'to-cluster-except-n1', { podSelector: podA, policyTypes: ['Egress'], egress: [{ to: [cidr(cluster, nodePodCidr('n1', family))] }] })],
+      [
+        netpol('x', 'to-cluster-except-n1', {
+          podSelector: podA,
+          policyTypes: ['Egress'],
+          egress: [{ to: [cidr(cluster, nodePodCidr('n1', family))] }],
+        }),
+      ],
       tcp80(reach().denyEgress('x/a').allow('x/a', onNode('n2'))),
     ),
     policyCase(
@@ -135,36 +161,68 @@ const LIFECYCLE: readonly ConformanceCase[] = [
   {
     name: 'policy update moves isolation to other pods',
     steps: [
-      step('isolate pod=a', (c) => c.setPolicies([netpol('x', 'isolate', { podSelector: podA, ingress: [] })]), tcp80(reach().denyIngress('x/a'))),
-      step('update the selector to pod=b', (c) => c.putPolicies(netpol('x', 'isolate', { podSelector: sel({ pod: 'b' }), ingress: [] })), tcp80(reach().denyIngress('x/b'))),
+      step(
+        'isolate pod=a',
+        (c) => c.setPolicies([netpol('x', 'isolate', { podSelector: podA, ingress: [] })]),
+        tcp80(reach().denyIngress('x/a')),
+      ),
+      step(
+        'update the selector to pod=b',
+        (c) => c.putPolicies(netpol('x', 'isolate', { podSelector: sel({ pod: 'b' }), ingress: [] })),
+        tcp80(reach().denyIngress('x/b')),
+      ),
     ],
   },
   {
     name: 'deleting one of two policies shrinks the union',
     steps: [
-      step('allow x/a from x/b and from namespace y', (c) => c.setPolicies([xaFrom('from-x-b', [pods({ pod: 'b' })]), xaFrom('from-ns-y', [namespaces({ ns: 'y' })])]), tcp80(reach().allowOnlyFrom(['x/b', 'y/*'], 'x/a'))),
+      step(
+        'allow x/a from x/b and from namespace y',
+        (c) => c.setPolicies([xaFrom('from-x-b', [pods({ pod: 'b' })]), xaFrom('from-ns-y', [namespaces({ ns: 'y' })])]),
+        tcp80(reach().allowOnlyFrom(['x/b', 'y/*'], 'x/a')),
+      ),
       step('delete the namespace-y policy', (c) => c.deletePolicy('x', 'from-ns-y'), tcp80(reach().allowOnlyFrom('x/b', 'x/a'))),
     ],
   },
   {
     name: 'a pod relabelled out of a policy selection loses its isolation',
     steps: [
-      step('isolate pod=a', (c) => c.setPolicies([netpol('x', 'isolate-a', { podSelector: podA, ingress: [] })]), tcp80(reach().denyIngress('x/a'))),
+      step(
+        'isolate pod=a',
+        (c) => c.setPolicies([netpol('x', 'isolate-a', { podSelector: podA, ingress: [] })]),
+        tcp80(reach().denyIngress('x/a')),
+      ),
       step('relabel x/a to pod=q', (c) => c.setPodLabels('x/a', { pod: 'q' }), tcp80(allReachable())),
     ],
   },
   {
     name: 'a peer pod relabelled out of a selector loses access',
     steps: [
-      step('allow x/a from pod=b in x', (c) => c.setPolicies([xaFrom('from-b', [pods({ pod: 'b' })])]), tcp80(reach().allowOnlyFrom('x/b', 'x/a'))),
-      step('relabel x/b to pod=q and x/c to pod=b', (c) => (c.setPodLabels('x/b', { pod: 'q' }), c.setPodLabels('x/c', { pod: 'b' })), tcp80(reach().allowOnlyFrom('x/c', 'x/a'))),
+      step(
+        'allow x/a from pod=b in x',
+        (c) => c.setPolicies([xaFrom('from-b', [pods({ pod: 'b' })])]),
+        tcp80(reach().allowOnlyFrom('x/b', 'x/a')),
+      ),
+      step(
+        'relabel x/b to pod=q and x/c to pod=b',
+        (c) => (c.setPodLabels('x/b', { pod: 'q' }), c.setPodLabels('x/c', { pod: 'b' })),
+        tcp80(reach().allowOnlyFrom('x/c', 'x/a')),
+      ),
     ],
   },
   {
     name: 'a namespace relabelled out of a selector loses access',
     steps: [
-      step('allow x/a from namespace ns=y', (c) => c.setPolicies([xaFrom('from-ns-y', [namespaces({ ns: 'y' })])]), tcp80(reach().allowOnlyFrom('y/*', 'x/a'))),
-      step('relabel namespace y to ns=w, z to ns=y', (c) => (c.setNamespaceLabels('y', { ns: 'w' }), c.setNamespaceLabels('z', { ns: 'y' })), tcp80(reach().allowOnlyFrom('z/*', 'x/a'))),
+      step(
+        'allow x/a from namespace ns=y',
+        (c) => c.setPolicies([xaFrom('from-ns-y', [namespaces({ ns: 'y' })])]),
+        tcp80(reach().allowOnlyFrom('y/*', 'x/a')),
+      ),
+      step(
+        'relabel namespace y to ns=w, z to ns=y',
+        (c) => (c.setNamespaceLabels('y', { ns: 'w' }), c.setNamespaceLabels('z', { ns: 'y' })),
+        tcp80(reach().allowOnlyFrom('z/*', 'x/a')),
+      ),
     ],
   },
   {
@@ -172,7 +230,11 @@ const LIFECYCLE: readonly ConformanceCase[] = [
     steps: [
       step(
         'allow x/a only from z/c; isolate z/c',
-        (c) => c.setPolicies([xaFrom('from-z-c', [podsInNamespaces(sel({ pod: 'c' }), sel({ ns: 'z' }))]), netpol('z', 'isolate-c', { podSelector: sel({ pod: 'c' }), ingress: [] })]),
+        (c) =>
+          c.setPolicies([
+            xaFrom('from-z-c', [podsInNamespaces(sel({ pod: 'c' }), sel({ ns: 'z' }))]),
+            netpol('z', 'isolate-c', { podSelector: sel({ pod: 'c' }), ingress: [] }),
+          ]),
         tcp80(reach().allowOnlyFrom('z/c', 'x/a').denyIngress('z/c')),
       ),
       step(
@@ -242,4 +304,9 @@ describeConformance('conformance: semantics and a changing cluster', [...SEMANTI
 
 // The same over IPv6 on a dual-stack sandbox (see upstream-ipv6.test.ts), nodes probing on their IPv6
 // underlay addresses, neighbour caches flushed before each probe round.
-describeConformance('conformance: semantics and a changing cluster over IPv6', [...SEMANTICS, ...ipBlockCases(6), ...LIFECYCLE], undefined, { family: 6 });
+describeConformance(
+  'conformance: semantics and a changing cluster over IPv6',
+  [...SEMANTICS, ...ipBlockCases(6), ...LIFECYCLE],
+  undefined,
+  { family: 6 },
+);

@@ -22,14 +22,22 @@ const fromYPodA = [podsInNamespaces(podA, sel({ [NS_NAME]: 'y' }))];
 
 const UPSTREAM_UDP_SCTP: readonly ConformanceCase[] = [
   policyCase("UDP: should support a 'default-deny-ingress' policy", [denyIngress('x')], udp80(reach().denyIngress('x/*'))),
-  policyCase('UDP: should enforce policy based on Ports', [xaIngress('allow-ns-y-udp-81', [namespaces({ ns: 'y' })], [port(81, 'UDP')])], udp81(onlyYToXa())),
+  policyCase(
+    'UDP: should enforce policy based on Ports',
+    [xaIngress('allow-ns-y-udp-81', [namespaces({ ns: 'y' })], [port(81, 'UDP')])],
+    udp81(onlyYToXa()),
+  ),
   policyCase(
     'UDP: should enforce policy to allow traffic only from a pod in a different namespace based on PodSelector and NamespaceSelector',
     [xaIngress('allow-ns-y-pod-a', fromYPodA)],
     udp80(reach().allowOnlyFrom('y/a', 'x/a')),
   ),
   policyCase("SCTP: should support a 'default-deny-ingress' policy", [denyIngress('x')], sctp80(reach().denyIngress('x/*'))),
-  policyCase('SCTP: should enforce policy based on Ports', [xaIngress('allow-ns-y-sctp-81', [namespaces({ ns: 'y' })], [port(81, 'SCTP')])], sctp81(onlyYToXa())),
+  policyCase(
+    'SCTP: should enforce policy based on Ports',
+    [xaIngress('allow-ns-y-sctp-81', [namespaces({ ns: 'y' })], [port(81, 'SCTP')])],
+    sctp81(onlyYToXa()),
+  ),
   policyCase(
     'SCTP: should enforce policy to allow traffic only from a pod in a different namespace based on PodSelector and NamespaceSelector',
     [xaIngress('allow-ns-y-pod-a', fromYPodA)],
@@ -112,7 +120,9 @@ const PORTS_AND_PROTOCOLS: readonly ConformanceCase[] = [
         'y/b declares no ports; x/a may send to serve-81-tcp only',
         (c) => {
           c.setPodPorts('y/b', []);
-          c.setPolicies([netpol('x', 'egress-serve-81-tcp', { podSelector: podA, policyTypes: ['Egress'], egress: [{ ports: [port('serve-81-tcp')] }] })]);
+          c.setPolicies([
+            netpol('x', 'egress-serve-81-tcp', { podSelector: podA, policyTypes: ['Egress'], egress: [{ ports: [port('serve-81-tcp')] }] }),
+          ]);
         },
         tcp81(reach().deny('x/a', 'y/b')),
         tcp80(reach().denyEgress('x/a')),

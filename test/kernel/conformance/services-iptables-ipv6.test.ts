@@ -13,7 +13,12 @@ import { upstreamCases } from '../../helpers/conformance/upstream-cases.js';
 import { describeServicePaths } from '../../helpers/conformance/service-paths.js';
 import { describeConformance } from '../../helpers/conformance/suite.js';
 
-describeConformance('conformance via IPv6 ClusterIP: upstream cases behind kube-proxy (iptables mode, IPv6 proxier)', upstreamCases(6), describeServicePaths, {
-  kubeProxy: 'iptables',
-  family: 6,
-});
+describeConformance(
+  'conformance via IPv6 ClusterIP: upstream cases behind kube-proxy (iptables mode, IPv6 proxier)',
+  upstreamCases(6),
+  describeServicePaths,
+  {
+    kubeProxy: 'iptables',
+    family: 6,
+  },
+);

@@ -11,4 +11,6 @@ import { UPSTREAM_CASES } from '../../helpers/conformance/upstream-cases.js';
 import { describeServicePaths } from '../../helpers/conformance/service-paths.js';
 import { describeConformance } from '../../helpers/conformance/suite.js';
 
-describeConformance('conformance via ClusterIP: upstream cases behind kube-proxy (iptables mode)', UPSTREAM_CASES, describeServicePaths, { kubeProxy: 'iptables' });
+describeConformance('conformance via ClusterIP: upstream cases behind kube-proxy (iptables mode)', UPSTREAM_CASES, describeServicePaths, {
+  kubeProxy: 'iptables',
+});

@@ -46,7 +46,7 @@ describe('judgeFrame', () => {
     { name: 'IPv6 global of its own', frame: { inPort: 'veth0a', kind: 'ipv6', src: 'fd00::2' }, expect: 'accept' },
     { name: 'IPv6 link-local', frame: { inPort: 'veth0a', kind: 'ipv6', src: 'fe80::1' }, expect: 'accept' },
     { name: 'IPv6 DAD from ::', frame: { inPort: 'veth0b', kind: 'ipv6', src: '::' }, expect: 'accept' },
-    { name: "IPv6 with another address", frame: { inPort: 'veth0b', kind: 'ipv6', src: 'fd00::2' }, expect: 'drop' },
+    { name: 'IPv6 with another address', frame: { inPort: 'veth0b', kind: 'ipv6', src: 'fd00::2' }, expect: 'drop' },
     { name: 'anything from a port whose pod is not known', frame: { inPort: 'veth0new', kind: 'ipv4', src: '10.244.1.9' }, expect: 'drop' },
   ])('$name: $expect', ({ frame, expect: expected }) => {
     expect(judgeFrame(state, frame).verdict).toBe(expected);
@@ -75,7 +75,9 @@ describe('renderAntiSpoof', () => {
       'ether type ip6 icmpv6 type nd-neighbor-advert @th,64,128 != { 0xfd000000000000000000000000000002 } @th,64,16 & 0xffc0 != 0xfe80 counter drop comment "nf:spoof nd veth0a"',
     );
     // A pod without IPv6 may still advertise link-local addresses (its own, which the cache does not name).
-    expect(script).toContain('ether type ip6 icmpv6 type nd-neighbor-advert @th,64,16 & 0xffc0 != 0xfe80 counter drop comment "nf:spoof nd veth0b"');
+    expect(script).toContain(
+      'ether type ip6 icmpv6 type nd-neighbor-advert @th,64,16 & 0xffc0 != 0xfe80 counter drop comment "nf:spoof nd veth0b"',
+    );
     // Before the source accepts: an NA from the pod's own link-local address is judged by its target.
     const chain = script.slice(script.indexOf('chain port-veth0a'));
     expect(chain.indexOf('nf:spoof nd veth0a')).toBeLessThan(chain.indexOf('ip6 saddr'));
@@ -91,9 +93,20 @@ describe('renderAntiSpoof', () => {
 });
 
 describe('parseCniResult', () => {
-  const pod = { node: 'n1', netns: 'ns1', hostVeth: 'veth1234', containerId: 'c1', ips: [{ address: '10.244.1.7', prefix: 24, gateway: '10.244.1.1' }] };
+  const pod = {
+    node: 'n1',
+    netns: 'ns1',
+    hostVeth: 'veth1234',
+    containerId: 'c1',
+    ips: [{ address: '10.244.1.7', prefix: 24, gateway: '10.244.1.1' }],
+  };
   it('reads the host veth and the pod-side addresses of a bridge plugin result', () => {
-    expect(parseCniResult('cbr0-c1-eth0', JSON.stringify(cniResult(pod)), 'cni0')).toEqual({ key: 'cbr0-c1-eth0', containerId: 'c1', hostVeth: 'veth1234', ips: ['10.244.1.7'] });
+    expect(parseCniResult('cbr0-c1-eth0', JSON.stringify(cniResult(pod)), 'cni0')).toEqual({
+      key: 'cbr0-c1-eth0',
+      containerId: 'c1',
+      hostVeth: 'veth1234',
+      ips: ['10.244.1.7'],
+    });
   });
   it('ignores what is not a bridge result or not JSON', () => {
     expect(parseCniResult('x', '{', 'cni0')).toBeUndefined();
@@ -103,7 +116,13 @@ describe('parseCniResult', () => {
 
 describe('countersFromJson', () => {
   it('reads packets per rule comment', () => {
-    const json = JSON.stringify({ nftables: [{ metainfo: {} }, { rule: { comment: 'nf:spoof ipv4 veth0a', expr: [{ match: {} }, { counter: { packets: 3, bytes: 90 } }, { drop: null }] } }, { rule: { expr: [{ accept: null }] } }] });
+    const json = JSON.stringify({
+      nftables: [
+        { metainfo: {} },
+        { rule: { comment: 'nf:spoof ipv4 veth0a', expr: [{ match: {} }, { counter: { packets: 3, bytes: 90 } }, { drop: null }] } },
+        { rule: { expr: [{ accept: null }] } },
+      ],
+    });
     expect([...countersFromJson(json)]).toEqual([['nf:spoof ipv4 veth0a', 3]]);
   });
 });

@@ -11,7 +11,11 @@ import { Writable } from 'node:stream';
 const quiet = createLogger({ level: 'error', format: 'json', stream: new Writable({ write: (_c, _e, done) => done() }) });
 const A: CniBinding = { key: 'cbr0-a-eth0', containerId: 'a', hostVeth: 'veth0a', ips: ['10.244.1.2'] };
 
-function harness(cache: { value: CniBinding[] | undefined }, links = [{ name: 'veth0a', master: 'cni0' }], counts = new Map<string, NftCount>()) {
+function harness(
+  cache: { value: CniBinding[] | undefined },
+  links = [{ name: 'veth0a', master: 'cni0' }],
+  counts = new Map<string, NftCount>(),
+) {
   const scripts: string[] = [];
   let now = 0;
   const guard = new AntiSpoofGuard({

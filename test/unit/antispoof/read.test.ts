@@ -5,7 +5,14 @@
 import { readFileSync } from 'node:fs';
 import { readProgrammedAntiSpoof } from '../../../src/antispoof/read.js';
 import { compile } from '../../../src/compile/index.js';
-import { antiSpoofVerdict, antiSpoofView, establishedFate, formatHardening, revokedFlows, strictModeOf } from '../../../src/inspect/hardening.js';
+import {
+  antiSpoofVerdict,
+  antiSpoofView,
+  establishedFate,
+  formatHardening,
+  revokedFlows,
+  strictModeOf,
+} from '../../../src/inspect/hardening.js';
 import { rulesetOfDesired, type TraceResult } from '../../../src/trace/index.js';
 import { settings, snapshot } from '../../helpers/builders.js';
 
@@ -14,7 +21,9 @@ const programmed = readProgrammedAntiSpoof(json, 'cni0')!;
 
 describe('readProgrammedAntiSpoof', () => {
   it('finds the bound port, its addresses, the other bridge’s port and every drop counter', () => {
-    expect(programmed.state.bindings).toEqual([{ port: 'vethaaaa', ipv4: ['10.244.1.2'], ipv6: ['fd00:10:244:1::2'], source: 'programmed table' }]);
+    expect(programmed.state.bindings).toEqual([
+      { port: 'vethaaaa', ipv4: ['10.244.1.2'], ipv6: ['fd00:10:244:1::2'], source: 'programmed table' },
+    ]);
     expect(programmed.state.otherPorts).toEqual(['vethdock']);
     expect([...programmed.counters.keys()].sort()).toEqual([
       'nf:spoof arp vethaaaa',
@@ -44,7 +53,11 @@ describe('antiSpoofVerdict (trace --in-iface)', () => {
     expect(antiSpoofVerdict(programmed, port, src, src.includes(':') ? 'ipv6' : 'ipv4').verdict).toBe(expected);
   });
   it('inspect counts drops per bound port', () => {
-    expect(antiSpoofView(programmed)).toEqual({ programmed: true, ports: [{ port: 'vethaaaa', addresses: ['10.244.1.2', 'fd00:10:244:1::2'], drops: 0 }], unknownPortDrops: 0 });
+    expect(antiSpoofView(programmed)).toEqual({
+      programmed: true,
+      ports: [{ port: 'vethaaaa', addresses: ['10.244.1.2', 'fd00:10:244:1::2'], drops: 0 }],
+      unknownPortDrops: 0,
+    });
     expect(antiSpoofView(undefined).programmed).toBe(false);
   });
 });
@@ -92,7 +105,9 @@ describe('inspect: flows carrying the revoke bit now', () => {
   });
   it('prints the count under the strict-mode line, or why conntrack could not be read', () => {
     const on = { on: true, bit: BIT, position: 1 };
-    expect(formatHardening({ ...on, revokedFlows: 2, revokedByPod: [{ pod: 'x/a', flows: 2 }] }, undefined)).toContain('  2 flow(s) carry the revoke bit now; by local pod: x/a 2');
+    expect(formatHardening({ ...on, revokedFlows: 2, revokedByPod: [{ pod: 'x/a', flows: 2 }] }, undefined)).toContain(
+      '  2 flow(s) carry the revoke bit now; by local pod: x/a 2',
+    );
     expect(formatHardening({ ...on, revokedUnreadable: 'EPERM' }, undefined)).toContain('  revoked flows: conntrack not readable (EPERM)');
     expect(formatHardening({ on: false }, undefined).join('\n')).not.toMatch(/revoke bit now/);
   });

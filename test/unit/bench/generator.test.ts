@@ -50,16 +50,19 @@ describe('generateCluster', () => {
     { tier: 'medium', pods: 1000, policies: 100, namespaces: 20, nodes: 10, onNode: 100 },
     { tier: 'large', pods: 10_000, policies: 1_000, namespaces: 200, nodes: 100, onNode: 110 },
     { tier: 'xl', pods: 50_000, policies: 5_000, namespaces: 1_000, nodes: 500, onNode: 110 },
-  ])('$tier: $pods pods, $policies policies, $namespaces namespaces, $onNode on node-1', ({ tier, pods, policies, namespaces, nodes, onNode }) => {
-    const { snapshot, stats } = cluster(tier);
-    expect(snapshot.pods).toHaveLength(pods);
-    expect(snapshot.policies).toHaveLength(policies);
-    expect(snapshot.namespaces).toHaveLength(namespaces);
-    expect(snapshot.nodes).toHaveLength(nodes);
-    expect(snapshot.pods.filter((p) => p.nodeName === 'node-1')).toHaveLength(onNode);
-    expect(stats).toMatchObject({ pods, policies, namespaces, nodes, podsOnNode: onNode });
-    expect(TIER_SHAPES[tier].podsOnNode).toBe(onNode);
-  });
+  ])(
+    '$tier: $pods pods, $policies policies, $namespaces namespaces, $onNode on node-1',
+    ({ tier, pods, policies, namespaces, nodes, onNode }) => {
+      const { snapshot, stats } = cluster(tier);
+      expect(snapshot.pods).toHaveLength(pods);
+      expect(snapshot.policies).toHaveLength(policies);
+      expect(snapshot.namespaces).toHaveLength(namespaces);
+      expect(snapshot.nodes).toHaveLength(nodes);
+      expect(snapshot.pods.filter((p) => p.nodeName === 'node-1')).toHaveLength(onNode);
+      expect(stats).toMatchObject({ pods, policies, namespaces, nodes, podsOnNode: onNode });
+      expect(TIER_SHAPES[tier].podsOnNode).toBe(onNode);
+    },
+  );
 
   it.each<Tier>(['small', 'medium', 'large', 'xl'])('%s: unique names, pod IPs unique and inside their node CIDR', (tier) => {
     const { snapshot, settings } = cluster(tier);
@@ -104,7 +107,9 @@ describe('generateCluster', () => {
 
   it('namespaces carry team and env labels; pods app, tier and team; some pods name http, metrics and grpc ports', () => {
     const { snapshot } = cluster('medium');
-    expect(snapshot.namespaces.every((n) => n.labels['team'] && n.labels['env'] && n.labels['kubernetes.io/metadata.name'] === n.name)).toBe(true);
+    expect(
+      snapshot.namespaces.every((n) => n.labels['team'] && n.labels['env'] && n.labels['kubernetes.io/metadata.name'] === n.name),
+    ).toBe(true);
     const apps = snapshot.pods.filter((p) => p.labels['app'] && p.labels['tier'] && p.labels['team']);
     expect(apps.length).toBeGreaterThan(snapshot.pods.length * 0.9);
     const names = new Set(snapshot.pods.flatMap((p) => p.ports.map((x) => x.name)));

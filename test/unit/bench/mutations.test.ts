@@ -48,7 +48,7 @@ describe('mutations', () => {
     expect(snapshot.pods.some((p) => p.namespace === pod!.namespace && hashOf(p.labels) === hashOf(pod!.labels))).toBe(true);
   });
 
-  it('podAdd on node-1 adds exactly that pod\'s workload chains; on a remote node none', () => {
+  it("podAdd on node-1 adds exactly that pod's workload chains; on a remote node none", () => {
     const local = podAdd(snapshot, { node: 'node-1' });
     const newPod = added(snapshot.pods, local.pods)[0]!;
     expect(added(workloadPods(before), workloadPods(compile(local, settings).desired.v4))).toEqual([key(newPod)]);
@@ -66,7 +66,7 @@ describe('mutations', () => {
     expect(gone[0]).toMatchObject({ nodeName: node, phase: 'Running', hostNetwork: false });
   });
 
-  it('podDelete on node-1 removes exactly that pod\'s workload chains', () => {
+  it("podDelete on node-1 removes exactly that pod's workload chains", () => {
     const after = podDelete(snapshot, { node: 'node-1' });
     const gone = snapshot.pods.find((p) => !after.pods.includes(p))!;
     expect(added(workloadPods(compile(after, settings).desired.v4), workloadPods(before))).toEqual([key(gone)]);
@@ -105,19 +105,23 @@ describe('mutations', () => {
     expect(result.desired.v4.chains.some((c) => c.role.kind === 'policy' && c.role.policy === key(policy!))).toBe(true);
   });
 
-  it.each([1, 2, 3, 4, 5])('policyEdit (pick %d) adds a new TCP port to the first ingress rule of one policy selecting node-1 pods; its chain changes', (pick) => {
-    const after = policyEdit(snapshot, { node: 'node-1', pick });
-    const changed = after.policies.flatMap((p, i) => (p === snapshot.policies[i] ? [] : [{ was: snapshot.policies[i]!, now: p }]));
-    expect(changed).toHaveLength(1);
-    const { was, now } = changed[0]!;
-    const [port, ...more] = added(was.ingress![0]!.ports!, now.ingress![0]!.ports!);
-    expect(more).toEqual([]);
-    expect(port).toMatchObject({ protocol: 'TCP' });
-    expect(was.ingress![0]!.ports!.some((p) => p.port === port!.port)).toBe(false);
-    const chainOf = (s: FamilyState) => JSON.stringify(s.chains.find((c) => c.role.kind === 'policy' && c.role.policy === key(was) && c.role.direction === 'ingress'));
-    expect(chainOf(before)).not.toBe('undefined');
-    expect(chainOf(compile(after, settings).desired.v4)).not.toBe(chainOf(before));
-  });
+  it.each([1, 2, 3, 4, 5])(
+    'policyEdit (pick %d) adds a new TCP port to the first ingress rule of one policy selecting node-1 pods; its chain changes',
+    (pick) => {
+      const after = policyEdit(snapshot, { node: 'node-1', pick });
+      const changed = after.policies.flatMap((p, i) => (p === snapshot.policies[i] ? [] : [{ was: snapshot.policies[i]!, now: p }]));
+      expect(changed).toHaveLength(1);
+      const { was, now } = changed[0]!;
+      const [port, ...more] = added(was.ingress![0]!.ports!, now.ingress![0]!.ports!);
+      expect(more).toEqual([]);
+      expect(port).toMatchObject({ protocol: 'TCP' });
+      expect(was.ingress![0]!.ports!.some((p) => p.port === port!.port)).toBe(false);
+      const chainOf = (s: FamilyState) =>
+        JSON.stringify(s.chains.find((c) => c.role.kind === 'policy' && c.role.policy === key(was) && c.role.direction === 'ingress'));
+      expect(chainOf(before)).not.toBe('undefined');
+      expect(chainOf(compile(after, settings).desired.v4)).not.toBe(chainOf(before));
+    },
+  );
 
   it.each(MUTATIONS.map((m) => ({ name: m.name, m })))('$name is deterministic for the same pick and changes the snapshot', ({ m }) => {
     const node = m.where === 'local' ? 'node-1' : REMOTE;

@@ -31,7 +31,15 @@ describe('netfence drops', () => {
   beforeAll(async () => {
     log.add(flow({}));
     log.add(flow({}));
-    log.add(flow({ src: { ip: '1.2.3.4', where: 'outside the cluster' }, dst: { ip: '10.244.1.6', pod: 'prod/web' }, pod: 'prod/web', policies: ['prod/web-in'], port: 443 }));
+    log.add(
+      flow({
+        src: { ip: '1.2.3.4', where: 'outside the cluster' },
+        dst: { ip: '10.244.1.6', pod: 'prod/web' },
+        pod: 'prod/web',
+        policies: ['prod/web-in'],
+        port: 443,
+      }),
+    );
     server = new ObserveServer({
       health: new HealthState({ now: () => 0, stallAfterMs: 1000 }),
       metrics: createMetrics(),
@@ -76,7 +84,10 @@ describe('netfence drops', () => {
   it('passes the filters to the daemon and prints JSON lines', async () => {
     const r = await drops('--policy', 'prod/web-in', '--namespace', 'prod', '--json');
     expect(queries.at(-1)).toBe('namespace=prod&policy=prod%2Fweb-in');
-    const records = r.out.trim().split('\n').map((l) => JSON.parse(l) as FlowRecord);
+    const records = r.out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as FlowRecord);
     expect(records.map((x) => x.port)).toEqual([443]);
     expect((await drops('--pod', 'kube-system/dns')).out).toBe('no denied connections recorded\n');
   });
@@ -90,6 +101,10 @@ describe('netfence drops', () => {
 
   it('formatRecord keeps lines within 80 columns', () => {
     const long = { ...flow({ because: 'x '.repeat(100) }), seq: 1, count: 1, lastSeen: 0 } as FlowRecord;
-    expect(formatRecord(long).split('\n').filter((l) => l.length > 80)).toEqual([]);
+    expect(
+      formatRecord(long)
+        .split('\n')
+        .filter((l) => l.length > 80),
+    ).toEqual([]);
   });
 });

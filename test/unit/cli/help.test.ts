@@ -38,7 +38,11 @@ describe.each(NAMES)('netfence %s --help', (name) => {
   it('lists exactly the options the parser accepts', () => {
     const { long, short } = documented(help);
     expect([...long].sort()).toEqual(Object.keys(parser).sort());
-    expect([...short].sort()).toEqual(Object.values(parser).flatMap((o) => (o.short ? [o.short] : [])).sort());
+    expect([...short].sort()).toEqual(
+      Object.values(parser)
+        .flatMap((o) => (o.short ? [o.short] : []))
+        .sort(),
+    );
   });
 
   it('every documented option parses, and an undocumented one is a usage error', () => {
@@ -62,7 +66,8 @@ describe.each(NAMES)('netfence %s --help', (name) => {
 
 describe('the command line', () => {
   it('accepts every configuration flag config/load.ts reads', () => {
-    for (const name of NAMES) expect(Object.keys(parserOptions(commandOptions(name)))).toEqual(expect.arrayContaining(Object.keys(CONFIG_FLAG_OPTIONS)));
+    for (const name of NAMES)
+      expect(Object.keys(parserOptions(commandOptions(name)))).toEqual(expect.arrayContaining(Object.keys(CONFIG_FLAG_OPTIONS)));
   });
 
   it('--version prints the version of package.json', async () => {

@@ -42,22 +42,39 @@ describe('module loading per command', () => {
     const main = loadedBy('cli/main.ts');
     expect([...main.packages]).toEqual([]);
     expect([...main.modules].sort()).toEqual(
-      ['cli/commands.ts', 'cli/help.ts', 'cli/hints.ts', 'cli/main.ts', 'cli/options.ts', 'config/marks.ts', 'config/schema.ts', 'dataplane/errors.ts', 'log-levels.ts', 'model/flow-log.ts'].sort(),
+      [
+        'cli/commands.ts',
+        'cli/help.ts',
+        'cli/hints.ts',
+        'cli/main.ts',
+        'cli/options.ts',
+        'config/marks.ts',
+        'config/schema.ts',
+        'dataplane/errors.ts',
+        'log-levels.ts',
+        'model/flow-log.ts',
+      ].sort(),
     );
   });
 
-  it.each(['cli/compile.ts', 'cli/trace.ts', 'cli/inspect.ts'])('%s does not load the Kubernetes client, execa or the reconciler', (entry) => {
-    const { packages, modules } = loadedBy(entry);
-    expect(packages).not.toContain('@kubernetes/client-node');
-    expect(packages).not.toContain('execa');
-    expect([...modules].filter((m) => m.startsWith('reconcile/') || m.startsWith('dataplane/kernel'))).toEqual([]);
-  });
+  it.each(['cli/compile.ts', 'cli/trace.ts', 'cli/inspect.ts'])(
+    '%s does not load the Kubernetes client, execa or the reconciler',
+    (entry) => {
+      const { packages, modules } = loadedBy(entry);
+      expect(packages).not.toContain('@kubernetes/client-node');
+      expect(packages).not.toContain('execa');
+      expect([...modules].filter((m) => m.startsWith('reconcile/') || m.startsWith('dataplane/kernel'))).toEqual([]);
+    },
+  );
 
-  it.each(['cli/compile.ts', 'cli/trace.ts', 'cli/inspect.ts', 'cli/commands-oneshot.ts'])('%s loads neither ajv nor yaml at import time (only to word an error, or for YAML text)', (entry) => {
-    const { packages } = loadedBy(entry);
-    expect(packages).not.toContain('ajv');
-    expect(packages).not.toContain('yaml');
-  });
+  it.each(['cli/compile.ts', 'cli/trace.ts', 'cli/inspect.ts', 'cli/commands-oneshot.ts'])(
+    '%s loads neither ajv nor yaml at import time (only to word an error, or for YAML text)',
+    (entry) => {
+      const { packages } = loadedBy(entry);
+      expect(packages).not.toContain('ajv');
+      expect(packages).not.toContain('yaml');
+    },
+  );
 
   it('nothing loads winston at import time (log.ts loads it with the first line a logger writes)', () => {
     expect(loadedBy('cli/daemon.ts').packages).not.toContain('winston');

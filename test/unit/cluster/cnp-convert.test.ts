@@ -9,7 +9,12 @@ import { loadManifests } from '../../../src/cluster/manifests.js';
 const ALL = { matchLabels: {}, matchExpressions: [] };
 const house = (h: string) => ({ matchLabels: { 'conformance-house': h }, matchExpressions: [] });
 
-const cnp = (spec: Record<string, unknown>, name = 'p') => ({ apiVersion: 'policy.networking.k8s.io/v1alpha2', kind: 'ClusterNetworkPolicy', metadata: { name }, spec });
+const cnp = (spec: Record<string, unknown>, name = 'p') => ({
+  apiVersion: 'policy.networking.k8s.io/v1alpha2',
+  kind: 'ClusterNetworkPolicy',
+  metadata: { name },
+  spec,
+});
 
 describe('ClusterNetworkPolicy conversion', () => {
   it('reads tier, priority, subject, rules, every peer kind and protocol form', () => {
@@ -19,9 +24,20 @@ describe('ClusterNetworkPolicy conversion', () => {
         tier: 'Baseline',
         priority: 50,
         subject: { pods: { namespaceSelector: { matchLabels: { 'conformance-house': 'gryffindor' } }, podSelector: {} } },
-        ingress: [{ name: 'a', action: 'Accept', from: [{ namespaces: {} }], protocols: [{ tcp: { destinationPort: { number: 80 } } }, { destinationNamedPort: 'dns' }] }],
+        ingress: [
+          {
+            name: 'a',
+            action: 'Accept',
+            from: [{ namespaces: {} }],
+            protocols: [{ tcp: { destinationPort: { number: 80 } } }, { destinationNamedPort: 'dns' }],
+          },
+        ],
         egress: [
-          { action: 'Deny', to: [{ networks: ['0.0.0.0/0', '::/0'] }, { nodes: { matchLabels: { zone: 'a' } } }], protocols: [{ udp: { destinationPort: { range: { start: 5353, end: 5360 } } } }, { sctp: {} }] },
+          {
+            action: 'Deny',
+            to: [{ networks: ['0.0.0.0/0', '::/0'] }, { nodes: { matchLabels: { zone: 'a' } } }],
+            protocols: [{ udp: { destinationPort: { range: { start: 5353, end: 5360 } } } }, { sctp: {} }],
+          },
           { action: 'Pass', to: [{ pods: { namespaceSelector: { matchLabels: { 'conformance-house': 'slytherin' } }, podSelector: {} } }] },
         ],
       }),
@@ -39,14 +55,23 @@ describe('ClusterNetworkPolicy conversion', () => {
           name: 'a',
           action: 'Accept',
           peers: [{ kind: 'namespaces', namespaceSelector: ALL }],
-          protocols: [{ kind: 'protocol', protocol: 'TCP', ports: { from: 80, to: 80 } }, { kind: 'named', name: 'dns' }],
+          protocols: [
+            { kind: 'protocol', protocol: 'TCP', ports: { from: 80, to: 80 } },
+            { kind: 'named', name: 'dns' },
+          ],
         },
       ],
       egress: [
         {
           action: 'Deny',
-          peers: [{ kind: 'networks', cidrs: ['0.0.0.0/0', '::/0'] }, { kind: 'nodes', nodeSelector: { matchLabels: { zone: 'a' }, matchExpressions: [] } }],
-          protocols: [{ kind: 'protocol', protocol: 'UDP', ports: { from: 5353, to: 5360 } }, { kind: 'protocol', protocol: 'SCTP' }],
+          peers: [
+            { kind: 'networks', cidrs: ['0.0.0.0/0', '::/0'] },
+            { kind: 'nodes', nodeSelector: { matchLabels: { zone: 'a' }, matchExpressions: [] } },
+          ],
+          protocols: [
+            { kind: 'protocol', protocol: 'UDP', ports: { from: 5353, to: 5360 } },
+            { kind: 'protocol', protocol: 'SCTP' },
+          ],
         },
         { action: 'Pass', peers: [{ kind: 'pods', namespaceSelector: house('slytherin'), podSelector: ALL }] },
       ],
@@ -61,14 +86,28 @@ describe('ClusterNetworkPolicy conversion', () => {
         priority: 5000,
         subject: {},
         ingress: [{ action: 'Allow', from: [{ networks: ['10.0.0.0/8'] }] }],
-        egress: [{ action: 'Accept', to: [{ domainNames: ['*.example.com'] }], protocols: [{ tcp: { destinationPort: { range: { start: 90, end: 80 } } } }] }],
+        egress: [
+          {
+            action: 'Accept',
+            to: [{ domainNames: ['*.example.com'] }],
+            protocols: [{ tcp: { destinationPort: { range: { start: 90, end: 80 } } } }],
+          },
+        ],
       }),
     );
     expect(r.ok).toBe(true);
     if (!r.ok) return;
     const fields = r.problems.map((p) => `${p.severity} ${p.field}`);
     expect(fields).toEqual(
-      expect.arrayContaining(['error spec.tier', 'error spec.priority', 'error spec.subject', 'error spec.ingress[0].action', 'error spec.ingress[0].from[0]', 'warning spec.egress[0].to[0]', 'error spec.egress[0].protocols[0].tcp.destinationPort']),
+      expect.arrayContaining([
+        'error spec.tier',
+        'error spec.priority',
+        'error spec.subject',
+        'error spec.ingress[0].action',
+        'error spec.ingress[0].from[0]',
+        'warning spec.egress[0].to[0]',
+        'error spec.egress[0].protocols[0].tcp.destinationPort',
+      ]),
     );
     expect(r.value.tier).toBe('Admin');
     expect(r.value.priority).toBe(0);
@@ -90,7 +129,9 @@ describe('ClusterNetworkPolicy conversion', () => {
       );
       const loaded = loadManifests([dir]);
       expect(loaded.snapshot.clusterPolicies?.map((c) => c.name)).toEqual(['guard']);
-      expect(loaded.problems.map((p) => p.message)).toEqual([expect.stringContaining('ClusterNetworkPolicy must be policy.networking.k8s.io/v1alpha2')]);
+      expect(loaded.problems.map((p) => p.message)).toEqual([
+        expect.stringContaining('ClusterNetworkPolicy must be policy.networking.k8s.io/v1alpha2'),
+      ]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -4,7 +4,15 @@
 
 import { Ajv } from 'ajv';
 import { conforms } from '../../../src/cluster/conforms.js';
-import { clusterNetworkPolicySchema, namespaceSchema, networkPolicySchema, nodeSchema, podSchema, schemaErrors, type ObjectKind } from '../../../src/cluster/schemas.js';
+import {
+  clusterNetworkPolicySchema,
+  namespaceSchema,
+  networkPolicySchema,
+  nodeSchema,
+  podSchema,
+  schemaErrors,
+  type ObjectKind,
+} from '../../../src/cluster/schemas.js';
 
 const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
 const schemaValid = {
@@ -31,7 +39,15 @@ const samples: Record<Exclude<ObjectKind, 'ClusterNetworkPolicy'>, () => Record<
     spec: {
       nodeName: 'node-1',
       hostNetwork: false,
-      containers: [{ name: 'c', ports: [{ name: 'http', containerPort: 80, protocol: 'TCP' }, { containerPort: 53, protocol: 'UDP' }] }],
+      containers: [
+        {
+          name: 'c',
+          ports: [
+            { name: 'http', containerPort: 80, protocol: 'TCP' },
+            { containerPort: 53, protocol: 'UDP' },
+          ],
+        },
+      ],
     },
     status: { phase: 'Running', podIP: '10.0.0.1', podIPs: [{ ip: '10.0.0.1' }, { ip: 'fd00::1' }] },
   }),
@@ -62,7 +78,29 @@ const samples: Record<Exclude<ObjectKind, 'ClusterNetworkPolicy'>, () => Record<
 };
 
 // One value of every JSON type (and the shapes the schemas distinguish), plus `undefined` = removed.
-const REPLACEMENTS: unknown[] = [undefined, null, true, 0, 80, 1.5, -1, '', 'x', 'TCP', 'Running', 'In', 'Ingress', [], ['x'], [1], [null], [{}], {}, { x: 1 }, { x: 'y' }];
+const REPLACEMENTS: unknown[] = [
+  undefined,
+  null,
+  true,
+  0,
+  80,
+  1.5,
+  -1,
+  '',
+  'x',
+  'TCP',
+  'Running',
+  'In',
+  'Ingress',
+  [],
+  ['x'],
+  [1],
+  [null],
+  [{}],
+  {},
+  { x: 1 },
+  { x: 'y' },
+];
 
 type Path = (string | number)[];
 
@@ -113,7 +151,8 @@ describe('conforms: passes only what the schema passes', () => {
 
   it('non-objects and objects without a name do not pass', () => {
     for (const kind of Object.keys(samples) as ObjectKind[]) {
-      for (const v of [null, undefined, 1, 'x', [], {}, { metadata: {} }, { metadata: { name: '' } }, { metadata: null }]) expect(conforms(kind, v)).toBe(false);
+      for (const v of [null, undefined, 1, 'x', [], {}, { metadata: {} }, { metadata: { name: '' } }, { metadata: null }])
+        expect(conforms(kind, v)).toBe(false);
     }
   });
 
@@ -123,7 +162,9 @@ describe('conforms: passes only what the schema passes', () => {
 
   it('schemaErrors still reports what ajv finds when conforms refuses', () => {
     const pod = replaced(samples.Pod(), ['spec', 'containers', 0, 'ports', 0, 'containerPort'], '80');
-    expect(schemaErrors('Pod', pod)).toEqual([{ field: 'spec.containers[0].ports[0].containerPort', message: 'must be integer (got "80")' }]);
+    expect(schemaErrors('Pod', pod)).toEqual([
+      { field: 'spec.containers[0].ports[0].containerPort', message: 'must be integer (got "80")' },
+    ]);
     expect(schemaErrors('Pod', samples.Pod())).toEqual([]);
   });
 });

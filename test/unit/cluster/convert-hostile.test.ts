@@ -8,7 +8,12 @@ const problemsOf = (r: Converted<unknown>) => r.problems.map((p: Problem) => `${
 
 describe('convert: values the API server rejects', () => {
   it('a Node podCIDR 10.244.1.0/33 is refused as a problem, not thrown later from the sync loop', () => {
-    const r = convert('Node', { apiVersion: 'v1', kind: 'Node', metadata: { name: 'n1' }, spec: { podCIDR: '10.244.1.0/33', podCIDRs: ['10.244.1.0/33'] } });
+    const r = convert('Node', {
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: 'n1' },
+      spec: { podCIDR: '10.244.1.0/33', podCIDRs: ['10.244.1.0/33'] },
+    });
     if (!r.ok) throw new Error('a Node with a bad podCIDR is still a Node');
     expect(r.value.podCidrs).toEqual([]);
     expect(problemsOf(r)).toEqual(['spec.podCIDRs[0] | "10.244.1.0/33" is not a CIDR; ignored']);
@@ -20,7 +25,12 @@ describe('convert: values the API server rejects', () => {
   });
 
   it('keeps the valid podCIDRs of a dual-stack Node when one is bad', () => {
-    const r = convert('Node', { apiVersion: 'v1', kind: 'Node', metadata: { name: 'n1' }, spec: { podCIDRs: ['10.244.1.0/24', 'fd00::/129'] } });
+    const r = convert('Node', {
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: 'n1' },
+      spec: { podCIDRs: ['10.244.1.0/24', 'fd00::/129'] },
+    });
     expect(r.ok && r.value.podCidrs).toEqual(['10.244.1.0/24']);
   });
 
@@ -29,7 +39,18 @@ describe('convert: values the API server rejects', () => {
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: { name: 'web', namespace: 'prod' },
-      spec: { nodeName: 'n1', containers: [{ name: 'c', ports: [{ name: 'big', containerPort: 70000 }, { name: 'http', containerPort: 8080 }] }] },
+      spec: {
+        nodeName: 'n1',
+        containers: [
+          {
+            name: 'c',
+            ports: [
+              { name: 'big', containerPort: 70000 },
+              { name: 'http', containerPort: 8080 },
+            ],
+          },
+        ],
+      },
       status: { phase: 'Running', podIP: '10.244.1.5' },
     });
     if (!r.ok) throw new Error('the pod should load');
@@ -38,7 +59,13 @@ describe('convert: values the API server rejects', () => {
   });
 
   it.each(['010.244.1.5', 'fe80::1%eth0'])('pod IP %p is not an address', (ip) => {
-    const r = convert('Pod', { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web', namespace: 'prod' }, spec: {}, status: { podIP: ip } });
+    const r = convert('Pod', {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'web', namespace: 'prod' },
+      spec: {},
+      status: { podIP: ip },
+    });
     expect(r.ok && r.value.ips).toEqual([]);
   });
 });

@@ -29,7 +29,11 @@ describe('convert NetworkPolicy: shape errors', () => {
     readonly problems: readonly string[];
   }
   it.each<Case>([
-    { name: 'valid policy has no problems', spec: { podSelector: {}, ingress: [{ ports: [{ port: 80 }, { port: 'http' }] }] }, problems: [] },
+    {
+      name: 'valid policy has no problems',
+      spec: { podSelector: {}, ingress: [{ ports: [{ port: 80 }, { port: 'http' }] }] },
+      problems: [],
+    },
     {
       name: 'port of wrong type',
       spec: { podSelector: {}, ingress: [{ ports: [{ port: 80 }, { port: true }] }] },
@@ -48,7 +52,9 @@ describe('convert NetworkPolicy: shape errors', () => {
     {
       name: 'bad selector operator',
       spec: { podSelector: { matchExpressions: [{ key: 'a', operator: 'Equals', values: ['x'] }] } },
-      problems: ['NetworkPolicy prod/np | spec.podSelector.matchExpressions[0].operator | must be one of In, NotIn, Exists, DoesNotExist (got "Equals")'],
+      problems: [
+        'NetworkPolicy prod/np | spec.podSelector.matchExpressions[0].operator | must be one of In, NotIn, Exists, DoesNotExist (got "Equals")',
+      ],
     },
     {
       name: 'ipBlock without cidr',
@@ -87,16 +93,38 @@ describe('convert NetworkPolicy: reading', () => {
   it.each<Case>([
     {
       name: 'protocol defaults to TCP, named and numeric ports kept',
-      spec: { podSelector: { matchLabels: { app: 'db' } }, ingress: [{ ports: [{ port: 5432 }, { protocol: 'UDP', port: 'dns', endPort: undefined }] }] },
+      spec: {
+        podSelector: { matchLabels: { app: 'db' } },
+        ingress: [{ ports: [{ port: 5432 }, { protocol: 'UDP', port: 'dns', endPort: undefined }] }],
+      },
       expected: {
         podSelector: { matchLabels: { app: 'db' }, matchExpressions: [] },
-        ingress: [{ ports: [{ protocol: 'TCP', port: 5432 }, { protocol: 'UDP', port: 'dns' }] }],
+        ingress: [
+          {
+            ports: [
+              { protocol: 'TCP', port: 5432 },
+              { protocol: 'UDP', port: 'dns' },
+            ],
+          },
+        ],
       },
     },
-    { name: 'policyTypes absent stays absent', spec: { podSelector: {} }, expected: { podSelector: { matchLabels: {}, matchExpressions: [] } } },
+    {
+      name: 'policyTypes absent stays absent',
+      spec: { podSelector: {} },
+      expected: { podSelector: { matchLabels: {}, matchExpressions: [] } },
+    },
     { name: 'policyTypes kept as written', spec: { podSelector: {}, policyTypes: ['Egress'] }, expected: { policyTypes: ['Egress'] } },
-    { name: 'unreadable policyTypes isolate both directions', spec: { podSelector: {}, policyTypes: 'Egress' }, expected: { policyTypes: ['Ingress', 'Egress'] } },
-    { name: 'unreadable egress list still counts as an egress section', spec: { podSelector: {}, egress: { to: [] } }, expected: { egress: [{}] } },
+    {
+      name: 'unreadable policyTypes isolate both directions',
+      spec: { podSelector: {}, policyTypes: 'Egress' },
+      expected: { policyTypes: ['Ingress', 'Egress'] },
+    },
+    {
+      name: 'unreadable egress list still counts as an egress section',
+      spec: { podSelector: {}, egress: { to: [] } },
+      expected: { egress: [{}] },
+    },
     {
       name: 'unreadable podSelector reads as empty (whole namespace)',
       spec: { podSelector: 'app=web' },
@@ -158,7 +186,13 @@ describe('convert Pod', () => {
         spec: {
           nodeName: 'n1',
           containers: [
-            { name: 'a', ports: [{ name: 'http', containerPort: 8080 }, { containerPort: 53, protocol: 'UDP' }] },
+            {
+              name: 'a',
+              ports: [
+                { name: 'http', containerPort: 8080 },
+                { containerPort: 53, protocol: 'UDP' },
+              ],
+            },
             { name: 'b' },
           ],
         },
@@ -187,7 +221,11 @@ describe('convert Pod', () => {
   });
 
   it.each([
-    { name: 'containerPort as string', obj: pod({ spec: { containers: [{ ports: [{ containerPort: '80' }] }] } }), field: 'spec.containers[0].ports[0].containerPort' },
+    {
+      name: 'containerPort as string',
+      obj: pod({ spec: { containers: [{ ports: [{ containerPort: '80' }] }] } }),
+      field: 'spec.containers[0].ports[0].containerPort',
+    },
     { name: 'unknown phase', obj: pod({ status: { phase: 'Exploded' } }), field: 'status.phase' },
     { name: 'label value not a string', obj: pod({}, { labels: { v: 1 } }), field: 'metadata.labels.v' },
     { name: 'no metadata', obj: { kind: 'Pod' }, field: 'metadata' },
@@ -200,7 +238,9 @@ describe('convert Pod', () => {
   it('ignores (with a warning) an IP that is not one', () => {
     const r = convert('Pod', pod({ status: { podIPs: [{ ip: 'banana' }, { ip: '10.0.0.1' }] } }));
     expect(okValue(r).ips).toEqual(['10.0.0.1']);
-    expect(r.problems).toEqual([{ object: 'Pod prod/web', field: 'status.podIPs[0].ip', message: '"banana" is not an IP address; ignored', severity: 'warning' }]);
+    expect(r.problems).toEqual([
+      { object: 'Pod prod/web', field: 'status.podIPs[0].ip', message: '"banana" is not an IP address; ignored', severity: 'warning' },
+    ]);
   });
 });
 
@@ -226,7 +266,11 @@ describe('convert Namespace and Node', () => {
       },
       expected: { name: 'n1', podCidrs: ['10.244.1.0/24', 'fd00:1::/64'], addresses: ['192.168.0.10', '203.0.113.7'] },
     },
-    { name: 'podCIDR alone', obj: { metadata: { name: 'n2' }, spec: { podCIDR: '10.244.2.0/24' } }, expected: { name: 'n2', podCidrs: ['10.244.2.0/24'], addresses: [] } },
+    {
+      name: 'podCIDR alone',
+      obj: { metadata: { name: 'n2' }, spec: { podCIDR: '10.244.2.0/24' } },
+      expected: { name: 'n2', podCidrs: ['10.244.2.0/24'], addresses: [] },
+    },
   ])('node: $name', ({ obj, expected }) => {
     expect(okValue(convert('Node', obj))).toEqual(expected);
   });

@@ -25,9 +25,16 @@ async function readWatch(path: string, count = Infinity, during?: () => void): P
     buffered += Buffer.from(value).toString();
     let nl: number;
     while ((nl = buffered.indexOf('\n')) >= 0) {
-      const e = JSON.parse(buffered.slice(0, nl)) as { type: string; object: { kind?: string; code?: number; metadata: { name?: string; resourceVersion?: string } } };
+      const e = JSON.parse(buffered.slice(0, nl)) as {
+        type: string;
+        object: { kind?: string; code?: number; metadata: { name?: string; resourceVersion?: string } };
+      };
       buffered = buffered.slice(nl + 1);
-      events.push(e.type === 'ERROR' ? `ERROR ${e.object.kind} ${e.object.code}` : `${e.type} ${e.object.metadata.name ?? e.object.metadata.resourceVersion}`);
+      events.push(
+        e.type === 'ERROR'
+          ? `ERROR ${e.object.kind} ${e.object.code}`
+          : `${e.type} ${e.object.metadata.name ?? e.object.metadata.resourceVersion}`,
+      );
     }
   }
   await reader.cancel().catch(() => {});

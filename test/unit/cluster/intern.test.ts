@@ -14,7 +14,13 @@ describe('LabelInterner', () => {
 
   it('pods converted with equal labels share them, and keep their values', () => {
     const pod = (name: string, labels: Record<string, string>) =>
-      (convert('Pod', { metadata: { name, namespace: 'prod', labels }, spec: { nodeName: 'n1' }, status: { phase: 'Running', podIP: '10.0.0.1' } }) as { value: Pod }).value;
+      (
+        convert('Pod', {
+          metadata: { name, namespace: 'prod', labels },
+          spec: { nodeName: 'n1' },
+          status: { phase: 'Running', podIP: '10.0.0.1' },
+        }) as { value: Pod }
+      ).value;
     const a = pod('a', { app: 'web' });
     const b = pod('b', { app: 'web' });
     const c = pod('c', { app: 'db' });

@@ -44,7 +44,12 @@ async function setup(crd: boolean): Promise<void> {
   await server.start();
   dir = mkdtempSync(join(tmpdir(), 'nft-cnp-'));
   server.create({ kind: 'Namespace', metadata: { name: 'prod', labels: { team: 'a' } } });
-  server.create({ kind: 'Node', metadata: { name: 'n1', labels: { zone: 'z1' } }, spec: { podCIDR: '10.244.1.0/24' }, status: { addresses: [{ type: 'InternalIP', address: '192.168.0.1' }] } });
+  server.create({
+    kind: 'Node',
+    metadata: { name: 'n1', labels: { zone: 'z1' } },
+    spec: { podCIDR: '10.244.1.0/24' },
+    status: { addresses: [{ type: 'InternalIP', address: '192.168.0.1' }] },
+  });
 }
 
 function startSource(crdRecheckMs = 60_000): KubeSource {

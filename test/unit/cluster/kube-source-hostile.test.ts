@@ -27,7 +27,11 @@ async function waitFor(what: string, cond: () => boolean, timeoutMs = 4_000): Pr
   }
 }
 
-const policies = () => source!.snapshot().policies.map((p) => p.name).sort();
+const policies = () =>
+  source!
+    .snapshot()
+    .policies.map((p) => p.name)
+    .sort();
 const watching = () => (['namespaces', 'pods', 'nodes', 'networkpolicies'] as const).every((r) => server.watchCount(r) > 0);
 
 beforeEach(async () => {
@@ -76,7 +80,10 @@ describe('watch decode errors force a relist', () => {
     server.sendRawLine('networkpolicies', 'garbage one');
     await waitFor('the relist after the first bad line', () => lists() === listsBefore + 1 && server.watchCount('networkpolicies') > 0);
     server.sendRawLine('networkpolicies', 'garbage two');
-    await waitFor('the watch resumed after the second bad line', () => warnings.filter((w) => w.includes('informer failed')).length > 0 && server.watchCount('networkpolicies') > 0);
+    await waitFor(
+      'the watch resumed after the second bad line',
+      () => warnings.filter((w) => w.includes('informer failed')).length > 0 && server.watchCount('networkpolicies') > 0,
+    );
     server.create(policy('after'));
     await waitFor('the event after both bad lines', () => policies().includes('after'));
     expect(lists()).toBe(listsBefore + 1);

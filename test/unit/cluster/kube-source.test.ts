@@ -37,7 +37,8 @@ interface Logged {
 
 function testLogger(): Logger & { readonly lines: Logged[] } {
   const lines: Logged[] = [];
-  const at = (level: string) => (message: string, meta?: Record<string, unknown>) => void lines.push({ level, message, ...(meta ? { meta } : {}) });
+  const at = (level: string) => (message: string, meta?: Record<string, unknown>) =>
+    void lines.push({ level, message, ...(meta ? { meta } : {}) });
   return { lines, info: at('info'), warn: at('warn'), error: at('error'), debug: at('debug') };
 }
 
@@ -100,13 +101,26 @@ describe('KubeSource', () => {
     await s.synced;
     expect(keys(s.snapshot())).toEqual({ namespaces: ['prod'], nodes: ['n1'], pods: ['prod/web'], policies: ['prod/deny'] });
     expect(s.snapshot().namespaces[0]?.labels).toEqual({ team: 'a', 'kubernetes.io/metadata.name': 'prod' });
-    expect(s.snapshot().pods[0]).toMatchObject({ ips: ['10.244.1.5'], phase: 'Running', ports: [{ name: 'http', containerPort: 8080, protocol: 'TCP' }] });
+    expect(s.snapshot().pods[0]).toMatchObject({
+      ips: ['10.244.1.5'],
+      phase: 'Running',
+      ports: [{ name: 'http', containerPort: 8080, protocol: 'TCP' }],
+    });
     expect(s.snapshot().nodes[0]).toEqual({ name: 'n1', podCidrs: ['10.244.1.0/24'], addresses: [] });
     // The same snapshot object until something changes.
     expect(s.snapshot()).toBe(s.snapshot());
-    const lists = server.requests.filter((r) => !r.watch).map((r) => r.path).sort();
+    const lists = server.requests
+      .filter((r) => !r.watch)
+      .map((r) => r.path)
+      .sort();
     // Plus ClusterNetworkPolicy discovery (404 here: the fake serves no CRD unless asked).
-    expect(lists).toEqual(['/api/v1/namespaces', '/api/v1/nodes', '/api/v1/pods', '/apis/networking.k8s.io/v1/networkpolicies', '/apis/policy.networking.k8s.io/v1alpha2']);
+    expect(lists).toEqual([
+      '/api/v1/namespaces',
+      '/api/v1/nodes',
+      '/api/v1/pods',
+      '/apis/networking.k8s.io/v1/networkpolicies',
+      '/apis/policy.networking.k8s.io/v1alpha2',
+    ]);
   });
 
   it('does not resolve synced until every kind has been listed', async () => {
@@ -114,7 +128,10 @@ describe('KubeSource', () => {
     const s = startSource();
     let synced = false;
     void s.synced.then(() => (synced = true));
-    await waitFor('three kinds watching', () => server.watchCount('pods') > 0 && server.watchCount('namespaces') > 0 && server.watchCount('networkpolicies') > 0);
+    await waitFor(
+      'three kinds watching',
+      () => server.watchCount('pods') > 0 && server.watchCount('namespaces') > 0 && server.watchCount('networkpolicies') > 0,
+    );
     expect(server.requests.some((r) => r.path === '/api/v1/nodes' && !r.watch)).toBe(true);
     expect(synced).toBe(false);
     release();
@@ -189,7 +206,10 @@ describe('KubeSource', () => {
     await s.synced;
     await waitFor('watches', allWatching);
     const before = s.snapshot();
-    server.update({ ...pod('prod', 'web', '10.244.1.5', { app: 'web' }), metadata: { name: 'web', namespace: 'prod', labels: { app: 'web' }, annotations: { touched: 'yes' } } });
+    server.update({
+      ...pod('prod', 'web', '10.244.1.5', { app: 'web' }),
+      metadata: { name: 'web', namespace: 'prod', labels: { app: 'web' }, annotations: { touched: 'yes' } },
+    });
     server.create(ns('marker'));
     await waitFor('marker namespace', () => s.snapshot().namespaces.some((n) => n.name === 'marker'));
     expect(changes.filter((c) => c.kind === 'Pod')).toEqual([{ kind: 'Pod', key: 'prod/web', type: 'add' }]);
@@ -227,7 +247,9 @@ describe('KubeSource', () => {
     server.delete(pod('prod', 'web', '10.244.1.5'));
     server.create(pod('prod', 'api', '10.244.1.8'));
     // Retries are failing against the closed port, not just reconnecting.
-    await waitFor('a refused retry', () => logger.lines.some((l) => l.level === 'warn' && String(l.meta?.['error']).includes('ECONNREFUSED')));
+    await waitFor('a refused retry', () =>
+      logger.lines.some((l) => l.level === 'warn' && String(l.meta?.['error']).includes('ECONNREFUSED')),
+    );
     // The last state is kept: the kernel goes on enforcing it.
     expect(keys(s.snapshot()).pods).toEqual(['prod/web']);
     await server.start();
@@ -242,7 +264,12 @@ describe('KubeSource', () => {
     server.delete(pod('prod', 'web', '10.244.1.5'));
     server.create(pod('prod', 'web2', '10.244.1.5'));
     await waitFor('web2', () => s.snapshot().pods.some((p) => p.name === 'web2'));
-    expect(s.snapshot().pods.filter((p) => p.ips.includes('10.244.1.5')).map((p) => p.name)).toEqual(['web2']);
+    expect(
+      s
+        .snapshot()
+        .pods.filter((p) => p.ips.includes('10.244.1.5'))
+        .map((p) => p.name),
+    ).toEqual(['web2']);
   });
 
   it('keeps a policy with shape errors (listed or watched) with its problems', async () => {
@@ -253,7 +280,10 @@ describe('KubeSource', () => {
     server.create(policy('prod', 'bad-watched', { podSelector: {}, ingress: [{ ports: [{ port: true }] }] }));
     await waitFor('bad-watched', () => s.snapshot().policies.some((p) => p.name === 'bad-watched'));
     const problems = s.snapshot().policies.flatMap((p) => (p.problems ?? []).map((x) => `${x.object} ${x.field}`));
-    expect(problems).toEqual(['NetworkPolicy prod/bad-listed spec.ingress[0].ports[0].protocol', 'NetworkPolicy prod/bad-watched spec.ingress[0].ports[0].port']);
+    expect(problems).toEqual([
+      'NetworkPolicy prod/bad-listed spec.ingress[0].ports[0].protocol',
+      'NetworkPolicy prod/bad-watched spec.ingress[0].ports[0].port',
+    ]);
     expect(s.problems()).toEqual([]);
   });
 
@@ -363,7 +393,11 @@ describe('KubeSource', () => {
     await source.synced;
     await waitFor('watches', allWatching);
     const podRequests = () => server.requests.filter((r) => r.path === '/api/v1/pods');
-    expect(podRequests().filter((r) => r.watch).every((r) => r.query['allowWatchBookmarks'] === 'true')).toBe(true);
+    expect(
+      podRequests()
+        .filter((r) => r.watch)
+        .every((r) => r.query['allowWatchBookmarks'] === 'true'),
+    ).toBe(true);
     // Writes elsewhere move the server's resourceVersion past what the pod watch last saw; only a
     // bookmark tells the pod informer about it.
     for (let i = 0; i < 3; i++) server.create(ns(`other-${i}`));
@@ -409,7 +443,12 @@ describe('KubeSource paged lists', () => {
     const count = 2 * LIST_PAGE_SIZE + 7;
     paged.create({ kind: 'Namespace', metadata: { name: 'prod' } });
     for (let i = 0; i < count; i++) {
-      paged.create({ kind: 'Pod', metadata: { name: `p${i}`, namespace: 'prod' }, spec: { nodeName: 'n1' }, status: { phase: 'Running', podIP: `10.1.${i >> 8}.${i & 255}` } });
+      paged.create({
+        kind: 'Pod',
+        metadata: { name: `p${i}`, namespace: 'prod' },
+        spec: { nodeName: 'n1' },
+        status: { phase: 'Running', podIP: `10.1.${i >> 8}.${i & 255}` },
+      });
     }
     const source = new KubeSource({ kubeConfig, logger: testLogger() });
     try {
@@ -422,7 +461,12 @@ describe('KubeSource paged lists', () => {
         [String(LIST_PAGE_SIZE), expect.stringMatching(/^1000:/)],
       ]);
       // The watch resumes from the list's resourceVersion: a pod created now arrives as an event.
-      paged.create({ kind: 'Pod', metadata: { name: 'late', namespace: 'prod' }, spec: { nodeName: 'n1' }, status: { phase: 'Running', podIP: '10.9.9.9' } });
+      paged.create({
+        kind: 'Pod',
+        metadata: { name: 'late', namespace: 'prod' },
+        spec: { nodeName: 'n1' },
+        status: { phase: 'Running', podIP: '10.9.9.9' },
+      });
       await waitFor('the late pod', () => source.snapshot().pods.length === count + 1);
     } finally {
       await source.stop();

@@ -15,7 +15,8 @@ async function waitFor(what: string, cond: () => boolean, timeoutMs = 4_000): Pr
 }
 
 const ns = (name: string, labels = '{}') => `apiVersion: v1\nkind: Namespace\nmetadata: {name: ${name}, labels: ${labels}}\n`;
-const policy = (name: string) => `apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: ${name}, namespace: a}\nspec: {podSelector: {}}\n`;
+const policy = (name: string) =>
+  `apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: ${name}, namespace: a}\nspec: {podSelector: {}}\n`;
 
 let dir: string;
 let source: ManifestSource | undefined;
@@ -40,7 +41,10 @@ function start(paths: string[], extra: Partial<ManifestSourceOptions> = {}): Man
   return source;
 }
 
-const names = (s: ManifestSource) => [...s.snapshot().namespaces.map((n) => n.name), ...s.snapshot().policies.map((p) => `${p.namespace}/${p.name}`)];
+const names = (s: ManifestSource) => [
+  ...s.snapshot().namespaces.map((n) => n.name),
+  ...s.snapshot().policies.map((p) => `${p.namespace}/${p.name}`),
+];
 
 describe('ManifestSource', () => {
   it('is synced after the first load, and subscribers see its adds', async () => {

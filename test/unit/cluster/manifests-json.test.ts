@@ -74,6 +74,8 @@ describe('JSON manifests', () => {
   });
 
   it('whose root is not an object are a problem, not a crash', () => {
-    expect(load('array.json', '[1, 2]').problems).toEqual(['error: <dir>/array.json#0: (root): a document must be a Kubernetes object (a mapping) (line 1)']);
+    expect(load('array.json', '[1, 2]').problems).toEqual([
+      'error: <dir>/array.json#0: (root): a document must be a Kubernetes object (a mapping) (line 1)',
+    ]);
   });
 });

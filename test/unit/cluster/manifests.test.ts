@@ -84,7 +84,9 @@ describe('loadManifests', () => {
         'pods.yaml': `${POD}---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p2\nspec:\n  containers:\n  - ports:\n    - containerPort: "80"\n`,
       },
       loaded: ['Pod prod/web'],
-      problems: ['error: <dir>/pods.yaml#1: spec.containers[0].ports[0].containerPort: Pod default/p2: must be integer (got "80") (line 24)'],
+      problems: [
+        'error: <dir>/pods.yaml#1: spec.containers[0].ports[0].containerPort: Pod default/p2: must be integer (got "80") (line 24)',
+      ],
     },
     {
       name: 'a policy with schema errors is kept, its problems travel on it',
@@ -150,7 +152,10 @@ describe('loadManifests', () => {
   });
 
   it('takes files and directories, and lists the files it read', () => {
-    write({ 'one.yaml': NS, 'd/two.json': JSON.stringify({ apiVersion: 'v1', kind: 'Node', metadata: { name: 'n1' }, spec: { podCIDR: '10.244.1.0/24' } }) });
+    write({
+      'one.yaml': NS,
+      'd/two.json': JSON.stringify({ apiVersion: 'v1', kind: 'Node', metadata: { name: 'n1' }, spec: { podCIDR: '10.244.1.0/24' } }),
+    });
     const r = loadManifests([join(dir, 'one.yaml'), join(dir, 'd')]);
     expect(r.files).toEqual([join(dir, 'one.yaml'), join(dir, 'd', 'two.json')]);
     expect(r.snapshot.nodes).toEqual([{ name: 'n1', podCidrs: ['10.244.1.0/24'], addresses: [] }]);
@@ -171,8 +176,17 @@ describe('loadManifests', () => {
 
   // Each of these would otherwise load as "fewer objects" and shrink what is programmed.
   it.each<{ name: string; files: Record<string, string>; path?: string; problem: RegExp }>([
-    { name: 'an empty directory', files: { 'sub/.keep': '' }, path: 'sub', problem: /^error: <dir>\/sub: \(file\): holds no manifest file/ },
-    { name: 'a 0-byte file (truncated before it is written)', files: { 'a.yaml': '' }, problem: /^error: <dir>\/a\.yaml: \(file\): is empty/ },
+    {
+      name: 'an empty directory',
+      files: { 'sub/.keep': '' },
+      path: 'sub',
+      problem: /^error: <dir>\/sub: \(file\): holds no manifest file/,
+    },
+    {
+      name: 'a 0-byte file (truncated before it is written)',
+      files: { 'a.yaml': '' },
+      problem: /^error: <dir>\/a\.yaml: \(file\): is empty/,
+    },
     { name: 'a whitespace-only file', files: { 'a.yaml': '\n  \n' }, problem: /^error: <dir>\/a\.yaml: \(file\): is empty/ },
     {
       name: 'a JSON file cut off mid-write',

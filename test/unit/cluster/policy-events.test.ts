@@ -14,8 +14,18 @@ import { nullLogger } from '../../../src/log.js';
 import type { Problem } from '../../../src/model/index.js';
 import { FakeApiServer } from '../../fakes/fake-apiserver.js';
 
-const badCidr: Problem = { object: 'NetworkPolicy prod/db', field: 'spec.ingress[0].from[0].ipBlock.cidr', message: '"10.0.0.0/33" is not a CIDR', severity: 'error' };
-const badSelector: Problem = { object: 'NetworkPolicy prod/web', field: 'spec.podSelector.matchExpressions[0].operator', message: 'unknown operator "Has"', severity: 'error' };
+const badCidr: Problem = {
+  object: 'NetworkPolicy prod/db',
+  field: 'spec.ingress[0].from[0].ipBlock.cidr',
+  message: '"10.0.0.0/33" is not a CIDR',
+  severity: 'error',
+};
+const badSelector: Problem = {
+  object: 'NetworkPolicy prod/web',
+  field: 'spec.podSelector.matchExpressions[0].operator',
+  message: 'unknown operator "Has"',
+  severity: 'error',
+};
 const podProblem: Problem = { object: 'Pod prod/x', field: 'status.podIP', message: 'not an address', severity: 'error' };
 const NOW = new Date('2026-11-24T10:00:00.123Z');
 
@@ -48,7 +58,12 @@ const badCnp = {
   apiVersion: 'policy.networking.k8s.io/v1alpha2',
   kind: 'ClusterNetworkPolicy',
   metadata: { name: 'metadata-guard' },
-  spec: { tier: 'Admin', priority: 5, subject: { namespaces: {} }, egress: [{ name: 'no-metadata', action: 'Deny', to: [{ networks: ['169.254.169.254/33'] }] }] },
+  spec: {
+    tier: 'Admin',
+    priority: 5,
+    subject: { namespaces: {} },
+    egress: [{ name: 'no-metadata', action: 'Deny', to: [{ networks: ['169.254.169.254/33'] }] }],
+  },
 };
 function cnpProblems(): Problem[] {
   const converted = convert('ClusterNetworkPolicy', badCnp);
@@ -59,7 +74,11 @@ function cnpProblems(): Problem[] {
 describe('policyEvent on a ClusterNetworkPolicy', () => {
   it('a Warning regarding the cluster-scoped CNP (no namespace), written to `default` like other cluster-scoped objects, saying it fails closed', () => {
     const [problem] = cnpProblems();
-    expect(problem).toMatchObject({ object: 'ClusterNetworkPolicy metadata-guard', field: 'spec.egress[0].to[0].networks[0]', severity: 'error' });
+    expect(problem).toMatchObject({
+      object: 'ClusterNetworkPolicy metadata-guard',
+      field: 'spec.egress[0].to[0].networks[0]',
+      severity: 'error',
+    });
     const e = policyEvent(problem!, 'n1', NOW)!;
     expect(e).toMatchObject({
       metadata: { namespace: 'default' },
@@ -68,7 +87,9 @@ describe('policyEvent on a ClusterNetworkPolicy', () => {
       regarding: { apiVersion: 'policy.networking.k8s.io/v1alpha2', kind: 'ClusterNetworkPolicy', name: 'metadata-guard' },
     });
     expect(e.regarding).not.toHaveProperty('namespace');
-    expect(e.note).toMatch(/^node n1: spec\.egress\[0\]\.to\[0\]\.networks\[0\]: .*169\.254\.169\.254\/33.*; fails closed: its Accept rules allow nothing/);
+    expect(e.note).toMatch(
+      /^node n1: spec\.egress\[0\]\.to\[0\]\.networks\[0\]: .*169\.254\.169\.254\/33.*; fails closed: its Accept rules allow nothing/,
+    );
     expect(e.metadata.name).toMatch(/^metadata-guard\.nf[0-9a-f]{12}$/);
     // Same node, field and message on a NetworkPolicy named alike in `default`: a different Event.
     const np = policyEvent({ ...problem!, object: 'NetworkPolicy default/metadata-guard' }, 'n1', NOW)!;
@@ -107,7 +128,11 @@ describe('PolicyEvents against the fake API server', () => {
     await n1.report([badCidr, badSelector, podProblem]);
     await recorder('n2').report([badCidr]);
     const events = server.events();
-    expect(events.map((e) => `${String(e['reportingInstance'])} ${(e['regarding'] as { name: string }).name}`).sort()).toEqual(['netfence-n1 db', 'netfence-n1 web', 'netfence-n2 db']);
+    expect(events.map((e) => `${String(e['reportingInstance'])} ${(e['regarding'] as { name: string }).name}`).sort()).toEqual([
+      'netfence-n1 db',
+      'netfence-n1 web',
+      'netfence-n2 db',
+    ]);
     expect(posts()).toBe(3);
     expect(patches()).toBe(0);
   });
@@ -130,10 +155,11 @@ describe('PolicyEvents against the fake API server', () => {
     await n1.report([...problems, badCidr]);
     await recorder('n2').report(problems);
     const cnpEvents = server.events().filter((e) => (e['regarding'] as { kind: string }).kind === 'ClusterNetworkPolicy');
-    expect(cnpEvents.map((e) => `${e.metadata!.namespace} ${String(e['reportingInstance'])} ${(e['regarding'] as { name: string }).name}`).sort()).toEqual([
-      'default netfence-n1 metadata-guard',
-      'default netfence-n2 metadata-guard',
-    ]);
+    expect(
+      cnpEvents
+        .map((e) => `${e.metadata!.namespace} ${String(e['reportingInstance'])} ${(e['regarding'] as { name: string }).name}`)
+        .sort(),
+    ).toEqual(['default netfence-n1 metadata-guard', 'default netfence-n2 metadata-guard']);
     expect(posts()).toBe(3);
     await n1.report([badCidr]);
     await n1.report(problems);

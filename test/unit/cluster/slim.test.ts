@@ -83,7 +83,12 @@ const apiPolicy = {
   spec: {
     podSelector: { matchLabels: { role: 'db' } },
     policyTypes: ['Ingress', 'Egress'],
-    ingress: [{ from: [{ ipBlock: { cidr: '172.17.0.0/16', except: ['172.17.1.0/24'] } }], ports: [{ port: 'http' }, { port: 6379, endPort: 6380 }] }],
+    ingress: [
+      {
+        from: [{ ipBlock: { cidr: '172.17.0.0/16', except: ['172.17.1.0/24'] } }],
+        ports: [{ port: 'http' }, { port: 6379, endPort: 6380 }],
+      },
+    ],
     egress: [{ to: [{ namespaceSelector: { matchExpressions: [{ key: 'team', operator: 'In', values: ['a'] }] } }] }],
   },
 };
@@ -108,8 +113,17 @@ describe('slimObject keeps what convert reads', () => {
 
   it('drops managedFields, annotations, env, volumes and status noise', () => {
     const slim = slimObject('Pod', asApi(apiPod)) as unknown as typeof apiPod;
-    expect(slim.metadata).toEqual({ name: 'web-7d9f', namespace: 'prod', uid: '5b0c-11', resourceVersion: '4711', labels: apiPod.metadata.labels });
-    expect(slim.spec.containers.map((c) => Object.keys(c).sort())).toEqual([['name', 'ports'], ['name', 'ports']]);
+    expect(slim.metadata).toEqual({
+      name: 'web-7d9f',
+      namespace: 'prod',
+      uid: '5b0c-11',
+      resourceVersion: '4711',
+      labels: apiPod.metadata.labels,
+    });
+    expect(slim.spec.containers.map((c) => Object.keys(c).sort())).toEqual([
+      ['name', 'ports'],
+      ['name', 'ports'],
+    ]);
     expect(Object.keys(slim.spec).sort()).toEqual(['containers', 'hostNetwork', 'nodeName']);
     expect(Object.keys(slim.status).sort()).toEqual(['phase', 'podIP', 'podIPs']);
     expect(JSON.stringify(slim).length).toBeLessThan(JSON.stringify(apiPod).length / 5);
@@ -126,7 +140,11 @@ describe('keepOnlyKey (the informer copy after conversion)', () => {
     const slim = slimObject('Pod', asApi(apiPod));
     const model = convert('Pod', slim);
     keepOnlyKey(slim);
-    expect(JSON.parse(JSON.stringify(slim))).toEqual({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web-7d9f', namespace: 'prod', resourceVersion: '4711' } });
+    expect(JSON.parse(JSON.stringify(slim))).toEqual({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'web-7d9f', namespace: 'prod', resourceVersion: '4711' },
+    });
     // The model read before the cut is whole, and owns nothing the cut took away.
     expect(model).toEqual(convert('Pod', apiPod));
   });
@@ -134,6 +152,11 @@ describe('keepOnlyKey (the informer copy after conversion)', () => {
   it('leaves a cluster-scoped object keyed by name only', () => {
     const slim = slimObject('Node', asApi(apiNode));
     keepOnlyKey(slim);
-    expect(slim.metadata).toEqual({ name: apiNode.metadata.name, ...(('resourceVersion' in apiNode.metadata) ? { resourceVersion: (apiNode.metadata as { resourceVersion: string }).resourceVersion } : {}) });
+    expect(slim.metadata).toEqual({
+      name: apiNode.metadata.name,
+      ...('resourceVersion' in apiNode.metadata
+        ? { resourceVersion: (apiNode.metadata as { resourceVersion: string }).resourceVersion }
+        : {}),
+    });
   });
 });

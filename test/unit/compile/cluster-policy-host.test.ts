@@ -13,7 +13,18 @@ import { compile } from '../../../src/compile/index.js';
 import type { ClusterNetworkPolicy, ClusterNode, ClusterSnapshot, FamilyState, NetworkPolicy } from '../../../src/model/index.js';
 import { icmpv6PacketFor, packetFor, rulesetOfDesired, tracePacket, type Packet } from '../../../src/trace/index.js';
 import { egress, makePolicy, nsPeer, rule, settings, snapshot, tcp, types } from '../../helpers/builders.js';
-import { cnp, cRule, cTcp, house, houseNamespaces, housePods, networks, nodesPeer, nsPeerC, nsSubject } from '../../helpers/cnp-builders.js';
+import {
+  cnp,
+  cRule,
+  cTcp,
+  house,
+  houseNamespaces,
+  housePods,
+  networks,
+  nodesPeer,
+  nsPeerC,
+  nsSubject,
+} from '../../helpers/cnp-builders.js';
 
 const NODES: readonly ClusterNode[] = [
   { name: 'node-1', podCidrs: ['10.244.1.0/24'], addresses: ['192.168.0.1'], labels: { 'kubernetes.io/hostname': 'node-1' } },
@@ -49,7 +60,8 @@ function allowed(state: FamilyState, src: string, dst: string, port = 80): boole
   return result.verdict === 'ACCEPT';
 }
 
-const denyNodes = (tier: 'Admin' | 'Baseline', selector = ALL_NODES) => cnp(`${tier.toLowerCase()}-deny-nodes`, tier, 10, nsSubject(G), { egress: [cRule('Deny', [nodesPeer(selector)])] });
+const denyNodes = (tier: 'Admin' | 'Baseline', selector = ALL_NODES) =>
+  cnp(`${tier.toLowerCase()}-deny-nodes`, tier, 10, nsSubject(G), { egress: [cRule('Deny', [nodesPeer(selector)])] });
 
 describe('ClusterNetworkPolicy egress to the local node (INPUT)', () => {
   it('without any ClusterNetworkPolicy nothing is hooked into INPUT (a cluster without the CRD runs as before)', () => {
@@ -76,14 +88,18 @@ describe('ClusterNetworkPolicy egress to the local node (INPUT)', () => {
   });
 
   it('a networks peer covering the node address denies it too, per port when it names one', () => {
-    const state = compiled(cluster([cnp('deny-underlay-80', 'Admin', 5, nsSubject(G), { egress: [cRule('Deny', [networks('192.168.0.0/24')], [cTcp(80)])] })]));
+    const state = compiled(
+      cluster([cnp('deny-underlay-80', 'Admin', 5, nsSubject(G), { egress: [cRule('Deny', [networks('192.168.0.0/24')], [cTcp(80)])] })]),
+    );
     expect(allowed(state, GRYFFINDOR, NODE1, 80)).toBe(false);
     expect(allowed(state, GRYFFINDOR, NODE1, 8080)).toBe(true);
     expect(allowed(state, GRYFFINDOR, NODE2, 80)).toBe(false);
   });
 
   it('rule order and priority hold: an Accept first (or in a higher-precedence CNP) lets it through', () => {
-    const acceptFirst = cnp('accept-then-deny', 'Admin', 5, nsSubject(G), { egress: [cRule('Accept', [nodesPeer(ALL_NODES)]), cRule('Deny', [nodesPeer(ALL_NODES)])] });
+    const acceptFirst = cnp('accept-then-deny', 'Admin', 5, nsSubject(G), {
+      egress: [cRule('Accept', [nodesPeer(ALL_NODES)]), cRule('Deny', [nodesPeer(ALL_NODES)])],
+    });
     expect(allowed(compiled(cluster([acceptFirst])), GRYFFINDOR, NODE1)).toBe(true);
     const earlier = cnp('accept-early', 'Admin', 1, nsSubject(G), { egress: [cRule('Accept', [networks(`${NODE1}/32`)])] });
     expect(allowed(compiled(cluster([earlier, denyNodes('Admin')])), GRYFFINDOR, NODE1)).toBe(true);
@@ -98,7 +114,12 @@ describe('ClusterNetworkPolicy egress to the local node (INPUT)', () => {
     expect(allowed(compiled(cluster([adminPass, adminDeny, baseline])), GRYFFINDOR, NODE1)).toBe(false);
     // A NetworkPolicy isolating gryffindor's egress to slytherin only: to the own node its decision is
     // "always allowed"; to the other node it is isolated and nothing allows it.
-    const np = makePolicy('network-policy-conformance-gryffindor', 'egress-to-slytherin', types('Egress'), egress(rule([nsPeer(house('slytherin'))], [tcp(80)])));
+    const np = makePolicy(
+      'network-policy-conformance-gryffindor',
+      'egress-to-slytherin',
+      types('Egress'),
+      egress(rule([nsPeer(house('slytherin'))], [tcp(80)])),
+    );
     const state = compiled(cluster([adminPass, adminDeny, baseline], [np]));
     expect(allowed(state, GRYFFINDOR, NODE1)).toBe(true);
     expect(allowed(state, GRYFFINDOR, NODE2)).toBe(false);
@@ -128,7 +149,6 @@ describe('ClusterNetworkPolicy egress to the local node (INPUT)', () => {
   it('an address of the pod CIDR that no known pod has is dropped at INPUT too (fail-closed), only while CNPs exist', () => {
     expect(allowed(compiled(cluster([denyNodes('Admin')])), '10.244.1.200', NODE1)).toBe(false);
   });
-
 });
 
 // The same on IPv6 (dual-stack nodes and pods), where the pod's neighbour discovery to its node also
@@ -146,7 +166,11 @@ describe('ClusterNetworkPolicy egress to the local node over IPv6 (INPUT)', () =
   const S6 = v6Of(SLYTHERIN);
   const LL_G = 'fe80::a8c1:abff:fe00:10';
   const PODS = housePods().map((p) => ({ ...p, ips: [...p.ips, v6Of(p.ips[0]!)] }));
-  const NODES_V6: readonly ClusterNode[] = NODES.map((n, i) => ({ ...n, podCidrs: [...n.podCidrs, `fd00:10:244:${i + 1}::/64`], addresses: [...n.addresses, `fd00:99::${i + 1}`] }));
+  const NODES_V6: readonly ClusterNode[] = NODES.map((n, i) => ({
+    ...n,
+    podCidrs: [...n.podCidrs, `fd00:10:244:${i + 1}::/64`],
+    addresses: [...n.addresses, `fd00:99::${i + 1}`],
+  }));
   const LAYOUT = { bridge: 'cni0', uplink: 'eth0', podCidrs: ['fd00:10:244:1::/64'] };
 
   const compiled6 = (cnps: ClusterNetworkPolicy[]): FamilyState =>
@@ -165,7 +189,7 @@ describe('ClusterNetworkPolicy egress to the local node over IPv6 (INPUT)', () =
   const icmp = (src: string, dst: string, type: number, hopLimit: number): Packet => icmpv6PacketFor(src, dst, { type, hopLimit }, LAYOUT);
   const denyAllV6 = cnp('admin-deny-v6', 'Admin', 10, nsSubject(G), { egress: [cRule('Deny', [networks('::/0')])] });
 
-  it('is hooked only while a CNP exists, as on IPv4, and an Admin Deny of every node drops the subject to its own node\'s IPv6 address', () => {
+  it("is hooked only while a CNP exists, as on IPv4, and an Admin Deny of every node drops the subject to its own node's IPv6 address", () => {
     expect(compiled6([]).hooks.map((h) => h.chain)).toEqual(['FORWARD']);
     const state = compiled6([denyNodes('Admin')]);
     expect(state.hooks.map((h) => h.chain)).toEqual(['FORWARD', 'INPUT']);
@@ -177,7 +201,7 @@ describe('ClusterNetworkPolicy egress to the local node over IPv6 (INPUT)', () =
   });
 
   it.each([
-    { name: 'NS to the gateway\'s solicited-node group', src: G6, dst: 'ff02::1:ff00:1', type: 135, hopLimit: 255, pass: true },
+    { name: "NS to the gateway's solicited-node group", src: G6, dst: 'ff02::1:ff00:1', type: 135, hopLimit: 255, pass: true },
     { name: 'NS to the gateway (NUD, unicast)', src: G6, dst: GATEWAY_V6, type: 135, hopLimit: 255, pass: true },
     // From :: or a link-local source no pod dispatch matches anyway; the rule is what saves the pod's own address.
     { name: 'NS for DAD from ::', src: '::', dst: 'ff02::1:ff00:10', type: 135, hopLimit: 255, pass: true },
@@ -194,7 +218,7 @@ describe('ClusterNetworkPolicy egress to the local node over IPv6 (INPUT)', () =
     expect(delivered(compiled6([denyAllV6]), packet)).toBe(pass);
   });
 
-  it('the ND allowance returns, never accepts (the host\'s own INPUT rules still decide), and sits on the IPv6 INPUT chain only', () => {
+  it("the ND allowance returns, never accepts (the host's own INPUT rules still decide), and sits on the IPv6 INPUT chain only", () => {
     const input6 = compiled6([denyAllV6]).chains.find((c) => c.name === 'nf-INPUT')!;
     const icmpRules = input6.rules.filter((r) => r.match.some((m) => m.kind === 'icmpv6-type'));
     expect(icmpRules.length).toBe(11);

@@ -3,10 +3,47 @@
 // whole pod × port matrix against the spec oracle (test/helpers/oracle.ts).
 
 import { compile, Compiler } from '../../../src/compile/index.js';
-import type { ClusterNetworkPolicy, ClusterNode, ClusterSnapshot, DesiredState, FamilyState, L4Protocol, NetworkPolicy, Pod } from '../../../src/model/index.js';
-import { hostNetwork, ingress, ips, labels, makePod, makePolicy, nsPeer, onNode, rule, sel, settings, snapshot, tcp } from '../../helpers/builders.js';
+import type {
+  ClusterNetworkPolicy,
+  ClusterNode,
+  ClusterSnapshot,
+  DesiredState,
+  FamilyState,
+  L4Protocol,
+  NetworkPolicy,
+  Pod,
+} from '../../../src/model/index.js';
 import {
-  cnp, cRule, cSctp, cTcp, cUdp, house, houseNamespaces, housePods, named, networks, nodesPeer, nsPeerC, nsSubject, podPeerC, podSubject,
+  hostNetwork,
+  ingress,
+  ips,
+  labels,
+  makePod,
+  makePolicy,
+  nsPeer,
+  onNode,
+  rule,
+  sel,
+  settings,
+  snapshot,
+  tcp,
+} from '../../helpers/builders.js';
+import {
+  cnp,
+  cRule,
+  cSctp,
+  cTcp,
+  cUdp,
+  house,
+  houseNamespaces,
+  housePods,
+  named,
+  networks,
+  nodesPeer,
+  nsPeerC,
+  nsSubject,
+  podPeerC,
+  podSubject,
 } from '../../helpers/cnp-builders.js';
 import { evaluate, evaluateCluster } from '../../helpers/eval-desired.js';
 import { Oracle } from '../../helpers/oracle.js';
@@ -19,7 +56,13 @@ const NODES: readonly ClusterNode[] = [
 const NS = (h: string) => `network-policy-conformance-${h}`;
 
 function cluster(cnps: ClusterNetworkPolicy[], policies: NetworkPolicy[] = [], extraPods: Pod[] = []): ClusterSnapshot {
-  return snapshot({ nodes: [...NODES], namespaces: houseNamespaces(), pods: [...housePods(), ...extraPods], policies, clusterPolicies: cnps });
+  return snapshot({
+    nodes: [...NODES],
+    namespaces: houseNamespaces(),
+    pods: [...housePods(), ...extraPods],
+    policies,
+    clusterPolicies: cnps,
+  });
 }
 
 const alive = (p: Pod) => p.ips.length > 0 && !p.hostNetwork && p.phase !== 'Succeeded' && p.phase !== 'Failed';
@@ -36,14 +79,23 @@ function verdicts(snap: ClusterSnapshot) {
     return family === 4 ? d.v4 : d.v6;
   };
   const nodeOf = (ip: string): string | undefined =>
-    snap.pods.find((p) => alive(p) && p.ips.includes(ip))?.nodeName ?? NODES.find((n) => ip.startsWith(n.podCidrs[0]!.split('.').slice(0, 3).join('.') + '.'))?.name;
-  return (src: string, dst: string, proto: L4Protocol, port: number): boolean => evaluateCluster(stateOf, nodeOf, { src, dst, proto, dport: port }).allowed;
+    snap.pods.find((p) => alive(p) && p.ips.includes(ip))?.nodeName ??
+    NODES.find((n) => ip.startsWith(n.podCidrs[0]!.split('.').slice(0, 3).join('.') + '.'))?.name;
+  return (src: string, dst: string, proto: L4Protocol, port: number): boolean =>
+    evaluateCluster(stateOf, nodeOf, { src, dst, proto, dport: port }).allowed;
 }
 
 /** `house-n` → its IP. */
 const ip = (snap: ClusterSnapshot, pod: string): string => snap.pods.find((p) => p.name === pod)!.ips[0]!;
 
-const PROBES: readonly (readonly [L4Protocol, number])[] = [['tcp', 80], ['tcp', 8080], ['udp', 53], ['udp', 5353], ['sctp', 9003], ['sctp', 9005]];
+const PROBES: readonly (readonly [L4Protocol, number])[] = [
+  ['tcp', 80],
+  ['tcp', 8080],
+  ['udp', 53],
+  ['udp', 5353],
+  ['sctp', 9003],
+  ['sctp', 9005],
+];
 
 /** Every pod pair and probe: the compiled chains agree with the oracle. */
 function expectMatchesOracle(snap: ClusterSnapshot): void {
@@ -146,7 +198,12 @@ describe('ClusterNetworkPolicy tiers', () => {
     check(cluster([accept(20), deny(20)]), [['slytherin-0', 'gryffindor-1', 'tcp', 80, true]]);
     // Rule order: the first matching rule decides.
     const rules = (first: 'Accept' | 'Deny') =>
-      cnp('ordered', 'Admin', 1, nsSubject(G), { ingress: first === 'Accept' ? [cRule('Accept', [nsPeerC(S)]), cRule('Deny', [nsPeerC(S)])] : [cRule('Deny', [nsPeerC(S)]), cRule('Accept', [nsPeerC(S)])] });
+      cnp('ordered', 'Admin', 1, nsSubject(G), {
+        ingress:
+          first === 'Accept'
+            ? [cRule('Accept', [nsPeerC(S)]), cRule('Deny', [nsPeerC(S)])]
+            : [cRule('Deny', [nsPeerC(S)]), cRule('Accept', [nsPeerC(S)])],
+      });
     check(cluster([rules('Accept')]), [['slytherin-0', 'gryffindor-0', 'tcp', 80, true]]);
     check(cluster([rules('Deny')]), [['slytherin-0', 'gryffindor-0', 'tcp', 80, false]]);
   });
@@ -185,7 +242,9 @@ describe('ClusterNetworkPolicy tiers', () => {
 
   it('networks: a /0 Deny covers pod-to-pod traffic of its family too; the other family is untouched', () => {
     // "if you Accept or Deny traffic to 0.0.0.0/0, that will allow or deny all IPv4 pod-to-pod traffic as well"
-    const deny = cnp('deny-world', 'Admin', 1, nsSubject(G), { egress: [cRule('Accept', [nsPeerC(S)]), cRule('Deny', [networks('0.0.0.0/0', '::/0')])] });
+    const deny = cnp('deny-world', 'Admin', 1, nsSubject(G), {
+      egress: [cRule('Accept', [nsPeerC(S)]), cRule('Deny', [networks('0.0.0.0/0', '::/0')])],
+    });
     const snap = cluster([deny]);
     check(snap, [
       ['gryffindor-0', 'hufflepuff-0', 'tcp', 80, false],
@@ -206,7 +265,7 @@ describe('ClusterNetworkPolicy tiers', () => {
     expect(verdicts(s2)(ip(s2, 'gryffindor-0'), '9.9.9.9', 'tcp', 443)).toBe(true);
   });
 
-  it('nodes: egress to the selected nodes\' addresses (a remote node, through FORWARD)', () => {
+  it("nodes: egress to the selected nodes' addresses (a remote node, through FORWARD)", () => {
     const c = cnp('no-zone-b', 'Admin', 1, nsSubject(G), { egress: [cRule('Deny', [nodesPeer(sel({ zone: 'b' }))])] });
     const snap = cluster([c]);
     const allowed = verdicts(snap);
@@ -234,8 +293,13 @@ describe('ClusterNetworkPolicy tiers', () => {
     const np = makePolicy(NS('gryffindor'), 'deny-all-in', ingress());
     check(cluster([acceptUnknown], [np]), [['slytherin-0', 'gryffindor-0', 'tcp', 80, false]]);
     const denyUnknown = cnp('d', 'Admin', 1, nsSubject(G), { egress: [cRule('Deny', [unknown])] });
-    check(cluster([denyUnknown]), [['gryffindor-0', 'hufflepuff-1', 'udp', 53, false], ['hufflepuff-1', 'gryffindor-0', 'udp', 53, true]]);
-    const passUnknown = cnp('p', 'Baseline', 1, nsSubject(G), { ingress: [cRule('Pass', [nsPeerC(S)], [{ kind: 'unknown', what: 'icmp' }])] });
+    check(cluster([denyUnknown]), [
+      ['gryffindor-0', 'hufflepuff-1', 'udp', 53, false],
+      ['hufflepuff-1', 'gryffindor-0', 'udp', 53, true],
+    ]);
+    const passUnknown = cnp('p', 'Baseline', 1, nsSubject(G), {
+      ingress: [cRule('Pass', [nsPeerC(S)], [{ kind: 'unknown', what: 'icmp' }])],
+    });
     check(cluster([passUnknown]), [['hufflepuff-0', 'gryffindor-0', 'tcp', 80, false]]);
     const badCidr = cnp('bad', 'Admin', 1, nsSubject(G), { egress: [cRule('Deny', [networks('10.0.0.0/33')])] });
     const r = compile(cluster([badCidr]), settings({ nodeName: 'node-1', podCidrs: ['10.244.1.0/24'] }));
@@ -246,7 +310,9 @@ describe('ClusterNetworkPolicy tiers', () => {
   it('an object with errors keeps its Denies, loses its Accepts, and its Passes deny', () => {
     const problems = [{ object: 'ClusterNetworkPolicy x', field: 'spec.tier', message: 'bad', severity: 'error' as const }];
     const broken: ClusterNetworkPolicy = {
-      ...cnp('x', 'Admin', 1, nsSubject(G), { ingress: [cRule('Accept', [nsPeerC(S)]), cRule('Pass', [nsPeerC(H)]), cRule('Deny', [nsPeerC(R)])] }),
+      ...cnp('x', 'Admin', 1, nsSubject(G), {
+        ingress: [cRule('Accept', [nsPeerC(S)]), cRule('Pass', [nsPeerC(H)]), cRule('Deny', [nsPeerC(R)])],
+      }),
       problems,
     };
     const np = makePolicy(NS('gryffindor'), 'from-hufflepuff', ingress(rule([nsPeer(H)])));
@@ -258,7 +324,10 @@ describe('ClusterNetworkPolicy tiers', () => {
   });
 
   it('deny is a DROP, never a REJECT', () => {
-    const deny = cnp('deny', 'Admin', 1, nsSubject(sel()), { ingress: [cRule('Deny', [nsPeerC(sel())])], egress: [cRule('Deny', [nsPeerC(sel())])] });
+    const deny = cnp('deny', 'Admin', 1, nsSubject(sel()), {
+      ingress: [cRule('Deny', [nsPeerC(sel())])],
+      egress: [cRule('Deny', [nsPeerC(sel())])],
+    });
     const { desired } = compile(cluster([deny]), settings({ nodeName: 'node-1', podCidrs: ['10.244.1.0/24'] }));
     const actions = desired.v4.chains.flatMap((c) => c.rules.map((r) => r.action.kind));
     expect(actions).toContain('drop');
@@ -275,7 +344,8 @@ describe('ClusterNetworkPolicy tiers', () => {
     const other = cnp('other', 'Admin', 1, nsSubject(R), { ingress: [cRule('Deny', [nsPeerC(S)])] });
     const withCnp = compile({ ...without, clusterPolicies: [other] }, s).desired.v4.chains;
     const before = compile(without, s).desired.v4.chains;
-    const gryffindorChains = (chains: typeof before) => chains.filter((c) => c.role.kind === 'workload' && c.role.pod.includes('gryffindor'));
+    const gryffindorChains = (chains: typeof before) =>
+      chains.filter((c) => c.role.kind === 'workload' && c.role.pod.includes('gryffindor'));
     expect(gryffindorChains(withCnp)).toEqual(gryffindorChains(before));
   });
 });
@@ -302,7 +372,10 @@ describe('incremental Compiler with ClusterNetworkPolicies', () => {
   it('equals a fresh compile through a sequence of CNP, namespace, pod and node changes', () => {
     const s = settings({ nodeName: 'node-1', podCidrs: ['10.244.1.0/24'] });
     const base = cluster([]);
-    const a = cnp('a', 'Admin', 10, nsSubject(G), { ingress: [cRule('Pass', [nsPeerC(S)]), cRule('Deny', [nsPeerC(sel())], [named('web')])], egress: [cRule('Deny', [nodesPeer(sel({ zone: 'b' }))])] });
+    const a = cnp('a', 'Admin', 10, nsSubject(G), {
+      ingress: [cRule('Pass', [nsPeerC(S)]), cRule('Deny', [nsPeerC(sel())], [named('web')])],
+      egress: [cRule('Deny', [nodesPeer(sel({ zone: 'b' }))])],
+    });
     const b = cnp('b', 'Baseline', 3, podSubject(sel(), sel({ app: 'slytherin' })), { ingress: [cRule('Deny', [nsPeerC(G)], [cUdp(53)])] });
     const steps: ClusterSnapshot[] = [
       base,
@@ -311,9 +384,21 @@ describe('incremental Compiler with ClusterNetworkPolicies', () => {
       { ...base, clusterPolicies: [{ ...a, priority: 40 }, b] },
       { ...base, clusterPolicies: [{ ...a, ingress: [...a.ingress].reverse() }, b] },
       { ...base, clusterPolicies: [{ ...a, ingress: [cRule('Accept', [nsPeerC(S)])] }, b] },
-      { ...base, namespaces: base.namespaces.map((n) => (n.name === NS('slytherin') ? { ...n, labels: { ...n.labels, 'conformance-house': 'gryffindor' } } : n)), clusterPolicies: [a, b] },
+      {
+        ...base,
+        namespaces: base.namespaces.map((n) =>
+          n.name === NS('slytherin') ? { ...n, labels: { ...n.labels, 'conformance-house': 'gryffindor' } } : n,
+        ),
+        clusterPolicies: [a, b],
+      },
       { ...base, nodes: [NODES[0]!, { ...NODES[1]!, addresses: ['192.168.0.22'] }], clusterPolicies: [a, b] },
-      { ...base, pods: base.pods.map((p) => (p.name === 'gryffindor-0' ? { ...p, ports: [{ name: 'web', containerPort: 81, protocol: 'TCP' as const }] } : p)), clusterPolicies: [a, b] },
+      {
+        ...base,
+        pods: base.pods.map((p) =>
+          p.name === 'gryffindor-0' ? { ...p, ports: [{ name: 'web', containerPort: 81, protocol: 'TCP' as const }] } : p,
+        ),
+        clusterPolicies: [a, b],
+      },
       { ...base, pods: base.pods.filter((p) => p.name !== 'slytherin-0'), clusterPolicies: [b] },
       { ...base, clusterPolicies: [] },
     ];

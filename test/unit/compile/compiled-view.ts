@@ -39,7 +39,8 @@ export function viewPod(state: FamilyState, pod: string, direction: Dir): Direct
   if (jumps.length === 0 || !dropsAtEnd) throw new Error(`${chain.name}: jumps ${jumps.length} but final DROP ${dropsAtEnd}`);
   const chains = jumps.map((target) => {
     const c = state.chains.find((x) => x.name === target);
-    if (!c || c.role.kind !== 'policy' || c.role.direction !== direction) throw new Error(`${chain.name} jumps to ${target}, not a ${direction} policy chain`);
+    if (!c || c.role.kind !== 'policy' || c.role.direction !== direction)
+      throw new Error(`${chain.name} jumps to ${target}, not a ${direction} policy chain`);
     return { policy: c.role.policy, chain: c };
   });
   return { policies: chains.map((c) => c.policy), allows: chains.flatMap((c) => allowsOf(state, c.chain, direction)) };

@@ -1,7 +1,20 @@
 // Dual-stack: a pod with v4 and v6 addresses appears in both families, each with its own sets and chains.
 
 import { compile } from '../../../src/compile/index.js';
-import { blockPeer, ingress, ips, labels, makePod, makePolicy, onNode, podPeer, rule, sel, selectPods, settings } from '../../helpers/builders.js';
+import {
+  blockPeer,
+  ingress,
+  ips,
+  labels,
+  makePod,
+  makePolicy,
+  onNode,
+  podPeer,
+  rule,
+  sel,
+  selectPods,
+  settings,
+} from '../../helpers/builders.js';
 import { viewPod, type AllowView, type DirectionView } from './compiled-view.js';
 import { cluster, IP, NODE2 } from './fixtures.js';
 
@@ -10,13 +23,20 @@ const iso = (allows: AllowView[]): DirectionView => ({ policies: ['prod/p'], all
 describe('compile: dual-stack', () => {
   const dual = makePod('prod', 'dual', '10.244.1.40', ips('10.244.1.40', 'fd00:1::40'), labels({ app: 'dual' }));
   const peer6 = makePod('prod', 'peer6', '10.244.2.41', onNode(NODE2), ips('10.244.2.41', 'fd00:2::41'), labels({ app: 'web' }));
-  const policy = makePolicy('prod', 'p', selectPods(sel({ app: 'dual' })), ingress(rule([podPeer(sel({ app: 'web' })), blockPeer('fd00:99::/64')])));
+  const policy = makePolicy(
+    'prod',
+    'p',
+    selectPods(sel({ app: 'dual' })),
+    ingress(rule([podPeer(sel({ app: 'web' })), blockPeer('fd00:99::/64')])),
+  );
 
   it('v6 state holds the dual-stack pod with v6-only sets; v4 keeps the v4 side', () => {
     const { desired } = compile(cluster([policy], [dual, peer6]), settings());
     expect(viewPod(desired.v6, 'prod/dual', 'ingress')).toEqual(iso([{ peer: ['fd00:2::41'] }, { peer: ['fd00:99::/64'] }]));
     expect(viewPod(desired.v4, 'prod/dual', 'ingress')).toEqual(iso([{ peer: [IP.web, '10.244.2.41'] }]));
-    expect(desired.v6.ipsets.map((s) => [s.name.slice(0, 4), s.family])).toEqual(desired.v6.ipsets.map(() => [expect.stringMatching(/^nf6[sbn]$/), 6]));
+    expect(desired.v6.ipsets.map((s) => [s.name.slice(0, 4), s.family])).toEqual(
+      desired.v6.ipsets.map(() => [expect.stringMatching(/^nf6[sbn]$/), 6]),
+    );
     // v4-only local pods have no v6 workload chain.
     expect(viewPod(desired.v6, 'prod/db', 'ingress')).toBeUndefined();
   });

@@ -5,7 +5,21 @@
 import { compile } from '../../../src/compile/index.js';
 import type { Chain, FamilyState, NetworkPolicy, PolicyPeer, PolicyPort, Problem, Rule } from '../../../src/model/index.js';
 import {
-  blockPeer, egress, expr, ingress, ips, labels, makePod, makePolicy, podPeer, rule, sel, selectPods, settings, tcp, types,
+  blockPeer,
+  egress,
+  expr,
+  ingress,
+  ips,
+  labels,
+  makePod,
+  makePolicy,
+  podPeer,
+  rule,
+  sel,
+  selectPods,
+  settings,
+  tcp,
+  types,
 } from '../../helpers/builders.js';
 import { viewPod } from './compiled-view.js';
 import { cluster } from './fixtures.js';
@@ -13,7 +27,12 @@ import { cluster } from './fixtures.js';
 const db = selectPods(sel({ app: 'db' }));
 const good = makePolicy('prod', 'good', selectPods(sel({ app: 'web' })), ingress(rule(undefined, [tcp(80)])));
 const goodView = { policies: ['prod/good'], allows: [{ peer: 'any', proto: 'tcp', ports: '80' }] };
-const loadProblem: Problem = { object: 'NetworkPolicy prod/bad', field: 'spec.ingress[0].ports[0].protocol', message: 'unsupported value "ICMP"', severity: 'error' };
+const loadProblem: Problem = {
+  object: 'NetworkPolicy prod/bad',
+  field: 'spec.ingress[0].ports[0].protocol',
+  message: 'unsupported value "ICMP"',
+  severity: 'error',
+};
 
 interface BadCase {
   readonly name: string;
@@ -29,15 +48,50 @@ interface BadCase {
 const badIngress = (peers?: PolicyPeer[], ports?: PolicyPort[]) => makePolicy('prod', 'bad', db, ingress(rule(peers, ports), rule()));
 
 const badCases: BadCase[] = [
-  { name: 'bad CIDR', policy: badIngress([blockPeer('10.0.0.300/8')]), field: 'spec.ingress[0].from[0].ipBlock.cidr', isolates: ['ingress'] },
-  { name: 'CIDR without prefix', policy: badIngress([blockPeer('10.0.0.0')]), field: 'spec.ingress[0].from[0].ipBlock.cidr', isolates: ['ingress'] },
-  { name: 'bad except', policy: badIngress([blockPeer('10.0.0.0/8', '10.1.0.0/33')]), field: 'spec.ingress[0].from[0].ipBlock.except[0]', isolates: ['ingress'] },
-  { name: 'except outside cidr', policy: badIngress([blockPeer('10.0.0.0/8', '192.168.0.0/16')]), field: 'spec.ingress[0].from[0].ipBlock.except[0]', isolates: ['ingress'] },
+  {
+    name: 'bad CIDR',
+    policy: badIngress([blockPeer('10.0.0.300/8')]),
+    field: 'spec.ingress[0].from[0].ipBlock.cidr',
+    isolates: ['ingress'],
+  },
+  {
+    name: 'CIDR without prefix',
+    policy: badIngress([blockPeer('10.0.0.0')]),
+    field: 'spec.ingress[0].from[0].ipBlock.cidr',
+    isolates: ['ingress'],
+  },
+  {
+    name: 'bad except',
+    policy: badIngress([blockPeer('10.0.0.0/8', '10.1.0.0/33')]),
+    field: 'spec.ingress[0].from[0].ipBlock.except[0]',
+    isolates: ['ingress'],
+  },
+  {
+    name: 'except outside cidr',
+    policy: badIngress([blockPeer('10.0.0.0/8', '192.168.0.0/16')]),
+    field: 'spec.ingress[0].from[0].ipBlock.except[0]',
+    isolates: ['ingress'],
+  },
   { name: 'port 0', policy: badIngress(undefined, [tcp(0)]), field: 'spec.ingress[0].ports[0].port', isolates: ['ingress'] },
   { name: 'port 70000', policy: badIngress(undefined, [tcp(70000)]), field: 'spec.ingress[0].ports[0].port', isolates: ['ingress'] },
-  { name: 'named port not an IANA_SVC_NAME', policy: badIngress(undefined, [tcp('HTTP')]), field: 'spec.ingress[0].ports[0].port', isolates: ['ingress'] },
-  { name: 'endPort with a named port', policy: badIngress(undefined, [tcp('http', 90)]), field: 'spec.ingress[0].ports[0].endPort', isolates: ['ingress'] },
-  { name: 'endPort below port', policy: badIngress(undefined, [tcp(90, 80)]), field: 'spec.ingress[0].ports[0].endPort', isolates: ['ingress'] },
+  {
+    name: 'named port not an IANA_SVC_NAME',
+    policy: badIngress(undefined, [tcp('HTTP')]),
+    field: 'spec.ingress[0].ports[0].port',
+    isolates: ['ingress'],
+  },
+  {
+    name: 'endPort with a named port',
+    policy: badIngress(undefined, [tcp('http', 90)]),
+    field: 'spec.ingress[0].ports[0].endPort',
+    isolates: ['ingress'],
+  },
+  {
+    name: 'endPort below port',
+    policy: badIngress(undefined, [tcp(90, 80)]),
+    field: 'spec.ingress[0].ports[0].endPort',
+    isolates: ['ingress'],
+  },
   {
     name: 'In with no values in a peer selector',
     policy: badIngress([podPeer(sel({}, [expr('app', 'In')]))]),
@@ -90,8 +144,14 @@ describe('compile: an invalid policy fails closed', () => {
     const v4 = desired.v4;
     for (const pod of c.targets ?? ['prod/db']) {
       for (const dir of ['ingress', 'egress'] as const) {
-        const expected = c.isolates.includes(dir) ? { policies: ['prod/bad', ...(pod === 'prod/web' && dir === 'ingress' ? ['prod/good'] : [])] } : 'open';
-        expect({ pod, dir, view: viewPod(v4, pod, dir) }).toEqual({ pod, dir, view: expected === 'open' ? 'open' : expect.objectContaining(expected) });
+        const expected = c.isolates.includes(dir)
+          ? { policies: ['prod/bad', ...(pod === 'prod/web' && dir === 'ingress' ? ['prod/good'] : [])] }
+          : 'open';
+        expect({ pod, dir, view: viewPod(v4, pod, dir) }).toEqual({
+          pod,
+          dir,
+          view: expected === 'open' ? 'open' : expect.objectContaining(expected),
+        });
       }
     }
     // Nothing allowed by the bad policy: its chains hold a single RETURN.
@@ -107,7 +167,10 @@ describe('compile: an invalid policy fails closed', () => {
   it('a valid policy on the same pod still allows (union with nothing)', () => {
     const alsoDb = makePolicy('prod', 'good', db, ingress(rule(undefined, [tcp(80)])));
     const { desired } = compile(cluster([badCases[0]!.policy, alsoDb]), settings());
-    expect(viewPod(desired.v4, 'prod/db', 'ingress')).toEqual({ policies: ['prod/bad', 'prod/good'], allows: [{ peer: 'any', proto: 'tcp', ports: '80' }] });
+    expect(viewPod(desired.v4, 'prod/db', 'ingress')).toEqual({
+      policies: ['prod/bad', 'prod/good'],
+      allows: [{ peer: 'any', proto: 'tcp', ports: '80' }],
+    });
   });
 
   // Contract mismatch: src/model/cluster.ts says of NetworkPolicy.problems "A policy with any is invalid",
@@ -126,8 +189,18 @@ const many = Array.from({ length: 20 }, (_, i) => makePod('prod', `p${i}`, `10.2
 
 describe('compile: unknown local pods', () => {
   it.each([
-    { name: 'fail-closed: -s/-d <podCIDR> -j DROP ends each dispatch chain', unknownPods: 'fail-closed' as const, pods: [], expectDrops: true },
-    { name: 'fail-closed: also at the end of every child of a dispatch tree', unknownPods: 'fail-closed' as const, pods: many, expectDrops: true },
+    {
+      name: 'fail-closed: -s/-d <podCIDR> -j DROP ends each dispatch chain',
+      unknownPods: 'fail-closed' as const,
+      pods: [],
+      expectDrops: true,
+    },
+    {
+      name: 'fail-closed: also at the end of every child of a dispatch tree',
+      unknownPods: 'fail-closed' as const,
+      pods: many,
+      expectDrops: true,
+    },
     { name: 'fail-open: no drop in any dispatch chain', unknownPods: 'fail-open' as const, pods: many, expectDrops: false },
   ])('$name', ({ unknownPods, pods, expectDrops }) => {
     const { desired } = compile(cluster([], pods), settings({ unknownPods }));
@@ -136,7 +209,13 @@ describe('compile: unknown local pods', () => {
     for (const chain of chains) {
       const dir = chain.role.kind === 'dispatch' ? chain.role.direction : 'none';
       const expected: Rule[] = expectDrops
-        ? [{ match: [dir === 'from' ? { kind: 'src-net', cidr: '10.244.1.0/24' } : { kind: 'dst-net', cidr: '10.244.1.0/24' }], action: { kind: 'drop' }, comment: expect.any(String) }]
+        ? [
+            {
+              match: [dir === 'from' ? { kind: 'src-net', cidr: '10.244.1.0/24' } : { kind: 'dst-net', cidr: '10.244.1.0/24' }],
+              action: { kind: 'drop' },
+              comment: expect.any(String),
+            },
+          ]
         : [];
       expect({ chain: chain.name, drops: endRules(chain) }).toEqual({ chain: chain.name, drops: expected });
       // The drops come last: every known pod is dispatched before them.
@@ -147,7 +226,10 @@ describe('compile: unknown local pods', () => {
   it('each family gets only its own pod CIDRs (non-canonical CIDRs masked)', () => {
     const dual = makePod('prod', 'dual', '10.244.1.40', ips('10.244.1.40', 'fd00:1::40'));
     const { desired } = compile(cluster([], [dual]), settings({ podCidrs: ['10.244.1.7/24', 'fd00:1::/64'] }));
-    const drops = (s: FamilyState) => dispatchChains(s).flatMap(endRules).map((r) => r.match);
+    const drops = (s: FamilyState) =>
+      dispatchChains(s)
+        .flatMap(endRules)
+        .map((r) => r.match);
     expect(drops(desired.v4)).toEqual([[{ kind: 'src-net', cidr: '10.244.1.0/24' }], [{ kind: 'dst-net', cidr: '10.244.1.0/24' }]]);
     expect(drops(desired.v6)).toEqual([[{ kind: 'src-net', cidr: 'fd00:1::/64' }], [{ kind: 'dst-net', cidr: 'fd00:1::/64' }]]);
     expect(viewPod(desired.v6, 'prod/dual', 'ingress')).toBe('open');

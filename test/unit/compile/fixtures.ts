@@ -23,16 +23,29 @@ export const IP = {
 } as const;
 
 export const pods: readonly Pod[] = [
-  makePod('prod', 'db', IP.db, labels({ app: 'db', tier: 'data' }), containerPorts(
-    { name: 'pg', containerPort: 5432, protocol: 'TCP' },
-    { name: 'metrics', containerPort: 9100, protocol: 'TCP' },
-  )),
-  makePod('prod', 'web', IP.web, labels({ app: 'web', tier: 'front' }), containerPorts({ name: 'http', containerPort: 8080, protocol: 'TCP' })),
+  makePod(
+    'prod',
+    'db',
+    IP.db,
+    labels({ app: 'db', tier: 'data' }),
+    containerPorts({ name: 'pg', containerPort: 5432, protocol: 'TCP' }, { name: 'metrics', containerPort: 9100, protocol: 'TCP' }),
+  ),
+  makePod(
+    'prod',
+    'web',
+    IP.web,
+    labels({ app: 'web', tier: 'front' }),
+    containerPorts({ name: 'http', containerPort: 8080, protocol: 'TCP' }),
+  ),
   makePod('prod', 'bare', IP.bare),
-  makePod('prod', 'api', IP.api, onNode(NODE2), labels({ app: 'api' }), containerPorts(
-    { name: 'http', containerPort: 8081, protocol: 'TCP' },
-    { name: 'dns', containerPort: 5353, protocol: 'UDP' },
-  )),
+  makePod(
+    'prod',
+    'api',
+    IP.api,
+    onNode(NODE2),
+    labels({ app: 'api' }),
+    containerPorts({ name: 'http', containerPort: 8081, protocol: 'TCP' }, { name: 'dns', containerPort: 5353, protocol: 'UDP' }),
+  ),
   makePod('dev', 'web', IP.devWeb, labels({ app: 'web' }), containerPorts({ name: 'http', containerPort: 9090, protocol: 'TCP' })),
   makePod('dev', 'tool', IP.devTool, onNode(NODE2), labels({ app: 'tool' })),
   makePod('ops', 'prom', IP.prom, onNode(NODE2), labels({ app: 'prom' })),

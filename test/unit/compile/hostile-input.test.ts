@@ -7,7 +7,19 @@ import { parseCidr, subtract, formatCidr, type Cidr } from '../../../src/compile
 import { compile, Compiler } from '../../../src/compile/index.js';
 import type { FamilyState } from '../../../src/model/index.js';
 import {
-  blockPeer, containerPorts, expr, ingress, labels, makePod, makePolicy, podPeer, rule, sel, selectPods, settings, tcp,
+  blockPeer,
+  containerPorts,
+  expr,
+  ingress,
+  labels,
+  makePod,
+  makePolicy,
+  podPeer,
+  rule,
+  sel,
+  selectPods,
+  settings,
+  tcp,
 } from '../../helpers/builders.js';
 import { evaluate } from '../../helpers/eval-desired.js';
 import { viewPod } from './compiled-view.js';
@@ -62,7 +74,9 @@ describe('selectors: one set per meaning', () => {
     const again = compile(cluster([joined, split], [withTierA]), settings());
     expect(ingressVerdict(again.desired.v4, '10.244.2.99', DB_IP)).toBe('ACCEPT');
     const setsOf = (policy: string) =>
-      again.desired.v4.chains.filter((c) => c.role.kind === 'policy' && c.role.policy === policy).flatMap((c) => c.rules.flatMap((r) => r.match.flatMap((m) => (m.kind === 'set' ? [m.set] : []))));
+      again.desired.v4.chains
+        .filter((c) => c.role.kind === 'policy' && c.role.policy === policy)
+        .flatMap((c) => c.rules.flatMap((r) => r.match.flatMap((m) => (m.kind === 'set' ? [m.set] : []))));
     expect(setsOf('prod/joined')).toEqual([]);
     expect(setsOf('prod/split')).toHaveLength(1);
   });
@@ -75,7 +89,8 @@ describe('selectors: one set per meaning', () => {
 });
 
 /** Every 2nd address from 10.200.0.0: `n` /32 excepts that cannot merge into bigger blocks. */
-const strideExcepts = (n: number): string[] => Array.from({ length: n }, (_, i) => `10.200.${Math.floor((2 * i) / 256)}.${(2 * i) % 256}/32`);
+const strideExcepts = (n: number): string[] =>
+  Array.from({ length: n }, (_, i) => `10.200.${Math.floor((2 * i) / 256)}.${(2 * i) % 256}/32`);
 
 /** `n` /32 excepts spread over the whole address space (deterministic). */
 function spreadExcepts(n: number): string[] {
@@ -89,7 +104,7 @@ function spreadExcepts(n: number): string[] {
 describe('ipBlock except: near-linear, no recursion tied to input', () => {
   it('cidr minus excepts holds exactly the addresses the spec says (brute force over random small cases)', () => {
     let seed = 7;
-    const rnd = (n: number) => ((seed = (Math.imul(seed, 48271) + 1) >>> 0) % n);
+    const rnd = (n: number) => (seed = (Math.imul(seed, 48271) + 1) >>> 0) % n;
     for (let round = 0; round < 200; round++) {
       const base = parseCidr(`10.1.0.0/${22 + rnd(5)}`);
       if (!base.ok) throw new Error('bad base');
@@ -106,7 +121,8 @@ describe('ipBlock except: near-linear, no recursion tied to input', () => {
         // "IPBlock describes a particular CIDR ... with the except entries excluded."
         const expected = !excepts.some((e) => inside(e, v));
         const got = pieces.filter((p) => inside(p, v)).length;
-        if (got !== (expected ? 1 : 0)) throw new Error(`round ${round}: ${v} expected ${expected}, in ${got} pieces of ${pieces.map(formatCidr).join(',')}`);
+        if (got !== (expected ? 1 : 0))
+          throw new Error(`round ${round}: ${v} expected ${expected}, in ${got} pieces of ${pieces.map(formatCidr).join(',')}`);
       }
     }
   });
@@ -131,9 +147,14 @@ describe('ipBlock except: near-linear, no recursion tied to input', () => {
     const policy = makePolicy('prod', 'huge', db, ingress(rule([blockPeer('0.0.0.0/0', ...spreadExcepts(10_000))])));
     const other = makePolicy('prod', 'web-80', selectPods(sel({ app: 'web' })), ingress(rule(undefined, [tcp(80)])));
     const { desired, problems } = compile(cluster([policy, other]), settings());
-    expect(problems).toContainEqual(expect.objectContaining({ object: 'NetworkPolicy prod/huge', field: 'spec.ingress', severity: 'error' }));
+    expect(problems).toContainEqual(
+      expect.objectContaining({ object: 'NetworkPolicy prod/huge', field: 'spec.ingress', severity: 'error' }),
+    );
     expect(viewPod(desired.v4, 'prod/db', 'ingress')).toEqual({ policies: ['prod/huge'], allows: [] });
-    expect(viewPod(desired.v4, 'prod/web', 'ingress')).toEqual({ policies: ['prod/web-80'], allows: [{ peer: 'any', proto: 'tcp', ports: '80' }] });
+    expect(viewPod(desired.v4, 'prod/web', 'ingress')).toEqual({
+      policies: ['prod/web-80'],
+      allows: [{ peer: 'any', proto: 'tcp', ports: '80' }],
+    });
   });
 
   it('a policy needing more than 10,000 iptables rules fails closed with a problem', () => {
@@ -154,7 +175,14 @@ describe('two local pods claiming one address', () => {
   it('drops new traffic to and from the address instead of letting the first pod by name decide', () => {
     const { desired, problems } = compile(cluster([isolateDb], [imposter]), settings());
     expect(ingressVerdict(desired.v4, '10.244.2.10', DB_IP)).toBe('DROP');
-    const egress = evaluate(desired.v4, { src: DB_IP, dst: '10.244.2.10', proto: 'tcp', dport: 80, inIface: 'cni0', outIface: 'flannel.1' });
+    const egress = evaluate(desired.v4, {
+      src: DB_IP,
+      dst: '10.244.2.10',
+      proto: 'tcp',
+      dport: 80,
+      inIface: 'cni0',
+      outIface: 'flannel.1',
+    });
     expect(egress.verdict).toBe('DROP');
     for (const pod of ['prod/aaa', 'prod/db']) {
       expect(problems).toContainEqual(expect.objectContaining({ object: `Pod ${pod}`, field: 'status.podIPs', severity: 'error' }));
@@ -177,14 +205,25 @@ describe('two local pods claiming one address', () => {
     const ghost = makePod('dev', 'ghost', '10.244.1.11', labels({ app: 'ghost' }), (p) => void (p.nodeName = 'node-2'));
     const compiler = new Compiler();
     const steps = [cluster([fromWeb]), cluster([fromWeb], [ghost]), cluster([fromWeb])];
-    expect(steps.map((snap) => ingressVerdict(compiler.compile(snap, settings()).desired.v4, '10.244.1.11', DB_IP))).toEqual(['ACCEPT', 'DROP', 'ACCEPT']);
+    expect(steps.map((snap) => ingressVerdict(compiler.compile(snap, settings()).desired.v4, '10.244.1.11', DB_IP))).toEqual([
+      'ACCEPT',
+      'DROP',
+      'ACCEPT',
+    ]);
   });
 
   it('once one pod gives the address up, the other is judged by its own policies again', () => {
     const { desired, problems } = compile(cluster([isolateDb]), settings());
     expect(problems).toEqual([]);
     expect(ingressVerdict(desired.v4, '10.244.2.10', DB_IP)).toBe('DROP');
-    const egress = evaluate(desired.v4, { src: DB_IP, dst: '10.244.2.10', proto: 'tcp', dport: 80, inIface: 'cni0', outIface: 'flannel.1' });
+    const egress = evaluate(desired.v4, {
+      src: DB_IP,
+      dst: '10.244.2.10',
+      proto: 'tcp',
+      dport: 80,
+      inIface: 'cni0',
+      outIface: 'flannel.1',
+    });
     expect(egress.verdict).toBe('ACCEPT');
   });
 });

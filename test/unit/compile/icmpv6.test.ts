@@ -63,13 +63,20 @@ describe('compile: ICMPv6 the link needs, under default-deny both ways', () => {
     // RFC 2710 §3: MLD "sent with a link-local IPv6 Source Address, an IPv6 Hop Limit of 1".
     { name: 'MLD query from link-local', type: 130, hopLimit: 1, src: LL_A, dst: 'ff02::1', expect: 'ACCEPT' },
     { name: 'MLD query from :: (no pod address: not ours to accept)', type: 130, hopLimit: 1, src: '::', dst: 'ff02::1', expect: 'NONE' },
-    { name: 'MLD query from a pod\'s global address', type: 130, hopLimit: 1, dst: 'ff02::1', expect: 'DROP' },
+    { name: "MLD query from a pod's global address", type: 130, hopLimit: 1, dst: 'ff02::1', expect: 'DROP' },
     { name: 'MLDv1 report from link-local', type: 131, hopLimit: 1, src: LL_A, dst: 'ff02::1:ff00:50', expect: 'ACCEPT' },
     { name: 'MLDv1 done from link-local', type: 132, hopLimit: 1, src: LL_A, dst: 'ff02::2', expect: 'ACCEPT' },
     // RFC 3810 §5.2.13: a v2 Report may come from :: "if the sending interface has not acquired a valid link-local address yet".
     { name: 'MLDv2 report from link-local', type: 143, hopLimit: 1, src: LL_A, dst: 'ff02::16', expect: 'ACCEPT' },
     { name: 'MLDv2 report from ::', type: 143, hopLimit: 1, src: '::', dst: 'ff02::16', expect: 'ACCEPT' },
-    { name: 'MLDv2 report with hop limit 2 (no pod address: not ours to accept)', type: 143, hopLimit: 2, src: LL_A, dst: 'ff02::16', expect: 'NONE' },
+    {
+      name: 'MLDv2 report with hop limit 2 (no pod address: not ours to accept)',
+      type: 143,
+      hopLimit: 2,
+      src: LL_A,
+      dst: 'ff02::16',
+      expect: 'NONE',
+    },
     { name: 'MLDv1 report with hop limit 2 to a pod', type: 131, hopLimit: 2, src: LL_A, expect: 'DROP' },
     { name: 'MLDv2 report from a global address', type: 143, hopLimit: 1, dst: 'ff02::16', expect: 'DROP' },
     // Nothing else is always allowed: echo is policy's to judge (as ping is on IPv4).
@@ -102,7 +109,9 @@ describe('compile: ICMPv6 the link needs, under default-deny both ways', () => {
 
   it('the IPv4 ruleset holds no ICMPv6 rule', () => {
     const all = desired.v4.chains.flatMap((c) => c.rules.flatMap((r) => r.match));
-    expect(all.filter((m) => m.kind === 'icmpv6-type' || m.kind === 'hop-limit' || (m.kind === 'protocol' && m.protocol === 'ipv6-icmp'))).toEqual([]);
+    expect(
+      all.filter((m) => m.kind === 'icmpv6-type' || m.kind === 'hop-limit' || (m.kind === 'protocol' && m.protocol === 'ipv6-icmp')),
+    ).toEqual([]);
   });
 
   it('the tracer agrees: an NS is accepted by the ND rule, an echo request by nothing', () => {
@@ -111,7 +120,11 @@ describe('compile: ICMPv6 the link needs, under default-deny both ways', () => {
     // To B's solicited-node multicast address (RFC 4861 §7.2.2), as the kernel sends it: no pod's address.
     const ns = tracePacket(ruleset, ipsets, icmpv6PacketFor(A.v6, 'ff02::1:ff00:51', { type: 135, hopLimit: 255 }, layout));
     expect(ns.verdict).toBe('ACCEPT');
-    expect(ns.decidedBy).toMatchObject({ chain: 'nf-FORWARD', action: 'ACCEPT', comment: 'ICMPv6 neighbour solicitation, always allowed on the link' });
+    expect(ns.decidedBy).toMatchObject({
+      chain: 'nf-FORWARD',
+      action: 'ACCEPT',
+      comment: 'ICMPv6 neighbour solicitation, always allowed on the link',
+    });
     const echo = tracePacket(ruleset, ipsets, { ...icmpv6PacketFor(A.v6, B.v6, { type: 128, hopLimit: 64 }, layout), ctstate: 'NEW' });
     expect(echo.verdict).toBe('DROP');
     expect(echo.decidedBy?.comment).toMatch(/isolated for egress/);

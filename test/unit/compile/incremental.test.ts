@@ -8,8 +8,7 @@ import { MUTATIONS, remoteNode } from '../../../scripts/bench-lib/mutations.js';
 import type { ClusterSnapshot, DesiredState, NodeSettings } from '../../../src/model/index.js';
 import { renderFullRestore, renderIpsetRestore } from '../../../src/render/index.js';
 
-const text = (d: DesiredState): string =>
-  [d.v4, d.v6].map((f) => renderIpsetRestore(f.ipsets) + renderFullRestore(f)).join('\n');
+const text = (d: DesiredState): string => [d.v4, d.v6].map((f) => renderIpsetRestore(f.ipsets) + renderFullRestore(f)).join('\n');
 
 describe('incremental Compiler', () => {
   const { snapshot: start, settings } = generateCluster({ tier: 'medium', seed: 7, node: 'node-1' });
@@ -24,7 +23,11 @@ describe('incremental Compiler', () => {
       snap = mutation.apply(snap, { node: mutation.where === 'local' ? 'node-1' : remote, pick: step + 1 });
       const incremental = compiler.compile(snap, settings);
       const full = compile(snap, settings);
-      expect({ step, mutation: mutation.name, text: text(incremental.desired) }).toEqual({ step, mutation: mutation.name, text: text(full.desired) });
+      expect({ step, mutation: mutation.name, text: text(incremental.desired) }).toEqual({
+        step,
+        mutation: mutation.name,
+        text: text(full.desired),
+      });
       expect(incremental.problems).toEqual(full.problems);
     }
   });
@@ -43,7 +46,10 @@ describe('incremental Compiler', () => {
   it('returns the very same chain and set objects for what a remote pod change did not touch', () => {
     const compiler = new Compiler();
     const before = compiler.compile(start, settings).desired.v4;
-    const after = compiler.compile(MUTATIONS.find((m) => m.name === 'podLabelChange-remote')!.apply(start, { node: remote, pick: 3 }), settings).desired.v4;
+    const after = compiler.compile(
+      MUTATIONS.find((m) => m.name === 'podLabelChange-remote')!.apply(start, { node: remote, pick: 3 }),
+      settings,
+    ).desired.v4;
     const sameChains = after.chains.filter((c, i) => c === before.chains[i]).length;
     expect(sameChains).toBe(before.chains.length);
     const reused = after.ipsets.filter((s) => before.ipsets.includes(s)).length;

@@ -4,8 +4,23 @@
 import { chainNames, compile, ipSetNameFor } from '../../../src/compile/index.js';
 import { MAX_CHAIN_NAME, MAX_IPSET_NAME, type ClusterSnapshot, type DesiredState, type FamilyState } from '../../../src/model/index.js';
 import {
-  blockPeer, egress, expr, ingress, ips, labels, makeNamespace, makePod, makePolicy, nsPeer, podPeer, rule, sel, selectPods, settings,
-  snapshot, tcp,
+  blockPeer,
+  egress,
+  expr,
+  ingress,
+  ips,
+  labels,
+  makeNamespace,
+  makePod,
+  makePolicy,
+  nsPeer,
+  podPeer,
+  rule,
+  sel,
+  selectPods,
+  settings,
+  snapshot,
+  tcp,
 } from '../../helpers/builders.js';
 import { cluster } from './fixtures.js';
 
@@ -13,12 +28,27 @@ const LONG = 'n'.repeat(63);
 const longCluster = (): ClusterSnapshot => {
   const ns = makeNamespace(LONG, { team: 'x'.repeat(63) });
   const pods = Array.from({ length: 12 }, (_, i) =>
-    makePod(LONG, `${'p'.repeat(240)}-${i}`, `10.244.1.${10 + i}`, ips(`10.244.1.${10 + i}`, `fd00:1::${10 + i}`), labels({ app: `a${i % 3}` })),
+    makePod(
+      LONG,
+      `${'p'.repeat(240)}-${i}`,
+      `10.244.1.${10 + i}`,
+      ips(`10.244.1.${10 + i}`, `fd00:1::${10 + i}`),
+      labels({ app: `a${i % 3}` }),
+    ),
   );
   const policies = ['a', 'b'].map((s) =>
-    makePolicy(LONG, `${s.repeat(253)}`, selectPods(sel({ app: 'a0' })),
-      ingress(rule([podPeer(sel({ app: 'a1' })), nsPeer(sel({ team: 'x'.repeat(63) })), blockPeer('10.0.0.0/8', '10.1.0.0/16')], [tcp('http'), tcp(80, 90)])),
-      egress(rule([podPeer(sel({ app: 'a2' })), blockPeer('fd00::/8')], [tcp('http')]))),
+    makePolicy(
+      LONG,
+      `${s.repeat(253)}`,
+      selectPods(sel({ app: 'a0' })),
+      ingress(
+        rule(
+          [podPeer(sel({ app: 'a1' })), nsPeer(sel({ team: 'x'.repeat(63) })), blockPeer('10.0.0.0/8', '10.1.0.0/16')],
+          [tcp('http'), tcp(80, 90)],
+        ),
+      ),
+      egress(rule([podPeer(sel({ app: 'a2' })), blockPeer('fd00::/8')], [tcp('http')])),
+    ),
   );
   return snapshot({ namespaces: [ns], pods, policies });
 };
@@ -70,7 +100,8 @@ describe('names: length limits', () => {
   });
 
   it.each(['s', 'n', 'b'] as const)('set kind %s fits with a 4-char prefix, both families', (kind) => {
-    for (const family of [4, 6] as const) expect(ipSetNameFor('abcd', family, kind, 'k'.repeat(5000)).length).toBeLessThanOrEqual(MAX_IPSET_NAME);
+    for (const family of [4, 6] as const)
+      expect(ipSetNameFor('abcd', family, kind, 'k'.repeat(5000)).length).toBeLessThanOrEqual(MAX_IPSET_NAME);
   });
 });
 
@@ -80,7 +111,12 @@ describe('names: deterministic and distinct', () => {
   it('the same snapshot compiles to the same state, whatever order its lists come in', () => {
     const c = longCluster();
     const first = compile(c, settings({ podCidrs: ['10.244.1.0/24', 'fd00:1::/64'] }));
-    const reversed: ClusterSnapshot = { ...c, pods: [...c.pods].reverse(), policies: [...c.policies].reverse(), namespaces: [...c.namespaces].reverse() };
+    const reversed: ClusterSnapshot = {
+      ...c,
+      pods: [...c.pods].reverse(),
+      policies: [...c.policies].reverse(),
+      namespaces: [...c.namespaces].reverse(),
+    };
     const second = compile(reversed, settings({ podCidrs: ['10.244.1.0/24', 'fd00:1::/64'] }));
     expect(strip(second.desired)).toEqual(strip(first.desired));
   });
@@ -100,7 +136,10 @@ describe('names: deterministic and distinct', () => {
     ['namespace/name split differently', (n = chainNames('nf-')) => [n.toWorkload('a-b/c'), n.toWorkload('a/b-c')]],
     ['ingress vs egress workload of one pod', (n = chainNames('nf-')) => [n.toWorkload('prod/db'), n.fromWorkload('prod/db')]],
     ['ingress vs egress chain of one policy', (n = chainNames('nf-')) => [n.policyIngress('prod/p'), n.policyEgress('prod/p')]],
-    ['dispatch children of two CIDRs', (n = chainNames('nf-')) => [n.toDispatchChild('10.244.1.0/28'), n.toDispatchChild('10.244.1.16/28')]],
+    [
+      'dispatch children of two CIDRs',
+      (n = chainNames('nf-')) => [n.toDispatchChild('10.244.1.0/28'), n.toDispatchChild('10.244.1.16/28')],
+    ],
     ['set kinds with one key', () => [ipSetNameFor('nf', 4, 's', 'k'), ipSetNameFor('nf', 4, 'b', 'k'), ipSetNameFor('nf', 4, 'n', 'k')]],
     ['set families with one key', () => [ipSetNameFor('nf', 4, 's', 'k'), ipSetNameFor('nf', 6, 's', 'k')]],
     ['set keys differing in one char', () => [ipSetNameFor('nf', 4, 's', '{app=a}'), ipSetNameFor('nf', 4, 's', '{app=b}')]],
@@ -110,7 +149,9 @@ describe('names: deterministic and distinct', () => {
   });
 
   it('no two pods or policies of a large cluster share a chain name', () => {
-    const pods = Array.from({ length: 300 }, (_, i) => makePod(`ns${i % 7}`, `pod-${i}`, `10.244.1.${i % 250}`, ips(`10.244.${1 + Math.floor(i / 250)}.${i % 250}`)));
+    const pods = Array.from({ length: 300 }, (_, i) =>
+      makePod(`ns${i % 7}`, `pod-${i}`, `10.244.1.${i % 250}`, ips(`10.244.${1 + Math.floor(i / 250)}.${i % 250}`)),
+    );
     const policies = Array.from({ length: 50 }, (_, i) => makePolicy(`ns${i % 7}`, `pol-${i}`, ingress(rule())));
     const { desired } = compile(snapshot({ pods, policies }), settings({ podCidrs: ['10.244.0.0/16'] }));
     const names = desired.v4.chains.map((c) => c.name);
@@ -162,8 +203,17 @@ describe('names: sets are shared per canonical selector', () => {
   });
 
   it.each([
-    ['podSelector-only peers from two namespaces', [makePolicy('prod', 'p', db, ingress(rule([podPeer(sel({ app: 'web' }))]))), makePolicy('dev', 'p', ingress(rule([podPeer(sel({ app: 'web' }))])))]],
-    ['podSelector vs namespaceSelector with the same labels', [makePolicy('prod', 'p', db, ingress(rule([podPeer(sel({ team: 'b' })), nsPeer(sel({ team: 'b' }))])))]],
+    [
+      'podSelector-only peers from two namespaces',
+      [
+        makePolicy('prod', 'p', db, ingress(rule([podPeer(sel({ app: 'web' }))]))),
+        makePolicy('dev', 'p', ingress(rule([podPeer(sel({ app: 'web' }))]))),
+      ],
+    ],
+    [
+      'podSelector vs namespaceSelector with the same labels',
+      [makePolicy('prod', 'p', db, ingress(rule([podPeer(sel({ team: 'b' })), nsPeer(sel({ team: 'b' }))])))],
+    ],
     ['two different selectors', [makePolicy('prod', 'p', db, ingress(rule([podPeer(sel({ app: 'web' })), podPeer(sel({ app: 'api' }))])))]],
   ] as const)('%s → two sets', (_name, policies) => {
     expect(setsOf(policies)).toHaveLength(2);

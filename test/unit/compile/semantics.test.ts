@@ -4,8 +4,28 @@
 import { compile } from '../../../src/compile/index.js';
 import type { NetworkPolicy, Pod, Problem } from '../../../src/model/index.js';
 import {
-  blockPeer, egress, expr, hostNetwork, ingress, ips, labels, makePod, makePolicy, nsPeer, nsPodPeer, onNode, phase,
-  podPeer, rule, sctp, sel, selectPods, settings, tcp, types, udp,
+  blockPeer,
+  egress,
+  expr,
+  hostNetwork,
+  ingress,
+  ips,
+  labels,
+  makePod,
+  makePolicy,
+  nsPeer,
+  nsPodPeer,
+  onNode,
+  phase,
+  podPeer,
+  rule,
+  sctp,
+  sel,
+  selectPods,
+  settings,
+  tcp,
+  types,
+  udp,
 } from '../../helpers/builders.js';
 import { viewPod, type AllowView, type DirectionView } from './compiled-view.js';
 import { cluster, IP } from './fixtures.js';
@@ -153,7 +173,18 @@ const ipBlockCases: Case[] = [
     expect: {
       'prod/db': {
         ingress: iso([
-          { peer: ['10.0.0.0/9', '10.128.0.0/10', '10.192.0.0/11', '10.224.0.0/12', '10.240.0.0/14', '10.245.0.0/16', '10.246.0.0/15', '10.248.0.0/13'] },
+          {
+            peer: [
+              '10.0.0.0/9',
+              '10.128.0.0/10',
+              '10.192.0.0/11',
+              '10.224.0.0/12',
+              '10.240.0.0/14',
+              '10.245.0.0/16',
+              '10.246.0.0/15',
+              '10.248.0.0/13',
+            ],
+          },
         ]),
       },
     },
@@ -191,7 +222,9 @@ const ipBlockCases: Case[] = [
   },
   {
     name: 'every ipBlock of a rule shares one set; selector peers keep their own',
-    policies: [makePolicy('prod', 'p', db, ingress(rule([blockPeer('192.168.1.0/24'), podPeer(sel({ app: 'web' })), blockPeer('172.16.0.0/12')])))],
+    policies: [
+      makePolicy('prod', 'p', db, ingress(rule([blockPeer('192.168.1.0/24'), podPeer(sel({ app: 'web' })), blockPeer('172.16.0.0/12')]))),
+    ],
     expect: { 'prod/db': { ingress: iso([{ peer: [IP.web] }, { peer: ['172.16.0.0/12', '192.168.1.0/24'] }]) } },
   },
 ];
@@ -232,7 +265,9 @@ const portCases: Case[] = [
   },
   {
     name: 'more than 15 multiport slots are chunked (a range costs two)',
-    policies: [makePolicy('prod', 'p', db, ingress(rule(undefined, [tcp(1000, 1001), ...Array.from({ length: 14 }, (_, i) => tcp(2000 + 2 * i))])))],
+    policies: [
+      makePolicy('prod', 'p', db, ingress(rule(undefined, [tcp(1000, 1001), ...Array.from({ length: 14 }, (_, i) => tcp(2000 + 2 * i))]))),
+    ],
     expect: {
       'prod/db': {
         ingress: iso([
@@ -262,7 +297,15 @@ const portCases: Case[] = [
   },
   {
     name: 'named port on egress resolves against the peer pods (each its own number)',
-    policies: [makePolicy('prod', 'p', db, types('Egress'), egress(rule([nsPodPeer(sel(), sel({ app: 'web' })), podPeer(sel({ app: 'api' }))], [tcp('http')])))],
+    policies: [
+      makePolicy(
+        'prod',
+        'p',
+        db,
+        types('Egress'),
+        egress(rule([nsPodPeer(sel(), sel({ app: 'web' })), podPeer(sel({ app: 'api' }))], [tcp('http')])),
+      ),
+    ],
     expect: {
       'prod/db': {
         egress: iso([
@@ -329,7 +372,13 @@ const podCases: Case[] = [
     ],
     expect: {
       'prod/db': {
-        ingress: iso([{ peer: 'any', proto: 'tcp', ports: '1' }, { peer: 'any', proto: 'tcp', ports: '2' }], ['prod/a', 'prod/b']),
+        ingress: iso(
+          [
+            { peer: 'any', proto: 'tcp', ports: '1' },
+            { peer: 'any', proto: 'tcp', ports: '2' },
+          ],
+          ['prod/a', 'prod/b'],
+        ),
       },
     },
   },

@@ -5,8 +5,29 @@
 import { compile } from '../../../src/compile/index.js';
 import type { ClusterSnapshot, DesiredState, FamilyState, L4Protocol, Pod } from '../../../src/model/index.js';
 import {
-  blockPeer, containerPorts, egress, expr, ingress, ips, labels, makeNamespace, makePod, makePolicy, nsPeer, nsPodPeer, onNode, podPeer,
-  rule, sctp, sel, selectPods, settings, snapshot, tcp, types, udp,
+  blockPeer,
+  containerPorts,
+  egress,
+  expr,
+  ingress,
+  ips,
+  labels,
+  makeNamespace,
+  makePod,
+  makePolicy,
+  nsPeer,
+  nsPodPeer,
+  onNode,
+  podPeer,
+  rule,
+  sctp,
+  sel,
+  selectPods,
+  settings,
+  snapshot,
+  tcp,
+  types,
+  udp,
 } from '../../helpers/builders.js';
 import { evaluate, evaluateCluster, type ClusterPacket } from '../../helpers/eval-desired.js';
 import { Oracle } from '../../helpers/oracle.js';
@@ -43,8 +64,7 @@ function harness(snap: ClusterSnapshot, unknownPods: 'fail-closed' | 'fail-open'
     return family === 4 ? d.v4 : d.v6;
   };
   const nodeOf = (ip: string): string | undefined =>
-    snap.pods.find((p) => alive(p) && p.ips.includes(ip))?.nodeName ??
-    NODES.find((n) => n.podCidrs.some((c) => sameSubnet(ip, c)))?.name;
+    snap.pods.find((p) => alive(p) && p.ips.includes(ip))?.nodeName ?? NODES.find((n) => n.podCidrs.some((c) => sameSubnet(ip, c)))?.name;
   return (pkt: ClusterPacket) => evaluateCluster(stateOf, nodeOf, pkt);
 }
 
@@ -57,23 +77,46 @@ const sameSubnet = (ip: string, cidr: string): boolean =>
 const shop: ClusterCase = {
   name: 'shop: selectors, named ports, ipBlock egress, default deny, cross-namespace',
   snapshot: shopPods([
-    makePolicy('prod', 'db-in', selectPods(sel({ app: 'db' })),
-      ingress(rule([podPeer(sel({ app: 'web' }))], [tcp('pg'), tcp(9000, 9010)]), rule([nsPeer(sel({ team: 'ops' }))]))),
-    makePolicy('prod', 'web', selectPods(sel({ app: 'web' })),
+    makePolicy(
+      'prod',
+      'db-in',
+      selectPods(sel({ app: 'db' })),
+      ingress(rule([podPeer(sel({ app: 'web' }))], [tcp('pg'), tcp(9000, 9010)]), rule([nsPeer(sel({ team: 'ops' }))])),
+    ),
+    makePolicy(
+      'prod',
+      'web',
+      selectPods(sel({ app: 'web' })),
       ingress(rule(undefined, [tcp('http')])),
       egress(
         rule([podPeer(sel({ app: 'db' }))], [tcp(5432)]),
         rule([blockPeer('0.0.0.0/0', '10.0.0.0/8')], [tcp(443)]),
         rule([podPeer(sel({ app: 'api' }))], [udp('dns')]),
-      )),
+      ),
+    ),
     makePolicy('dev', 'default-deny', types('Ingress', 'Egress')),
     makePolicy('dev', 'same-ns', ingress(rule([podPeer(sel())])), egress(rule([podPeer(sel())]))),
     makePolicy('ops', 'scrape', egress(rule([nsPeer(sel())], [tcp('metrics'), tcp(9100)]))),
-    makePolicy('prod', 'api-in', selectPods(sel({}, [expr('app', 'NotIn', 'db', 'web')])),
-      ingress(rule([nsPodPeer(sel({ env: 'dev' }), sel({ app: 'tool' }))], [sctp(5432), udp()]))),
+    makePolicy(
+      'prod',
+      'api-in',
+      selectPods(sel({}, [expr('app', 'NotIn', 'db', 'web')])),
+      ingress(rule([nsPodPeer(sel({ env: 'dev' }), sel({ app: 'tool' }))], [sctp(5432), udp()])),
+    ),
   ]),
   external: ['8.8.8.8', '10.9.9.9', '192.168.1.1'],
-  probes: [['tcp', 5432], ['tcp', 9005], ['tcp', 9011], ['tcp', 8080], ['tcp', 8081], ['tcp', 443], ['tcp', 9100], ['udp', 5353], ['udp', 53], ['sctp', 5432]],
+  probes: [
+    ['tcp', 5432],
+    ['tcp', 9005],
+    ['tcp', 9011],
+    ['tcp', 8080],
+    ['tcp', 8081],
+    ['tcp', 443],
+    ['tcp', 9100],
+    ['udp', 5353],
+    ['udp', 53],
+    ['sctp', 5432],
+  ],
 };
 
 const netPods = [
@@ -89,21 +132,49 @@ const ipBlocks: ClusterCase = {
     namespaces: [makeNamespace('net')],
     pods: netPods,
     policies: [
-      makePolicy('net', 'server', selectPods(sel({ role: 'server' })), ingress(
-        rule([blockPeer('10.244.0.0/16', '10.244.2.0/24'), blockPeer('192.168.7.3/16')]),
-        rule([blockPeer('8.8.8.8/32')], [udp(53)]),
-      )),
-      makePolicy('net', 'client', selectPods(sel({ role: 'client' })), types('Egress'), egress(rule([blockPeer('0.0.0.0/0', '10.244.1.0/25')], [tcp()]))),
-      makePolicy('net', 'open', selectPods(sel({ role: 'open' })), egress(rule([blockPeer('0.0.0.0/0')])), ingress(rule([blockPeer('10.244.1.0/28', '10.244.1.8/29')]))),
+      makePolicy(
+        'net',
+        'server',
+        selectPods(sel({ role: 'server' })),
+        ingress(
+          rule([blockPeer('10.244.0.0/16', '10.244.2.0/24'), blockPeer('192.168.7.3/16')]),
+          rule([blockPeer('8.8.8.8/32')], [udp(53)]),
+        ),
+      ),
+      makePolicy(
+        'net',
+        'client',
+        selectPods(sel({ role: 'client' })),
+        types('Egress'),
+        egress(rule([blockPeer('0.0.0.0/0', '10.244.1.0/25')], [tcp()])),
+      ),
+      makePolicy(
+        'net',
+        'open',
+        selectPods(sel({ role: 'open' })),
+        egress(rule([blockPeer('0.0.0.0/0')])),
+        ingress(rule([blockPeer('10.244.1.0/28', '10.244.1.8/29')])),
+      ),
     ],
   }),
   external: ['192.168.200.1', '8.8.8.8', '8.8.4.4', '172.16.0.1'],
-  probes: [['tcp', 80], ['udp', 53], ['sctp', 1]],
+  probes: [
+    ['tcp', 80],
+    ['udp', 53],
+    ['sctp', 1],
+  ],
 };
 
 const appPods = [
   makePod('app', 's1', '10.244.1.10', labels({ role: 'server' }), containerPorts({ name: 'web', containerPort: 8080, protocol: 'TCP' })),
-  makePod('app', 's2', '10.244.2.10', onNode('node-2'), labels({ role: 'server' }), containerPorts({ name: 'web', containerPort: 9090, protocol: 'TCP' })),
+  makePod(
+    'app',
+    's2',
+    '10.244.2.10',
+    onNode('node-2'),
+    labels({ role: 'server' }),
+    containerPorts({ name: 'web', containerPort: 9090, protocol: 'TCP' }),
+  ),
   makePod('app', 's3', '10.244.1.11', labels({ role: 'server' }), containerPorts({ name: 'web', containerPort: 8080, protocol: 'UDP' })),
   makePod('app', 's4', '10.244.1.12', labels({ role: 'server' })),
   makePod('app', 'c1', '10.244.1.20', labels({ role: 'client' })),
@@ -116,11 +187,23 @@ const namedPorts: ClusterCase = {
     pods: appPods,
     policies: [
       makePolicy('app', 'servers-in', selectPods(sel({ role: 'server' })), ingress(rule([podPeer(sel({ role: 'client' }))], [tcp('web')]))),
-      makePolicy('app', 'clients-out', selectPods(sel({ role: 'client' })), types('Egress'), egress(rule([podPeer(sel({ role: 'server' }))], [tcp('web')]), rule(undefined, [udp('web')]))),
+      makePolicy(
+        'app',
+        'clients-out',
+        selectPods(sel({ role: 'client' })),
+        types('Egress'),
+        egress(rule([podPeer(sel({ role: 'server' }))], [tcp('web')]), rule(undefined, [udp('web')])),
+      ),
     ],
   }),
   external: ['192.168.1.1'],
-  probes: [['tcp', 8080], ['tcp', 9090], ['tcp', 80], ['udp', 8080], ['udp', 9090]],
+  probes: [
+    ['tcp', 8080],
+    ['tcp', 9090],
+    ['tcp', 80],
+    ['udp', 8080],
+    ['udp', 9090],
+  ],
 };
 
 const dsPods = [
@@ -136,20 +219,36 @@ const dualStack: ClusterCase = {
     namespaces: [makeNamespace('ds')],
     pods: dsPods,
     policies: [
-      makePolicy('ds', 'target', selectPods(sel({ app: 'target' })),
+      makePolicy(
+        'ds',
+        'target',
+        selectPods(sel({ app: 'target' })),
         ingress(rule([blockPeer('fd00:2::/64', 'fd00:2::9/128'), podPeer(sel({ app: 'friend' }))], [tcp(80)])),
-        egress(rule([blockPeer('2001:db8::/32')], [tcp(443)]), rule([podPeer(sel({ app: 'friend' }))]))),
+        egress(rule([blockPeer('2001:db8::/32')], [tcp(443)]), rule([podPeer(sel({ app: 'friend' }))])),
+      ),
       makePolicy('ds', 'v6only', selectPods(sel({ app: 'v6only' })), ingress(rule([blockPeer('fd00:1::/120')]))),
     ],
   }),
   external: ['2001:db8::1', '2001:db9::1', '8.8.8.8'],
-  probes: [['tcp', 80], ['tcp', 443], ['udp', 80]],
+  probes: [
+    ['tcp', 80],
+    ['tcp', 443],
+    ['udp', 80],
+  ],
 };
 
 // Even pods are dual-stack, so the v6 dispatch tree (20 local pods) is exercised too.
 const crowdPods = Array.from({ length: 50 }, (_, i) => {
-  const [v4, v6] = i < 40 ? [`10.244.1.${10 + i * 5}`, `fd00:1::${(10 + i * 5).toString(16)}`] : [`10.244.2.${i}`, `fd00:2::${i.toString(16)}`];
-  return makePod(i % 2 ? 'blue' : 'green', `p${i}`, v4, onNode(i < 40 ? 'node-1' : 'node-2'), labels({ tier: `t${i % 4}` }), ...(i % 2 ? [] : [ips(v4, v6)]));
+  const [v4, v6] =
+    i < 40 ? [`10.244.1.${10 + i * 5}`, `fd00:1::${(10 + i * 5).toString(16)}`] : [`10.244.2.${i}`, `fd00:2::${i.toString(16)}`];
+  return makePod(
+    i % 2 ? 'blue' : 'green',
+    `p${i}`,
+    v4,
+    onNode(i < 40 ? 'node-1' : 'node-2'),
+    labels({ tier: `t${i % 4}` }),
+    ...(i % 2 ? [] : [ips(v4, v6)]),
+  );
 });
 const manyPorts = Array.from({ length: 20 }, (_, i) => tcp(1000 + 10 * i));
 const crowd: ClusterCase = {
@@ -158,13 +257,30 @@ const crowd: ClusterCase = {
     namespaces: [makeNamespace('blue', { color: 'blue' }), makeNamespace('green', { color: 'green' })],
     pods: crowdPods,
     policies: [
-      makePolicy('blue', 'ports', selectPods(sel({}, [expr('tier', 'In', 't1', 't3')])), ingress(rule([nsPeer(sel({ color: 'green' }))], [...manyPorts, tcp(5000, 5005)]))),
-      makePolicy('green', 'egress', selectPods(sel({}, [expr('tier', 'NotIn', 't0')])), egress(rule([nsPodPeer(sel(), sel({}, [expr('tier', 'In', 't1', 't2')]))]))),
+      makePolicy(
+        'blue',
+        'ports',
+        selectPods(sel({}, [expr('tier', 'In', 't1', 't3')])),
+        ingress(rule([nsPeer(sel({ color: 'green' }))], [...manyPorts, tcp(5000, 5005)])),
+      ),
+      makePolicy(
+        'green',
+        'egress',
+        selectPods(sel({}, [expr('tier', 'NotIn', 't0')])),
+        egress(rule([nsPodPeer(sel(), sel({}, [expr('tier', 'In', 't1', 't2')]))])),
+      ),
       makePolicy('green', 'deny-t0', selectPods(sel({ tier: 't0' }))),
     ],
   }),
   external: ['1.1.1.1'],
-  probes: [['tcp', 1000], ['tcp', 1140], ['tcp', 1190], ['tcp', 1195], ['tcp', 5003], ['udp', 1000]],
+  probes: [
+    ['tcp', 1000],
+    ['tcp', 1140],
+    ['tcp', 1190],
+    ['tcp', 1195],
+    ['tcp', 5003],
+    ['udp', 1000],
+  ],
 };
 
 const loadError = { object: 'NetworkPolicy bad/loaded', field: 'spec.ingress', message: 'bad', severity: 'error' } as const;
@@ -214,8 +330,12 @@ function compare(c: ClusterCase, unknownPods: 'fail-closed' | 'fail-open') {
     const want = oracle.allows({ src: pkt.src, dst: pkt.dst, proto: pkt.proto, port: pkt.dport });
     if (want) allowed++;
     if (got.allowed !== want) {
-      const path = got.hops.map((h) => `${h.node}[${h.packet.inIface}→${h.packet.outIface}] ${h.result.verdict}: ${h.result.path.join(' ')}`);
-      mismatches.push(`${pkt.src} → ${pkt.dst} ${pkt.proto}/${pkt.dport}: oracle ${want ? 'ALLOW' : 'DENY'}, compiled ${got.allowed ? 'ALLOW' : 'DENY'}\n  ${path.join('\n  ')}`);
+      const path = got.hops.map(
+        (h) => `${h.node}[${h.packet.inIface}→${h.packet.outIface}] ${h.result.verdict}: ${h.result.path.join(' ')}`,
+      );
+      mismatches.push(
+        `${pkt.src} → ${pkt.dst} ${pkt.proto}/${pkt.dport}: oracle ${want ? 'ALLOW' : 'DENY'}, compiled ${got.allowed ? 'ALLOW' : 'DENY'}\n  ${path.join('\n  ')}`,
+      );
     }
   }
   return { mismatches, allowed, total: packets.length };
@@ -240,7 +360,15 @@ describe('verdicts match the oracle on seeded random clusters', () => {
       name: `seed ${seed}`,
       snapshot: randomCluster(seed),
       external: ['192.168.1.5', '192.168.9.9', '8.8.8.8', '2001:db8::1'],
-      probes: [['tcp', 80], ['tcp', 8080], ['tcp', 8090], ['tcp', 443], ['udp', 53], ['udp', 80], ['sctp', 80]],
+      probes: [
+        ['tcp', 80],
+        ['tcp', 8080],
+        ['tcp', 8090],
+        ['tcp', 443],
+        ['udp', 53],
+        ['udp', 80],
+        ['sctp', 80],
+      ],
     };
     const { mismatches, allowed, total } = compare(c, 'fail-closed');
     outcomes.allowed += allowed;
@@ -280,19 +408,55 @@ describe('verdicts: paths through the chains', () => {
 
   it.each([
     { name: 'a pod reaching itself', src: '10.244.1.20', dst: '10.244.1.20', allowed: true },
-    { name: 'established reply to a denied direction', src: '10.244.1.12', dst: '10.244.1.20', ctstate: 'ESTABLISHED' as const, allowed: true },
+    {
+      name: 'established reply to a denied direction',
+      src: '10.244.1.12',
+      dst: '10.244.1.20',
+      ctstate: 'ESTABLISHED' as const,
+      allowed: true,
+    },
     { name: 'INVALID packet from an open pod', src: '10.244.1.12', dst: '10.244.2.10', ctstate: 'INVALID' as const, allowed: false },
   ])('$name', ({ src, dst, ctstate, allowed }) => {
     expect(run({ src, dst, proto: 'tcp', dport: 1, ...(ctstate ? { ctstate } : {}) }).allowed).toBe(allowed);
   });
 
   it.each([
-    { name: 'unknown local source, fail-closed', unknownPods: 'fail-closed' as const, src: '10.244.1.200', dst: '10.244.1.12', allowed: false },
-    { name: 'unknown local destination, fail-closed', unknownPods: 'fail-closed' as const, src: '10.244.1.12', dst: '10.244.1.200', allowed: false },
+    {
+      name: 'unknown local source, fail-closed',
+      unknownPods: 'fail-closed' as const,
+      src: '10.244.1.200',
+      dst: '10.244.1.12',
+      allowed: false,
+    },
+    {
+      name: 'unknown local destination, fail-closed',
+      unknownPods: 'fail-closed' as const,
+      src: '10.244.1.12',
+      dst: '10.244.1.200',
+      allowed: false,
+    },
     { name: 'unknown local source, fail-open', unknownPods: 'fail-open' as const, src: '10.244.1.200', dst: '10.244.1.12', allowed: true },
-    { name: 'unknown local destination, fail-open', unknownPods: 'fail-open' as const, src: '10.244.1.12', dst: '10.244.1.200', allowed: true },
-    { name: 'unknown pod on the other node is dropped by that node', unknownPods: 'fail-closed' as const, src: '10.244.2.200', dst: '10.244.1.12', allowed: false },
-    { name: 'unknown pod on the other node, fail-open', unknownPods: 'fail-open' as const, src: '10.244.2.200', dst: '10.244.1.12', allowed: true },
+    {
+      name: 'unknown local destination, fail-open',
+      unknownPods: 'fail-open' as const,
+      src: '10.244.1.12',
+      dst: '10.244.1.200',
+      allowed: true,
+    },
+    {
+      name: 'unknown pod on the other node is dropped by that node',
+      unknownPods: 'fail-closed' as const,
+      src: '10.244.2.200',
+      dst: '10.244.1.12',
+      allowed: false,
+    },
+    {
+      name: 'unknown pod on the other node, fail-open',
+      unknownPods: 'fail-open' as const,
+      src: '10.244.2.200',
+      dst: '10.244.1.12',
+      allowed: true,
+    },
   ])('$name', ({ unknownPods, src, dst, allowed }) => {
     // No policies: every known pod is open, so only the unknown-pod handling decides.
     expect(harness(shopPods([]), unknownPods)({ src, dst, proto: 'tcp', dport: 80 }).allowed).toBe(allowed);
@@ -300,7 +464,13 @@ describe('verdicts: paths through the chains', () => {
 
   it.each([
     { name: 'external → remote pod routed through this node', src: '8.8.8.8', dst: '10.244.2.10', inIface: 'eth0', outIface: 'flannel.1' },
-    { name: 'remote pod → remote pod routed through this node', src: '10.244.2.10', dst: '10.244.2.20', inIface: 'flannel.1', outIface: 'flannel.1' },
+    {
+      name: 'remote pod → remote pod routed through this node',
+      src: '10.244.2.10',
+      dst: '10.244.2.20',
+      inIface: 'flannel.1',
+      outIface: 'flannel.1',
+    },
   ])('no verdict from our chains when no pod of this node is involved: $name', ({ src, dst, inIface, outIface }) => {
     const state = compile(shop.snapshot, settings({ podCidrs: ['10.244.1.0/24'] })).desired.v4;
     expect(evaluate(state, { src, dst, proto: 'tcp', dport: 80, inIface, outIface }).verdict).toBe('NONE');

@@ -14,12 +14,21 @@ describe('canonicalCidr', () => {
     expect(canonicalCidr(text)).toEqual(expected);
   });
 
-  it.each(['10.0.0.0', '10.0.0.0/33', '10.1/16', '256.0.0.0/8', '010.0.0.0/8', 'fd00::/129', 'fe80::1%eth0/64', 'fd00::g/64', '10.0.0.0/-1', '10.0.0.0/ 8', ''])(
-    'rejects %p',
-    (text) => {
-      expect(canonicalCidr(text)).toBeUndefined();
-    },
-  );
+  it.each([
+    '10.0.0.0',
+    '10.0.0.0/33',
+    '10.1/16',
+    '256.0.0.0/8',
+    '010.0.0.0/8',
+    'fd00::/129',
+    'fe80::1%eth0/64',
+    'fd00::g/64',
+    '10.0.0.0/-1',
+    '10.0.0.0/ 8',
+    '',
+  ])('rejects %p', (text) => {
+    expect(canonicalCidr(text)).toBeUndefined();
+  });
 });
 
 describe('parseListenAddress', () => {

@@ -58,7 +58,10 @@ describe('loadConfig', () => {
     },
     {
       name: 'pod CIDRs: comma list in env, repeated and comma-separated flags',
-      input: { env: { NODE_NAME: 'n1', NETFENCE_POD_CIDRS: '10.0.0.0/24' }, argvFlags: flags('--pod-cidr', '10.1.0.0/24,fd00::/64', '--pod-cidr', '10.2.0.0/24') },
+      input: {
+        env: { NODE_NAME: 'n1', NETFENCE_POD_CIDRS: '10.0.0.0/24' },
+        argvFlags: flags('--pod-cidr', '10.1.0.0/24,fd00::/64', '--pod-cidr', '10.2.0.0/24'),
+      },
       expect: { podCidrs: ['10.1.0.0/24', 'fd00::/64', '10.2.0.0/24'] },
     },
     {
@@ -249,9 +252,19 @@ describe('toNodeSettings', () => {
   });
 
   it.each<{ name: string; configured: string[]; discovered: string[]; expect: string[] }>([
-    { name: 'discovered CIDRs when none configured', configured: [], discovered: ['10.244.1.0/24', 'fd00:10:244:1::/64'], expect: ['10.244.1.0/24', 'fd00:10:244:1::/64'] },
+    {
+      name: 'discovered CIDRs when none configured',
+      configured: [],
+      discovered: ['10.244.1.0/24', 'fd00:10:244:1::/64'],
+      expect: ['10.244.1.0/24', 'fd00:10:244:1::/64'],
+    },
     { name: 'configured CIDRs win', configured: ['10.9.0.0/24'], discovered: ['10.244.1.0/24'], expect: ['10.9.0.0/24'] },
-    { name: 'host bits cleared and duplicates dropped', configured: [], discovered: ['10.244.1.1/24', '10.244.1.0/24'], expect: ['10.244.1.0/24'] },
+    {
+      name: 'host bits cleared and duplicates dropped',
+      configured: [],
+      discovered: ['10.244.1.1/24', '10.244.1.0/24'],
+      expect: ['10.244.1.0/24'],
+    },
     { name: 'v6 canonical form', configured: ['FD00:0:0:0::1/64'], discovered: [], expect: ['fd00::/64'] },
   ])('pod CIDRs: $name', ({ configured, discovered, expect: expected }) => {
     expect(toNodeSettings({ ...base, podCidrs: configured }, discovered).podCidrs).toEqual(expected);
@@ -285,7 +298,9 @@ describe('toNodeSettings', () => {
     expect(toNodeSettings(off, []).flowLog).toBeUndefined();
     const moved = loadConfig({ env: { NODE_NAME: 'n', NETFENCE_FLOW_LOG_GROUP: '7' }, argvFlags: flags('--flow-log-rate', '100') }).config;
     expect(toNodeSettings(moved, []).flowLog).toEqual({ group: 7, perSecond: 100, burst: 5 });
-    expect(() => loadConfig({ env: { NODE_NAME: 'n' }, argvFlags: flags('--flow-log-group', '70000') })).toThrow(/flowLogGroup|flow-log-group/);
+    expect(() => loadConfig({ env: { NODE_NAME: 'n' }, argvFlags: flags('--flow-log-group', '70000') })).toThrow(
+      /flowLogGroup|flow-log-group/,
+    );
     const allowed = loadConfig({ env: { NODE_NAME: 'n' }, argvFlags: flags('--flow-log-allowed') }).config;
     expect(toNodeSettings(allowed, []).flowLog).toEqual({ group: 9476, perSecond: 10, burst: 5, allowed: true });
   });

@@ -5,8 +5,16 @@ describe('allocateMarks', () => {
   it.each([
     { name: "Felix's default mask gives the model's defaults", mask: 0xffff0000, expect: DEFAULT_MARKS },
     { name: 'exactly four bits', mask: 0x0f000000, expect: { accept: 0x1000000, pass: 0x2000000, scratch0: 0x4000000, all: 0xf000000 } },
-    { name: 'scattered bits, lowest first', mask: 0x80a01000, expect: { accept: 0x1000, pass: 0x200000, scratch0: 0x800000, all: 0x80a01000 } },
-    { name: 'top bit stays unsigned', mask: 0xf0000000, expect: { accept: 0x10000000, pass: 0x20000000, scratch0: 0x40000000, all: 0xf0000000 } },
+    {
+      name: 'scattered bits, lowest first',
+      mask: 0x80a01000,
+      expect: { accept: 0x1000, pass: 0x200000, scratch0: 0x800000, all: 0x80a01000 },
+    },
+    {
+      name: 'top bit stays unsigned',
+      mask: 0xf0000000,
+      expect: { accept: 0x10000000, pass: 0x20000000, scratch0: 0x40000000, all: 0xf0000000 },
+    },
     { name: 'low bits below kube-proxy', mask: 0x0000000f, expect: { accept: 1, pass: 2, scratch0: 4, all: 0xf } },
   ])('$name', ({ mask, expect: expected }) => {
     expect(allocateMarks(mask)).toEqual(expected);

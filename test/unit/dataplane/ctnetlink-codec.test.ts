@@ -68,8 +68,20 @@ describe('parseEntry', () => {
 
 describe('the worker wire form', () => {
   it.each([
-    { name: 'TCP', entry: { family: 4 as const, orig: tcp, reply: { ...tcp, src: tcp.dst, dst: tcp.src, sport: 80, dport: 40000 }, mark: 5, zone: 0 } },
-    { name: 'ICMP, no ports', entry: { family: 4 as const, orig: { src: '10.0.0.1', dst: '10.0.0.2', proto: 1 }, reply: { src: '10.0.0.2', dst: '10.0.0.1', proto: 1 }, mark: 0, zone: 2 } },
+    {
+      name: 'TCP',
+      entry: { family: 4 as const, orig: tcp, reply: { ...tcp, src: tcp.dst, dst: tcp.src, sport: 80, dport: 40000 }, mark: 5, zone: 0 },
+    },
+    {
+      name: 'ICMP, no ports',
+      entry: {
+        family: 4 as const,
+        orig: { src: '10.0.0.1', dst: '10.0.0.2', proto: 1 },
+        reply: { src: '10.0.0.2', dst: '10.0.0.1', proto: 1 },
+        mark: 0,
+        zone: 2,
+      },
+    },
   ])('$name survives the round trip', ({ entry }) => {
     expect(entryFromWire(JSON.parse(JSON.stringify(entryToWire(entry))))).toEqual(entry);
   });

@@ -18,10 +18,15 @@ describe('run() without free file descriptors', () => {
   it('throws a DataplaneCommandError instead of crashing the process', () => {
     let out: string;
     try {
-      out = execFileSync('prlimit', ['--nofile=1024:1024', process.execPath, '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000 });
+      out = execFileSync('prlimit', ['--nofile=1024:1024', process.execPath, '--input-type=module', '-e', script], {
+        encoding: 'utf8',
+        timeout: 20_000,
+      });
     } catch (err) {
       const e = err as { status: number | null; stdout: string; stderr: string };
-      throw new Error(`the child crashed (status ${e.status}): ${e.stdout}\n${e.stderr.split('\n').slice(0, 6).join('\n')}`, { cause: err });
+      throw new Error(`the child crashed (status ${e.status}): ${e.stdout}\n${e.stderr.split('\n').slice(0, 6).join('\n')}`, {
+        cause: err,
+      });
     }
     expect(out.trim()).toBe('threw DataplaneCommandError');
   });

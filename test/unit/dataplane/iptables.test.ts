@@ -5,7 +5,8 @@ describe('restoreErrorLine', () => {
   it.each<{ name: string; stderr: string; line: number | undefined }>([
     {
       name: 'parse error, both backends',
-      stderr: 'iptables-restore v1.8.9 (legacy): unknown option "--bogus"\nError occurred at line: 4\nTry `iptables-restore -h\' or \'iptables-restore --help\' for more information.\n',
+      stderr:
+        "iptables-restore v1.8.9 (legacy): unknown option \"--bogus\"\nError occurred at line: 4\nTry `iptables-restore -h' or 'iptables-restore --help' for more information.\n",
       line: 4,
     },
     {
@@ -30,7 +31,8 @@ describe('restoreErrorLine', () => {
     },
     {
       name: 'nft bad table name',
-      stderr: "iptables-nft-restore v1.8.9 (nf_tables): iptables-nft-restore: line 1 table name 'filtre' invalid\nError occurred at line: 1\n",
+      stderr:
+        "iptables-nft-restore v1.8.9 (nf_tables): iptables-nft-restore: line 1 table name 'filtre' invalid\nError occurred at line: 1\n",
       line: 1,
     },
     {
@@ -43,7 +45,15 @@ describe('restoreErrorLine', () => {
     expect(restoreErrorLine(stderr)).toBe(line);
   });
 
-  const input = ['*filter', ':nf-a - [0:0]', '-A nf-a -j ACCEPT', '-A nf-a -m comment --comment x -j nf-missing', '-A nf-a -j RETURN', 'COMMIT', ''].join('\n');
+  const input = [
+    '*filter',
+    ':nf-a - [0:0]',
+    '-A nf-a -j ACCEPT',
+    '-A nf-a -m comment --comment x -j nf-missing',
+    '-A nf-a -j RETURN',
+    'COMMIT',
+    '',
+  ].join('\n');
   const danglingJump = "iptables-nft-restore v1.8.9 (nf_tables): Chain 'nf-missing' does not exist\nError occurred at line: 6\n";
 
   it.each<{ name: string; stderr: string; input: string | undefined; line: number | undefined }>([

@@ -1,7 +1,15 @@
 // nfnetlink_log bytes: the bind/mode requests as the kernel's structs lay them out, and packet messages
 // built here byte by byte (the kernel-made ones are parsed in test/kernel/flow-log.test.ts).
 
-import { bindRequest, ipv6Text, modeRequest, NFULNL_MSG_CONFIG, NFULNL_MSG_PACKET, parseIpHeader, parseNflogMessage } from '../../../src/dataplane/nflog-wire.js';
+import {
+  bindRequest,
+  ipv6Text,
+  modeRequest,
+  NFULNL_MSG_CONFIG,
+  NFULNL_MSG_PACKET,
+  parseIpHeader,
+  parseNflogMessage,
+} from '../../../src/dataplane/nflog-wire.js';
 
 const attr = (type: number, value: Buffer): Buffer => {
   const len = 4 + value.length;

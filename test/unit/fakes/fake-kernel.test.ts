@@ -28,8 +28,15 @@ describe('fake kernel: accepts and refuses like iptables-restore and ipset resto
 
   it('saves hash:net members as ipset does: host bits masked, full-length prefixes bare', () => {
     const kernel = base();
-    kernel.foreignIpset('create nfk6b:v6 hash:net family inet6 hashsize 1024 maxelem 1048576\nadd nfk6b:v6 2001:DB8:0:0::5/64\nadd nfk6b:v6 2001:db8::1/128\n');
-    expect(kernel.ipset.save().split('\n').filter((l) => l.startsWith('add nfk6b'))).toEqual(['add nfk6b:v6 2001:db8::/64', 'add nfk6b:v6 2001:db8::1']);
+    kernel.foreignIpset(
+      'create nfk6b:v6 hash:net family inet6 hashsize 1024 maxelem 1048576\nadd nfk6b:v6 2001:DB8:0:0::5/64\nadd nfk6b:v6 2001:db8::1/128\n',
+    );
+    expect(
+      kernel.ipset
+        .save()
+        .split('\n')
+        .filter((l) => l.startsWith('add nfk6b')),
+    ).toEqual(['add nfk6b:v6 2001:db8::/64', 'add nfk6b:v6 2001:db8::1']);
   });
 
   it('an injected failure throws once and changes nothing', async () => {

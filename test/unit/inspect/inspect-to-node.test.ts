@@ -13,14 +13,22 @@ const NODES: readonly ClusterNode[] = [
   { name: 'node-1', podCidrs: ['10.244.1.0/24'], addresses: ['192.168.0.1'], labels: {} },
   { name: 'node-2', podCidrs: ['10.244.2.0/24'], addresses: ['192.168.0.2'], labels: {} },
 ];
-const guard = cnp('no-nodes', 'Admin', 1, nsSubject(house('gryffindor')), { egress: [cRule('Deny', [nodesPeer({ matchLabels: {}, matchExpressions: [] })])] });
-const desired = compile(snapshot({ nodes: [...NODES], namespaces: houseNamespaces(), pods: housePods(), clusterPolicies: [guard] }), settings({ nodeName: 'node-1', podCidrs: ['10.244.1.0/24'] })).desired.v4;
+const guard = cnp('no-nodes', 'Admin', 1, nsSubject(house('gryffindor')), {
+  egress: [cRule('Deny', [nodesPeer({ matchLabels: {}, matchExpressions: [] })])],
+});
+const desired = compile(
+  snapshot({ nodes: [...NODES], namespaces: houseNamespaces(), pods: housePods(), clusterPolicies: [guard] }),
+  settings({ nodeName: 'node-1', podCidrs: ['10.244.1.0/24'] }),
+).desired.v4;
 /** As `iptables-save` would print it: rendered, then parsed back (hash comments included). */
-const rulesetOfDesired = (state: typeof desired) => ({ ruleset: loadRuleset(renderFullRestore(state)), ipsets: parseIpsetSave(renderIpsetRestore(state.ipsets)) });
+const rulesetOfDesired = (state: typeof desired) => ({
+  ruleset: loadRuleset(renderFullRestore(state)),
+  ipsets: parseIpsetSave(renderIpsetRestore(state.ipsets)),
+});
 const state = desired;
 
 describe('inspect: pods to their own node', () => {
-  it('shows the subject pod\'s chain to its node and the CNP in it; other pods have none; no problems', () => {
+  it("shows the subject pod's chain to its node and the CNP in it; other pods have none; no problems", () => {
     const { ruleset, ipsets } = rulesetOfDesired(state);
     const report = inspectRuleset(ruleset, ipsets, { chainPrefix: 'nf-' });
     expect(report.problems).toEqual([]);
@@ -36,9 +44,14 @@ describe('inspect: pods to their own node', () => {
     const { ruleset, ipsets } = rulesetOfDesired(state);
     const input = ruleset.chains.get('INPUT')!;
     ruleset.chains.set('INPUT', { ...input, rules: [] });
-    expect(inspectRuleset(ruleset, ipsets, { chainPrefix: 'nf-' }).problems.map((p) => `${p.kind} ${p.chain}`)).toEqual(['missing-hook INPUT', 'unreferenced-chain nf-INPUT']);
+    expect(inspectRuleset(ruleset, ipsets, { chainPrefix: 'nf-' }).problems.map((p) => `${p.kind} ${p.chain}`)).toEqual([
+      'missing-hook INPUT',
+      'unreferenced-chain nf-INPUT',
+    ]);
     const foreign = { text: '-j ACCEPT', args: ['-j', 'ACCEPT'], rule: { match: [], action: { kind: 'accept' as const } } };
     ruleset.chains.set('INPUT', { ...input, rules: [foreign, ...input.rules] });
-    expect(inspectRuleset(ruleset, ipsets, { chainPrefix: 'nf-' }).problems.map((p) => `${p.kind} ${p.chain} #${p.ruleIndex}`)).toEqual(['foreign-above-hook INPUT #1']);
+    expect(inspectRuleset(ruleset, ipsets, { chainPrefix: 'nf-' }).problems.map((p) => `${p.kind} ${p.chain} #${p.ruleIndex}`)).toEqual([
+      'foreign-above-hook INPUT #1',
+    ]);
   });
 });

@@ -20,12 +20,16 @@ const longLines = (text: string): string[] => text.split('\n').filter((l) => l.l
 describe.each(goldenCaseNames())('inspect rules/%s', (name) => {
   const { c, ruleset, ipsets, report } = golden(name);
   // A dual-stack case's IPv6 payload is inspected the same way (its pods are those with an IPv6 address).
-  const v6 = c.v6 && (() => {
-    const rs = loadRuleset(c.v6.rules);
-    const sets = parseIpsetSave(c.v6.ipsets);
-    return { ruleset: rs, ipsets: sets, report: inspectRuleset(rs, sets, { chainPrefix: 'nf-' }) };
-  })();
-  const byFamily = { 4: { ruleset, ipsets, report }, ...(v6 ? { 6: v6 } : {}) } as Partial<Record<4 | 6, { ruleset: typeof ruleset; ipsets: typeof ipsets; report: InspectReport }>>;
+  const v6 =
+    c.v6 &&
+    (() => {
+      const rs = loadRuleset(c.v6.rules);
+      const sets = parseIpsetSave(c.v6.ipsets);
+      return { ruleset: rs, ipsets: sets, report: inspectRuleset(rs, sets, { chainPrefix: 'nf-' }) };
+    })();
+  const byFamily = { 4: { ruleset, ipsets, report }, ...(v6 ? { 6: v6 } : {}) } as Partial<
+    Record<4 | 6, { ruleset: typeof ruleset; ipsets: typeof ipsets; report: InspectReport }>
+  >;
 
   it('--json output matches the shipped schema', () => {
     for (const r of Object.values(byFamily)) {
@@ -38,9 +42,12 @@ describe.each(goldenCaseNames())('inspect rules/%s', (name) => {
   it('finds every local pod of node-1 by name, with both workload chains (per family: the pods with an address of it)', () => {
     for (const [family, r] of Object.entries(byFamily)) {
       const hasFamily = (ips: readonly string[]) => ips.some((a) => a.includes(':') === (family === '6'));
-      const local = c.snapshot.pods.filter((p) => p.nodeName === 'node-1' && hasFamily(p.ips) && !p.hostNetwork && p.phase !== 'Succeeded' && p.phase !== 'Failed').map((p) => `${p.namespace}/${p.name}`);
+      const local = c.snapshot.pods
+        .filter((p) => p.nodeName === 'node-1' && hasFamily(p.ips) && !p.hostNetwork && p.phase !== 'Succeeded' && p.phase !== 'Failed')
+        .map((p) => `${p.namespace}/${p.name}`);
       expect(r.report.pods.map((p) => p.pod).sort()).toEqual(local.sort());
-      for (const p of r.report.pods) expect([p.ingress?.chain, p.egress?.chain]).toEqual([expect.stringMatching(/^nf-tw-/), expect.stringMatching(/^nf-fw-/)]);
+      for (const p of r.report.pods)
+        expect([p.ingress?.chain, p.egress?.chain]).toEqual([expect.stringMatching(/^nf-tw-/), expect.stringMatching(/^nf-fw-/)]);
     }
   });
 
@@ -59,8 +66,16 @@ describe.each(goldenCaseNames())('inspect rules/%s', (name) => {
     for (const p of c.packets) {
       const family = packetFamily(p);
       const r = byFamily[family]!;
-      const packet = packetFor({ src: packetAddress(c, p.from, family), dst: packetAddress(c, p.to, family), proto: p.proto, dport: p.port }, { bridge: 'cni0', uplink: 'eth0', podCidrs: c.settings.podCidrs });
-      const text = formatTrace(tracePacket(r.ruleset, r.ipsets, packet), packet, { ruleset: r.ruleset, chainPrefix: 'nf-', srcLabel: p.from, dstLabel: p.to });
+      const packet = packetFor(
+        { src: packetAddress(c, p.from, family), dst: packetAddress(c, p.to, family), proto: p.proto, dport: p.port },
+        { bridge: 'cni0', uplink: 'eth0', podCidrs: c.settings.podCidrs },
+      );
+      const text = formatTrace(tracePacket(r.ruleset, r.ipsets, packet), packet, {
+        ruleset: r.ruleset,
+        chainPrefix: 'nf-',
+        srcLabel: p.from,
+        dstLabel: p.to,
+      });
       expect(longLines(text)).toEqual([]);
     }
   });
@@ -106,7 +121,10 @@ describe('inspect rules/seed-db-policy', () => {
 describe('inspect: rules read back for special cases', () => {
   it('a named port shows its hash:ip,port set', () => {
     const pi = golden('named-port-serve-80').report.policies[0]!;
-    expect(pi.rules[0]).toMatchObject({ ports: 'named', namedPorts: { type: 'hash:ip,port', members: 2, sample: ['10.244.1.20,tcp:80', '10.244.1.21,tcp:8080'] } });
+    expect(pi.rules[0]).toMatchObject({
+      ports: 'named',
+      namedPorts: { type: 'hash:ip,port', members: 2, sample: ['10.244.1.20,tcp:80', '10.244.1.21,tcp:8080'] },
+    });
   });
 
   it('an invalid policy says it allows nothing', () => {
@@ -118,7 +136,9 @@ describe('inspect: rules read back for special cases', () => {
 describe('inspect: problems', () => {
   const { c } = golden('seed-db-policy');
   // The compiled payload as iptables-save would print it after apply, edited by hand.
-  const base = c.rules.replace(/^-I FORWARD 1 /m, '-A FORWARD ').replace('*filter\n', '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\n');
+  const base = c.rules
+    .replace(/^-I FORWARD 1 /m, '-A FORWARD ')
+    .replace('*filter\n', '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\n');
   const edited = base
     .replace(/^-A FORWARD /m, '-A FORWARD -i docker0 -j ACCEPT\n-A FORWARD ')
     .replace('COMMIT', ':nf-stale - [0:0]\n-A nf-stale -j DROP\n-A nf-FORWARD -m tcp -p tcp --dport 22 -j ACCEPT\nCOMMIT');
@@ -168,7 +188,10 @@ describe('inspect and trace through a dispatch tree (more pods than one chain li
   });
 
   it('trace reaches the right workload chain through the tree and drops (isolated)', () => {
-    const packet = packetFor({ src: '10.244.2.1', dst: '10.244.1.35', proto: 'tcp', dport: 80 }, { bridge: 'cni0', uplink: 'eth0', podCidrs: ['10.244.1.0/24'] });
+    const packet = packetFor(
+      { src: '10.244.2.1', dst: '10.244.1.35', proto: 'tcp', dport: 80 },
+      { bridge: 'cni0', uplink: 'eth0', podCidrs: ['10.244.1.0/24'] },
+    );
     const r = tracePacket(ruleset, ipsets, packet);
     expect(r.verdict).toBe('DROP');
     expect(r.decidedBy).toMatchObject({ pod: 'big/p33', direction: 'ingress' });

@@ -43,12 +43,24 @@ describe('rule comments: written, rendered, read back', () => {
     {
       name: 'ClusterNetworkPolicy rule',
       text: ruleComment.cnpRule(label, 'Deny'),
-      meaning: { kind: 'cluster-policy-rule', policy: 'ClusterNetworkPolicy deny-db', direction: 'ingress', rule: 'ingress:2 from-web', action: 'Deny' },
+      meaning: {
+        kind: 'cluster-policy-rule',
+        policy: 'ClusterNetworkPolicy deny-db',
+        direction: 'ingress',
+        rule: 'ingress:2 from-web',
+        action: 'Deny',
+      },
     },
     {
       name: 'ClusterNetworkPolicy rule without a name, failing closed',
       text: ruleComment.cnpFailClosed(ruleComment.cnpRuleLabel('deny-db', 'egress', 0), 'Deny'),
-      meaning: { kind: 'cluster-policy-rule', policy: 'ClusterNetworkPolicy deny-db', direction: 'egress', rule: 'egress:0', action: 'Deny' },
+      meaning: {
+        kind: 'cluster-policy-rule',
+        policy: 'ClusterNetworkPolicy deny-db',
+        direction: 'egress',
+        rule: 'egress:0',
+        action: 'Deny',
+      },
     },
     {
       name: 'ClusterNetworkPolicy with no rule that can match',

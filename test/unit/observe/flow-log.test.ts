@@ -36,7 +36,14 @@ describe('FlowLog', () => {
     expect(log.list()).toHaveLength(1);
     expect(log.list()[0]).toMatchObject({ seq: 1, count: 10_000 });
     expect(lines.map((l) => l.msg)).toEqual(['denied connection']);
-    expect(lines[0]!.fields).toMatchObject({ src: 'dev/api (10.244.2.9)', dst: 'prod/db (10.244.1.5)', protocol: 'tcp', port: 80, direction: 'ingress', reason: 'isolated' });
+    expect(lines[0]!.fields).toMatchObject({
+      src: 'dev/api (10.244.2.9)',
+      dst: 'prod/db (10.244.1.5)',
+      protocol: 'tcp',
+      port: 80,
+      direction: 'ingress',
+      reason: 'isolated',
+    });
     expect(counted).toHaveLength(10_000);
     now = 10_001;
     log.closeWindows();
@@ -52,7 +59,14 @@ describe('FlowLog', () => {
     const log = new FlowLog({ logger, now: () => 0, capacity: 3 });
     for (let port = 1; port <= 5; port++) log.add(flow({ port }));
     expect(log.list().map((r) => r.port)).toEqual([3, 4, 5]);
-    log.add(flow({ src: { ip: '8.8.8.8', where: 'outside the cluster' }, dst: { ip: '10.244.1.6', pod: 'prod/web' }, pod: 'prod/web', policies: ['prod/web'] }));
+    log.add(
+      flow({
+        src: { ip: '8.8.8.8', where: 'outside the cluster' },
+        dst: { ip: '10.244.1.6', pod: 'prod/web' },
+        pod: 'prod/web',
+        policies: ['prod/web'],
+      }),
+    );
     expect(log.list({ pod: 'prod/web' }).map((r) => r.seq)).toEqual([6]);
     expect(log.list({ pod: 'dev/api' }).map((r) => r.seq)).toEqual([4, 5]);
     expect(log.list({ namespace: 'dev' }).map((r) => r.seq)).toEqual([4, 5]);

@@ -6,7 +6,22 @@ import { dropPrefix } from '../../../src/compile/flow-log.js';
 import type { NflogPacket } from '../../../src/dataplane/nflog.js';
 import { DEFAULT_FLOW_LOG, type ChainName, type ClusterSnapshot, type DesiredState } from '../../../src/model/index.js';
 import { explainAllowed, explainDrop, explainsDrop, invalidPoliciesOf, PodIndex } from '../../../src/observe/flows.js';
-import { ingress, labels, makeNamespace, makePod, makePolicy, onNode, podPeer, rule, sel, selectPods, settings, snapshot, tcp, types } from '../../helpers/builders.js';
+import {
+  ingress,
+  labels,
+  makeNamespace,
+  makePod,
+  makePolicy,
+  onNode,
+  podPeer,
+  rule,
+  sel,
+  selectPods,
+  settings,
+  snapshot,
+  tcp,
+  types,
+} from '../../helpers/builders.js';
 
 const cluster: ClusterSnapshot = snapshot({
   namespaces: [makeNamespace('prod'), makeNamespace('dev')],
@@ -33,7 +48,11 @@ const packet = (prefix: string, src: string, dst: string, dstPort = 80): NflogPa
   ip: { family: 4, src, dst, protocol: 6, srcPort: 40000, dstPort },
 });
 
-const ctx = (s: ClusterSnapshot = cluster, d: DesiredState = desired, invalid = invalidPoliciesOf(problems)) => ({ desired: d, snapshot: s, invalidPolicies: invalid });
+const ctx = (s: ClusterSnapshot = cluster, d: DesiredState = desired, invalid = invalidPoliciesOf(problems)) => ({
+  desired: d,
+  snapshot: s,
+  invalidPolicies: invalid,
+});
 
 describe('explainDrop', () => {
   it('ingress of an isolated pod: both pods, every selecting policy, the sentence trace uses', () => {
@@ -66,14 +85,32 @@ describe('explainDrop', () => {
   it('an invalid selecting policy turns the reason into invalid-policy and is named', () => {
     const p = packet(dropPrefix({ kind: 'isolated', chain: workloadChain(desired, 'prod/db', 'ingress') }), '10.244.2.9', '10.244.1.5');
     const flow = explainDrop(p, ctx(cluster, desired, new Set(['prod/db'])), new PodIndex(() => cluster));
-    expect(flow).toMatchObject({ reason: 'invalid-policy', because: 'prod/db is isolated for ingress; policies prod/db, prod/default-deny select it; none allowed this peer; prod/db is invalid and allows nothing' });
+    expect(flow).toMatchObject({
+      reason: 'invalid-policy',
+      because:
+        'prod/db is isolated for ingress; policies prod/db, prod/default-deny select it; none allowed this peer; prod/db is invalid and allows nothing',
+    });
   });
 
   it('an unknown address of the pod CIDR (fail-closed), in either direction', () => {
-    const to = explainDrop(packet(dropPrefix({ kind: 'unknown-pod', direction: 'to' }), '10.244.2.9', '10.244.1.77'), ctx(), new PodIndex(() => cluster));
-    expect(to).toMatchObject({ direction: 'ingress', reason: 'unknown-pod', src: { pod: 'dev/api' }, dst: { ip: '10.244.1.77', where: 'outside the cluster' }, policies: [] });
+    const to = explainDrop(
+      packet(dropPrefix({ kind: 'unknown-pod', direction: 'to' }), '10.244.2.9', '10.244.1.77'),
+      ctx(),
+      new PodIndex(() => cluster),
+    );
+    expect(to).toMatchObject({
+      direction: 'ingress',
+      reason: 'unknown-pod',
+      src: { pod: 'dev/api' },
+      dst: { ip: '10.244.1.77', where: 'outside the cluster' },
+      policies: [],
+    });
     expect(to!.because).toBe("10.244.1.77 is in this node's pod CIDR but is no known pod (unknown local pods fail closed, ingress)");
-    const from = explainDrop(packet(dropPrefix({ kind: 'unknown-pod', direction: 'from' }), '10.244.1.77', '10.244.2.9'), ctx(), new PodIndex(() => cluster));
+    const from = explainDrop(
+      packet(dropPrefix({ kind: 'unknown-pod', direction: 'from' }), '10.244.1.77', '10.244.2.9'),
+      ctx(),
+      new PodIndex(() => cluster),
+    );
     expect(from).toMatchObject({ direction: 'egress', reason: 'unknown-pod' });
   });
 

@@ -11,9 +11,15 @@ type Step = (f: ReturnType<typeof fixture>) => void;
 const bridgeOn: Step = (f) => f.state.bridgeNfCallIptables(true);
 const bridgeOff: Step = (f) => f.state.bridgeNfCallIptables(false);
 const programmed: Step = (f) => f.state.fullSyncProgrammed();
-const wait = (ms: number): Step => (f) => f.advance(ms);
+const wait =
+  (ms: number): Step =>
+  (f) =>
+    f.advance(ms);
 const beat: Step = (f) => f.state.heartbeat();
-const ipvs = (reason: string | undefined): Step => (f) => f.state.ipvsDetected(reason);
+const ipvs =
+  (reason: string | undefined): Step =>
+  (f) =>
+    f.state.ipvsDetected(reason);
 const crash: Step = (f) => f.state.loopStopped('TypeError: boom');
 
 describe('HealthState', () => {
@@ -27,16 +33,31 @@ describe('HealthState', () => {
       ready: 'net.bridge.bridge-nf-call-iptables is 0: bridged pod-to-pod traffic would bypass iptables',
     },
     { name: 'programmed and bridge on', steps: [bridgeOn, programmed], live: true, ready: true },
-    { name: 'beats keep it alive past the window', steps: [bridgeOn, programmed, wait(80_000), beat, wait(80_000)], live: true, ready: true },
+    {
+      name: 'beats keep it alive past the window',
+      steps: [bridgeOn, programmed, wait(80_000), beat, wait(80_000)],
+      live: true,
+      ready: true,
+    },
     {
       name: 'a silent loop is dead and not ready',
       steps: [bridgeOn, programmed, wait(90_001)],
       live: 'sync loop silent for 90001 ms (limit 90000 ms)',
       ready: 'sync loop silent for 90001 ms (limit 90000 ms)',
     },
-    { name: 'a stopped loop fails at once', steps: [bridgeOn, programmed, crash], live: 'sync loop stopped: TypeError: boom', ready: 'sync loop stopped: TypeError: boom' },
+    {
+      name: 'a stopped loop fails at once',
+      steps: [bridgeOn, programmed, crash],
+      live: 'sync loop stopped: TypeError: boom',
+      ready: 'sync loop stopped: TypeError: boom',
+    },
     { name: 'a restarted loop recovers', steps: [bridgeOn, programmed, crash, beat], live: true, ready: true },
-    { name: 'kube-proxy in IPVS mode: programmed but not ready', steps: [bridgeOn, programmed, ipvs('IPVS mode found')], live: true, ready: 'IPVS mode found' },
+    {
+      name: 'kube-proxy in IPVS mode: programmed but not ready',
+      steps: [bridgeOn, programmed, ipvs('IPVS mode found')],
+      live: true,
+      ready: 'IPVS mode found',
+    },
     { name: 'IPVS gone again', steps: [bridgeOn, programmed, ipvs('IPVS mode found'), ipvs(undefined)], live: true, ready: true },
   ])('$name', ({ steps, live, ready }) => {
     const f = fixture();
@@ -66,7 +87,8 @@ describe('HealthState: a source that cannot be read completely', () => {
     f.state.sourceIncomplete('cannot read 1 manifest path(s)/file(s) completely: /rules');
     expect(f.state.readiness()).toEqual({
       ok: false,
-      reason: 'first full sync not programmed yet (waiting for a complete read of the manifests: cannot read 1 manifest path(s)/file(s) completely: /rules)',
+      reason:
+        'first full sync not programmed yet (waiting for a complete read of the manifests: cannot read 1 manifest path(s)/file(s) completely: /rules)',
     });
     f.state.sourceIncomplete(undefined);
     programmed(f);

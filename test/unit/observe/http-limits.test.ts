@@ -33,12 +33,20 @@ describe('ObserveServer connection limits', () => {
   });
 
   it('closes connections past maxConnections at once and idle ones after the idle timeout', async () => {
-    const server = new ObserveServer({ health: checks, metrics: createMetrics(), limits: { maxConnections: 4, idleMs: 400, headersMs: 300, requestMs: 400 } });
+    const server = new ObserveServer({
+      health: checks,
+      metrics: createMetrics(),
+      limits: { maxConnections: 4, idleMs: 400, headersMs: 300, requestMs: 400 },
+    });
     const { port } = await server.start('127.0.0.1:0');
     const open: { socket: Socket; closed: Promise<void> }[] = [];
     try {
       for (let i = 0; i < 12; i++) open.push(await idleConnection(port));
-      const state = () => Promise.race([Promise.all(open.map((c) => c.closed)).then(() => 'all closed'), new Promise((r) => setTimeout(() => r('some open'), 3_000))]);
+      const state = () =>
+        Promise.race([
+          Promise.all(open.map((c) => c.closed)).then(() => 'all closed'),
+          new Promise((r) => setTimeout(() => r('some open'), 3_000)),
+        ]);
       // Every idle connection ends: the 8 past the limit at once, the first 4 after the idle timeout.
       expect(await state()).toBe('all closed');
       expect(await healthz(port)).toBe(200);
@@ -49,7 +57,11 @@ describe('ObserveServer connection limits', () => {
   });
 
   it('keeps answering probes while idle connections sit at the limit', async () => {
-    const server = new ObserveServer({ health: checks, metrics: createMetrics(), limits: { maxConnections: 3, idleMs: 60_000, headersMs: 60_000, requestMs: 60_000 } });
+    const server = new ObserveServer({
+      health: checks,
+      metrics: createMetrics(),
+      limits: { maxConnections: 3, idleMs: 60_000, headersMs: 60_000, requestMs: 60_000 },
+    });
     const { port } = await server.start('127.0.0.1:0');
     const open: { socket: Socket; closed: Promise<void> }[] = [];
     try {

@@ -36,7 +36,13 @@ describe('ObserveServer', () => {
 
   it.each<{ name: string; path: string; method?: string; live?: Check; ready?: Check; status: number; body: string | RegExp }>([
     { name: 'healthz while alive', path: '/healthz', status: 200, body: 'ok\n' },
-    { name: 'healthz when the loop stalled', path: '/healthz', live: { ok: false, reason: 'sync loop silent' }, status: 503, body: 'sync loop silent\n' },
+    {
+      name: 'healthz when the loop stalled',
+      path: '/healthz',
+      live: { ok: false, reason: 'sync loop silent' },
+      status: 503,
+      body: 'sync loop silent\n',
+    },
     { name: 'readyz before the first sync', path: '/readyz', status: 503, body: 'first full sync not programmed yet\n' },
     { name: 'readyz once ready', path: '/readyz', ready: { ok: true }, status: 200, body: 'ok\n' },
     { name: 'query strings are ignored', path: '/readyz?verbose=1', ready: { ok: true }, status: 200, body: 'ok\n' },
@@ -58,7 +64,10 @@ describe('ObserveServer', () => {
   });
 
   it('answers 500 when metrics cannot be rendered', async () => {
-    const broken = new ObserveServer({ health: checks, metrics: { contentType: 'text/plain', render: () => Promise.reject(new Error('boom')) } });
+    const broken = new ObserveServer({
+      health: checks,
+      metrics: { contentType: 'text/plain', render: () => Promise.reject(new Error('boom')) },
+    });
     const { port: brokenPort } = await broken.start({ host: '127.0.0.1', port: 0 });
     try {
       expect(await get(brokenPort, '/metrics')).toMatchObject({ status: 500, body: 'rendering metrics failed\n' });

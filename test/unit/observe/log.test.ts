@@ -18,7 +18,13 @@ describe('createLogger', () => {
     await flush();
     expect(lines).toHaveLength(1);
     const entry = JSON.parse(lines[0] ?? '') as Record<string, unknown>;
-    expect(entry).toEqual({ level: 'info', message: 'applied', component: 'sync', chains: 12, timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) });
+    expect(entry).toEqual({
+      level: 'info',
+      message: 'applied',
+      component: 'sync',
+      chains: 12,
+      timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    });
   });
 
   it('writes readable text lines', async () => {

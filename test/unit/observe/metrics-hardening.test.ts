@@ -21,7 +21,11 @@ describe('anti-spoofing drop samples from the bridge table counters', () => {
       ['someone else', count(9)],
       ['nf:spoof bogus vethA', count(5)],
     ]);
-    const pods: Record<string, { namespace: string; pod: string }> = { vethA: { namespace: 'x', pod: 'a' }, vethA2: { namespace: 'x', pod: 'a' }, vethB: { namespace: 'x', pod: 'b' } };
+    const pods: Record<string, { namespace: string; pod: string }> = {
+      vethA: { namespace: 'x', pod: 'a' },
+      vethA2: { namespace: 'x', pod: 'a' },
+      vethB: { namespace: 'x', pod: 'b' },
+    };
     expect(spoofDropSamples(counts, (port) => pods[port])).toEqual([
       { kind: 'ipv6', namespace: 'x', pod: 'a', packets: 3 },
       { kind: 'nd', namespace: 'x', pod: 'a', packets: 2 },
@@ -61,7 +65,9 @@ describe('hardening metrics', () => {
       'netfence_spoof_pod_drops_total{namespace="",pod="",kind="unknown-port"} 2',
     ]);
     packets = 10;
-    expect(await lines(m, 'netfence_spoof_pod_drops_total{namespace="x",pod="a"')).toEqual(['netfence_spoof_pod_drops_total{namespace="x",pod="a",kind="ipv6"} 10']);
+    expect(await lines(m, 'netfence_spoof_pod_drops_total{namespace="x",pod="a"')).toEqual([
+      'netfence_spoof_pod_drops_total{namespace="x",pod="a",kind="ipv6"} 10',
+    ]);
   });
 
   it('keeps the last values when the table cannot be read (a counter never falls to 0 on a failed read)', async () => {
@@ -78,7 +84,9 @@ describe('hardening metrics', () => {
 
   it(`folds pods past ${MAX_DENIED_PODS} into _other`, async () => {
     const m = createMetrics();
-    m.setSpoofDropSource(async () => Array.from({ length: MAX_DENIED_PODS + 2 }, (_, i) => ({ kind: 'ipv4' as const, namespace: 'ns', pod: `p${i}`, packets: 1 })));
+    m.setSpoofDropSource(async () =>
+      Array.from({ length: MAX_DENIED_PODS + 2 }, (_, i) => ({ kind: 'ipv4' as const, namespace: 'ns', pod: `p${i}`, packets: 1 })),
+    );
     const all = await lines(m, 'netfence_spoof_pod_drops_total');
     expect(all).toHaveLength(MAX_DENIED_PODS + 1);
     expect(all).toContain('netfence_spoof_pod_drops_total{namespace="_other",pod="_other",kind="ipv4"} 2');
@@ -86,15 +94,35 @@ describe('hardening metrics', () => {
 
   it('counts strict-mode flows marked and unmarked per family, flows carrying the bit, pass duration and failures', async () => {
     const m = createMetrics();
-    expect(await lines(m, 'netfence_strict_flows_revoked_total')).toEqual(['netfence_strict_flows_revoked_total{family="4"} 0', 'netfence_strict_flows_revoked_total{family="6"} 0']);
-    m.observeRevokePass([{ family: 4, revoked: 3, restored: 0, carrying: 3 }, { family: 6, revoked: 2, restored: 1, carrying: 4 }], 0.2);
+    expect(await lines(m, 'netfence_strict_flows_revoked_total')).toEqual([
+      'netfence_strict_flows_revoked_total{family="4"} 0',
+      'netfence_strict_flows_revoked_total{family="6"} 0',
+    ]);
+    m.observeRevokePass(
+      [
+        { family: 4, revoked: 3, restored: 0, carrying: 3 },
+        { family: 6, revoked: 2, restored: 1, carrying: 4 },
+      ],
+      0.2,
+    );
     m.observeRevokePass([{ family: 4, revoked: 0, restored: 3, carrying: 0 }], 0.02);
     m.countRevokePassFailure();
-    expect(await lines(m, 'netfence_strict_flows_revoked_total')).toEqual(['netfence_strict_flows_revoked_total{family="4"} 3', 'netfence_strict_flows_revoked_total{family="6"} 2']);
-    expect(await lines(m, 'netfence_strict_flows_restored_total')).toEqual(['netfence_strict_flows_restored_total{family="4"} 3', 'netfence_strict_flows_restored_total{family="6"} 1']);
-    expect(await lines(m, 'netfence_strict_revoked_flows')).toEqual(['netfence_strict_revoked_flows{family="4"} 0', 'netfence_strict_revoked_flows{family="6"} 4']);
+    expect(await lines(m, 'netfence_strict_flows_revoked_total')).toEqual([
+      'netfence_strict_flows_revoked_total{family="4"} 3',
+      'netfence_strict_flows_revoked_total{family="6"} 2',
+    ]);
+    expect(await lines(m, 'netfence_strict_flows_restored_total')).toEqual([
+      'netfence_strict_flows_restored_total{family="4"} 3',
+      'netfence_strict_flows_restored_total{family="6"} 1',
+    ]);
+    expect(await lines(m, 'netfence_strict_revoked_flows')).toEqual([
+      'netfence_strict_revoked_flows{family="4"} 0',
+      'netfence_strict_revoked_flows{family="6"} 4',
+    ]);
     expect(await lines(m, 'netfence_strict_pass_duration_seconds_count')).toEqual(['netfence_strict_pass_duration_seconds_count 2']);
-    expect(await lines(m, 'netfence_strict_pass_duration_seconds_bucket{le="0.025"}')).toEqual(['netfence_strict_pass_duration_seconds_bucket{le="0.025"} 1']);
+    expect(await lines(m, 'netfence_strict_pass_duration_seconds_bucket{le="0.025"}')).toEqual([
+      'netfence_strict_pass_duration_seconds_bucket{le="0.025"} 1',
+    ]);
     expect(await lines(m, 'netfence_strict_pass_failures_total')).toEqual(['netfence_strict_pass_failures_total 1']);
   });
 });

@@ -42,10 +42,17 @@ describe('visibility metrics', () => {
     m.countToolRun('ipset', true);
     m.setLastSuccessfulSync(1700000000.5);
     m.observeEventToProgrammed(0.03);
-    expect(await lines(m, 'netfence_tool_invocations_total')).toEqual(['netfence_tool_invocations_total{tool="iptables-restore"} 2', 'netfence_tool_invocations_total{tool="ipset"} 1']);
+    expect(await lines(m, 'netfence_tool_invocations_total')).toEqual([
+      'netfence_tool_invocations_total{tool="iptables-restore"} 2',
+      'netfence_tool_invocations_total{tool="ipset"} 1',
+    ]);
     expect(await lines(m, 'netfence_tool_failures_total')).toEqual(['netfence_tool_failures_total{tool="iptables-restore"} 1']);
-    expect(await lines(m, 'netfence_last_successful_sync_timestamp_seconds')).toEqual(['netfence_last_successful_sync_timestamp_seconds 1700000000.5']);
-    expect(await lines(m, 'netfence_event_to_programmed_seconds_bucket{le="0.05"}')).toEqual(['netfence_event_to_programmed_seconds_bucket{le="0.05"} 1']);
+    expect(await lines(m, 'netfence_last_successful_sync_timestamp_seconds')).toEqual([
+      'netfence_last_successful_sync_timestamp_seconds 1700000000.5',
+    ]);
+    expect(await lines(m, 'netfence_event_to_programmed_seconds_bucket{le="0.05"}')).toEqual([
+      'netfence_event_to_programmed_seconds_bucket{le="0.05"} 1',
+    ]);
     expect(await lines(m, 'netfence_build_info')).toEqual([`netfence_build_info{version="0.1.0",nodejs="${process.versions.node}"} 1`]);
   });
 });

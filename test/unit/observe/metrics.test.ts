@@ -73,7 +73,11 @@ describe('createMetrics', () => {
       name: 'drift repairs pre-created at zero, then counted',
       act: (m) => m.countDriftRepair('hook'),
       family: 'netfence_drift_repairs_total',
-      expect: ['netfence_drift_repairs_total{object="chain"} 0', 'netfence_drift_repairs_total{object="set"} 0', 'netfence_drift_repairs_total{object="hook"} 1'],
+      expect: [
+        'netfence_drift_repairs_total{object="chain"} 0',
+        'netfence_drift_repairs_total{object="set"} 0',
+        'netfence_drift_repairs_total{object="hook"} 1',
+      ],
     },
     {
       name: 'hook displacements pre-created at zero for FORWARD, then counted',
@@ -99,7 +103,12 @@ describe('createMetrics', () => {
     {
       name: 'policy problems are replaced, not accumulated',
       act: (m) => {
-        m.setPolicyProblems(new Map([['prod/old', 1], ['prod/db', 2]]));
+        m.setPolicyProblems(
+          new Map([
+            ['prod/old', 1],
+            ['prod/db', 2],
+          ]),
+        );
         m.setPolicyProblems(new Map([['prod/db', 1]]));
       },
       family: 'netfence_policy_problems',

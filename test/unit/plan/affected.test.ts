@@ -18,16 +18,29 @@ const setOfPolicy = policyChain.rules.flatMap((r) => r.match.flatMap((m) => (m.k
 const workload = (pod: string, direction: 'ingress' | 'egress'): Chain =>
   v4.chains.find((c) => c.role.kind === 'workload' && c.role.pod === pod && c.role.direction === direction) as Chain;
 const planChanging = (...names: string[]): FamilyPlan =>
-  ({ family: 4, changes: names.map((name): Change => ({ object: 'chain', name, action: 'update', before: [], after: [], owner: '' })) }) as unknown as FamilyPlan;
+  ({
+    family: 4,
+    changes: names.map((name): Change => ({ object: 'chain', name, action: 'update', before: [], after: [], owner: '' })),
+  }) as unknown as FamilyPlan;
 
 describe('affectedWorkloads', () => {
   it.each<{ name: string; changed: () => string[]; expected: { pod: string; direction: string; ip: string }[] }>([
     { name: 'nothing changed', changed: () => [], expected: [] },
-    { name: 'the policy chain: the pod it selects, ingress', changed: () => [policyChain.name], expected: [{ pod: 'prod/db', direction: 'ingress', ip: IP.db }] },
+    {
+      name: 'the policy chain: the pod it selects, ingress',
+      changed: () => [policyChain.name],
+      expected: [{ pod: 'prod/db', direction: 'ingress', ip: IP.db }],
+    },
     { name: 'a set the policy matches on', changed: () => [setOfPolicy], expected: [{ pod: 'prod/db', direction: 'ingress', ip: IP.db }] },
-    { name: "a pod's own chain", changed: () => [workload('prod/web', 'egress').name], expected: [{ pod: 'prod/web', direction: 'egress', ip: IP.web }] },
+    {
+      name: "a pod's own chain",
+      changed: () => [workload('prod/web', 'egress').name],
+      expected: [{ pod: 'prod/web', direction: 'egress', ip: IP.web }],
+    },
     { name: 'a chain nobody jumps to', changed: () => ['nf-unrelated'], expected: [] },
   ])('$name', ({ changed, expected }) => {
-    expect(affectedWorkloads([planChanging(...changed())], desired).map(({ pod, direction, ip }) => ({ pod, direction, ip }))).toEqual(expected);
+    expect(affectedWorkloads([planChanging(...changed())], desired).map(({ pod, direction, ip }) => ({ pod, direction, ip }))).toEqual(
+      expected,
+    );
   });
 });

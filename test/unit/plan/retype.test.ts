@@ -21,7 +21,9 @@ function observedWithImpostor() {
     )
     .join('\n');
   // A save prints hooks as -A; the restore payload inserts them (-I … 1).
-  const save = renderFullRestore(desired).replace(/^-I (\S+) 1 /gm, '-A $1 ').replace('*filter\n', '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n');
+  const save = renderFullRestore(desired)
+    .replace(/^-I (\S+) 1 /gm, '-A $1 ')
+    .replace('*filter\n', '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n');
   return observeFamily(4, save, ipsets, OWN);
 }
 
@@ -50,8 +52,23 @@ describe('a set recreated with another type', () => {
     expect(steps.reroute).not.toContain(` ${set.name} `);
     for (const c of users) expect(steps.reroute).toContain(`:${c.name} - [0:0]`);
     expect(steps.reroute.replaceAll(temp, set.name)).toBe(
-      ['*filter', ...users.map((c) => `:${c.name} - [0:0]`), ...users.flatMap((c) => renderFullRestore(desired).split('\n').filter((l) => l.startsWith(`-A ${c.name} `))), 'COMMIT', ''].join('\n'),
+      [
+        '*filter',
+        ...users.map((c) => `:${c.name} - [0:0]`),
+        ...users.flatMap((c) =>
+          renderFullRestore(desired)
+            .split('\n')
+            .filter((l) => l.startsWith(`-A ${c.name} `)),
+        ),
+        'COMMIT',
+        '',
+      ].join('\n'),
     );
-    expect(steps.recreate.split('\n')).toEqual([`destroy ${set.name}`, `create ${set.name} hash:ip family inet hashsize 1024 maxelem 1048576`, ...set.members.map((m) => `add ${set.name} ${m}`), '']);
+    expect(steps.recreate.split('\n')).toEqual([
+      `destroy ${set.name}`,
+      `create ${set.name} hash:ip family inet hashsize 1024 maxelem 1048576`,
+      ...set.members.map((m) => `add ${set.name} ${m}`),
+      '',
+    ]);
   });
 });

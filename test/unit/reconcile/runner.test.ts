@@ -56,7 +56,14 @@ describe('BoundedFrequencyRunner', () => {
     runner.start();
     runner.request();
     await advance(20_000, 100);
-    expect(runs.map((r) => `${r.reason}@${r.at}`)).toEqual(['change@100', 'retry@1100', 'retry@3100', 'retry@7100', 'periodic@10000', 'periodic@20000']);
+    expect(runs.map((r) => `${r.reason}@${r.at}`)).toEqual([
+      'change@100',
+      'retry@1100',
+      'retry@3100',
+      'retry@7100',
+      'periodic@10000',
+      'periodic@20000',
+    ]);
     runner.stop();
   });
 
@@ -66,7 +73,14 @@ describe('BoundedFrequencyRunner', () => {
     runner.request();
     await advance(72_000, 100);
     // Delays 1 s, 2 s, 4 s, then capped at 4 s; the drift check keeps its own schedule (due 60 s after start).
-    expect(runs.map((r) => `${r.reason}@${r.at}`)).toEqual(['change@100', 'retry@1100', 'retry@3100', 'retry@7100', 'retry@11100', 'periodic@60000']);
+    expect(runs.map((r) => `${r.reason}@${r.at}`)).toEqual([
+      'change@100',
+      'retry@1100',
+      'retry@3100',
+      'retry@7100',
+      'retry@11100',
+      'periodic@60000',
+    ]);
     runner.stop();
   });
 

@@ -73,7 +73,9 @@ describe('sync failures are logged, reported and retried', () => {
     t.reconciler.start();
     await t.clock.advance(50);
     expect(t.failures).toEqual(['compile']);
-    expect(t.logged.filter((l) => l.level === 'error').map((l) => l.msg)).toEqual([expect.stringContaining('compiling the cluster state failed')]);
+    expect(t.logged.filter((l) => l.level === 'error').map((l) => l.msg)).toEqual([
+      expect.stringContaining('compiling the cluster state failed'),
+    ]);
     expect(t.applied).toEqual([]);
     // Retried with backoff; once the input is fixed, the next retry programs it.
     broken = false;
@@ -90,7 +92,10 @@ describe('readiness follows sync failures', () => {
     health.fullSyncProgrammed();
     expect(health.readiness()).toEqual({ ok: true });
     health.lastSyncFailed('compile: pod CIDR "10.244.1.0/33" is not a CIDR');
-    expect(health.readiness()).toEqual({ ok: false, reason: 'last sync failed (retrying): compile: pod CIDR "10.244.1.0/33" is not a CIDR' });
+    expect(health.readiness()).toEqual({
+      ok: false,
+      reason: 'last sync failed (retrying): compile: pod CIDR "10.244.1.0/33" is not a CIDR',
+    });
     health.lastSyncFailed(undefined);
     expect(health.readiness()).toEqual({ ok: true });
   });

@@ -8,7 +8,18 @@ import type { ClusterSnapshot, Pod } from '../../../src/model/index.js';
 import { Syncer } from '../../../src/reconcile/syncer.js';
 import { FakeKernel } from '../../fakes/fake-kernel.js';
 import { loadGoldenCase } from '../../helpers/golden.js';
-import { FOREIGN_IPSETS, FOREIGN_V4, FOREIGN_V6, OWN, ReconcilerHarness, expectedFromRestore, memoryLogger, ourChains, parseFilter, parseSets } from '../../helpers/kernel-asserts.js';
+import {
+  FOREIGN_IPSETS,
+  FOREIGN_V4,
+  FOREIGN_V6,
+  OWN,
+  ReconcilerHarness,
+  expectedFromRestore,
+  memoryLogger,
+  ourChains,
+  parseFilter,
+  parseSets,
+} from '../../helpers/kernel-asserts.js';
 
 const golden = loadGoldenCase('seed-db-policy');
 const desired = golden.result.desired;
@@ -16,9 +27,17 @@ const expected = expectedFromRestore(golden.rules);
 const expectedSets = parseSets(golden.ipsets);
 
 /** What the fake holds of ours, in the shapes the kernel suites compare. */
-function ours(kernel: FakeKernel): { chains: Record<string, readonly string[]>; sets: Record<string, unknown>; forward: readonly string[] } {
+function ours(kernel: FakeKernel): {
+  chains: Record<string, readonly string[]>;
+  sets: Record<string, unknown>;
+  forward: readonly string[];
+} {
   const filter = parseFilter(kernel.save(4));
-  return { chains: Object.fromEntries(ourChains(filter)), sets: Object.fromEntries(parseSets(kernel.ipset.save())), forward: filter.rules.get('FORWARD') ?? [] };
+  return {
+    chains: Object.fromEntries(ourChains(filter)),
+    sets: Object.fromEntries(parseSets(kernel.ipset.save())),
+    forward: filter.rules.get('FORWARD') ?? [],
+  };
 }
 
 const EXPECTED = { chains: Object.fromEntries(expected.chains), sets: Object.fromEntries(expectedSets) };
@@ -35,7 +54,8 @@ function withForeignState(): FakeKernel {
 const leftToDo = async (kernel: FakeKernel): Promise<number> =>
   (await new Syncer(kernel, OWN, memoryLogger()).planOnly(desired)).flatMap((p) => p.changes).length;
 
-const chainOfRole = (kind: string, direction: string): string => desired.v4.chains.find((c) => c.role.kind === kind && 'direction' in c.role && c.role.direction === direction)!.name;
+const chainOfRole = (kind: string, direction: string): string =>
+  desired.v4.chains.find((c) => c.role.kind === kind && 'direction' in c.role && c.role.direction === direction)!.name;
 const POLICY_IN = chainOfRole('policy', 'ingress');
 const FRONTEND_SET = desired.v4.ipsets.find((s) => s.members.includes('10.244.1.11'))!.name;
 
@@ -49,7 +69,11 @@ interface DriftCase {
 const DRIFTS: readonly DriftCase[] = [
   { name: 'nothing changed (control)', mutate: () => undefined, drift: false },
   { name: 'a flushed chain', mutate: (k) => k.foreignIptables(4, `*filter\n-F ${POLICY_IN}\nCOMMIT\n`), drift: true },
-  { name: 'an edited rule', mutate: (k) => k.foreignIptables(4, `*filter\n-R ${POLICY_IN} 1 -p tcp -j MARK --set-xmark 0x10000/0x10000\nCOMMIT\n`), drift: true },
+  {
+    name: 'an edited rule',
+    mutate: (k) => k.foreignIptables(4, `*filter\n-R ${POLICY_IN} 1 -p tcp -j MARK --set-xmark 0x10000/0x10000\nCOMMIT\n`),
+    drift: true,
+  },
   { name: 'a removed hook', mutate: (k) => k.foreignIptables(4, '*filter\n-D FORWARD 1\nCOMMIT\n'), drift: true },
   {
     name: 'a foreign ACCEPT inserted above our hook',
@@ -128,7 +152,10 @@ describe('syncer on the fake kernel', () => {
     kernel.writes.length = 0;
     await syncer.sync(next);
     // The frontend pod left the role=frontend selection: one set member goes, no chain is rewritten.
-    const ipsetText = kernel.writes.filter((w) => w.op === 'ipsetRestore').map((w) => w.text).join('');
+    const ipsetText = kernel.writes
+      .filter((w) => w.op === 'ipsetRestore')
+      .map((w) => w.text)
+      .join('');
     expect(ipsetText.split('\n').filter((l) => /^(add|del) /.test(l))).toEqual([`del ${FRONTEND_SET} 10.244.1.11`]);
     expect(kernel.writes.filter((w) => w.op === 'restoreFilter')).toEqual([]);
     expect(await leftToDo(kernel)).toBeGreaterThan(0); // the fake holds the new state, not the golden one

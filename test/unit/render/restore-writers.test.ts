@@ -26,7 +26,10 @@ describe('renderIpsetOps', () => {
     },
     {
       name: 'priming an existing set keeps the maxelem it was created with',
-      ops: [{ op: 'create', name: 'nf6b:b', set: { type: 'hash:net', family: 6 }, maxelem: 65536 }, { op: 'del', name: 'nf6b:b', members: ['2001:db8::/64'] }],
+      ops: [
+        { op: 'create', name: 'nf6b:b', set: { type: 'hash:net', family: 6 }, maxelem: 65536 },
+        { op: 'del', name: 'nf6b:b', members: ['2001:db8::/64'] },
+      ],
       text: 'create nf6b:b hash:net family inet6 hashsize 1024 maxelem 65536\ndel nf6b:b 2001:db8::/64\n',
     },
     {

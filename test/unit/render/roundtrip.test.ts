@@ -6,35 +6,97 @@ import { compile } from '../../../src/compile/index.js';
 import { allocateMarks } from '../../../src/config/marks.js';
 import type { Chain, ChainName, FamilyState, IpSetName, Match, Rule } from '../../../src/model/index.js';
 import {
-  joinArgs, parseIptablesSave, parseSavedRule, renderChain, renderFullRestore, renderHookArgs, ruleArgs, ruleArgsWithComment, ruleHashes,
-  sanitizeComment, tokenize, toRule,
+  joinArgs,
+  parseIptablesSave,
+  parseSavedRule,
+  renderChain,
+  renderFullRestore,
+  renderHookArgs,
+  ruleArgs,
+  ruleArgsWithComment,
+  ruleHashes,
+  sanitizeComment,
+  tokenize,
+  toRule,
 } from '../../../src/render/index.js';
 import {
-  blockPeer, containerPorts, egress, expr, ingress, ips, labels, makePod, makePolicy, nsPeer, podPeer, rule, sctp, sel, selectPods, settings,
-  tcp, types, udp,
+  blockPeer,
+  containerPorts,
+  egress,
+  expr,
+  ingress,
+  ips,
+  labels,
+  makePod,
+  makePolicy,
+  nsPeer,
+  podPeer,
+  rule,
+  sctp,
+  sel,
+  selectPods,
+  settings,
+  tcp,
+  types,
+  udp,
 } from '../../helpers/builders.js';
 import { cluster } from '../compile/fixtures.js';
 
 const crowd = Array.from({ length: 30 }, (_, i) =>
-  makePod('prod', `c${i}`, `10.244.1.${100 + i}`, ips(`10.244.1.${100 + i}`, `fd00:1::${(100 + i).toString(16)}`), labels({ app: `c${i % 3}` }),
-    containerPorts({ name: 'http', containerPort: 8000 + i, protocol: 'TCP' })),
+  makePod(
+    'prod',
+    `c${i}`,
+    `10.244.1.${100 + i}`,
+    ips(`10.244.1.${100 + i}`, `fd00:1::${(100 + i).toString(16)}`),
+    labels({ app: `c${i % 3}` }),
+    containerPorts({ name: 'http', containerPort: 8000 + i, protocol: 'TCP' }),
+  ),
 );
 const policies = [
-  makePolicy('prod', 'db', selectPods(sel({ app: 'db' })),
-    ingress(rule([podPeer(sel({ app: 'web' })), blockPeer('10.0.0.0/8', '10.244.0.0/16'), blockPeer('fd00::/8', 'fd00:1::/64')], [tcp('pg'), tcp(9000, 9010), udp(), sctp(7)])),
-    egress(rule([nsPeer(sel({}, [expr('team', 'In', 'ops')]))], [tcp('http')]), rule([blockPeer('0.0.0.0/0')]), rule())),
-  makePolicy('prod', 'crowd', selectPods(sel({}, [expr('app', 'In', 'c0', 'c1')])), types('Ingress', 'Egress'),
-    ingress(rule([podPeer(sel({ app: 'c2' }))], Array.from({ length: 20 }, (_, i) => tcp(100 + 3 * i)))),
-    egress(rule(undefined, [tcp('http')]))),
+  makePolicy(
+    'prod',
+    'db',
+    selectPods(sel({ app: 'db' })),
+    ingress(
+      rule(
+        [podPeer(sel({ app: 'web' })), blockPeer('10.0.0.0/8', '10.244.0.0/16'), blockPeer('fd00::/8', 'fd00:1::/64')],
+        [tcp('pg'), tcp(9000, 9010), udp(), sctp(7)],
+      ),
+    ),
+    egress(rule([nsPeer(sel({}, [expr('team', 'In', 'ops')]))], [tcp('http')]), rule([blockPeer('0.0.0.0/0')]), rule()),
+  ),
+  makePolicy(
+    'prod',
+    'crowd',
+    selectPods(sel({}, [expr('app', 'In', 'c0', 'c1')])),
+    types('Ingress', 'Egress'),
+    ingress(
+      rule(
+        [podPeer(sel({ app: 'c2' }))],
+        Array.from({ length: 20 }, (_, i) => tcp(100 + 3 * i)),
+      ),
+    ),
+    egress(rule(undefined, [tcp('http')])),
+  ),
   makePolicy('prod', 'broken', selectPods(sel({ app: 'web' })), ingress(rule([blockPeer('10.0.0.0/40')]))),
 ];
 
 const compiledStates: [string, FamilyState][] = [
   ['default settings, v4', compile(cluster(policies, crowd), settings()).desired.v4],
   ['default settings, v6', compile(cluster(policies, crowd), settings({ podCidrs: ['10.244.1.0/24', 'fd00:1::/64'] })).desired.v6],
-  ['fail-open, odd prefixes, top mark bits', compile(cluster(policies, crowd), settings({
-    unknownPods: 'fail-open', chainPrefix: 'XY_9-', ipsetPrefix: 'q', marks: allocateMarks(0xf0000000), bridge: 'br-pods',
-  })).desired.v4],
+  [
+    'fail-open, odd prefixes, top mark bits',
+    compile(
+      cluster(policies, crowd),
+      settings({
+        unknownPods: 'fail-open',
+        chainPrefix: 'XY_9-',
+        ipsetPrefix: 'q',
+        marks: allocateMarks(0xf0000000),
+        bridge: 'br-pods',
+      }),
+    ).desired.v4,
+  ],
 ];
 
 const withoutComment = (r: Rule): Rule => ({ match: r.match, action: r.action });
@@ -71,36 +133,107 @@ const handWritten: [string, Rule][] = [
   ['goto', { match: m({ kind: 'dst-net', cidr: '10.244.1.5/32' }), action: { kind: 'goto', target } }],
   ['set-mark clear', { match: [], action: { kind: 'set-mark', value: 0, mask: 0xf0000 } }],
   ['set-mark top bit', { match: [], action: { kind: 'set-mark', value: 0x80000000, mask: 0xffffffff } }],
-  ['negated src and dst', { match: m({ kind: 'src-net', cidr: '10.0.0.0/8', negate: true }, { kind: 'dst-net', cidr: 'fd00::/64', negate: true }), action: { kind: 'drop' } }],
-  ['interfaces with wildcard and negation', { match: m({ kind: 'in-iface', name: 'veth+' }, { kind: 'out-iface', name: 'cni0', negate: true }), action: { kind: 'accept' } }],
-  ['every option in save order', {
-    match: m({ kind: 'src-net', cidr: '1.2.3.4/32' }, { kind: 'dst-net', cidr: '5.6.7.0/24' }, { kind: 'in-iface', name: 'eth0' }, { kind: 'out-iface', name: 'cni0' }, { kind: 'protocol', protocol: 'udp' }),
-    action: { kind: 'accept' },
-  }],
+  [
+    'negated src and dst',
+    {
+      match: m({ kind: 'src-net', cidr: '10.0.0.0/8', negate: true }, { kind: 'dst-net', cidr: 'fd00::/64', negate: true }),
+      action: { kind: 'drop' },
+    },
+  ],
+  [
+    'interfaces with wildcard and negation',
+    { match: m({ kind: 'in-iface', name: 'veth+' }, { kind: 'out-iface', name: 'cni0', negate: true }), action: { kind: 'accept' } },
+  ],
+  [
+    'every option in save order',
+    {
+      match: m(
+        { kind: 'src-net', cidr: '1.2.3.4/32' },
+        { kind: 'dst-net', cidr: '5.6.7.0/24' },
+        { kind: 'in-iface', name: 'eth0' },
+        { kind: 'out-iface', name: 'cni0' },
+        { kind: 'protocol', protocol: 'udp' },
+      ),
+      action: { kind: 'accept' },
+    },
+  ],
   ['negated set', { match: m({ kind: 'set', set, direction: 'src', negate: true }), action: { kind: 'drop' } }],
-  ['set dst,dst with sctp', { match: m({ kind: 'protocol', protocol: 'sctp' }, { kind: 'set', set, direction: 'dst,dst' }), action: { kind: 'accept' } }],
+  [
+    'set dst,dst with sctp',
+    { match: m({ kind: 'protocol', protocol: 'sctp' }, { kind: 'set', set, direction: 'dst,dst' }), action: { kind: 'accept' } },
+  ],
   ['set src,src', { match: m({ kind: 'set', set, direction: 'src,src' }), action: { kind: 'accept' } }],
   ['negated mark', { match: m({ kind: 'mark', value: 0, mask: 0x10000, negate: true }), action: { kind: 'accept' } }],
   ['full-width mark', { match: m({ kind: 'mark', value: 0xdeadbeef, mask: 0xffffffff }), action: { kind: 'accept' } }],
   ['ctstate single', { match: m({ kind: 'ctstate', states: ['INVALID'] }), action: { kind: 'drop' } }],
-  ['ctstate all', { match: m({ kind: 'ctstate', states: ['INVALID', 'NEW', 'RELATED', 'ESTABLISHED', 'UNTRACKED'] }), action: { kind: 'accept' } }],
-  ['multiport ranges', { match: m({ kind: 'protocol', protocol: 'tcp' }, { kind: 'dports', ports: [{ from: 1, to: 1 }, { from: 80, to: 90 }, { from: 65535, to: 65535 }] }), action: { kind: 'accept' } }],
+  [
+    'ctstate all',
+    { match: m({ kind: 'ctstate', states: ['INVALID', 'NEW', 'RELATED', 'ESTABLISHED', 'UNTRACKED'] }), action: { kind: 'accept' } },
+  ],
+  [
+    'multiport ranges',
+    {
+      match: m(
+        { kind: 'protocol', protocol: 'tcp' },
+        {
+          kind: 'dports',
+          ports: [
+            { from: 1, to: 1 },
+            { from: 80, to: 90 },
+            { from: 65535, to: 65535 },
+          ],
+        },
+      ),
+      action: { kind: 'accept' },
+    },
+  ],
   ['physdev in', { match: m({ kind: 'physdev', in: 'veth1234abcd' }), action: { kind: 'jump', target } }],
   ['physdev out, bridged', { match: m({ kind: 'physdev', out: 'veth1234abcd', isBridged: true }), action: { kind: 'jump', target } }],
   ['physdev in and out', { match: m({ kind: 'physdev', in: 'veth1', out: 'veth2' }), action: { kind: 'accept' } }],
   ['physdev bridged only', { match: m({ kind: 'physdev', isBridged: true }), action: { kind: 'accept' } }],
   ['connmark revoke bit', { match: m({ kind: 'connmark', value: 0x100000, mask: 0x100000 }), action: { kind: 'drop' } }],
   ['negated connmark', { match: m({ kind: 'connmark', value: 0, mask: 0x100000, negate: true }), action: { kind: 'accept' } }],
-  ['flow log: limit with default burst, NFLOG with a quoted prefix', { match: m({ kind: 'limit', perSecond: 10, burst: 5 }), action: { kind: 'nflog', group: 9476, prefix: 'nf:iso:nf-tw-abcdefghijklmnop' } }],
-  ['flow log: other burst, group 0, bare prefix', { match: m({ kind: 'src-net', cidr: '10.244.1.0/24' }, { kind: 'limit', perSecond: 1000, burst: 20 }), action: { kind: 'nflog', group: 0, prefix: 'drop-1' } }],
-  ['ICMPv6 ND allowance', {
-    match: m({ kind: 'src-net', cidr: 'fe80::/10' }, { kind: 'in-iface', name: 'cni0' }, { kind: 'out-iface', name: 'cni0' }, { kind: 'protocol', protocol: 'ipv6-icmp' }, { kind: 'icmpv6-type', type: 134 }, { kind: 'hop-limit', value: 255 }),
-    action: { kind: 'accept' },
-  }],
-  ['modules keep their order', {
-    match: m({ kind: 'protocol', protocol: 'tcp' }, { kind: 'ctstate', states: ['NEW'] }, { kind: 'mark', value: 1, mask: 1 }, { kind: 'set', set, direction: 'dst' }, { kind: 'dports', ports: [{ from: 5, to: 5 }] }),
-    action: { kind: 'set-mark', value: 0x10000, mask: 0x10000 },
-  }],
+  [
+    'flow log: limit with default burst, NFLOG with a quoted prefix',
+    {
+      match: m({ kind: 'limit', perSecond: 10, burst: 5 }),
+      action: { kind: 'nflog', group: 9476, prefix: 'nf:iso:nf-tw-abcdefghijklmnop' },
+    },
+  ],
+  [
+    'flow log: other burst, group 0, bare prefix',
+    {
+      match: m({ kind: 'src-net', cidr: '10.244.1.0/24' }, { kind: 'limit', perSecond: 1000, burst: 20 }),
+      action: { kind: 'nflog', group: 0, prefix: 'drop-1' },
+    },
+  ],
+  [
+    'ICMPv6 ND allowance',
+    {
+      match: m(
+        { kind: 'src-net', cidr: 'fe80::/10' },
+        { kind: 'in-iface', name: 'cni0' },
+        { kind: 'out-iface', name: 'cni0' },
+        { kind: 'protocol', protocol: 'ipv6-icmp' },
+        { kind: 'icmpv6-type', type: 134 },
+        { kind: 'hop-limit', value: 255 },
+      ),
+      action: { kind: 'accept' },
+    },
+  ],
+  [
+    'modules keep their order',
+    {
+      match: m(
+        { kind: 'protocol', protocol: 'tcp' },
+        { kind: 'ctstate', states: ['NEW'] },
+        { kind: 'mark', value: 1, mask: 1 },
+        { kind: 'set', set, direction: 'dst' },
+        { kind: 'dports', ports: [{ from: 5, to: 5 }] },
+      ),
+      action: { kind: 'set-mark', value: 0x10000, mask: 0x10000 },
+    },
+  ],
 ];
 
 describe('render → parse: hand-written Match and Action variants', () => {
@@ -108,11 +241,21 @@ describe('render → parse: hand-written Match and Action variants', () => {
     expect(toRule(tokenize(joinArgs(ruleArgs(r))))).toEqual(r);
     const withComment = { ...r, comment: 'ns/name ingress:0' };
     const args = ruleArgsWithComment(withComment, 'HASHHASHHASHHASH');
-    expect(parseSavedRule(joinArgs(args), tokenize(joinArgs(args)))).toEqual(expect.objectContaining({ hash: 'HASHHASHHASHHASH', comment: 'ns/name ingress:0', rule: withComment }));
+    expect(parseSavedRule(joinArgs(args), tokenize(joinArgs(args)))).toEqual(
+      expect.objectContaining({ hash: 'HASHHASHHASHHASH', comment: 'ns/name ingress:0', rule: withComment }),
+    );
   });
 
   it('options are written in iptables-save order whatever order the rule lists them (same hash)', () => {
-    const a: Rule = { match: m({ kind: 'protocol', protocol: 'tcp' }, { kind: 'out-iface', name: 'cni0' }, { kind: 'dst-net', cidr: '10.0.0.1/32' }, { kind: 'src-net', cidr: '10.0.0.2/32' }), action: { kind: 'accept' } };
+    const a: Rule = {
+      match: m(
+        { kind: 'protocol', protocol: 'tcp' },
+        { kind: 'out-iface', name: 'cni0' },
+        { kind: 'dst-net', cidr: '10.0.0.1/32' },
+        { kind: 'src-net', cidr: '10.0.0.2/32' },
+      ),
+      action: { kind: 'accept' },
+    };
     expect(joinArgs(ruleArgs(a))).toBe('-s 10.0.0.2/32 -d 10.0.0.1/32 -o cni0 -p tcp -j ACCEPT');
     const back = toRule(tokenize(joinArgs(ruleArgs(a))))!;
     expect(ruleHashes('c', [back])).toEqual(ruleHashes('c', [a]));
@@ -159,14 +302,22 @@ describe('rule hashes', () => {
   const changed: Rule = { match: m({ kind: 'src-net', cidr: '192.0.2.0/24' }), action: { kind: 'drop' } };
 
   it('are stable: same chain and rules, same hashes; 16 base64url characters each', () => {
-    expect(ruleHashes('nf-x', base)).toEqual(ruleHashes('nf-x', base.map((r) => structuredClone(r))));
+    expect(ruleHashes('nf-x', base)).toEqual(
+      ruleHashes(
+        'nf-x',
+        base.map((r) => structuredClone(r)),
+      ),
+    );
     expect(ruleHashes('nf-x', base).every((h) => /^[A-Za-z0-9_-]{16}$/.test(h))).toBe(true);
     expect(new Set(ruleHashes('nf-x', [base[0]!, base[0]!, base[0]!])).size).toBe(3);
   });
 
   it.each(base.map((_, i) => [i] as const))('changing rule %i changes its hash and every later one, not earlier ones', (i) => {
     const before = ruleHashes('nf-x', base);
-    const after = ruleHashes('nf-x', base.map((r, j) => (j === i ? changed : r)));
+    const after = ruleHashes(
+      'nf-x',
+      base.map((r, j) => (j === i ? changed : r)),
+    );
     for (let j = 0; j < base.length; j++) {
       expect({ j, same: after[j] === before[j] }).toEqual({ j, same: j < i });
     }
@@ -181,7 +332,12 @@ describe('rule hashes', () => {
   });
 
   it('a changed human comment does not change the hash (it covers the arguments only)', () => {
-    expect(ruleHashes('nf-x', base.map((r) => ({ ...r, comment: 'other' })))).toEqual(ruleHashes('nf-x', base));
+    expect(
+      ruleHashes(
+        'nf-x',
+        base.map((r) => ({ ...r, comment: 'other' })),
+      ),
+    ).toEqual(ruleHashes('nf-x', base));
   });
 });
 
@@ -227,7 +383,13 @@ describe('flow-log rules print as iptables-save prints them (checked by hand aga
 describe('ICMPv6 rules print as ip6tables-save prints them (checked by hand against ip6tables 1.8.9, nft and legacy)', () => {
   it('type as a number, hop limit as --hl-eq, protocol as ipv6-icmp', () => {
     const rule: Rule = {
-      match: m({ kind: 'in-iface', name: 'cni0' }, { kind: 'out-iface', name: 'cni0' }, { kind: 'protocol', protocol: 'ipv6-icmp' }, { kind: 'icmpv6-type', type: 135 }, { kind: 'hop-limit', value: 255 }),
+      match: m(
+        { kind: 'in-iface', name: 'cni0' },
+        { kind: 'out-iface', name: 'cni0' },
+        { kind: 'protocol', protocol: 'ipv6-icmp' },
+        { kind: 'icmpv6-type', type: 135 },
+        { kind: 'hop-limit', value: 255 },
+      ),
       action: { kind: 'accept' },
     };
     expect(joinArgs(ruleArgs(rule))).toBe('-i cni0 -o cni0 -p ipv6-icmp -m icmp6 --icmpv6-type 135 -m hl --hl-eq 255 -j ACCEPT');

@@ -3,8 +3,32 @@
 
 import { compile } from '../../../src/compile/index.js';
 import type { IpSet } from '../../../src/model/index.js';
-import { IPSET_MAXELEM, IpsetParseError, parseIpsetSave, parseIptablesSave, renderIpsetRestore, SaveParseError, tokenize, toRule } from '../../../src/render/index.js';
-import { blockPeer, containerPorts, egress, ingress, ips, labels, makePod, makePolicy, podPeer, rule, sel, selectPods, settings, tcp } from '../../helpers/builders.js';
+import {
+  IPSET_MAXELEM,
+  IpsetParseError,
+  parseIpsetSave,
+  parseIptablesSave,
+  renderIpsetRestore,
+  SaveParseError,
+  tokenize,
+  toRule,
+} from '../../../src/render/index.js';
+import {
+  blockPeer,
+  containerPorts,
+  egress,
+  ingress,
+  ips,
+  labels,
+  makePod,
+  makePolicy,
+  podPeer,
+  rule,
+  sel,
+  selectPods,
+  settings,
+  tcp,
+} from '../../helpers/builders.js';
 import { cluster } from '../compile/fixtures.js';
 
 describe('parseIptablesSave: good dumps', () => {
@@ -35,10 +59,21 @@ describe('parseIptablesSave: good dumps', () => {
       ['nf-x', '-', 1],
     ]);
     const [foreign, hook] = filter.chains.get('FORWARD')!.rules;
-    expect(foreign).toEqual({ text: '-m comment --comment "kube-router rule" -j ACCEPT', args: ['-m', 'comment', '--comment', 'kube-router rule', '-j', 'ACCEPT'] });
-    expect(hook).toEqual(expect.objectContaining({ hash: 'AAAAAAAAAAAAAAAA', comment: 'netfence policy', rule: { match: [], action: { kind: 'jump', target: 'nf-x' }, comment: 'netfence policy' } }));
+    expect(foreign).toEqual({
+      text: '-m comment --comment "kube-router rule" -j ACCEPT',
+      args: ['-m', 'comment', '--comment', 'kube-router rule', '-j', 'ACCEPT'],
+    });
+    expect(hook).toEqual(
+      expect.objectContaining({
+        hash: 'AAAAAAAAAAAAAAAA',
+        comment: 'netfence policy',
+        rule: { match: [], action: { kind: 'jump', target: 'nf-x' }, comment: 'netfence policy' },
+      }),
+    );
     // An unquoted comment (iptables-save quotes only when needed) still gives the hash.
-    expect(filter.chains.get('nf-x')!.rules[0]).toEqual(expect.objectContaining({ hash: 'BBBBBBBBBBBBBBBB', rule: { match: [], action: { kind: 'accept' } } }));
+    expect(filter.chains.get('nf-x')!.rules[0]).toEqual(
+      expect.objectContaining({ hash: 'BBBBBBBBBBBBBBBB', rule: { match: [], action: { kind: 'accept' } } }),
+    );
     expect(tables.get('nat')!.chains.get('PREROUTING')!.rules[0]!.hash).toBeUndefined();
   });
 
@@ -48,9 +83,23 @@ describe('parseIptablesSave: good dumps', () => {
 
   it.each([
     ['reject with an ip6tables reason', '-j REJECT --reject-with icmp6-port-unreachable', { match: [], action: { kind: 'reject' } }],
-    ['protocol module after -p', '-p tcp -m tcp -m multiport --dports 80,443 -j ACCEPT', {
-      match: [{ kind: 'protocol', protocol: 'tcp' }, { kind: 'dports', ports: [{ from: 80, to: 80 }, { from: 443, to: 443 }] }], action: { kind: 'accept' },
-    }],
+    [
+      'protocol module after -p',
+      '-p tcp -m tcp -m multiport --dports 80,443 -j ACCEPT',
+      {
+        match: [
+          { kind: 'protocol', protocol: 'tcp' },
+          {
+            kind: 'dports',
+            ports: [
+              { from: 80, to: 80 },
+              { from: 443, to: 443 },
+            ],
+          },
+        ],
+        action: { kind: 'accept' },
+      },
+    ],
   ])('saved spelling parses: %s', (_name, text, expected) => {
     expect(toRule(tokenize(text))).toEqual(expected);
   });
@@ -59,25 +108,61 @@ describe('parseIptablesSave: good dumps', () => {
   // 0xffffffff, but toRule only accepts value/mask, so such a rule of ours would read back as foreign and
   // its rendered text (`0x1/0xffffffff`) would never equal the saved one.
   it('saved spelling parses: a mark match with the full mask omitted', () => {
-    expect(toRule(tokenize('-m mark --mark 0x1 -j ACCEPT'))).toEqual({ match: [{ kind: 'mark', value: 1, mask: 0xffffffff }], action: { kind: 'accept' } });
+    expect(toRule(tokenize('-m mark --mark 0x1 -j ACCEPT'))).toEqual({
+      match: [{ kind: 'mark', value: 1, mask: 0xffffffff }],
+      action: { kind: 'accept' },
+    });
   });
 });
 
 describe('parseIptablesSave: broken dumps fail with the line at fault', () => {
   it.each([
     { name: 'line outside any table', text: 'hello\n*filter\nCOMMIT\n', line: 1, message: /outside any \*table/ },
-    { name: 'garbage inside a table', text: '*filter\n:nf-a - [0:0]\nhello world\nCOMMIT\n', line: 3, message: /unexpected line "hello world"/ },
-    { name: 'rule for an undeclared chain', text: '*filter\n:nf-a - [0:0]\n-A nf-b -j ACCEPT\nCOMMIT\n', line: 3, message: /undeclared chain "nf-b"/ },
+    {
+      name: 'garbage inside a table',
+      text: '*filter\n:nf-a - [0:0]\nhello world\nCOMMIT\n',
+      line: 3,
+      message: /unexpected line "hello world"/,
+    },
+    {
+      name: 'rule for an undeclared chain',
+      text: '*filter\n:nf-a - [0:0]\n-A nf-b -j ACCEPT\nCOMMIT\n',
+      line: 3,
+      message: /undeclared chain "nf-b"/,
+    },
     { name: 'rule with no chain', text: '*filter\n-A \nCOMMIT\n', line: 2, message: /./ },
-    { name: 'unterminated quote', text: '*filter\n:nf-a - [0:0]\n-A nf-a -m comment --comment "oops -j ACCEPT\nCOMMIT\n', line: 3, message: /unterminated quote/ },
+    {
+      name: 'unterminated quote',
+      text: '*filter\n:nf-a - [0:0]\n-A nf-a -m comment --comment "oops -j ACCEPT\nCOMMIT\n',
+      line: 3,
+      message: /unterminated quote/,
+    },
     { name: 'bad chain declaration', text: '*filter\n:nf-a\nCOMMIT\n', line: 2, message: /bad chain declaration/ },
-    { name: 'table opened before the last was committed', text: '*filter\n:nf-a - [0:0]\n*nat\nCOMMIT\n', line: 3, message: /before filter was COMMITted/ },
-    { name: 'restore-only syntax (-I)', text: '*filter\n:FORWARD ACCEPT [0:0]\n-I FORWARD 1 -j ACCEPT\nCOMMIT\n', line: 3, message: /unexpected line/ },
-    { name: 'truncated dump (no COMMIT), no final newline', text: '*filter\n:nf-a - [0:0]\n-A nf-a -j ACCEPT', line: 3, message: /filter has no COMMIT/ },
+    {
+      name: 'table opened before the last was committed',
+      text: '*filter\n:nf-a - [0:0]\n*nat\nCOMMIT\n',
+      line: 3,
+      message: /before filter was COMMITted/,
+    },
+    {
+      name: 'restore-only syntax (-I)',
+      text: '*filter\n:FORWARD ACCEPT [0:0]\n-I FORWARD 1 -j ACCEPT\nCOMMIT\n',
+      line: 3,
+      message: /unexpected line/,
+    },
+    {
+      name: 'truncated dump (no COMMIT), no final newline',
+      text: '*filter\n:nf-a - [0:0]\n-A nf-a -j ACCEPT',
+      line: 3,
+      message: /filter has no COMMIT/,
+    },
   ])('$name', ({ text, line, message }) => {
     const err = catchError(() => parseIptablesSave(text));
     expect(err).toBeInstanceOf(SaveParseError);
-    expect({ line: (err as SaveParseError).line, message: (err as Error).message }).toEqual({ line, message: expect.stringMatching(message) });
+    expect({ line: (err as SaveParseError).line, message: (err as Error).message }).toEqual({
+      line,
+      message: expect.stringMatching(message),
+    });
     expect((err as Error).message).toContain(`line ${line}`);
   });
 
@@ -100,13 +185,33 @@ function catchError(fn: () => unknown): unknown {
 
 describe('ipset: render → parse', () => {
   const crowd = Array.from({ length: 12 }, (_, i) =>
-    makePod('prod', `c${i}`, `10.244.1.${100 + i}`, ips(`10.244.1.${100 + i}`, `fd00:1::${100 + i}`), labels({ app: 'c' }),
-      containerPorts({ name: 'http', containerPort: 8000 + i, protocol: 'TCP' })),
+    makePod(
+      'prod',
+      `c${i}`,
+      `10.244.1.${100 + i}`,
+      ips(`10.244.1.${100 + i}`, `fd00:1::${100 + i}`),
+      labels({ app: 'c' }),
+      containerPorts({ name: 'http', containerPort: 8000 + i, protocol: 'TCP' }),
+    ),
   );
   const policies = [
-    makePolicy('prod', 'c', selectPods(sel({ app: 'c' })),
-      ingress(rule([podPeer(sel({ app: 'web' })), blockPeer('10.0.0.0/8', '10.244.0.0/16'), blockPeer('fd00::/8', 'fd00:1::/64'), blockPeer('192.0.2.1/32')], [tcp('http')])),
-      egress(rule([podPeer(sel({ app: 'c' }))], [tcp('http')]))),
+    makePolicy(
+      'prod',
+      'c',
+      selectPods(sel({ app: 'c' })),
+      ingress(
+        rule(
+          [
+            podPeer(sel({ app: 'web' })),
+            blockPeer('10.0.0.0/8', '10.244.0.0/16'),
+            blockPeer('fd00::/8', 'fd00:1::/64'),
+            blockPeer('192.0.2.1/32'),
+          ],
+          [tcp('http')],
+        ),
+      ),
+      egress(rule([podPeer(sel({ app: 'c' }))], [tcp('http')])),
+    ),
   ];
   const d = compile(cluster(policies, crowd), settings({ podCidrs: ['10.244.1.0/24', 'fd00:1::/64'] })).desired;
 
@@ -116,7 +221,9 @@ describe('ipset: render → parse', () => {
   ] as const)('%s: every set comes back with its type, family, maxelem and members', (_name, sets: readonly IpSet[]) => {
     expect(new Set(sets.map((s) => s.type))).toEqual(new Set(['hash:ip', 'hash:net', 'hash:ip,port']));
     const parsed = parseIpsetSave(renderIpsetRestore(sets));
-    expect([...parsed.values()]).toEqual(sets.map((s) => ({ name: s.name, type: s.type, family: s.family, maxelem: IPSET_MAXELEM, members: [...s.members] })));
+    expect([...parsed.values()]).toEqual(
+      sets.map((s) => ({ name: s.name, type: s.type, family: s.family, maxelem: IPSET_MAXELEM, members: [...s.members] })),
+    );
   });
 
   it('no sets render to nothing and parse to nothing', () => {

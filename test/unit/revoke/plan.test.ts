@@ -7,7 +7,20 @@ import { compile } from '../../../src/compile/index.js';
 import type { CtEntry, CtTuple } from '../../../src/dataplane/ctnetlink.js';
 import { markUpdates, planRevocations } from '../../../src/revoke/plan.js';
 import { rulesetOfDesired, tracePacket, type NodeLayout } from '../../../src/trace/index.js';
-import { ingress, labels, makeNamespace, makePod, makePolicy, podPeer, rule, sel, selectPods, settings, snapshot, tcp } from '../../helpers/builders.js';
+import {
+  ingress,
+  labels,
+  makeNamespace,
+  makePod,
+  makePolicy,
+  podPeer,
+  rule,
+  sel,
+  selectPods,
+  settings,
+  snapshot,
+  tcp,
+} from '../../helpers/builders.js';
 
 const BIT = 0x100000;
 const CLIENT = '10.244.1.2';
@@ -26,7 +39,9 @@ const { desired } = compile(
       makePod('x', 'server', SERVER, labels({ app: 'server' })),
       makePod('x', 'other', OTHER, labels({ app: 'other' })),
     ],
-    policies: [makePolicy('x', 'server-in', selectPods(sel({ app: 'server' })), ingress(rule([podPeer(sel({ app: 'client' }))], [tcp(7003)])))],
+    policies: [
+      makePolicy('x', 'server-in', selectPods(sel({ app: 'server' })), ingress(rule([podPeer(sel({ app: 'client' }))], [tcp(7003)]))),
+    ],
   }),
   node,
 );
@@ -63,7 +78,11 @@ describe('planRevocations', () => {
     { name: 'client → server on the allowed port', entry: flow(CLIENT, SERVER, 'tcp', 7003), expect: 'untouched' },
     { name: 'other pod → server on the allowed port: not a client', entry: flow(OTHER, SERVER, 'tcp', 7003), expect: 'revoke' },
     { name: 'remote pod → server', entry: flow(REMOTE, SERVER, 'tcp', 7003), expect: 'revoke' },
-    { name: 'server → client: the server initiated it, and nothing isolates its egress or the client', entry: flow(SERVER, CLIENT, 'tcp', 7000), expect: 'untouched' },
+    {
+      name: 'server → client: the server initiated it, and nothing isolates its egress or the client',
+      entry: flow(SERVER, CLIENT, 'tcp', 7000),
+      expect: 'untouched',
+    },
     { name: 'client → other: other is not isolated', entry: flow(CLIENT, OTHER, 'tcp', 7000), expect: 'untouched' },
     { name: 'revoked earlier, allowed now: the bit comes off', entry: flow(CLIENT, SERVER, 'tcp', 7003, BIT), expect: 'restore' },
     { name: 'revoked earlier and still refused: nothing to do', entry: flow(CLIENT, SERVER, 'tcp', 7000, BIT | 0x1), expect: 'untouched' },
@@ -71,8 +90,16 @@ describe('planRevocations', () => {
     { name: 'ICMP is never judged', entry: flow(CLIENT, SERVER, 'icmp', 0), expect: 'untouched' },
     { name: 'a flow between two other hosts is not ours', entry: flow('192.0.2.1', '192.0.2.2', 'tcp', 7000), expect: 'untouched' },
     { name: 'a flow not ours that carries the bit loses it', entry: flow('192.0.2.1', '192.0.2.2', 'tcp', 7000, BIT), expect: 'restore' },
-    { name: 'Service flow judged on the pod and its port (post-DNAT): refused', entry: serviceFlow(CLIENT, SERVER, 80, 7000), expect: 'revoke' },
-    { name: 'Service flow judged on the pod and its port (post-DNAT): allowed', entry: serviceFlow(CLIENT, SERVER, 80, 7003), expect: 'untouched' },
+    {
+      name: 'Service flow judged on the pod and its port (post-DNAT): refused',
+      entry: serviceFlow(CLIENT, SERVER, 80, 7000),
+      expect: 'revoke',
+    },
+    {
+      name: 'Service flow judged on the pod and its port (post-DNAT): allowed',
+      entry: serviceFlow(CLIENT, SERVER, 80, 7003),
+      expect: 'untouched',
+    },
   ])('$name', ({ entry, expect: expected }) => {
     const plan = planRevocations([entry], layout, BIT, refuses);
     const outcome: Outcome = plan.revoke.includes(entry) ? 'revoke' : plan.restore.includes(entry) ? 'restore' : 'untouched';
@@ -82,9 +109,17 @@ describe('planRevocations', () => {
   it('walks the rules once per (src, dst, proto, dport), however many flows share it', () => {
     let walks = 0;
     const counting = (p: Parameters<typeof refuses>[0]) => (walks++, refuses(p));
-    const entries = Array.from({ length: 50 }, (_, i) => ({ ...flow(CLIENT, SERVER, 'tcp', 7000), orig: { ...flow(CLIENT, SERVER, 'tcp', 7000).orig, sport: 30000 + i } }));
+    const entries = Array.from({ length: 50 }, (_, i) => ({
+      ...flow(CLIENT, SERVER, 'tcp', 7000),
+      orig: { ...flow(CLIENT, SERVER, 'tcp', 7000).orig, sport: 30000 + i },
+    }));
     const plan = planRevocations(entries, layout, BIT, counting);
-    expect({ walks, revoked: plan.revoke.length, judged: plan.judged, seen: plan.seen }).toEqual({ walks: 1, revoked: 50, judged: 1, seen: 50 });
+    expect({ walks, revoked: plan.revoke.length, judged: plan.judged, seen: plan.seen }).toEqual({
+      walks: 1,
+      revoked: 50,
+      judged: 1,
+      seen: 50,
+    });
   });
 
   it('turns a plan into set and clear updates of the one bit', () => {

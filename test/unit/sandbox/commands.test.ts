@@ -4,7 +4,15 @@ import { flannelRestore, flannelSubnetEnv, nodeBatch, podBatch, podHostBatch } f
 describe('sandbox commands', () => {
   it('builds a node with eth0 on the underlay, cni0 and host-gw routes', () => {
     const lines = nodeBatch(
-      { netns: 'nfs1a2b-node-n1', underlayPort: 'nfs1a2b-u0', underlayIp: '10.99.0.1', underlayPrefix: 24, podCidr: '10.244.1.0/24', gatewayIp: '10.244.1.1', podPrefix: 24 },
+      {
+        netns: 'nfs1a2b-node-n1',
+        underlayPort: 'nfs1a2b-u0',
+        underlayIp: '10.99.0.1',
+        underlayPrefix: 24,
+        podCidr: '10.244.1.0/24',
+        gatewayIp: '10.244.1.1',
+        podPrefix: 24,
+      },
       'nfs1a2b-underlay',
       [{ podCidr: '10.244.2.0/24', via: '10.99.0.2' }],
     );
@@ -70,8 +78,8 @@ describe('sandbox commands', () => {
     expect(flannelSubnetEnv('10.244.0.0/16', '10.244.2.1', 24)).toBe(
       'FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.2.1/24\nFLANNEL_MTU=1500\nFLANNEL_IPMASQ=true\n',
     );
-    expect(flannelSubnetEnv('10.244.0.0/16', '10.244.2.1', 24, { clusterCidr: 'fd00:10:244::/56', gatewayIp: 'fd00:10:244:2::1' })).toContain(
-      'FLANNEL_IPV6_NETWORK=fd00:10:244::/56\nFLANNEL_IPV6_SUBNET=fd00:10:244:2::1/64\n',
-    );
+    expect(
+      flannelSubnetEnv('10.244.0.0/16', '10.244.2.1', 24, { clusterCidr: 'fd00:10:244::/56', gatewayIp: 'fd00:10:244:2::1' }),
+    ).toContain('FLANNEL_IPV6_NETWORK=fd00:10:244::/56\nFLANNEL_IPV6_SUBNET=fd00:10:244:2::1/64\n');
   });
 });

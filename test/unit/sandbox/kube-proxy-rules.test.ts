@@ -77,13 +77,16 @@ describe('sandbox kube-proxy, iptables mode', () => {
 describe('sandbox kube-proxy, nftables mode', () => {
   it('registers its base chains at kube-proxy priorities: filter dstnat-10, nat dstnat and srcnat', () => {
     const script = nftablesScript(node, [two]);
-    for (const c of BASE_CHAINS) expect(script).toContain(`add chain ip kube-proxy ${c.name} { type ${c.type} hook ${c.hook} priority ${c.priority} ; }`);
+    for (const c of BASE_CHAINS)
+      expect(script).toContain(`add chain ip kube-proxy ${c.name} { type ${c.type} hook ${c.hook} priority ${c.priority} ; }`);
     expect(BASE_CHAINS.find((c) => c.name === 'filter-forward')?.priority).toBe(-110);
     expect(BASE_CHAINS.find((c) => c.name === 'nat-postrouting')?.priority).toBe(100);
   });
 
   it('never accepts in a filter chain, and declares every chain before a rule names it', () => {
-    const lines = nftablesScript(node, [two, localOnly('here', 'n1')]).trimEnd().split('\n');
+    const lines = nftablesScript(node, [two, localOnly('here', 'n1')])
+      .trimEnd()
+      .split('\n');
     expect(lines.filter((l) => /^add rule ip kube-proxy filter-/.test(l) && /\baccept\b/.test(l))).toEqual([]);
     const declared = new Set<string>();
     for (const l of lines) {
@@ -96,7 +99,13 @@ describe('sandbox kube-proxy, nftables mode', () => {
 
 // A dual-stack Service (ipFamilies [IPv6, IPv4]): kube-proxy's meta-proxier hands each single-family
 // proxier the Service with that family's ClusterIP (spec.clusterIPs) and that family's EndpointSlice.
-const node6: ProxyNode = { name: 'n1', family: 6, clusterCidr: 'fd00:10:244::/56', serviceCidr: 'fd00:10:96::/112', nodeIps: ['fd00:99::1'] };
+const node6: ProxyNode = {
+  name: 'n1',
+  family: 6,
+  clusterCidr: 'fd00:10:244::/56',
+  serviceCidr: 'fd00:10:96::/112',
+  nodeIps: ['fd00:99::1'],
+};
 const dual: ServiceSpec = {
   ...two,
   clusterIp: 'fd00:10:96::a',
@@ -112,7 +121,10 @@ const v4only: ServiceSpec = { ...two, name: 'v4only' };
 
 describe('sandbox kube-proxy, one proxier per family (dual-stack)', () => {
   it("gives each family's proxier only that family's ClusterIP and endpoints, and skips single-stack Services of the other family", () => {
-    expect(serviceForFamily(dual, 6)).toMatchObject({ clusterIp: 'fd00:10:96::a', endpoints: [{ ip: 'fd00:10:244:1::5' }, { ip: 'fd00:10:244:2::5' }] });
+    expect(serviceForFamily(dual, 6)).toMatchObject({
+      clusterIp: 'fd00:10:96::a',
+      endpoints: [{ ip: 'fd00:10:244:1::5' }, { ip: 'fd00:10:244:2::5' }],
+    });
     expect(serviceForFamily(dual, 4)).toMatchObject({ clusterIp: '10.96.0.10', endpoints: [{ ip: '10.244.1.5' }, { ip: '10.244.2.5' }] });
     expect(serviceForFamily(v4only, 6)).toBeUndefined();
     expect(() => serviceForFamily({ ...dual, clusterIps: ['10.96.0.10', 'fd00:10:96::a'] }, 6)).toThrow(/clusterIPs\[0\]/);
@@ -130,7 +142,9 @@ describe('sandbox kube-proxy, one proxier per family (dual-stack)', () => {
     expect(nat.filter((l) => l.startsWith('-A KUBE-SERVICES')).at(-1)).toMatch(/--dst-type LOCAL ! -d ::1\/128 -j KUBE-NODEPORTS$/);
     // The same KUBE-FORWARD (mark accept included) as the IPv4 proxier: the bypass exists on both families.
     expect(restore.split('\n').filter((l) => l.startsWith('-A KUBE-FORWARD'))).toEqual(
-      iptablesRules(node, [two]).restore.split('\n').filter((l) => l.startsWith('-A KUBE-FORWARD')),
+      iptablesRules(node, [two])
+        .restore.split('\n')
+        .filter((l) => l.startsWith('-A KUBE-FORWARD')),
     );
     // The IPv4 proxier sees the dual-stack Service through its IPv4 ClusterIP only.
     const v4 = iptablesRules(node, [dual]).restore;

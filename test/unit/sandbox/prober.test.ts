@@ -4,7 +4,17 @@ import type { ProbeRequest, SandboxPod } from '../../../sandbox/topology.js';
 
 const pod = (key: string, ip: string): SandboxPod => {
   const [namespace = '', name = ''] = key.split('/');
-  return { namespace, name, key, node: 'n1', ip, ips: [ip], netns: `nfs0000-pod-${namespace}.${name}`, hostVeth: 'veth00000000', ports: [80] };
+  return {
+    namespace,
+    name,
+    key,
+    node: 'n1',
+    ip,
+    ips: [ip],
+    netns: `nfs0000-pod-${namespace}.${name}`,
+    hostVeth: 'veth00000000',
+    ports: [80],
+  };
 };
 const PODS = [pod('x/a', '10.244.1.2'), pod('x/b', '10.244.1.3'), pod('y/a', '10.244.1.4')];
 const KEYS = PODS.map((p) => p.key);
@@ -35,7 +45,12 @@ describe('probeMatrix', () => {
 
   it('accepts explicit sources: node keys and pod references', async () => {
     const { target } = fakeTarget(() => false);
-    const observed = await probeMatrix(target, { from: ['node:n1', { namespace: 'y', name: 'a' }], to: ['x/a'], protocol: 'TCP', port: 80 });
+    const observed = await probeMatrix(target, {
+      from: ['node:n1', { namespace: 'y', name: 'a' }],
+      to: ['x/a'],
+      protocol: 'TCP',
+      port: 80,
+    });
     expect(observed.froms).toEqual(['node:n1', 'y/a']);
     expect(observed.cells).toEqual({ 'node:n1': { 'x/a': true }, 'y/a': { 'x/a': true } });
   });

@@ -18,7 +18,11 @@ describe('trace through ClusterNetworkPolicy tiers', () => {
     const packet = packetFor({ src: ipOf('ravenclaw-1'), dst: ipOf('gryffindor-0'), proto: 'tcp', dport: 80 }, layout);
     const result = tracePacket(ruleset, ipsets, packet);
     expect(result.verdict).toBe('DROP');
-    expect(result.decidedBy).toMatchObject({ policy: 'ClusterNetworkPolicy admin-guard', rule: 'ingress:1 deny-ravenclaw Deny', direction: 'ingress' });
+    expect(result.decidedBy).toMatchObject({
+      policy: 'ClusterNetworkPolicy admin-guard',
+      rule: 'ingress:1 deny-ravenclaw Deny',
+      direction: 'ingress',
+    });
     const text = formatTrace(result, packet, { ruleset, chainPrefix: 'nf-' }).replace(/\s+/g, ' ');
     expect(text).toContain('verdict DROP: denied by ClusterNetworkPolicy admin-guard rule ingress:1 deny-ravenclaw Deny');
   });
@@ -40,7 +44,7 @@ describe('trace through ClusterNetworkPolicy tiers', () => {
 describe('inspect with ClusterNetworkPolicy tiers', () => {
   const report = inspectRuleset(ruleset, ipsets, { chainPrefix: 'nf-' });
 
-  it('lists a pod\'s chains in evaluation order: Admin by priority, NetworkPolicy, Baseline', () => {
+  it("lists a pod's chains in evaluation order: Admin by priority, NetworkPolicy, Baseline", () => {
     const g = report.pods.find((p) => p.pod === 'gryffindor/gryffindor-0')!;
     expect(g.ingress?.policies).toEqual(['ClusterNetworkPolicy admin-guard', 'gryffindor/web-from-slytherin']);
     expect(g.egress?.policies).toEqual(['ClusterNetworkPolicy admin-dns', 'ClusterNetworkPolicy admin-guard']);

@@ -37,7 +37,14 @@ describe('the ICMP packet a trace walks', () => {
 
   it('is bridged between local pods and to a multicast group (hop limit as sent); routed otherwise, one hop lower', () => {
     const local = icmpPacketFor({ src: 'fd00:10:244:1::b', dst: 'fd00:10:244:1::a', family: 6, type: 135 }, layout);
-    expect(local).toMatchObject({ proto: 'ipv6-icmp', inIface: 'cni0', outIface: 'cni0', dport: 0, icmp: { type: 135, hopLimit: 255 }, ctstate: 'UNTRACKED' });
+    expect(local).toMatchObject({
+      proto: 'ipv6-icmp',
+      inIface: 'cni0',
+      outIface: 'cni0',
+      dport: 0,
+      icmp: { type: 135, hopLimit: 255 },
+      ctstate: 'UNTRACKED',
+    });
     const group = icmpPacketFor({ src: 'fd00:10:244:1::b', dst: 'ff02::1:ff00:a', family: 6, type: 135 }, layout);
     expect(group).toMatchObject({ inIface: 'cni0', outIface: 'cni0', icmp: { hopLimit: 255 } });
     const dad = icmpPacketFor({ src: '::', dst: 'ff02::1:ff00:a', family: 6, type: 135 }, layout);
@@ -69,17 +76,41 @@ describe('netfence trace --proto icmp|icmpv6 over a dual-stack dump', () => {
   it.each([
     // [args, exit, what the output must say]
     // RFC 4861 §7.1.1: an NS has hop limit 255; the ND allowance accepts it between two pods of the bridge, isolated or not.
-    [['--proto', 'icmpv6', '--icmp-type', '135', '--src', 'web/api', '--dst', 'web/db'], 0, /icmpv6 type 135 hop limit 255, untracked[\s\S]*verdict ACCEPT/],
+    [
+      ['--proto', 'icmpv6', '--icmp-type', '135', '--src', 'web/api', '--dst', 'web/db'],
+      0,
+      /icmpv6 type 135 hop limit 255, untracked[\s\S]*verdict ACCEPT/,
+    ],
     [['--proto', 'icmpv6', '--icmp-type', '135', '--src', 'web/api', '--dst', 'ff02::1:ff00:a'], 0, /verdict ACCEPT/],
-    [['--proto', 'icmpv6', '--icmp-type', '136', '--src', 'web/api', '--dst', 'web/db'], 0, /verdict ACCEPT: ICMPv6 neighbour advertisement, always allowed on the link/],
+    [
+      ['--proto', 'icmpv6', '--icmp-type', '136', '--src', 'web/api', '--dst', 'web/db'],
+      0,
+      /verdict ACCEPT: ICMPv6 neighbour advertisement, always allowed on the link/,
+    ],
     // Not 255 on arrival: not the link's own ND, so web/db's policy judges it, and allows only TCP.
-    [['--proto', 'icmpv6', '--icmp-type', '135', '--hop-limit', '64', '--src', 'web/api', '--dst', 'web/db'], 1, /verdict DROP: web\/db is isolated for ingress/],
+    [
+      ['--proto', 'icmpv6', '--icmp-type', '135', '--hop-limit', '64', '--src', 'web/api', '--dst', 'web/db'],
+      1,
+      /verdict DROP: web\/db is isolated for ingress/,
+    ],
     [['--proto', 'icmpv6', '--icmp-type', '135', '--src', 'ops/tool', '--dst', 'web/db'], 1, /hop limit 254[\s\S]*verdict DROP/],
     // ping6 stays under policy: dropped to the isolated pod, allowed to a pod no policy selects.
-    [['--proto', 'icmpv6', '--icmp-type', '128', '--src', 'web/api', '--dst', 'web/db'], 1, /icmpv6 type 128 hop limit 64, new flow[\s\S]*verdict DROP: web\/db is isolated for ingress/],
+    [
+      ['--proto', 'icmpv6', '--icmp-type', '128', '--src', 'web/api', '--dst', 'web/db'],
+      1,
+      /icmpv6 type 128 hop limit 64, new flow[\s\S]*verdict DROP: web\/db is isolated for ingress/,
+    ],
     [['--proto', 'icmpv6', '--icmp-type', '128', '--src', 'web/api', '--dst', 'web/v6only'], 0, /verdict ACCEPT/],
-    [['--proto', 'icmp', '--icmp-type', '8', '--src', 'web/api', '--dst', 'web/db'], 1, /icmp\s+type\s+8,\s+new\s+flow[\s\S]*verdict DROP: web\/db is isolated for ingress/],
-    [['--proto', 'icmp', '--icmp-type', '8', '--src', 'web/api', '--dst', 'web/v4only'], 0, /10\.244\.1\.11 \(web\/api, local\)[\s\S]*verdict ACCEPT/],
+    [
+      ['--proto', 'icmp', '--icmp-type', '8', '--src', 'web/api', '--dst', 'web/db'],
+      1,
+      /icmp\s+type\s+8,\s+new\s+flow[\s\S]*verdict DROP: web\/db is isolated for ingress/,
+    ],
+    [
+      ['--proto', 'icmp', '--icmp-type', '8', '--src', 'web/api', '--dst', 'web/v4only'],
+      0,
+      /10\.244\.1\.11 \(web\/api, local\)[\s\S]*verdict ACCEPT/,
+    ],
   ] as const)('trace %j', async (args, code, text) => {
     const r = await run('trace', '--saved', both, ...resources, ...args);
     expect(r.err).toBe('');
@@ -88,19 +119,52 @@ describe('netfence trace --proto icmp|icmpv6 over a dual-stack dump', () => {
   });
 
   it('--json carries the ICMP packet', async () => {
-    const r = await run('trace', '--saved', both, ...resources, '--proto', 'icmpv6', '--icmp-type', '135', '--src', ip('web/api', 6), '--dst', ip('web/db', 6), '--json');
-    expect(JSON.parse(r.out)).toMatchObject({ family: 6, verdict: 'ACCEPT', packet: { proto: 'ipv6-icmp', icmp: { type: 135, hopLimit: 255 }, ctstate: 'UNTRACKED' } });
+    const r = await run(
+      'trace',
+      '--saved',
+      both,
+      ...resources,
+      '--proto',
+      'icmpv6',
+      '--icmp-type',
+      '135',
+      '--src',
+      ip('web/api', 6),
+      '--dst',
+      ip('web/db', 6),
+      '--json',
+    );
+    expect(JSON.parse(r.out)).toMatchObject({
+      family: 6,
+      verdict: 'ACCEPT',
+      packet: { proto: 'ipv6-icmp', icmp: { type: 135, hopLimit: 255 }, ctstate: 'UNTRACKED' },
+    });
   });
 
   it.each([
     [['--proto', 'icmpv6', '--src', 'web/api', '--dst', 'web/db'], /--proto icmpv6 needs --icmp-type N/],
-    [['--proto', 'icmpv6', '--icmp-type', '135', '--port', '80', '--src', 'web/api', '--dst', 'web/db'], /--port is for tcp, udp and sctp: icmpv6 has no ports/],
+    [
+      ['--proto', 'icmpv6', '--icmp-type', '135', '--port', '80', '--src', 'web/api', '--dst', 'web/db'],
+      /--port is for tcp, udp and sctp: icmpv6 has no ports/,
+    ],
     [['--proto', 'icmpv6', '--icmp-type', '256', '--src', 'web/api', '--dst', 'web/db'], /--icmp-type must be a number 0-255, not "256"/],
-    [['--proto', 'icmpv6', '--icmp-type', '135', '--hop-limit', '0', '--src', 'web/api', '--dst', 'web/db'], /--hop-limit must be a number 1-255/],
+    [
+      ['--proto', 'icmpv6', '--icmp-type', '135', '--hop-limit', '0', '--src', 'web/api', '--dst', 'web/db'],
+      /--hop-limit must be a number 1-255/,
+    ],
     [['--proto', 'icmp', '--icmp-type', '8', '--hop-limit', '64', '--src', 'web/api', '--dst', 'web/db'], /--hop-limit is for icmpv6/],
-    [['--proto', 'icmpv6', '--icmp-type', '135', '--family', '4', '--src', 'web/api', '--dst', 'web/db'], /--family 4 contradicts --proto icmpv6 \(IPv6\)/],
-    [['--proto', 'icmp', '--icmp-type', '8', '--src', ip('web/api', 6), '--dst', 'web/db'], /--family 4, but fd00:10:244:1::b is an IPv6 address/],
-    [['--proto', 'tcp', '--icmp-type', '8', '--port', '80', '--src', 'web/api', '--dst', 'web/db'], /--icmp-type is for icmp and icmpv6, not tcp/],
+    [
+      ['--proto', 'icmpv6', '--icmp-type', '135', '--family', '4', '--src', 'web/api', '--dst', 'web/db'],
+      /--family 4 contradicts --proto icmpv6 \(IPv6\)/,
+    ],
+    [
+      ['--proto', 'icmp', '--icmp-type', '8', '--src', ip('web/api', 6), '--dst', 'web/db'],
+      /--family 4, but fd00:10:244:1::b is an IPv6 address/,
+    ],
+    [
+      ['--proto', 'tcp', '--icmp-type', '8', '--port', '80', '--src', 'web/api', '--dst', 'web/db'],
+      /--icmp-type is for icmp and icmpv6, not tcp/,
+    ],
     [['--proto', 'tcp', '--src', 'web/api', '--dst', 'web/db'], /--port is required/],
   ] as const)('%j is a usage error', async (args, message) => {
     const r = await run('trace', '--saved', both, ...resources, ...args);

@@ -6,14 +6,27 @@ describe('loadRuleset', () => {
     ['truncated dump (no COMMIT)', '*filter\n:FORWARD ACCEPT [0:0]\n-A FORWARD -j ACCEPT\n', /no COMMIT \(truncated dump\?\)/],
     ['garbage', 'hello\nworld\n', /line 1: "hello" outside any \*table section/],
     ['only a nat table', '*nat\n:PREROUTING ACCEPT [0:0]\nCOMMIT\n', /no \*filter table .*tables: nat/],
-    ['unterminated quote', '*filter\n:FORWARD ACCEPT [0:0]\n-A FORWARD -m comment --comment "oops -j ACCEPT\nCOMMIT\n', /unterminated quote/],
+    [
+      'unterminated quote',
+      '*filter\n:FORWARD ACCEPT [0:0]\n-A FORWARD -m comment --comment "oops -j ACCEPT\nCOMMIT\n',
+      /unterminated quote/,
+    ],
   ])('%s is a RulesetError', (_n, text, message) => {
     expect(() => loadRuleset(text)).toThrow(RulesetError);
     expect(() => loadRuleset(text)).toThrow(message);
   });
 
   it('reads a restore payload: -I inserts in order, undeclared built-ins get the given policy', () => {
-    const text = ['*filter', ':nf-a - [0:0]', '-A nf-a -j DROP', '-A FORWARD -j ACCEPT', '-I FORWARD 1 -j nf-a', '-I FORWARD 2 -s 10.0.0.0/8 -j DROP', 'COMMIT', ''].join('\n');
+    const text = [
+      '*filter',
+      ':nf-a - [0:0]',
+      '-A nf-a -j DROP',
+      '-A FORWARD -j ACCEPT',
+      '-I FORWARD 1 -j nf-a',
+      '-I FORWARD 2 -s 10.0.0.0/8 -j DROP',
+      'COMMIT',
+      '',
+    ].join('\n');
     const rs = loadRuleset(text, { builtinPolicy: 'DROP' });
     const forward = rs.chains.get('FORWARD')!;
     expect(forward.policy).toBe('DROP');
@@ -28,7 +41,10 @@ describe('loadRuleset', () => {
 
 describe('readComment', () => {
   it.each([
-    ['default/test-network-policy ingress:0', { kind: 'policy-rule', policy: 'default/test-network-policy', direction: 'ingress', rule: 'ingress:0' }],
+    [
+      'default/test-network-policy ingress:0',
+      { kind: 'policy-rule', policy: 'default/test-network-policy', direction: 'ingress', rule: 'ingress:0' },
+    ],
     ['no egress rule of shop/p can match', { kind: 'policy-empty', policy: 'shop/p', why: 'no egress rule can match' }],
     ['shop/bad is invalid: allows nothing', { kind: 'policy-empty', policy: 'shop/bad', why: 'invalid: allows nothing' }],
     ['default/db isolated for ingress: no policy allowed', { kind: 'workload', pod: 'default/db', direction: 'ingress', isolated: true }],
