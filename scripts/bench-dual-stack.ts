@@ -30,9 +30,9 @@ import {
 import type { FamilyPlan } from '../src/plan/index.js';
 import { Syncer, type KernelPort } from '../src/reconcile/syncer.js';
 import { parseBenchFlags, runAsScript } from './lib/bench-args.js';
-import { describeCalls, kernelMs, silentLogger, TimedKernel, type KernelCall } from './lib/bench-kernel-port.js';
+import { kernelBreakdown, silentLogger, TimedKernel, type KernelCall, type TimedRuns } from './lib/bench-kernel-port.js';
 import { createScratchNetns, destroyAllScratchNetns, type ScratchNetns } from './lib/bench-netns.js';
-import { fmtInt, fmtMs, median, sample, summarize, type Sample } from './lib/bench-stats.js';
+import { fmtInt, sample, summarize, type Sample } from './lib/bench-stats.js';
 import { againstFloor, failedRow, renderTable, tsNode, type BenchRow } from './lib/bench-table.js';
 
 /** The one-pod changes measured (the same mutations as the IPv4 rows of bench-kernel.ts). */
@@ -143,28 +143,6 @@ async function applyWithTools(netns: string, plans: readonly FamilyPlan[], backe
 
 // ---- measuring -------------------------------------------------------------------------------------
 
-interface Timed {
-  readonly ours: Sample[];
-  readonly floor: Sample[];
-  readonly calls: KernelCall[][];
-}
-
-function breakdown(t: Timed): string {
-  const kernel = median(t.calls.map(kernelMs));
-  const own = median(t.ours.map((s, i) => s.wallMs - kernelMs(t.calls[i] ?? [])));
-  const ops = new Map<string, number[]>();
-  for (const calls of t.calls) {
-    const sums = new Map<string, number>();
-    for (const c of calls) sums.set(c.op, (sums.get(c.op) ?? 0) + c.ms);
-    for (const [op, ms] of sums) ops.set(op, [...(ops.get(op) ?? []), ms]);
-  }
-  const opText = describeCalls(
-    [...ops].map(([op, xs]) => ({ op: op as KernelCall['op'], ms: median(xs) })),
-    fmtMs,
-  );
-  return `netfence = tools ${fmtMs(kernel)} ms (${opText}) + in-process ${fmtMs(own)} ms`;
-}
-
 const sizes = (plans: readonly FamilyPlan[]): string =>
   plans
     .map(
@@ -182,7 +160,7 @@ async function firstApply(
   backend: Backend,
   command: string,
 ): Promise<BenchRow> {
-  const t: Timed = { ours: [], floor: [], calls: [] };
+  const t: TimedRuns = { ours: [], floor: [], calls: [] };
   let plans: readonly FamilyPlan[] = [];
   for (let i = 0; i <= o.runs; i++) {
     const a = await createScratchNetns('ds');
@@ -223,7 +201,7 @@ async function firstApply(
     id: families.length === 2 ? 'ds-first-apply-both' : `ds-first-apply-v${families[0]}`,
     what: `dual-stack first full apply into a fresh netns, ${which}: Syncer.sync vs the same restore texts loaded with ipset restore + ${families.map((f) => restoreTool(backend, f)).join(' + ')}`,
     ...againstFloor(summarize(t.ours).wallMs, summarize(t.floor).wallMs, 1.3),
-    detail: `${sizes(plans)}; ${breakdown(t)}`,
+    detail: `${sizes(plans)}; ${kernelBreakdown(t)}`,
     command,
   };
 }
@@ -254,7 +232,7 @@ async function podChange(
   const pod = changedPod(snapshot, mutated);
   const next = compileFn(mutated);
   const back = compileFn(snapshot);
-  const t: Timed = { ours: [], floor: [], calls: [] };
+  const t: TimedRuns = { ours: [], floor: [], calls: [] };
   let forward: readonly FamilyPlan[] = [];
   for (let i = 0; i <= o.runs; i++) {
     const f0 = i % 2 === 1 ? await sample(() => applyWithTools(b.name, forward, backend)) : undefined;
@@ -282,7 +260,7 @@ async function podChange(
     id: `ds-change-${m.name}-${families.length === 2 ? 'both' : `v${families[0]}`}`,
     what: `dual-stack one-pod change (${m.what}), ${which}: Syncer.sync on a netns holding the full state (compile excluded), vs its restore texts applied with the tools to an identical netns`,
     ...againstFloor(summarize(t.ours).wallMs, summarize(t.floor).wallMs, 2),
-    detail: `${pod.namespace}/${pod.name} (${pod.ips.join(', ')}); wrote ${wrote.join('; ')}; ${breakdown(t)}`,
+    detail: `${pod.namespace}/${pod.name} (${pod.ips.join(', ')}); wrote ${wrote.join('; ')}; ${kernelBreakdown(t)}`,
     command,
   };
 }

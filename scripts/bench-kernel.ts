@@ -18,9 +18,9 @@ import { openKernel } from '../src/dataplane/kernel.js';
 import type { ClusterSnapshot, DesiredState, NodeSettings, Pod } from '../src/model/index.js';
 import type { FamilyPlan } from '../src/plan/index.js';
 import { Syncer } from '../src/reconcile/syncer.js';
-import { describeCalls, kernelMs, silentLogger, TimedKernel, type KernelCall } from './lib/bench-kernel-port.js';
+import { kernelBreakdown, silentLogger, TimedKernel, type KernelCall, type TimedRuns } from './lib/bench-kernel-port.js';
 import { createScratchNetns, destroyAllScratchNetns, type ScratchNetns } from './lib/bench-netns.js';
-import { fmtInt, fmtMs, median, sample, summarize, type Sample } from './lib/bench-stats.js';
+import { fmtInt, fmtMs, sample, summarize, type Sample } from './lib/bench-stats.js';
 import { parseBenchFlags, runAsScript, type BenchFlags } from './lib/bench-args.js';
 import { againstFloor, failedRow, renderTable, tsNode, type BenchRow } from './lib/bench-table.js';
 
@@ -71,34 +71,12 @@ async function openSyncer(
   return { syncer, kernel };
 }
 
-interface Timed {
-  readonly ours: Sample[];
-  readonly floor: Sample[];
-  readonly calls: KernelCall[][];
-}
-
-function breakdown(t: Timed): string {
-  const kernel = median(t.calls.map(kernelMs));
-  const own = median(t.ours.map((s, i) => s.wallMs - kernelMs(t.calls[i] ?? [])));
-  const ops = new Map<string, number[]>();
-  for (const calls of t.calls) {
-    const sums = new Map<string, number>();
-    for (const c of calls) sums.set(c.op, (sums.get(c.op) ?? 0) + c.ms);
-    for (const [op, ms] of sums) ops.set(op, [...(ops.get(op) ?? []), ms]);
-  }
-  const opText = describeCalls(
-    [...ops].map(([op, xs]) => ({ op: op as KernelCall['op'], ms: median(xs) })),
-    fmtMs,
-  );
-  return `netfence = tools running ${fmtMs(kernel)} ms of the wall time (${opText}; the reads run side by side) + in-process ${fmtMs(own)} ms`;
-}
-
 const v4 = (plans: readonly FamilyPlan[]): FamilyPlan => plans.find((p) => p.family === 4)!;
 
 // ---- first full apply --------------------------------------------------------------------------------
 
 async function firstApply(o: KernelBenchOptions, desired: DesiredState, settings: NodeSettings, command: string): Promise<BenchRow> {
-  const t: Timed = { ours: [], floor: [], calls: [] };
+  const t: TimedRuns = { ours: [], floor: [], calls: [] };
   let plans: readonly FamilyPlan[] = [];
   for (let i = 0; i <= o.runs; i++) {
     const a = await createScratchNetns();
@@ -140,7 +118,7 @@ async function firstApply(o: KernelBenchOptions, desired: DesiredState, settings
     id: `first-apply${suffix(o)}`,
     what: `first full apply into a fresh netns (${o.backend ?? 'nft'} backend): Syncer.sync (reads the empty kernel, plans, ipset restore, iptables-restore) vs the same two restore texts loaded with the tools`,
     ...againstFloor(ours, floor, 1.3),
-    detail: `${fmtInt(p.counts.setsCreated)} sets / ${fmtInt(p.counts.membersAdded)} members (${fmtInt(Buffer.byteLength(p.ipsetRestore))} B), ${fmtInt(p.counts.chainsWritten)} chains / ${fmtInt(p.counts.rulesWritten)} rules (${fmtInt(Buffer.byteLength(p.iptablesRestore))} B); ${breakdown(t)}`,
+    detail: `${fmtInt(p.counts.setsCreated)} sets / ${fmtInt(p.counts.membersAdded)} members (${fmtInt(Buffer.byteLength(p.ipsetRestore))} B), ${fmtInt(p.counts.chainsWritten)} chains / ${fmtInt(p.counts.rulesWritten)} rules (${fmtInt(Buffer.byteLength(p.iptablesRestore))} B); ${kernelBreakdown(t)}`,
     command,
   };
 }
@@ -210,7 +188,7 @@ async function podChange(
   const next = compileFn(mutated, settings).desired;
   // The way back, from the same compiler: shares identity with `next` wherever nothing changed.
   const back = compileFn(snapshot, settings).desired;
-  const t: Timed = { ours: [], floor: [], calls: [] };
+  const t: TimedRuns = { ours: [], floor: [], calls: [] };
   let forward: readonly FamilyPlan[] = [];
   for (let i = 0; i <= o.runs; i++) {
     // Alternate which side goes first (from run 2 on: the floor needs the texts, which every run plans alike).
@@ -240,7 +218,7 @@ async function podChange(
     ...cells,
     target: `${cells.target} and own chains/sets only`,
     verdict: cells.verdict === 'met' && own.only ? 'met' : 'missed',
-    detail: `own only: ${own.only ? 'yes' : 'NO'}; ${own.text}; ${fmtInt(Buffer.byteLength(p.ipsetRestore) + Buffer.byteLength(p.iptablesRestore) + Buffer.byteLength(p.ipsetDestroy))} B; ${breakdown(t)}`,
+    detail: `own only: ${own.only ? 'yes' : 'NO'}; ${own.text}; ${fmtInt(Buffer.byteLength(p.ipsetRestore) + Buffer.byteLength(p.iptablesRestore) + Buffer.byteLength(p.ipsetDestroy))} B; ${kernelBreakdown(t)}`,
     command,
   };
 }
@@ -254,7 +232,7 @@ async function driftCheck(
   netns: string,
   commands: { wall: string; cpu: string },
 ): Promise<BenchRow[]> {
-  const t: Timed = { ours: [], floor: [], calls: [] };
+  const t: TimedRuns = { ours: [], floor: [], calls: [] };
   for (let i = 0; i <= o.runs; i++) {
     a.kernel.take();
     let changes = 0;
@@ -282,7 +260,7 @@ async function driftCheck(
       id: `drift-wall${suffix(o)}`,
       what: `drift check on an in-sync kernel, wall time: Syncer.sync({ readKernel: true }) planning nothing (reads ipset save, iptables-save v4 and v6, parses, plans) vs \`${tool(o.backend ?? 'nft', 4, 'save')} -t filter\` + \`ipset save\` of the same netns`,
       ...againstFloor(ours.wallMs, floor.wallMs, 1.5),
-      detail: breakdown(t),
+      detail: kernelBreakdown(t),
       command: commands.wall,
     },
     {

@@ -4,6 +4,7 @@
 import type { Kernel } from '../../src/dataplane/kernel.js';
 import type { IpFamily } from '../../src/model/index.js';
 import type { KernelPort } from '../../src/reconcile/syncer.js';
+import { fmtMs, median, type Sample } from './bench-stats.js';
 
 export interface KernelCall {
   readonly op: 'ipset save' | 'ipset restore' | `iptables-save v${IpFamily}` | `iptables-restore v${IpFamily}`;
@@ -74,3 +75,27 @@ export function describeCalls(calls: readonly Pick<KernelCall, 'op' | 'ms'>[], f
 }
 
 export const silentLogger = { info: () => {}, warn: () => {}, error: () => {}, debug: () => {} };
+
+/** One row's runs: netfence's samples, the floor's, and the kernel calls netfence made in each run. */
+export interface TimedRuns {
+  readonly ours: Sample[];
+  readonly floor: Sample[];
+  readonly calls: KernelCall[][];
+}
+
+/** Where netfence's time went: the tools it ran (median per operation) and its own in-process work. */
+export function kernelBreakdown(t: TimedRuns): string {
+  const kernel = median(t.calls.map(kernelMs));
+  const own = median(t.ours.map((s, i) => s.wallMs - kernelMs(t.calls[i] ?? [])));
+  const ops = new Map<string, number[]>();
+  for (const calls of t.calls) {
+    const sums = new Map<string, number>();
+    for (const c of calls) sums.set(c.op, (sums.get(c.op) ?? 0) + c.ms);
+    for (const [op, ms] of sums) ops.set(op, [...(ops.get(op) ?? []), ms]);
+  }
+  const opText = describeCalls(
+    [...ops].map(([op, xs]) => ({ op: op as KernelCall['op'], ms: median(xs) })),
+    fmtMs,
+  );
+  return `netfence = tools running ${fmtMs(kernel)} ms of the wall time (${opText}; the reads run side by side) + in-process ${fmtMs(own)} ms`;
+}
