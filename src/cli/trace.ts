@@ -127,6 +127,7 @@ export async function traceCommand(argv: readonly string[], io: Io): Promise<num
               family: payload.family,
               type: payload.type,
               ...(payload.hopLimit !== undefined ? { hopLimit: payload.hopLimit } : {}),
+              toNode,
             },
             layout,
           )

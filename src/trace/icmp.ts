@@ -42,6 +42,8 @@ export interface IcmpSpec {
   readonly type: number;
   /** As sent; default defaultHopLimit(type). IPv6 only (IPv4's TTL is matched by no netfence rule). */
   readonly hopLimit?: number;
+  /** Addressed to this node itself: delivered through INPUT, no out interface, hop limit as sent. */
+  readonly toNode?: boolean;
 }
 
 const isMulticast = (ip: string): boolean => {
@@ -56,20 +58,25 @@ const isLinkSource = (ip: string): boolean => {
 };
 
 /**
- * The packet as FORWARD sees it. From a local pod (or a link-local or unspecified source) to another
- * local pod, or to a multicast group (ND's solicited-node address is no pod's), it is bridged: in and out on the bridge, hop limit as sent.
- * Anything else is routed, and a routed packet meets FORWARD with its hop limit already one lower
- * (measured: an echo sent with 64 arrives with 63), which is why `--hl-eq 255` never matches it.
+ * The packet as netfence's chains see it. From a local pod (or a link-local or unspecified source) to
+ * another local pod, or to a multicast group (ND's solicited-node address is no pod's), it is bridged: in
+ * and out on the bridge, hop limit as sent. To this node (`toNode`) it is delivered locally through INPUT,
+ * also with the hop limit as sent (the kernel decrements only what it forwards). Anything else is routed,
+ * and a routed packet meets FORWARD with its hop limit already one lower (measured: an echo sent with 64
+ * arrives with 63), which is why `--hl-eq 255` never matches it.
  */
 export function icmpPacketFor(spec: IcmpSpec, layout: NodeLayout): Packet {
   const sent = spec.hopLimit ?? defaultHopLimit(spec.type);
-  const bridged = (isLocal(spec.src, layout) || isLinkSource(spec.src)) && (isLocal(spec.dst, layout) || isMulticast(spec.dst));
+  const bridged =
+    !spec.toNode && (isLocal(spec.src, layout) || isLinkSource(spec.src)) && (isLocal(spec.dst, layout) || isMulticast(spec.dst));
   const base = packetFor({ src: spec.src, dst: spec.dst, proto: 'tcp', dport: 0 }, layout);
+  const inIface = bridged || (spec.toNode && isLinkSource(spec.src)) ? layout.bridge : base.inIface;
   return {
     ...base,
     proto: spec.family === 6 ? 'ipv6-icmp' : 'icmp',
-    ...(bridged ? { inIface: layout.bridge, outIface: layout.bridge } : {}),
-    icmp: { type: spec.type, hopLimit: bridged ? sent : Math.max(sent - 1, 0) },
+    inIface,
+    outIface: spec.toNode ? '' : bridged ? layout.bridge : base.outIface,
+    icmp: { type: spec.type, hopLimit: bridged || spec.toNode ? sent : Math.max(sent - 1, 0) },
     ctstate: icmpCtstate(spec.family, spec.type),
   };
 }

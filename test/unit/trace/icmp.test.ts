@@ -54,6 +54,13 @@ describe('the ICMP packet a trace walks', () => {
     const v4 = icmpPacketFor({ src: '10.244.1.11', dst: '10.244.1.10', family: 4, type: 8 }, layout);
     expect(v4).toMatchObject({ proto: 'icmp', ctstate: 'NEW', inIface: 'cni0', outIface: 'cni0' });
   });
+
+  it('to this node is delivered, not forwarded: no out interface, hop limit as sent (ND to the gateway keeps 255)', () => {
+    const toGateway = icmpPacketFor({ src: 'fd00:10:244:1::b', dst: 'fd00:10:244:1::1', family: 6, type: 135, toNode: true }, layout);
+    expect(toGateway).toMatchObject({ inIface: 'cni0', outIface: '', icmp: { type: 135, hopLimit: 255 }, ctstate: 'UNTRACKED' });
+    const fromLinkLocal = icmpPacketFor({ src: 'fe80::b', dst: 'fd00:10:244:1::1', family: 6, type: 143, toNode: true }, layout);
+    expect(fromLinkLocal).toMatchObject({ inIface: 'cni0', outIface: '', icmp: { hopLimit: 1 } });
+  });
 });
 
 describe('netfence trace --proto icmp|icmpv6 over a dual-stack dump', () => {
