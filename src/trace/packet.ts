@@ -71,17 +71,3 @@ export function packetFor(flow: Flow, layout: NodeLayout): Packet {
     ctstate: 'NEW',
   };
 }
-
-/**
- * ICMPv6 between two pods on this node's bridge (ND, MLD, or an echo): bridged, so it enters and leaves
- * FORWARD on the bridge whatever the destination (a solicited-node multicast address is no pod's), with
- * no ports. The link's own messages are untracked; callers tracing an echo set ctstate NEW.
- */
-export function icmpv6PacketFor(
-  src: string,
-  dst: string,
-  icmp: { readonly type: number; readonly hopLimit: number },
-  layout: NodeLayout,
-): Packet {
-  return { src, dst, proto: 'ipv6-icmp', dport: 0, icmp, inIface: layout.bridge, outIface: layout.bridge, ctstate: 'UNTRACKED' };
-}

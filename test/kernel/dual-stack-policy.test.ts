@@ -16,7 +16,7 @@ import { main } from '../../src/cli/main.js';
 import { run } from '../../src/dataplane/exec.js';
 import type { Protocol } from '../../src/model/index.js';
 import { parseIpsetSave } from '../../src/render/index.js';
-import { icmpv6PacketFor, loadRuleset, tracePacket } from '../../src/trace/index.js';
+import { icmpPacketFor, loadRuleset, tracePacket } from '../../src/trace/index.js';
 import {
   formatMatrix,
   matricesEqual,
@@ -295,12 +295,12 @@ describe('dual-stack NetworkPolicy enforcement, proven by packets on both famili
     const ns = tracePacket(
       ruleset,
       ipsets,
-      icmpv6PacketFor(sandbox.addressOf('x/a', 6), 'ff02::1:ff00:3', { type: 135, hopLimit: 255 }, layout),
+      icmpPacketFor({ src: sandbox.addressOf('x/a', 6), dst: 'ff02::1:ff00:3', family: 6, type: 135, hopLimit: 255 }, layout),
     );
     expect(ns.verdict).toBe('ACCEPT');
     expect(ns.decidedBy).toMatchObject({ comment: 'ICMPv6 neighbour solicitation, always allowed on the link', owned: true });
     const echo = tracePacket(ruleset, ipsets, {
-      ...icmpv6PacketFor(sandbox.addressOf('x/a', 6), sandbox.addressOf('x/b', 6), { type: 128, hopLimit: 64 }, layout),
+      ...icmpPacketFor({ src: sandbox.addressOf('x/a', 6), dst: sandbox.addressOf('x/b', 6), family: 6, type: 128, hopLimit: 64 }, layout),
       ctstate: 'NEW',
     });
     expect(echo.verdict).toBe('DROP');

@@ -11,7 +11,7 @@
 
 import { compile } from '../../../src/compile/index.js';
 import type { ClusterNetworkPolicy, ClusterNode, ClusterSnapshot, FamilyState, NetworkPolicy } from '../../../src/model/index.js';
-import { icmpv6PacketFor, packetFor, rulesetOfDesired, tracePacket, type Packet } from '../../../src/trace/index.js';
+import { icmpPacketFor, packetFor, rulesetOfDesired, tracePacket, type Packet } from '../../../src/trace/index.js';
 import { egress, makePolicy, nsPeer, rule, settings, snapshot, tcp, types } from '../../helpers/builders.js';
 import {
   cnp,
@@ -186,7 +186,8 @@ describe('ClusterNetworkPolicy egress to the local node over IPv6 (INPUT)', () =
     return result.verdict === 'NO-VERDICT' ? result.after?.verdict !== 'DROP' : result.verdict === 'ACCEPT';
   };
   const tcpTo = (src: string, dst: string, port = 80): Packet => packetFor({ src, dst, proto: 'tcp', dport: port }, LAYOUT);
-  const icmp = (src: string, dst: string, type: number, hopLimit: number): Packet => icmpv6PacketFor(src, dst, { type, hopLimit }, LAYOUT);
+  const icmp = (src: string, dst: string, type: number, hopLimit: number): Packet =>
+    icmpPacketFor({ src, dst, family: 6, type, hopLimit, toNode: true }, LAYOUT);
   const denyAllV6 = cnp('admin-deny-v6', 'Admin', 10, nsSubject(G), { egress: [cRule('Deny', [networks('::/0')])] });
 
   it("is hooked only while a CNP exists, as on IPv4, and an Admin Deny of every node drops the subject to its own node's IPv6 address", () => {

@@ -6,7 +6,7 @@
 
 import { compile } from '../../../src/compile/index.js';
 import type { ConntrackState } from '../../../src/model/index.js';
-import { icmpv6PacketFor, rulesetOfDesired, tracePacket } from '../../../src/trace/index.js';
+import { icmpPacketFor, rulesetOfDesired, tracePacket } from '../../../src/trace/index.js';
 import { evaluate, type EvalPacket } from '../../helpers/eval-desired.js';
 import { ips, labels, makePod, makePolicy, sel, selectPods, settings, types } from '../../helpers/builders.js';
 import { cluster } from './fixtures.js';
@@ -118,14 +118,21 @@ describe('compile: ICMPv6 the link needs, under default-deny both ways', () => {
     const { ruleset, ipsets } = rulesetOfDesired(desired.v6);
     const layout = { bridge: 'cni0', uplink: 'eth0', podCidrs: ['fd00:1::/64'] };
     // To B's solicited-node multicast address (RFC 4861 §7.2.2), as the kernel sends it: no pod's address.
-    const ns = tracePacket(ruleset, ipsets, icmpv6PacketFor(A.v6, 'ff02::1:ff00:51', { type: 135, hopLimit: 255 }, layout));
+    const ns = tracePacket(
+      ruleset,
+      ipsets,
+      icmpPacketFor({ src: A.v6, dst: 'ff02::1:ff00:51', family: 6, type: 135, hopLimit: 255 }, layout),
+    );
     expect(ns.verdict).toBe('ACCEPT');
     expect(ns.decidedBy).toMatchObject({
       chain: 'nf-FORWARD',
       action: 'ACCEPT',
       comment: 'ICMPv6 neighbour solicitation, always allowed on the link',
     });
-    const echo = tracePacket(ruleset, ipsets, { ...icmpv6PacketFor(A.v6, B.v6, { type: 128, hopLimit: 64 }, layout), ctstate: 'NEW' });
+    const echo = tracePacket(ruleset, ipsets, {
+      ...icmpPacketFor({ src: A.v6, dst: B.v6, family: 6, type: 128, hopLimit: 64 }, layout),
+      ctstate: 'NEW',
+    });
     expect(echo.verdict).toBe('DROP');
     expect(echo.decidedBy?.comment).toMatch(/isolated for egress/);
   });
