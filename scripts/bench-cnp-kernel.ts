@@ -11,12 +11,12 @@
 
 import { Compiler } from '../src/compile/index.js';
 import { generateCluster, TIERS, type Tier } from './bench-lib/generator.js';
-import { run } from '../src/dataplane/exec.js';
 import { openKernel } from '../src/dataplane/kernel.js';
 import type { ClusterSnapshot, DesiredState, NodeSettings } from '../src/model/index.js';
 import type { FamilyPlan } from '../src/plan/index.js';
 import { Syncer } from '../src/reconcile/syncer.js';
 import { generateClusterPolicies } from './bench-cnp-policies.js';
+import { applyWithTools } from './lib/bench-floor.js';
 import { silentLogger } from './lib/bench-kernel-port.js';
 import { createScratchNetns, destroyAllScratchNetns } from './lib/bench-netns.js';
 import { fmtInt, fmtMs, median, sample, type Sample } from './lib/bench-stats.js';
@@ -31,15 +31,6 @@ if (!TIERS.includes(tier)) throw new Error(`--tier must be one of ${TIERS.join('
 const runs = Math.max(1, Number(flag('--runs', '5')));
 const seed = Number(flag('--seed', '1'));
 const COMMAND = `node --import ./scripts/register-ts.mjs scripts/bench-cnp-kernel.ts --tier ${tier} --runs ${runs} --seed ${seed}`;
-
-async function applyWithTools(netns: string, plans: readonly FamilyPlan[]): Promise<void> {
-  for (const p of plans) {
-    if (p.ipsetRestore) await run('ipset', ['-exist', 'restore'], { netns, input: p.ipsetRestore });
-    if (p.iptablesRestore)
-      await run(p.family === 4 ? 'iptables-nft-restore' : 'ip6tables-nft-restore', ['--noflush'], { netns, input: p.iptablesRestore });
-  }
-  for (const p of plans) if (p.ipsetDestroy) await run('ipset', ['-exist', 'restore'], { netns, input: p.ipsetDestroy });
-}
 
 async function syncerIn(netns: string, settings: NodeSettings): Promise<Syncer> {
   const kernel = await openKernel({ netns, backend: 'nft', ipv6: true });

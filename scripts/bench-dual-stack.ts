@@ -16,7 +16,6 @@ import ipaddr from 'ipaddr.js';
 import { Compiler } from '../src/compile/index.js';
 import { generateCluster, type Tier } from './bench-lib/generator.js';
 import { MUTATIONS, type Mutation } from './bench-lib/mutations.js';
-import { run } from '../src/dataplane/exec.js';
 import { openKernel } from '../src/dataplane/kernel.js';
 import {
   defaultNodeSettings,
@@ -30,6 +29,7 @@ import {
 import type { FamilyPlan } from '../src/plan/index.js';
 import { Syncer, type KernelPort } from '../src/reconcile/syncer.js';
 import { parseBenchFlags, runAsScript } from './lib/bench-args.js';
+import { applyWithTools, changedPod, iptablesTool, type IptablesBackend } from './lib/bench-floor.js';
 import { kernelBreakdown, silentLogger, TimedKernel, type KernelCall, type TimedRuns } from './lib/bench-kernel-port.js';
 import { createScratchNetns, destroyAllScratchNetns, type ScratchNetns } from './lib/bench-netns.js';
 import { fmtInt, sample, summarize, type Sample } from './lib/bench-stats.js';
@@ -100,9 +100,6 @@ function dualStack(snapshot: ClusterSnapshot): ClusterSnapshot {
 
 // ---- kernels ---------------------------------------------------------------------------------------
 
-type Backend = 'nft' | 'legacy';
-const restoreTool = (backend: Backend, family: IpFamily): string => `${family === 4 ? 'iptables' : 'ip6tables'}-${backend}-restore`;
-
 /** A kernel that programs only `families`: the Syncer then plans and writes that family alone. */
 class FamiliesKernel implements KernelPort {
   constructor(
@@ -121,7 +118,7 @@ interface Side {
   readonly kernel: TimedKernel;
 }
 
-async function openSide(netns: string, settings: NodeSettings, families: readonly IpFamily[], backend: Backend): Promise<Side> {
+async function openSide(netns: string, settings: NodeSettings, families: readonly IpFamily[], backend: IptablesBackend): Promise<Side> {
   const kernel = new TimedKernel(await openKernel({ netns, backend, ipv6: true }));
   if (families.some((f) => !kernel.supports(f))) throw new Error(`IPv${families.join('/')} not available in ${netns} (ip6tables missing?)`);
   const syncer = new Syncer(
@@ -130,15 +127,6 @@ async function openSide(netns: string, settings: NodeSettings, families: readonl
     silentLogger,
   );
   return { syncer, kernel };
-}
-
-/** The floor: the same texts straight into the tools, in the order the syncer runs them. */
-async function applyWithTools(netns: string, plans: readonly FamilyPlan[], backend: Backend): Promise<void> {
-  for (const p of plans) {
-    if (p.ipsetRestore) await run('ipset', ['-exist', 'restore'], { netns, input: p.ipsetRestore });
-    if (p.iptablesRestore) await run(restoreTool(backend, p.family), ['--noflush'], { netns, input: p.iptablesRestore });
-  }
-  for (const p of plans) if (p.ipsetDestroy) await run('ipset', ['-exist', 'restore'], { netns, input: p.ipsetDestroy });
 }
 
 // ---- measuring -------------------------------------------------------------------------------------
@@ -157,7 +145,7 @@ async function firstApply(
   desired: DesiredState,
   settings: NodeSettings,
   families: readonly IpFamily[],
-  backend: Backend,
+  backend: IptablesBackend,
   command: string,
 ): Promise<BenchRow> {
   const t: TimedRuns = { ours: [], floor: [], calls: [] };
@@ -199,21 +187,11 @@ async function firstApply(
   const which = families.length === 2 ? 'both families (one Syncer, as the daemon runs)' : `IPv${families[0]} only`;
   return {
     id: families.length === 2 ? 'ds-first-apply-both' : `ds-first-apply-v${families[0]}`,
-    what: `dual-stack first full apply into a fresh netns, ${which}: Syncer.sync vs the same restore texts loaded with ipset restore + ${families.map((f) => restoreTool(backend, f)).join(' + ')}`,
+    what: `dual-stack first full apply into a fresh netns, ${which}: Syncer.sync vs the same restore texts loaded with ipset restore + ${families.map((f) => iptablesTool(backend, f, 'restore')).join(' + ')}`,
     ...againstFloor(summarize(t.ours).wallMs, summarize(t.floor).wallMs, 1.3),
     detail: `${sizes(plans)}; ${kernelBreakdown(t)}`,
     command,
   };
-}
-
-/** The pod a one-pod mutation touched (added, removed or relabelled). */
-function changedPod(before: ClusterSnapshot, after: ClusterSnapshot): Pod {
-  const key = (p: Pod) => `${p.namespace}/${p.name}`;
-  const old = new Map(before.pods.map((p) => [key(p), p]));
-  const now = new Map(after.pods.map((p) => [key(p), p]));
-  const all = [...after.pods.filter((p) => !old.has(key(p)) || old.get(key(p)) !== p), ...before.pods.filter((p) => !now.has(key(p)))];
-  if (all.length !== 1) throw new Error(`expected exactly one changed pod, found ${all.length}`);
-  return all[0]!;
 }
 
 async function podChange(
@@ -225,7 +203,7 @@ async function podChange(
   settings: NodeSettings,
   a: Side,
   b: ScratchNetns,
-  backend: Backend,
+  backend: IptablesBackend,
   command: string,
 ): Promise<BenchRow> {
   const mutated = dualStack(m.apply(snapshot, { node: settings.nodeName, pick: o.seed }));
@@ -268,7 +246,7 @@ async function podChange(
 // ---- all of it ---------------------------------------------------------------------------------------
 
 export async function dualStackBench(o: DualStackOptions): Promise<BenchRow[]> {
-  const backend: Backend = 'nft';
+  const backend: IptablesBackend = 'nft';
   const command = (row: string) =>
     tsNode('scripts/bench-dual-stack.ts', ['--tier', o.tier, '--runs', String(o.runs), '--seed', String(o.seed), '--only', row]);
   const wanted = (row: string) => o.only === undefined || o.only === row;

@@ -18,6 +18,7 @@ import { openKernel } from '../src/dataplane/kernel.js';
 import type { ClusterSnapshot, DesiredState, NodeSettings, Pod } from '../src/model/index.js';
 import type { FamilyPlan } from '../src/plan/index.js';
 import { Syncer } from '../src/reconcile/syncer.js';
+import { applyWithTools, changedPod, iptablesTool, type IptablesBackend } from './lib/bench-floor.js';
 import { kernelBreakdown, silentLogger, TimedKernel, type KernelCall, type TimedRuns } from './lib/bench-kernel-port.js';
 import { createScratchNetns, destroyAllScratchNetns, type ScratchNetns } from './lib/bench-netns.js';
 import { fmtInt, fmtMs, sample, summarize, type Sample } from './lib/bench-stats.js';
@@ -34,10 +35,6 @@ export interface KernelBenchOptions extends Omit<BenchFlags, 'seconds'> {
 /** The mutations that change exactly one local pod: the "one-pod change" rows. */
 export const POD_CHANGES: readonly string[] = ['podAdd-local', 'podDelete-local', 'podLabelChange-local'];
 
-type IptablesBackend = 'nft' | 'legacy';
-const tool = (backend: IptablesBackend, family: 4 | 6, what: 'restore' | 'save'): string =>
-  `${family === 4 ? 'iptables' : 'ip6tables'}-${backend}-${what}`;
-
 type CompileFn = (snapshot: ClusterSnapshot, settings: NodeSettings) => { readonly desired: DesiredState };
 
 /** Compiles the way the daemon does: one long-lived incremental Compiler (unchanged chains and sets keep their identity, which lets the planner skip them). */
@@ -46,17 +43,8 @@ function daemonCompile(): CompileFn {
   return (snapshot, settings) => compiler.compile(snapshot, settings);
 }
 
-/** The floor: the same texts straight into the tools, in the order the syncer runs them. */
-async function applyWithTools(netns: string, plans: readonly FamilyPlan[], backend: IptablesBackend = 'nft'): Promise<void> {
-  for (const p of plans) {
-    if (p.ipsetRestore) await run('ipset', ['-exist', 'restore'], { netns, input: p.ipsetRestore });
-    if (p.iptablesRestore) await run(tool(backend, p.family, 'restore'), ['--noflush'], { netns, input: p.iptablesRestore });
-  }
-  for (const p of plans) if (p.ipsetDestroy) await run('ipset', ['-exist', 'restore'], { netns, input: p.ipsetDestroy });
-}
-
 async function readWithTools(netns: string, backend: IptablesBackend = 'nft'): Promise<void> {
-  await run(tool(backend, 4, 'save'), ['-t', 'filter'], { netns });
+  await run(iptablesTool(backend, 4, 'save'), ['-t', 'filter'], { netns });
   await run('ipset', ['save'], { netns });
 }
 
@@ -124,19 +112,6 @@ async function firstApply(o: KernelBenchOptions, desired: DesiredState, settings
 }
 
 // ---- one-pod change --------------------------------------------------------------------------------
-
-/** The pod a one-pod mutation touched: added, removed or relabelled. */
-function changedPod(before: ClusterSnapshot, after: ClusterSnapshot): Pod {
-  const key = (p: Pod) => `${p.namespace}/${p.name}`;
-  const old = new Map(before.pods.map((p) => [key(p), p]));
-  const now = new Map(after.pods.map((p) => [key(p), p]));
-  const added = after.pods.filter((p) => !old.has(key(p)));
-  const removed = before.pods.filter((p) => !now.has(key(p)));
-  const relabelled = after.pods.filter((p) => old.has(key(p)) && old.get(key(p)) !== p);
-  const all = [...added, ...removed, ...relabelled];
-  if (all.length !== 1) throw new Error(`expected exactly one changed pod, found ${all.length}`);
-  return all[0]!;
-}
 
 /**
  * What the change wrote, and whether all of it belongs to the pod: its own workload chains, the dispatch
@@ -258,7 +233,7 @@ async function driftCheck(
   return [
     {
       id: `drift-wall${suffix(o)}`,
-      what: `drift check on an in-sync kernel, wall time: Syncer.sync({ readKernel: true }) planning nothing (reads ipset save, iptables-save v4 and v6, parses, plans) vs \`${tool(o.backend ?? 'nft', 4, 'save')} -t filter\` + \`ipset save\` of the same netns`,
+      what: `drift check on an in-sync kernel, wall time: Syncer.sync({ readKernel: true }) planning nothing (reads ipset save, iptables-save v4 and v6, parses, plans) vs \`${iptablesTool(o.backend ?? 'nft', 4, 'save')} -t filter\` + \`ipset save\` of the same netns`,
       ...againstFloor(ours.wallMs, floor.wallMs, 1.5),
       detail: kernelBreakdown(t),
       command: commands.wall,
