@@ -10,26 +10,19 @@
 // Usage (root): node --import ./scripts/register-ts.mjs scripts/bench-cnp-kernel.ts [--tier large] [--runs 5] [--seed 1]
 
 import { Compiler } from '../src/compile/index.js';
-import { generateCluster, TIERS, type Tier } from './bench-lib/generator.js';
+import { generateCluster } from './bench-lib/generator.js';
 import { openKernel } from '../src/dataplane/kernel.js';
 import type { ClusterSnapshot, DesiredState, NodeSettings } from '../src/model/index.js';
 import type { FamilyPlan } from '../src/plan/index.js';
 import { Syncer } from '../src/reconcile/syncer.js';
 import { generateClusterPolicies } from './bench-cnp-policies.js';
 import { applyWithTools } from './lib/bench-floor.js';
+import { parseBenchFlags } from './lib/bench-args.js';
 import { silentLogger } from './lib/bench-kernel-port.js';
 import { createScratchNetns, destroyAllScratchNetns } from './lib/bench-netns.js';
 import { fmtInt, fmtMs, median, sample, type Sample } from './lib/bench-stats.js';
 
-const argv = process.argv.slice(2);
-const flag = (name: string, fallback: string): string => {
-  const i = argv.indexOf(name);
-  return i >= 0 && argv[i + 1] !== undefined ? argv[i + 1]! : fallback;
-};
-const tier = flag('--tier', 'large') as Tier;
-if (!TIERS.includes(tier)) throw new Error(`--tier must be one of ${TIERS.join(', ')}`);
-const runs = Math.max(1, Number(flag('--runs', '5')));
-const seed = Number(flag('--seed', '1'));
+const { tier, runs, seed } = parseBenchFlags(process.argv.slice(2), { runs: 5 }, []);
 const COMMAND = `node --import ./scripts/register-ts.mjs scripts/bench-cnp-kernel.ts --tier ${tier} --runs ${runs} --seed ${seed}`;
 
 async function syncerIn(netns: string, settings: NodeSettings): Promise<Syncer> {

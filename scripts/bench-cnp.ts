@@ -7,26 +7,19 @@
 // Usage: node --import ./scripts/register-ts.mjs scripts/bench-cnp.ts [--tier large] [--runs 10] [--seed 1]
 
 import { Compiler, compile } from '../src/compile/index.js';
-import { generateCluster, TIERS, type Tier } from './bench-lib/generator.js';
+import { generateCluster } from './bench-lib/generator.js';
 import { firstPacketBound } from './bench-lib/first-packet.js';
 import type { Chain, ClusterSnapshot, FamilyState } from '../src/model/index.js';
 import { generateClusterPolicies } from './bench-cnp-policies.js';
+import { parseBenchFlags } from './lib/bench-args.js';
+import { median } from './lib/bench-stats.js';
 
-const argv = process.argv.slice(2);
-const flag = (name: string, fallback: string): string => {
-  const i = argv.indexOf(name);
-  return i >= 0 && argv[i + 1] !== undefined ? argv[i + 1]! : fallback;
-};
-const tier = flag('--tier', 'large') as Tier;
-if (!TIERS.includes(tier)) throw new Error(`--tier must be one of ${TIERS.join(', ')}`);
-const runs = Math.max(1, Number(flag('--runs', '10')));
-const seed = Number(flag('--seed', '1'));
+const { tier, runs, seed } = parseBenchFlags(process.argv.slice(2), { runs: 10 }, []);
 
 const { snapshot: base, settings } = generateCluster({ tier, seed, node: 'node-1' });
 const cnps = generateClusterPolicies(base, seed);
 const withCnps: ClusterSnapshot = { ...base, clusterPolicies: cnps };
 
-const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 const time = (f: () => void): number => {
   const t = process.hrtime.bigint();
   f();
