@@ -38,7 +38,7 @@ type Query = Readonly<Record<string, string | number | boolean | undefined>>;
 type Slim = (obj: KubernetesObject) => KubernetesObject;
 
 /** The annotation on the BOOKMARK that closes a WatchList's initial events. */
-export const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
+const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
 
 /** `path?query` on the current cluster's server. */
 async function get(kubeConfig: KubeConfig, path: string, query: Query, signal?: AbortSignal): Promise<Response> {

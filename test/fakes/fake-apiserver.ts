@@ -113,7 +113,7 @@ export const POD_FIELD_LABELS = [
 ] as const;
 
 /** The annotation on the BOOKMARK that ends a WatchList's initial events. */
-export const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
+const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
 
 export interface RequestRecord {
   readonly method: string;
