@@ -2,10 +2,11 @@
 //
 // Usage (root): npm run --silent build && node --import ./scripts/register-ts.mjs scripts/bench-daemon.ts \
 //                 [--tier large] [--seed 1] [--events 60] [--node node-1]
-//                 [--completed-jobs SHARE] [--watch-list on|off] [--field-selectors on|off]
+//                 [--completed-jobs SHARE] [--watch-list on|off] [--field-selectors on|off] [--gzip on|off]
 // --completed-jobs adds Succeeded Job pods as that share of all pods (0.2: one pod in five); --watch-list
 // turns the fake API server's WatchList gate on (default off, as before Kubernetes 1.32); --field-selectors
-// off makes it refuse pod field selectors, as a server without them would (the daemon then reads every pod).
+// off makes it refuse pod field selectors, as a server without them would (the daemon then reads every pod);
+// --gzip on makes it compress large list responses as a real API server does (watch streams stay plain).
 //
 // A real `netfence daemon` process (dist/cli/main.js) runs in the root namespace with `--netns` pointing
 // at a scratch namespace it programs, and watches an in-process fake API server (test/fakes) that holds
@@ -38,6 +39,7 @@ interface Args {
   completedJobs: number;
   watchList: boolean;
   fieldSelectors: boolean;
+  gzip: boolean;
 }
 
 function onOff(flag: string, value: string): boolean {
@@ -46,7 +48,16 @@ function onOff(flag: string, value: string): boolean {
 }
 
 function parseArgs(argv: readonly string[]): Args {
-  const args: Args = { tier: 'large', seed: 1, events: 60, node: 'node-1', completedJobs: 0, watchList: false, fieldSelectors: true };
+  const args: Args = {
+    tier: 'large',
+    seed: 1,
+    events: 60,
+    node: 'node-1',
+    completedJobs: 0,
+    watchList: false,
+    fieldSelectors: true,
+    gzip: false,
+  };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = argv[++i];
@@ -58,6 +69,7 @@ function parseArgs(argv: readonly string[]): Args {
     else if (flag === '--completed-jobs') args.completedJobs = Number(value);
     else if (flag === '--watch-list') args.watchList = onOff(flag, value);
     else if (flag === '--field-selectors') args.fieldSelectors = onOff(flag, value);
+    else if (flag === '--gzip') args.gzip = onOff(flag, value);
     else throw new Error(`unknown flag ${flag}`);
   }
   return args;
@@ -222,6 +234,7 @@ async function main(): Promise<void> {
   const netns = `nft-bd-${Math.random().toString(16).slice(2, 8)}`;
   const server = new FakeApiServer({
     watchList: args.watchList,
+    compressLists: args.gzip,
     ...(args.fieldSelectors ? {} : { podFieldLabels: ['metadata.name', 'metadata.namespace'] }),
   });
   let daemon: DaemonProcess | undefined;
@@ -372,7 +385,7 @@ async function main(): Promise<void> {
       `Daemon process memory (/proc/<pid>/status): VmRSS ${mib(rssReady)} with everything programmed, ${mib(rssAfter)} after ${args.events} events; peak VmHWM ${mib(hwm)}.`,
     );
     console.log(
-      `API server: WatchList ${args.watchList ? 'on' : 'off'}, pod field selectors ${args.fieldSelectors ? 'served' : 'refused'}${args.completedJobs ? `; ${snapshot.pods.filter((p) => p.phase === 'Succeeded').length} pods Succeeded` : ''}.`,
+      `API server: WatchList ${args.watchList ? 'on' : 'off'}, pod field selectors ${args.fieldSelectors ? 'served' : 'refused'}, lists ${args.gzip ? 'gzipped over 128 KiB' : 'uncompressed'}${args.completedJobs ? `; ${snapshot.pods.filter((p) => p.phase === 'Succeeded').length} pods Succeeded` : ''}.`,
     );
     console.log(
       `API bytes sent to this one daemon (fake API server, uncompressed, headers included): ${bytesAtReady} at start (lists and watches of nodes, namespaces, pods, before any policy; ${(bytesAtReady / stats.pods).toFixed(0)} B per pod), ${bytesPerEvent.toFixed(0)} B per event (one watch event of the changed object).`,

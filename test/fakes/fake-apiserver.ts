@@ -38,6 +38,7 @@ import { writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 
 export type Resource = 'namespaces' | 'pods' | 'nodes' | 'networkpolicies' | 'clusternetworkpolicies';
 
@@ -134,6 +135,11 @@ export interface FakeApiServerOptions {
   readonly watchList?: boolean;
   /** Pod field labels accepted in field selectors (default POD_FIELD_LABELS); fewer emulate an older server. */
   readonly podFieldLabels?: readonly string[];
+  /**
+   * gzip list responses over 128 KiB for clients that accept it, as the API server does (APIResponseCompression,
+   * on by default since 1.16; get and list only, never watch streams). Default off.
+   */
+  readonly compressLists?: boolean;
 }
 
 export class FakeApiServer {
@@ -157,6 +163,7 @@ export class FakeApiServer {
   private readonly corrupt = new Set<Resource>();
   private readonly heldEnds = new Map<Resource, Promise<void>>();
   private readonly podFieldLabels: ReadonlySet<string>;
+  private readonly compressLists: boolean;
   private server: Server | undefined;
   private bookmarkTimer: NodeJS.Timeout | undefined;
   private portNumber = 0;
@@ -175,6 +182,7 @@ export class FakeApiServer {
     this.bookmarkIntervalMs = opts.bookmarkIntervalMs ?? 0;
     this.watchList = opts.watchList ?? false;
     this.podFieldLabels = new Set(opts.podFieldLabels ?? POD_FIELD_LABELS);
+    this.compressLists = opts.compressLists ?? false;
   }
 
   get port(): number {
@@ -459,7 +467,8 @@ export class FakeApiServer {
       else this.truncations.set(route.resource, truncate - 1);
       return this.serveList(res, route.resource, route.namespace, fields, query, true);
     }
-    return this.serveList(res, route.resource, route.namespace, fields, query);
+    const gzip = this.compressLists && /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''));
+    return this.serveList(res, route.resource, route.namespace, fields, query, false, gzip);
   }
 
   /** Events written through the API (events.k8s.io/v1), in creation order. */
@@ -533,6 +542,7 @@ export class FakeApiServer {
     fields: FieldSelector,
     query: Record<string, string> = {},
     truncate = false,
+    gzip = false,
   ): void {
     const info = RESOURCES[resource];
     const all = [...this.store.get(resource)!.values()].filter((o) => matchesNamespace(o, namespace) && matchesFields(o, fields));
@@ -544,6 +554,14 @@ export class FakeApiServer {
     const more = limit > 0 && offset + limit < all.length;
     const metadata = { resourceVersion: rv, ...(more ? { continue: `${offset + limit}:${rv}` } : {}) };
     const body = { kind: `${info.kind}List`, apiVersion: info.apiVersion, metadata, items };
+    if (gzip) {
+      const text = JSON.stringify(body);
+      // The API server's threshold (apiserver filters/compression.go defaultGzipThresholdBytes).
+      if (Buffer.byteLength(text) > 128 * 1024) {
+        res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' });
+        return void res.end(gzipSync(text, { level: 4 }));
+      }
+    }
     if (!truncate) return json(res, 200, body);
     // Chunked, so the client cannot know the length: it sees a body that stops mid-object.
     const text = JSON.stringify(body);

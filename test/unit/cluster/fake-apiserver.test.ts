@@ -231,4 +231,21 @@ describe('FakeApiServer field selectors and WatchList', () => {
     srv.watchList = true;
     expect((await fetch(`${srv.url}/api/v1/pods?watch=true&sendInitialEvents=true`)).status).toBe(422);
   });
+
+  it('gzips a list over 128 KiB for a client that accepts it, as the API server does, and never a watch stream', async () => {
+    srv = new FakeApiServer({ compressLists: true });
+    await srv.start();
+    for (let i = 0; i < 600; i++)
+      srv.create({ ...podIn(`p${i}`, 'Running'), metadata: { name: `p${i}`, namespace: 'jobs', labels: { n: 'x'.repeat(200) } } });
+    const list = await fetch(`${srv.url}/api/v1/pods`, { headers: { 'accept-encoding': 'gzip' } });
+    expect(list.headers.get('content-encoding')).toBe('gzip');
+    expect(((await list.json()) as { items: unknown[] }).items).toHaveLength(600); // fetch inflates it
+    const small = await fetch(`${srv.url}/api/v1/pods?limit=10`, { headers: { 'accept-encoding': 'gzip' } });
+    expect(small.headers.get('content-encoding')).toBeNull();
+    const plain = await fetch(`${srv.url}/api/v1/pods`, { headers: { 'accept-encoding': 'identity' } });
+    expect(plain.headers.get('content-encoding')).toBeNull();
+    const watch = await fetch(`${srv.url}/api/v1/pods?watch=true&timeoutSeconds=1`, { headers: { 'accept-encoding': 'gzip' } });
+    expect(watch.headers.get('content-encoding')).toBeNull();
+    await watch.body?.cancel();
+  });
 });
