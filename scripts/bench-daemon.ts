@@ -243,9 +243,8 @@ async function main(): Promise<void> {
     await run('ip', ['-n', netns, 'link', 'set', 'lo', 'up']);
     await run('sysctl', ['-q', '-w', 'net.bridge.bridge-nf-call-iptables=1'], { netns });
     await server.start();
-    // Policies are created once the daemon is ready, so they reach it as watch events: a policy that
-    // arrives in a *list* currently loses its ingress `from` peers (client-node names the field
-    // `_from` in listed objects; see the report), which would leave far less to program.
+    // Policies are created once the daemon is ready, so they reach it as watch events and the batch of
+    // them is measured as a sync of its own (start → /readyz covers nodes, namespaces and pods).
     const objects = snapshotObjects(snapshot);
     for (const obj of objects) if (obj.kind !== 'NetworkPolicy') server.create(obj);
     const kubeconfig = server.writeKubeconfig(tmp);

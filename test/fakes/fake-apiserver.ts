@@ -25,7 +25,8 @@
 // - clusternetworkpolicies (policy.networking.k8s.io/v1alpha2, a CRD) only while `crdInstalled`
 //   (option `clusterNetworkPolicyCrd`, or installCrd()/uninstallCrd()): discovery at
 //   /apis/policy.networking.k8s.io/v1alpha2 and the resource paths 404 otherwise, as without the CRD.
-// Not served: label selectors, pagination (`limit`/`continue`), writes over HTTP — except
+// Paged lists (`limit`/`continue`, see serveList), and large lists gzipped when asked (`compressLists`).
+// Not served: label selectors, writes over HTTP — except
 // events.k8s.io/v1 Events, which the daemon writes: POST creates (409 AlreadyExists on a taken name,
 // 422 when required fields are missing), PATCH applies a JSON Patch (add/replace) or a merge patch.
 //
