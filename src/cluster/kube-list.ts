@@ -101,15 +101,31 @@ export async function listPaged(
  * what happened after it). The API server builds no list for this (it streams from its watch cache), and
  * this process never holds more than one event's text at a time.
  *
- * A server without the WatchList gate answers 422 Invalid (isWatchListRefusal). A stream that ends before
- * the bookmark, or a line that is not an event, rejects: the caller retries as for a failed list.
+ * A server without the WatchList gate answers 422 Invalid (isWatchListRefusal). One that ignores the
+ * parameters (a proxy that drops them; a server older than 1.19, which did not check them) streams a plain
+ * watch with no bookmark: the request carries timeoutSeconds, and a stream that ends cleanly before its
+ * bookmark counts as a refusal too. A cut connection, or a line that is not an event, rejects as a failed
+ * list does: the caller retries.
  */
-export async function streamInitialState(kubeConfig: KubeConfig, path: string, query: Query, slim: Slim): Promise<InitialState> {
+export async function streamInitialState(
+  kubeConfig: KubeConfig,
+  path: string,
+  query: Query,
+  slim: Slim,
+  timeoutSeconds: number,
+): Promise<InitialState> {
   const controller = new AbortController();
   const response = await get(
     kubeConfig,
     path,
-    { ...query, watch: true, sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan', allowWatchBookmarks: true },
+    {
+      ...query,
+      watch: true,
+      sendInitialEvents: true,
+      resourceVersionMatch: 'NotOlderThan',
+      allowWatchBookmarks: true,
+      timeoutSeconds,
+    },
     controller.signal,
   );
   // Keyed like the informer's cache: a MODIFIED or DELETED before the bookmark (the protocol sends none,
@@ -144,7 +160,15 @@ export async function streamInitialState(kubeConfig: KubeConfig, path: string, q
     lines.close();
     controller.abort();
   }
-  throw new Error(`WatchList stream of ${path} ended before its initial-events-end bookmark`);
+  throw new NoInitialEventsEnd(path);
+}
+
+/** A WatchList stream that ended cleanly without its initial-events-end bookmark: the server ignored the request. */
+class NoInitialEventsEnd extends Error {
+  override readonly name = 'NoInitialEventsEnd';
+  constructor(path: string) {
+    super(`the WatchList stream of ${path} ended without an initial-events-end bookmark (sendInitialEvents ignored)`);
+  }
 }
 
 function parseEvent(line: string): { type: string; object: KubernetesObject } | undefined {
@@ -163,6 +187,7 @@ function parseEvent(line: string): { type: string; object: KubernetesObject } | 
  * list on any error of a WatchList request; a refusal is remembered, other errors are retried as they are.
  */
 export function isWatchListRefusal(err: unknown): boolean {
+  if (err instanceof NoInitialEventsEnd) return true;
   return err instanceof ApiStatusError && err.statusCode === 422 && /sendInitialEvents|resourceVersionMatch/.test(err.message);
 }
 

@@ -308,7 +308,13 @@ export class KubeSource implements ClusterSource {
       const streamed = this.watchList;
       try {
         return streamed
-          ? await streamInitialState(this.kubeConfig, w.path, query, slim)
+          ? await streamInitialState(
+              this.kubeConfig,
+              w.path,
+              query,
+              slim,
+              this.watchTimeoutSeconds ?? 300 + Math.floor(this.random() * 300),
+            )
           : await listPaged(this.kubeConfig, w.path, query, LIST_PAGE_SIZE, slim, () => this.stopped);
       } catch (err) {
         if (this.stopped) throw err;

@@ -132,8 +132,12 @@ export interface FakeApiServerOptions {
   readonly bookmarkIntervalMs?: number;
   /** Serve the ClusterNetworkPolicy CRD from the start (default: not installed, 404 like a bare cluster). */
   readonly clusterNetworkPolicyCrd?: boolean;
-  /** The WatchList feature gate (default off, as before Kubernetes 1.32): serve `sendInitialEvents=true`. */
-  readonly watchList?: boolean;
+  /**
+   * The WatchList feature gate (default off, as before Kubernetes 1.32): serve `sendInitialEvents=true`.
+   * 'ignored': accept and ignore the WatchList parameters (a plain watch, no bookmark), as a proxy that drops
+   * them or a server before 1.19 would.
+   */
+  readonly watchList?: boolean | 'ignored';
   /** Pod field labels accepted in field selectors (default POD_FIELD_LABELS); fewer emulate an older server. */
   readonly podFieldLabels?: readonly string[];
   /**
@@ -175,7 +179,7 @@ export class FakeApiServer {
   /** Whether the ClusterNetworkPolicy CRD is installed. */
   crdInstalled: boolean;
   /** Whether WatchList (`sendInitialEvents`) is served; may be switched while running. */
-  watchList: boolean;
+  watchList: boolean | 'ignored';
 
   constructor(opts: FakeApiServerOptions = {}) {
     this.crdInstalled = opts.clusterNetworkPolicyCrd ?? false;
@@ -579,10 +583,11 @@ export class FakeApiServer {
     fields: FieldSelector,
   ): Promise<void> {
     const bookmarks = query['allowWatchBookmarks'] === 'true';
-    const initialEvents = query['sendInitialEvents'];
-    const match = query['resourceVersionMatch'];
+    const ignored = this.watchList === 'ignored';
+    const initialEvents = ignored ? undefined : query['sendInitialEvents'];
+    const match = ignored ? undefined : query['resourceVersionMatch'];
     if (initialEvents !== undefined || match !== undefined) {
-      const problems = watchListProblems(initialEvents, match, this.watchList);
+      const problems = watchListProblems(initialEvents, match, this.watchList === true);
       if (problems.length > 0) return invalidListOptions(res, problems);
     }
     const visible = (o: KubeObject) => matchesNamespace(o, namespace) && matchesFields(o, fields);

@@ -138,6 +138,17 @@ describe('WatchList', () => {
     expect(streams().length).toBe(streamsBefore);
   });
 
+  it('falls back to paged lists when the server ignores it (a plain watch that ends without the bookmark)', async () => {
+    await startServer({ watchList: 'ignored' });
+    server.create(pod('web', 'Running'));
+    const s = startSource({ watchTimeoutSeconds: 1 });
+    await s.synced;
+    expect(pods()).toEqual(['web Running']);
+    expect(streams().every((r) => r.query['timeoutSeconds'] === '1')).toBe(true);
+    expect(logged.filter((l) => l.message.includes('does not serve WatchList'))).toHaveLength(1);
+    expect(podRequests().filter((r) => !r.watch)).toHaveLength(1);
+  });
+
   it('a dropped watch resumes from the last bookmark, with no second stream and no 410', async () => {
     await startServer({ watchList: true });
     server.create(pod('web', 'Running'));
