@@ -2,6 +2,11 @@
 //
 // Usage (root): npm run --silent build && node --import ./scripts/register-ts.mjs scripts/bench-daemon.ts \
 //                 [--tier large] [--seed 1] [--events 60] [--node node-1]
+//                 [--completed-jobs SHARE] [--watch-list on|off] [--field-selectors on|off] [--gzip on|off]
+// --completed-jobs adds Succeeded Job pods as that share of all pods (0.2: one pod in five); --watch-list
+// turns the fake API server's WatchList gate on (default off, as before Kubernetes 1.32); --field-selectors
+// off makes it refuse pod field selectors, as a server without them would (the daemon then reads every pod);
+// --gzip on makes it compress large list responses as a real API server does (watch streams stay plain).
 //
 // A real `netfence daemon` process (dist/cli/main.js) runs in the root namespace with `--netns` pointing
 // at a scratch namespace it programs, and watches an in-process fake API server (test/fakes) that holds
@@ -31,10 +36,28 @@ interface Args {
   seed: number;
   events: number;
   node: string;
+  completedJobs: number;
+  watchList: boolean;
+  fieldSelectors: boolean;
+  gzip: boolean;
+}
+
+function onOff(flag: string, value: string): boolean {
+  if (value !== 'on' && value !== 'off') throw new Error(`${flag} takes on or off`);
+  return value === 'on';
 }
 
 function parseArgs(argv: readonly string[]): Args {
-  const args: Args = { tier: 'large', seed: 1, events: 60, node: 'node-1' };
+  const args: Args = {
+    tier: 'large',
+    seed: 1,
+    events: 60,
+    node: 'node-1',
+    completedJobs: 0,
+    watchList: false,
+    fieldSelectors: true,
+    gzip: false,
+  };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = argv[++i];
@@ -43,6 +66,10 @@ function parseArgs(argv: readonly string[]): Args {
     else if (flag === '--seed') args.seed = Number(value);
     else if (flag === '--events') args.events = Number(value);
     else if (flag === '--node') args.node = value;
+    else if (flag === '--completed-jobs') args.completedJobs = Number(value);
+    else if (flag === '--watch-list') args.watchList = onOff(flag, value);
+    else if (flag === '--field-selectors') args.fieldSelectors = onOff(flag, value);
+    else if (flag === '--gzip') args.gzip = onOff(flag, value);
     else throw new Error(`unknown flag ${flag}`);
   }
   return args;
@@ -159,6 +186,12 @@ function procStatusKiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   return Number(line?.replace(/\D+/g, '') ?? NaN);
 }
 
+/** user + system CPU time of a process so far (/proc/<pid>/stat fields 14 and 15, in clock ticks of 10 ms). */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
 async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -178,7 +211,7 @@ function metric(text: string, sample: string): number {
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   const command = `node --import ./scripts/register-ts.mjs scripts/bench-daemon.ts ${process.argv.slice(2).join(' ')}`.trim();
-  const cluster = generateCluster({ tier: args.tier, seed: args.seed, node: args.node });
+  const cluster = generateCluster({ tier: args.tier, seed: args.seed, node: args.node, completedJobShare: args.completedJobs });
   const { snapshot, stats } = cluster;
 
   // The namespace whose pods get their labels flipped: that of the first ordinary pod on the measured node.
@@ -199,16 +232,19 @@ async function main(): Promise<void> {
 
   const tmp = mkdtempSync(join(tmpdir(), 'nft-bench-daemon-'));
   const netns = `nft-bd-${Math.random().toString(16).slice(2, 8)}`;
-  const server = new FakeApiServer();
+  const server = new FakeApiServer({
+    watchList: args.watchList,
+    compressLists: args.gzip,
+    ...(args.fieldSelectors ? {} : { podFieldLabels: ['metadata.name', 'metadata.namespace'] }),
+  });
   let daemon: DaemonProcess | undefined;
   try {
     await run('ip', ['netns', 'add', netns]);
     await run('ip', ['-n', netns, 'link', 'set', 'lo', 'up']);
     await run('sysctl', ['-q', '-w', 'net.bridge.bridge-nf-call-iptables=1'], { netns });
     await server.start();
-    // Policies are created once the daemon is ready, so they reach it as watch events: a policy that
-    // arrives in a *list* currently loses its ingress `from` peers (client-node names the field
-    // `_from` in listed objects; see the report), which would leave far less to program.
+    // Policies are created once the daemon is ready, so they reach it as watch events and the batch of
+    // them is measured as a sync of its own (start → /readyz covers nodes, namespaces and pods).
     const objects = snapshotObjects(snapshot);
     for (const obj of objects) if (obj.kind !== 'NetworkPolicy') server.create(obj);
     const kubeconfig = server.writeKubeconfig(tmp);
@@ -247,6 +283,8 @@ async function main(): Promise<void> {
     }
     const readyMs = Date.now() - startedAt;
     const bytesAtReady = server.bytesSent;
+    const cpuReadyMs = cpuMs(daemon.pid);
+    const hwmReady = procStatusKiB(daemon.pid, 'VmHWM');
     const log = new LogWatcher(logFile);
     await log.nextProgrammed(0, 1000); // the initial sync's line
 
@@ -313,7 +351,7 @@ async function main(): Promise<void> {
       `Cluster: ${stats.nodes} nodes, ${stats.namespaces} namespaces, ${stats.pods} pods (${stats.podsOnNode} on ${args.node}), ${stats.policies} policies (+1 bench policy in ${target.namespace}, ${flippable.length} pods there). Node ${process.version}, ${availableParallelism()} CPUs.`,
     );
     console.log(
-      `Daemon: dist/cli/main.js daemon --kubeconfig (fake API server on 127.0.0.1) --netns ${netns}; start to /readyz 200 (list nodes, namespaces, pods + first full sync): ${readyMs} ms; then all ${stats.policies + 1} policies created at once → last "programmed": ${policiesMs} ms.`,
+      `Daemon: dist/cli/main.js daemon --kubeconfig (fake API server on 127.0.0.1) --netns ${netns}; start to /readyz 200 (list nodes, namespaces, pods + first full sync): ${readyMs} ms, ${cpuReadyMs} ms CPU (user+sys), peak RSS by then ${(hwmReady / 1024).toFixed(0)} MiB; then all ${stats.policies + 1} policies created at once → last "programmed": ${policiesMs} ms.`,
     );
     console.log('');
     console.log('API write → "programmed" log line of the sync that included it (ms; one event at a time):');
@@ -344,6 +382,9 @@ async function main(): Promise<void> {
     );
     console.log(
       `Daemon process memory (/proc/<pid>/status): VmRSS ${mib(rssReady)} with everything programmed, ${mib(rssAfter)} after ${args.events} events; peak VmHWM ${mib(hwm)}.`,
+    );
+    console.log(
+      `API server: WatchList ${args.watchList ? 'on' : 'off'}, pod field selectors ${args.fieldSelectors ? 'served' : 'refused'}, lists ${args.gzip ? 'gzipped over 128 KiB' : 'uncompressed'}${args.completedJobs ? `; ${snapshot.pods.filter((p) => p.phase === 'Succeeded').length} pods Succeeded` : ''}.`,
     );
     console.log(
       `API bytes sent to this one daemon (fake API server, uncompressed, headers included): ${bytesAtReady} at start (lists and watches of nodes, namespaces, pods, before any policy; ${(bytesAtReady / stats.pods).toFixed(0)} B per pod), ${bytesPerEvent.toFixed(0)} B per event (one watch event of the changed object).`,

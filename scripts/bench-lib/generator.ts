@@ -40,6 +40,11 @@ export interface GenerateOptions {
   readonly seed: number;
   /** The node being programmed (`node-1` … `node-N`). */
   readonly node: string;
+  /**
+   * Completed Job pods (phase Succeeded, kept until their Job is cleaned up) as this share of all pods,
+   * added on top of the tier's pods and spread over the other nodes. Default 0: the tier's output as is.
+   */
+  readonly completedJobShare?: number;
 }
 
 export interface ClusterStats {
@@ -131,6 +136,9 @@ export function generateCluster(options: GenerateOptions): GeneratedCluster {
   const system = systemPods(nodes, measured);
   const apps = makeApps(rng, userNamespaces, shape.pods - system.length);
   const pods = placePods(rng, shape, nodes, measured, system, apps);
+  // Their own random stream, so the tier's pods and policies stay what they are without them.
+  if (options.completedJobShare)
+    pods.push(...completedJobs(mulberry32(options.seed + 7919), nodes, measured, userNamespaces, pods.length, options.completedJobShare));
   const policies = generatePolicies(rng, { namespaces, apps, count: shape.policies });
 
   const snapshot: ClusterSnapshot = { nodes, namespaces, pods, policies: policies.policies };
@@ -294,6 +302,38 @@ function portsFor(rng: Rng, tier: string): ContainerPort[] {
     default:
       return [tcp(6379)];
   }
+}
+
+/**
+ * Pods of finished Jobs: `share` of all pods once added to `running`. They keep their labels and their last
+ * address in the API (a completed pod's status still shows its podIP), and count for nothing in policy.
+ */
+function completedJobs(
+  rng: Rng,
+  nodes: readonly ClusterNode[],
+  measured: number,
+  namespaces: readonly Namespace[],
+  running: number,
+  share: number,
+): Pod[] {
+  const count = Math.round((running * share) / (1 - share));
+  const remote = nodes.map((_, i) => i).filter((i) => i !== measured);
+  return Array.from({ length: count }, (_, i): Pod => {
+    const node = remote.length > 0 ? remote[i % remote.length]! : measured;
+    const namespace = namespaces[i % namespaces.length]!.name;
+    const job = `batch-${Math.floor(i / 3)}`;
+    const uid = `${(rng.next() * 2 ** 32) >>> 0}`.padStart(10, '0');
+    return {
+      namespace,
+      name: `${job}-${uid.slice(-5)}`,
+      labels: { 'batch.kubernetes.io/job-name': job, 'job-name': job, 'batch.kubernetes.io/controller-uid': uid, 'controller-uid': uid },
+      nodeName: nodes[node]!.name,
+      hostNetwork: false,
+      phase: 'Succeeded',
+      ips: [podCidrOf(node, nodes.length).replace(/\.0\/24$/, `.${2 + Math.floor(rng.next() * 252)}`)],
+      ports: [],
+    };
+  });
 }
 
 /** Expands templates into pods, puts exactly `podsOnNode` on the measured node and spreads the rest. */

@@ -252,7 +252,8 @@ function openSource(
   const logger = inputs.logger.child({ component: 'source' });
   if (!kubeConfig) return new ManifestSource({ paths: inputs.resources, logger, onHealth });
   void config;
-  return new KubeSource({ kubeConfig, logger });
+  // Pods that cannot count in policy (completed, host-network) are left on the API server (kube-source.ts).
+  return new KubeSource({ kubeConfig, logger, peerPodsOnly: true });
 }
 
 /** The API's configuration (`--kubeconfig`, else in-cluster); none when watching manifest files. */

@@ -18,26 +18,22 @@
 // - Exceptions thrown by our event handlers are swallowed by watch.js, so handlers catch and log.
 // - A list that fails halfway (cut connection, unparsable body) rejects before the informer touches
 //   its cache, so no delete is emitted for objects it did not get to; the retry relists.
-// - Listed objects are ObjectSerializer-deserialized (unknown fields dropped, timestamps as Date);
-//   watched objects are raw JSON. The converter reads only fields both forms share.
 // We build the informers from ListWatch + Watch (exactly what makeInformer does) so that the Watch
-// can be wrapped.
+// can be wrapped, and give ListWatch our own list function (kube-list.ts): a WatchList stream where the
+// server offers it, else a paged list, both as raw JSON over the watch's authenticated fetch.
+//
+// The pod informer may narrow what it receives with a field selector (option `peerPodsOnly`): pods that
+// are Succeeded or Failed, or on the host network, never count in NetworkPolicy (DESIGN.md §3, countsAsPeer
+// in compile/cluster-state.ts), so they need not cross the wire. A pod that stops matching (a Job's pod
+// completing) arrives as a DELETED event, as the API server's watch cache filters; a relist drops it
+// likewise. Servers before 1.28 do not know `spec.hostNetwork` (400): the selector falls back to the phase
+// alone, and without that to none.
 
-import {
-  CoreV1Api,
-  CustomObjectsApi,
-  ListWatch,
-  NetworkingV1Api,
-  Watch,
-  type KubeConfig,
-  type KubernetesListObject,
-  type KubernetesObject,
-} from '@kubernetes/client-node';
-import { STATUS_CODES } from 'node:http';
-import { createInterface } from 'node:readline';
-import fetch from 'node-fetch';
+import { CustomObjectsApi, ListWatch, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
 import type { ClusterSnapshot, Problem } from '../model/index.js';
 import { convert } from './convert.js';
+import { GuardedWatch } from './kube-watch.js';
+import { isFieldSelectorRefusal, isWatchListRefusal, listPaged, streamInitialState, type InitialState } from './kube-list.js';
 import { keepOnlyKey, slimObject } from './slim.js';
 import type { ObjectKind } from './schemas.js';
 import { ChangeEmitter, ObjectStore, type ClusterChange, type ClusterSource, type Logger } from './source.js';
@@ -59,33 +55,39 @@ export interface KubeSourceOptions {
   readonly watchTimeoutSeconds?: number;
   /** How often to look again for the ClusterNetworkPolicy API while it is not installed. Default 60 s. */
   readonly crdRecheckMs?: number;
+  /** Read each kind's initial state as a WatchList stream where the server offers it (default true). */
+  readonly watchList?: boolean;
+  /**
+   * Ask only for pods that can count in policy (not Succeeded/Failed, not hostNetwork). The daemon does;
+   * the one-shot commands keep every pod (trace resolves any pod's name). Default false.
+   */
+  readonly peerPodsOnly?: boolean;
 }
+
+/** Pod field selectors, most selective first; each is tried when the server refused the one before (400). */
+const PEER_POD_SELECTORS: readonly (string | undefined)[] = [
+  'status.phase!=Succeeded,status.phase!=Failed,spec.hostNetwork=false',
+  'status.phase!=Succeeded,status.phase!=Failed',
+  undefined,
+];
 
 /** ClusterNetworkPolicy (network-policy-api v0.2.0): a CRD, so it may not be installed. */
 const CNP_API = { group: 'policy.networking.k8s.io', version: 'v1alpha2', plural: 'clusternetworkpolicies' } as const;
 
-/** How long after the requested server-side timeout we give up on a watch ourselves. */
-const WATCH_GRACE_SECONDS = 30;
-
 type AnyList = KubernetesListObject<KubernetesObject>;
-
-/** One page of a list call (`limit`, and `_continue` from the previous page's metadata). */
-interface Page {
-  readonly limit: number;
-  readonly _continue?: string;
-}
 
 interface KindWatch {
   readonly kind: ObjectKind;
   readonly path: string;
-  readonly list: (page: Page) => Promise<AnyList>;
+  /** Field selectors to try in order (the last that the server accepts is kept); none: no selector. */
+  readonly fieldSelectors?: readonly (string | undefined)[];
 }
 
 /**
- * Objects per list page. One unpaged list of 50,000 pods is a response of tens of megabytes held three
- * times over (text, parsed JSON, deserialized objects) before slimming; in pages of 500, only one page
- * is, and the daemon's heap does not grow to that peak and stay there. (client-go's reflector pages by
- * 500 too.) The API server serves every page from the snapshot of the first one.
+ * Objects per list page. One unpaged list of 50,000 pods is a response of tens of megabytes held twice
+ * over (text, parsed JSON) before slimming; in pages of 500, only one page is, and the daemon's heap does
+ * not grow to that peak and stay there. (client-go's reflector pages by 500 too.) The API server serves
+ * every page from the snapshot of the first one.
  */
 export const LIST_PAGE_SIZE = 500;
 
@@ -123,6 +125,10 @@ export class KubeSource implements ClusterSource {
   private cnpAbsentLogged = false;
   private discoveryTimer: NodeJS.Timeout | undefined;
   private discoveryAttempts = 0;
+  /** Cleared for good once the server refuses WatchList (422): then every kind lists. */
+  private watchList: boolean;
+  /** Per kind, which of its fieldSelectors is in use. */
+  private readonly selectorStep = new Map<ObjectKind, number>();
 
   constructor(opts: KubeSourceOptions) {
     this.watchTimeoutSeconds = opts.watchTimeoutSeconds;
@@ -134,19 +140,14 @@ export class KubeSource implements ClusterSource {
     this.synced = new Promise<void>((resolve) => (this.markSynced = resolve));
     this.kubeConfig = opts.kubeConfig;
     this.crdRecheckMs = opts.crdRecheckMs ?? 60_000;
+    this.watchList = opts.watchList ?? true;
 
-    const core = opts.kubeConfig.makeApiClient(CoreV1Api);
-    const networking = opts.kubeConfig.makeApiClient(NetworkingV1Api);
     // Pods of all namespaces and all nodes: policy peers can be anywhere.
     const watches: readonly KindWatch[] = [
-      { kind: 'Namespace', path: '/api/v1/namespaces', list: (page) => core.listNamespace(page) },
-      { kind: 'Pod', path: '/api/v1/pods', list: (page) => core.listPodForAllNamespaces(page) },
-      { kind: 'Node', path: '/api/v1/nodes', list: (page) => core.listNode(page) },
-      {
-        kind: 'NetworkPolicy',
-        path: '/apis/networking.k8s.io/v1/networkpolicies',
-        list: (page) => networking.listNetworkPolicyForAllNamespaces(page),
-      },
+      { kind: 'Namespace', path: '/api/v1/namespaces' },
+      { kind: 'Pod', path: '/api/v1/pods', ...(opts.peerPodsOnly ? { fieldSelectors: PEER_POD_SELECTORS } : {}) },
+      { kind: 'Node', path: '/api/v1/nodes' },
+      { kind: 'NetworkPolicy', path: '/apis/networking.k8s.io/v1/networkpolicies' },
     ];
     for (const w of watches) this.informers.set(w.kind, this.makeInformer(opts.kubeConfig, w));
     for (const kind of this.informers.keys()) this.startInformer(kind);
@@ -203,12 +204,7 @@ export class KubeSource implements ClusterSource {
   }
 
   private cnpWatch(): KindWatch {
-    const custom = this.kubeConfig.makeApiClient(CustomObjectsApi);
-    return {
-      kind: 'ClusterNetworkPolicy',
-      path: `/apis/${CNP_API.group}/${CNP_API.version}/${CNP_API.plural}`,
-      list: async () => (await custom.listClusterCustomObject({ ...CNP_API })) as AnyList,
-    };
+    return { kind: 'ClusterNetworkPolicy', path: `/apis/${CNP_API.group}/${CNP_API.version}/${CNP_API.plural}` };
   }
 
   /** The CRD went away (its objects with it): forget them and go back to discovery. */
@@ -260,22 +256,14 @@ export class KubeSource implements ClusterSource {
       timeoutSeconds: () => this.watchTimeoutSeconds ?? 300 + Math.floor(this.random() * 300),
       onDecodeError: (line) =>
         this.logger.warn('undecodable line in the watch stream; relisting', { kind: w.kind, line: line.slice(0, 200) }),
+      fieldSelector: () => this.fieldSelectorOf(w),
     });
     const list = async (): Promise<AnyList> => {
-      const items: KubernetesObject[] = [];
-      let first: AnyList | undefined;
-      let token: string | undefined;
-      do {
-        const page = await w.list({ limit: LIST_PAGE_SIZE, ...(token ? { _continue: token } : {}) });
-        // Stopped while listing: make the informer give up instead of opening a watch.
-        if (this.stopped) throw new Error('cluster source stopped');
-        first ??= page;
-        for (const item of page.items) items.push(slimObject(w.kind, item));
-        token = page.metadata?._continue || undefined;
-      } while (token);
-      // The watch starts from the list's resourceVersion, which every page carries (the first page's snapshot).
-      const resourceVersion = first?.metadata?.resourceVersion;
-      return { ...first, metadata: resourceVersion !== undefined ? { resourceVersion } : {}, items };
+      const { items, resourceVersion } = await this.initialState(w);
+      // Stopped while listing: make the informer give up instead of opening a watch.
+      if (this.stopped) throw new Error('cluster source stopped');
+      // The watch starts from this resourceVersion (the list's snapshot, or the WatchList's end bookmark).
+      return { metadata: resourceVersion !== undefined ? { resourceVersion } : {}, items };
     };
     const informer = new ListWatch<KubernetesObject>(w.path, watch, list, false);
     const guarded = (what: string, fn: (obj: KubernetesObject) => void) => (obj: KubernetesObject) => {
@@ -301,6 +289,56 @@ export class KubeSource implements ClusterSource {
     informer.on('connect', () => this.logger.debug('informer (re)connecting', { kind: w.kind }));
     informer.on('error', (err) => this.onInformerError(w.kind, err));
     return informer;
+  }
+
+  private fieldSelectorOf(w: KindWatch): string | undefined {
+    return w.fieldSelectors?.[this.selectorStep.get(w.kind) ?? 0];
+  }
+
+  /**
+   * The kind's whole state, as a WatchList stream or a paged list. A refusal of WatchList (422) or of the
+   * field selector (400) is logged once and the next way is tried at once; other failures reject (the
+   * informer is restarted with backoff).
+   */
+  private async initialState(w: KindWatch): Promise<InitialState> {
+    const slim = (obj: KubernetesObject) => slimObject(w.kind, obj);
+    for (;;) {
+      const fieldSelector = this.fieldSelectorOf(w);
+      const query = { fieldSelector };
+      const streamed = this.watchList;
+      try {
+        return streamed
+          ? await streamInitialState(
+              this.kubeConfig,
+              w.path,
+              query,
+              slim,
+              this.watchTimeoutSeconds ?? 300 + Math.floor(this.random() * 300),
+            )
+          : await listPaged(this.kubeConfig, w.path, query, LIST_PAGE_SIZE, slim, () => this.stopped);
+      } catch (err) {
+        if (this.stopped) throw err;
+        if (streamed && isWatchListRefusal(err)) {
+          // Kinds start together, so several may be refused before the first refusal is seen: log once.
+          if (!this.watchList) continue;
+          this.watchList = false;
+          this.logger.info('the API server does not serve WatchList (sendInitialEvents); listing in pages instead', {
+            kind: w.kind,
+            error: describeError(err),
+          });
+        } else if (fieldSelector !== undefined && isFieldSelectorRefusal(err)) {
+          const step = (this.selectorStep.get(w.kind) ?? 0) + 1;
+          this.selectorStep.set(w.kind, step);
+          const next = w.fieldSelectors?.[step];
+          this.logger.warn('the API server refused a field selector; asking with less', {
+            kind: w.kind,
+            refused: fieldSelector,
+            next: next ?? 'none (every pod, filtered here)',
+            error: describeError(err),
+          });
+        } else throw err;
+      }
+    }
   }
 
   private startInformer(kind: ObjectKind): void {
@@ -376,152 +414,6 @@ export class KubeSource implements ClusterSource {
     else this.objectProblems.set(id, problems);
     this.problemList = undefined;
   }
-}
-
-interface WatchHooks {
-  /** Keeps only what netfence reads, before the informer caches the object. */
-  readonly slim: (obj: KubernetesObject) => KubernetesObject;
-  readonly isStopped: () => boolean;
-  readonly onWatchStart: () => void;
-  readonly onConnected: () => void;
-  readonly timeoutSeconds: () => number;
-  /** A line of the watch stream was not an event; the watch ends and the informer relists. */
-  readonly onDecodeError: (line: string) => void;
-}
-
-/** client-node's Watch, plus: abort a watch that connects after stop(), report connects, and bound
- * each watch's life (server-side timeoutSeconds, then a client-side watchdog). */
-class GuardedWatch extends Watch {
-  private lastDecodeError = -Infinity;
-
-  constructor(
-    config: KubeConfig,
-    private readonly hooks: WatchHooks,
-  ) {
-    super(config);
-  }
-
-  override async watch(
-    path: string,
-    queryParams: Record<string, string | number | boolean | undefined>,
-    callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void,
-    done: (err: unknown) => void,
-  ): Promise<AbortController> {
-    this.hooks.onWatchStart();
-    const timeoutSeconds = this.hooks.timeoutSeconds();
-    let failed = false;
-    let watchdog: NodeJS.Timeout | undefined;
-    const slimmed = (phase: string, apiObj: unknown, watchObj?: unknown): void =>
-      callback(phase, phase === 'ERROR' || phase === 'BOOKMARK' ? apiObj : this.hooks.slim(apiObj as KubernetesObject), watchObj);
-    // Bookmarks keep the informer's resourceVersion current while nothing it watches changes, so a watch
-    // that ends resumes from a recent version instead of one the server has compacted away (410, then a
-    // full relist of every pod: the most expensive request a node makes of the API server).
-    const controller = await this.stream(path, { ...queryParams, timeoutSeconds, allowWatchBookmarks: true }, slimmed, (err) => {
-      clearTimeout(watchdog);
-      failed ||= err !== null && err !== undefined;
-      done(err);
-    });
-    if (this.hooks.isStopped()) controller.abort();
-    else if (!failed) {
-      this.hooks.onConnected();
-      // Aborting makes watch.js report an error, and the informer is restarted with backoff.
-      watchdog = setTimeout(() => controller.abort(), (timeoutSeconds + WATCH_GRACE_SECONDS) * 1000);
-      watchdog.unref();
-    }
-    return controller;
-  }
-
-  /**
-   * One watch request, read line by line. client-node's Watch.watch does the same but skips a line it
-   * cannot parse, so a corrupted event was lost without a trace until the next relist. Here a line that is
-   * not a watch event ends the watch as a 410 would: the informer relists at once (reconciling deletions)
-   * and watches again from the fresh list.
-   */
-  private async stream(
-    path: string,
-    queryParams: Record<string, string | number | boolean | undefined>,
-    callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void,
-    done: (err: unknown) => void,
-  ): Promise<AbortController> {
-    const cluster = this.config.getCurrentCluster();
-    if (!cluster) throw new Error('No currently active cluster');
-    const url = new URL(cluster.server + path);
-    url.searchParams.set('watch', 'true');
-    for (const [key, value] of Object.entries(queryParams)) if (value !== undefined) url.searchParams.set(key, String(value));
-    const init = await this.config.applyToFetchOptions({});
-    const controller = new AbortController();
-    let finished = false;
-    const finish = (err: unknown): void => {
-      if (finished) return;
-      finished = true;
-      controller.abort();
-      done(err);
-    };
-    try {
-      const response = await fetch(url.toString(), { ...init, method: 'GET', signal: controller.signal as FetchSignal });
-      if (response.status !== 200) {
-        throw Object.assign(new Error(response.statusText || STATUS_CODES[response.status] || 'watch failed'), {
-          statusCode: response.status,
-        });
-      }
-      const body = response.body;
-      body.on('error', finish);
-      body.on('close', () => finish(null));
-      const lines = createInterface({ input: body });
-      // readline re-emits the body's errors (an abort among them); without a listener they would crash the process.
-      lines.on('error', finish);
-      lines.on('close', () => finish(null));
-      lines.on('line', (line) => {
-        if (finished || line.trim() === '') return;
-        const event = decodeWatchEvent(line);
-        if (!event) {
-          this.hooks.onDecodeError(line);
-          // A stream that keeps breaking must not turn into a relist storm against the API server: a second
-          // decode error within the window ends the watch as a plain failure, which restarts with backoff.
-          const now = Date.now();
-          const relist = now - this.lastDecodeError > DECODE_RELIST_WINDOW_MS;
-          this.lastDecodeError = now;
-          finish(new WatchDecodeError(line, relist));
-          return;
-        }
-        callback(event.type, event.object, event);
-      });
-    } catch (err) {
-      finish(err);
-    }
-    return controller;
-  }
-}
-
-type FetchSignal = NonNullable<Parameters<typeof fetch>[1]>['signal'];
-
-/** Decode errors closer together than this back off instead of relisting again. */
-const DECODE_RELIST_WINDOW_MS = 30_000;
-
-/** A watch stream line that is not an event. With `relist` it carries 410, so the informer relists rather than resumes. */
-export class WatchDecodeError extends Error {
-  override readonly name = 'WatchDecodeError';
-  readonly statusCode: number | undefined;
-  constructor(line: string, relist: boolean) {
-    super(
-      `watch stream line is not an event (${relist ? 'relisting' : 'retrying with backoff'}): ${line.length > 200 ? `${line.slice(0, 200)}…` : line}`,
-    );
-    this.statusCode = relist ? 410 : undefined;
-  }
-}
-
-/** `{"type": "...", "object": {...}}`, or undefined for anything else. */
-export function decodeWatchEvent(line: string): { readonly type: string; readonly object: Record<string, unknown> } | undefined {
-  let data: unknown;
-  try {
-    data = JSON.parse(line);
-  } catch {
-    return undefined;
-  }
-  if (data === null || typeof data !== 'object') return undefined;
-  const { type, object } = data as { type?: unknown; object?: unknown };
-  if (typeof type !== 'string' || object === null || typeof object !== 'object' || Array.isArray(object)) return undefined;
-  return { type, object: object as Record<string, unknown> };
 }
 
 function keyOf(kind: ObjectKind, obj: KubernetesObject): string {

@@ -11,15 +11,27 @@
 //   code 410 (reason Expired), then the stream ends; that is what makes an informer relist;
 // - `allowWatchBookmarks=true` enables BOOKMARK events (sent by `bookmark()` or on an interval);
 // - `timeoutSeconds` ends a watch normally after that long.
+// - `fieldSelector` (`a=b`, `a==b`, `a!=b`, comma-separated, all must hold) on lists and watches, over the
+//   field labels the real server accepts (pods: pkg/apis/core/v1/conversion.go; option `podFieldLabels`
+//   narrows them to emulate an older server); an unknown label is 400 BadRequest. A watch filters as the
+//   watch cache does (apiserver storage/cacher/cache_watcher.go convertToWatchEvent): an object that starts
+//   matching arrives as ADDED, one that stops matching as DELETED carrying its previous (matching) state
+//   stamped with the event's resourceVersion.
+// - WatchList (option `watchList`, the WatchList feature gate): `sendInitialEvents=true` with
+//   `resourceVersionMatch=NotOlderThan` streams the current state as ADDED events, then (with bookmarks
+//   allowed) a BOOKMARK annotated `k8s.io/initial-events-end: "true"` at the state's resourceVersion, then
+//   live events. Without the gate it is refused as the real server refuses it: 422 Invalid
+//   (apimachinery meta/internalversion/validation validateWatchOptions).
 // - clusternetworkpolicies (policy.networking.k8s.io/v1alpha2, a CRD) only while `crdInstalled`
 //   (option `clusterNetworkPolicyCrd`, or installCrd()/uninstallCrd()): discovery at
 //   /apis/policy.networking.k8s.io/v1alpha2 and the resource paths 404 otherwise, as without the CRD.
-// Not served: label/field selectors, pagination (`limit`/`continue`), writes over HTTP — except
+// Paged lists (`limit`/`continue`, see serveList), and large lists gzipped when asked (`compressLists`).
+// Not served: label selectors, writes over HTTP — except
 // events.k8s.io/v1 Events, which the daemon writes: POST creates (409 AlreadyExists on a taken name,
 // 422 when required fields are missing), PATCH applies a JSON Patch (add/replace) or a merge patch.
 //
 // Test controls: create/update/delete/apply, dropWatches, compact, stop/start (same port),
-// holdLists (delay a resource's list until released), failRequests, truncateLists (a list cut off
+// holdLists (delay a resource's list until released), holdInitialEventsEnd, failRequests, truncateLists (a list cut off
 // halfway), and a `requests` log.
 
 import { randomUUID } from 'node:crypto';
@@ -27,6 +39,7 @@ import { writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 
 export type Resource = 'namespaces' | 'pods' | 'nodes' | 'networkpolicies' | 'clusternetworkpolicies';
 
@@ -71,14 +84,38 @@ interface StoredEvent {
   readonly resource: Resource;
   readonly type: EventType;
   readonly object: KubeObject;
+  /** The object before this event (MODIFIED, DELETED): field-selected watches compare both. */
+  readonly prev?: KubeObject | undefined;
 }
 
 interface Watcher {
   readonly resource: Resource;
   readonly namespace: string | undefined;
   readonly bookmarks: boolean;
+  readonly fields: FieldSelector;
   readonly res: ServerResponse;
 }
+
+/** A parsed `fieldSelector`: every requirement must hold. */
+type FieldSelector = readonly { readonly field: string; readonly equal: boolean; readonly value: string }[];
+
+/** Pod field labels the API server accepts (pkg/apis/core/v1/conversion.go; spec.hostNetwork since 1.28). */
+export const POD_FIELD_LABELS = [
+  'metadata.name',
+  'metadata.namespace',
+  'spec.nodeName',
+  'spec.restartPolicy',
+  'spec.schedulerName',
+  'spec.serviceAccountName',
+  'spec.hostNetwork',
+  'status.phase',
+  'status.podIP',
+  'status.podIPs',
+  'status.nominatedNodeName',
+] as const;
+
+/** The annotation on the BOOKMARK that ends a WatchList's initial events. */
+const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
 
 export interface RequestRecord {
   readonly method: string;
@@ -95,6 +132,19 @@ export interface FakeApiServerOptions {
   readonly bookmarkIntervalMs?: number;
   /** Serve the ClusterNetworkPolicy CRD from the start (default: not installed, 404 like a bare cluster). */
   readonly clusterNetworkPolicyCrd?: boolean;
+  /**
+   * The WatchList feature gate (default off, as before Kubernetes 1.32): serve `sendInitialEvents=true`.
+   * 'ignored': accept and ignore the WatchList parameters (a plain watch, no bookmark), as a proxy that drops
+   * them or a server before 1.19 would.
+   */
+  readonly watchList?: boolean | 'ignored';
+  /** Pod field labels accepted in field selectors (default POD_FIELD_LABELS); fewer emulate an older server. */
+  readonly podFieldLabels?: readonly string[];
+  /**
+   * gzip list responses over 128 KiB for clients that accept it, as the API server does (APIResponseCompression,
+   * on by default since 1.16; get and list only, never watch streams). Default off.
+   */
+  readonly compressLists?: boolean;
 }
 
 export class FakeApiServer {
@@ -116,6 +166,9 @@ export class FakeApiServer {
   private readonly failures = new Map<Resource, { status: number; remaining: number }>();
   private readonly truncations = new Map<Resource, number>();
   private readonly corrupt = new Set<Resource>();
+  private readonly heldEnds = new Map<Resource, Promise<void>>();
+  private readonly podFieldLabels: ReadonlySet<string>;
+  private readonly compressLists: boolean;
   private server: Server | undefined;
   private bookmarkTimer: NodeJS.Timeout | undefined;
   private portNumber = 0;
@@ -125,11 +178,16 @@ export class FakeApiServer {
 
   /** Whether the ClusterNetworkPolicy CRD is installed. */
   crdInstalled: boolean;
+  /** Whether WatchList (`sendInitialEvents`) is served; may be switched while running. */
+  watchList: boolean | 'ignored';
 
   constructor(opts: FakeApiServerOptions = {}) {
     this.crdInstalled = opts.clusterNetworkPolicyCrd ?? false;
     this.historyLimit = opts.historyLimit ?? 1000;
     this.bookmarkIntervalMs = opts.bookmarkIntervalMs ?? 0;
+    this.watchList = opts.watchList ?? false;
+    this.podFieldLabels = new Set(opts.podFieldLabels ?? POD_FIELD_LABELS);
+    this.compressLists = opts.compressLists ?? false;
   }
 
   get port(): number {
@@ -221,7 +279,13 @@ export class FakeApiServer {
     this.store.get(resource)!.delete(key);
     // The DELETED event carries the object as it was, stamped with the deletion's resourceVersion.
     const rv = ++this.rv;
-    this.record({ rv, resource, type: 'DELETED', object: { ...old, metadata: { ...old.metadata, resourceVersion: String(rv) } } });
+    this.record({
+      rv,
+      resource,
+      type: 'DELETED',
+      object: { ...old, metadata: { ...old.metadata, resourceVersion: String(rv) } },
+      prev: old,
+    });
   }
 
   get(kind: string, name: string, namespace?: string): KubeObject | undefined {
@@ -264,6 +328,16 @@ export class FakeApiServer {
     this.held.set(resource, new Promise<void>((resolve) => (release = resolve)));
     return () => {
       this.held.delete(resource);
+      release();
+    };
+  }
+
+  /** WatchList streams of the resource send their initial events but hold the end BOOKMARK until released. */
+  holdInitialEventsEnd(resource: Resource): () => void {
+    let release!: () => void;
+    this.heldEnds.set(resource, new Promise<void>((resolve) => (release = resolve)));
+    return () => {
+      this.heldEnds.delete(resource);
       release();
     };
   }
@@ -326,8 +400,9 @@ export class FakeApiServer {
         resourceVersion: String(rv),
       },
     });
+    const prev = this.store.get(resource)!.get(key);
     this.store.get(resource)!.set(key, stored);
-    this.record({ rv, resource, type, object: stored });
+    this.record({ rv, resource, type, object: stored, prev });
     return stored;
   }
 
@@ -340,10 +415,12 @@ export class FakeApiServer {
     const corrupt = this.corrupt.delete(event.resource);
     for (const w of this.watchers) {
       if (w.resource !== event.resource || !matchesNamespace(event.object, w.namespace)) continue;
+      const seen = watchEventFor(event, w.fields);
+      if (!seen) continue;
       if (corrupt) {
-        const text = JSON.stringify({ type: event.type, object: event.object });
+        const text = JSON.stringify(seen);
         w.res.write(`${text.slice(0, Math.floor(text.length / 2))}\n`);
-      } else send(w.res, { type: event.type, object: event.object });
+      } else send(w.res, seen);
     }
   }
 
@@ -384,16 +461,19 @@ export class FakeApiServer {
       return status(res, failure.status, 'InternalError', `injected failure ${failure.status}`);
     }
     if (route.name !== undefined) return this.serveGet(res, route.resource, route.namespace, route.name);
-    if (watch) return this.serveWatch(req, res, route.resource, route.namespace, query);
+    const fields = this.parseFields(route.resource, query['fieldSelector'] ?? '');
+    if (typeof fields === 'string') return status(res, 400, 'BadRequest', fields);
+    if (watch) return this.serveWatch(req, res, route.resource, route.namespace, query, fields);
     await this.held.get(route.resource);
     if (!this.server) return; // stopped while held
     const truncate = this.truncations.get(route.resource) ?? 0;
     if (truncate > 0) {
       if (truncate === 1) this.truncations.delete(route.resource);
       else this.truncations.set(route.resource, truncate - 1);
-      return this.serveList(res, route.resource, route.namespace, query, true);
+      return this.serveList(res, route.resource, route.namespace, fields, query, true);
     }
-    return this.serveList(res, route.resource, route.namespace, query);
+    const gzip = this.compressLists && /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''));
+    return this.serveList(res, route.resource, route.namespace, fields, query, false, gzip);
   }
 
   /** Events written through the API (events.k8s.io/v1), in creation order. */
@@ -464,11 +544,13 @@ export class FakeApiServer {
     res: ServerResponse,
     resource: Resource,
     namespace: string | undefined,
+    fields: FieldSelector,
     query: Record<string, string> = {},
     truncate = false,
+    gzip = false,
   ): void {
     const info = RESOURCES[resource];
-    const all = [...this.store.get(resource)!.values()].filter((o) => matchesNamespace(o, namespace));
+    const all = [...this.store.get(resource)!.values()].filter((o) => matchesNamespace(o, namespace) && matchesFields(o, fields));
     const limit = Number(query['limit'] ?? 0);
     const [offsetText, rvText] = (query['continue'] ?? '').split(':');
     const offset = Number(offsetText || 0);
@@ -477,6 +559,14 @@ export class FakeApiServer {
     const more = limit > 0 && offset + limit < all.length;
     const metadata = { resourceVersion: rv, ...(more ? { continue: `${offset + limit}:${rv}` } : {}) };
     const body = { kind: `${info.kind}List`, apiVersion: info.apiVersion, metadata, items };
+    if (gzip) {
+      const text = JSON.stringify(body);
+      // The API server's threshold (apiserver filters/compression.go defaultGzipThresholdBytes).
+      if (Buffer.byteLength(text) > 128 * 1024) {
+        res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' });
+        return void res.end(gzipSync(text, { level: 4 }));
+      }
+    }
     if (!truncate) return json(res, 200, body);
     // Chunked, so the client cannot know the length: it sees a body that stops mid-object.
     const text = JSON.stringify(body);
@@ -484,19 +574,52 @@ export class FakeApiServer {
     res.write(text.slice(0, Math.floor(text.length / 2)), () => res.socket?.destroy());
   }
 
-  private serveWatch(
+  private async serveWatch(
     req: IncomingMessage,
     res: ServerResponse,
     resource: Resource,
     namespace: string | undefined,
     query: Record<string, string>,
-  ): void {
+    fields: FieldSelector,
+  ): Promise<void> {
+    const bookmarks = query['allowWatchBookmarks'] === 'true';
+    const ignored = this.watchList === 'ignored';
+    const initialEvents = ignored ? undefined : query['sendInitialEvents'];
+    const match = ignored ? undefined : query['resourceVersionMatch'];
+    if (initialEvents !== undefined || match !== undefined) {
+      const problems = watchListProblems(initialEvents, match, this.watchList === true);
+      if (problems.length > 0) return invalidListOptions(res, problems);
+    }
+    const visible = (o: KubeObject) => matchesNamespace(o, namespace) && matchesFields(o, fields);
     res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
     res.flushHeaders();
     const from = query['resourceVersion'] ?? '';
-    if (from === '' || from === '0') {
+    if (initialEvents === 'true') {
+      // WatchList: the state now (this fake always has the newest, which is "not older than" any asked-for
+      // version), as ADDED events, then the bookmark that says the state is complete.
+      const rv = this.rv;
+      for (const o of this.store.get(resource)!.values()) if (visible(o)) send(res, { type: 'ADDED', object: o });
+      const held = this.heldEnds.get(resource);
+      if (held) {
+        // Live events meanwhile are not lost: they are replayed from the history after the bookmark.
+        await held;
+        if (res.writableEnded || res.destroyed) return;
+      }
+      if (bookmarks) {
+        const info = RESOURCES[resource];
+        send(res, {
+          type: 'BOOKMARK',
+          object: {
+            kind: info.kind,
+            apiVersion: info.apiVersion,
+            metadata: { resourceVersion: String(rv), annotations: { [INITIAL_EVENTS_END]: 'true' } },
+          },
+        });
+      }
+      for (const e of this.history) if (e.rv > rv && e.resource === resource) sendEvent(res, e, namespace, fields);
+    } else if (from === '' || from === '0') {
       // "Start at most recent": synthetic ADDED events for the current state first.
-      for (const o of this.store.get(resource)!.values()) if (matchesNamespace(o, namespace)) send(res, { type: 'ADDED', object: o });
+      for (const o of this.store.get(resource)!.values()) if (visible(o)) send(res, { type: 'ADDED', object: o });
     } else {
       const n = Number(from);
       if (!Number.isInteger(n) || n < this.horizon) {
@@ -516,11 +639,9 @@ export class FakeApiServer {
         res.end();
         return;
       }
-      for (const e of this.history) {
-        if (e.rv > n && e.resource === resource && matchesNamespace(e.object, namespace)) send(res, { type: e.type, object: e.object });
-      }
+      for (const e of this.history) if (e.rv > n && e.resource === resource) sendEvent(res, e, namespace, fields);
     }
-    const watcher: Watcher = { resource, namespace, bookmarks: query['allowWatchBookmarks'] === 'true', res };
+    const watcher: Watcher = { resource, namespace, bookmarks, fields, res };
     this.watchers.add(watcher);
     const timeout = Number(query['timeoutSeconds']);
     const timer = timeout > 0 ? setTimeout(() => res.end(), timeout * 1000) : undefined;
@@ -531,6 +652,111 @@ export class FakeApiServer {
     res.on('close', done);
     req.on('close', done);
   }
+
+  /** The parsed selector, or the 400 message the real server gives for a label it does not accept. */
+  private parseFields(resource: Resource, text: string): FieldSelector | string {
+    const accepted =
+      resource === 'pods'
+        ? this.podFieldLabels
+        : new Set(['metadata.name', ...(RESOURCES[resource].namespaced ? ['metadata.namespace'] : [])]);
+    const out: { field: string; equal: boolean; value: string }[] = [];
+    for (const term of text.split(',').filter((t) => t !== '')) {
+      const m = /^([^!=]+)(!=|==|=)(.*)$/.exec(term);
+      if (!m) return `invalid field selector "${text}": ${term}`;
+      const field = m[1]!;
+      if (!accepted.has(field)) {
+        const gvr = `${RESOURCES[resource].prefix.replace(/^\/apis?\//, '')}, Resource=${resource}`;
+        return `Unable to find "${gvr.startsWith('v1') ? `/${gvr}` : gvr}" that match label selector "", field selector "${text}": field label not supported: ${field}`;
+      }
+      out.push({ field, equal: m[2] !== '!=', value: m[3]! });
+    }
+    return out;
+  }
+}
+
+/** The fields a selector can name, as the server renders them (pod strategy ToSelectableFields). */
+function selectableFields(obj: KubeObject): Record<string, string> {
+  const spec = (obj['spec'] ?? {}) as Record<string, unknown>;
+  const status = (obj['status'] ?? {}) as Record<string, unknown>;
+  const podIPs = status['podIPs'] as { ip?: string }[] | undefined;
+  return {
+    'metadata.name': obj.metadata.name,
+    'metadata.namespace': obj.metadata.namespace ?? '',
+    'spec.nodeName': String(spec['nodeName'] ?? ''),
+    'spec.restartPolicy': String(spec['restartPolicy'] ?? ''),
+    'spec.schedulerName': String(spec['schedulerName'] ?? ''),
+    'spec.serviceAccountName': String(spec['serviceAccountName'] ?? ''),
+    'spec.hostNetwork': String(spec['hostNetwork'] === true),
+    'status.phase': String(status['phase'] ?? ''),
+    'status.podIP': podIPs?.[0]?.ip ?? String(status['podIP'] ?? ''),
+    'status.nominatedNodeName': String(status['nominatedNodeName'] ?? ''),
+  };
+}
+
+function matchesFields(obj: KubeObject, fields: FieldSelector): boolean {
+  if (fields.length === 0) return true;
+  const values = selectableFields(obj);
+  return fields.every((f) => (values[f.field] === f.value) === f.equal);
+}
+
+/**
+ * What a watch with this selector sees of a stored event (the watch cache's convertToWatchEvent): ADDED
+ * when the object starts matching, MODIFIED while it matches, DELETED (its previous state, at the event's
+ * resourceVersion) when it stops matching or is deleted; nothing when it matched neither before nor after.
+ */
+function watchEventFor(event: StoredEvent, fields: FieldSelector): { type: EventType; object: KubeObject } | undefined {
+  if (fields.length === 0) return { type: event.type, object: event.object };
+  const now = event.type !== 'DELETED' && matchesFields(event.object, fields);
+  const before = event.prev !== undefined && matchesFields(event.prev, fields);
+  if (now) return { type: before ? 'MODIFIED' : 'ADDED', object: event.object };
+  if (!before) return undefined;
+  return { type: 'DELETED', object: { ...event.prev!, metadata: { ...event.prev!.metadata, resourceVersion: String(event.rv) } } };
+}
+
+function sendEvent(res: ServerResponse, e: StoredEvent, namespace: string | undefined, fields: FieldSelector): void {
+  if (!matchesNamespace(e.object, namespace)) return;
+  const seen = watchEventFor(e, fields);
+  if (seen) send(res, seen);
+}
+
+/** validateWatchOptions (apimachinery meta/internalversion/validation) for the WatchList parameters. */
+function watchListProblems(initialEvents: string | undefined, match: string | undefined, enabled: boolean): string[] {
+  const problems: string[] = [];
+  if (initialEvents !== undefined) {
+    if (match !== 'NotOlderThan')
+      problems.push('resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan');
+    if (!enabled)
+      problems.push('sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled');
+  }
+  if (match !== undefined) {
+    if (initialEvents === undefined)
+      problems.push('resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided');
+    if (match !== 'NotOlderThan') problems.push(`resourceVersionMatch: Unsupported value: "${match}": supported values: "NotOlderThan"`);
+  }
+  return problems;
+}
+
+/** 422 Invalid for ListOptions, shaped as errors.NewInvalid renders it. */
+function invalidListOptions(res: ServerResponse, problems: readonly string[]): void {
+  const message = `ListOptions.meta.k8s.io "" is invalid: ${problems.length === 1 ? problems[0] : `[${problems.join(', ')}]`}`;
+  json(res, 422, {
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message,
+    reason: 'Invalid',
+    details: {
+      group: 'meta.k8s.io',
+      kind: 'ListOptions',
+      causes: problems.map((p) => ({
+        reason: 'FieldValueForbidden',
+        message: p.slice(p.indexOf(': ') + 2),
+        field: p.slice(0, p.indexOf(':')),
+      })),
+    },
+    code: 422,
+  });
 }
 
 interface Route {

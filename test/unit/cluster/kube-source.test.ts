@@ -378,7 +378,9 @@ describe('KubeSource', () => {
     kubeConfig.loadFromFile(writeKubeconfig(server, dir));
     source = new KubeSource({ kubeConfig, logger: testLogger(), watchTimeoutSeconds: 1 });
     await source.synced;
-    const podWatches = () => server.requests.filter((r) => r.watch && r.path === '/api/v1/pods');
+    // The informers' watches (not the WatchList attempt this fake, without the gate, refused).
+    const podWatches = () =>
+      server.requests.filter((r) => r.watch && r.path === '/api/v1/pods' && r.query['sendInitialEvents'] === undefined);
     await waitFor('a second pod watch', () => podWatches().length >= 2);
     expect(podWatches().map((r) => r.query['timeoutSeconds'])).toEqual(podWatches().map(() => '1'));
     // The server ended the first watch cleanly, so the informer resumed without relisting.

@@ -1,0 +1,197 @@
+// The initial state of one kind, read from the API server over the same authenticated fetch the watches use:
+// either a WatchList stream (`sendInitialEvents=true`, Kubernetes ≥ 1.32 with the WatchList gate) or a paged
+// list. Both hand each object to `slim` as soon as it is parsed, so what is kept is the slim copy only.
+//
+// Why not client-node's generated list calls: they deserialize every object into class instances with
+// ObjectSerializer (every field of a full Pod, Dates for timestamps) only for slimObject to keep a few of
+// them; parsing the JSON and slimming the plain objects does the same work with less (BENCHMARKS.md,
+// "API load"). client-node still provides the config and authentication (applyToFetchOptions).
+
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import { STATUS_CODES } from 'node:http';
+import { createInterface } from 'node:readline';
+import fetch, { type Response } from 'node-fetch';
+
+/** A request the API server answered with an error status (its `Status` body's reason and message, when it sent one). */
+export class ApiStatusError extends Error {
+  override readonly name = 'ApiStatusError';
+  constructor(
+    readonly statusCode: number,
+    readonly reason: string | undefined,
+    message: string,
+  ) {
+    super(message);
+  }
+  /** client-node's ApiException calls it `code`; statusOf() reads either. */
+  get code(): number {
+    return this.statusCode;
+  }
+}
+
+/** The initial state of a kind: its objects (slimmed) and the resourceVersion a watch continues from. */
+export interface InitialState {
+  readonly items: KubernetesObject[];
+  readonly resourceVersion: string | undefined;
+}
+
+type Query = Readonly<Record<string, string | number | boolean | undefined>>;
+type Slim = (obj: KubernetesObject) => KubernetesObject;
+
+/** The annotation on the BOOKMARK that closes a WatchList's initial events. */
+const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
+
+/** `path?query` on the current cluster's server. */
+async function get(kubeConfig: KubeConfig, path: string, query: Query, signal?: AbortSignal): Promise<Response> {
+  const cluster = kubeConfig.getCurrentCluster();
+  if (!cluster) throw new Error('No currently active cluster');
+  const url = new URL(cluster.server + path);
+  for (const [key, value] of Object.entries(query)) if (value !== undefined) url.searchParams.set(key, String(value));
+  const init = await kubeConfig.applyToFetchOptions({});
+  const response = await fetch(url.toString(), { ...init, method: 'GET', ...(signal ? { signal: signal as FetchSignal } : {}) });
+  if (response.status !== 200) throw await statusError(response);
+  return response;
+}
+
+type FetchSignal = NonNullable<Parameters<typeof fetch>[1]>['signal'];
+
+async function statusError(response: Response): Promise<ApiStatusError> {
+  const text = await response.text().catch(() => '');
+  let body: { reason?: unknown; message?: unknown } = {};
+  try {
+    body = JSON.parse(text) as typeof body;
+  } catch {
+    // not a Status: keep the status line
+  }
+  const message =
+    typeof body.message === 'string' ? body.message : response.statusText || STATUS_CODES[response.status] || 'request failed';
+  return new ApiStatusError(response.status, typeof body.reason === 'string' ? body.reason : undefined, message);
+}
+
+/**
+ * A paged list (`limit`, then `continue`). The API server serves every page from the first page's snapshot,
+ * and each carries its resourceVersion. `isStopped` is asked between pages: a stopped source gives up.
+ */
+export async function listPaged(
+  kubeConfig: KubeConfig,
+  path: string,
+  query: Query,
+  pageSize: number,
+  slim: Slim,
+  isStopped: () => boolean,
+): Promise<InitialState> {
+  const items: KubernetesObject[] = [];
+  let resourceVersion: string | undefined;
+  let token: string | undefined;
+  do {
+    const response = await get(kubeConfig, path, { ...query, limit: pageSize, continue: token });
+    const page = (await response.json()) as { metadata?: { resourceVersion?: string; continue?: string }; items?: unknown };
+    if (isStopped()) throw new Error('cluster source stopped');
+    if (!Array.isArray(page.items)) throw new Error(`the list of ${path} has no items`);
+    resourceVersion ??= page.metadata?.resourceVersion;
+    for (const item of page.items as KubernetesObject[]) items.push(slim(item));
+    token = page.metadata?.continue || undefined;
+  } while (token);
+  return { items, resourceVersion };
+}
+
+/**
+ * A WatchList: one watch request that streams the state as ADDED events and closes it with a BOOKMARK
+ * annotated `k8s.io/initial-events-end: "true"`, whose resourceVersion is the state's. The stream is closed
+ * there; the informer's own watch continues from that resourceVersion (nothing is missed: the server replays
+ * what happened after it). The API server builds no list for this (it streams from its watch cache), and
+ * this process never holds more than one event's text at a time.
+ *
+ * A server without the WatchList gate answers 422 Invalid (isWatchListRefusal). One that ignores the
+ * parameters (a proxy that drops them; a server older than 1.19, which did not check them) streams a plain
+ * watch with no bookmark: the request carries timeoutSeconds, and a stream that ends cleanly before its
+ * bookmark counts as a refusal too. A cut connection, or a line that is not an event, rejects as a failed
+ * list does: the caller retries.
+ */
+export async function streamInitialState(
+  kubeConfig: KubeConfig,
+  path: string,
+  query: Query,
+  slim: Slim,
+  timeoutSeconds: number,
+): Promise<InitialState> {
+  const controller = new AbortController();
+  const response = await get(
+    kubeConfig,
+    path,
+    {
+      ...query,
+      watch: true,
+      sendInitialEvents: true,
+      resourceVersionMatch: 'NotOlderThan',
+      allowWatchBookmarks: true,
+      timeoutSeconds,
+    },
+    controller.signal,
+  );
+  // Keyed like the informer's cache: a MODIFIED or DELETED before the bookmark (the protocol sends none,
+  // but a later event for the same object must not leave two) replaces or removes the earlier one.
+  const items = new Map<string, KubernetesObject>();
+  const lines = createInterface({ input: response.body });
+  try {
+    for await (const line of lines) {
+      if (line.trim() === '') continue;
+      const event = parseEvent(line);
+      if (!event) throw new Error(`WatchList stream of ${path}: a line is not an event: ${line.slice(0, 200)}`);
+      const { type, object } = event;
+      if (type === 'ERROR') {
+        const status = object as { code?: unknown; reason?: unknown; message?: unknown };
+        throw new ApiStatusError(
+          typeof status.code === 'number' ? status.code : 500,
+          typeof status.reason === 'string' ? status.reason : undefined,
+          typeof status.message === 'string' ? status.message : 'ERROR event in the WatchList stream',
+        );
+      }
+      const meta = object.metadata;
+      if (type === 'BOOKMARK') {
+        if (meta?.annotations?.[INITIAL_EVENTS_END] === 'true')
+          return { items: [...items.values()], resourceVersion: meta.resourceVersion };
+        continue;
+      }
+      const key = `${meta?.namespace ?? ''}/${meta?.name ?? ''}`;
+      if (type === 'DELETED') items.delete(key);
+      else items.set(key, slim(object));
+    }
+  } finally {
+    lines.close();
+    controller.abort();
+  }
+  throw new NoInitialEventsEnd(path);
+}
+
+/** A WatchList stream that ended cleanly without its initial-events-end bookmark: the server ignored the request. */
+class NoInitialEventsEnd extends Error {
+  override readonly name = 'NoInitialEventsEnd';
+  constructor(path: string) {
+    super(`the WatchList stream of ${path} ended without an initial-events-end bookmark (sendInitialEvents ignored)`);
+  }
+}
+
+function parseEvent(line: string): { type: string; object: KubernetesObject } | undefined {
+  try {
+    const data = JSON.parse(line) as { type?: unknown; object?: unknown };
+    if (typeof data.type !== 'string' || data.object === null || typeof data.object !== 'object') return undefined;
+    return { type: data.type, object: data.object as KubernetesObject };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The server does not serve WatchList: 422 Invalid naming sendInitialEvents or resourceVersionMatch (the gate
+ * is off, or the server predates it and forbids resourceVersionMatch on a watch). client-go falls back to a
+ * list on any error of a WatchList request; a refusal is remembered, other errors are retried as they are.
+ */
+export function isWatchListRefusal(err: unknown): boolean {
+  if (err instanceof NoInitialEventsEnd) return true;
+  return err instanceof ApiStatusError && err.statusCode === 422 && /sendInitialEvents|resourceVersionMatch/.test(err.message);
+}
+
+/** The server does not know a field label of the selector (400, "field label not supported"). */
+export function isFieldSelectorRefusal(err: unknown): boolean {
+  return err instanceof ApiStatusError && err.statusCode === 400 && /field label not supported|field selector/i.test(err.message);
+}
