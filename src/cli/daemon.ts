@@ -251,9 +251,8 @@ function openSource(
 ): ClusterSource {
   const logger = inputs.logger.child({ component: 'source' });
   if (!kubeConfig) return new ManifestSource({ paths: inputs.resources, logger, onHealth });
-  void config;
   // Pods that cannot count in policy (completed, host-network) are left on the API server (kube-source.ts).
-  return new KubeSource({ kubeConfig, logger, peerPodsOnly: true });
+  return new KubeSource({ kubeConfig, logger, peerPodsOnly: true, watchList: config.watchList });
 }
 
 /** The API's configuration (`--kubeconfig`, else in-cluster); none when watching manifest files. */

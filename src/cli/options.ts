@@ -86,6 +86,7 @@ const CONFIG_HELP: { readonly [K in ConfigKey]: { readonly arg?: string; readonl
   flowLogGroup: { arg: 'N', help: 'the NFLOG group the flow-log rules use and the daemon reads' },
   flowLogRate: { arg: 'N', help: 'flow-log packets per second per drop rule (a flood cannot flood the log)' },
   flowLogAllowed: { help: 'also log allowed new connections, naming the policy rule that allowed each' },
+  watchList: { help: 'start with WatchList streams (sendInitialEvents) where the API server allows them, else paged lists' },
 };
 
 function defaultText(key: ConfigKey): string {
