@@ -64,7 +64,7 @@ export async function openKernelAndRead(
   const kernel = kernelWith(decision, opts);
   const families = ([4, 6] as const).filter((f) => kernel.supports(f));
   const texts = await Promise.all(
-    families.map((f) => {
+    families.map(async (f) => {
       const save = saves[f];
       // A save without a filter table: there is none (yet); `-t filter` would print it empty, as here.
       return save === undefined ? kernel.saveFilter(f, { counters: opts.counters === true }) : (filterTableOf(save) ?? EMPTY_FILTER_TABLE);
