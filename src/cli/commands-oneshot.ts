@@ -35,7 +35,9 @@ export async function applyCommand(argv: readonly string[], io: Io): Promise<num
   const parsed = parseCommand('apply', argv);
   const config = configFrom(parsed);
   const logger = cliLogger(config);
-  const reading = readKernelMeanwhile(config, parsed, logger);
+  // In this thread: a worker costs ~50 ms of CPU to start, and what apply usually reads (a node netfence
+  // has not programmed yet) is small; diff reads a programmed node, whose ruleset is worth parsing beside.
+  const reading = readKernelMeanwhile(config, parsed, logger, 'here');
   reading.catch(() => undefined);
   const cluster = loadResources(parsed);
   if (refuseIncomplete(io, 'apply', cluster)) return EXIT_INCOMPLETE_SOURCE;
