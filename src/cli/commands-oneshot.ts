@@ -1,7 +1,5 @@
 // One-shot commands that touch the kernel: apply, diff, cleanup. (compile is compile.ts: it needs none of this.)
 
-import { ANTISPOOF_TABLE, renderAntiSpoofDelete } from '../antispoof/render.js';
-import { applyNftScript, listNftTableJson } from '../dataplane/nft.js';
 import { compile } from '../compile/index.js';
 import { emptyFamilyState, type DesiredState, type FamilyState, type IpFamily } from '../model/index.js';
 import { formatPlanDiff, formatSummary, planJson, summarize } from '../plan/diff.js';
@@ -146,7 +144,11 @@ export async function cleanupCommand(argv: readonly string[], io: Io): Promise<n
   const syncer = await readKernelMeanwhile(config, parsed, cliLogger(config), 'here');
   const sync = await syncer.sync(nothing, { readKernel: true });
   const s = summarize(sync.plans);
-  // The anti-spoofing bridge table (nft); its absence is not an error.
+  // The anti-spoofing bridge table (nft); its absence is not an error. Loaded here: only cleanup needs it.
+  const [{ ANTISPOOF_TABLE, renderAntiSpoofDelete }, { applyNftScript, listNftTableJson }] = await Promise.all([
+    import('../antispoof/render.js'),
+    import('../dataplane/nft.js'),
+  ]);
   const table = (await listNftTableJson('bridge', ANTISPOOF_TABLE, netnsOf(parsed))) !== undefined;
   if (table) await applyNftScript(renderAntiSpoofDelete(), netnsOf(parsed));
   io.err(
