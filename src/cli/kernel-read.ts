@@ -5,6 +5,7 @@
 // to the end and their output is parsed on the other core meanwhile; what crosses back is the parsed form
 // (a few thousand rule texts and set members, ~1 MB at the large tier).
 
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { DataplaneCommandError } from '../dataplane/errors.js';
 import type { BackendDecision } from '../dataplane/backend.js';
@@ -38,11 +39,8 @@ export async function observeKernel(request: KernelReadRequest): Promise<Observe
   return { backend: kernel.backend, observed };
 }
 
-/**
- * Starts reading the kernel: on a worker thread when running from the build (dist/), in this thread under
- * a TypeScript loader (tests), where a worker could not load the .ts module.
- */
-export function readKernel(request: KernelReadRequest, thread: 'worker' | 'here' = defaultThread()): KernelReading {
+/** Starts reading the kernel, on a worker thread (the default) or in this one. */
+export function readKernel(request: KernelReadRequest, thread: 'worker' | 'here' = 'worker'): KernelReading {
   const result = thread === 'worker' ? onWorker(request) : observeKernel(request);
   const kernel = result.then(async ({ backend }) => (await import('../dataplane/kernel.js')).openDecidedKernel(backend, request.kernel));
   const observed = result.then((r) => r.observed);
@@ -51,7 +49,12 @@ export function readKernel(request: KernelReadRequest, thread: 'worker' | 'here'
   return { kernel, observed };
 }
 
-const defaultThread = (): 'worker' | 'here' => (import.meta.url.endsWith('.js') ? 'worker' : 'here');
+/** The worker module beside this one: the built .js, or under the TypeScript loader (tests, scripts) the .ts. */
+function workerModule(): { url: URL; execArgv?: string[] } {
+  if (!import.meta.url.endsWith('.ts')) return { url: new URL('./kernel-read-worker.js', import.meta.url) };
+  const loader = fileURLToPath(new URL('../../scripts/register-ts.mjs', import.meta.url));
+  return { url: new URL('./kernel-read-worker.ts', import.meta.url), execArgv: ['--import', loader] };
+}
 
 /** An error as it crosses from the worker: DataplaneCommandError keeps its fields (main.ts words its remedy). */
 export type WireError = { readonly message: string; readonly stack?: string | undefined } & (
@@ -84,7 +87,8 @@ function fromWire(w: WireError): Error {
 
 function onWorker(request: KernelReadRequest): Promise<ObservedKernel> {
   return new Promise((resolve, reject) => {
-    const worker = new Worker(new URL('./kernel-read-worker.js', import.meta.url), { workerData: request });
+    const { url, execArgv } = workerModule();
+    const worker = new Worker(url, { workerData: request, ...(execArgv ? { execArgv } : {}) });
     let settled = false;
     worker.once('message', (m: { ok: true; value: ObservedKernel } | { ok: false; error: WireError }) => {
       settled = true;

@@ -77,4 +77,15 @@ describeKernel('diff shows what apply writes', () => {
       await ns.destroy();
     }
   }, 30_000);
+
+  // diff reads the kernel on a worker thread (cli/kernel-read.ts): a failed tool there must come back as the
+  // same error, worded with its remedy, and exit 2, not be lost between the threads.
+  it('a kernel that cannot be read: exit 2 with the tool error and its remedy', async () => {
+    const missing = `nft-gone-${process.pid}-${Date.now()}`;
+    const args = ['--netns', missing, '--node-name', 'node-1', '--resources', join(RULES_DIR, 'seed-db-policy', 'cluster.yaml')];
+    const failed = capture();
+    expect(await main(['diff', ...args], failed.io)).toBe(2);
+    expect(failed.err.join('')).toMatch(new RegExp(`network namespace ${missing} does not exist[^]*Cannot open network namespace`));
+    expect(failed.out).toEqual([]);
+  });
 });
