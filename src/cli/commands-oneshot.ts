@@ -33,9 +33,7 @@ export async function applyCommand(argv: readonly string[], io: Io): Promise<num
   const parsed = parseCommand('apply', argv);
   const config = configFrom(parsed);
   const logger = cliLogger(config);
-  // In this thread: a worker costs ~50 ms of CPU to start, and what apply usually reads (a node netfence
-  // has not programmed yet) is small; diff reads a programmed node, whose ruleset is worth parsing beside.
-  const reading = readKernelMeanwhile(config, parsed, logger, 'here');
+  const reading = readKernelMeanwhile(config, parsed, logger);
   reading.catch(() => undefined);
   const cluster = loadResources(parsed);
   if (refuseIncomplete(io, 'apply', cluster)) return EXIT_INCOMPLETE_SOURCE;
@@ -113,23 +111,16 @@ export async function diffCommand(argv: readonly string[], io: Io): Promise<numb
 }
 
 /**
- * Starts reading the kernel (kernel-read.ts: every tool at once, parsed on a worker thread) before the
- * command loads and compiles the cluster; the plan uses what it read. A failure surfaces where the
- * result is awaited, as it did when the kernel was read after compiling.
+ * Starts reading the kernel (kernel-read.ts: every tool at once) before the command loads and compiles
+ * the cluster; the plan uses what it read. A failure surfaces where the result is awaited, as it did
+ * when the kernel was read after compiling.
  */
 async function readKernelMeanwhile(
   config: ReturnType<typeof configFrom>,
   parsed: ReturnType<typeof parseCommand>,
   logger: ReturnType<typeof cliLogger>,
-  thread?: 'here',
 ): Promise<Syncer> {
-  const reading = readKernel(
-    {
-      kernel: kernelOptions(config, parsed),
-      own: ownershipOf(config),
-    },
-    thread,
-  );
+  const reading = readKernel({ kernel: kernelOptions(config, parsed), own: ownershipOf(config) });
   const syncer = new Syncer(await reading.kernel, ownershipOf(config), logger);
   syncer.useRead(reading.observed);
   return syncer;
@@ -140,8 +131,7 @@ export async function cleanupCommand(argv: readonly string[], io: Io): Promise<n
   const parsed = parseCommand('cleanup', argv);
   const config = configFrom(parsed, false);
   const nothing: DesiredState = { v4: emptyFamilyState(4), v6: emptyFamilyState(6) };
-  // Nothing to compile meanwhile: read in this thread.
-  const syncer = await readKernelMeanwhile(config, parsed, cliLogger(config), 'here');
+  const syncer = await readKernelMeanwhile(config, parsed, cliLogger(config));
   const sync = await syncer.sync(nothing, { readKernel: true });
   const s = summarize(sync.plans);
   // The anti-spoofing bridge table (nft); its absence is not an error. Loaded here: only cleanup needs it.

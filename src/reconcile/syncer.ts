@@ -74,8 +74,8 @@ export class Syncer {
   }
 
   /**
-   * The next read (planOnly, or a sync that reads) is this one, taken earlier: a one-shot command reads and
-   * parses the kernel on another thread while it compiles. Used once; its failure is thrown by that read.
+   * The next read (planOnly, or a sync that reads) is this one, taken earlier: a one-shot command starts
+   * reading the kernel before it compiles. Used once; its failure is thrown by that read.
    */
   useRead(observed: Promise<ReadonlyMap<IpFamily, ObservedFamily>>): void {
     observed.catch(() => undefined);

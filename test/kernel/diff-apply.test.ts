@@ -78,8 +78,8 @@ describeKernel('diff shows what apply writes', () => {
     }
   }, 30_000);
 
-  // diff reads the kernel on a worker thread (cli/kernel-read.ts): a failed tool there must come back as the
-  // same error, worded with its remedy, and exit 2, not be lost between the threads.
+  // diff starts reading the kernel before it compiles (cli/kernel-read.ts): a tool that failed meanwhile must
+  // still fail the command, worded with its remedy, with exit 2 (not "in sync", not "differs").
   it('a kernel that cannot be read: exit 2 with the tool error and its remedy', async () => {
     const missing = `nft-gone-${process.pid}-${Date.now()}`;
     const args = ['--netns', missing, '--node-name', 'node-1', '--resources', join(RULES_DIR, 'seed-db-policy', 'cluster.yaml')];

@@ -205,8 +205,8 @@ describe('syncer on the fake kernel', () => {
     expect(kernel.ipset.save()).toBe(foreignBefore.sets);
   });
 
-  // `diff` and `apply` read the kernel (on a worker thread) while they compile (cli/kernel-read.ts): the
-  // plan must be made from that read, used once, and a failed read must fail the command, not be swallowed.
+  // `diff` and `apply` start reading the kernel before they compile (cli/kernel-read.ts): the plan must be
+  // made from that read, used once, and a failed read must fail the command, not be swallowed.
   it('useRead: the next plan uses the read taken earlier (once), and its failure surfaces there', async () => {
     const kernel = new FakeKernel();
     const syncer = new Syncer(kernel, OWN, memoryLogger());
