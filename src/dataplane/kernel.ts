@@ -46,13 +46,15 @@ export interface KernelRead {
   readonly ipsets: string;
 }
 
+const INCOMPATIBLE_FILTER = /^# Table `filter' /m;
 const EMPTY_FILTER_TABLE = '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\nCOMMIT\n';
 
 /**
  * Opens the kernel and reads it, for a one-shot command: `ipset save` runs beside the backend detection's
  * whole-ruleset saves, and the chosen backend's filter tables are taken from those saves, so every tool
- * runs once and all at the same time. Only a family whose save failed is read again (`-t filter`, whose
- * error the command then reports); `counters` as in `iptables-save -c`.
+ * runs once and all at the same time. Only a family whose save failed (or could not show its filter table)
+ * is read again with `-t filter`, whose output or error the command then sees; `counters` as in
+ * `iptables-save -c`.
  */
 export async function openKernelAndRead(
   opts: KernelOptions & { readonly counters?: boolean },
@@ -66,14 +68,19 @@ export async function openKernelAndRead(
   const texts = await Promise.all(
     families.map(async (f) => {
       const save = saves[f];
-      // A save without a filter table: there is none (yet); `-t filter` would print it empty, as here.
-      return save === undefined ? kernel.saveFilter(f, { counters: opts.counters === true }) : (filterTableOf(save) ?? EMPTY_FILTER_TABLE);
+      const table = save === undefined ? undefined : filterTableOf(save);
+      if (table !== undefined) return table;
+      // A failed save, or a filter table iptables-nft cannot show ("# Table `filter' is incompatible, use
+      // 'nft' tool."): read it as before, so the command sees what `-t filter` says.
+      if (save === undefined || INCOMPATIBLE_FILTER.test(save)) return kernel.saveFilter(f, { counters: opts.counters === true });
+      // No filter table at all (yet): `-t filter` would print it empty, as here.
+      return EMPTY_FILTER_TABLE;
     }),
   );
   return { kernel, read: { filters: new Map(families.map((f, i) => [f, texts[i]!])), ipsets: await ipsets } };
 }
 
-/** The kernel with a backend already decided (by openKernelAndRead, maybe on another thread): no tool runs. */
+/** The kernel with a backend already decided (by openKernelAndRead): no tool runs. */
 export const openDecidedKernel = (backend: BackendDecision, opts: KernelOptions = {}): Kernel => kernelWith(backend, opts);
 
 function kernelWith(backend: BackendDecision, opts: KernelOptions): Kernel {
