@@ -1,7 +1,5 @@
 // One-shot commands that touch the kernel: apply, diff, cleanup. (compile is compile.ts: it needs none of this.)
 
-import { ANTISPOOF_TABLE, renderAntiSpoofDelete } from '../antispoof/render.js';
-import { applyNftScript, listNftTableJson } from '../dataplane/nft.js';
 import { compile } from '../compile/index.js';
 import { emptyFamilyState, type DesiredState, type FamilyState, type IpFamily } from '../model/index.js';
 import { formatPlanDiff, formatSummary, planJson, summarize } from '../plan/diff.js';
@@ -9,15 +7,12 @@ import { observeFamily, planFamily, type FamilyPlan, type ObservedFamily } from 
 import { IpsetParseError, SaveParseError } from '../render/index.js';
 import { asSaveText } from '../trace/ruleset.js';
 import { Syncer } from '../reconcile/syncer.js';
-import type { Kernel } from '../dataplane/kernel.js';
-// Loaded with this module, not on first use: opening the kernel then starts its tools at once, before
-// the command's synchronous loading and compiling hold the event loop (readKernelMeanwhile).
-import '../dataplane/kernel.js';
+import { readKernel } from './kernel-read.js';
 import type { Io } from './commands.js';
 import {
   cliLogger,
   configFrom,
-  kernelFor,
+  kernelOptions,
   loadCluster,
   loadResources,
   netnsOf,
@@ -39,10 +34,9 @@ export async function applyCommand(argv: readonly string[], io: Io): Promise<num
   const config = configFrom(parsed);
   const logger = cliLogger(config);
   const reading = readKernelMeanwhile(config, parsed, logger);
-  await turnOfTheLoop();
+  reading.catch(() => undefined);
   const cluster = loadResources(parsed);
   if (refuseIncomplete(io, 'apply', cluster)) return EXIT_INCOMPLETE_SOURCE;
-  await turnOfTheLoop();
   const settings = await nodeSettings(config, cluster.snapshot, logger);
   const result = compile(cluster.snapshot, settings);
   printProblems(io, [...cluster.problems, ...result.problems]);
@@ -62,11 +56,10 @@ export async function diffCommand(argv: readonly string[], io: Io): Promise<numb
   const config = configFrom(parsed);
   const saved = savedPaths(parsed.values);
   const reading = saved.length > 0 ? undefined : readKernelMeanwhile(config, parsed, cliLogger(config));
-  if (reading) await turnOfTheLoop();
+  reading?.catch(() => undefined);
   const cluster = await loadCluster(parsed, cliLogger(config));
   // A diff against manifests that did not all load would report removals nobody asked for: an error (2), not "differs" (1).
   if (resourcePaths(parsed).length > 0 && refuseIncomplete(io, 'diff', cluster)) return EXIT_INCOMPLETE_SOURCE;
-  if (reading) await turnOfTheLoop();
   const settings = await nodeSettings(config, cluster.snapshot);
   const result = compile(cluster.snapshot, settings);
   printProblems(io, [...cluster.problems, ...result.problems]);
@@ -118,39 +111,34 @@ export async function diffCommand(argv: readonly string[], io: Io): Promise<numb
 }
 
 /**
- * Opens the kernel and starts reading it (`ipset save`, `iptables-save`) before the command loads and
- * compiles the cluster: the tools run on another core meanwhile, and the plan uses what they read. A
- * failure surfaces where the result is awaited, as it did when the kernel was opened after compiling.
+ * Starts reading the kernel (kernel-read.ts: every tool at once) before the command loads and compiles
+ * the cluster; the plan uses what it read. A failure surfaces where the result is awaited, as it did
+ * when the kernel was read after compiling.
  */
-function readKernelMeanwhile(
+async function readKernelMeanwhile(
   config: ReturnType<typeof configFrom>,
   parsed: ReturnType<typeof parseCommand>,
   logger: ReturnType<typeof cliLogger>,
 ): Promise<Syncer> {
-  const syncer = kernelFor(config, parsed).then((kernel) => {
-    const s = new Syncer(kernel, ownershipOf(config), logger);
-    s.prefetch();
-    return s;
-  });
-  syncer.catch(() => undefined);
+  const reading = readKernel({ kernel: kernelOptions(config, parsed), own: ownershipOf(config) });
+  const syncer = new Syncer(await reading.kernel, ownershipOf(config), logger);
+  syncer.useRead(reading.observed);
   return syncer;
 }
-
-/**
- * One turn of the event loop: lets the kernel tools started above be spawned (and those that finished be
- * heard) before a stretch of synchronous work (loading, compiling) holds the loop.
- */
-const turnOfTheLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** Remove every chain, hook and set netfence owns; nothing else. */
 export async function cleanupCommand(argv: readonly string[], io: Io): Promise<number> {
   const parsed = parseCommand('cleanup', argv);
   const config = configFrom(parsed, false);
-  const kernel: Kernel = await kernelFor(config, parsed);
   const nothing: DesiredState = { v4: emptyFamilyState(4), v6: emptyFamilyState(6) };
-  const sync = await new Syncer(kernel, ownershipOf(config), cliLogger(config)).sync(nothing, { readKernel: true });
+  const syncer = await readKernelMeanwhile(config, parsed, cliLogger(config));
+  const sync = await syncer.sync(nothing, { readKernel: true });
   const s = summarize(sync.plans);
-  // The anti-spoofing bridge table (nft); its absence is not an error.
+  // The anti-spoofing bridge table (nft); its absence is not an error. Loaded here: only cleanup needs it.
+  const [{ ANTISPOOF_TABLE, renderAntiSpoofDelete }, { applyNftScript, listNftTableJson }] = await Promise.all([
+    import('../antispoof/render.js'),
+    import('../dataplane/nft.js'),
+  ]);
   const table = (await listNftTableJson('bridge', ANTISPOOF_TABLE, netnsOf(parsed))) !== undefined;
   if (table) await applyNftScript(renderAntiSpoofDelete(), netnsOf(parsed));
   io.err(

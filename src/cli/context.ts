@@ -5,7 +5,7 @@ import { loadManifests } from '../cluster/manifests.js';
 import { readFlannelSubnetEnv } from '../config/flannel.js';
 import { discoveredPodCidrs, loadConfig, toNodeSettings } from '../config/load.js';
 import type { DaemonConfig } from '../config/schema.js';
-import type { Kernel } from '../dataplane/kernel.js';
+import type { Kernel, KernelOptions } from '../dataplane/kernel.js';
 import { createLogger, type Logger } from '../log.js';
 import type { ClusterSnapshot, NodeSettings, Problem } from '../model/index.js';
 import { UsageError, type Parsed } from './options.js';
@@ -89,12 +89,15 @@ export async function nodeSettings(config: DaemonConfig, snapshot: ClusterSnapsh
 
 export async function kernelFor(config: DaemonConfig, parsed: Parsed): Promise<Kernel> {
   const { openKernel } = await import('../dataplane/kernel.js');
-  return openKernel({
-    netns: netnsOf(parsed),
-    backend: config.backend === 'auto' ? undefined : config.backend,
-    ipv6: config.ipv6,
-  });
+  return openKernel(kernelOptions(config, parsed));
 }
+
+/** Which kernel the command works on: the namespace, the configured backend (none: detect), IPv6 or not. */
+export const kernelOptions = (config: DaemonConfig, parsed: Parsed): KernelOptions => ({
+  netns: netnsOf(parsed),
+  backend: config.backend === 'auto' ? undefined : config.backend,
+  ipv6: config.ipv6,
+});
 
 export const ownershipOf = (config: Pick<DaemonConfig, 'chainPrefix' | 'ipsetPrefix'>) => ({
   chainPrefix: config.chainPrefix,

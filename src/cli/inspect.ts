@@ -2,7 +2,7 @@
 // Also home of readRuleset, which `trace` shares: the live kernel or a saved dump, with clear errors.
 
 import type { DaemonConfig } from '../config/schema.js';
-import type { Kernel } from '../dataplane/kernel.js';
+import type { Kernel, KernelRead } from '../dataplane/kernel.js';
 import type { IpFamily } from '../model/index.js';
 import { IpsetParseError, parseIpsetSave } from '../render/index.js';
 import { filterReport, formatReport, inspectRuleset } from '../inspect/index.js';
@@ -11,7 +11,7 @@ import { readProgrammedAntiSpoof, type ProgrammedAntiSpoof } from '../antispoof/
 import { ANTISPOOF_TABLE } from '../antispoof/render.js';
 import { loadRuleset, parseAddr, requireOwnedChains, RulesetError, type IpSets, type Ruleset } from '../trace/index.js';
 import type { Io } from './commands.js';
-import { configFrom, kernelFor, netnsOf, parseCommand, UsageError, type Parsed } from './context.js';
+import { configFrom, kernelOptions, netnsOf, parseCommand, UsageError, type Parsed } from './context.js';
 import { readSavedDumps, SavedDumpError, savedPaths, type SavedDump } from './saved-dump.js';
 
 export interface LoadedRuleset {
@@ -48,14 +48,14 @@ export async function readRuleset(parsed: Parsed, config: DaemonConfig, family: 
     ipsetText = dump.ipsets;
     source = `${dump.label} (IPv${family} *filter at ${dump.files > 1 ? table.where : `line ${table.line}`})`;
   } else {
-    const kernel = await kernelOf(parsed, config);
-    if (!kernel.supports(family))
+    const { kernel, read } = await kernelOf(parsed, config);
+    const filter = read.filters.get(family);
+    if (!kernel.supports(family) || filter === undefined)
       throw new RulesetError(
         `IPv${family} is not available here (ip${family === 6 ? '6' : ''}tables missing, or ipv6 turned off in the configuration)`,
       );
-    // With counters: inspect shows how many packets each policy rule allowed and each pod's drop rule dropped.
-    iptablesText = await kernel.saveFilter(family, { counters: true });
-    ipsetText = await kernel.ipsetSave();
+    iptablesText = filter;
+    ipsetText = read.ipsets;
     source = `live kernel (IPv${family}${kernel.netns ? `, netns ${kernel.netns}` : ''})`;
   }
   const ruleset = loadRuleset(iptablesText);
@@ -85,11 +85,18 @@ export async function readRulesetIfAny(parsed: Parsed, config: DaemonConfig, fam
   }
 }
 
-// One kernel (backend detection runs tools) per command, whichever families it asks for.
-const kernels = new WeakMap<Parsed, Promise<Kernel>>();
-function kernelOf(parsed: Parsed, config: DaemonConfig): Promise<Kernel> {
+// One read of the kernel per command, whichever families it asks for: every tool once and at the same
+// time, the backend detection's saves serving as the filter tables (openKernelAndRead). With counters:
+// inspect shows how many packets each policy rule allowed and each pod's drop rule dropped.
+const kernels = new WeakMap<Parsed, Promise<{ kernel: Kernel; read: KernelRead }>>();
+function kernelOf(parsed: Parsed, config: DaemonConfig): Promise<{ kernel: Kernel; read: KernelRead }> {
   let kernel = kernels.get(parsed);
-  if (!kernel) kernels.set(parsed, (kernel = kernelFor(config, parsed)));
+  if (!kernel) {
+    kernel = import('../dataplane/kernel.js').then(({ openKernelAndRead }) =>
+      openKernelAndRead({ ...kernelOptions(config, parsed), counters: true }),
+    );
+    kernels.set(parsed, kernel);
+  }
   return kernel;
 }
 
@@ -119,8 +126,21 @@ export async function withRulesetErrors(name: string, io: Io, body: () => Promis
   }
 }
 
-/** The live anti-spoofing table (none for a saved dump: it holds iptables and ipsets only). */
-export async function readAntiSpoof(parsed: Parsed, config: DaemonConfig): Promise<ProgrammedAntiSpoof | undefined> {
+/** The live anti-spoofing table (none for a saved dump: it holds iptables and ipsets only); read once per command. */
+export function readAntiSpoof(parsed: Parsed, config: DaemonConfig): Promise<ProgrammedAntiSpoof | undefined> {
+  let table = antiSpoofTables.get(parsed);
+  if (!table) {
+    table = readAntiSpoofOnce(parsed, config);
+    // Its error, if any, is thrown where it is awaited.
+    table.catch(() => undefined);
+    antiSpoofTables.set(parsed, table);
+  }
+  return table;
+}
+
+const antiSpoofTables = new WeakMap<Parsed, Promise<ProgrammedAntiSpoof | undefined>>();
+
+async function readAntiSpoofOnce(parsed: Parsed, config: DaemonConfig): Promise<ProgrammedAntiSpoof | undefined> {
   if (savedPaths(parsed.values).length > 0) return undefined;
   // Loaded here, not at the top: reading a saved dump must not load the code that runs tools.
   const { listNftTableJson } = await import('../dataplane/nft.js');
@@ -193,6 +213,11 @@ export async function inspectCommand(argv: readonly string[], io: Io): Promise<n
   const parsed = parseCommand('inspect', argv);
   const config = configFrom(parsed, false);
   familyFlag(parsed); // a bad --family is a usage error before anything is read
+  // Every live read starts now and runs side by side: the rulesets (chooseFamily) and the bridge table.
+  if (savedPaths(parsed.values).length === 0) {
+    void kernelOf(parsed, config).catch(() => undefined);
+    void readAntiSpoof(parsed, config);
+  }
   return withRulesetErrors('inspect', io, async () => {
     const pod = parsed.values['pod'] as string | undefined;
     const policy = parsed.values['policy'] as string | undefined;

@@ -71,8 +71,12 @@ export function objectName(kind: ObjectKind, obj: unknown): string {
 
 export function convert<K extends ObjectKind>(kind: K, input: unknown): Converted<ModelOf[K]> {
   const obj = kind === 'NetworkPolicy' ? wireNames(input) : input;
-  const object = objectName(kind, obj);
-  const problems: Problem[] = schemaErrors(kind, obj).map((e) => ({ object, field: e.field, message: e.message, severity: 'error' }));
+  // Named only when there is a problem to name it in (most of 10,000 pods have none).
+  let name: string | undefined;
+  const object = (): string => (name ??= objectName(kind, obj));
+  const errors = schemaErrors(kind, obj);
+  const problems: Problem[] =
+    errors.length === 0 ? [] : errors.map((e) => ({ object: object(), field: e.field, message: e.message, severity: 'error' }));
   const meta = record(record(obj)?.['metadata']);
   // Without a name there is nothing to key the object by (and the API server would never hold it).
   if (!meta || typeof meta['name'] !== 'string' || meta['name'] === '') return { ok: false, problems };
@@ -83,14 +87,14 @@ export function convert<K extends ObjectKind>(kind: K, input: unknown): Converte
   if (kind === 'ClusterNetworkPolicy') {
     // Like a NetworkPolicy, a CNP is kept with its problems: dropping it would lift an admin Deny.
     const cnp = readClusterPolicy(obj as Record<string, unknown>, meta, readSelector, (field, message, severity = 'error') =>
-      problems.push({ object, field, message, severity }),
+      problems.push({ object: object(), field, message, severity }),
     );
     return { ok: true, value: (problems.length > 0 ? { ...cnp, problems: [...problems] } : cnp) as ModelOf[K], problems };
   }
   if (problems.some((p) => p.severity === 'error')) return { ok: false, problems };
   const read = readers[kind as Exclude<ObjectKind, 'NetworkPolicy' | 'ClusterNetworkPolicy'>];
   const value = read(obj as Record<string, unknown>, meta, (field, message) =>
-    problems.push({ object, field, message, severity: 'warning' }),
+    problems.push({ object: object(), field, message, severity: 'warning' }),
   );
   return { ok: true, value: value as ModelOf[K], problems };
 }
@@ -142,15 +146,17 @@ function readPodIps(status: Record<string, unknown>, warn: Warn): string[] {
   // "podIPs holds the IP addresses allocated to the pod. If this field is specified, the 0th entry must
   // match the podIP field." Older servers and hand-written manifests may only set podIP.
   const ips: string[] = [];
-  const add = (text: unknown, field: string) => {
-    const ip = canonicalIp(text);
-    if (ip === undefined) warn(field, `"${String(text)}" is not an IP address; ignored`);
-    else if (!ips.includes(ip)) ips.push(ip);
-  };
   const listed = array(status['podIPs']);
-  if (listed.length > 0) for (let i = 0; i < listed.length; i++) add(record(listed[i])?.['ip'], `status.podIPs[${i}].ip`);
-  else if (status['podIP']) add(status['podIP'], 'status.podIP');
+  if (listed.length > 0) for (let i = 0; i < listed.length; i++) addPodIp(ips, record(listed[i])?.['ip'], i, warn);
+  else if (status['podIP']) addPodIp(ips, status['podIP'], -1, warn);
   return ips;
+}
+
+/** `index` in status.podIPs, or -1 for status.podIP; the field is named only in a warning. */
+function addPodIp(ips: string[], text: unknown, index: number, warn: Warn): void {
+  const ip = canonicalIp(text);
+  if (ip === undefined) warn(index < 0 ? 'status.podIP' : `status.podIPs[${index}].ip`, `"${String(text)}" is not an IP address; ignored`);
+  else if (!ips.includes(ip)) ips.push(ip);
 }
 
 function readContainerPorts(spec: Record<string, unknown>, warn: Warn): ContainerPort[] {

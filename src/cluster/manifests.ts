@@ -153,7 +153,7 @@ export function loadText(file: string, text: string, collector: Collector): void
     if (value === null || value === undefined) return; // an empty document (comments only, trailing ---)
     const lineOf = (field: string) => lineOfField(doc, lines, field);
     if (!isRecord(value)) return fail('(root)', 'a document must be a Kubernetes object (a mapping)', lineOf('(root)'));
-    loadObject(value, '', object, collector, (field, message) => fail(field, message, lineOf(field)));
+    loadObject(value, '', -1, object, collector, (field, message) => fail(field, message, lineOf(field)));
   });
 }
 
@@ -191,43 +191,63 @@ function loadJsonText(file: string, text: string, collector: Collector): boolean
     collector.problem({ object, field, message: line ? `${message} (line ${line})` : message, severity: 'error' });
   };
   if (!isRecord(value)) fail('(root)', 'a document must be a Kubernetes object (a mapping)');
-  else loadObject(value, '', object, collector, fail);
+  else loadObject(value, '', -1, object, collector, fail);
   return true;
 }
 
 type Fail = (field: string, message: string) => void;
 
-function loadObject(value: Record<string, unknown>, at: string, object: string, collector: Collector, fail: Fail, itemKind?: string): void {
+/** Where an object sits in its document: `parent` itself, or its item `index` (-1: none). Built only to name a problem. */
+const fieldAt = (parent: string, index: number, name?: string): string => {
+  const at = index < 0 ? parent : `${parent}[${index}]`;
+  return name === undefined ? (at === '' ? '(root)' : at) : at === '' ? name : `${at}.${name}`;
+};
+
+// Runs for every object of a dump (10,000 pods): a plain loop, and field paths built only for a problem.
+function loadObject(
+  value: Record<string, unknown>,
+  parent: string,
+  index: number,
+  object: string,
+  collector: Collector,
+  fail: Fail,
+  itemKind?: string,
+): void {
   const kind = value['kind'] ?? itemKind;
-  const kindField = at === '' ? 'kind' : `${at}.kind`;
-  if (typeof kind !== 'string' || kind === '') return fail(kindField, 'required field "kind" is missing');
+  if (typeof kind !== 'string' || kind === '') return fail(fieldAt(parent, index, 'kind'), 'required field "kind" is missing');
   if (kind.endsWith('List')) {
     const items = value['items'];
-    const itemsField = at === '' ? 'items' : `${at}.items`;
-    if (items !== undefined && items !== null && !Array.isArray(items)) return fail(itemsField, 'must be array');
+    if (items !== undefined && items !== null && !Array.isArray(items)) return fail(fieldAt(parent, index, 'items'), 'must be array');
+    if (!Array.isArray(items)) return;
+    const itemsField = fieldAt(parent, index, 'items');
     // "PodList" items may leave out their kind; a plain "List" names it on each item.
     const inner = kind === 'List' ? undefined : kind.slice(0, -'List'.length);
-    (items ?? []).forEach((item: unknown, i: number) => {
-      const field = `${itemsField}[${i}]`;
-      if (!isRecord(item)) return fail(field, 'a list item must be a Kubernetes object (a mapping)');
-      loadObject(item, field, object, collector, fail, inner);
-    });
+    for (let i = 0; i < items.length; i++) {
+      const item: unknown = items[i];
+      if (!isRecord(item)) fail(fieldAt(itemsField, i), 'a list item must be a Kubernetes object (a mapping)');
+      else loadObject(item, itemsField, i, object, collector, fail, inner);
+    }
     return;
   }
   if (!isObjectKind(kind)) {
     // Well-formed objects netfence has no use for (Deployments, Services…) are common in a resources
     // directory; say so once per document, but it is not an error.
-    collector.problem({ object, field: kindField, message: `kind "${kind}" is not used by netfence; skipped`, severity: 'warning' });
+    collector.problem({
+      object,
+      field: fieldAt(parent, index, 'kind'),
+      message: `kind "${kind}" is not used by netfence; skipped`,
+      severity: 'warning',
+    });
     return;
   }
   const apiVersion = value['apiVersion'];
   if (apiVersion !== undefined && apiVersion !== API_VERSIONS[kind]) {
-    return fail(at === '' ? 'apiVersion' : `${at}.apiVersion`, `${kind} must be ${API_VERSIONS[kind]} (got ${JSON.stringify(apiVersion)})`);
+    return fail(fieldAt(parent, index, 'apiVersion'), `${kind} must be ${API_VERSIONS[kind]} (got ${JSON.stringify(apiVersion)})`);
   }
   const result = convert(kind, value);
   if (!result.ok) {
-    for (const p of result.problems) fail(at === '' ? p.field : `${at}.${p.field}`, `${p.object}: ${p.message}`);
-    if (result.problems.length === 0) fail(at === '' ? '(root)' : at, `${objectName(kind, value)} could not be read`);
+    for (const p of result.problems) fail(fieldAt(parent, index, p.field), `${p.object}: ${p.message}`);
+    if (result.problems.length === 0) fail(fieldAt(parent, index), `${objectName(kind, value)} could not be read`);
     return;
   }
   collector.add(kind, result.value);

@@ -25,8 +25,9 @@ export interface BackendDecision {
 
 const KUBELET_HINT = /^:(KUBE-IPTABLES-HINT|KUBE-KUBELET-CANARY) /m;
 
+/** `-A …` lines, also as `iptables-save -c` prints them (`[packets:bytes] -A …`). */
 export function countRules(saveOutput: string): number {
-  return saveOutput.split('\n').filter((l) => l.startsWith('-')).length;
+  return saveOutput.split('\n').filter((l) => l.startsWith('-') || l.startsWith('[')).length;
 }
 
 export function decideBackend(evidence: BackendEvidence, override?: IptablesBackend): BackendDecision {
@@ -48,20 +49,52 @@ export interface DetectBackendOptions {
 /** Reads both backends' rules in the target netns (best effort: a failing tool counts as empty) and decides. */
 export async function detectBackend(opts: DetectBackendOptions = {}): Promise<BackendDecision> {
   if (opts.override !== undefined) return decideBackend({ nft: '', legacy: '' }, opts.override);
-  // Whole-ruleset saves, never `-t mangle`: asking legacy for a table creates it in the kernel
-  // (module autoload), and detection must not change what it observes.
-  const [nft, legacy] = await Promise.all([gather('nft', opts.netns), gather('legacy', opts.netns)]);
-  return decideBackend({ nft, legacy });
+  return (await detectBackendWithSaves(opts)).decision;
 }
 
-async function gather(backend: IptablesBackend, netns: string | undefined): Promise<string> {
-  const outputs = await Promise.all(
-    ([4, 6] as const).map((family) =>
-      run(iptablesTool(family, backend, 'save'), [], { netns }).then(
-        (r) => r.stdout,
-        () => '',
+/** The decision, and the chosen backend's whole-ruleset save of each family (undefined where the tool failed). */
+export interface DetectedWithSaves {
+  readonly decision: BackendDecision;
+  readonly saves: { readonly 4: string | undefined; readonly 6: string | undefined };
+}
+
+/**
+ * detectBackend for a one-shot command that reads the kernel next: the same dumps (with counters when
+ * asked; `countRules` reads both forms) are kept, so the chosen backend's filter table is read from them
+ * (filterTableOf) instead of by another round of tools. With a configured backend only its two are run.
+ */
+export async function detectBackendWithSaves(opts: DetectBackendOptions & { readonly counters?: boolean }): Promise<DetectedWithSaves> {
+  const args = opts.counters === true ? ['-c'] : [];
+  const read = (backend: IptablesBackend) =>
+    Promise.all(
+      ([4, 6] as const).map((family) =>
+        // Whole-ruleset saves, never `-t mangle`: asking legacy for a table creates it in the kernel
+        // (module autoload), and detection must not change what it observes.
+        run(iptablesTool(family, backend, 'save'), args, { netns: opts.netns }).then(
+          (r) => r.stdout,
+          () => undefined,
+        ),
       ),
-    ),
-  );
-  return outputs.join('\n');
+    );
+  if (opts.override !== undefined) {
+    const [v4, v6] = await read(opts.override);
+    return { decision: decideBackend({ nft: '', legacy: '' }, opts.override), saves: { 4: v4, 6: v6 } };
+  }
+  const [nft, legacy] = await Promise.all([read('nft'), read('legacy')]);
+  const text = (saves: readonly (string | undefined)[]) => saves.map((t) => t ?? '').join('\n');
+  const decision = decideBackend({ nft: text(nft), legacy: text(legacy) });
+  const [v4, v6] = decision.backend === 'nft' ? nft : legacy;
+  return { decision, saves: { 4: v4, 6: v6 } };
+}
+
+/**
+ * The `*filter` … `COMMIT` section of a whole-ruleset save, as `iptables-save -t filter` prints it (less its
+ * comment lines, which carry only the time); undefined when the save has no filter table.
+ */
+export function filterTableOf(save: string): string | undefined {
+  const start = save.startsWith('*filter\n') ? 0 : save.indexOf('\n*filter\n') + 1;
+  if (start === 0 && !save.startsWith('*filter\n')) return undefined;
+  const end = save.indexOf('\nCOMMIT\n', start);
+  if (end < 0) return save.endsWith('\nCOMMIT') ? save.slice(start) + '\n' : undefined;
+  return save.slice(start, end + '\nCOMMIT\n'.length);
 }

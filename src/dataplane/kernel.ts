@@ -3,7 +3,7 @@
 
 import { existsSync } from 'node:fs';
 import type { IpFamily } from '../model/index.js';
-import { detectBackend, type BackendDecision } from './backend.js';
+import { detectBackend, detectBackendWithSaves, filterTableOf, type BackendDecision } from './backend.js';
 import { createIpsetRunner } from './ipset.js';
 import { createIptablesRunner, iptablesTool, type IptablesBackend, type IptablesRunner } from './iptables.js';
 
@@ -37,7 +37,53 @@ export interface Kernel {
 const onPath = (tool: string): boolean => ['/usr/sbin', '/sbin', '/usr/bin', '/bin'].some((dir) => existsSync(`${dir}/${tool}`));
 
 export async function openKernel(opts: KernelOptions = {}): Promise<Kernel> {
-  const backend = await detectBackend({ netns: opts.netns, override: opts.backend });
+  return kernelWith(await detectBackend({ netns: opts.netns, override: opts.backend }), opts);
+}
+
+/** One read of the kernel: the filter table of each family it supports, and `ipset save`. */
+export interface KernelRead {
+  readonly filters: ReadonlyMap<IpFamily, string>;
+  readonly ipsets: string;
+}
+
+const INCOMPATIBLE_FILTER = /^# Table `filter' /m;
+const EMPTY_FILTER_TABLE = '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\nCOMMIT\n';
+
+/**
+ * Opens the kernel and reads it, for a one-shot command: `ipset save` runs beside the backend detection's
+ * whole-ruleset saves, and the chosen backend's filter tables are taken from those saves, so every tool
+ * runs once and all at the same time. Only a family whose save failed (or could not show its filter table)
+ * is read again with `-t filter`, whose output or error the command then sees; `counters` as in
+ * `iptables-save -c`.
+ */
+export async function openKernelAndRead(
+  opts: KernelOptions & { readonly counters?: boolean },
+): Promise<{ kernel: Kernel; read: KernelRead }> {
+  const timing = opts.commandTimeoutMs !== undefined ? { timeoutMs: opts.commandTimeoutMs } : {};
+  const ipsets = createIpsetRunner({ netns: opts.netns, ...timing }).save();
+  ipsets.catch(() => undefined);
+  const { decision, saves } = await detectBackendWithSaves({ netns: opts.netns, override: opts.backend, counters: opts.counters === true });
+  const kernel = kernelWith(decision, opts);
+  const families = ([4, 6] as const).filter((f) => kernel.supports(f));
+  const texts = await Promise.all(
+    families.map(async (f) => {
+      const save = saves[f];
+      const table = save === undefined ? undefined : filterTableOf(save);
+      if (table !== undefined) return table;
+      // A failed save, or a filter table iptables-nft cannot show ("# Table `filter' is incompatible, use
+      // 'nft' tool."): read it as before, so the command sees what `-t filter` says.
+      if (save === undefined || INCOMPATIBLE_FILTER.test(save)) return kernel.saveFilter(f, { counters: opts.counters === true });
+      // No filter table at all (yet): `-t filter` would print it empty, as here.
+      return EMPTY_FILTER_TABLE;
+    }),
+  );
+  return { kernel, read: { filters: new Map(families.map((f, i) => [f, texts[i]!])), ipsets: await ipsets } };
+}
+
+/** The kernel with a backend already decided (by openKernelAndRead): no tool runs. */
+export const openDecidedKernel = (backend: BackendDecision, opts: KernelOptions = {}): Kernel => kernelWith(backend, opts);
+
+function kernelWith(backend: BackendDecision, opts: KernelOptions): Kernel {
   const timing = opts.commandTimeoutMs !== undefined ? { timeoutMs: opts.commandTimeoutMs } : {};
   const runners = new Map<IpFamily, IptablesRunner>();
   for (const family of [4, 6] as const) {

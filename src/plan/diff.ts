@@ -1,7 +1,11 @@
 // A plan as humans read it: unified diffs per chain and set, grouped by the pod or policy they belong to.
 
-import { structuredPatch } from 'diff';
+import { createRequire } from 'node:module';
+import type * as Diff from 'diff';
 import type { Change, FamilyPlan } from './plan.js';
+
+// Loaded on first use: `apply`, and `diff` of a node in sync, print no patch (~10 ms of every start).
+const diffPackage = (): typeof Diff => createRequire(import.meta.url)('diff') as typeof Diff;
 
 export interface DiffSummary {
   readonly chainsChanged: number;
@@ -54,7 +58,7 @@ export function formatChange(c: Change): string {
   const label = `${c.object} ${c.name}`;
   const before = c.action === 'create' ? '/dev/null' : `a/${label}`;
   const after = c.action === 'delete' ? '/dev/null' : `b/${label}`;
-  const patch = structuredPatch(before, after, joinLines(c.before), joinLines(c.after), '', '', { context: 2 });
+  const patch = diffPackage().structuredPatch(before, after, joinLines(c.before), joinLines(c.after), '', '', { context: 2 });
   const lines = [`--- ${before}`, `+++ ${after}`];
   for (const hunk of patch.hunks) {
     lines.push(`@@ -${hunk.oldStart},${hunk.oldLines} +${hunk.newStart},${hunk.newLines} @@`, ...hunk.lines);

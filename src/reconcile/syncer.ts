@@ -59,7 +59,7 @@ export class Syncer {
     { readonly iptables: string; readonly ipsets: string; readonly observed: ObservedFamily }
   >();
   private lastMatch: { readonly programmed: ObservedFamily; readonly fresh: ObservedFamily } | undefined;
-  private prefetched: { readonly families: readonly IpFamily[]; readonly texts: Promise<KernelTexts> } | undefined;
+  private given: Promise<ReadonlyMap<IpFamily, ObservedFamily>> | undefined;
 
   constructor(
     private readonly kernel: KernelPort,
@@ -74,16 +74,12 @@ export class Syncer {
   }
 
   /**
-   * Start reading the kernel now; the next read (planOnly, or a sync that reads) uses what this read. For
-   * a one-shot command: the tools run on the other core while the command compiles.
+   * The next read (planOnly, or a sync that reads) is this one, taken earlier: a one-shot command starts
+   * reading the kernel before it compiles. Used once; its failure is thrown by that read.
    */
-  prefetch(): void {
-    if (this.prefetched) return;
-    const families = this.families();
-    const texts = this.readTexts(families);
-    // Its error, if any, is thrown by the read that uses it.
-    texts.catch(() => undefined);
-    this.prefetched = { families, texts };
+  useRead(observed: Promise<ReadonlyMap<IpFamily, ObservedFamily>>): void {
+    observed.catch(() => undefined);
+    this.given = observed;
   }
 
   /** Read the kernel and plan, without writing (dry run / diff). */
@@ -196,10 +192,13 @@ export class Syncer {
 
   /** One `ipset save` and one `iptables-save` per family, run side by side, parsed unless unchanged. */
   private async read(families: readonly IpFamily[]): Promise<Map<IpFamily, ObservedFamily>> {
-    const prefetched = this.prefetched;
-    this.prefetched = undefined;
-    const usable = prefetched?.families.length === families.length && prefetched.families.every((f, i) => f === families[i]);
-    const { ipsetText, saves } = await (usable ? prefetched.texts : this.readTexts(families));
+    const given = this.given;
+    this.given = undefined;
+    if (given) {
+      const observed = await given;
+      if (families.every((f) => observed.has(f))) return new Map(families.map((f) => [f, observed.get(f)!]));
+    }
+    const { ipsetText, saves } = await this.readTexts(families);
     const ipsetDigest = digest(ipsetText);
     return new Map(families.map((family, i) => [family, this.observe(family, saves[i]!, ipsetText, ipsetDigest)]));
   }

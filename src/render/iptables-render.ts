@@ -67,18 +67,31 @@ const matchArgs = (m: Match): string[] => (renderMatch[m.kind] as (m: Match) => 
 const actionArgs = (a: Action): string[] => (renderAction[a.kind] as (a: Action) => string[])(a);
 const isOption = (m: Match): m is Extract<Match, { kind: OptionKind }> => (OPTION_KINDS as readonly string[]).includes(m.kind);
 
-/** Option matches in iptables-save's fixed order; module matches keep the rule's own order. */
-function splitMatches(rule: Rule): { options: Match[]; modules: Match[] } {
-  const options = rule.match
-    .filter(isOption)
-    .sort((a, b) => OPTION_KINDS.indexOf(a.kind as OptionKind) - OPTION_KINDS.indexOf(b.kind as OptionKind));
-  return { options, modules: rule.match.filter((m) => !isOption(m)) };
+const pushAll = (out: string[], args: readonly string[]): void => {
+  for (let i = 0; i < args.length; i++) out.push(args[i]!);
+};
+
+/**
+ * The rule's option arguments (iptables-save prints them first, in OPTION_KINDS order), and its module
+ * and target arguments in the rule's own order. Plain loops: the one-shot commands run this unoptimised.
+ */
+function renderParts(rule: Rule): { options: string[]; modules: string[] } {
+  const options: string[] = [];
+  const modules: string[] = [];
+  const match = rule.match;
+  // By kind in OPTION_KINDS order; two of one kind keep the rule's order.
+  for (let k = 0; k < OPTION_KINDS.length; k++)
+    for (let i = 0; i < match.length; i++) if (match[i]!.kind === OPTION_KINDS[k]) pushAll(options, matchArgs(match[i]!));
+  for (let i = 0; i < match.length; i++) if (!isOption(match[i]!)) pushAll(modules, matchArgs(match[i]!));
+  pushAll(modules, actionArgs(rule.action));
+  return { options, modules };
 }
 
 /** The rule's arguments without the comment: what its hash covers. */
 export function ruleArgs(rule: Rule): string[] {
-  const { options, modules } = splitMatches(rule);
-  return [...options.flatMap(matchArgs), ...modules.flatMap(matchArgs), ...actionArgs(rule.action)];
+  const { options, modules } = renderParts(rule);
+  pushAll(options, modules);
+  return options;
 }
 
 // Felix escapeComment: keep comments to a safe alphabet so quoting never has to escape anything.
@@ -88,9 +101,10 @@ export function sanitizeComment(text: string): string {
 
 /** The rule's full argument list as iptables-save prints it after `-A <chain>`. */
 export function ruleArgsWithComment(rule: Rule, hash: string): string[] {
-  const { options, modules } = splitMatches(rule);
-  const comment = sanitizeComment(`${HASH_PREFIX}${hash}${rule.comment ? ` ${rule.comment}` : ''}`);
-  return [...options.flatMap(matchArgs), '-m', 'comment', '--comment', comment, ...modules.flatMap(matchArgs), ...actionArgs(rule.action)];
+  const { options, modules } = renderParts(rule);
+  options.push('-m', 'comment', '--comment', sanitizeComment(`${HASH_PREFIX}${hash}${rule.comment ? ` ${rule.comment}` : ''}`));
+  pushAll(options, modules);
+  return options;
 }
 
 // xtables_save_string: a string of only these characters is printed bare, anything else in double quotes.
@@ -98,9 +112,14 @@ const BARE_STRING = /^[A-Za-z0-9_-]+$/;
 
 /** Quote like iptables-save: comments always in double quotes, NFLOG prefixes when xtables would, everything else bare. */
 export function joinArgs(args: readonly string[]): string {
-  return args
-    .map((a, i) => (args[i - 1] === '--comment' || (args[i - 1] === '--nflog-prefix' && !BARE_STRING.test(a)) ? `"${a}"` : a))
-    .join(' ');
+  let out = '';
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    const before = i > 0 ? args[i - 1] : undefined;
+    const quoted = before === '--comment' || (before === '--nflog-prefix' && !BARE_STRING.test(a));
+    out += i === 0 ? (quoted ? `"${a}"` : a) : quoted ? ` "${a}"` : ` ${a}`;
+  }
+  return out;
 }
 
 /**
@@ -117,10 +136,12 @@ export function ruleHashes(chain: string, rules: readonly Rule[]): string[] {
 /** The hash chain over each rule's argument text (ruleArgs joined). */
 function chainedHashes(chain: string, ruleTexts: readonly string[]): string[] {
   let prev = sha256(chain);
-  return ruleTexts.map((text) => {
-    prev = sha256(prev + text);
-    return prev.slice(0, HASH_LENGTH);
-  });
+  const out: string[] = [];
+  for (let i = 0; i < ruleTexts.length; i++) {
+    prev = sha256(prev + ruleTexts[i]!);
+    out.push(prev.slice(0, HASH_LENGTH));
+  }
+  return out;
 }
 
 // crypto.hash (Node 20.12+) hashes a string in one call, without a Hash object per rule.
@@ -153,18 +174,22 @@ export function renderChain(chain: Chain): RenderedChain {
 
 function renderChainUncached(chain: Chain): RenderedChain {
   // Each rule's matches are split and rendered once, for its hash and for its line.
-  const parts = chain.rules.map((rule) => {
-    const { options, modules } = splitMatches(rule);
-    return { options: options.flatMap(matchArgs), modules: [...modules.flatMap(matchArgs), ...actionArgs(rule.action)] };
-  });
-  const hashes = chainedHashes(
-    chain.name,
-    parts.map((p) => joinArgs([...p.options, ...p.modules])),
-  );
-  const lines = chain.rules.map((rule, i) => {
+  const rules = chain.rules;
+  const parts: { options: string[]; modules: string[] }[] = [];
+  const texts: string[] = [];
+  for (let i = 0; i < rules.length; i++) {
+    const p = renderParts(rules[i]!);
+    parts.push(p);
+    texts.push(joinArgs(p.options.concat(p.modules)));
+  }
+  const hashes = chainedHashes(chain.name, texts);
+  const lines: string[] = [];
+  for (let i = 0; i < rules.length; i++) {
+    const rule = rules[i]!;
     const comment = sanitizeComment(`${HASH_PREFIX}${hashes[i]!}${rule.comment ? ` ${rule.comment}` : ''}`);
-    return ruleLine('append', chain.name, joinArgs([...parts[i]!.options, '-m', 'comment', '--comment', comment, ...parts[i]!.modules]));
-  });
+    const args = parts[i]!.options.concat(['-m', 'comment', '--comment', comment], parts[i]!.modules);
+    lines.push(ruleLine('append', chain.name, joinArgs(args)));
+  }
   return { name: chain.name, lines, hashes };
 }
 

@@ -77,4 +77,15 @@ describeKernel('diff shows what apply writes', () => {
       await ns.destroy();
     }
   }, 30_000);
+
+  // diff starts reading the kernel before it compiles (cli/kernel-read.ts): a tool that failed meanwhile must
+  // still fail the command, worded with its remedy, with exit 2 (not "in sync", not "differs").
+  it('a kernel that cannot be read: exit 2 with the tool error and its remedy', async () => {
+    const missing = `nft-gone-${process.pid}-${Date.now()}`;
+    const args = ['--netns', missing, '--node-name', 'node-1', '--resources', join(RULES_DIR, 'seed-db-policy', 'cluster.yaml')];
+    const failed = capture();
+    expect(await main(['diff', ...args], failed.io)).toBe(2);
+    expect(failed.err.join('')).toMatch(new RegExp(`network namespace ${missing} does not exist[^]*Cannot open network namespace`));
+    expect(failed.out).toEqual([]);
+  });
 });

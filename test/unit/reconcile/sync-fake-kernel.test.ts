@@ -5,6 +5,7 @@
 
 import { compile } from '../../../src/compile/index.js';
 import type { ClusterSnapshot, Pod } from '../../../src/model/index.js';
+import { observeFamily } from '../../../src/plan/index.js';
 import { Syncer } from '../../../src/reconcile/syncer.js';
 import { FakeKernel } from '../../fakes/fake-kernel.js';
 import { loadGoldenCase } from '../../helpers/golden.js';
@@ -204,13 +205,15 @@ describe('syncer on the fake kernel', () => {
     expect(kernel.ipset.save()).toBe(foreignBefore.sets);
   });
 
-  // `diff` and `apply` start reading the kernel before they compile (commands-oneshot.ts): the plan must
-  // be made from that read, taken once, and a failed read must fail the command, not be swallowed.
-  it('prefetch: the next plan uses the read started earlier (one read), and its failure surfaces there', async () => {
+  // `diff` and `apply` start reading the kernel before they compile (cli/kernel-read.ts): the plan must be
+  // made from that read, used once, and a failed read must fail the command, not be swallowed.
+  it('useRead: the next plan uses the read taken earlier (once), and its failure surfaces there', async () => {
     const kernel = new FakeKernel();
     const syncer = new Syncer(kernel, OWN, memoryLogger());
-    syncer.prefetch();
-    // Programmed after the prefetched read was taken: the plan still sees the empty kernel it read.
+    const families = [4, 6] as const;
+    const empty = new Map(families.map((f) => [f, observeFamily(f, kernel.save(f), kernel.ipset.save(), OWN)]));
+    syncer.useRead(Promise.resolve(empty));
+    // Programmed after the read was taken: the plan still sees the empty kernel it read.
     await new Syncer(kernel, OWN, memoryLogger()).sync(desired);
     kernel.calls.length = 0;
     const plans = await syncer.planOnly(desired);
@@ -220,10 +223,8 @@ describe('syncer on the fake kernel', () => {
     expect((await syncer.planOnly(desired)).flatMap((p) => p.changes)).toEqual([]);
     expect(kernel.calls.filter((c) => c === 'ipsetSave')).toHaveLength(1);
 
-    const failing = new FakeKernel();
-    failing.failNext('ipsetSave');
-    const broken = new Syncer(failing, OWN, memoryLogger());
-    broken.prefetch();
+    const broken = new Syncer(new FakeKernel(), OWN, memoryLogger());
+    broken.useRead(Promise.reject(new Error('injected failure')));
     await expect(broken.sync(desired, { readKernel: true })).rejects.toThrow('injected failure');
   });
 });

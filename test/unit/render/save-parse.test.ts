@@ -258,3 +258,21 @@ describe('ipset: render → parse', () => {
     expect((err as Error).message).toContain(`line ${line}`);
   });
 });
+
+// tokenize splits with regular expressions (fast when unoptimised); these pin the shell-like rules it keeps.
+describe('tokenize', () => {
+  it.each([
+    ['bare words, blanks and tabs', '-A  FWD\t-j ACCEPT ', ['-A', 'FWD', '-j', 'ACCEPT']],
+    ['a quoted part keeps its blanks and joins the bare parts it touches', 'a"b c"d e', ['ab cd', 'e']],
+    ['an escaped quote and backslash inside quotes', '"x \\" y\\\\z"', ['x " y\\z']],
+    ['a backslash outside quotes is literal', 'a\\b', ['a\\b']],
+    ['an empty quoted word', '-m comment --comment ""', ['-m', 'comment', '--comment', '']],
+    ['other control characters belong to words', 'a\rb\vc', ['a\rb\vc']],
+  ])('%s', (_name, text, words) => {
+    expect(tokenize(text)).toEqual(words);
+  });
+
+  it.each(['a "b c', '"', 'a "b\\"', 'x"y', '"a"b"'])('an unterminated quote is an error: %s', (text) => {
+    expect(() => tokenize(text)).toThrow('unterminated quote');
+  });
+});
