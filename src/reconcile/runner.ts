@@ -1,6 +1,7 @@
-// One loop paces every sync (kube-proxy's BoundedFrequencyRunner): bursts of requests fold into one run
-// after a short window, failures retry with exponential backoff, and an idle loop still runs every
-// `maxIntervalMs` (the drift check). Runs never overlap. Time is injected so tests control it.
+// One loop paces every sync (kube-proxy's BoundedFrequencyRunner): a change runs at once when the last
+// run started at least `batchWindowMs` ago, else when that much time has passed (so a burst folds into
+// one run instead of one run per event); failures retry with exponential backoff, and an idle loop still
+// runs every `maxIntervalMs` (the drift check). Runs never overlap. Time is injected so tests control it.
 
 export interface Clock {
   now(): number;
@@ -18,7 +19,7 @@ export const systemClock: Clock = {
 export type RunReason = 'change' | 'periodic' | 'retry';
 
 export interface RunnerOptions {
-  /** Requests within this window fold into one run. */
+  /** Change runs start at least this far apart: requests within it fold into one run. An isolated request runs at once. */
   readonly batchWindowMs: number;
   /** The drift check period: a run happens at least this often. */
   readonly maxIntervalMs: number;
@@ -32,6 +33,8 @@ export class BoundedFrequencyRunner {
   /** When each kind of run is due; the timer fires at the earliest. */
   private readonly due = new Map<RunReason, number>();
   private running = false;
+  /** When the last run started (its start paces the next change run, as kube-proxy's minInterval). */
+  private lastStart = -Infinity;
   private pendingChange = false;
   private failures = 0;
   private stopped = true;
@@ -53,11 +56,11 @@ export class BoundedFrequencyRunner {
     this.due.clear();
   }
 
-  /** Something changed: run within the batch window (or right after the run in progress). */
+  /** Something changed: run now if the last run started a batch window ago, else when it has (or right after the run in progress). */
   request(): void {
     if (this.stopped) return;
     if (this.running) this.pendingChange = true;
-    else this.schedule(this.opts.batchWindowMs, 'change');
+    else this.scheduleChange();
   }
 
   /**
@@ -67,6 +70,15 @@ export class BoundedFrequencyRunner {
   requestFull(): void {
     if (this.stopped) return;
     this.schedule(0, 'periodic');
+  }
+
+  /**
+   * Waiting a fixed window after every event cost each isolated event the whole window; bursts are what the
+   * window is for, and a burst is a request soon after a run started. (A zero delay still lets the requests
+   * of one tick of the event loop fold into one run.)
+   */
+  private scheduleChange(): void {
+    this.schedule(Math.max(0, this.lastStart + this.opts.batchWindowMs - this.opts.clock.now()), 'change');
   }
 
   private schedule(delayMs: number, reason: RunReason): void {
@@ -93,6 +105,7 @@ export class BoundedFrequencyRunner {
     const reason: RunReason = ready.includes('periodic') ? 'periodic' : ready.includes('retry') ? 'retry' : 'change';
     if (reason !== 'change') this.due.delete('change');
     this.running = true;
+    this.lastStart = now;
     let ok = true;
     try {
       await this.fn(reason);
@@ -111,7 +124,7 @@ export class BoundedFrequencyRunner {
     }
     if (this.pendingChange) {
       this.pendingChange = false;
-      this.schedule(this.opts.batchWindowMs, 'change');
+      this.scheduleChange();
     }
     this.arm();
   }
