@@ -162,6 +162,12 @@ export class ClusterState {
     return this.sharedIps.has(ip);
   }
 
+  /** The peer pods (by key) claiming an address. */
+  claimantsOf(ip: string): readonly string[] {
+    const claimants = this.claims.get(ip);
+    return claimants === undefined ? [] : typeof claimants === 'string' ? [claimants] : [...claimants];
+  }
+
   /** Every shared address with the peer pods claiming it, sorted by namespace/name. */
   shared(): ReadonlyMap<string, readonly Pod[]> {
     const out = new Map<string, readonly Pod[]>();
