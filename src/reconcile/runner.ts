@@ -1,7 +1,8 @@
 // One loop paces every sync (kube-proxy's BoundedFrequencyRunner): a change runs at once when the last
 // run started at least `batchWindowMs` ago, else when that much time has passed (so a burst folds into
 // one run instead of one run per event); failures retry with exponential backoff, and an idle loop still
-// runs every `maxIntervalMs` (the drift check). Runs never overlap. Time is injected so tests control it.
+// runs every `maxIntervalMs` (the drift check; its kernel read may be done beforehand, outside the run, so
+// changes are not held up by it). Runs never overlap. Time is injected so tests control it.
 
 export interface Clock {
   now(): number;
@@ -26,6 +27,12 @@ export interface RunnerOptions {
   readonly retryBaseMs: number;
   readonly retryMaxMs: number;
   readonly clock: Clock;
+  /**
+   * Work a periodic run starts with that may overlap change runs (reading the kernel): started when the
+   * periodic run is due, the run itself follows once it resolves. Changes meanwhile run as usual instead of
+   * waiting behind a read that takes half a second at 50,000 pods.
+   */
+  readonly preparePeriodic?: () => Promise<void>;
 }
 
 export class BoundedFrequencyRunner {
@@ -33,6 +40,10 @@ export class BoundedFrequencyRunner {
   /** When each kind of run is due; the timer fires at the earliest. */
   private readonly due = new Map<RunReason, number>();
   private running = false;
+  /** 'preparing' while preparePeriodic runs; 'prepared' once it resolved, until the periodic run. */
+  private periodicPrep: 'none' | 'preparing' | 'prepared' = 'none';
+  /** requestFull came while the periodic run was being prepared. */
+  private fullAgain = false;
   /** When the last run started (its start paces the next change run, as kube-proxy's minInterval). */
   private lastStart = -Infinity;
   private pendingChange = false;
@@ -51,6 +62,7 @@ export class BoundedFrequencyRunner {
 
   stop(): void {
     this.stopped = true;
+    this.periodicPrep = 'none';
     if (this.timer !== undefined) this.opts.clock.clearTimeout(this.timer);
     this.timer = undefined;
     this.due.clear();
@@ -69,6 +81,8 @@ export class BoundedFrequencyRunner {
    */
   requestFull(): void {
     if (this.stopped) return;
+    // A read already under way may have been taken before what prompted this: one more after it.
+    if (this.periodicPrep === 'preparing') this.fullAgain = true;
     this.schedule(0, 'periodic');
   }
 
@@ -82,6 +96,8 @@ export class BoundedFrequencyRunner {
   }
 
   private schedule(delayMs: number, reason: RunReason): void {
+    // While the periodic run is being prepared, it is already coming.
+    if (reason === 'periodic' && this.periodicPrep === 'preparing') return;
     const at = this.opts.clock.now() + delayMs;
     if ((this.due.get(reason) ?? Infinity) > at) this.due.set(reason, at);
     this.arm();
@@ -103,6 +119,25 @@ export class BoundedFrequencyRunner {
     for (const r of ready) this.due.delete(r);
     // A periodic run re-reads the kernel, so it also covers a change or a retry due at the same time.
     const reason: RunReason = ready.includes('periodic') ? 'periodic' : ready.includes('retry') ? 'retry' : 'change';
+    if (reason === 'periodic' && this.opts.preparePeriodic && this.periodicPrep === 'none') {
+      // Put back whatever else was due; the periodic run comes back when its preparation is done.
+      for (const r of ready) if (r !== 'periodic') this.due.set(r, now);
+      this.periodicPrep = 'preparing';
+      void this.opts
+        .preparePeriodic()
+        .catch(() => undefined)
+        .then(() => {
+          if (this.stopped) return;
+          this.periodicPrep = 'prepared';
+          this.due.set('periodic', this.opts.clock.now());
+          // At once (not through the clock), unless a run is in progress: it arms the timer when it ends.
+          if (this.running) return;
+          if (this.timer !== undefined) this.opts.clock.clearTimeout(this.timer);
+          void this.fire();
+        });
+      return this.arm();
+    }
+    if (reason === 'periodic') this.periodicPrep = 'none';
     if (reason !== 'change') this.due.delete('change');
     this.running = true;
     this.lastStart = now;
@@ -121,6 +156,10 @@ export class BoundedFrequencyRunner {
       this.schedule(this.opts.maxIntervalMs, 'periodic');
     } else {
       this.schedule(Math.min(this.opts.retryMaxMs, this.opts.retryBaseMs * 2 ** (this.failures - 1)), 'retry');
+    }
+    if (reason === 'periodic' && this.fullAgain) {
+      this.fullAgain = false;
+      this.schedule(0, 'periodic');
     }
     if (this.pendingChange) {
       this.pendingChange = false;

@@ -74,16 +74,20 @@ export class Syncer {
   }
 
   /**
-   * Start reading the kernel now; the next read (planOnly, or a sync that reads) uses what this read. For
-   * a one-shot command: the tools run on the other core while the command compiles.
+   * Start reading the kernel now; the next read (planOnly, or a sync that reads) uses what this read, unless
+   * this syncer wrote in between. For a one-shot command: the tools run on the other core while the command
+   * compiles; for the daemon's drift check: the read runs while changes are still programmed. Resolves when
+   * the read is done (its error, if any, is thrown by the read that uses it).
    */
-  prefetch(): void {
-    if (this.prefetched) return;
-    const families = this.families();
-    const texts = this.readTexts(families);
-    // Its error, if any, is thrown by the read that uses it.
-    texts.catch(() => undefined);
-    this.prefetched = { families, texts };
+  prefetch(): Promise<void> {
+    if (!this.prefetched) {
+      const families = this.families();
+      this.prefetched = { families, texts: this.readTexts(families) };
+    }
+    return this.prefetched.texts.then(
+      () => undefined,
+      () => undefined,
+    );
   }
 
   /** Read the kernel and plan, without writing (dry run / diff). */
@@ -122,6 +126,8 @@ export class Syncer {
       plans.push(planFamily(state, observed!, this.own, previous));
     }
     this.inSync = false;
+    // A read begun before this write may show none, part or all of it: never plan against it.
+    this.prefetched = undefined;
     if (reads && plans.some((p) => p.retype.length > 0)) return this.retype(desired, plans, reads, opts.afterRetype === true);
     let leftovers = false;
     try {

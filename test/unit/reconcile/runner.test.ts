@@ -152,4 +152,71 @@ describe('BoundedFrequencyRunner', () => {
     await advance(30_000, 1_000);
     expect(runs).toHaveLength(1);
   });
+
+  describe('with preparePeriodic (the drift check reads the kernel first)', () => {
+    function prepared() {
+      const clock = new FakeClock();
+      const runs: { reason: RunReason; at: number }[] = [];
+      const preparations: (() => void)[] = [];
+      const runner = new BoundedFrequencyRunner(
+        (reason) => {
+          runs.push({ reason, at: clock.now() });
+          return Promise.resolve();
+        },
+        {
+          batchWindowMs: 100,
+          maxIntervalMs: 10_000,
+          retryBaseMs: 1_000,
+          retryMaxMs: 4_000,
+          clock,
+          preparePeriodic: () => new Promise<void>((resolve) => preparations.push(resolve)),
+        },
+      );
+      const advance = async (ms: number): Promise<void> => {
+        clock.advance(ms);
+        await settle();
+      };
+      return { runs, runner, preparations, advance };
+    }
+
+    it('a change during the preparation runs at once; the periodic run follows when the preparation is done', async () => {
+      const { runs, runner, preparations, advance } = prepared();
+      runner.start();
+      await advance(10_000);
+      expect(preparations).toHaveLength(1);
+      expect(runs).toEqual([]);
+      runner.request();
+      await advance(0);
+      expect(runs).toEqual([{ reason: 'change', at: 10_000 }]);
+      await advance(300);
+      preparations[0]!();
+      await settle();
+      expect(runs).toEqual([
+        { reason: 'change', at: 10_000 },
+        { reason: 'periodic', at: 10_300 },
+      ]);
+      // One preparation per periodic run, and the next drift check is due a period after this one.
+      await advance(9_999);
+      expect(preparations).toHaveLength(1);
+      await advance(1);
+      expect(preparations).toHaveLength(2);
+      runner.stop();
+    });
+
+    it('requestFull during the preparation gets one more periodic run after it (that read may predate the cause)', async () => {
+      const { runs, runner, preparations, advance } = prepared();
+      runner.start();
+      await advance(10_000);
+      runner.requestFull();
+      preparations[0]!();
+      await settle();
+      expect(runs.map((r) => r.reason)).toEqual(['periodic']);
+      await advance(0);
+      expect(preparations).toHaveLength(2);
+      preparations[1]!();
+      await settle();
+      expect(runs.map((r) => r.reason)).toEqual(['periodic', 'periodic']);
+      runner.stop();
+    });
+  });
 });

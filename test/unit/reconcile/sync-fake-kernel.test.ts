@@ -220,6 +220,16 @@ describe('syncer on the fake kernel', () => {
     expect((await syncer.planOnly(desired)).flatMap((p) => p.changes)).toEqual([]);
     expect(kernel.calls.filter((c) => c === 'ipsetSave')).toHaveLength(1);
 
+    // A write after the prefetch began: the read may show part of it, so the next read is taken afresh.
+    const racing = new Syncer(kernel, OWN, memoryLogger());
+    await racing.sync(desired);
+    const prefetch = racing.prefetch();
+    await racing.sync({ v4: { family: 4, ipsets: [], chains: [], hooks: [] }, v6: { family: 6, ipsets: [], chains: [], hooks: [] } });
+    await prefetch;
+    kernel.calls.length = 0;
+    expect((await racing.planOnly(desired)).flatMap((p) => p.changes).length).toBeGreaterThan(0);
+    expect(kernel.calls.filter((c) => c === 'ipsetSave')).toHaveLength(1);
+
     const failing = new FakeKernel();
     failing.failNext('ipsetSave');
     const broken = new Syncer(failing, OWN, memoryLogger());
