@@ -194,7 +194,8 @@ function mutationRow(
   // snapshot, so no run replays a cached answer; the way back to the base is compiled untimed.
   const compiler = new Compiler();
   const store = args.plain ? undefined : new ObjectStore();
-  const via = (from: ClusterSnapshot, to: ClusterSnapshot): ClusterSnapshot => (store ? (moveStore(store, from, to), store.snapshot()) : to);
+  const via = (from: ClusterSnapshot, to: ClusterSnapshot): ClusterSnapshot =>
+    store ? (moveStore(store, from, to), store.snapshot()) : to;
   let base = compiler.compile(via(EMPTY, snapshot), settings).desired.v4;
   const planMs: number[] = [];
   const totalMs: number[] = [];
@@ -235,7 +236,8 @@ const EMPTY: ClusterSnapshot = { nodes: [], namespaces: [], pods: [], policies: 
 
 /** Brings a store holding `from` to `to` (objects differing by identity), as a source's watch events would. */
 function moveStore(store: ObjectStore, from: ClusterSnapshot, to: ClusterSnapshot): void {
-  const named = (o: { readonly name: string; readonly namespace?: string }): string => (o.namespace === undefined ? o.name : `${o.namespace}/${o.name}`);
+  const named = (o: { readonly name: string; readonly namespace?: string }): string =>
+    o.namespace === undefined ? o.name : `${o.namespace}/${o.name}`;
   const kinds = [
     ['Namespace', from.namespaces, to.namespaces],
     ['Node', from.nodes, to.nodes],

@@ -90,14 +90,17 @@ class KindList {
   }
 
   valueOf(key: string): Model | undefined {
-    for (let list: KindList | undefined = this; list; list = list.next) if (list.undo.has(key)) return list.undo.get(key);
+    if (this.undo.has(key)) return this.undo.get(key);
+    for (let list = this.next; list; list = list.next) if (list.undo.has(key)) return list.undo.get(key);
     return this.currentValue(key);
   }
 
   /** Keys that may differ between this list and `later` (a list of the same store and kind); undefined if `later` is not later. */
   keysUntil(later: KindList): Set<string> | undefined {
     const keys = new Set<string>();
-    for (let list: KindList | undefined = this; list !== later; list = list.next) {
+    if (later === this) return keys;
+    for (const key of this.undo.keys()) keys.add(key);
+    for (let list = this.next; list !== later; list = list.next) {
       if (!list) return undefined;
       for (const key of list.undo.keys()) keys.add(key);
     }

@@ -449,5 +449,3 @@ function contentKey(chain: Chain): string {
   if (key === undefined) contentKeys.set(chain, (key = JSON.stringify(chain)));
   return key;
 }
-
-const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

@@ -76,18 +76,21 @@ export class Syncer {
   /**
    * Start reading the kernel now; the next read (planOnly, or a sync that reads) uses what this read, unless
    * this syncer wrote in between. For a one-shot command: the tools run on the other core while the command
-   * compiles; for the daemon's drift check: the read runs while changes are still programmed. Resolves when
-   * the read is done (its error, if any, is thrown by the read that uses it).
+   * compiles.
    */
-  prefetch(): Promise<void> {
-    if (!this.prefetched) {
-      const families = this.families();
-      this.prefetched = { families, texts: this.readTexts(families) };
-    }
-    return this.prefetched.texts.then(
-      () => undefined,
-      () => undefined,
-    );
+  prefetch(): void {
+    if (this.prefetched) return;
+    const families = this.families();
+    const texts = this.readTexts(families);
+    // Its error, if any, is thrown by the read that uses it.
+    texts.catch(() => undefined);
+    this.prefetched = { families, texts };
+  }
+
+  /** prefetch(), resolving once the read is done: the daemon's drift check reads while changes are still programmed. */
+  async readAhead(): Promise<void> {
+    this.prefetch();
+    await this.prefetched?.texts.catch(() => undefined);
   }
 
   /** Read the kernel and plan, without writing (dry run / diff). */

@@ -67,7 +67,11 @@ describe('incremental Compiler', () => {
       used.add(way);
       const now = store.snapshot();
       const given: ClusterSnapshot =
-        way === 'older' ? older : way === 'plain' ? { nodes: now.nodes, namespaces: now.namespaces, pods: [...now.pods], policies: [...now.policies] } : now;
+        way === 'older'
+          ? older
+          : way === 'plain'
+            ? { nodes: now.nodes, namespaces: now.namespaces, pods: [...now.pods], policies: [...now.policies] }
+            : now;
       // The delta is there to be used (a store snapshot after a store snapshot).
       if (way === 'delta' && previous.changes) expect(now.changes?.since(previous)).toBeDefined();
       previous = given;

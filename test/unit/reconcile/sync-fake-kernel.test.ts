@@ -223,7 +223,7 @@ describe('syncer on the fake kernel', () => {
     // A write after the prefetch began: the read may show part of it, so the next read is taken afresh.
     const racing = new Syncer(kernel, OWN, memoryLogger());
     await racing.sync(desired);
-    const prefetch = racing.prefetch();
+    const prefetch = racing.readAhead();
     await racing.sync({ v4: { family: 4, ipsets: [], chains: [], hooks: [] }, v6: { family: 6, ipsets: [], chains: [], hooks: [] } });
     await prefetch;
     kernel.calls.length = 0;
