@@ -1,7 +1,7 @@
 // Compile and incremental-recompute benchmark over a deterministic synthetic cluster.
 //
 // Usage: node --import ./scripts/register-ts.mjs scripts/bench-compile.ts [--tier large] [--runs 20]
-//          [--seed 1] [--warmup 10] [--node node-1] [--only <row>] [--compile-loop]
+//          [--seed 1] [--warmup 10] [--node node-1] [--only <row>] [--compile-loop] [--plain]
 // `--compile-loop` only compiles `runs` times (for `node --cpu-prof …`), printing nothing else.
 // Warm-up runs (default 10) come first: the daemon is long-lived, so a warm JIT is its steady state.
 //
@@ -9,9 +9,14 @@
 // snapshot, then planFamily(desired, expectedObserved(previous desired), previous). The previous
 // expectedObserved is the syncer's "programmed" state, already in memory, so it is built outside the
 // timed region; building the next one after the apply (the tracker update) is reported separately.
+// As in the daemon, each mutated cluster reaches the Compiler through a source's ObjectStore, whose
+// snapshots say what changed since the previous one; `--plain` hands over the mutated snapshot itself
+// (no delta: the Compiler compares whole lists, as it does for snapshots not from a source).
 
 import { availableParallelism } from 'node:os';
+import { ObjectStore } from '../src/cluster/source.js';
 import { Compiler, compile } from '../src/compile/index.js';
+import { diffByIdentity, type ClusterSnapshot } from '../src/model/index.js';
 import { generateCluster, TIERS, type Tier } from './bench-lib/generator.js';
 import { firstPacketBound } from './bench-lib/first-packet.js';
 import { MUTATIONS, remoteNode, type Mutation } from './bench-lib/mutations.js';
@@ -26,10 +31,11 @@ interface Args {
   node: string;
   only: string | undefined;
   compileLoop: boolean;
+  plain: boolean;
 }
 
 function parseArgs(argv: readonly string[]): Args {
-  const args: Args = { tier: 'large', runs: 20, seed: 1, warmup: 10, node: 'node-1', only: undefined, compileLoop: false };
+  const args: Args = { tier: 'large', runs: 20, seed: 1, warmup: 10, node: 'node-1', only: undefined, compileLoop: false, plain: false };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
     const value = (): string => {
@@ -47,6 +53,7 @@ function parseArgs(argv: readonly string[]): Args {
     else if (flag === '--node') args.node = value();
     else if (flag === '--only') args.only = value();
     else if (flag === '--compile-loop') args.compileLoop = true;
+    else if (flag === '--plain') args.plain = true;
     else throw new Error(`unknown flag ${flag}`);
   }
   return args;
@@ -103,17 +110,17 @@ function main(): void {
 
   const rows: string[] = [];
   rows.push(
-    '| row | what | median ms (compile + plan) | of which plan | tracker update ms | chains written | rules written | chains deleted | sets created / destroyed | members + / − | restore bytes | command |',
+    '| row | what | median ms (compile + plan) | of which plan | tracker update ms | chains written | rules written | chains deleted | sets created / destroyed | members + / − | restore bytes | command | CPU ms (user+sys, this thread and GC) |',
   );
-  rows.push('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
+  rows.push('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|');
   if (wanted('full-compile')) {
     rows.push(
-      `| full-compile | compile() of the whole snapshot | **${ms(full.median)}** | – | – | ${int(base.chains.length)} | ${int(base.chains.reduce((s, c) => s + c.rules.length, 0))} | – | ${int(base.ipsets.length)} / – | ${int(base.ipsets.reduce((s, x) => s + x.members.length, 0))} / – | ${int(Buffer.byteLength(render.result))} | ${command(' --only full-compile')} |`,
+      `| full-compile | compile() of the whole snapshot | **${ms(full.median)}** | – | – | ${int(base.chains.length)} | ${int(base.chains.reduce((s, c) => s + c.rules.length, 0))} | – | ${int(base.ipsets.length)} / – | ${int(base.ipsets.reduce((s, x) => s + x.members.length, 0))} / – | ${int(Buffer.byteLength(render.result))} | ${command(' --only full-compile')} | – |`,
     );
   }
   if (wanted('full-render')) {
     rows.push(
-      `| full-render | renderIpsetRestore + renderFullRestore (v4) | ${ms(render.median)} | – | – | – | – | – | – | – | ${int(Buffer.byteLength(render.result))} | ${command(' --only full-render')} |`,
+      `| full-render | renderIpsetRestore + renderFullRestore (v4) | ${ms(render.median)} | – | – | – | – | – | – | – | ${int(Buffer.byteLength(render.result))} | ${command(' --only full-render')} | – |`,
     );
   }
   for (const m of MUTATIONS) {
@@ -186,34 +193,63 @@ function mutationRow(
   // chains and sets by identity. Each run changes another object (pick = seed + run) from the base
   // snapshot, so no run replays a cached answer; the way back to the base is compiled untimed.
   const compiler = new Compiler();
-  let base = compiler.compile(snapshot, settings).desired.v4;
+  const store = args.plain ? undefined : new ObjectStore();
+  const via = (from: ClusterSnapshot, to: ClusterSnapshot): ClusterSnapshot =>
+    store ? (moveStore(store, from, to), store.snapshot()) : to;
+  let base = compiler.compile(via(EMPTY, snapshot), settings).desired.v4;
   const planMs: number[] = [];
   const totalMs: number[] = [];
+  // CPU time as well: on a shared machine wall time includes waiting for a core.
+  const cpuMs: number[] = [];
   const trackerMs: number[] = [];
   let last: { plan: FamilyPlan; desired: ReturnType<typeof compile>['desired'] } | undefined;
   for (let i = 0; i < args.warmup + args.runs; i++) {
     const mutated = m.apply(snapshot, { node, pick: args.seed + i });
     const before = expectedObserved(base);
+    const given = via(snapshot, mutated);
+    const c0 = process.cpuUsage();
     const t0 = performance.now();
-    const r = compiler.compile(mutated, settings);
+    const r = compiler.compile(given, settings);
     const t1 = performance.now();
     const plan = planFamily(r.desired.v4, before, own, base);
     const t2 = performance.now();
+    const cpu = process.cpuUsage(c0);
     expectedObserved(r.desired.v4);
     const t3 = performance.now();
     if (i >= args.warmup) {
       totalMs.push(t2 - t0);
+      cpuMs.push((cpu.user + cpu.system) / 1000);
       planMs.push(t2 - t1);
       trackerMs.push(t3 - t2);
     }
     // Written counts are those of the change picked by the seed itself.
     if (i === 0) last = { plan, desired: r.desired };
-    base = compiler.compile(snapshot, settings).desired.v4;
+    base = compiler.compile(via(mutated, snapshot), settings).desired.v4;
   }
   const total = { median: median(totalMs), result: last! };
   const tracker = { median: median(trackerMs) };
   const c = total.result.plan.counts;
-  return `| ${m.name} | ${m.what} | **${ms(total.median)}** | ${ms(median(planMs))} | ${ms(tracker.median)} | ${c.chainsWritten} | ${c.rulesWritten} | ${c.chainsDeleted} | ${c.setsCreated} / ${c.setsDestroyed} | ${c.membersAdded} / ${c.membersRemoved} | ${int(planBytes(total.result.plan))} | ${command} |`;
+  return `| ${m.name} | ${m.what} | **${ms(total.median)}** | ${ms(median(planMs))} | ${ms(tracker.median)} | ${c.chainsWritten} | ${c.rulesWritten} | ${c.chainsDeleted} | ${c.setsCreated} / ${c.setsDestroyed} | ${c.membersAdded} / ${c.membersRemoved} | ${int(planBytes(total.result.plan))} | ${command} | ${ms(median(cpuMs))} |`;
+}
+
+const EMPTY: ClusterSnapshot = { nodes: [], namespaces: [], pods: [], policies: [] };
+
+/** Brings a store holding `from` to `to` (objects differing by identity), as a source's watch events would. */
+function moveStore(store: ObjectStore, from: ClusterSnapshot, to: ClusterSnapshot): void {
+  const named = (o: { readonly name: string; readonly namespace?: string }): string =>
+    o.namespace === undefined ? o.name : `${o.namespace}/${o.name}`;
+  const kinds = [
+    ['Namespace', from.namespaces, to.namespaces],
+    ['Node', from.nodes, to.nodes],
+    ['Pod', from.pods, to.pods],
+    ['NetworkPolicy', from.policies, to.policies],
+  ] as const;
+  for (const [kind, before, after] of kinds) {
+    const { added, removed } = diffByIdentity<{ readonly name: string; readonly namespace?: string }>(before, after);
+    const kept = new Set(added.map(named));
+    for (const o of removed) if (!kept.has(named(o))) store.delete(kind, named(o));
+    for (const o of added) store.set(kind, named(o), o as never);
+  }
 }
 
 const verdict = (value: number, target: number): string => (value < target ? `met (${ms(value)} ms)` : `**missed** (${ms(value)} ms)`);

@@ -68,7 +68,7 @@ const CONFIG_HELP: { readonly [K in ConfigKey]: { readonly arg?: string; readonl
   backend: { arg: BACKENDS.join('|'), help: 'iptables backend; auto picks the one kubelet and kube-proxy use' },
   ipv6: { help: 'program ip6tables too (compile: print the IPv6 payload)' },
   resyncIntervalSeconds: { arg: 'S', help: 'drift check period: the kernel is re-read and repaired at least this often' },
-  batchWindowMs: { arg: 'MS', help: 'cluster events within this window are folded into one sync' },
+  batchWindowMs: { arg: 'MS', help: 'change syncs start at least this far apart (a lone event is programmed at once; a burst folds)' },
   conntrackFlush: { help: 'delete conntrack entries of flows a new deny forbids' },
   listenAddress: { arg: 'HOST:PORT', help: 'where /healthz, /readyz and /metrics are served' },
   logLevel: { arg: LOG_LEVELS.join('|'), help: 'log level' },

@@ -10,6 +10,7 @@ import {
   type Namespace,
   type Pod,
   type PolicyPeer,
+  type SnapshotDelta,
 } from '../model/index.js';
 import { podAddressFamily } from './cidr.js';
 import { canonicalSelector, selectorMatches } from './selectors.js';
@@ -17,6 +18,8 @@ import { canonicalSelector, selectorMatches } from './selectors.js';
 // "Peer pods count only while they have an IP and are not Succeeded/Failed; hostNetwork pods are never
 // policy targets and never selector-matched peers (their IP is the node's)." (DESIGN.md §3)
 export const countsAsPeer = (p: Pod): boolean => p.ips.length > 0 && !p.hostNetwork && p.phase !== 'Succeeded' && p.phase !== 'Failed';
+
+const hasBadAddress = (p: Pod): boolean => p.ips.some((ip) => podAddressFamily(ip) === undefined);
 
 // Every address is parsed once (parseIp keeps what it parsed); asking again is one map lookup.
 const podFamilyOf = podAddressFamily;
@@ -98,8 +101,12 @@ class SelectionEntry implements Selection {
 }
 
 export class ClusterState {
-  private pods: readonly Pod[] = [];
-  private readonly badPods = new Set<Pod>();
+  /** The pod list the state was last brought to, while known (after a delta only the keys are). */
+  private pods: readonly Pod[] | undefined = [];
+  /** Pods (by key) with an address that does not parse. */
+  private readonly badPods = new Map<string, Pod>();
+  /** Moves whenever the pods changed at all (their problems may then read differently). */
+  podsVersion = 0;
   private namespaces: readonly Namespace[] = [];
   private readonly peerByKey = new Map<string, Pod>();
   private readonly peersByNamespace = new Map<string, Map<string, Pod>>();
@@ -120,12 +127,25 @@ export class ClusterState {
   /** Moves whenever an address becomes shared or stops being shared. */
   sharedVersion = 0;
 
-  /** Bring the state to `snapshot`: O(pods) identity checks, plus re-matching of what changed. */
-  update(snapshot: ClusterSnapshot, nodeName: string): void {
+  /**
+   * Bring the state to `snapshot`. With `delta` (what changed since the snapshot the state was last brought to,
+   * from the source) the work is in proportion to the change; without it, O(pods) identity checks. Then
+   * re-matching of what changed.
+   */
+  update(snapshot: ClusterSnapshot, nodeName: string, delta?: SnapshotDelta): void {
     const nodeChanged = nodeName !== this.nodeName;
     this.nodeName = nodeName;
     if (snapshot.namespaces !== this.namespaces) this.updateNamespaces(snapshot.namespaces);
-    if (snapshot.pods !== this.pods || nodeChanged) this.updatePods(snapshot.pods, nodeChanged);
+    if (delta && !nodeChanged) {
+      if (delta.pods.size === 0) return;
+      // The list itself is never read (building it is O(pods)): from here on only the keys are known.
+      this.pods = undefined;
+      this.podsVersion = ++this.versionCounter;
+      this.applyPods(delta.pods, false);
+    } else if (snapshot.pods !== this.pods || nodeChanged) {
+      this.podsVersion = ++this.versionCounter;
+      this.updatePods(snapshot.pods, nodeChanged);
+    }
   }
 
   namespaceLabels(ns: string): Labels {
@@ -140,6 +160,12 @@ export class ClusterState {
   /** Whether more than one peer pod claims this address (a packet cannot tell which one it is). */
   isShared(ip: string): boolean {
     return this.sharedIps.has(ip);
+  }
+
+  /** The peer pods (by key) claiming an address. */
+  claimantsOf(ip: string): readonly string[] {
+    const claimants = this.claims.get(ip);
+    return claimants === undefined ? [] : typeof claimants === 'string' ? [claimants] : [...claimants];
   }
 
   /** Every shared address with the peer pods claiming it, sorted by namespace/name. */
@@ -187,7 +213,7 @@ export class ClusterState {
 
   /** Pods with an address that does not parse (reported as problems; usually none). */
   get badAddresses(): ReadonlySet<Pod> {
-    return this.badPods;
+    return new Set(this.badPods.values());
   }
 
   /** Local pods of one namespace, sorted by name; the same array until one of them changes. */
@@ -314,20 +340,38 @@ export class ClusterState {
     }
   }
 
+  /** Which pods (by key) differ from the state: by identity against the last list, else by key against the state. */
   private updatePods(pods: readonly Pod[], rebuildLocal: boolean): void {
-    // Diff by identity: unchanged pods are the same objects, so only new references need their keys.
-    const { added, removed } = diffByIdentity(this.pods, pods);
-    this.pods = pods;
-    for (const p of removed) this.badPods.delete(p);
-    for (const p of added) if (p.ips.some((ip) => podFamilyOf(ip) === undefined)) this.badPods.add(p);
     const changed = new Map<string, Pod | undefined>();
-    for (const p of removed) changed.set(keyOf(p), undefined);
-    for (const p of added) changed.set(keyOf(p), p);
+    if (this.pods) {
+      // Diff by identity: unchanged pods are the same objects, so only new references need their keys.
+      const { added, removed } = diffByIdentity(this.pods, pods);
+      for (const p of removed) changed.set(keyOf(p), undefined);
+      for (const p of added) changed.set(keyOf(p), p);
+    } else {
+      const keys = new Set<string>();
+      for (const p of pods) {
+        const key = keyOf(p);
+        keys.add(key);
+        if (this.peerByKey.get(key) !== (countsAsPeer(p) ? p : undefined) || this.badPods.get(key) !== (hasBadAddress(p) ? p : undefined))
+          changed.set(key, p);
+      }
+      for (const key of [...this.peerByKey.keys(), ...this.badPods.keys()]) if (!keys.has(key)) changed.set(key, undefined);
+    }
+    this.pods = pods;
+    this.applyPods(changed, rebuildLocal);
+  }
+
+  /** Bring each pod (by key; undefined: gone) to its new value: peers, claims, selections, local pods. */
+  private applyPods(changed: ReadonlyMap<string, Pod | undefined>, rebuildLocal: boolean): void {
     const localNamespaces = new Set<string>();
     for (const [key, now] of changed) {
+      const badNow = now && hasBadAddress(now) ? now : undefined;
+      if (badNow) this.badPods.set(key, badNow);
+      else this.badPods.delete(key);
       const peerNow = now && countsAsPeer(now) ? now : undefined;
       const peerBefore = this.peerByKey.get(key);
-      if (!peerNow && !peerBefore) continue;
+      if (peerNow === peerBefore) continue;
       if (peerBefore?.nodeName === this.nodeName) localNamespaces.add(peerBefore.namespace);
       if (peerNow?.nodeName === this.nodeName) localNamespaces.add(peerNow.namespace);
       this.allPodsVersion = ++this.versionCounter;

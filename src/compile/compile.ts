@@ -31,6 +31,7 @@ import { flowLogRules } from './flow-log.js';
 import { IpSetBuilder, IpSetRegistry, type SetRequest } from './ipsets.js';
 import { chainNames, type ChainNames } from './names.js';
 import { policyChain, type Direction } from './policy-chains.js';
+import { byNamespaceKey, PolicyIndex } from './policy-index.js';
 import { selectorMatches } from './selectors.js';
 import { sharedAddressChains, sharedAddressProblems, type SharedAddresses } from './shared-addresses.js';
 import { hostWorkloadChain } from './cluster-policy-host.js';
@@ -86,10 +87,20 @@ export class Compiler {
   private hooks: readonly Hook[] = [];
   /** With ClusterNetworkPolicies: FORWARD and INPUT (pods to this node). */
   private hooksWithInput: readonly Hook[] = [];
-  private lastPods: readonly Pod[] | undefined;
+  /** The snapshot compiled last: the next one of the same source can say what changed since. */
+  private lastSnapshot: ClusterSnapshot | undefined;
+  private podsVersion = -1;
   private podProblems: readonly Problem[] = [];
-  private lastPolicies: readonly NetworkPolicy[] | undefined;
-  private sortedPolicies: readonly NetworkPolicy[] = [];
+  private readonly index = new PolicyIndex();
+  /** Validation problems per namespace (only namespaces with some), and all of them in policy key order. */
+  private readonly problemsByNamespace = new Map<string, readonly Problem[]>();
+  private policyProblems: readonly Problem[] = [];
+  /** Per namespace with local pods: its policies that select one, while its policies and local pods are the same arrays. */
+  private readonly activeByNamespace = new Map<
+    string,
+    { readonly policies: readonly NetworkPolicy[]; readonly local: readonly Pod[]; readonly active: readonly CheckedPolicy[] }
+  >();
+  private localNamespaces: { readonly local: readonly Pod[]; readonly sorted: readonly string[] } = { local: [], sorted: [] };
   private validations = new WeakMap<NetworkPolicy, readonly Problem[]>();
   private checked = new WeakMap<NetworkPolicy, { readonly local: readonly Pod[]; readonly checked: CheckedPolicy }>();
   private policyChains = new WeakMap<NetworkPolicy, Map<string, CachedPolicyChain>>();
@@ -102,20 +113,16 @@ export class Compiler {
   compile(snapshot: ClusterSnapshot, settings: NodeSettings): CompileResult {
     const settingsKey = JSON.stringify(settings);
     if (settingsKey !== this.settingsKey) this.reset(settingsKey, settings);
-    this.state.update(snapshot, settings.nodeName);
-    if (snapshot.pods !== this.lastPods) {
-      this.lastPods = snapshot.pods;
+    const delta = this.lastSnapshot ? snapshot.changes?.since(this.lastSnapshot) : undefined;
+    this.lastSnapshot = snapshot;
+    this.state.update(snapshot, settings.nodeName, delta);
+    if (this.state.podsVersion !== this.podsVersion) {
+      this.podsVersion = this.state.podsVersion;
       this.podProblems = podProblems(snapshot, this.state.badAddresses);
     }
-    if (snapshot.policies !== this.lastPolicies) {
-      this.lastPolicies = snapshot.policies;
-      this.sortedPolicies = snapshot.policies
-        .map((policy) => [`${policy.namespace}/${policy.name}`, policy] as const)
-        .sort((a, b) => cmp(a[0], b[0]))
-        .map(([, policy]) => policy);
-    }
-    const problems: Problem[] = [...this.podProblems];
-    const policies = this.sortedPolicies.map((policy) => this.checkPolicy(policy, problems));
+    this.index.update(snapshot, delta);
+    const problems: Problem[] = [...this.podProblems, ...this.updatePolicyProblems()];
+    const policies = this.activePolicies();
     const shared = this.state.shared();
     for (const [ip, owners] of shared) problems.push(...sharedAddressProblems(ip, owners));
     problems.push(...this.cnp.update(snapshot.clusterPolicies, this.state));
@@ -138,10 +145,51 @@ export class Compiler {
     this.setBuilders.clear();
   }
 
-  private checkPolicy(policy: NetworkPolicy, problems: Problem[]): CheckedPolicy {
+  private validationOf(policy: NetworkPolicy): readonly Problem[] {
     let found = this.validations.get(policy);
     if (!found) this.validations.set(policy, (found = validatePolicy(policy)));
-    problems.push(...found);
+    return found;
+  }
+
+  /** Every policy's validation problems in policy key order; only namespaces whose policies changed are looked at. */
+  private updatePolicyProblems(): readonly Problem[] {
+    let moved = false;
+    for (const ns of this.index.takeChanged()) {
+      const found = this.index.policiesIn(ns).flatMap((p) => this.validationOf(p));
+      if (found.length > 0) this.problemsByNamespace.set(ns, found);
+      else if (!this.problemsByNamespace.delete(ns)) continue;
+      moved = true;
+    }
+    if (moved)
+      this.policyProblems = [...this.problemsByNamespace.keys()].sort(byNamespaceKey).flatMap((ns) => this.problemsByNamespace.get(ns)!);
+    return this.policyProblems;
+  }
+
+  /** Policies that select a local pod, in policy key order: only namespaces with local pods are looked at. */
+  private activePolicies(): CheckedPolicy[] {
+    const local = this.state.localPods;
+    if (local !== this.localNamespaces.local) {
+      const sorted = [...new Set(local.map((p) => p.namespace))].sort(byNamespaceKey);
+      this.localNamespaces = { local, sorted };
+      const keep = new Set(sorted);
+      for (const ns of this.activeByNamespace.keys()) if (!keep.has(ns)) this.activeByNamespace.delete(ns);
+    }
+    const out: CheckedPolicy[] = [];
+    for (const ns of this.localNamespaces.sorted) {
+      const policies = this.index.policiesIn(ns);
+      const localIn = this.state.localPodsIn(ns);
+      let entry = this.activeByNamespace.get(ns);
+      if (entry?.policies !== policies || entry.local !== localIn) {
+        const active = policies.map((p) => this.checkPolicy(p)).filter((cp) => cp.targets.length > 0);
+        this.activeByNamespace.set(ns, (entry = { policies, local: localIn, active }));
+      }
+      out.push(...entry.active);
+    }
+    return out;
+  }
+
+  private checkPolicy(policy: NetworkPolicy): CheckedPolicy {
+    const found = this.validationOf(policy);
     // Targets depend on the policy and its namespace's local pods only: reuse them while neither changed.
     const local = this.state.localPodsIn(policy.namespace);
     const cached = this.checked.get(policy);
@@ -401,5 +449,3 @@ function contentKey(chain: Chain): string {
   if (key === undefined) contentKeys.set(chain, (key = JSON.stringify(chain)));
   return key;
 }
-
-const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

@@ -284,8 +284,9 @@ function patchMembers(
   const gone = new Set(changes.flatMap((c) => (c.before ? ipsOfFamily(c.before, family) : [])));
   const come = new Set(changes.flatMap((c) => (c.after ? peerIps(c.after, family, state) : [])));
   for (const ip of come) gone.delete(ip);
-  // An address that left may still be another selected pod's (an IP handed on while both are listed).
-  if (gone.size > 0) for (const pod of selection.pods.values()) for (const ip of ipsOfFamily(pod, family)) gone.delete(ip);
+  // An address that left may still be another selected pod's (an IP handed on while both are listed). Asked
+  // of the address's claimants, not by walking the selection: a namespaceSelector set may hold 40,000 pods.
+  for (const ip of gone) if (state.claimantsOf(ip).some((key) => selection.pods.has(key))) gone.delete(ip);
   return mergeMembers(gone.size > 0 ? before.filter((m) => !gone.has(m)) : before, come);
 }
 

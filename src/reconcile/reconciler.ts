@@ -35,7 +35,8 @@ export interface ReconcilerOptions {
   readonly source: SnapshotSource;
   /** Node settings may depend on the snapshot (the Node object's pod CIDR). */
   readonly settings: (snapshot: ClusterSnapshot) => NodeSettings;
-  readonly syncer: Pick<Syncer, 'sync' | 'planOnly' | 'markOutOfSync'>;
+  /** With `readAhead`, the drift check reads the kernel while changes are still programmed (runner.ts preparePeriodic). */
+  readonly syncer: Pick<Syncer, 'sync' | 'planOnly' | 'markOutOfSync'> & Partial<Pick<Syncer, 'readAhead'>>;
   readonly logger: SyncLogger;
   readonly clock: Clock;
   readonly batchWindowMs: number;
@@ -64,6 +65,7 @@ export class Reconciler {
       retryBaseMs: Math.max(100, opts.batchWindowMs),
       retryMaxMs: Math.min(opts.resyncIntervalMs, 30_000),
       clock: opts.clock,
+      ...(opts.syncer.readAhead ? { preparePeriodic: () => opts.syncer.readAhead!() } : {}),
     });
   }
 

@@ -1,6 +1,8 @@
-// One loop paces every sync (kube-proxy's BoundedFrequencyRunner): bursts of requests fold into one run
-// after a short window, failures retry with exponential backoff, and an idle loop still runs every
-// `maxIntervalMs` (the drift check). Runs never overlap. Time is injected so tests control it.
+// One loop paces every sync (kube-proxy's BoundedFrequencyRunner): a change runs at once when the last
+// run started at least `batchWindowMs` ago, else when that much time has passed (so a burst folds into
+// one run instead of one run per event); failures retry with exponential backoff, and an idle loop still
+// runs every `maxIntervalMs` (the drift check; its kernel read may be done beforehand, outside the run, so
+// changes are not held up by it). Runs never overlap. Time is injected so tests control it.
 
 export interface Clock {
   now(): number;
@@ -18,13 +20,19 @@ export const systemClock: Clock = {
 export type RunReason = 'change' | 'periodic' | 'retry';
 
 export interface RunnerOptions {
-  /** Requests within this window fold into one run. */
+  /** Change runs start at least this far apart: requests within it fold into one run. An isolated request runs at once. */
   readonly batchWindowMs: number;
   /** The drift check period: a run happens at least this often. */
   readonly maxIntervalMs: number;
   readonly retryBaseMs: number;
   readonly retryMaxMs: number;
   readonly clock: Clock;
+  /**
+   * Work a periodic run starts with that may overlap change runs (reading the kernel): started when the
+   * periodic run is due, the run itself follows once it resolves. Changes meanwhile run as usual instead of
+   * waiting behind a read that takes half a second at 50,000 pods.
+   */
+  readonly preparePeriodic?: () => Promise<void>;
 }
 
 export class BoundedFrequencyRunner {
@@ -32,6 +40,12 @@ export class BoundedFrequencyRunner {
   /** When each kind of run is due; the timer fires at the earliest. */
   private readonly due = new Map<RunReason, number>();
   private running = false;
+  /** 'preparing' while preparePeriodic runs; 'prepared' once it resolved, until the periodic run. */
+  private periodicPrep: 'none' | 'preparing' | 'prepared' = 'none';
+  /** requestFull came while the periodic run was being prepared. */
+  private fullAgain = false;
+  /** When the last run started (its start paces the next change run, as kube-proxy's minInterval). */
+  private lastStart = -Infinity;
   private pendingChange = false;
   private failures = 0;
   private stopped = true;
@@ -48,16 +62,17 @@ export class BoundedFrequencyRunner {
 
   stop(): void {
     this.stopped = true;
+    this.periodicPrep = 'none';
     if (this.timer !== undefined) this.opts.clock.clearTimeout(this.timer);
     this.timer = undefined;
     this.due.clear();
   }
 
-  /** Something changed: run within the batch window (or right after the run in progress). */
+  /** Something changed: run now if the last run started a batch window ago, else when it has (or right after the run in progress). */
   request(): void {
     if (this.stopped) return;
     if (this.running) this.pendingChange = true;
-    else this.schedule(this.opts.batchWindowMs, 'change');
+    else this.scheduleChange();
   }
 
   /**
@@ -66,10 +81,23 @@ export class BoundedFrequencyRunner {
    */
   requestFull(): void {
     if (this.stopped) return;
+    // A read already under way may have been taken before what prompted this: one more after it.
+    if (this.periodicPrep === 'preparing') this.fullAgain = true;
     this.schedule(0, 'periodic');
   }
 
+  /**
+   * Waiting a fixed window after every event cost each isolated event the whole window; bursts are what the
+   * window is for, and a burst is a request soon after a run started. (A zero delay still lets the requests
+   * of one tick of the event loop fold into one run.)
+   */
+  private scheduleChange(): void {
+    this.schedule(Math.max(0, this.lastStart + this.opts.batchWindowMs - this.opts.clock.now()), 'change');
+  }
+
   private schedule(delayMs: number, reason: RunReason): void {
+    // While the periodic run is being prepared, it is already coming.
+    if (reason === 'periodic' && this.periodicPrep === 'preparing') return;
     const at = this.opts.clock.now() + delayMs;
     if ((this.due.get(reason) ?? Infinity) > at) this.due.set(reason, at);
     this.arm();
@@ -91,8 +119,28 @@ export class BoundedFrequencyRunner {
     for (const r of ready) this.due.delete(r);
     // A periodic run re-reads the kernel, so it also covers a change or a retry due at the same time.
     const reason: RunReason = ready.includes('periodic') ? 'periodic' : ready.includes('retry') ? 'retry' : 'change';
+    if (reason === 'periodic' && this.opts.preparePeriodic && this.periodicPrep === 'none') {
+      // Put back whatever else was due; the periodic run comes back when its preparation is done.
+      for (const r of ready) if (r !== 'periodic') this.due.set(r, now);
+      this.periodicPrep = 'preparing';
+      void this.opts
+        .preparePeriodic()
+        .catch(() => undefined)
+        .then(() => {
+          if (this.stopped) return;
+          this.periodicPrep = 'prepared';
+          this.due.set('periodic', this.opts.clock.now());
+          // At once (not through the clock), unless a run is in progress: it arms the timer when it ends.
+          if (this.running) return;
+          if (this.timer !== undefined) this.opts.clock.clearTimeout(this.timer);
+          void this.fire();
+        });
+      return this.arm();
+    }
+    if (reason === 'periodic') this.periodicPrep = 'none';
     if (reason !== 'change') this.due.delete('change');
     this.running = true;
+    this.lastStart = now;
     let ok = true;
     try {
       await this.fn(reason);
@@ -109,9 +157,13 @@ export class BoundedFrequencyRunner {
     } else {
       this.schedule(Math.min(this.opts.retryMaxMs, this.opts.retryBaseMs * 2 ** (this.failures - 1)), 'retry');
     }
+    if (reason === 'periodic' && this.fullAgain) {
+      this.fullAgain = false;
+      this.schedule(0, 'periodic');
+    }
     if (this.pendingChange) {
       this.pendingChange = false;
-      this.schedule(this.opts.batchWindowMs, 'change');
+      this.scheduleChange();
     }
     this.arm();
   }

@@ -75,11 +75,23 @@ export class Syncer {
 
   /**
    * The next read (planOnly, or a sync that reads) is this one, taken earlier: a one-shot command starts
-   * reading the kernel before it compiles. Used once; its failure is thrown by that read.
+   * reading the kernel before it compiles. Used once, unless this syncer writes first (then it is dropped);
+   * its failure is thrown by that read.
    */
   useRead(observed: Promise<ReadonlyMap<IpFamily, ObservedFamily>>): void {
     observed.catch(() => undefined);
     this.given = observed;
+  }
+
+  /**
+   * Read the kernel now, for the next sync that reads; resolves once read. The daemon's drift check: at
+   * 50,000 pods the tools take ~0.5 s, and changes keep being programmed meanwhile instead of waiting.
+   */
+  async readAhead(): Promise<void> {
+    const families = this.families();
+    const observed = this.readNow(families);
+    this.useRead(observed);
+    await observed.catch(() => undefined);
   }
 
   /** Read the kernel and plan, without writing (dry run / diff). */
@@ -118,6 +130,8 @@ export class Syncer {
       plans.push(planFamily(state, observed!, this.own, previous));
     }
     this.inSync = false;
+    // A read begun before this write may show none, part or all of it: never plan against it.
+    if (plans.some((p) => p.ipsetRestore || p.iptablesRestore || p.ipsetDestroy)) this.given = undefined;
     if (reads && plans.some((p) => p.retype.length > 0)) return this.retype(desired, plans, reads, opts.afterRetype === true);
     let leftovers = false;
     try {
@@ -198,6 +212,10 @@ export class Syncer {
       const observed = await given;
       if (families.every((f) => observed.has(f))) return new Map(families.map((f) => [f, observed.get(f)!]));
     }
+    return this.readNow(families);
+  }
+
+  private async readNow(families: readonly IpFamily[]): Promise<Map<IpFamily, ObservedFamily>> {
     const { ipsetText, saves } = await this.readTexts(families);
     const ipsetDigest = digest(ipsetText);
     return new Map(families.map((family, i) => [family, this.observe(family, saves[i]!, ipsetText, ipsetDigest)]));

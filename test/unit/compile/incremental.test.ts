@@ -2,6 +2,7 @@
 // of changes: caching is an optimisation, never a different answer. Also: unchanged chains and sets come
 // back as the same objects (what makes the render cache and the planner cheap).
 
+import { ObjectStore } from '../../../src/cluster/source.js';
 import { Compiler, compile } from '../../../src/compile/index.js';
 import { generateCluster } from '../../../scripts/bench-lib/generator.js';
 import { MUTATIONS, remoteNode } from '../../../scripts/bench-lib/mutations.js';
@@ -30,6 +31,57 @@ describe('incremental Compiler', () => {
       });
       expect(incremental.problems).toEqual(full.problems);
     }
+  });
+
+  it('equals compile() when the snapshots come from a source with their deltas, folded, out of order or without', () => {
+    // The daemon's path: a store hands out snapshots that say what changed since an earlier one. Some steps
+    // fold several changes into one compile (a burst), some hand the compiler a plain copy of the lists (no
+    // delta: whole-list comparison after delta steps), some an older snapshot again (a delta it cannot use).
+    const store = new ObjectStore();
+    const load = (snap: ClusterSnapshot): void => {
+      const kinds = [
+        ['Namespace', snap.namespaces, (o: { name: string }) => o.name],
+        ['Node', snap.nodes, (o: { name: string }) => o.name],
+        ['Pod', snap.pods, (o: { namespace: string; name: string }) => `${o.namespace}/${o.name}`],
+        ['NetworkPolicy', snap.policies, (o: { namespace: string; name: string }) => `${o.namespace}/${o.name}`],
+      ] as const;
+      for (const [kind, objects, keyOf] of kinds) {
+        const keys = new Set(objects.map((o) => keyOf(o as never)));
+        for (const key of store.keys(kind)) if (!keys.has(key)) store.delete(kind, key);
+        for (const o of objects) store.set(kind, keyOf(o as never), o);
+      }
+    };
+    load(start);
+    const compiler = new Compiler();
+    let snap: ClusterSnapshot = start;
+    let older = store.snapshot();
+    expect(text(compiler.compile(older, settings).desired)).toBe(text(compile(older, settings).desired));
+    const used = new Set<string>();
+    let previous: ClusterSnapshot = older;
+    for (let step = 0; step < 80; step++) {
+      const mutation = MUTATIONS[(step * 7 + 3) % MUTATIONS.length]!;
+      snap = mutation.apply(snap, { node: mutation.where === 'local' ? 'node-1' : remote, pick: step + 1 });
+      load(snap);
+      if (step % 5 === 1) continue; // folded into the next compile
+      const way = step % 11 === 4 ? 'older' : step % 7 === 2 ? 'plain' : 'delta';
+      used.add(way);
+      const now = store.snapshot();
+      const given: ClusterSnapshot =
+        way === 'older'
+          ? older
+          : way === 'plain'
+            ? { nodes: now.nodes, namespaces: now.namespaces, pods: [...now.pods], policies: [...now.policies] }
+            : now;
+      // The delta is there to be used (a store snapshot after a store snapshot).
+      if (way === 'delta' && previous.changes) expect(now.changes?.since(previous)).toBeDefined();
+      previous = given;
+      const incremental = compiler.compile(given, settings);
+      const full = compile(given, settings);
+      expect({ step, way, text: text(incremental.desired) }).toEqual({ step, way, text: text(full.desired) });
+      expect(incremental.problems).toEqual(full.problems);
+      if (way === 'delta' && step % 3 === 0) older = now;
+    }
+    expect([...used].sort()).toEqual(['delta', 'older', 'plain']);
   });
 
   it('follows settings changes (prefix, unknown-pod policy)', () => {

@@ -1,4 +1,5 @@
-// BoundedFrequencyRunner on a fake clock, without root: bursts fold into one run, the drift check runs on
+// BoundedFrequencyRunner on a fake clock, without root: an isolated change runs at once, bursts fold into
+// one run a batch window after the last run started, the drift check runs on
 // maxInterval with nothing changed, failures retry with a doubling, capped delay, and stop() stops.
 // (STYLE rule 9: "batches bursts of informer events, retries failures, and runs a drift check on
 // maxInterval even when nothing changed".)
@@ -25,18 +26,47 @@ function harness(outcomes: ('ok' | 'fail')[] = [], maxIntervalMs = 10_000) {
       await settle();
     }
   };
-  return { clock, runs, runner, advance };
+  /** Fires what is due now (a zero-delay timer) without moving time. */
+  const tick = async (): Promise<void> => {
+    clock.advance(0);
+    await settle();
+  };
+  return { clock, runs, runner, advance, tick };
 }
 
 describe('BoundedFrequencyRunner', () => {
-  it('folds a burst of requests into one run after the batch window', async () => {
-    const { runs, runner, advance } = harness();
+  it('runs an isolated request at once, folding the requests of the same tick into that run', async () => {
+    const { runs, runner, tick } = harness();
     runner.start();
     for (let i = 0; i < 5; i++) runner.request();
-    await advance(99);
     expect(runs).toEqual([]);
-    await advance(1);
-    expect(runs).toEqual([{ reason: 'change', at: 100 }]);
+    await tick();
+    expect(runs).toEqual([{ reason: 'change', at: 0 }]);
+    runner.stop();
+  });
+
+  it('folds requests within the batch window after a run started into one run at the end of the window', async () => {
+    const { runs, runner, advance, tick } = harness();
+    runner.start();
+    runner.request();
+    await tick();
+    await advance(10, 10);
+    runner.request();
+    await advance(30, 10);
+    runner.request();
+    runner.request();
+    await advance(59, 1);
+    expect(runs).toEqual([{ reason: 'change', at: 0 }]);
+    await advance(1, 1);
+    expect(runs).toEqual([
+      { reason: 'change', at: 0 },
+      { reason: 'change', at: 100 },
+    ]);
+    // Quiet for longer than the window: the next request runs at once again.
+    await advance(500);
+    runner.request();
+    await tick();
+    expect(runs.at(-1)).toEqual({ reason: 'change', at: 600 });
     runner.stop();
   });
 
@@ -52,15 +82,16 @@ describe('BoundedFrequencyRunner', () => {
   });
 
   it('a drift check due during retries serves as the retry', async () => {
-    const { runs, runner, advance } = harness(['fail', 'fail', 'fail', 'fail', 'ok']);
+    const { runs, runner, advance, tick } = harness(['fail', 'fail', 'fail', 'fail', 'ok']);
     runner.start();
     runner.request();
+    await tick();
     await advance(20_000, 100);
     expect(runs.map((r) => `${r.reason}@${r.at}`)).toEqual([
-      'change@100',
-      'retry@1100',
-      'retry@3100',
-      'retry@7100',
+      'change@0',
+      'retry@1000',
+      'retry@3000',
+      'retry@7000',
       'periodic@10000',
       'periodic@20000',
     ]);
@@ -68,17 +99,18 @@ describe('BoundedFrequencyRunner', () => {
   });
 
   it('retries a failed run with a doubling delay, capped, then returns to the drift period', async () => {
-    const { runs, runner, advance } = harness(['fail', 'fail', 'fail', 'fail', 'ok'], 60_000);
+    const { runs, runner, advance, tick } = harness(['fail', 'fail', 'fail', 'fail', 'ok'], 60_000);
     runner.start();
     runner.request();
+    await tick();
     await advance(72_000, 100);
     // Delays 1 s, 2 s, 4 s, then capped at 4 s; the drift check keeps its own schedule (due 60 s after start).
     expect(runs.map((r) => `${r.reason}@${r.at}`)).toEqual([
-      'change@100',
-      'retry@1100',
-      'retry@3100',
-      'retry@7100',
-      'retry@11100',
+      'change@0',
+      'retry@1000',
+      'retry@3000',
+      'retry@7000',
+      'retry@11000',
       'periodic@60000',
     ]);
     runner.stop();
@@ -119,5 +151,72 @@ describe('BoundedFrequencyRunner', () => {
     runner.request();
     await advance(30_000, 1_000);
     expect(runs).toHaveLength(1);
+  });
+
+  describe('with preparePeriodic (the drift check reads the kernel first)', () => {
+    function prepared() {
+      const clock = new FakeClock();
+      const runs: { reason: RunReason; at: number }[] = [];
+      const preparations: (() => void)[] = [];
+      const runner = new BoundedFrequencyRunner(
+        (reason) => {
+          runs.push({ reason, at: clock.now() });
+          return Promise.resolve();
+        },
+        {
+          batchWindowMs: 100,
+          maxIntervalMs: 10_000,
+          retryBaseMs: 1_000,
+          retryMaxMs: 4_000,
+          clock,
+          preparePeriodic: () => new Promise<void>((resolve) => preparations.push(resolve)),
+        },
+      );
+      const advance = async (ms: number): Promise<void> => {
+        clock.advance(ms);
+        await settle();
+      };
+      return { runs, runner, preparations, advance };
+    }
+
+    it('a change during the preparation runs at once; the periodic run follows when the preparation is done', async () => {
+      const { runs, runner, preparations, advance } = prepared();
+      runner.start();
+      await advance(10_000);
+      expect(preparations).toHaveLength(1);
+      expect(runs).toEqual([]);
+      runner.request();
+      await advance(0);
+      expect(runs).toEqual([{ reason: 'change', at: 10_000 }]);
+      await advance(300);
+      preparations[0]!();
+      await settle();
+      expect(runs).toEqual([
+        { reason: 'change', at: 10_000 },
+        { reason: 'periodic', at: 10_300 },
+      ]);
+      // One preparation per periodic run, and the next drift check is due a period after this one.
+      await advance(9_999);
+      expect(preparations).toHaveLength(1);
+      await advance(1);
+      expect(preparations).toHaveLength(2);
+      runner.stop();
+    });
+
+    it('requestFull during the preparation gets one more periodic run after it (that read may predate the cause)', async () => {
+      const { runs, runner, preparations, advance } = prepared();
+      runner.start();
+      await advance(10_000);
+      runner.requestFull();
+      preparations[0]!();
+      await settle();
+      expect(runs.map((r) => r.reason)).toEqual(['periodic']);
+      await advance(0);
+      expect(preparations).toHaveLength(2);
+      preparations[1]!();
+      await settle();
+      expect(runs.map((r) => r.reason)).toEqual(['periodic', 'periodic']);
+      runner.stop();
+    });
   });
 });

@@ -223,8 +223,33 @@ describe('syncer on the fake kernel', () => {
     expect((await syncer.planOnly(desired)).flatMap((p) => p.changes)).toEqual([]);
     expect(kernel.calls.filter((c) => c === 'ipsetSave')).toHaveLength(1);
 
+    // A write after the read-ahead began: the read may show part of it, so the next read is taken afresh.
+    const racing = new Syncer(kernel, OWN, memoryLogger());
+    await racing.sync(desired);
+    const readAhead = racing.readAhead();
+    await racing.sync({ v4: { family: 4, ipsets: [], chains: [], hooks: [] }, v6: { family: 6, ipsets: [], chains: [], hooks: [] } });
+    await readAhead;
+    kernel.calls.length = 0;
+    expect((await racing.planOnly(desired)).flatMap((p) => p.changes).length).toBeGreaterThan(0);
+    expect(kernel.calls.filter((c) => c === 'ipsetSave')).toHaveLength(1);
+
+    // A sync that writes nothing keeps the read-ahead: the drift check after it does not read again.
+    const quiet = new Syncer(kernel, OWN, memoryLogger());
+    await quiet.sync(desired);
+    kernel.calls.length = 0;
+    await quiet.readAhead();
+    await quiet.sync(desired);
+    await quiet.sync(desired, { readKernel: true });
+    expect(kernel.calls.filter((c) => c === 'ipsetSave')).toHaveLength(1);
+
     const broken = new Syncer(new FakeKernel(), OWN, memoryLogger());
     broken.useRead(Promise.reject(new Error('injected failure')));
     await expect(broken.sync(desired, { readKernel: true })).rejects.toThrow('injected failure');
+
+    const failing = new FakeKernel();
+    failing.failNext('ipsetSave');
+    const brokenAhead = new Syncer(failing, OWN, memoryLogger());
+    await brokenAhead.readAhead();
+    await expect(brokenAhead.sync(desired, { readKernel: true })).rejects.toThrow('injected failure');
   });
 });
