@@ -13,6 +13,7 @@ import {
   type ObservedFamily,
   type Ownership,
 } from '../plan/index.js';
+import { detachObserved } from './detach.js';
 
 /** The kernel as the syncer needs it; src/dataplane provides the real one, tests may fake it. */
 export interface KernelPort {
@@ -214,7 +215,8 @@ export class Syncer {
     const iptables = digest(iptablesSave.replace(/^#.*\n?/gm, ''));
     const last = this.lastRead.get(family);
     if (last && last.iptables === iptables && last.ipsets === ipsetDigest) return last.observed;
-    const observed = observeFamily(family, iptablesSave, ipsetSave, this.own);
+    // Kept until the next read: detached, so it does not hold the texts it was parsed from (detach.ts).
+    const observed = detachObserved(observeFamily(family, iptablesSave, ipsetSave, this.own));
     this.lastRead.set(family, { iptables, ipsets: ipsetDigest, observed });
     return observed;
   }
