@@ -344,6 +344,8 @@ export async function runDaemonBench(args: Args, command: string, hooks: DaemonB
     const rssAfter = procStatusKiB(daemon.pid, 'VmRSS');
     const bytesPerEvent = (server.bytesSent - bytesBeforeEvents) / Math.max(1, args.events);
     const hwm = procStatusKiB(daemon.pid, 'VmHWM');
+    // Now, not only in the table: a slow `netfence diff` below (a loaded machine) must not lose the figures.
+    console.error(`[bench-daemon] VmRSS ${rssReady} kB after the first sync, ${rssAfter} kB after ${args.events} events; VmHWM ${hwm} kB`);
     await hooks.afterEvents?.(daemon, url);
     const metrics = await (await fetch(`${url}/metrics`)).text();
     // What the API server holds now, as a manifest file, for `netfence diff` (which reads manifests only).

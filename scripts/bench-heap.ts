@@ -156,6 +156,15 @@ function printPods(costs: PodCosts, label: string): void {
     console.log(
       `| ${g.name} | ${g.pods} | ${g.own.toFixed(0)} | ${g.labels.toFixed(0)} | ${g.slots.toFixed(0)} | ${g.informer.toFixed(0)} | ${g.references.toFixed(1)} | **${(g.own + g.labels + g.slots + g.informer).toFixed(0)}** |`,
     );
+  console.log('');
+  console.log("The model Pod's own bytes by field (same means):");
+  console.log('');
+  const fields = [...new Set(costs.groups.flatMap((g) => [...g.fields.keys()]))].sort(
+    (a, b) => (costs.groups[0]!.fields.get(b) ?? 0) - (costs.groups[0]!.fields.get(a) ?? 0),
+  );
+  console.log(`| pod | ${fields.join(' | ')} |`);
+  console.log(`|---|${fields.map(() => '---:').join('|')}|`);
+  for (const g of costs.groups) console.log(`| ${g.name} | ${fields.map((f) => (g.fields.get(f) ?? 0).toFixed(0)).join(' | ')} |`);
 }
 
 async function main(): Promise<void> {

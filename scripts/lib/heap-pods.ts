@@ -18,6 +18,8 @@ export interface PodGroup {
   readonly informer: number;
   /** Mean references to the model Pod object (store map, sorted arrays, selections, …). */
   readonly references: number;
+  /** Mean `own` bytes by the Pod's property they hang from. */
+  readonly fields: ReadonlyMap<string, number>;
 }
 
 export interface PodCosts {
@@ -90,22 +92,28 @@ export function podCosts(s: HeapSnapshot, _owner: Int16Array, node: string, samp
     }
   }
 
-  /** The objects only `root` holds, and the slot bytes of the references into that set from outside it. */
-  const exclusive = (root: number): { bytes: number; slots: number; set: Set<number> } => {
+  /**
+   * The objects only `root` holds, and the slot bytes of the references into that set from outside it;
+   * `fields` adds each object's bytes under the root's property it hangs from ('(object)' for the root).
+   */
+  const exclusive = (root: number, fields?: Map<string, number>): { bytes: number; slots: number; set: Set<number> } => {
     const set = new Set([root]);
     const hits = new Map<number, number>();
+    const via = new Map<number, string>([[root, '(object)']]);
     const queue = [root];
     let bytes = 0;
     while (queue.length > 0) {
       const i = queue.pop()!;
       bytes += g.self(i);
-      g.forEdges(i, (t, _n, to) => {
+      if (fields) fields.set(via.get(i)!, (fields.get(via.get(i)!) ?? 0) + g.self(i));
+      g.forEdges(i, (t, n, to) => {
         if (set.has(to) || s.nodes[to * g.F] === shape || t === g.edgeType('weak') || t === g.edgeType('shortcut')) return;
         const h = (hits.get(to) ?? 0) + 1;
         hits.set(to, h);
         if (h === rev.start[to + 1]! - rev.start[to]!) {
           set.add(to);
           queue.push(to);
+          via.set(to, i === root ? (g.edgeName(t, n) ?? '(elements)') : via.get(i)!);
         }
       });
     }
@@ -147,8 +155,9 @@ export function podCosts(s: HeapSnapshot, _owner: Int16Array, node: string, samp
     let labels = 0;
     let slots = 0;
     let references = 0;
+    const fields = new Map<string, number>();
     for (const p of picked) {
-      const e = exclusive(p);
+      const e = exclusive(p, fields);
       own += e.bytes;
       slots += e.slots;
       references += rev.start[p + 1]! - rev.start[p]!;
@@ -159,7 +168,8 @@ export function podCosts(s: HeapSnapshot, _owner: Int16Array, node: string, samp
       }
     }
     const n = Math.max(1, picked.length);
-    out.push({ name, pods: pods.length, own: own / n, labels: labels / n, slots: slots / n, informer, references: references / n });
+    for (const [field, bytes] of fields) fields.set(field, bytes / n);
+    out.push({ name, pods: pods.length, own: own / n, labels: labels / n, slots: slots / n, informer, references: references / n, fields });
   }
   return { storePods: storePods.length, sample, groups: out };
 }
