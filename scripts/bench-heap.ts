@@ -4,11 +4,12 @@
 // process's resident memory beside it.
 //
 // Usage (root): npm run --silent build && node --import ./scripts/register-ts.mjs scripts/bench-heap.ts \
-//                 [--tier xl] [--seed 1] [--events 1000] [--node node-1] [--at first|events|both] [--top 25] [--keep DIR]
+//                 [--tier xl] [--seed 1] [--events 1000] [--node node-1] [--at first|events|both] [--idle S] [--top 25] [--keep DIR]
 //
 // --at says when to snapshot (default both). Writing a snapshot takes the daemon ~4 × its heap in malloc,
 // which glibc keeps: after a first snapshot the daemon's RSS is no longer its own, so process figures after
-// the events are only meaningful with --at events (the heap-by-kind table is valid either way).
+// the events are only meaningful with --at events (the heap-by-kind table is valid either way). --idle S
+// leaves the daemon alone S seconds after the events, sampling its RSS, before the snapshot.
 // The daemon runs with the production flags (src/cli/node-flags.ts) plus --heapsnapshot-signal=SIGUSR2;
 // RSS and /proc/<pid>/smaps_rollup are read just before each snapshot (writing one takes memory of its
 // own, so the peak after the first snapshot is not the daemon's). The daemon's /metrics (prom-client's
@@ -31,6 +32,8 @@ interface Moment {
   readonly metrics: Record<string, number>;
   readonly rssAfterSnapshotKiB: number;
   readonly file: string;
+  /** VmRSS (KiB) sampled every 5 s while the daemon sat idle before the snapshot (--idle). */
+  readonly idleKiB: readonly number[];
 }
 
 /** `Key:   123 kB` lines of /proc files, in KiB. */
@@ -79,13 +82,18 @@ function readTail(file: string): string {
     .trimEnd();
 }
 
-async function moment(label: string, daemon: DaemonProcess, url: string, dir: string): Promise<Moment> {
+async function moment(label: string, daemon: DaemonProcess, url: string, dir: string, idleSeconds = 0): Promise<Moment> {
+  const idleKiB: number[] = [];
+  for (let waited = 0; waited < idleSeconds; waited += 5) {
+    idleKiB.push(procKiB(`/proc/${daemon.pid}/status`).VmRSS!);
+    await sleep(5000);
+  }
   const status = procKiB(`/proc/${daemon.pid}/status`);
   const rollup = procKiB(`/proc/${daemon.pid}/smaps_rollup`);
   const metrics = promSamples(await (await fetch(`${url}/metrics`)).text());
   const file = await snapshot(daemon, dir);
   await sleep(1000);
-  return { label, status, rollup, metrics, rssAfterSnapshotKiB: procKiB(`/proc/${daemon.pid}/status`).VmRSS!, file };
+  return { label, status, rollup, metrics, rssAfterSnapshotKiB: procKiB(`/proc/${daemon.pid}/status`).VmRSS!, file, idleKiB };
 }
 
 const mib = (bytes: number): string => (bytes / 1048576).toFixed(1);
@@ -119,6 +127,8 @@ function printMoments(moments: readonly Moment[], kinds: readonly HeapKinds[], p
   console.log(`| | ${head.join(' | ')} |`);
   console.log(`|---|${head.map(() => '---:').join('|')}|`);
   const row = (what: string, f: (m: Moment) => string): void => console.log(`| ${what} | ${moments.map(f).join(' | ')} |`);
+  if (moments.some((m) => m.idleKiB.length > 0))
+    row('VmRSS while idle before it, every 5 s', (m) => m.idleKiB.map((k) => kibMiB(k)).join(' → ') || '–');
   row('VmRSS', (m) => `**${kibMiB(m.status.VmRSS)}**`);
   row('  anonymous (V8 heap, malloc, stacks)', (m) => kibMiB(m.rollup.Anonymous));
   row('  file-backed (node binary, libraries)', (m) => kibMiB((m.rollup.Rss ?? 0) - (m.rollup.Anonymous ?? 0)));
@@ -172,10 +182,12 @@ async function main(): Promise<void> {
   let top = 25;
   let keep: string | undefined;
   let at = 'both';
+  let idle = 0;
   const rest: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--top') top = Number(argv[++i]);
     else if (argv[i] === '--at') at = argv[++i] ?? '';
+    else if (argv[i] === '--idle') idle = Number(argv[++i]);
     else if (argv[i] === '--keep') keep = argv[++i];
     else rest.push(argv[i]!);
   }
@@ -191,7 +203,7 @@ async function main(): Promise<void> {
         ? { afterFirstSync: async (daemon, url) => void moments.push(await moment('after first sync', daemon, url, dir)) }
         : {}),
       ...(at !== 'first'
-        ? { afterEvents: async (daemon, url) => void moments.push(await moment(`after ${args.events} events`, daemon, url, dir)) }
+        ? { afterEvents: async (daemon, url) => void moments.push(await moment(`after ${args.events} events`, daemon, url, dir, idle)) }
         : {}),
     });
     const started = Date.now();
