@@ -400,7 +400,7 @@ export async function runDaemonBench(args: Args, command: string, hooks: DaemonB
       `Daemon's own incremental syncs (compile + plan + apply): ${syncCount}, mean ${((syncSum / syncCount) * 1000).toFixed(0)} ms (netfence_sync_duration_seconds); the rest of the latency is watch delivery, conversion and the batch window.`,
     );
     console.log(
-      `Daemon process memory (/proc/<pid>/status): VmRSS ${mib(rssReady)} with everything programmed (peak so far ${mib(hwmProgrammed)}), ${mib(rssAfter)} after ${args.events} events; peak VmHWM ${mib(hwm)}${hooks.afterFirstSync ? ' (includes what the heap snapshot after the first sync took)' : ''}.`,
+      `Daemon process memory (/proc/<pid>/status): VmRSS ${mib(rssReady)} with everything programmed, ${mib(rssAfter)} after ${args.events} events; peak VmHWM ${mib(hwm)}${hooks.afterFirstSync ? ' (includes what the heap snapshot after the first sync took)' : ''}; peak before the events ${mib(hwmProgrammed)}.`,
     );
     console.log(
       `API server: WatchList ${args.watchList ? 'on' : 'off'}, pod field selectors ${args.fieldSelectors ? 'served' : 'refused'}, lists ${args.gzip ? 'gzipped over 128 KiB' : 'uncompressed'}${args.completedJobs ? `; ${snapshot.pods.filter((p) => p.phase === 'Succeeded').length} pods Succeeded` : ''}.`,
