@@ -31,7 +31,7 @@ import { sleep, startDaemonProcess, type DaemonProcess } from './demo/daemon-pro
 
 const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 
-interface Args {
+export interface Args {
   tier: Tier;
   seed: number;
   events: number;
@@ -47,7 +47,7 @@ function onOff(flag: string, value: string): boolean {
   return value === 'on';
 }
 
-function parseArgs(argv: readonly string[]): Args {
+export function parseArgs(argv: readonly string[]): Args {
   const args: Args = {
     tier: 'large',
     seed: 1,
@@ -208,9 +208,23 @@ function metric(text: string, sample: string): number {
   return Number(line?.split(' ')[1] ?? NaN);
 }
 
+/** What another benchmark (scripts/bench-heap.ts) adds to this run: node flags, and work at two points. */
+export interface DaemonBenchHooks {
+  readonly extraNodeFlags?: readonly string[];
+  /** With everything programmed and the daemon quiet, after its RSS was read. */
+  readonly afterFirstSync?: (daemon: DaemonProcess, url: string) => Promise<void>;
+  /** After the events, after its RSS was read. */
+  readonly afterEvents?: (daemon: DaemonProcess, url: string) => Promise<void>;
+}
+
 async function main(): Promise<void> {
-  const args = parseArgs(process.argv.slice(2));
-  const command = `node --import ./scripts/register-ts.mjs scripts/bench-daemon.ts ${process.argv.slice(2).join(' ')}`.trim();
+  await runDaemonBench(
+    parseArgs(process.argv.slice(2)),
+    `node --import ./scripts/register-ts.mjs scripts/bench-daemon.ts ${process.argv.slice(2).join(' ')}`.trim(),
+  );
+}
+
+export async function runDaemonBench(args: Args, command: string, hooks: DaemonBenchHooks = {}): Promise<void> {
   const cluster = generateCluster({ tier: args.tier, seed: args.seed, node: args.node, completedJobShare: args.completedJobs });
   const { snapshot, stats } = cluster;
 
@@ -269,7 +283,7 @@ async function main(): Promise<void> {
         '--flannel-subnet-env',
         join(tmp, 'none.env'),
       ],
-      { netns: undefined, logFile },
+      { netns: undefined, logFile, extraNodeFlags: hooks.extraNodeFlags },
     );
     for (;;) {
       if (!daemon.alive()) throw new Error(`daemon exited:\n${daemon.tail(20).join('\n')}`);
@@ -305,6 +319,8 @@ async function main(): Promise<void> {
     }
     const policiesMs = lastProgrammed - policiesAt;
     const rssReady = procStatusKiB(daemon.pid, 'VmRSS');
+    const hwmProgrammed = procStatusKiB(daemon.pid, 'VmHWM');
+    await hooks.afterFirstSync?.(daemon, url);
 
     const bytesBeforeEvents = server.bytesSent;
     const latencies: { kind: 'pod label' | 'policy edit'; ms: number }[] = [];
@@ -328,6 +344,9 @@ async function main(): Promise<void> {
     const rssAfter = procStatusKiB(daemon.pid, 'VmRSS');
     const bytesPerEvent = (server.bytesSent - bytesBeforeEvents) / Math.max(1, args.events);
     const hwm = procStatusKiB(daemon.pid, 'VmHWM');
+    // Now, not only in the table: a slow `netfence diff` below (a loaded machine) must not lose the figures.
+    console.error(`[bench-daemon] VmRSS ${rssReady} kB after the first sync, ${rssAfter} kB after ${args.events} events; VmHWM ${hwm} kB`);
+    await hooks.afterEvents?.(daemon, url);
     const metrics = await (await fetch(`${url}/metrics`)).text();
     // What the API server holds now, as a manifest file, for `netfence diff` (which reads manifests only).
     const final = [...objects, policyObject(benchPolicy(0))].map((o) => server.get(o.kind!, o.metadata.name, o.metadata.namespace) ?? o);
@@ -381,7 +400,7 @@ async function main(): Promise<void> {
       `Daemon's own incremental syncs (compile + plan + apply): ${syncCount}, mean ${((syncSum / syncCount) * 1000).toFixed(0)} ms (netfence_sync_duration_seconds); the rest of the latency is watch delivery, conversion and the batch window.`,
     );
     console.log(
-      `Daemon process memory (/proc/<pid>/status): VmRSS ${mib(rssReady)} with everything programmed, ${mib(rssAfter)} after ${args.events} events; peak VmHWM ${mib(hwm)}.`,
+      `Daemon process memory (/proc/<pid>/status): VmRSS ${mib(rssReady)} with everything programmed, ${mib(rssAfter)} after ${args.events} events; peak VmHWM ${mib(hwm)}${hooks.afterFirstSync ? ' (includes what the heap snapshot after the first sync took)' : ''}; peak before the events ${mib(hwmProgrammed)}.`,
     );
     console.log(
       `API server: WatchList ${args.watchList ? 'on' : 'off'}, pod field selectors ${args.fieldSelectors ? 'served' : 'refused'}, lists ${args.gzip ? 'gzipped over 128 KiB' : 'uncompressed'}${args.completedJobs ? `; ${snapshot.pods.filter((p) => p.phase === 'Succeeded').length} pods Succeeded` : ''}.`,

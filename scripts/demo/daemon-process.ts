@@ -4,7 +4,7 @@
 // the daemon outlives that shell and is stopped later by pid (SIGTERM, then SIGKILL).
 
 import { readFileSync } from 'node:fs';
-import { DAEMON_NODE_FLAGS } from '../../src/cli/node-flags.js';
+import { DAEMON_ENV, DAEMON_NODE_FLAGS } from '../../src/cli/node-flags.js';
 import { run } from '../../src/dataplane/exec.js';
 
 export interface DaemonProcess {
@@ -25,9 +25,11 @@ const quote = (arg: string): string => `'${arg.replaceAll("'", `'\\''`)}'`;
 export async function startDaemonProcess(
   cli: string,
   args: readonly string[],
-  opts: { netns: string | undefined; logFile: string },
+  opts: { netns: string | undefined; logFile: string; extraNodeFlags?: readonly string[] | undefined },
 ): Promise<DaemonProcess> {
-  const command = [process.execPath, ...DAEMON_NODE_FLAGS, cli, 'daemon', ...args].map(quote).join(' ');
+  const node = [process.execPath, ...DAEMON_NODE_FLAGS, ...(opts.extraNodeFlags ?? [])];
+  const env = Object.entries(DAEMON_ENV).map(([k, v]) => `${k}=${quote(v)}`);
+  const command = [...env, ...[...node, cli, 'daemon', ...args].map(quote)].join(' ');
   const { stdout } = await run('sh', ['-c', `${command} >${quote(opts.logFile)} 2>&1 </dev/null & echo $!`], { netns: opts.netns });
   const pid = Number(stdout.trim());
   if (!Number.isInteger(pid) || pid <= 1) throw new Error(`could not start the daemon: sh printed "${stdout.trim()}"`);

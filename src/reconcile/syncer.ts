@@ -13,6 +13,7 @@ import {
   type ObservedFamily,
   type Ownership,
 } from '../plan/index.js';
+import { detachObserved } from './detach.js';
 
 /** The kernel as the syncer needs it; src/dataplane provides the real one, tests may fake it. */
 export interface KernelPort {
@@ -232,7 +233,8 @@ export class Syncer {
     const iptables = digest(iptablesSave.replace(/^#.*\n?/gm, ''));
     const last = this.lastRead.get(family);
     if (last && last.iptables === iptables && last.ipsets === ipsetDigest) return last.observed;
-    const observed = observeFamily(family, iptablesSave, ipsetSave, this.own);
+    // Kept until the next read: detached, so it does not hold the texts it was parsed from (detach.ts).
+    const observed = detachObserved(observeFamily(family, iptablesSave, ipsetSave, this.own));
     this.lastRead.set(family, { iptables, ipsets: ipsetDigest, observed });
     return observed;
   }
@@ -241,8 +243,23 @@ export class Syncer {
   private matchesProgrammed(programmed: ObservedFamily, fresh: ObservedFamily): boolean {
     if (this.lastMatch?.programmed === programmed && this.lastMatch.fresh === fresh) return true;
     if (!sameObserved(programmed, fresh)) return false;
-    this.lastMatch = { programmed, fresh };
+    this.lastMatch = { programmed, fresh: this.rememberAsProgrammed(programmed, fresh) };
     return true;
+  }
+
+  /**
+   * The read matches what we programmed (the steady state), so the remembered read may hold programmed's
+   * chains, hooks and set members instead of its own parsed copies of them: equal by sameObserved, and at
+   * 50,000 pods the copy is ~7 MiB. What sameObserved does not compare (policies, foreign rules, set
+   * headers such as maxelem) stays as read.
+   */
+  private rememberAsProgrammed(programmed: ObservedFamily, fresh: ObservedFamily): ObservedFamily {
+    const last = this.lastRead.get(fresh.family);
+    if (last?.observed !== fresh) return fresh;
+    const ipsets = new Map([...fresh.ipsets].map(([name, set]) => [name, { ...set, members: programmed.ipsets.get(name)!.members }]));
+    const shared: ObservedFamily = { ...fresh, chains: programmed.chains, hooks: programmed.hooks, ipsets };
+    this.lastRead.set(fresh.family, { ...last, observed: shared });
+    return shared;
   }
 
   private families(): IpFamily[] {

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DAEMON_NODE_FLAGS } from '../../../src/cli/node-flags.js';
+import { DAEMON_ENV, DAEMON_NODE_FLAGS } from '../../../src/cli/node-flags.js';
 
 const ROOT = process.cwd();
 const packageJson = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { bin: Record<string, string>; engines: { node: string } };
@@ -109,6 +109,11 @@ describe('Dockerfile', () => {
     const entrypoint = runtime.body.find((i) => i.op === 'ENTRYPOINT');
     const workdir = runtime.body.find((i) => i.op === 'WORKDIR')?.args;
     expect(JSON.parse(entrypoint?.args ?? 'null')).toEqual(['node', ...DAEMON_NODE_FLAGS, `${workdir}/${packageJson.bin['netfence']}`]);
+  });
+
+  it.each(Object.entries(DAEMON_ENV))("sets the daemon's environment: %s=%s", (name, value) => {
+    const env = runtime.body.filter((i) => i.op === 'ENV').flatMap((i) => i.args.split(' '));
+    expect(env).toContain(`${name}=${value}`);
   });
 
   it('copies only context paths that exist and .dockerignore keeps', () => {

@@ -118,6 +118,28 @@ describe('reconciler on the fake kernel: one periodic run repairs what someone e
   });
 });
 
+// After a read that matched what was programmed, the syncer remembers that read with the tracker's own chains
+// and set members (syncer.ts rememberAsProgrammed): unchanged reads stay in sync, and drift is still found.
+describe('reconciler on the fake kernel: drift after reads that matched', () => {
+  it.each(DRIFTS.map((d) => ({ ...d })))('$name', async (drift) => {
+    const kernel = new FakeKernel();
+    const harness = new ReconcilerHarness({ kernel, snapshot: golden.snapshot, settings: golden.settings });
+    try {
+      await harness.start();
+      kernel.writes.length = 0;
+      for (let i = 0; i < 2; i++) expect(await harness.periodic()).toMatchObject({ kind: 'synced', reason: 'periodic', drift: false });
+      expect(kernel.writes).toEqual([]);
+      drift.mutate(kernel);
+      expect(await harness.periodic()).toMatchObject({ kind: 'synced', reason: 'periodic', drift: drift.drift });
+      expect(ours(kernel)).toMatchObject(EXPECTED);
+      expect(await harness.periodic()).toMatchObject({ kind: 'synced', reason: 'periodic', drift: false });
+      expect(await leftToDo(kernel)).toBe(0);
+    } finally {
+      harness.stop();
+    }
+  });
+});
+
 describe('syncer on the fake kernel', () => {
   it('programs the golden case, then a second sync writes nothing', async () => {
     const kernel = new FakeKernel();
