@@ -96,7 +96,6 @@ function withBenchPods(snapshot: ClusterSnapshot, node: string, client: SandboxP
   const pod = (p: SandboxPod, app: string): Pod => ({
     namespace: NAMESPACE,
     name: p.name,
-    uid: `uid-${NAMESPACE}-${p.name}`,
     labels: { app },
     nodeName: node,
     hostNetwork: false,

@@ -355,7 +355,6 @@ function placePods(
   const pod = (t: PodTemplate, name: string, node: number | undefined, phase: Pod['phase']): Pod => ({
     namespace: t.namespace,
     name,
-    uid: `uid-${t.namespace}-${name}`,
     labels: t.labels,
     nodeName: node === undefined ? '' : nodes[node]!.name,
     hostNetwork: t.hostNetwork === true,

@@ -44,7 +44,7 @@ export const podAdd: Mutate = (snapshot, { node, pick }) => {
   let n = 0;
   while (names.has(`${template.namespace}/${template.name}-new${n}`)) n++;
   const name = `${template.name}-new${n}`;
-  const pod: Pod = { ...template, name, uid: `uid-${template.namespace}-${name}`, ips: [freeIpOn(snapshot, node)] };
+  const pod: Pod = { ...template, name, ips: [freeIpOn(snapshot, node)] };
   return { ...snapshot, pods: [...snapshot.pods, pod] };
 };
 

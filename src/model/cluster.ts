@@ -26,7 +26,6 @@ export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown
 export interface Pod {
   readonly namespace: string;
   readonly name: string;
-  readonly uid?: string;
   readonly labels: Labels;
   /** Empty while the pod is unscheduled. */
   readonly nodeName: string;
