@@ -181,9 +181,12 @@ function readContainerPorts(spec: Record<string, unknown>, warn: Warn): Containe
         warn(`spec.containers[${ci}].ports[${pi}].containerPort`, `${containerPort} is not a port number (1-65535); ignored`);
         continue;
       }
+      // Only named ports are kept: a container port matters to policy only when a rule names it ("named port
+      // ... resolved per destination pod"); a numeric rule port needs no declaration. Unnamed ones were most
+      // of a real pod's ports and cost every pod of the cluster memory in the daemon.
       const name = port['name'];
-      const protocol = readProtocol(port['protocol']);
-      out.push(typeof name === 'string' && name !== '' ? { name, containerPort, protocol } : { containerPort, protocol });
+      if (typeof name !== 'string' || name === '') continue;
+      out.push({ name, containerPort, protocol: readProtocol(port['protocol']) });
     }
   }
   return fitted(out);

@@ -181,17 +181,15 @@ describe('convert Pod', () => {
   }
   it.each<Case>([
     {
-      name: 'podIPs, phase, node, ports (protocol defaults to TCP)',
+      // Only a named port can matter to a policy ("named port ... resolved per destination pod"): unnamed ones are not kept.
+      name: 'podIPs, phase, node, named ports (protocol defaults to TCP; unnamed ports are not kept)',
       obj: pod({
         spec: {
           nodeName: 'n1',
           containers: [
             {
               name: 'a',
-              ports: [
-                { name: 'http', containerPort: 8080 },
-                { containerPort: 53, protocol: 'UDP' },
-              ],
+              ports: [{ name: 'http', containerPort: 8080 }, { containerPort: 9000 }, { name: 'dns', containerPort: 53, protocol: 'UDP' }],
             },
             { name: 'b' },
           ],
@@ -208,7 +206,7 @@ describe('convert Pod', () => {
         ips: ['10.0.0.5', 'fd00::5'],
         ports: [
           { name: 'http', containerPort: 8080, protocol: 'TCP' },
-          { containerPort: 53, protocol: 'UDP' },
+          { name: 'dns', containerPort: 53, protocol: 'UDP' },
         ],
       },
     },
