@@ -47,9 +47,13 @@ interface KernelTexts {
 }
 
 export class Syncer {
-  private programmed = new Map<IpFamily, ObservedFamily>();
-  /** The desired state `programmed` was derived from: lets the planner skip unchanged objects by identity. */
+  /**
+   * What we last programmed, per family: the planner skips unchanged objects by identity against it, and what
+   * the kernel should hold (`programmedOf`) is derived from it when a sync first needs it. Not after every
+   * write: a one-shot `apply` never needs it, and it renders every chain and sorts every set once more.
+   */
   private lastDesired = new Map<IpFamily, FamilyState>();
+  private readonly expected = new WeakMap<FamilyState, ObservedFamily>();
   private inSync = false;
   /**
    * The last read's texts as SHA-256 digests, with what they parsed to. Digests, not the texts: at 50,000 pods
@@ -108,14 +112,14 @@ export class Syncer {
    */
   async sync(desired: DesiredState, opts: { readKernel?: boolean; afterRetype?: boolean } = {}): Promise<SyncResult> {
     const families = this.families();
-    const readKernel = opts.readKernel === true || !this.inSync || families.some((f) => !this.programmed.has(f));
+    const readKernel = opts.readKernel === true || !this.inSync || families.some((f) => !this.lastDesired.has(f));
     const reads = readKernel ? await this.read(families) : undefined;
     let drift = false;
     const plans: FamilyPlan[] = [];
     for (const family of families) {
       const state = desired[family === 4 ? 'v4' : 'v6'];
-      let observed = this.programmed.get(family);
       let previous = this.lastDesired.get(family);
+      let observed = previous && this.programmedOf(previous);
       if (reads) {
         const fresh = reads.get(family)!;
         // When the kernel holds exactly what we last programmed, plan from the tracker: the planner then
@@ -144,20 +148,16 @@ export class Syncer {
         if (plan.ipsetDestroy && !(await this.destroyStaleSets(plan.ipsetDestroy))) leftovers = true;
       }
     } catch (err) {
-      this.programmed.clear();
       this.lastDesired.clear();
       throw err;
     }
     if (leftovers) {
       // Our own undestroyed sets are not drift: forget the programmed view so the next sync re-reads and retries.
-      this.programmed.clear();
       this.lastDesired.clear();
       this.inSync = false;
     } else {
       for (const family of this.families()) {
-        const state = desired[family === 4 ? 'v4' : 'v6'];
-        this.programmed.set(family, expectedObserved(state));
-        this.lastDesired.set(family, state);
+        this.lastDesired.set(family, desired[family === 4 ? 'v4' : 'v6']);
       }
       this.inSync = plans.every((p) => p.errors.length === 0);
     }
@@ -175,7 +175,6 @@ export class Syncer {
     reads: Map<IpFamily, ObservedFamily>,
     again: boolean,
   ): Promise<SyncResult> {
-    this.programmed.clear();
     this.lastDesired.clear();
     const sets: string[] = plans.flatMap((p) => p.retype.map((s) => s.name as string));
     // A second pass that still finds them means the recreate did not take: stop rather than loop.
@@ -260,6 +259,13 @@ export class Syncer {
     const shared: ObservedFamily = { ...fresh, chains: programmed.chains, hooks: programmed.hooks, ipsets };
     this.lastRead.set(fresh.family, { ...last, observed: shared });
     return shared;
+  }
+
+  /** What the kernel holds after programming `state` (expectedObserved), once per state object. */
+  private programmedOf(state: FamilyState): ObservedFamily {
+    let observed = this.expected.get(state);
+    if (!observed) this.expected.set(state, (observed = expectedObserved(state)));
+    return observed;
   }
 
   private families(): IpFamily[] {
