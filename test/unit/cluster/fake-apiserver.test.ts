@@ -13,32 +13,11 @@ afterEach(() => server.stop());
 
 /** Reads a watch stream until it ends (or `count` events arrived), returning `type name` lines. */
 async function readWatch(path: string, count = Infinity, during?: () => void): Promise<string[]> {
-  const res = await fetch(`${server.url}${path}`);
-  expect(res.status).toBe(200);
-  const reader = res.body!.getReader();
-  const events: string[] = [];
-  let buffered = '';
-  during?.();
-  while (events.length < count) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    buffered += Buffer.from(value).toString();
-    let nl: number;
-    while ((nl = buffered.indexOf('\n')) >= 0) {
-      const e = JSON.parse(buffered.slice(0, nl)) as {
-        type: string;
-        object: { kind?: string; code?: number; metadata: { name?: string; resourceVersion?: string } };
-      };
-      buffered = buffered.slice(nl + 1);
-      events.push(
-        e.type === 'ERROR'
-          ? `ERROR ${e.object.kind} ${e.object.code}`
-          : `${e.type} ${e.object.metadata.name ?? e.object.metadata.resourceVersion}`,
-      );
-    }
-  }
-  await reader.cancel().catch(() => {});
-  return events;
+  return (await rawWatch(server, path, count, during)).map((e) =>
+    e.type === 'ERROR'
+      ? `ERROR ${e.object.kind} ${e.object.code}`
+      : `${e.type} ${e.object.metadata.name ?? e.object.metadata.resourceVersion}`,
+  );
 }
 
 describe('FakeApiServer', () => {
@@ -103,12 +82,15 @@ describe('FakeApiServer', () => {
 interface RawEvent {
   readonly type: string;
   readonly object: {
+    /** ERROR events carry a Status. */
+    readonly kind?: string;
+    readonly code?: number;
     readonly metadata: { readonly name?: string; readonly resourceVersion?: string; readonly annotations?: Record<string, string> };
     readonly status?: { readonly phase?: string };
   };
 }
 
-/** Reads `count` events of a watch stream (or until it ends), parsed. */
+/** Reads a watch stream until it ends (or `count` events arrived), parsed. */
 async function rawWatch(srv: FakeApiServer, path: string, count: number, during?: () => void): Promise<RawEvent[]> {
   const res = await fetch(`${srv.url}${path}`);
   expect(res.status).toBe(200);
