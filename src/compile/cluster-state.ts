@@ -216,6 +216,11 @@ export class ClusterState {
     return new Set(this.badPods.values());
   }
 
+  /** The same pods sorted by `ns/name` key: a source's snapshot order, without reading its whole pod list. */
+  badAddressesByKey(): readonly Pod[] {
+    return [...this.badPods].sort(([a], [b]) => cmp(a, b)).map(([, pod]) => pod);
+  }
+
   /** Local pods of one namespace, sorted by name; the same array until one of them changes. */
   localPodsIn(namespace: string): readonly Pod[] {
     return this.localByNamespace.get(namespace) ?? NO_PODS;

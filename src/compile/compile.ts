@@ -118,7 +118,9 @@ export class Compiler {
     this.state.update(snapshot, settings.nodeName, delta);
     if (this.state.podsVersion !== this.podsVersion) {
       this.podsVersion = this.state.podsVersion;
-      this.podProblems = podProblems(snapshot, this.state.badAddresses);
+      // After a delta, from the state: filtering the snapshot's pods would build its whole list (O(pods)) on
+      // every pod change while any pod anywhere has a bad address. The store hands out pods in key order.
+      this.podProblems = podProblems(delta ? this.state.badAddressesByKey() : badInSnapshotOrder(snapshot, this.state.badAddresses));
     }
     this.index.update(snapshot, delta);
     const problems: Problem[] = [...this.podProblems, ...this.updatePolicyProblems()];
@@ -411,26 +413,26 @@ export function policyTypes(policy: NetworkPolicy): readonly PolicyType[] {
   return policy.egress && policy.egress.length > 0 ? ['Ingress', 'Egress'] : ['Ingress'];
 }
 
-/** Problems of pods whose addresses do not parse, in snapshot order (the state tracks which pods those are). */
-function podProblems(snapshot: ClusterSnapshot, bad: ReadonlySet<Pod>): Problem[] {
-  if (bad.size === 0) return [];
-  return snapshot.pods
-    .filter((pod) => bad.has(pod))
-    .flatMap((pod) =>
-      pod.ips.flatMap((ip) => {
-        const why = podAddressProblem(ip);
-        return why === undefined
-          ? []
-          : [
-              {
-                object: `Pod ${pod.namespace}/${pod.name}`,
-                field: 'status.podIPs',
-                message: `${why}; ignored`,
-                severity: 'warning' as const,
-              },
-            ];
-      }),
-    );
+const badInSnapshotOrder = (snapshot: ClusterSnapshot, bad: ReadonlySet<Pod>): readonly Pod[] =>
+  bad.size === 0 ? [] : snapshot.pods.filter((pod) => bad.has(pod));
+
+/** Problems of pods whose addresses do not parse (the state tracks which pods those are), in the given order. */
+function podProblems(bad: readonly Pod[]): Problem[] {
+  return bad.flatMap((pod) =>
+    pod.ips.flatMap((ip) => {
+      const why = podAddressProblem(ip);
+      return why === undefined
+        ? []
+        : [
+            {
+              object: `Pod ${pod.namespace}/${pod.name}`,
+              field: 'status.podIPs',
+              message: `${why}; ignored`,
+              severity: 'warning' as const,
+            },
+          ];
+    }),
+  );
 }
 
 const NO_PODS: readonly Pod[] = [];
