@@ -40,8 +40,8 @@ type Slim = (obj: KubernetesObject) => KubernetesObject;
 /** The annotation on the BOOKMARK that closes a WatchList's initial events. */
 const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
 
-/** `path?query` on the current cluster's server. */
-async function get(kubeConfig: KubeConfig, path: string, query: Query, signal?: AbortSignal): Promise<Response> {
+/** `path?query` on the current cluster's server, authenticated as client-node would; an error status throws ApiStatusError. */
+export async function get(kubeConfig: KubeConfig, path: string, query: Query, signal?: AbortSignal): Promise<Response> {
   const cluster = kubeConfig.getCurrentCluster();
   if (!cluster) throw new Error('No currently active cluster');
   const url = new URL(cluster.server + path);
@@ -135,9 +135,10 @@ export async function streamInitialState(
   try {
     for await (const line of lines) {
       if (line.trim() === '') continue;
-      const event = parseEvent(line);
+      const event = decodeWatchEvent(line);
       if (!event) throw new Error(`WatchList stream of ${path}: a line is not an event: ${line.slice(0, 200)}`);
-      const { type, object } = event;
+      const { type } = event;
+      const object = event.object as KubernetesObject;
       if (type === 'ERROR') {
         const status = object as { code?: unknown; reason?: unknown; message?: unknown };
         throw new ApiStatusError(
@@ -171,14 +172,18 @@ class NoInitialEventsEnd extends Error {
   }
 }
 
-function parseEvent(line: string): { type: string; object: KubernetesObject } | undefined {
+/** One watch stream line, `{"type": "...", "object": {...}}`; undefined for anything else (kube-watch.ts reads lines the same way). */
+export function decodeWatchEvent(line: string): { readonly type: string; readonly object: Record<string, unknown> } | undefined {
+  let data: unknown;
   try {
-    const data = JSON.parse(line) as { type?: unknown; object?: unknown };
-    if (typeof data.type !== 'string' || data.object === null || typeof data.object !== 'object') return undefined;
-    return { type: data.type, object: data.object as KubernetesObject };
+    data = JSON.parse(line);
   } catch {
     return undefined;
   }
+  if (data === null || typeof data !== 'object') return undefined;
+  const { type, object } = data as { type?: unknown; object?: unknown };
+  if (typeof type !== 'string' || object === null || typeof object !== 'object' || Array.isArray(object)) return undefined;
+  return { type, object: object as Record<string, unknown> };
 }
 
 /**

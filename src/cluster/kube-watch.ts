@@ -4,9 +4,8 @@
 // them, and a line that is not an event ends the watch instead of being skipped.
 
 import { Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
-import { STATUS_CODES } from 'node:http';
 import { createInterface } from 'node:readline';
-import fetch from 'node-fetch';
+import { decodeWatchEvent, get } from './kube-list.js';
 
 /** How long after the requested server-side timeout we give up on a watch ourselves. */
 const WATCH_GRACE_SECONDS = 30;
@@ -80,12 +79,6 @@ export class GuardedWatch extends Watch {
     callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void,
     done: (err: unknown) => void,
   ): Promise<AbortController> {
-    const cluster = this.config.getCurrentCluster();
-    if (!cluster) throw new Error('No currently active cluster');
-    const url = new URL(cluster.server + path);
-    url.searchParams.set('watch', 'true');
-    for (const [key, value] of Object.entries(queryParams)) if (value !== undefined) url.searchParams.set(key, String(value));
-    const init = await this.config.applyToFetchOptions({});
     const controller = new AbortController();
     let finished = false;
     const finish = (err: unknown): void => {
@@ -95,12 +88,8 @@ export class GuardedWatch extends Watch {
       done(err);
     };
     try {
-      const response = await fetch(url.toString(), { ...init, method: 'GET', signal: controller.signal as FetchSignal });
-      if (response.status !== 200) {
-        throw Object.assign(new Error(response.statusText || STATUS_CODES[response.status] || 'watch failed'), {
-          statusCode: response.status,
-        });
-      }
+      // The same authenticated request as the lists (kube-list.ts); a refusal carries its statusCode (410: relist).
+      const response = await get(this.config, path, { watch: true, ...queryParams }, controller.signal);
       const body = response.body;
       body.on('error', finish);
       body.on('close', () => finish(null));
@@ -130,8 +119,6 @@ export class GuardedWatch extends Watch {
   }
 }
 
-type FetchSignal = NonNullable<Parameters<typeof fetch>[1]>['signal'];
-
 /** Decode errors closer together than this back off instead of relisting again. */
 const DECODE_RELIST_WINDOW_MS = 30_000;
 
@@ -145,18 +132,4 @@ export class WatchDecodeError extends Error {
     );
     this.statusCode = relist ? 410 : undefined;
   }
-}
-
-/** `{"type": "...", "object": {...}}`, or undefined for anything else. */
-export function decodeWatchEvent(line: string): { readonly type: string; readonly object: Record<string, unknown> } | undefined {
-  let data: unknown;
-  try {
-    data = JSON.parse(line);
-  } catch {
-    return undefined;
-  }
-  if (data === null || typeof data !== 'object') return undefined;
-  const { type, object } = data as { type?: unknown; object?: unknown };
-  if (typeof type !== 'string' || object === null || typeof object !== 'object' || Array.isArray(object)) return undefined;
-  return { type, object: object as Record<string, unknown> };
 }

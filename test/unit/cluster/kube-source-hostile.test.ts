@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import * as kubeWatch from '../../../src/cluster/kube-watch.js';
+import { decodeWatchEvent } from '../../../src/cluster/kube-list.js';
 import { KubeSource } from '../../../src/cluster/kube-source.js';
 import type { Logger } from '../../../src/cluster/source.js';
 import { FakeApiServer, writeKubeconfig, type KubeObject } from '../../fakes/fake-apiserver.js';
@@ -95,6 +95,6 @@ describe('watch decode errors force a relist', () => {
     ['JSON but no object', '{"type":"ADDED"}'],
     ['a bare number', '42'],
   ])('%s is not an event', (_name, line) => {
-    expect(kubeWatch.decodeWatchEvent(line)).toBeUndefined();
+    expect(decodeWatchEvent(line)).toBeUndefined();
   });
 });
