@@ -32,7 +32,7 @@ function stateOf(ports: number): AntiSpoofState {
     ipv6: [`fd00:10:244:1::${(i + 2).toString(16)}`],
     source: `cbr0-${i}-eth0`,
   }));
-  return { bridge: 'cni0', bindings, unknownPorts: [], otherPorts: [] };
+  return { bridge: 'cni0', bindings, unknownPorts: [], otherPorts: [], conflicts: [] };
 }
 
 async function main(): Promise<void> {
