@@ -6,6 +6,7 @@ import type { DaemonConfig } from '../config/schema.js';
 import { parseListenAddress } from '../config/listen-address.js';
 import { endText, type FlowRecord } from '../observe/flow-log.js';
 import type { FlowEnd } from '../observe/flows.js';
+import { parseFlowsQuery } from '../observe/flows-query.js';
 import { wrap } from '../trace/wrap.js';
 import type { Io } from './commands.js';
 import { configFrom, parseCommand, UsageError } from './context.js';
@@ -17,14 +18,12 @@ const FOLLOW_INTERVAL_MS = 1000;
 export async function dropsCommand(argv: readonly string[], io: Io, signal?: AbortSignal): Promise<number> {
   const parsed = parseCommand('drops', argv);
   const v = parsed.values;
-  for (const key of ['pod', 'policy'] as const) {
-    const value = v[key];
-    if (typeof value === 'string' && !/^[^/\s]+\/[^/\s]+$/.test(value))
-      throw new UsageError(`--${key} must be namespace/name, got "${value}"`);
-  }
-  const base = typeof v['url'] === 'string' ? v['url'].replace(/\/$/, '') : daemonUrl(configFrom(parsed, false));
   const query = new URLSearchParams();
   for (const key of ['pod', 'namespace', 'policy'] as const) if (typeof v[key] === 'string') query.set(key, v[key] as string);
+  // The daemon's own check, so a filter it would refuse is refused here, before anything is asked.
+  const checked = parseFlowsQuery(query);
+  if ('error' in checked) throw new UsageError(`--${checked.error}`);
+  const base = typeof v['url'] === 'string' ? v['url'].replace(/\/$/, '') : daemonUrl(configFrom(parsed, false));
   const json = v['json'] === true;
 
   let since = 0;

@@ -99,6 +99,9 @@ export function parseFlowsAnswer(body: string, url: string): FlowRecord[] {
     // V8's message quotes the text around the error: the answer's own characters, so made safe.
     throw new FlowsAnswerError(`the answer from ${url} is not JSON (${terminalSafe((err as Error).message)})`);
   }
+  const refusal = (doc as { error?: unknown } | null)?.error;
+  if (typeof refusal === 'string')
+    throw new FlowsAnswerError(`the daemon at ${url} refused the query: ${terminalSafe(refusal.slice(0, 300))}`);
   try {
     isObject({ records: isArrayOf(isRecord) })(doc, 'answer');
   } catch (err) {

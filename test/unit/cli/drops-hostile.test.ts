@@ -97,6 +97,8 @@ describe('netfence drops against a hostile /flows', () => {
               }),
             ],
           });
+        case 'query-refused':
+          return json(res, { error: `since: expected a record seq ${HOSTILE}` });
         case 'refused':
           res.writeHead(500, { 'Content-Type': 'text/plain' });
           return void res.end(`no ${HOSTILE}\n`);
@@ -172,6 +174,16 @@ describe('netfence drops against a hostile /flows', () => {
     expect(steersTerminal(asJson.out)).toBe(false);
     // The same value, nothing lost: only the spelling of the characters changed.
     expect((JSON.parse(asJson.out) as { src: { pod: string } }).src.pod).toBe(`dev/${HOSTILE}`);
+  });
+
+  it('says what the daemon refused in the query; refuses a filter the daemon would refuse before asking', async () => {
+    const r = await drops('query-refused');
+    expect(r.code).toBe(2);
+    expect(r.err).toContain(`the daemon at ${base}/query-refused/flows? refused the query: since: expected a record seq \\x1b[31mred`);
+    expect(r.err).not.toContain(ESC);
+    const bad = await drops('escapes', '--pod', 'Prod/DB');
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/--pod: expected namespace\/name of a pod/);
   });
 
   it("quotes a refusal's body made safe and short", async () => {
