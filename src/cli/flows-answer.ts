@@ -8,8 +8,9 @@ import { CommandFailure } from './options.js';
 import { terminalSafe } from './terminal-text.js';
 
 /**
- * Largest /flows body read. The daemon's ring holds 1,000 records (DEFAULT_RING_CAPACITY) of well under
- * 2 KiB each, even with many selecting policies; 16 MiB leaves room for a much larger ring.
+ * Largest /flows body read. The daemon's ring holds 1,000 records (DEFAULT_RING_CAPACITY) of about 0.4 KiB
+ * with one selecting policy (a policy name adds at most ~320 bytes, listed once per selecting policy and
+ * in the sentence), so 16 MiB fits a full ring whose pods have some 25 long-named policies each.
  */
 export const MAX_FLOWS_BODY_BYTES = 16 * 1024 * 1024;
 
