@@ -110,7 +110,7 @@ export function createHardeningMetrics(
   };
   new Counter({
     name: 'netfence_spoof_drops_total',
-    help: "Frames the anti-spoofing bridge table dropped, by kind (ipv4/ipv6: forged source; arp: forged sender; nd: Neighbour Advertisement for an address not the pod's; router: RA or Redirect from a pod; other: non-IP/ARP frame; unknown-port: port whose pod is not known yet). Read from the kernel's rule counters at scrape time.",
+    help: "Frames the anti-spoofing bridge table dropped, by kind (ipv4/ipv6: forged source; arp: forged sender; nd: Neighbour Advertisement for an address not the pod's; router: RA or Redirect from a pod; other: non-IP/ARP frame; unknown-port: port whose pod is not known yet). Read from the kernel's rule counters at scrape time (one read serves the scrapes of the next second).",
     labelNames: ['kind'] as const,
     registers,
     async collect() {
