@@ -1,7 +1,6 @@
 // The query of GET /flows, checked. A filter that cannot be read must not quietly become no filter: a
-// typo'd or malformed parameter (`since=NaN`, `since=-1`, `namespce=prod`) used to return every record,
-// which a follower (`netfence drops -f`) then printed again on each poll. Every parameter is checked;
-// the first bad one is named in a short plain message.
+// malformed or misspelt parameter (`since=NaN`, `since=-1`, `namespce=prod`) would otherwise select every
+// record. Every parameter is checked; the first bad one is named in a short plain message.
 //
 // Accepted forms (each at most once, none empty):
 //   pod=<namespace>/<name>     namespace a DNS-1123 label, name a DNS-1123 subdomain
@@ -11,7 +10,7 @@
 
 import type { FlowFilter, FlowRecord } from './flow-log.js';
 
-export const FLOWS_QUERY_PARAMETERS = ['pod', 'namespace', 'policy', 'since'] as const;
+const FLOWS_QUERY_PARAMETERS = ['pod', 'namespace', 'policy', 'since'] as const;
 type Parameter = (typeof FLOWS_QUERY_PARAMETERS)[number];
 
 export type FlowsQuery = { readonly filter: FlowFilter } | { readonly error: string };

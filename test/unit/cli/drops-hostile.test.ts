@@ -55,7 +55,6 @@ function endless(res: ServerResponse, sent: { bytes: number }): void {
     }
     res.end();
   };
-  res.on('close', () => (sent.bytes = Math.min(sent.bytes, SERVER_CAP)));
   pump();
 }
 
