@@ -35,6 +35,8 @@ export class AntiSpoofGuard {
   private timer: NodeJS.Timeout | undefined;
   private unwatch: (() => void) | undefined;
   private warnedNoCache = false;
+  /** Conflicts present at the last read, so each is logged once when it appears, not on every poll. */
+  private knownConflicts = new Set<string>();
 
   constructor(private readonly deps: AntiSpoofDeps) {}
 
@@ -85,6 +87,7 @@ export class AntiSpoofGuard {
     }
     this.warnedNoCache = false;
     const state = antiSpoofState(this.deps.bridge, await this.deps.readLinks(), cache);
+    this.logNewConflicts(state);
     const script = renderAntiSpoof(state);
     const now = (this.deps.now ?? Date.now)();
     if (script === this.lastScript && now - this.lastWriteAt < (this.deps.reassertMs ?? 30_000)) return;
@@ -101,5 +104,20 @@ export class AntiSpoofGuard {
     this.lastScript = script;
     this.lastWriteAt = now;
     this.writes++;
+  }
+
+  private logNewConflicts(state: AntiSpoofState): void {
+    const now = new Set<string>();
+    for (const c of state.conflicts) {
+      const claims = c.claims.map((x) => `${x.entry} (port ${x.port})`);
+      const key = `${c.address} ${claims.join(' ')}`;
+      now.add(key);
+      if (!this.knownConflicts.has(key))
+        this.deps.logger.warn('anti-spoofing: CNI cache entries of different ports claim one address; neither port may send as it', {
+          address: c.address,
+          claims,
+        });
+    }
+    this.knownConflicts = now;
   }
 }

@@ -4,6 +4,7 @@
 // pod is not known yet, and letting it speak would let it claim any address until it is.
 
 import type { CniBinding } from '../dataplane/cni-cache.js';
+import { parseAddr } from '../trace/addr.js';
 
 export interface PortBinding {
   /** Host veth name: the bridge port the pod's frames enter through. */
@@ -24,6 +25,15 @@ export interface AntiSpoofState {
   readonly unknownPorts: readonly string[];
   /** veth ports of other bridges on the node (not pods of ours): passed untouched. */
   readonly otherPorts: readonly string[];
+  /** Addresses that cache entries of two or more live ports claim: bound to none of them. */
+  readonly conflicts: readonly AddressConflict[];
+}
+
+/** One address claimed by cache entries naming different ports of the bridge (e.g. a stale sandbox and the pod that got its address). */
+export interface AddressConflict {
+  readonly address: string;
+  /** Every claim, sorted by entry: the cache file and the port it names. */
+  readonly claims: readonly { readonly entry: string; readonly port: string }[];
 }
 
 /** A link as the kernel lists it: its name and the bridge it is a port of, if any. */
@@ -36,27 +46,57 @@ export interface PortLink {
  * `links` are the node's links (from the kernel); the ports of `bridge` are the pods' host veths. A cache entry whose veth is not a port any
  * more is stale (the pod went, or its veth was renamed) and is ignored; two entries naming one port
  * keep the newer file's by name order only if they agree, otherwise the port is treated as unknown.
+ * An address that entries of two different live ports claim is bound to neither: the cache cannot say
+ * which is the pod that holds it now, and binding both would let a stale sandbox send as the new pod.
+ * A port left with no address of its own is unknown (it sends nothing).
  */
 export function antiSpoofState(bridge: string, links: readonly PortLink[], cache: readonly CniBinding[]): AntiSpoofState {
-  const ports = links.filter((l) => l.master === bridge).map((l) => l.name);
+  const ports = [...new Set(links.filter((l) => l.master === bridge).map((l) => l.name))].sort();
   const otherPorts = [...new Set(links.filter((l) => l.master !== undefined && l.master !== bridge).map((l) => l.name))].sort();
+  const live = new Set(ports);
   const byPort = new Map<string, CniBinding[]>();
-  for (const b of cache) byPort.set(b.hostVeth, [...(byPort.get(b.hostVeth) ?? []), b]);
+  for (const b of cache) if (live.has(b.hostVeth)) byPort.set(b.hostVeth, [...(byPort.get(b.hostVeth) ?? []), b]);
+  const conflicts = addressConflicts([...byPort.values()].flat());
+  const contested = new Set(conflicts.map((c) => addressKey(c.address)));
   const bindings: PortBinding[] = [];
   const unknownPorts: string[] = [];
-  for (const port of [...new Set(ports)].sort()) {
+  for (const port of ports) {
     const entries = byPort.get(port) ?? [];
     const ipSets = new Set(entries.map((e) => [...e.ips].sort().join(',')));
     const entry = entries[0];
-    if (!entry || ipSets.size !== 1) {
+    const own = entry?.ips.filter((ip) => !contested.has(addressKey(ip))) ?? [];
+    if (!entry || ipSets.size !== 1 || own.length === 0) {
       unknownPorts.push(port);
       continue;
     }
-    const ipv4 = entry.ips.filter((ip) => !ip.includes(':')).sort();
-    const ipv6 = entry.ips.filter((ip) => ip.includes(':')).sort();
+    const ipv4 = own.filter((ip) => !ip.includes(':')).sort();
+    const ipv6 = own.filter((ip) => ip.includes(':')).sort();
     bindings.push({ port, ipv4, ipv6, source: entry.key });
   }
-  return { bridge, bindings, unknownPorts, otherPorts };
+  return { bridge, bindings, unknownPorts, otherPorts, conflicts };
+}
+
+/** One spelling per address, so `fd00::a` and `fd00:0::0a` are seen as the same claim. */
+function addressKey(ip: string): string {
+  const addr = parseAddr(ip);
+  return addr ? `${addr.family}/${addr.value.toString(16)}` : ip;
+}
+
+/** Addresses claimed by entries naming more than one port, in address order. */
+function addressConflicts(entries: readonly CniBinding[]): AddressConflict[] {
+  const claims = new Map<string, { address: string; claims: { entry: string; port: string }[] }>();
+  for (const e of entries) {
+    for (const ip of new Set(e.ips)) {
+      const key = addressKey(ip);
+      const seen = claims.get(key) ?? { address: ip, claims: [] };
+      seen.claims.push({ entry: e.key, port: e.hostVeth });
+      claims.set(key, seen);
+    }
+  }
+  return [...claims.values()]
+    .filter((c) => new Set(c.claims.map((x) => x.port)).size > 1)
+    .map((c) => ({ address: c.address, claims: [...c.claims].sort((a, b) => a.entry.localeCompare(b.entry)) }))
+    .sort((a, b) => a.address.localeCompare(b.address));
 }
 
 export type FrameKind = 'ipv4' | 'ipv6' | 'arp';

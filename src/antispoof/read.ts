@@ -76,5 +76,5 @@ export function readProgrammedAntiSpoof(json: string, bridge: string): Programme
       source: 'programmed table',
     });
   }
-  return { state: { bridge, bindings, unknownPorts: [], otherPorts }, counters };
+  return { state: { bridge, bindings, unknownPorts: [], otherPorts, conflicts: [] }, counters };
 }

@@ -8,7 +8,8 @@ import type { DaemonConfig } from '../config/schema.js';
 import { startNflogReader, type NflogReader } from '../dataplane/nflog.js';
 import type { Logger } from '../log.js';
 import type { DesiredState, Problem } from '../model/index.js';
-import { FlowLog, type FlowFilter } from '../observe/flow-log.js';
+import { FlowLog } from '../observe/flow-log.js';
+import { answerFlowsQuery } from '../observe/flows-query.js';
 import { explainAllowed, explainDrop, explainsDrop, invalidPoliciesOf, PodIndex } from '../observe/flows.js';
 import type { NflogPacket } from '../dataplane/nflog.js';
 
@@ -56,10 +57,7 @@ export function createFlowLogging(opts: FlowLoggingOptions): FlowLogging {
     pending = keep;
   };
   return {
-    query: (params) => {
-      const filter = filterOf(params);
-      return { records: flows.list(filter) };
-    },
+    query: (params) => answerFlowsQuery(params, (filter) => flows.list(filter)),
     async start(source, netns) {
       const pods = new PodIndex(() => source.snapshot());
       explain = (packet) => {
@@ -104,15 +102,5 @@ export function createFlowLogging(opts: FlowLoggingOptions): FlowLogging {
       await reader?.stop();
       retryPending(true);
     },
-  };
-}
-
-function filterOf(params: URLSearchParams): FlowFilter {
-  const since = params.get('since');
-  return {
-    pod: params.get('pod') ?? undefined,
-    namespace: params.get('namespace') ?? undefined,
-    policy: params.get('policy') ?? undefined,
-    since: since !== null && /^\d+$/.test(since) ? Number(since) : undefined,
   };
 }

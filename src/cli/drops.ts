@@ -5,23 +5,25 @@
 import type { DaemonConfig } from '../config/schema.js';
 import { parseListenAddress } from '../config/listen-address.js';
 import { endText, type FlowRecord } from '../observe/flow-log.js';
+import type { FlowEnd } from '../observe/flows.js';
+import { parseFlowsQuery } from '../observe/flows-query.js';
 import { wrap } from '../trace/wrap.js';
 import type { Io } from './commands.js';
 import { configFrom, parseCommand, UsageError } from './context.js';
+import { FlowsAnswerError, parseFlowsAnswer, readBoundedBody } from './flows-answer.js';
+import { terminalSafe, terminalSafeJson } from './terminal-text.js';
 
 const FOLLOW_INTERVAL_MS = 1000;
 
 export async function dropsCommand(argv: readonly string[], io: Io, signal?: AbortSignal): Promise<number> {
   const parsed = parseCommand('drops', argv);
   const v = parsed.values;
-  for (const key of ['pod', 'policy'] as const) {
-    const value = v[key];
-    if (typeof value === 'string' && !/^[^/\s]+\/[^/\s]+$/.test(value))
-      throw new UsageError(`--${key} must be namespace/name, got "${value}"`);
-  }
-  const base = typeof v['url'] === 'string' ? v['url'].replace(/\/$/, '') : daemonUrl(configFrom(parsed, false));
   const query = new URLSearchParams();
   for (const key of ['pod', 'namespace', 'policy'] as const) if (typeof v[key] === 'string') query.set(key, v[key] as string);
+  // The daemon's own check, so a filter it would refuse is refused here, before anything is asked.
+  const checked = parseFlowsQuery(query);
+  if ('error' in checked) throw new UsageError(`--${checked.error}`);
+  const base = typeof v['url'] === 'string' ? v['url'].replace(/\/$/, '') : daemonUrl(configFrom(parsed, false));
   const json = v['json'] === true;
 
   let since = 0;
@@ -30,7 +32,7 @@ export async function dropsCommand(argv: readonly string[], io: Io, signal?: Abo
     const records = await fetchFlows(`${base}/flows?${query.toString()}`);
     for (const r of records) {
       since = Math.max(since, r.seq);
-      io.out(json ? `${JSON.stringify(r)}\n` : formatRecord(r));
+      io.out(json ? `${terminalSafeJson(r)}\n` : formatRecord(r));
     }
     if (!json && records.length === 0 && v['follow'] !== true) io.out('no denied connections recorded\n');
   };
@@ -59,10 +61,7 @@ export function daemonUrl(config: Pick<DaemonConfig, 'listenAddress'>): string {
   return `http://${host}:${addr.port}`;
 }
 
-export class DaemonUnreachableError extends Error {
-  override readonly name = 'DaemonUnreachableError';
-}
-
+/** The records the daemon at `url` answered; errors say what was wrong with the answer and where. */
 async function fetchFlows(url: string): Promise<FlowRecord[]> {
   let res: Response;
   try {
@@ -72,18 +71,28 @@ async function fetchFlows(url: string): Promise<FlowRecord[]> {
       `cannot reach the netfence daemon at ${new URL(url).origin} (${describeCause(err)}); is it running on this node? (--url)`,
     );
   }
-  const body = await res.text();
-  if (res.status !== 200) throw new UsageError(`the daemon at ${new URL(url).origin} answered ${res.status}: ${body.trim()}`);
-  const parsed = JSON.parse(body) as { records?: FlowRecord[] };
-  return parsed.records ?? [];
+  const body = await readBoundedBody(res, url);
+  if (res.status !== 200) {
+    // Enough of the answer to say why (the daemon's are one line), never the whole of a hostile one.
+    const said = terminalSafe(body.trim().slice(0, 300));
+    throw new FlowsAnswerError(`the daemon at ${url} answered ${res.status}: ${said}`);
+  }
+  return parseFlowsAnswer(body, url);
 }
 
+const safeEnd = (e: FlowEnd): FlowEnd => ({
+  ip: terminalSafe(e.ip),
+  ...(e.pod !== undefined ? { pod: terminalSafe(e.pod) } : {}),
+  ...(e.where !== undefined ? { where: terminalSafe(e.where) } : {}),
+});
+
+/** One record as text; every string in it came from the daemon's answer and is shown terminal-safe. */
 export function formatRecord(r: FlowRecord): string {
   const time = new Date(r.time).toISOString().slice(11, 19);
   const port = r.port !== undefined ? `/${r.port}` : '';
   const count = r.count > 1 ? ` (×${r.count})` : '';
-  const head = `${time} ${r.protocol}${port} ${endText(r.src)} -> ${endText(r.dst)}, ${r.direction}${count}`;
-  return `${[...wrap(head, '', '         '), ...wrap(r.because, '         ', '         ')].join('\n')}\n`;
+  const head = `${time} ${terminalSafe(r.protocol)}${port} ${endText(safeEnd(r.src))} -> ${endText(safeEnd(r.dst))}, ${terminalSafe(r.direction)}${count}`;
+  return `${[...wrap(head, '', '         '), ...wrap(terminalSafe(r.because), '         ', '         ')].join('\n')}\n`;
 }
 
 function sigintSignal(): AbortSignal {

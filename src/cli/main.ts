@@ -9,7 +9,7 @@ import { DataplaneCommandError } from '../dataplane/errors.js';
 import { COMMANDS, isCommandName, type Io } from './commands.js';
 import { commandHelp, helpWidth, overviewHelp } from './help.js';
 import { remedyFor } from './hints.js';
-import { UsageError } from './options.js';
+import { CommandFailure, UsageError } from './options.js';
 
 export type { Io } from './commands.js';
 
@@ -59,6 +59,7 @@ export async function main(argv: readonly string[], io: Io, width = helpWidth())
 
 async function errorText(name: string, err: unknown): Promise<string> {
   if (err instanceof UsageError) return `netfence ${name}: ${err.message}\n${overviewUsage(name)}`;
+  if (err instanceof CommandFailure) return `netfence ${name}: ${err.message}\n`;
   if (err instanceof DataplaneCommandError) {
     const remedy = remedyFor(err);
     return `netfence ${name}: ${remedy ? `${remedy}\n  (${err.message.split('\n')[0]})` : err.message}\n`;

@@ -21,6 +21,11 @@ export class UsageError extends Error {
   override readonly name = 'UsageError';
 }
 
+/** A failure its message explains in full (what and where): exit 2 with the message alone, no usage or stack. */
+export class CommandFailure extends Error {
+  override readonly name: string = 'CommandFailure';
+}
+
 export interface OptionDef {
   /** Long name without dashes. */
   readonly name: string;

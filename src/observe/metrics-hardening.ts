@@ -1,4 +1,4 @@
-// The series of issue 15's two hardening features, beside metrics.ts's:
+// The series of the two hardening features (anti-spoofing, strict mode), beside metrics.ts's:
 //
 // - Anti-spoofing drops. The kernel counts them (one nft counter per drop rule, carried across table
 //   rewrites), so they are read at scrape time, not counted here. Two series: by kind only (every kind
@@ -70,25 +70,47 @@ export interface HardeningMetrics {
 // A pass is one conntrack dump per family plus the marks: ms on a quiet node, ~1-2 s at 100k entries (BENCHMARKS.md).
 const PASS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
-/** `startScrape` is called by render() before each scrape, so each scrape reads the kernel once. */
-export function createHardeningMetrics(registers: Registry[]): HardeningMetrics & { startScrape(): void } {
+/**
+ * How long one read of the bridge table's counters serves scrapes. Each read is one `nft -j list` (tens of
+ * ms of CPU at a hundred ports, hundreds at 500: BENCHMARKS.md), so a burst of scrapes, or several
+ * scrapers, must not each cost one; an alert on `rate()` over minutes does not notice a second's lag.
+ */
+export const SPOOF_READ_INTERVAL_MS = 1000;
+
+/**
+ * `startScrape` is called by render() before each scrape: it reuses the last read if that read started
+ * less than SPOOF_READ_INTERVAL_MS ago (in flight or done), else starts a new one, so a scrape never
+ * gets counters read longer ago than that. Both series of one scrape come from the same read.
+ */
+export function createHardeningMetrics(
+  registers: Registry[],
+  // Monotonic: a wall clock set back would otherwise serve one read until it caught up.
+  now: () => number = () => performance.now(),
+): HardeningMetrics & { startScrape(): void } {
   let source: (() => Promise<readonly SpoofDropSample[]>) | undefined;
   let last: readonly SpoofDropSample[] = [];
-  // Both series come from one read per scrape: the first collect reads, the second reuses it.
-  let pending: Promise<readonly SpoofDropSample[]> | undefined;
-  const read = async (): Promise<readonly SpoofDropSample[] | undefined> => {
-    if (!source) return undefined;
-    if (!pending) {
-      pending = source()
+  let current: { readonly startedAt: number; readonly samples: Promise<readonly SpoofDropSample[]> } | undefined;
+  const startScrape = (): void => {
+    if (!source) return;
+    const at = now();
+    if (current && at - current.startedAt < SPOOF_READ_INTERVAL_MS) return;
+    current = {
+      startedAt: at,
+      samples: source()
         .then((samples) => (last = samples))
         // An unreadable table keeps the last values: a counter must not fall to zero on a failed read.
-        .catch(() => last);
-    }
-    return pending;
+        .catch(() => last),
+    };
+  };
+  const read = async (): Promise<readonly SpoofDropSample[] | undefined> => {
+    if (!source) return undefined;
+    // The scrape's read was chosen by startScrape; the second series must not start another.
+    if (!current) startScrape();
+    return current?.samples;
   };
   new Counter({
     name: 'netfence_spoof_drops_total',
-    help: "Frames the anti-spoofing bridge table dropped, by kind (ipv4/ipv6: forged source; arp: forged sender; nd: Neighbour Advertisement for an address not the pod's; router: RA or Redirect from a pod; other: non-IP/ARP frame; unknown-port: port whose pod is not known yet). Read from the kernel's rule counters at scrape time.",
+    help: "Frames the anti-spoofing bridge table dropped, by kind (ipv4/ipv6: forged source; arp: forged sender; nd: Neighbour Advertisement for an address not the pod's; router: RA or Redirect from a pod; other: non-IP/ARP frame; unknown-port: port whose pod is not known yet). Read from the kernel's rule counters at scrape time (one read serves the scrapes of the next second).",
     labelNames: ['kind'] as const,
     registers,
     async collect() {
@@ -160,8 +182,11 @@ export function createHardeningMetrics(registers: Registry[]): HardeningMetrics 
   failures.inc(0);
 
   return {
-    startScrape: () => void (pending = undefined),
-    setSpoofDropSource: (r) => void (source = r),
+    startScrape,
+    setSpoofDropSource: (r) => {
+      source = r;
+      current = undefined;
+    },
     observeRevokePass: (families, seconds) => {
       duration.observe(seconds);
       for (const f of families) {

@@ -51,6 +51,8 @@ export interface Metrics extends VisibilityMetrics, HardeningMetrics {
 export interface MetricsOptions {
   /** Also export process_* and nodejs_* metrics (the daemon wants them; tests do not). */
   readonly processMetrics?: boolean;
+  /** Monotonic milliseconds, for how long one anti-spoofing counter read serves scrapes (tests control it). */
+  readonly now?: () => number;
 }
 
 // A sync is compile + plan + apply. Tens of ms on small clusters, seconds at 10k pods (limits.md).
@@ -61,7 +63,7 @@ const APPLY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 
 export function createMetrics(options: MetricsOptions = {}): Metrics {
   const registry = new Registry();
   const registers = [registry];
-  const hardening = createHardeningMetrics(registers);
+  const hardening = createHardeningMetrics(registers, options.now);
   if (options.processMetrics) collectDefaultMetrics({ register: registry });
 
   const syncDuration = new Histogram({

@@ -36,6 +36,43 @@ describe('antiSpoofState', () => {
   });
 });
 
+describe('antiSpoofState with two live ports claiming one address', () => {
+  // A stale sandbox (its veth still on the bridge, its cache file still there) and the pod that got its address.
+  const stale: CniBinding = { key: 'cbr0-old-eth0', containerId: 'old', hostVeth: 'veth0a', ips: ['10.244.1.3', 'fd00::9'] };
+  const fresh: CniBinding = { key: 'cbr0-new-eth0', containerId: 'new', hostVeth: 'veth0b', ips: ['10.244.1.3'] };
+  const both = antiSpoofState('cni0', links, [stale, fresh]);
+
+  it('binds the address to neither port, and reports the conflict with both entries', () => {
+    expect(both.bindings.flatMap((b) => b.ipv4)).not.toContain('10.244.1.3');
+    expect(both.conflicts).toEqual([
+      {
+        address: '10.244.1.3',
+        claims: [
+          { entry: 'cbr0-new-eth0', port: 'veth0b' },
+          { entry: 'cbr0-old-eth0', port: 'veth0a' },
+        ],
+      },
+    ]);
+  });
+  it.each(['veth0a', 'veth0b'])('refuses frames from %s with that source, as IPv4 and as ARP', (inPort) => {
+    expect(judgeFrame(both, { inPort, kind: 'ipv4', src: '10.244.1.3' }).verdict).toBe('drop');
+    expect(judgeFrame(both, { inPort, kind: 'arp', src: '10.244.1.3' }).verdict).toBe('drop');
+  });
+  it('keeps a port its uncontested addresses, and a port left with none is unknown', () => {
+    expect(both.bindings).toEqual([{ port: 'veth0a', ipv4: [], ipv6: ['fd00::9'], source: 'cbr0-old-eth0' }]);
+    expect(both.unknownPorts).toEqual(['veth0b', 'veth0new']);
+  });
+  it('sees one address in two spellings as one claim', () => {
+    const v6 = antiSpoofState('cni0', links, [stale, { ...fresh, ips: ['fd00:0::09'] }]);
+    expect(v6.conflicts.map((c) => c.address)).toEqual(['fd00::9']);
+    expect(v6.bindings.flatMap((b) => b.ipv6)).toEqual([]);
+  });
+  it('is no conflict when the other entry names a port that is gone, or the same port', () => {
+    expect(antiSpoofState('cni0', links, [{ ...stale, hostVeth: 'vethgone' }, fresh]).conflicts).toEqual([]);
+    expect(antiSpoofState('cni0', links, [fresh, { ...fresh, key: 'cbr0-new2-eth0' }]).conflicts).toEqual([]);
+  });
+});
+
 describe('judgeFrame', () => {
   it.each<{ name: string; frame: Frame; expect: 'accept' | 'drop' }>([
     { name: 'IPv4 from its own address', frame: { inPort: 'veth0a', kind: 'ipv4', src: '10.244.1.2' }, expect: 'accept' },

@@ -15,6 +15,7 @@ function harness(
   cache: { value: CniBinding[] | undefined },
   links = [{ name: 'veth0a', master: 'cni0' }],
   counts = new Map<string, NftCount>(),
+  logger = quiet,
 ) {
   const scripts: string[] = [];
   let now = 0;
@@ -24,7 +25,7 @@ function harness(
     readCache: async () => cache.value,
     apply: async (s) => void scripts.push(s),
     readCounts: async () => counts,
-    logger: quiet,
+    logger,
     reassertMs: 1000,
     now: () => now,
   });
@@ -74,5 +75,34 @@ describe('AntiSpoofGuard', () => {
     await h.guard.refresh();
     expect(h.scripts).toEqual([]);
     expect(h.guard.state).toBeUndefined();
+  });
+
+  it('logs two ports claiming one address once per conflict, naming both cache entries', async () => {
+    const lines: { message: string; address?: string; claims?: string[] }[] = [];
+    const stream = new Writable({ write: (chunk: Buffer, _e, done) => (lines.push(JSON.parse(chunk.toString())), done()) });
+    const logger = createLogger({ level: 'warn', format: 'json', stream });
+    const stale: CniBinding = { ...A, key: 'cbr0-old-eth0', hostVeth: 'veth0a' };
+    const fresh: CniBinding = { ...A, key: 'cbr0-new-eth0', containerId: 'new', hostVeth: 'veth0b' };
+    const cache = { value: [stale, fresh] as CniBinding[] | undefined };
+    const links = [
+      { name: 'veth0a', master: 'cni0' },
+      { name: 'veth0b', master: 'cni0' },
+    ];
+    const h = harness(cache, links, new Map(), logger);
+    await h.guard.refresh();
+    h.advance(1500);
+    await h.guard.refresh();
+    await new Promise((r) => setImmediate(r));
+    const warned = lines.filter((l) => l.address !== undefined);
+    expect(warned).toEqual([
+      expect.objectContaining({ address: '10.244.1.2', claims: ['cbr0-new-eth0 (port veth0b)', 'cbr0-old-eth0 (port veth0a)'] }),
+    ]);
+    // Resolved (the stale entry went), then back: a new occurrence is logged again.
+    cache.value = [fresh];
+    await h.guard.refresh();
+    cache.value = [stale, fresh];
+    await h.guard.refresh();
+    await new Promise((r) => setImmediate(r));
+    expect(lines.filter((l) => l.address !== undefined)).toHaveLength(2);
   });
 });

@@ -1,8 +1,8 @@
-// Issue 15's series as /metrics shows them: anti-spoofing drops by kind and by pod (read from the
+// The hardening series as /metrics shows them: anti-spoofing drops by kind and by pod (read from the
 // kernel's counters at scrape time), strict-mode passes by family.
 
 import { createMetrics } from '../../../src/observe/metrics.js';
-import { spoofDropSamples } from '../../../src/observe/metrics-hardening.js';
+import { SPOOF_READ_INTERVAL_MS, spoofDropSamples } from '../../../src/observe/metrics-hardening.js';
 import { MAX_DENIED_PODS } from '../../../src/observe/metrics-visibility.js';
 
 const lines = async (m: ReturnType<typeof createMetrics>, family: string): Promise<string[]> =>
@@ -43,7 +43,8 @@ describe('hardening metrics', () => {
   });
 
   it('exports every kind (0 included) and the pods with drops, read at scrape time', async () => {
-    const m = createMetrics();
+    let clock = 0;
+    const m = createMetrics({ now: () => clock });
     let packets = 3;
     m.setSpoofDropSource(async () => [
       { kind: 'ipv6', namespace: 'x', pod: 'a', packets },
@@ -65,9 +66,28 @@ describe('hardening metrics', () => {
       'netfence_spoof_pod_drops_total{namespace="",pod="",kind="unknown-port"} 2',
     ]);
     packets = 10;
+    clock += SPOOF_READ_INTERVAL_MS;
     expect(await lines(m, 'netfence_spoof_pod_drops_total{namespace="x",pod="a"')).toEqual([
       'netfence_spoof_pod_drops_total{namespace="x",pod="a",kind="ipv6"} 10',
     ]);
+  });
+
+  it('reads the table once for a burst of scrapes, and never serves a read older than the interval', async () => {
+    let clock = 0;
+    let reads = 0;
+    const m = createMetrics({ now: () => clock });
+    m.setSpoofDropSource(async () => [{ kind: 'ipv4', namespace: 'x', pod: 'a', packets: ++reads }]);
+    const ipv4 = async () => (await lines(m, 'netfence_spoof_drops_total{kind="ipv4"}'))[0];
+    // 200 scrapes at once, then 200 one after another, all inside one interval: one read.
+    await Promise.all(Array.from({ length: 200 }, () => m.render()));
+    for (let i = 0; i < 200; i++) await m.render();
+    clock += SPOOF_READ_INTERVAL_MS - 1;
+    expect(await ipv4()).toBe('netfence_spoof_drops_total{kind="ipv4"} 1');
+    expect(reads).toBe(1);
+    // Past the interval the next scrape reads again, and sees what the kernel counts now.
+    clock += 1;
+    expect(await ipv4()).toBe('netfence_spoof_drops_total{kind="ipv4"} 2');
+    expect(reads).toBe(2);
   });
 
   it('keeps the last values when the table cannot be read (a counter never falls to 0 on a failed read)', async () => {

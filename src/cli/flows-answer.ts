@@ -1,0 +1,113 @@
+// The daemon's /flows answer as `netfence drops` reads it: a bounded body, JSON, and records of the shape
+// the daemon writes. Whatever answers on the daemon's port is not trusted: an endless body, bad JSON or a
+// record of the wrong shape is an error that says what was wrong and where, never a stack trace, and
+// never a partly printed list.
+
+import type { FlowRecord } from '../observe/flow-log.js';
+import { CommandFailure } from './options.js';
+import { terminalSafe } from './terminal-text.js';
+
+/**
+ * Largest /flows body read. The daemon's ring holds 1,000 records (DEFAULT_RING_CAPACITY) of about 0.4 KiB
+ * with one selecting policy (a policy name adds at most ~320 bytes, listed once per selecting policy and
+ * in the sentence), so 16 MiB fits a full ring whose pods have some 25 long-named policies each.
+ */
+export const MAX_FLOWS_BODY_BYTES = 16 * 1024 * 1024;
+
+/** An answer that is not a usable /flows answer: the message says what and where (exit 2, no usage). */
+export class FlowsAnswerError extends CommandFailure {
+  override readonly name = 'FlowsAnswerError';
+}
+
+/** The body as text; refused as soon as it passes `limit` bytes (declared or received). */
+export async function readBoundedBody(res: Response, url: string, limit = MAX_FLOWS_BODY_BYTES): Promise<string> {
+  const tooLarge = (): FlowsAnswerError =>
+    new FlowsAnswerError(
+      `the answer from ${url} is larger than ${limit} bytes (the most netfence drops reads); is that a netfence daemon?`,
+    );
+  const declared = Number(res.headers.get('content-length') ?? NaN);
+  if (declared > limit) {
+    await res.body?.cancel();
+    throw tooLarge();
+  }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  // Leaving the loop early (the throw) cancels the stream: the rest is never read.
+  for await (const chunk of (res.body ?? []) as AsyncIterable<Uint8Array>) {
+    size += chunk.byteLength;
+    if (size > limit) throw tooLarge();
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+type Check = (value: unknown, where: string) => void;
+
+const typeOf = (v: unknown): string => (v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v);
+const fail = (where: string, expected: string, v: unknown): never => {
+  throw new FlowsAnswerError(`${where}: expected ${expected}, got ${typeOf(v)}`);
+};
+const isString: Check = (v, where) => void (typeof v === 'string' || fail(where, 'a string', v));
+const isCount: Check = (v, where) =>
+  void (Number.isSafeInteger(v) && (v as number) >= 0 ? undefined : fail(where, 'a whole number ≥ 0', v));
+// new Date() of a time past ±8.64e15 ms is Invalid Date, and printing it threw a RangeError.
+const isTime: Check = (v, where) =>
+  void (typeof v === 'number' && Number.isFinite(new Date(v).getTime()) ? undefined : fail(where, 'a time in ms since 1970', v));
+const isPort: Check = (v, where) =>
+  void (Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 65535 ? undefined : fail(where, 'a port 0-65535', v));
+const optional =
+  (check: Check): Check =>
+  (v, where) =>
+    v === undefined ? undefined : check(v, where);
+const isObject = (fields: Readonly<Record<string, Check>>): Check => {
+  return (v, where) => {
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) return fail(where, 'an object', v);
+    for (const [name, check] of Object.entries(fields)) check((v as Record<string, unknown>)[name], `${where}.${name}`);
+  };
+};
+const isArrayOf =
+  (check: Check): Check =>
+  (v, where) => {
+    if (!Array.isArray(v)) return fail(where, 'an array', v);
+    v.forEach((item, i) => check(item, `${where}[${i}]`));
+  };
+
+const isEnd = isObject({ ip: isString, pod: optional(isString), where: optional(isString) });
+
+/** Every field `netfence drops` prints or follows by, as FlowRecord declares it. */
+const isRecord = isObject({
+  seq: isCount,
+  time: isTime,
+  src: isEnd,
+  dst: isEnd,
+  protocol: isString,
+  port: optional(isPort),
+  direction: isString,
+  reason: isString,
+  pod: optional(isString),
+  policies: isArrayOf(isString),
+  because: isString,
+  count: isCount,
+  lastSeen: optional(isTime),
+});
+
+/** `{ "records": [...] }` from the daemon, checked record by record; errors name the URL and the field. */
+export function parseFlowsAnswer(body: string, url: string): FlowRecord[] {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(body);
+  } catch (err) {
+    // V8's message quotes the text around the error: the answer's own characters, so made safe.
+    throw new FlowsAnswerError(`the answer from ${url} is not JSON (${terminalSafe((err as Error).message)})`);
+  }
+  const refusal = (doc as { error?: unknown } | null)?.error;
+  if (typeof refusal === 'string')
+    throw new FlowsAnswerError(`the daemon at ${url} refused the query: ${terminalSafe(refusal.slice(0, 300))}`);
+  try {
+    isObject({ records: isArrayOf(isRecord) })(doc, 'answer');
+  } catch (err) {
+    if (err instanceof FlowsAnswerError) throw new FlowsAnswerError(`the answer from ${url} is not a flow list: ${err.message}`);
+    throw err;
+  }
+  return (doc as { records: FlowRecord[] }).records;
+}
