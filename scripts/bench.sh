@@ -12,6 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/prereqs.sh
 prepare
+echo "node $(node --version) ($(command -v node))" >&2
 if [ "$(id -u)" != "0" ]; then
   echo "SKIPPING kernel, daemon and data-plane rows: they need root to create network namespaces (run 'sudo npm run bench')." >&2
 fi

@@ -13,6 +13,7 @@ step() {
 step "format (prettier; fix: npm run format)" node scripts/lib/check-format.mjs
 step "lint (eslint)" npx --no-install eslint --max-warnings 0 --format ./scripts/lib/lint-format.mjs .
 step "unused files, exports, dependencies (knip)" npx --no-install knip --no-progress
+step "runtime dependencies = what src/ loads (scripts/check-runtime-deps.ts)" node --import ./scripts/register-ts.mjs scripts/check-runtime-deps.ts
 step "types (tsc, product)" npx --no-install tsc -p tsconfig.json --noEmit --pretty false
 step "types (tsc, tests and scripts)" npx --no-install tsc -p tsconfig.test.json --noEmit --pretty false
 if [ ${#failed[@]} -gt 0 ]; then

@@ -12,4 +12,5 @@ fi
 source scripts/lib/prereqs.sh
 echo "building…" >&2
 prepare
+echo "node $(node --version) ($(command -v node))" >&2
 exec node --import ./scripts/register-ts.mjs scripts/demo.ts "$@"

