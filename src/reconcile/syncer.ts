@@ -181,6 +181,8 @@ export class Syncer {
     if (!left) return [];
     const still: string[] = [];
     for (const name of left.names) if (!(await this.destroySet(name))) still.push(name);
+    // A read begun before these destroys may still show the sets: never plan against it.
+    if (still.length < left.names.length) this.given = undefined;
     if (this.leftovers !== left) return still;
     if (still.length > 0) this.leftovers = { ...left, names: still };
     else {

@@ -6,7 +6,8 @@ import { compile } from '../../../src/compile/index.js';
 import type { ClusterSnapshot } from '../../../src/model/index.js';
 import { FakeKernel } from '../../fakes/fake-kernel.js';
 import { loadGoldenCase } from '../../helpers/golden.js';
-import { ReconcilerHarness, parseFilter, ourChains, parseSets } from '../../helpers/kernel-asserts.js';
+import { Syncer } from '../../../src/reconcile/syncer.js';
+import { OWN, ReconcilerHarness, memoryLogger, parseFilter, ourChains, parseSets } from '../../helpers/kernel-asserts.js';
 
 const golden = loadGoldenCase('seed-db-policy');
 /** The same cluster without its policies: every policy set and chain becomes stale. */
@@ -76,5 +77,20 @@ describe('stale sets the kernel still holds', () => {
     } finally {
       harness.stop();
     }
+  });
+
+  it('a drift-check read taken before the retry destroyed the set is not planned against (no false drift)', async () => {
+    const kernel = new FakeKernel();
+    const syncer = new Syncer(kernel, OWN, memoryLogger());
+    await syncer.sync(before);
+    const busy = stale[0]!;
+    kernel.holdSet(busy);
+    expect((await syncer.sync(after)).undestroyed).toEqual([busy]);
+    await syncer.readAhead();
+    kernel.releaseSet(busy);
+    expect(await syncer.destroyLeftovers()).toEqual([]);
+    const check = await syncer.sync(after, { readKernel: true });
+    expect(check.drift).toBe(false);
+    expect(check.plans.flatMap((p) => p.changes)).toEqual([]);
   });
 });
