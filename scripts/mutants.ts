@@ -62,7 +62,8 @@ const MUTANTS: readonly Mutant[] = [
   {
     name: 'input-no-established-return',
     file: 'src/compile/static-chains.ts',
-    mutate: (source) => cut(source, '      // Judged on the first packet, as in FORWARD', "        comment: 'established pod flow',\n      },\n"),
+    mutate: (source) =>
+      cut(source, '      // Judged on the first packet, as in FORWARD', "        comment: 'established pod flow',\n      },\n"),
     why: "nf-INPUT's ESTABLISHED return is gone: a pod's replies to its node's own connection meet its CNP egress",
     // The golden text catches it too, but `npm run golden` would regenerate that; the packets cannot be.
     kernel: ['test/kernel/cnp-node-input.test.ts'],
@@ -137,7 +138,7 @@ function cut(source: string, from: string, through: string): string {
 function moveEstablished(source: string): string {
   const start = source.indexOf("      ...(['in-iface', 'out-iface'] as const).map((kind) => ({");
   const end = source.indexOf('      })),\n', start) + '      })),\n'.length;
-  const accept = source.indexOf("      // Accepting here rather than at the end of FORWARD");
+  const accept = source.indexOf('      // Accepting here rather than at the end of FORWARD');
   if (start < 0 || end < start || accept < end) throw new Error('nf-FORWARD no longer reads as expected');
   return source.slice(0, start) + source.slice(end, accept) + source.slice(start, end) + source.slice(accept);
 }

@@ -268,7 +268,8 @@ describeKernel('strict mode off (the default): established flows survive a new d
     const kept = KEPT[0]!;
     for (const f of KEPT_FLOWS) await expectDelivered(w, f.flow, 'before-delete');
     w.server.delete({ kind: 'Pod', metadata: { name: 'server', namespace: 'x' } });
-    const reaches = async () => (await w.sandbox.probe('x/client', { protocol: 'TCP', ip: w.serverPod.ip, port: kept.port, timeoutMs: 300 })).ok;
+    const reaches = async () =>
+      (await w.sandbox.probe('x/client', { protocol: 'TCP', ip: w.serverPod.ip, port: kept.port, timeoutMs: 300 })).ok;
     try {
       // A port the policy allowed: refused only because the pod is unknown now.
       await waitUntil(`new TCP ${kept.port} connections to the deleted pod dropped`, async () => !(await reaches()), 20_000);
