@@ -13,6 +13,8 @@ import { parseAddr } from '../trace/addr.js';
 import { allowedSources, type AntiSpoofState, type PortBinding } from './model.js';
 
 export const ANTISPOOF_TABLE = 'netfence';
+/** The nft family the table lives in: the bridge hooks see frames (and ARP) before IP does. */
+export const ANTISPOOF_FAMILY = 'bridge';
 
 /** Comments the counters are read back by. */
 export const dropComment = (kind: 'arp' | 'ipv4' | 'ipv6' | 'nd' | 'router' | 'other' | 'unknown-port', port?: string): string =>
@@ -73,9 +75,9 @@ function portRules(b: PortBinding, counts: CarriedCounts): string[] {
 /** The whole table. Frames entering ports of other bridges are not ours and pass untouched. */
 export function renderAntiSpoof(state: AntiSpoofState, counts: CarriedCounts = new Map()): string {
   const lines = [
-    `table bridge ${ANTISPOOF_TABLE}`,
-    `delete table bridge ${ANTISPOOF_TABLE}`,
-    `table bridge ${ANTISPOOF_TABLE} {`,
+    `table ${ANTISPOOF_FAMILY} ${ANTISPOOF_TABLE}`,
+    `delete table ${ANTISPOOF_FAMILY} ${ANTISPOOF_TABLE}`,
+    `table ${ANTISPOOF_FAMILY} ${ANTISPOOF_TABLE} {`,
     ...state.bindings.flatMap((b) => [`  chain ${portChain(b.port)} {`, ...portRules(b, counts), '  }']),
     '  chain prerouting {',
     '    type filter hook prerouting priority -300; policy accept;',
@@ -93,4 +95,5 @@ export function renderAntiSpoof(state: AntiSpoofState, counts: CarriedCounts = n
 }
 
 /** The table removed (cleanup, or anti-spoofing turned off): tolerant of a table that is not there. */
-export const renderAntiSpoofDelete = (): string => `table bridge ${ANTISPOOF_TABLE}\ndelete table bridge ${ANTISPOOF_TABLE}\n`;
+export const renderAntiSpoofDelete = (): string =>
+  `table ${ANTISPOOF_FAMILY} ${ANTISPOOF_TABLE}\ndelete table ${ANTISPOOF_FAMILY} ${ANTISPOOF_TABLE}\n`;

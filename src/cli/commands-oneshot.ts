@@ -135,12 +135,15 @@ export async function cleanupCommand(argv: readonly string[], io: Io): Promise<n
   const sync = await syncer.sync(nothing, { readKernel: true });
   const s = summarize(sync.plans);
   // The anti-spoofing bridge table (nft); its absence is not an error. Loaded here: only cleanup needs it.
-  const [{ ANTISPOOF_TABLE, renderAntiSpoofDelete }, { applyNftScript, listNftTableJson }] = await Promise.all([
-    import('../antispoof/render.js'),
+  const [{ removeAntiSpoofTable }, { applyNftScript, listNftTableJson }] = await Promise.all([
+    import('../antispoof/remove.js'),
     import('../dataplane/nft.js'),
   ]);
-  const table = (await listNftTableJson('bridge', ANTISPOOF_TABLE, netnsOf(parsed))) !== undefined;
-  if (table) await applyNftScript(renderAntiSpoofDelete(), netnsOf(parsed));
+  const netns = netnsOf(parsed);
+  const table = await removeAntiSpoofTable({
+    list: (family, name) => listNftTableJson(family, name, netns),
+    apply: (script) => applyNftScript(script, netns),
+  });
   io.err(
     `cleanup: removed ${s.chainsChanged} chain(s), ${s.hooksChanged} hook(s), ${s.setsChanged} set(s)${table ? ', the anti-spoofing table' : ''}\n`,
   );

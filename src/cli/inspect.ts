@@ -8,7 +8,7 @@ import { IpsetParseError, parseIpsetSave } from '../render/index.js';
 import { filterReport, formatReport, inspectRuleset } from '../inspect/index.js';
 import { antiSpoofView, formatHardening, revokedFlows, strictModeOf, type StrictModeView } from '../inspect/hardening.js';
 import { readProgrammedAntiSpoof, type ProgrammedAntiSpoof } from '../antispoof/read.js';
-import { ANTISPOOF_TABLE } from '../antispoof/render.js';
+import { ANTISPOOF_FAMILY, ANTISPOOF_TABLE } from '../antispoof/render.js';
 import { loadRuleset, parseAddr, requireOwnedChains, RulesetError, type IpSets, type Ruleset } from '../trace/index.js';
 import type { Io } from './commands.js';
 import { configFrom, kernelOptions, netnsOf, parseCommand, UsageError, type Parsed } from './context.js';
@@ -144,7 +144,7 @@ async function readAntiSpoofOnce(parsed: Parsed, config: DaemonConfig): Promise<
   if (savedPaths(parsed.values).length > 0) return undefined;
   // Loaded here, not at the top: reading a saved dump must not load the code that runs tools.
   const { listNftTableJson } = await import('../dataplane/nft.js');
-  const json = await listNftTableJson('bridge', ANTISPOOF_TABLE, netnsOf(parsed));
+  const json = await listNftTableJson(ANTISPOOF_FAMILY, ANTISPOOF_TABLE, netnsOf(parsed));
   return json === undefined ? undefined : readProgrammedAntiSpoof(json, config.bridge);
 }
 

@@ -15,7 +15,7 @@ import type { Metrics } from '../observe/metrics.js';
 import { renderHookArgs, ruleLine } from '../render/index.js';
 import { HookWatch } from '../reconcile/hook-watch.js';
 import type { Reconciler } from '../reconcile/reconciler.js';
-import { systemClock } from '../reconcile/runner.js';
+import { systemClock, type Clock } from '../reconcile/runner.js';
 
 export interface ServiceGuardsInputs {
   readonly config: Pick<DaemonConfig, 'hookCheckIntervalMs' | 'dryRun'>;
@@ -25,6 +25,8 @@ export interface ServiceGuardsInputs {
   readonly health: Pick<HealthState, 'ipvsDetected'>;
   readonly logger: Logger;
   readonly netns: string | undefined;
+  /** The hook watch's timers (tests pace them); the system clock by default. */
+  readonly clock?: Clock;
 }
 
 export interface ServiceGuards {
@@ -58,7 +60,7 @@ export function createServiceGuards(inputs: ServiceGuardsInputs): ServiceGuards 
     },
     onError: (error) => logger.debug('hook position check failed; will retry', { error: error.message }),
     intervalMs: inputs.config.dryRun ? 0 : inputs.config.hookCheckIntervalMs,
-    clock: systemClock,
+    clock: inputs.clock ?? systemClock,
   });
   let ipvsReported: boolean | undefined;
   return {

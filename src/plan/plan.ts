@@ -59,6 +59,8 @@ export interface FamilyPlan {
   readonly iptablesRestore: string;
   /** Step 3, `ipset -exist restore`: destroy sets nothing references any more. */
   readonly ipsetDestroy: string;
+  /** The sets `ipsetDestroy` destroys, by name. */
+  readonly staleSets: readonly string[];
   readonly changes: readonly Change[];
   readonly counts: PlanCounts;
   /** Sets of ours that exist with another type: recreated first (retype.ts), before the steps above. */
@@ -224,6 +226,7 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
     ipsetRestore: renderIpsetOps(ipsetOps),
     iptablesRestore,
     ipsetDestroy: renderIpsetOps(staleSets.map((name) => ({ op: 'destroy', name }))),
+    staleSets,
     changes,
     counts,
     retype,

@@ -36,7 +36,7 @@ export interface ReconcilerOptions {
   /** Node settings may depend on the snapshot (the Node object's pod CIDR). */
   readonly settings: (snapshot: ClusterSnapshot) => NodeSettings;
   /** With `readAhead`, the drift check reads the kernel while changes are still programmed (runner.ts preparePeriodic). */
-  readonly syncer: Pick<Syncer, 'sync' | 'planOnly' | 'markOutOfSync'> & Partial<Pick<Syncer, 'readAhead'>>;
+  readonly syncer: Pick<Syncer, 'sync' | 'planOnly' | 'markOutOfSync'> & Partial<Pick<Syncer, 'readAhead' | 'destroyLeftovers'>>;
   readonly logger: SyncLogger;
   readonly clock: Clock;
   readonly batchWindowMs: number;
@@ -51,12 +51,18 @@ export interface ReconcilerOptions {
   readonly checkPreconditions?: () => Promise<void>;
 }
 
+/** Stale sets still in use are retried after 100 ms, 200 ms, … up to this (or the drift interval, if shorter). */
+const CLEANUP_BASE_MS = 100;
+const CLEANUP_MAX_MS = 5_000;
+
 export class Reconciler {
   private readonly runner: BoundedFrequencyRunner;
   /** Long-lived, so each sync recompiles only what the change touched (same answer as compile()). */
   private readonly compiler = new Compiler();
   private syncs = 0;
   private lastProblemKey = '';
+  /** Cleanup retries since a sync left stale sets behind. */
+  private cleanups = 0;
 
   constructor(private readonly opts: ReconcilerOptions) {
     this.runner = new BoundedFrequencyRunner((reason) => this.syncOnce(reason), {
@@ -95,6 +101,7 @@ export class Reconciler {
   }
 
   private async syncOnce(reason: RunReason): Promise<void> {
+    if (reason === 'cleanup') return this.destroyLeftovers();
     const { clock, logger } = this.opts;
     this.opts.observer?.heartbeat?.();
     if (reason !== 'change' || this.syncs === 0) await this.opts.checkPreconditions?.().catch(() => undefined);
@@ -128,6 +135,8 @@ export class Reconciler {
       const sync = await this.opts.syncer.sync(result.desired, { readKernel: reason !== 'change' });
       const now = clock.now();
       this.syncs++;
+      this.cleanups = 0;
+      if (sync.undestroyed?.length) this.scheduleCleanup(sync.undestroyed);
       const summary = summarize(sync.plans);
       if (sync.drift) logger.warn('repaired drift: netfence-owned kernel state had been changed by someone else', { changes: summary });
       else if (!summary.inSync) logger.info('programmed', { reason, ...summary });
@@ -147,6 +156,27 @@ export class Reconciler {
       this.opts.observer?.failed?.({ reason, error, stage: 'apply' });
       throw error;
     }
+  }
+
+  /**
+   * A set the new rules no longer use can still be held by the kernel for a moment (iptables-nft releases a
+   * deleted rule's set reference asynchronously) or by someone else's rule: retried soon with a short backoff,
+   * not left for the drift check.
+   */
+  private async destroyLeftovers(): Promise<void> {
+    // A throw (the tool itself failing) is the runner's to retry, as a full sync that re-reads the kernel.
+    const left = (await this.opts.syncer.destroyLeftovers?.()) ?? [];
+    if (left.length > 0) return this.scheduleCleanup(left);
+    this.opts.logger.info('destroyed stale ipsets once the kernel released them', { retries: this.cleanups });
+    this.cleanups = 0;
+  }
+
+  private scheduleCleanup(sets: readonly string[]): void {
+    if (!this.opts.syncer.destroyLeftovers) return;
+    const delay = Math.min(CLEANUP_BASE_MS * 2 ** this.cleanups, CLEANUP_MAX_MS, this.opts.resyncIntervalMs);
+    if (this.cleanups === 0) this.opts.logger.warn('stale ipsets are still in use; retrying their destroy', { sets, retryMs: delay });
+    this.cleanups++;
+    this.runner.requestCleanup(delay);
   }
 
   private reportProblems(problems: readonly Problem[]): void {

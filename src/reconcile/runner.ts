@@ -16,8 +16,11 @@ export const systemClock: Clock = {
   clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
 };
 
-/** Why a run happens: a requested change, the periodic drift check, or a retry after a failure. */
-export type RunReason = 'change' | 'periodic' | 'retry';
+/**
+ * Why a run happens: a requested change, the periodic drift check, a retry after a failure, or a cleanup of
+ * what a successful run left to finish (stale sets still in use); any sync due with a cleanup does it too.
+ */
+export type RunReason = 'change' | 'periodic' | 'retry' | 'cleanup';
 
 export interface RunnerOptions {
   /** Change runs start at least this far apart: requests within it fold into one run. An isolated request runs at once. */
@@ -86,6 +89,12 @@ export class BoundedFrequencyRunner {
     this.schedule(0, 'periodic');
   }
 
+  /** Finish what the last run left (its own backoff is the caller's): a cleanup run in `delayMs`. */
+  requestCleanup(delayMs: number): void {
+    if (this.stopped) return;
+    this.schedule(delayMs, 'cleanup');
+  }
+
   /**
    * Waiting a fixed window after every event cost each isolated event the whole window; bursts are what the
    * window is for, and a burst is a request soon after a run started. (A zero delay still lets the requests
@@ -118,7 +127,7 @@ export class BoundedFrequencyRunner {
     if (ready.length === 0) return this.arm();
     for (const r of ready) this.due.delete(r);
     // A periodic run re-reads the kernel, so it also covers a change or a retry due at the same time.
-    const reason: RunReason = ready.includes('periodic') ? 'periodic' : ready.includes('retry') ? 'retry' : 'change';
+    const reason: RunReason = (['periodic', 'retry', 'change', 'cleanup'] as const).find((r) => ready.includes(r))!;
     if (reason === 'periodic' && this.opts.preparePeriodic && this.periodicPrep === 'none') {
       // Put back whatever else was due; the periodic run comes back when its preparation is done.
       for (const r of ready) if (r !== 'periodic') this.due.set(r, now);
@@ -138,9 +147,11 @@ export class BoundedFrequencyRunner {
       return this.arm();
     }
     if (reason === 'periodic') this.periodicPrep = 'none';
-    if (reason !== 'change') this.due.delete('change');
+    if (reason !== 'change' && reason !== 'cleanup') this.due.delete('change');
+    if (reason !== 'cleanup') this.due.delete('cleanup');
     this.running = true;
-    this.lastStart = now;
+    // A cleanup is not a sync: it does not hold the next change back by a batch window.
+    if (reason !== 'cleanup') this.lastStart = now;
     let ok = true;
     try {
       await this.fn(reason);
@@ -152,7 +163,7 @@ export class BoundedFrequencyRunner {
     this.running = false;
     if (this.stopped) return;
     if (ok) {
-      this.due.delete('retry');
+      if (reason !== 'cleanup') this.due.delete('retry');
       this.schedule(this.opts.maxIntervalMs, 'periodic');
     } else {
       this.schedule(Math.min(this.opts.retryMaxMs, this.opts.retryBaseMs * 2 ** (this.failures - 1)), 'retry');

@@ -38,6 +38,8 @@ export interface SyncResult {
   readonly readKernel: boolean;
   /** Changes found against the kernel that our own last apply did not explain: someone else's edits. */
   readonly drift: boolean;
+  /** Stale sets the kernel would not let go of yet (still referenced); `destroyLeftovers` retries them. */
+  readonly undestroyed?: readonly string[];
 }
 
 /** One `ipset save` and the filter table of each family, as the tools printed them. */
@@ -65,6 +67,12 @@ export class Syncer {
   >();
   private lastMatch: { readonly programmed: ObservedFamily; readonly fresh: ObservedFamily } | undefined;
   private given: Promise<ReadonlyMap<IpFamily, ObservedFamily>> | undefined;
+  /**
+   * Stale sets the last sync could not destroy, and what it programmed otherwise. iptables-nft drops a rule's
+   * set reference asynchronously, so a destroy right after the rule went can fail with "in use"; once the
+   * retries destroy them, the kernel holds exactly `desired` again and no re-read is needed.
+   */
+  private leftovers: { readonly names: readonly string[]; readonly desired: DesiredState; readonly clean: boolean } | undefined;
 
   constructor(
     private readonly kernel: KernelPort,
@@ -135,34 +143,58 @@ export class Syncer {
       plans.push(planFamily(state, observed!, this.own, previous));
     }
     this.inSync = false;
+    this.leftovers = undefined;
     // A read begun before this write may show none, part or all of it: never plan against it.
     if (plans.some((p) => p.ipsetRestore || p.iptablesRestore || p.ipsetDestroy)) this.given = undefined;
     if (reads && plans.some((p) => p.retype.length > 0)) return this.retype(desired, plans, reads, opts.afterRetype === true);
-    let leftovers = false;
+    const undestroyed: string[] = [];
     try {
       for (const plan of plans) {
         if (plan.ipsetRestore) await this.kernel.ipsetRestore(plan.ipsetRestore);
         if (plan.iptablesRestore) await this.kernel.restoreFilter(plan.family, plan.iptablesRestore);
       }
       for (const plan of plans) {
-        if (plan.ipsetDestroy && !(await this.destroyStaleSets(plan.ipsetDestroy))) leftovers = true;
+        if (plan.ipsetDestroy) undestroyed.push(...(await this.destroyStaleSets(plan.ipsetDestroy, plan.staleSets)));
       }
     } catch (err) {
       this.lastDesired.clear();
       throw err;
     }
-    if (leftovers) {
-      // Our own undestroyed sets are not drift: forget the programmed view so the next sync re-reads and retries.
+    const clean = plans.every((p) => p.errors.length === 0);
+    if (undestroyed.length > 0) {
+      // Our own undestroyed sets are not drift: until they are gone, the kernel holds more than `desired`.
       this.lastDesired.clear();
-      this.inSync = false;
+      this.leftovers = { names: undestroyed, desired, clean };
     } else {
-      for (const family of this.families()) {
-        this.lastDesired.set(family, desired[family === 4 ? 'v4' : 'v6']);
-      }
-      this.inSync = plans.every((p) => p.errors.length === 0);
+      this.programmed(desired, clean);
     }
     for (const plan of plans) for (const e of plan.errors) this.logger.error(e);
-    return { plans, readKernel, drift };
+    return { plans, readKernel, drift, undestroyed };
+  }
+
+  /**
+   * Retry destroying the stale sets the last sync left behind (nothing else is written); returns those still
+   * in use. Once none is left, the kernel holds exactly what that sync programmed.
+   */
+  async destroyLeftovers(): Promise<readonly string[]> {
+    const left = this.leftovers;
+    if (!left) return [];
+    const still: string[] = [];
+    for (const name of left.names) if (!(await this.destroySet(name))) still.push(name);
+    // A read begun before these destroys may still show the sets: never plan against it.
+    if (still.length < left.names.length) this.given = undefined;
+    if (this.leftovers !== left) return still;
+    if (still.length > 0) this.leftovers = { ...left, names: still };
+    else {
+      this.leftovers = undefined;
+      this.programmed(left.desired, left.clean);
+    }
+    return still;
+  }
+
+  private programmed(desired: DesiredState, clean: boolean): void {
+    for (const family of this.families()) this.lastDesired.set(family, desired[family === 4 ? 'v4' : 'v6']);
+    this.inSync = clean;
   }
 
   /**
@@ -193,13 +225,29 @@ export class Syncer {
     return { ...rest, drift: true, plans: rest.plans.map((p) => ({ ...p, changes: [...(retyped.get(p.family) ?? []), ...p.changes] })) };
   }
 
-  /** False when a set could not be destroyed (still referenced by someone else's rule); enforcement is unaffected. */
-  private async destroyStaleSets(text: string): Promise<boolean> {
+  /**
+   * The sets that could not be destroyed (still referenced: by someone else's rule, or by one of ours the
+   * kernel has not released yet); enforcement is unaffected. `ipset restore` stops at the first failing line,
+   * so after a failure each set is tried on its own: one busy set must not keep the others.
+   */
+  private async destroyStaleSets(text: string, names: readonly string[]): Promise<string[]> {
     try {
       await this.kernel.ipsetRestore(text);
+      return [];
+    } catch (err) {
+      this.logger.debug('could not destroy every stale ipset at once; trying one by one', { error: (err as Error).message });
+    }
+    const left: string[] = [];
+    for (const name of names) if (!(await this.destroySet(name))) left.push(name);
+    return left;
+  }
+
+  private async destroySet(name: string): Promise<boolean> {
+    try {
+      await this.kernel.ipsetRestore(`destroy ${name}\n`);
       return true;
     } catch (err) {
-      this.logger.warn('could not destroy stale ipsets; will retry', { error: (err as Error).message });
+      this.logger.debug('stale ipset still in use; will retry', { set: name, error: (err as Error).message });
       return false;
     }
   }

@@ -24,11 +24,14 @@ export class FakeKernel implements KernelPort {
   readonly calls: FakeOp[] = [];
   private readonly iptables = new Map<IpFamily, FakeIptables>();
   private readonly faults: { op: FakeOp; error: Error }[] = [];
+  /** Sets the kernel still holds a reference to with no rule using them (holdSet). */
+  private readonly held = new Set<string>();
 
   constructor(families: readonly IpFamily[] = [4, 6]) {
     this.ipset = new FakeIpset(() => {
       const used = new Set<string>();
       for (const t of this.iptables.values()) for (const name of t.referencedSets()) used.add(name);
+      for (const name of this.held) used.add(name);
       return used;
     });
     for (const family of families) this.iptables.set(family, new FakeIptables(family, (name) => this.ipset.familyOf(name)));
@@ -63,6 +66,18 @@ export class FakeKernel implements KernelPort {
   /** The next call of `op` throws `error` (default: a tool failure) and changes nothing. */
   failNext(op: FakeOp, error: Error = new DataplaneCommandError(op, 1, 'injected failure', undefined, [])): void {
     this.faults.push({ op, error });
+  }
+
+  /**
+   * The kernel keeps a reference to set `name` after the last rule using it is gone (iptables-nft releases
+   * it asynchronously): destroying it fails "in use" until `releaseSet`.
+   */
+  holdSet(name: string): void {
+    this.held.add(name);
+  }
+
+  releaseSet(name: string): void {
+    this.held.delete(name);
   }
 
   /** Someone else's `iptables-restore --noflush` (kube-proxy, an operator): not recorded as our write. */

@@ -343,6 +343,12 @@ export class ReconcilerHarness {
     return this.advance(this.resyncIntervalMs);
   }
 
+  /** Moves time on by `ms`, firing what falls due, without waiting for a sync (a cleanup run reports none). */
+  async passTime(ms: number): Promise<void> {
+    this.clock.advance(ms);
+    for (let i = 0; i < 5; i++) await settle();
+  }
+
   /** Moves time to the next armed timer (a retry, after a failure) and waits for that run. */
   next(): Promise<SyncEvent> {
     const delay = this.clock.nextDelay();

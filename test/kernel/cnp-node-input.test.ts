@@ -139,6 +139,31 @@ describeKernel('ClusterNetworkPolicy egress to the local node goes through INPUT
     expect(inspect.text).toMatch(/to node {2}ClusterNetworkPolicy egress \(1 chain/);
   });
 
+  // A kubelet probe: the node opens the connection (from its cni0 address, the route's source towards a local
+  // pod), so the pod's replies belong to a flow the pod did not initiate. A Deny of all the subject's egress
+  // covers that address ("networks": cluster-internal traffic is checked too), yet a reply opens no
+  // connection and must pass INPUT: nf-INPUT returns ESTABLISHED before any tier is walked.
+  it("Admin Deny of all egress: the node still reaches the subject (a kubelet probe), the pod's replies pass INPUT", async () => {
+    // Every pod, node and cni0 address of the sandbox is in 10.0.0.0/8.
+    c().setClusterPolicies([adminEgress('deny-all-egress', 10, [{ name: 'nothing', action: 'Deny', to: [{ networks: ['10.0.0.0/8'] }] }])]);
+    await c().apply();
+    try {
+      // The Deny holds for the pod's own connections, to its node and to another pod.
+      await expectCells('TCP', 80, [
+        [pod('harry-potter-0'), 'node:n1', false],
+        [pod('harry-potter-0'), pod('draco-malfoy-0'), false],
+      ]);
+      await expectCells('TCP', 80, [
+        ['node:n1', pod('harry-potter-0'), true],
+        ['node:n2', pod('harry-potter-1'), true],
+      ]);
+      await expectCells('TCP', 8080, [['node:n1', pod('harry-potter-0'), true]]);
+    } finally {
+      c().setClusterPolicies([adminEgress('deny-nodes', 10, [{ name: 'no-nodes', action: 'Deny', to: [ALL_NODES] }])]);
+      await c().apply();
+    }
+  });
+
   it('drift: the INPUT jump deleted by someone else opens the node, diff reports it, the next apply restores it', async () => {
     const rules = (await iptables(n1().netns, 'nft', ['-S', 'INPUT'])).split('\n');
     const ours = rules.find((l) => /-j nf-INPUT$/.test(l));

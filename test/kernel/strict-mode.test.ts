@@ -259,4 +259,51 @@ describeKernel('strict mode off (the default): established flows survive a new d
       });
     }
   });
+
+  // The server's Pod object leaves the API while its sandbox still runs (a force delete): its address is an
+  // unknown local pod, and new connections to it are dropped (fail-closed). The flows it already had carry on
+  // with strict mode off, as after any change that denies new connections: judged on their first packet, they
+  // pass nf-FORWARD's ESTABLISHED accepts, which come before the dispatch jumps and their fail-closed drops.
+  it('keeps carrying established flows to a pod whose object is gone, while new connections to it are dropped', async () => {
+    const kept = KEPT[0]!;
+    for (const f of KEPT_FLOWS) await expectDelivered(w, f.flow, 'before-delete');
+    w.server.delete({ kind: 'Pod', metadata: { name: 'server', namespace: 'x' } });
+    const reaches = async () =>
+      (await w.sandbox.probe('x/client', { protocol: 'TCP', ip: w.serverPod.ip, port: kept.port, timeoutMs: 300 })).ok;
+    try {
+      // A port the policy allowed: refused only because the pod is unknown now.
+      await waitUntil(`new TCP ${kept.port} connections to the deleted pod dropped`, async () => !(await reaches()), 20_000);
+      for (const f of KEPT_FLOWS) await expectDelivered(w, f.flow, 'after-delete');
+    } finally {
+      w.server.create(podObject(w.serverPod, { app: 'server' }));
+    }
+    await waitUntil(`new TCP ${kept.port} connections accepted again`, reaches, 20_000);
+  });
+
+  // README "Hostile input", two pods with one IP: "on its node new connections to and from it are dropped …;
+  // established flows continue". The address's dispatch drops it, so only nf-FORWARD's ESTABLISHED accepts,
+  // above the dispatch jumps, carry the flows that were open before the second claim.
+  it('keeps carrying established flows to an address a second Pod object claims, while new connections to it are dropped', async () => {
+    const imposter: KubeObject = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'aaa-imposter', namespace: 'x', labels: { app: 'imposter' } },
+      spec: { nodeName: NODE.name, containers: [{ name: 'c', image: 'none' }] },
+      status: { phase: 'Running', podIP: w.serverPod.ip, podIPs: [{ ip: w.serverPod.ip }] },
+    };
+    const kept = KEPT[0]!;
+    for (const f of KEPT_FLOWS) await expectDelivered(w, f.flow, 'before-claim');
+    w.server.create(imposter);
+    try {
+      // A port the policy allows: refused only because the address is disputed now.
+      await waitUntil(
+        `new TCP ${kept.port} connections to the disputed address dropped`,
+        async () => !(await w.sandbox.probe('x/client', { protocol: 'TCP', ip: w.serverPod.ip, port: kept.port, timeoutMs: 300 })).ok,
+        20_000,
+      );
+      for (const f of KEPT_FLOWS) await expectDelivered(w, f.flow, 'after-claim');
+    } finally {
+      w.server.delete({ kind: 'Pod', metadata: { name: 'aaa-imposter', namespace: 'x' } });
+    }
+  });
 });
