@@ -98,12 +98,18 @@ describe('inspect rules/seed-db-policy', () => {
   it('reads each policy rule back: protocol, ports, peer set with members', () => {
     const pi = report.policies.find((p) => p.direction === 'ingress')!;
     expect(pi.usedBy).toEqual(['default/db']);
-    expect(pi.rules.map((r) => [r.rule, r.protocol, r.ports, r.peer.kind === 'set' ? r.peer.members : 0])).toEqual([
-      ['ingress:0', 'tcp', '6379', 1],
-      ['ingress:0', 'tcp', '6379', 1],
-      ['ingress:0', 'tcp', '6379', 8],
+    expect(pi.rules.map((r) => [r.rule, r.protocol, r.ports, r.peer.kind])).toEqual([
+      ['ingress:0', 'tcp', '6379', 'set'],
+      ['ingress:0', 'tcp', '6379', 'set'],
+      ['ingress:0', 'tcp', '6379', 'block'],
     ]);
-    expect(pi.rules[2]?.peer).toMatchObject({ kind: 'set', type: 'hash:net', sample: ['172.17.0.0/24', '172.17.2.0/23', '172.17.4.0/22'] });
+    // ipBlock {cidr: 172.17.0.0/16, except: [172.17.1.0/24]}: the cidr and the except, each as written.
+    expect(pi.rules[2]?.peer).toMatchObject({
+      kind: 'block',
+      cidrs: { type: 'hash:net', members: 1, sample: ['172.17.0.0/16'] },
+      excepts: { type: 'hash:net', members: 1, sample: ['172.17.1.0/24'] },
+    });
+    expect(formatReport(report)).toContain('tcp port 6379 from 172.17.0.0/16 except 172.17.1.0/24');
   });
 
   it.each([
@@ -153,7 +159,7 @@ describe('inspect: problems', () => {
   ])('%s', (_n, kind) => expect(kinds).toContain(kind));
 
   it('sets missing from the ipset dump are named once each', () => {
-    expect(report.problems.filter((p) => p.kind === 'missing-set')).toHaveLength(4);
+    expect(report.problems.filter((p) => p.kind === 'missing-set')).toHaveLength(5);
     expect(validate(JSON.parse(JSON.stringify(report)))).toBe(true);
     expect(report.forwardPolicy).toBe('DROP');
     expect(report.hookPosition).toBe(2);
