@@ -24,6 +24,7 @@ import type {
 } from '../model/index.js';
 import { emptyFamilyState } from '../model/index.js';
 import { familyBits, formatCidr, parseCidr, podAddressProblem } from './cidr.js';
+import { admit } from './budget.js';
 import { ClusterPolicyCompiler } from './cluster-policy.js';
 import { ClusterState, ipsOfFamily } from './cluster-state.js';
 import { dispatchChains } from './dispatch.js';
@@ -124,7 +125,7 @@ export class Compiler {
     }
     this.index.update(snapshot, delta);
     const problems: Problem[] = [...this.podProblems, ...this.updatePolicyProblems()];
-    const policies = this.activePolicies();
+    const policies = this.withinBudget(this.activePolicies(), settings, problems);
     const shared = this.state.shared();
     for (const [ip, owners] of shared) problems.push(...sharedAddressProblems(ip, owners));
     problems.push(...this.cnp.update(snapshot.clusterPolicies, this.state));
@@ -188,6 +189,22 @@ export class Compiler {
       out.push(...entry.active);
     }
     return out;
+  }
+
+  /**
+   * The node budget (budget.ts) over the valid policies this node programs: those it cannot take fail
+   * closed, as an invalid policy does, each with a Problem. Decided from the policies alone, so a delta
+   * compile decides as a fresh one does.
+   */
+  private withinBudget(policies: readonly CheckedPolicy[], settings: NodeSettings, problems: Problem[]): readonly CheckedPolicy[] {
+    if (!settings.budget) return policies;
+    const { refused, problems: over } = admit(
+      policies.filter((cp) => cp.valid).map((cp) => cp.policy),
+      settings.budget,
+    );
+    problems.push(...over);
+    if (refused.size === 0) return policies;
+    return policies.map((cp) => (refused.has(cp.policy) ? { ...cp, valid: false } : cp));
   }
 
   private checkPolicy(policy: NetworkPolicy): CheckedPolicy {

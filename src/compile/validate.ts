@@ -3,7 +3,8 @@
 
 import type { NetworkPolicy, PolicyPeer, PolicyPort, PolicyRule, Problem } from '../model/index.js';
 import { contains, parseCidr } from './cidr.js';
-import { blockMembers } from './peers-ports.js';
+import { ruleCount } from './budget.js';
+import { blockMembers, ipBlockAlts } from './peers-ports.js';
 import { selectorErrors } from './selectors.js';
 
 // IANA_SVC_NAME: at most 15 characters, [a-z0-9-], at least one letter, no leading/trailing or double hyphen.
@@ -44,9 +45,7 @@ function checkSize(policy: NetworkPolicy, error: Report): void {
     ['egress', policy.egress],
   ] as const) {
     for (const rule of list ?? []) {
-      const selectorPeers = rule.peers?.filter((p) => !p.ipBlock).length ?? 0;
-      const hasBlocks = rule.peers?.some((p) => p.ipBlock) ?? false;
-      rules += Math.max(1, selectorPeers + (hasBlocks ? 1 : 0)) * Math.max(1, rule.ports?.length ?? 0);
+      rules += ruleCount(rule, ipBlockAlts(rule.peers ?? [], 4).length + ipBlockAlts(rule.peers ?? [], 6).length);
       for (const peer of rule.peers ?? []) {
         if (peer.ipBlock) cidrs += blockMembers(peer.ipBlock);
       }
