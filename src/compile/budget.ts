@@ -5,7 +5,7 @@
 // function of the policies alone, the same on a fresh compile and after any delta.
 
 import type { NetworkPolicy, NodeBudget, PolicyRule, Problem } from '../model/index.js';
-import { ipBlockAlts, type PeerAlt } from './peers-ports.js';
+import { ipBlockAlts, resolvePorts, type PeerAlt } from './peers-ports.js';
 
 /** What one valid policy writes: its ipBlock sets (by name key, with their sizes) and its rules. */
 export interface PolicyCost {
@@ -52,12 +52,13 @@ function setsOf(alt: PeerAlt): [string, number][] {
 }
 
 /**
- * iptables rules one NetworkPolicy rule needs at most: one per (peer alternative, port). Both families'
- * ipBlock alternatives are counted, so the estimate never falls short of one family's chain.
+ * iptables rules one NetworkPolicy rule compiles to: one per (peer alternative, port alternative), as
+ * policy-chains.ts emits them (ports merged into multiport lists). Both families' ipBlock alternatives are
+ * counted, so it never falls short of one family's chain.
  */
-export function ruleCount(rule: PolicyRule, blockAlternatives: number): number {
+function ruleCount(rule: PolicyRule, blockAlternatives: number): number {
   const selectorPeers = rule.peers?.filter((p) => !p.ipBlock).length ?? 0;
-  return Math.max(1, selectorPeers + blockAlternatives) * Math.max(1, rule.ports?.length ?? 0);
+  return Math.max(1, selectorPeers + blockAlternatives) * resolvePorts(rule.ports).length;
 }
 
 /** Oldest first; a policy without a timestamp (a manifest) counts as oldest, then by namespace/name. */

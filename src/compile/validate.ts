@@ -3,7 +3,6 @@
 
 import type { NetworkPolicy, PolicyPeer, PolicyPort, PolicyRule, Problem } from '../model/index.js';
 import { contains, parseCidr } from './cidr.js';
-import { ruleCount } from './budget.js';
 import { blockMembers, ipBlockAlts } from './peers-ports.js';
 import { selectorErrors } from './selectors.js';
 
@@ -45,7 +44,9 @@ function checkSize(policy: NetworkPolicy, error: Report): void {
     ['egress', policy.egress],
   ] as const) {
     for (const rule of list ?? []) {
-      rules += ruleCount(rule, ipBlockAlts(rule.peers ?? [], 4).length + ipBlockAlts(rule.peers ?? [], 6).length);
+      const selectorPeers = rule.peers?.filter((p) => !p.ipBlock).length ?? 0;
+      const blockAlternatives = ipBlockAlts(rule.peers ?? [], 4).length + ipBlockAlts(rule.peers ?? [], 6).length;
+      rules += Math.max(1, selectorPeers + blockAlternatives) * Math.max(1, rule.ports?.length ?? 0);
       for (const peer of rule.peers ?? []) {
         if (peer.ipBlock) cidrs += blockMembers(peer.ipBlock);
       }

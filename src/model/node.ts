@@ -39,10 +39,11 @@ export interface NodeSettings {
 }
 
 /**
- * Sized for the DaemonSet's 512 MiB memory limit, leaving room for a 50,000-pod cluster's informer caches
- * (BENCHMARKS.md, "Node budget": measured RSS per set member and per rule).
+ * Sized for the DaemonSet's 512 MiB memory limit: a 50,000-pod cluster's daemon peaks near 290 MiB, a set
+ * member costs up to ~0.9 KiB of RSS and a rule up to ~16 KiB while it is planned (BENCHMARKS.md, "Node
+ * budget"). The generated 5,000-policy cluster uses 599 rules and 10 ipBlock members on a node.
  */
-export const DEFAULT_NODE_BUDGET: NodeBudget = { setMembers: 200_000, rules: 50_000 };
+export const DEFAULT_NODE_BUDGET: NodeBudget = { setMembers: 100_000, rules: 5_000 };
 
 /**
  * Node-wide limits on what NetworkPolicies write, so that no namespace can exhaust the node agent's memory.
