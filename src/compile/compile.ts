@@ -148,6 +148,18 @@ export class Compiler {
     this.setBuilders.clear();
   }
 
+  /**
+   * Does ahead of compile() the per-policy work it would do first (validation, which reads every ipBlock's
+   * cidr and excepts once per policy object), and says whether there was any. A caller that must keep its
+   * event loop answering can prepare new policies one at a time and yield between them; compile() then finds
+   * the work done. The result is the same either way.
+   */
+  prepare(policy: NetworkPolicy): boolean {
+    if (this.validations.has(policy)) return false;
+    this.validationOf(policy);
+    return true;
+  }
+
   private validationOf(policy: NetworkPolicy): readonly Problem[] {
     let found = this.validations.get(policy);
     if (!found) this.validations.set(policy, (found = validatePolicy(policy)));

@@ -19,6 +19,8 @@ export type PeerAlt =
       readonly cidrs: readonly Cidr[];
       readonly cidrsKey: string;
       readonly excepts: readonly Cidr[];
+      /** The excepts as set members (what their set holds), in `excepts` order. */
+      readonly exceptMembers: readonly string[];
       readonly exceptsKey: string;
     };
 
@@ -61,7 +63,7 @@ export function resolvePeers(
  */
 export function ipBlockAlts(peers: readonly PolicyPeer[], family: IpFamily): PeerAlt[] {
   const plain: Cidr[] = [];
-  const byExcepts = new Map<string, { cidrs: Cidr[]; excepts: readonly Cidr[] }>();
+  const byExcepts = new Map<string, { cidrs: Cidr[]; parts: BlockParts }>();
   for (const peer of peers) {
     if (!peer.ipBlock) continue;
     const block = ipBlockParts(peer.ipBlock, family);
@@ -70,7 +72,7 @@ export function ipBlockAlts(peers: readonly PolicyPeer[], family: IpFamily): Pee
     else {
       const group = byExcepts.get(block.exceptsKey);
       if (group) group.cidrs.push(block.cidr);
-      else byExcepts.set(block.exceptsKey, { cidrs: [block.cidr], excepts: block.excepts });
+      else byExcepts.set(block.exceptsKey, { cidrs: [block.cidr], parts: block });
     }
   }
   // hash:net cannot hold a /0, and a /0 with no except means "any address of this family" anyway.
@@ -84,7 +86,8 @@ export function ipBlockAlts(peers: readonly PolicyPeer[], family: IpFamily): Pee
     const whole = group.cidrs.find((c) => c.prefix === 0);
     const cidrs = whole ? [whole] : uniqueCidrs(group.cidrs);
     const cidrsKey = cidrsKeyOf(cidrs);
-    alts.push({ kind: 'block', key: `${cidrsKey} except ${exceptsKey}`, cidrs, cidrsKey, excepts: group.excepts, exceptsKey });
+    const { excepts, exceptMembers } = group.parts;
+    alts.push({ kind: 'block', key: `${cidrsKey} except ${exceptsKey}`, cidrs, cidrsKey, excepts, exceptMembers, exceptsKey });
   }
   return alts;
 }
@@ -96,6 +99,7 @@ const cidrsKeyOf = (cidrs: readonly Cidr[]): string => cidrs.map(formatCidr).sor
 interface BlockParts {
   readonly cidr: Cidr;
   readonly excepts: readonly Cidr[];
+  readonly exceptMembers: readonly string[];
   /** The excepts as set members, comma-joined: what names their set. */
   readonly exceptsKey: string;
 }
@@ -129,8 +133,9 @@ function readBlock(block: IpBlock, family: IpFamily): BlockParts | undefined {
     if (e.cidr.prefix === cidr.prefix) return undefined;
     inside.set(cidrMember(e.cidr), e.cidr);
   }
-  const excepts = [...inside.values()].sort((a, b) => (a.base < b.base ? -1 : a.base > b.base ? 1 : a.prefix - b.prefix));
-  return { cidr, excepts, exceptsKey: excepts.map(cidrMember).join(',') };
+  const sorted = [...inside].sort(([, a], [, b]) => (a.base < b.base ? -1 : a.base > b.base ? 1 : a.prefix - b.prefix));
+  const exceptMembers = sorted.map(([member]) => member);
+  return { cidr, excepts: sorted.map(([, c]) => c), exceptMembers, exceptsKey: exceptMembers.join(',') };
 }
 
 /** Set members one ipBlock writes in both families: its cidr and its excepts. */

@@ -134,7 +134,7 @@ function peerSetMatch(peer: PeerAlt, dir: 'src' | 'dst', ctx: PolicyChainContext
         // Keyed by the cidrs too, so the set's description (which names them) is the same whoever asks first.
         key: peer.key,
         description: `ipBlock excepts of ${exceptWords(peer)}`,
-        spec: { kind: 'cidrs', members: peer.excepts.map(cidrMember) },
+        spec: { kind: 'cidrs', members: peer.exceptMembers },
       });
       const notExcepted: Match = { kind: 'set', set: excepts, direction: dir, negate: true };
       // A /0 is the whole family, which hash:net cannot hold: only the excepts are matched.

@@ -104,6 +104,9 @@ export class Reconciler {
     // escape to the runner, which retried silently while the node stayed ready and ignored every change.
     try {
       const snapshot = this.opts.source.snapshot();
+      // A policy with 10,000 excepts costs tens of milliseconds to read; thirty arriving at once would hold
+      // the event loop (and /healthz) for seconds on a busy node. Read them one per turn of the loop first.
+      for (const policy of snapshot.policies) if (this.compiler.prepare(policy)) await yieldToEventLoop();
       result = this.compiler.compile(snapshot, this.opts.settings(snapshot));
       this.reportProblems([...this.opts.source.problems(), ...result.problems]);
     } catch (err) {
@@ -157,3 +160,5 @@ export class Reconciler {
     for (const p of problems) this.opts.logger[p.severity === 'error' ? 'error' : 'warn'](`${p.object}: ${p.field}: ${p.message}`);
   }
 }
+
+const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));

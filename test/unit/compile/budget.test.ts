@@ -68,7 +68,8 @@ describe('node budget', () => {
   });
 
   it('the rule budget refuses a policy whose rules would cross it', () => {
-    const ports = Array.from({ length: 30 }, (_, i) => tcp(1000 + i));
+    // 400 ports, none adjacent: 27 multiport rules per policy.
+    const ports = Array.from({ length: 400 }, (_, i) => tcp(1000 + 2 * i));
     const a = makePolicy('prod', 'a', selectPods(sel({ app: 'db' })), created('2026-01-01T00:00:00Z'), ingress(rule(undefined, ports)));
     const b = makePolicy('prod', 'b', selectPods(sel({ app: 'web' })), created('2026-01-02T00:00:00Z'), ingress(rule(undefined, ports)));
     const { desired, problems } = compile(cluster([a, b]), settings({ budget: budget(100, 50) }));
