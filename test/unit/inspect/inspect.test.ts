@@ -82,6 +82,18 @@ describe.each(goldenCaseNames())('inspect rules/%s', (name) => {
 });
 
 describe('inspect rules/seed-db-policy', () => {
+  it('a trace stopped by an ipBlock except says what the except set held', () => {
+    const { c, ruleset, ipsets } = golden('seed-db-policy');
+    // 172.17.1.5 is in 172.17.0.0/16 but in its except 172.17.1.0/24.
+    const packet = packetFor(
+      { src: '172.17.1.5', dst: '10.244.1.10', proto: 'tcp', dport: 6379 },
+      { bridge: 'cni0', uplink: 'eth0', podCidrs: c.settings.podCidrs },
+    );
+    const result = tracePacket(ruleset, ipsets, packet);
+    expect(result.verdict).toBe('DROP');
+    expect(result.steps.map((s) => s.detail)).toContainEqual(expect.stringMatching(/^src ! in set nf4x:\S+ \(except 172\.17\.1\.0\/24\)$/));
+  });
+
   const { report } = golden('seed-db-policy');
   const db = report.pods.find((p) => p.pod === 'default/db')!;
 
