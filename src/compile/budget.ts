@@ -70,6 +70,13 @@ function byAge(a: NetworkPolicy, b: NetworkPolicy): number {
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 }
 
+/** What the admitted policies use of the budget, and how many valid policies it refused. */
+export interface BudgetUse {
+  readonly setMembers: number;
+  readonly rules: number;
+  readonly refused: number;
+}
+
 export interface Admission {
   /** Valid policies the budget could not take: they fail closed. */
   readonly refused: ReadonlySet<NetworkPolicy>;

@@ -38,8 +38,10 @@ describe('node budget', () => {
       ingress(rule(undefined, [tcp(80)])),
     );
     // older: 1 cidr + 60 excepts = 61 members; big would make 122 > 100.
-    const { desired, problems } = compile(cluster([big, older, small]), settings({ budget: budget(100) }));
+    const result = compile(cluster([big, older, small]), settings({ budget: budget(100) }));
+    const { desired, problems } = result;
     expect(problems).toEqual([overBudget('big')]);
+    expect(result.budget).toEqual({ setMembers: 61, rules: 2, refused: 1 });
     expect(viewPod(desired.v4, 'prod/db', 'ingress')).toEqual({
       policies: ['prod/older', 'prod/small'],
       allows: [
