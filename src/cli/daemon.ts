@@ -389,6 +389,7 @@ function observerFor(
       }
       metrics.setPolicyProblems(byPolicy);
     },
+    budget: (use) => metrics.setBudget(use),
   };
 }
 

@@ -231,10 +231,21 @@ function readPolicy(obj: Record<string, unknown>, meta: Record<string, unknown>)
     // "podSelector ... An empty podSelector selects all pods in this namespace." A missing or unreadable
     // one reads as empty: for a broken policy that isolates the whole namespace, the closed choice.
     podSelector: readSelector(spec['podSelector']),
+    ...creationTimestampOf(meta),
     ...(policyTypes ? { policyTypes } : {}),
     ...(ingress ? { ingress } : {}),
     ...(egress ? { egress } : {}),
   };
+}
+
+/**
+ * metadata.creationTimestamp as client-node or a manifest gives it (a Date, or RFC 3339 text), as RFC 3339
+ * UTC text that sorts by time; anything else is left out (the policy then counts as oldest).
+ */
+function creationTimestampOf(meta: Record<string, unknown>): { creationTimestamp?: string } {
+  const v = meta['creationTimestamp'];
+  const date = v instanceof Date ? v : typeof v === 'string' ? new Date(v) : undefined;
+  return date && !Number.isNaN(date.getTime()) ? { creationTimestamp: date.toISOString() } : {};
 }
 
 const POLICY_TYPES: readonly PolicyType[] = ['Ingress', 'Egress'];

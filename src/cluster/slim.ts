@@ -42,9 +42,13 @@ export function slimObject(kind: ObjectKind, obj: KubernetesObject): KubernetesO
     case 'Namespace':
       return head as KubernetesObject;
     case 'NetworkPolicy':
-    case 'ClusterNetworkPolicy':
-      // Policies are small and every field of the spec matters (and must be validated): keep it whole.
-      return { ...head, spec: o['spec'] } as KubernetesObject;
+    case 'ClusterNetworkPolicy': {
+      // Policies are small and every field of the spec matters (and must be validated): keep it whole. Their
+      // creationTimestamp orders them for the node budget (compile/budget.ts).
+      const created = rec(o['metadata'])?.['creationTimestamp'];
+      const metadata = { ...(head['metadata'] as Json), ...(created !== undefined ? { creationTimestamp: created } : {}) };
+      return { ...head, metadata, spec: o['spec'] } as unknown as KubernetesObject;
+    }
   }
 }
 

@@ -164,7 +164,7 @@ function peerMatch(peer: CnpPeer, direction: Direction, family: IpFamily, ctx: C
         set: ctx.sets.request({ kind: 'b', key, description: `networks ${key}`, spec: { kind: 'cidrs', members: unique.map(cidrMember) } }),
         direction: 'dst',
       });
-      return { kind: 'set', match, scope: { kind: 'cidrs', cidrs: unique } };
+      return { kind: 'set', match, scope: { kind: 'cidrs', cidrs: unique, excepts: [] } };
     }
     case 'nodes': {
       if (direction === 'ingress') return 'broken';

@@ -24,6 +24,7 @@ import type {
 } from '../model/index.js';
 import { emptyFamilyState } from '../model/index.js';
 import { familyBits, formatCidr, parseCidr, podAddressProblem } from './cidr.js';
+import { admit, type BudgetUse } from './budget.js';
 import { ClusterPolicyCompiler } from './cluster-policy.js';
 import { ClusterState, ipsOfFamily } from './cluster-state.js';
 import { dispatchChains } from './dispatch.js';
@@ -42,6 +43,8 @@ import { workloadChain } from './workload-chains.js';
 export interface CompileResult {
   readonly desired: DesiredState;
   readonly problems: readonly Problem[];
+  /** The node budget's use after admission; absent without a budget. */
+  readonly budget?: BudgetUse;
 }
 
 /** The pure compiler: a fresh Compiler for every call. */
@@ -124,7 +127,7 @@ export class Compiler {
     }
     this.index.update(snapshot, delta);
     const problems: Problem[] = [...this.podProblems, ...this.updatePolicyProblems()];
-    const policies = this.activePolicies();
+    const { policies, budget } = this.withinBudget(this.activePolicies(), settings, problems);
     const shared = this.state.shared();
     for (const [ip, owners] of shared) problems.push(...sharedAddressProblems(ip, owners));
     problems.push(...this.cnp.update(snapshot.clusterPolicies, this.state));
@@ -133,7 +136,7 @@ export class Compiler {
     const v6 = this.wantsFamily(6, settings) ? this.compileFamily(6, policies, settings, shared) : emptyFamilyState(6);
     this.chains.rotate();
     this.state.sweep();
-    return { desired: { v4, v6 }, problems };
+    return { desired: { v4, v6 }, problems, ...(budget ? { budget } : {}) };
   }
 
   private reset(settingsKey: string, settings: NodeSettings): void {
@@ -145,6 +148,18 @@ export class Compiler {
     this.cnp.reset();
     this.chains = new Memo();
     this.setBuilders.clear();
+  }
+
+  /**
+   * Does ahead of compile() the per-policy work it would do first (validation, which reads every ipBlock's
+   * cidr and excepts once per policy object), and says whether there was any. A caller that must keep its
+   * event loop answering can prepare new policies one at a time and yield between them; compile() then finds
+   * the work done. The result is the same either way.
+   */
+  prepare(policy: NetworkPolicy): boolean {
+    if (this.validations.has(policy)) return false;
+    this.validationOf(policy);
+    return true;
   }
 
   private validationOf(policy: NetworkPolicy): readonly Problem[] {
@@ -188,6 +203,31 @@ export class Compiler {
       out.push(...entry.active);
     }
     return out;
+  }
+
+  /**
+   * The node budget (budget.ts) over the valid policies this node programs: those it cannot take fail
+   * closed, as an invalid policy does, each with a Problem. Decided from the policies alone, so a delta
+   * compile decides as a fresh one does.
+   */
+  private withinBudget(
+    policies: readonly CheckedPolicy[],
+    settings: NodeSettings,
+    problems: Problem[],
+  ): { policies: readonly CheckedPolicy[]; budget?: BudgetUse } {
+    if (!settings.budget) return { policies };
+    const {
+      refused,
+      problems: over,
+      used,
+    } = admit(
+      policies.filter((cp) => cp.valid).map((cp) => cp.policy),
+      settings.budget,
+    );
+    problems.push(...over);
+    const budget = { ...used, refused: refused.size };
+    if (refused.size === 0) return { policies, budget };
+    return { policies: policies.map((cp) => (refused.has(cp.policy) ? { ...cp, valid: false } : cp)), budget };
   }
 
   private checkPolicy(policy: NetworkPolicy): CheckedPolicy {

@@ -20,13 +20,13 @@ import { ipsOfFamily, type ClusterState, type Selection } from './cluster-state.
 import { ipSetNameFor, type SetKind } from './names.js';
 import { selectorMatches } from './selectors.js';
 
-const TYPE_OF: Record<SetKind, IpSetType> = { s: 'hash:ip', n: 'hash:ip,port', b: 'hash:net' };
+const TYPE_OF: Record<SetKind, IpSetType> = { s: 'hash:ip', n: 'hash:ip,port', b: 'hash:net', x: 'hash:net' };
 
 /** Destinations of an egress named port: all peer pods, a selector's pods, or the pods inside an ipBlock. */
 export type PodScope =
   | { readonly kind: 'all' }
   | { readonly kind: 'selector'; readonly peer: PolicyPeer; readonly namespace: string }
-  | { readonly kind: 'cidrs'; readonly cidrs: readonly Cidr[] };
+  | { readonly kind: 'cidrs'; readonly cidrs: readonly Cidr[]; readonly excepts: readonly Cidr[] };
 
 export type MemberSpec =
   /** Pod IPs a selector peer matches. */
@@ -200,7 +200,11 @@ function podsInScope(scope: PodScope, ctx: MemberContext): Iterable<Pod> {
       return [...ctx.state.allPeers()].filter((pod) =>
         pod.ips.some((ip) => {
           const parsed = parseIp(ip);
-          return parsed?.family === ctx.family && scope.cidrs.some((c) => containsIp(c, ctx.family, parsed.value));
+          return (
+            parsed?.family === ctx.family &&
+            scope.cidrs.some((c) => containsIp(c, ctx.family, parsed.value)) &&
+            !scope.excepts.some((c) => containsIp(c, ctx.family, parsed.value))
+          );
         }),
       );
   }

@@ -86,8 +86,8 @@ export function chainNames(prefix: string): ChainNames {
   };
 }
 
-/** Set kinds: `s` selector (pod IPs), `n` named port (IP,proto:port), `b` ipBlock (CIDRs). */
-export type SetKind = 's' | 'n' | 'b';
+/** Set kinds: `s` selector (pod IPs), `n` named port (IP,proto:port), `b` ipBlock (CIDRs), `x` ipBlock excepts (CIDRs). */
+export type SetKind = 's' | 'n' | 'b' | 'x';
 
 const setNames = new Map<string, IpSetName>();
 export function ipSetNameFor(prefix: string, family: IpFamily, kind: SetKind, canonicalKey: string): IpSetName {

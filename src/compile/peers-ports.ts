@@ -2,13 +2,27 @@
 // A rule allows a packet iff some peer alternative AND some port alternative match.
 
 import type { IpBlock, IpFamily, L4Protocol, PolicyPeer, PolicyPort, PortRange, Protocol } from '../model/index.js';
-import { familyBits, formatCidr, parseCidr, subtract, type Cidr } from './cidr.js';
+import { contains, familyBits, formatCidr, parseCidr, type Cidr } from './cidr.js';
 import type { ClusterState } from './cluster-state.js';
 
 export type PeerAlt =
   | { readonly kind: 'any' }
   | { readonly kind: 'pods'; readonly key: string; readonly peer: PolicyPeer; readonly namespace: string }
-  | { readonly kind: 'cidrs'; readonly key: string; readonly cidrs: readonly Cidr[] };
+  | { readonly kind: 'cidrs'; readonly key: string; readonly cidrs: readonly Cidr[] }
+  /**
+   * ipBlocks that share the same excepts: in one of `cidrs` and in none of `excepts`. A `/0` among the
+   * cidrs stands for the whole family (hash:net cannot hold it): then only the excepts are matched.
+   */
+  | {
+      readonly kind: 'block';
+      readonly key: string;
+      readonly cidrs: readonly Cidr[];
+      readonly cidrsKey: string;
+      readonly excepts: readonly Cidr[];
+      /** The excepts as set members (what their set holds), in `excepts` order. */
+      readonly exceptMembers: readonly string[];
+      readonly exceptsKey: string;
+    };
 
 export type PortAlt =
   | { readonly kind: 'any' }
@@ -34,59 +48,100 @@ export function resolvePeers(
     if (peer.ipBlock) continue;
     alts.push({ kind: 'pods', key: state.peerKey(peer, policyNamespace), peer, namespace: policyNamespace });
   }
-  const blocks = ipBlockAlt(peers, family);
-  if (blocks) alts.push(blocks);
+  alts.push(...ipBlockAlts(peers, family));
   return alts;
 }
 
 /**
- * Every ipBlock of the rule, each `cidr` minus its `except`s, unioned into one set of disjoint-or-nested
- * CIDRs. "IPBlock describes a particular CIDR ... that is allowed ... with the except entries excluded."
+ * The rule's ipBlocks in one family. "IPBlock describes a particular CIDR ... that is allowed ... with the
+ * except entries excluded." Each block is matched as "in its cidr and not in its excepts", with the excepts
+ * as a set of their own: members grow with what the policy says, never with cidr minus excepts (0.0.0.0/0
+ * minus 10,000 /32s is ~320,000 CIDRs). Peers are OR-ed, so one block's excepts must not exclude what
+ * another block allows: blocks without excepts share one set, blocks with the same excepts share one
+ * alternative, and every other block is an alternative (an iptables rule) of its own.
  * Matching pod IPs too: an ipBlock says nothing about pods, so pod addresses inside it match.
  */
-export function ipBlockAlt(peers: readonly PolicyPeer[], family: IpFamily): PeerAlt | undefined {
-  const pieces: Cidr[] = [];
+export function ipBlockAlts(peers: readonly PolicyPeer[], family: IpFamily): PeerAlt[] {
+  const plain: Cidr[] = [];
+  const byExcepts = new Map<string, { cidrs: Cidr[]; parts: BlockParts }>();
   for (const peer of peers) {
     if (!peer.ipBlock) continue;
-    // A loop, not push(...spread): a block may leave tens of thousands of pieces, past the argument limit.
-    for (const piece of ipBlockPieces(peer.ipBlock, family)) pieces.push(piece);
+    const block = ipBlockParts(peer.ipBlock, family);
+    if (!block) continue;
+    if (block.excepts.length === 0) plain.push(block.cidr);
+    else {
+      const group = byExcepts.get(block.exceptsKey);
+      if (group) group.cidrs.push(block.cidr);
+      else byExcepts.set(block.exceptsKey, { cidrs: [block.cidr], parts: block });
+    }
   }
-  if (pieces.length === 0) return undefined;
   // hash:net cannot hold a /0, and a /0 with no except means "any address of this family" anyway.
-  if (pieces.some((c) => c.prefix === 0)) return { kind: 'any' };
-  const unique = [...new Map(pieces.map((c) => [formatCidr(c), c])).values()];
-  return { kind: 'cidrs', key: unique.map(formatCidr).sort().join(','), cidrs: unique };
+  if (plain.some((c) => c.prefix === 0)) return [{ kind: 'any' }];
+  const alts: PeerAlt[] = [];
+  if (plain.length > 0) {
+    const cidrs = uniqueCidrs(plain);
+    alts.push({ kind: 'cidrs', key: cidrsKeyOf(cidrs), cidrs });
+  }
+  for (const [exceptsKey, group] of [...byExcepts].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    const whole = group.cidrs.find((c) => c.prefix === 0);
+    const cidrs = whole ? [whole] : uniqueCidrs(group.cidrs);
+    const cidrsKey = cidrsKeyOf(cidrs);
+    const { excepts, exceptMembers } = group.parts;
+    alts.push({ kind: 'block', key: `${cidrsKey} except ${exceptsKey}`, cidrs, cidrsKey, excepts, exceptMembers, exceptsKey });
+  }
+  return alts;
 }
 
-// Validation counts a block's pieces and the chain compile uses them: subtract once per ipBlock object.
-const piecesOf = new WeakMap<IpBlock, { 4?: readonly Cidr[]; 6?: readonly Cidr[] }>();
+const uniqueCidrs = (cidrs: readonly Cidr[]): Cidr[] => [...new Map(cidrs.map((c) => [formatCidr(c), c])).values()];
+const cidrsKeyOf = (cidrs: readonly Cidr[]): string => cidrs.map(formatCidr).sort().join(',');
+
+/** One ipBlock in one family: its cidr, and its excepts that lie inside it (sorted, each once). */
+interface BlockParts {
+  readonly cidr: Cidr;
+  readonly excepts: readonly Cidr[];
+  readonly exceptMembers: readonly string[];
+  /** The excepts as set members, comma-joined: what names their set. */
+  readonly exceptsKey: string;
+}
+
+// Validation counts a block's members and every compile of the policy's chains uses them: parse once per ipBlock object.
+const partsOf = new WeakMap<IpBlock, { 4?: BlockParts | null; 6?: BlockParts | null }>();
 
 /**
- * Pieces past which a block is never compiled: validation refuses the policy first. Subtraction stops there,
- * so a hostile block costs no more than the largest one that is accepted.
+ * One ipBlock's cidr and excepts in one family; undefined when the cidr is of the other family or unreadable,
+ * or when an except covers the whole cidr (the block then allows nothing). An except outside the cidr is
+ * left out (validation reports it, and the policy fails closed).
  */
-export const MAX_BLOCK_PIECES = 65_536;
-
-/**
- * One ipBlock's `cidr` minus its `except`s in one family (empty when the cidr is of the other family or
- * unreadable). More than MAX_BLOCK_PIECES means "too many" (the list is then cut short).
- */
-export function ipBlockPieces(block: IpBlock, family: IpFamily): readonly Cidr[] {
-  let byFamily = piecesOf.get(block);
-  if (!byFamily) piecesOf.set(block, (byFamily = {}));
-  let pieces = byFamily[family];
-  if (!pieces) {
-    const parsed = parseCidr(block.cidr);
-    const excepts: Cidr[] = [];
-    if (parsed.ok && parsed.cidr.family === family) {
-      for (const text of block.except) {
-        const e = parseCidr(text);
-        if (e.ok && e.cidr.family === family) excepts.push(e.cidr);
-      }
-    }
-    pieces = byFamily[family] = parsed.ok && parsed.cidr.family === family ? subtract(parsed.cidr, excepts, MAX_BLOCK_PIECES) : [];
+export function ipBlockParts(block: IpBlock, family: IpFamily): BlockParts | undefined {
+  let byFamily = partsOf.get(block);
+  if (!byFamily) partsOf.set(block, (byFamily = {}));
+  let parts = byFamily[family];
+  if (parts === undefined) {
+    parts = byFamily[family] = readBlock(block, family) ?? null;
   }
-  return pieces;
+  return parts ?? undefined;
+}
+
+function readBlock(block: IpBlock, family: IpFamily): BlockParts | undefined {
+  const parsed = parseCidr(block.cidr);
+  if (!parsed.ok || parsed.cidr.family !== family) return undefined;
+  const cidr = parsed.cidr;
+  const inside = new Map<string, Cidr>();
+  for (const text of block.except) {
+    const e = parseCidr(text);
+    if (!e.ok || !contains(cidr, e.cidr)) continue;
+    if (e.cidr.prefix === cidr.prefix) return undefined;
+    inside.set(cidrMember(e.cidr), e.cidr);
+  }
+  const sorted = [...inside].sort(([, a], [, b]) => (a.base < b.base ? -1 : a.base > b.base ? 1 : a.prefix - b.prefix));
+  const exceptMembers = sorted.map(([member]) => member);
+  return { cidr, excepts: sorted.map(([, c]) => c), exceptMembers, exceptsKey: exceptMembers.join(',') };
+}
+
+/** Set members one ipBlock writes in both families: its cidr and its excepts. */
+export function blockMembers(block: IpBlock): number {
+  const parts = ipBlockParts(block, 4) ?? ipBlockParts(block, 6);
+  return parts ? 1 + parts.excepts.length : 0;
 }
 
 /** Set member text of a CIDR as `ipset save` prints it for hash:net (a full-length prefix prints bare). */

@@ -15,6 +15,7 @@ import {
 import type { ClusterState } from './cluster-state.js';
 import type { PodScope, SetRequest } from './ipsets.js';
 import type { ChainNames } from './names.js';
+import type { Cidr } from './cidr.js';
 import { cidrMember, resolvePeers, resolvePorts, type PeerAlt, type PortAlt } from './peers-ports.js';
 import { flowLogRules } from './flow-log.js';
 
@@ -95,10 +96,11 @@ function combine(peer: PeerAlt, port: PortAlt, input: PolicyChainInput, ctx: Pol
     // Named ports resolve per destination pod: for ingress the policy's own targets, for egress the peers.
     const name = port.name;
     const scope = direction === 'ingress' ? `targets of ${input.policy.namespace}/${input.policy.name}` : peerScope(peer);
+    const words = direction === 'ingress' || peer.kind !== 'block' ? scope : `pods in ${exceptWords(peer)}`;
     const set = ctx.sets.request({
       kind: 'n',
       key: `${scope} ${port.protocol}:${name}`,
-      description: `${scope}, named port ${port.protocol}/${name}`,
+      description: `${words}, named port ${port.protocol}/${name}`,
       spec:
         direction === 'ingress'
           ? { kind: 'named-targets', policy: input.policy, protocol: port.protocol, name }
@@ -123,12 +125,27 @@ function peerSetMatch(peer: PeerAlt, dir: 'src' | 'dst', ctx: PolicyChainContext
       });
       return [{ kind: 'set', set, direction: dir }];
     }
-    case 'cidrs': {
-      const members = peer.cidrs.map(cidrMember);
-      const set = ctx.sets.request({ kind: 'b', key: peer.key, description: `ipBlock ${peer.key}`, spec: { kind: 'cidrs', members } });
-      return [{ kind: 'set', set, direction: dir }];
+    case 'cidrs':
+      return [{ kind: 'set', set: cidrSet(peer.key, peer.cidrs, ctx), direction: dir }];
+    case 'block': {
+      // "in the cidr and not in an except": the excepts are a set of their own, negated.
+      const excepts = ctx.sets.request({
+        kind: 'x',
+        // Keyed by the cidrs too, so the set's description (which names them) is the same whoever asks first.
+        key: peer.key,
+        description: `ipBlock excepts of ${exceptWords(peer)}`,
+        spec: { kind: 'cidrs', members: peer.exceptMembers },
+      });
+      const notExcepted: Match = { kind: 'set', set: excepts, direction: dir, negate: true };
+      // A /0 is the whole family, which hash:net cannot hold: only the excepts are matched.
+      if (peer.cidrs.some((c) => c.prefix === 0)) return [notExcepted];
+      return [{ kind: 'set', set: cidrSet(peer.cidrsKey, peer.cidrs, ctx), direction: dir }, notExcepted];
     }
   }
+}
+
+function cidrSet(key: string, cidrs: readonly Cidr[], ctx: PolicyChainContext): IpSetName {
+  return ctx.sets.request({ kind: 'b', key, description: `ipBlock ${key}`, spec: { kind: 'cidrs', members: cidrs.map(cidrMember) } });
 }
 
 /** Egress named ports: the peer's pods, restricted to the ipBlock when the peer is one. */
@@ -139,8 +156,14 @@ function podScope(peer: PeerAlt): PodScope {
     case 'pods':
       return { kind: 'selector', peer: peer.peer, namespace: peer.namespace };
     case 'cidrs':
-      return { kind: 'cidrs', cidrs: peer.cidrs };
+      return { kind: 'cidrs', cidrs: peer.cidrs, excepts: [] };
+    case 'block':
+      return { kind: 'cidrs', cidrs: peer.cidrs, excepts: peer.excepts };
   }
 }
 
 const peerScope = (peer: PeerAlt): string => (peer.kind === 'any' ? 'all pods' : peer.kind === 'pods' ? peer.key : `pods in ${peer.key}`);
+
+/** `10.0.0.0/8 except 12 ranges`: an except set's members can be thousands, so they are counted, not listed. */
+const exceptWords = (peer: Extract<PeerAlt, { kind: 'block' }>): string =>
+  `${peer.cidrsKey} except ${peer.excepts.length === 1 ? cidrMember(peer.excepts[0]!) : `${peer.excepts.length} ranges`}`;

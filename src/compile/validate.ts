@@ -3,7 +3,7 @@
 
 import type { NetworkPolicy, PolicyPeer, PolicyPort, PolicyRule, Problem } from '../model/index.js';
 import { contains, parseCidr } from './cidr.js';
-import { ipBlockPieces, MAX_BLOCK_PIECES } from './peers-ports.js';
+import { blockMembers, ipBlockAlts } from './peers-ports.js';
 import { selectorErrors } from './selectors.js';
 
 // IANA_SVC_NAME: at most 15 characters, [a-z0-9-], at least one letter, no leading/trailing or double hyphen.
@@ -30,8 +30,8 @@ export function validatePolicy(policy: NetworkPolicy): Problem[] {
  * node forwards. The API server has no such limit (only the object size), so these are netfence's own.
  */
 export const POLICY_LIMITS = {
-  /** CIDRs all ipBlocks of one policy leave after subtracting their excepts (set members). */
-  blockCidrs: MAX_BLOCK_PIECES,
+  /** CIDRs and excepts all ipBlocks of one policy write (set members). */
+  blockCidrs: 65_536,
   /** iptables rules one policy's chains would hold (peers × ports per rule, summed). */
   rules: 10_000,
 } as const;
@@ -45,15 +45,15 @@ function checkSize(policy: NetworkPolicy, error: Report): void {
   ] as const) {
     for (const rule of list ?? []) {
       const selectorPeers = rule.peers?.filter((p) => !p.ipBlock).length ?? 0;
-      const hasBlocks = rule.peers?.some((p) => p.ipBlock) ?? false;
-      rules += Math.max(1, selectorPeers + (hasBlocks ? 1 : 0)) * Math.max(1, rule.ports?.length ?? 0);
+      const blockAlternatives = ipBlockAlts(rule.peers ?? [], 4).length + ipBlockAlts(rule.peers ?? [], 6).length;
+      rules += Math.max(1, selectorPeers + blockAlternatives) * Math.max(1, rule.ports?.length ?? 0);
       for (const peer of rule.peers ?? []) {
-        if (peer.ipBlock) cidrs += ipBlockPieces(peer.ipBlock, 4).length + ipBlockPieces(peer.ipBlock, 6).length;
+        if (peer.ipBlock) cidrs += blockMembers(peer.ipBlock);
       }
       if (cidrs > POLICY_LIMITS.blockCidrs) {
         return error(
           `spec.${dir}`,
-          `ipBlocks leave more than ${POLICY_LIMITS.blockCidrs} CIDRs after their excepts (netfence's per-policy limit); merge or shorten the excepts`,
+          `ipBlocks write more than ${POLICY_LIMITS.blockCidrs} CIDRs and excepts (netfence's per-policy limit); merge or shorten the excepts`,
         );
       }
     }

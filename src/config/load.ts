@@ -126,6 +126,7 @@ export function toNodeSettings(config: DaemonConfig, podCidrs: readonly string[]
     ipsetPrefix: config.ipsetPrefix,
     marks: allocateMarks(config.markMask),
     ...(config.revokeEstablished ? { revokeMark: revokeMarkOf(config.markMask) } : {}),
+    budget: { setMembers: config.budgetSetMembers, rules: config.budgetRules },
     flowLog: config.flowLogs
       ? {
           group: config.flowLogGroup,

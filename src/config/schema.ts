@@ -3,6 +3,7 @@
 
 import { DEFAULT_FLOW_LOG } from '../model/flow-log.js';
 import type { UnknownPodPolicy } from '../model/index.js';
+import { DEFAULT_NODE_BUDGET } from '../model/node.js';
 import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from '../log-levels.js';
 import { DEFAULT_MARK_MASK } from './marks.js';
 
@@ -70,6 +71,13 @@ export interface DaemonConfig {
    * cache instead of building a list per node; on the wire it is uncompressed (BENCHMARKS.md, "API load").
    */
   readonly watchList: boolean;
+  /**
+   * Node budget (model/node.ts NodeBudget): ipBlock set members (cidrs and excepts as written) all
+   * NetworkPolicies together may make this node program. Policies past it, newest first, fail closed.
+   */
+  readonly budgetSetMembers: number;
+  /** Node budget: iptables rules of all NetworkPolicy chains together. */
+  readonly budgetRules: number;
 }
 
 export type ConfigKey = keyof DaemonConfig;
@@ -119,6 +127,8 @@ export const KEY_SPELLINGS: { readonly [K in ConfigKey]: KeySpelling } = {
   flowLogRate: spell('integer', 'FLOW_LOG_RATE', 'flow-log-rate'),
   flowLogAllowed: spell('boolean', 'FLOW_LOG_ALLOWED', 'flow-log-allowed'),
   watchList: spell('boolean', 'WATCH_LIST', 'watch-list'),
+  budgetSetMembers: spell('integer', 'BUDGET_SET_MEMBERS', 'budget-set-members'),
+  budgetRules: spell('integer', 'BUDGET_RULES', 'budget-rules'),
 };
 
 export const CONFIG_KEYS = Object.keys(KEY_SPELLINGS) as readonly ConfigKey[];
@@ -158,6 +168,8 @@ export const DEFAULT_CONFIG: Omit<DaemonConfig, 'nodeName'> = {
   flowLogRate: DEFAULT_FLOW_LOG.perSecond,
   flowLogAllowed: false,
   watchList: true,
+  budgetSetMembers: DEFAULT_NODE_BUDGET.setMembers,
+  budgetRules: DEFAULT_NODE_BUDGET.rules,
 };
 
 /** Readable hints for `pattern` failures, which ajv would report as a bare regular expression. */
@@ -211,5 +223,7 @@ export const CONFIG_LAYER_SCHEMA = {
     flowLogRate: { type: 'integer', minimum: 1, maximum: 10000 },
     flowLogAllowed: { type: 'boolean' },
     watchList: { type: 'boolean' },
+    budgetSetMembers: { type: 'integer', minimum: 0, maximum: 10_000_000 },
+    budgetRules: { type: 'integer', minimum: 0, maximum: 1_000_000 },
   },
 } as const;

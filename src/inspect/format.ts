@@ -92,6 +92,10 @@ function policyBlock(p: PolicyView, pad: string, withUsers = true): string[] {
     const hang = ' '.repeat(head.length);
     out.push(...wrap(`${ruleText(r, p.direction)}${r.packets !== undefined ? ` (${r.packets} packets)` : ''}`, head, hang));
     if (r.peer.kind === 'set') out.push(...wrap(membersText(r.peer), `${hang}  `, `${hang}    `));
+    if (r.peer.kind === 'block') {
+      if (r.peer.cidrs) out.push(...wrap(membersText(r.peer.cidrs), `${hang}  `, `${hang}    `));
+      out.push(...wrap(`except ${membersText(r.peer.excepts)}`, `${hang}  `, `${hang}    `));
+    }
     if (r.namedPorts) out.push(...wrap(membersText(r.namedPorts), `${hang}  `, `${hang}    `));
   }
   return out;
@@ -112,7 +116,16 @@ function peerText(p: PeerView): string {
       return `${p.negate ? 'not ' : ''}${p.cidr}`;
     case 'set':
       return `set ${p.set}`;
+    case 'block':
+      return blockText(p.cidrs, p.excepts);
   }
+}
+
+/** `10.0.0.0/8 except 12 ranges`: a one-member set by its member, a larger one by its name. */
+function blockText(cidrs: SetView | undefined, excepts: SetView): string {
+  const inside = !cidrs ? 'anywhere' : cidrs.members === 1 && cidrs.sample.length === 1 ? cidrs.sample[0]! : `set ${cidrs.set}`;
+  const left = excepts.members === 1 && excepts.sample.length === 1 ? excepts.sample[0]! : count(excepts.members, 'range');
+  return `${inside} except ${left} (set ${excepts.set})`;
 }
 
 function membersText(s: SetView): string {

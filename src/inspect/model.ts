@@ -27,7 +27,9 @@ export interface SetView {
 export type PeerView =
   | { readonly kind: 'any' }
   | ({ readonly kind: 'set' } & SetView)
-  | { readonly kind: 'cidr'; readonly cidr: string; readonly negate: boolean };
+  | { readonly kind: 'cidr'; readonly cidr: string; readonly negate: boolean }
+  /** An ipBlock with excepts: in `cidrs` (absent: the whole family) and not in `excepts`. */
+  | { readonly kind: 'block'; readonly cidrs?: SetView; readonly excepts: SetView };
 
 /** One iptables rule of a policy chain: one (peer, port) alternative of a NetworkPolicy rule. */
 export interface PolicyRuleView {
@@ -354,6 +356,20 @@ function ruleView(
     else if (m.kind === 'set' && m.direction === 'dst,dst') {
       namedPorts = sets(m);
       ports = 'named';
+    } else if (m.kind === 'set' && m.direction === peerDir && m.negate) {
+      // The except set of an ipBlock follows its cidr set (absent for a /0) in the same rule.
+      const before = peer as PeerView;
+      const cidrs: SetView | undefined =
+        before.kind === 'set'
+          ? {
+              set: before.set,
+              direction: before.direction,
+              members: before.members,
+              sample: before.sample,
+              ...(before.type !== undefined ? { type: before.type } : {}),
+            }
+          : undefined;
+      peer = { kind: 'block', ...(cidrs ? { cidrs } : {}), excepts: sets(m) };
     } else if (m.kind === 'set' && m.direction === peerDir) peer = { kind: 'set', ...sets(m) };
     else if ((m.kind === 'src-net' && peerDir === 'src') || (m.kind === 'dst-net' && peerDir === 'dst'))
       peer = { kind: 'cidr', cidr: m.cidr, negate: m.negate === true };

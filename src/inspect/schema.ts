@@ -34,6 +34,12 @@ const peer = {
       required: ['kind', 'cidr', 'negate'],
       properties: { kind: { const: 'cidr' }, cidr: str, negate: { type: 'boolean' } },
     },
+    {
+      type: 'object',
+      additionalProperties: false,
+      required: ['kind', 'excepts'],
+      properties: { kind: { const: 'block' }, cidrs: setView, excepts: setView },
+    },
   ],
 } as const;
 

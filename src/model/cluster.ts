@@ -87,6 +87,11 @@ export interface NetworkPolicy {
   readonly ingress?: readonly PolicyRule[];
   readonly egress?: readonly PolicyRule[];
   /**
+   * metadata.creationTimestamp (RFC 3339, UTC, as the API server writes it). The node budget admits
+   * policies oldest first, so a new policy cannot take an older one's place. Absent in manifests: oldest.
+   */
+  readonly creationTimestamp?: string;
+  /**
    * Problems found while loading (wrong types, unknown enum values). A policy with any is invalid:
    * the compiler isolates the pods it selects in its directions and allows nothing through it.
    */

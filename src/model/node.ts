@@ -34,6 +34,26 @@ export interface NodeSettings {
   readonly revokeMark?: number;
   /** NFLOG before every drop of a new connection; absent: no flow-log rules. */
   readonly flowLog?: FlowLogSettings | undefined;
+  /** What NetworkPolicies may make this node program in all (compile/budget.ts); absent: no node-wide limit. */
+  readonly budget?: NodeBudget | undefined;
+}
+
+/**
+ * Sized for the DaemonSet's 512 MiB memory limit: a 50,000-pod cluster's daemon peaks near 290 MiB, a set
+ * member costs up to ~0.9 KiB of RSS and a rule up to ~16 KiB while it is planned (BENCHMARKS.md, "Node
+ * budget"). The generated 5,000-policy cluster uses 599 rules and 10 ipBlock members on a node.
+ */
+export const DEFAULT_NODE_BUDGET: NodeBudget = { setMembers: 100_000, rules: 5_000 };
+
+/**
+ * Node-wide limits on what NetworkPolicies write, so that no namespace can exhaust the node agent's memory.
+ * Policies are admitted oldest first; one that would cross a limit fails closed.
+ */
+export interface NodeBudget {
+  /** ipBlock set members (cidrs and excepts as written), counted once per distinct set. */
+  readonly setMembers: number;
+  /** iptables rules of NetworkPolicy chains. */
+  readonly rules: number;
 }
 
 /** Away from kube-proxy's 0x4000/0x8000; the same layout Felix uses under its 0xffff0000 mask. */
@@ -51,4 +71,5 @@ export const defaultNodeSettings = (nodeName: string, podCidrs: readonly string[
   ipsetPrefix: 'nf',
   marks: DEFAULT_MARKS,
   flowLog: DEFAULT_FLOW_LOG,
+  budget: DEFAULT_NODE_BUDGET,
 });

@@ -3,6 +3,7 @@
 // so no other module depends on prom-client. Each instance has its own registry: no global state.
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { BudgetUse } from '../compile/index.js';
 import { createHardeningMetrics, type HardeningMetrics } from './metrics-hardening.js';
 import { createVisibilityMetrics, type VisibilityMetrics } from './metrics-visibility.js';
 
@@ -32,6 +33,8 @@ export interface Metrics extends VisibilityMetrics, HardeningMetrics {
   countDriftRepair(object: DriftObject, n?: number): void;
   /** Replaces every policy's count, so a policy that was fixed or deleted disappears from /metrics. */
   setPolicyProblems(problemsByPolicy: ReadonlyMap<string, number>): void;
+  /** The node budget: what the admitted NetworkPolicies use, and how many it refused (they fail closed). */
+  setBudget(use: BudgetUse | undefined): void;
   setReady(ready: boolean): void;
   /** 1 while the cluster source could not be read completely and part of it is served from its last clean read. */
   setSourceIncomplete(incomplete: boolean): void;
@@ -109,6 +112,17 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     labelNames: ['policy'] as const,
     registers,
   });
+  const budgetUsed = new Gauge({
+    name: 'netfence_budget_used',
+    help: 'What the NetworkPolicies admitted by the node budget use, by resource (set-members, rules).',
+    labelNames: ['resource'] as const,
+    registers,
+  });
+  const overBudget = new Gauge({
+    name: 'netfence_policies_over_budget',
+    help: 'Valid NetworkPolicies refused by the node budget (newest first); their pods stay isolated.',
+    registers,
+  });
   const ready = new Gauge({
     name: 'netfence_ready',
     help: '1 once the first full sync is programmed and bridge-nf-call-iptables is on, else 0.',
@@ -154,6 +168,11 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     setPolicyProblems: (problemsByPolicy) => {
       policyProblems.reset();
       for (const [policy, count] of problemsByPolicy) policyProblems.set({ policy }, count);
+    },
+    setBudget: (use) => {
+      budgetUsed.set({ resource: 'set-members' }, use?.setMembers ?? 0);
+      budgetUsed.set({ resource: 'rules' }, use?.rules ?? 0);
+      overBudget.set(use?.refused ?? 0);
     },
     setReady: (isReady) => ready.set(isReady ? 1 : 0),
     setSourceIncomplete: (incomplete) => sourceIncomplete.set(incomplete ? 1 : 0),

@@ -1,7 +1,7 @@
 // The sync loop: source events → (batched) compile → plan → apply; the drift timer re-reads the kernel
 // and repairs what someone else changed; failures keep the old rules and retry with backoff.
 
-import { Compiler } from '../compile/index.js';
+import { Compiler, type BudgetUse } from '../compile/index.js';
 import type { ClusterSnapshot, DesiredState, NodeSettings, Problem } from '../model/index.js';
 import { formatPlanDiff, formatSummary, summarize } from '../plan/diff.js';
 import type { FamilyPlan } from '../plan/index.js';
@@ -28,6 +28,8 @@ export interface ReconcileObserver {
   /** A sync failed at `stage`; the previous rules stay and the sync is retried with backoff. */
   failed?(info: { reason: RunReason; error: Error; stage: 'compile' | 'apply' }): void;
   problems?(problems: readonly Problem[]): void;
+  /** The node budget's use after the last compile (absent without a budget). */
+  budget?(use: BudgetUse | undefined): void;
   heartbeat?(): void;
 }
 
@@ -111,8 +113,12 @@ export class Reconciler {
     // escape to the runner, which retried silently while the node stayed ready and ignored every change.
     try {
       const snapshot = this.opts.source.snapshot();
+      // A policy with 10,000 excepts costs tens of milliseconds to read; thirty arriving at once would hold
+      // the event loop (and /healthz) for seconds on a busy node. Read them one per turn of the loop first.
+      for (const policy of snapshot.policies) if (this.compiler.prepare(policy)) await yieldToEventLoop();
       result = this.compiler.compile(snapshot, this.opts.settings(snapshot));
       this.reportProblems([...this.opts.source.problems(), ...result.problems]);
+      this.opts.observer?.budget?.(result.budget);
     } catch (err) {
       const error = err instanceof Error ? err : new Error(String(err));
       logger.error('compiling the cluster state failed; the previous rules stay in place and the sync will be retried', {
@@ -187,3 +193,5 @@ export class Reconciler {
     for (const p of problems) this.opts.logger[p.severity === 'error' ? 'error' : 'warn'](`${p.object}: ${p.field}: ${p.message}`);
   }
 }
+
+const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));

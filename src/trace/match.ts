@@ -88,12 +88,25 @@ export type RuleMatch =
   | { readonly result: 'no-match'; readonly failed: string }
   | { readonly result: 'unknown'; readonly why: string };
 
+/**
+ * A failed match in words, with what a set holds: an ipBlock is "in its cidr set and not in its except
+ * set", and `! in set nf4x:…` alone does not say the address was one of the block's 10,000 excepts.
+ */
+function describeFailed(m: Match, ctx: MatchContext): string {
+  const text = describeMatch(m);
+  if (m.kind !== 'set') return text;
+  const members = ctx.ipsets.get(m.set)?.members;
+  if (!members || members.length === 0) return text;
+  const what = members.length === 1 ? members[0]! : `${members.length} entries`;
+  return `${text} (${m.negate ? 'except ' : ''}${what})`;
+}
+
 /** All matches must hold (iptables ANDs them); the first failing one is named. */
 export function evaluateMatches(matches: readonly Match[], ctx: MatchContext): RuleMatch {
   let unknown: string | undefined;
   for (const m of matches) {
     const answer = evaluateMatch(m, ctx);
-    if (answer === false) return { result: 'no-match', failed: describeMatch(m) };
+    if (answer === false) return { result: 'no-match', failed: describeFailed(m, ctx) };
     if (answer !== true) unknown ??= answer.unknown;
   }
   return unknown === undefined ? { result: 'match' } : { result: 'unknown', why: unknown };

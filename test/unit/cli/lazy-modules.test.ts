@@ -53,6 +53,7 @@ describe('module loading per command', () => {
         'dataplane/errors.ts',
         'log-levels.ts',
         'model/flow-log.ts',
+        'model/node.ts',
       ].sort(),
     );
   });

@@ -79,7 +79,7 @@ const apiNamespace = {
 const apiPolicy = {
   apiVersion: 'networking.k8s.io/v1',
   kind: 'NetworkPolicy',
-  metadata: { name: 'db', namespace: 'prod', uid: 'p1', resourceVersion: '12', managedFields },
+  metadata: { name: 'db', namespace: 'prod', uid: 'p1', resourceVersion: '12', creationTimestamp: '2026-11-02T10:00:00Z', managedFields },
   spec: {
     podSelector: { matchLabels: { role: 'db' } },
     policyTypes: ['Ingress', 'Egress'],
@@ -104,6 +104,14 @@ describe('slimObject keeps what convert reads', () => {
     const slim = convert(kind, slimObject(kind, asApi(obj)));
     expect(whole.ok).toBe(true);
     expect(slim).toEqual(whole);
+  });
+
+  it('a NetworkPolicy keeps its creationTimestamp (the node budget admits oldest first), as a Date or as text', () => {
+    const slim = convert('NetworkPolicy', slimObject('NetworkPolicy', asApi(apiPolicy)));
+    expect(slim.ok && slim.value.creationTimestamp).toBe('2026-11-02T10:00:00.000Z');
+    const asDate = { ...apiPolicy, metadata: { ...apiPolicy.metadata, creationTimestamp: new Date('2026-11-02T10:00:00Z') } };
+    const fromDate = convert('NetworkPolicy', slimObject('NetworkPolicy', asApi(asDate)));
+    expect(fromDate.ok && fromDate.value.creationTimestamp).toBe('2026-11-02T10:00:00.000Z');
   });
 
   it('a pod with malformed fields yields the same problems slimmed as whole', () => {

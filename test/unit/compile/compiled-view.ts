@@ -7,6 +7,8 @@ import type { Chain, FamilyState, L4Protocol, Match, Rule } from '../../../src/m
 export interface AllowView {
   /** Members of the peer's address set (src for ingress, dst for egress); `any` when unrestricted. */
   readonly peer: 'any' | readonly string[];
+  /** Members of the peer's negated set: an ipBlock's excepts, matched as "not in". */
+  readonly except?: readonly string[];
   readonly proto?: L4Protocol;
   /** multiport list as `80,90:99`. */
   readonly ports?: string;
@@ -56,13 +58,21 @@ function allowOf(state: FamilyState, rule: Rule, direction: Dir): AllowView {
   let proto: L4Protocol | undefined;
   let ports: string | undefined;
   let namedPorts: readonly string[] | undefined;
+  let except: readonly string[] | undefined;
   const peerDir = direction === 'ingress' ? 'src' : 'dst';
   for (const m of rule.match as readonly Match[]) {
     if (m.kind === 'set' && !m.negate && m.direction === peerDir) peer = members(state, m.set);
+    else if (m.kind === 'set' && m.negate && m.direction === peerDir) except = members(state, m.set);
     else if (m.kind === 'set' && !m.negate && m.direction === 'dst,dst') namedPorts = members(state, m.set);
     else if (m.kind === 'protocol' && m.protocol !== 'ipv6-icmp') proto = m.protocol;
     else if (m.kind === 'dports') ports = m.ports.map((r) => (r.from === r.to ? `${r.from}` : `${r.from}:${r.to}`)).join(',');
     else throw new Error(`unexpected match in an allow rule: ${JSON.stringify(m)}`);
   }
-  return { peer, ...(proto ? { proto } : {}), ...(ports ? { ports } : {}), ...(namedPorts ? { namedPorts } : {}) };
+  return {
+    peer,
+    ...(except ? { except } : {}),
+    ...(proto ? { proto } : {}),
+    ...(ports ? { ports } : {}),
+    ...(namedPorts ? { namedPorts } : {}),
+  };
 }

@@ -33,6 +33,28 @@ describe('incremental Compiler', () => {
     }
   });
 
+  it('with a node budget that refuses some policies, equals compile() after every change of an 80-step random sequence', () => {
+    const tight: NodeSettings = { ...settings, budget: { setMembers: 20, rules: 60 } };
+    const overBudget = (problems: readonly { message: string }[]) => problems.filter((p) => p.message.includes("node's budget")).length;
+    const compiler = new Compiler();
+    let snap: ClusterSnapshot = start;
+    const first = compiler.compile(snap, tight);
+    expect(overBudget(first.problems)).toBeGreaterThan(0);
+    expect(text(first.desired)).toBe(text(compile(snap, tight).desired));
+    for (let step = 0; step < 80; step++) {
+      const mutation = MUTATIONS[(step * 5 + 1) % MUTATIONS.length]!;
+      snap = mutation.apply(snap, { node: mutation.where === 'local' ? 'node-1' : remote, pick: step + 1 });
+      const incremental = compiler.compile(snap, tight);
+      const full = compile(snap, tight);
+      expect({ step, mutation: mutation.name, text: text(incremental.desired) }).toEqual({
+        step,
+        mutation: mutation.name,
+        text: text(full.desired),
+      });
+      expect(incremental.problems).toEqual(full.problems);
+    }
+  });
+
   it('equals compile() when the snapshots come from a source with their deltas, folded, out of order or without', () => {
     // The daemon's path: a store hands out snapshots that say what changed since an earlier one. Some steps
     // fold several changes into one compile (a burst), some hand the compiler a plain copy of the lists (no

@@ -168,26 +168,44 @@ const peerCases: Case[] = [
 
 const ipBlockCases: Case[] = [
   {
-    name: 'ipBlock with except: cidr minus except as disjoint CIDRs',
+    // "IPBlock describes a particular CIDR ... with the except entries excluded": in the cidr, not in an except.
+    name: 'ipBlock with except: the cidr, and the except as a set matched as "not in"',
     policies: [makePolicy('prod', 'p', db, ingress(rule([blockPeer('10.0.0.0/8', '10.244.0.0/16')])))],
+    expect: { 'prod/db': { ingress: iso([{ peer: ['10.0.0.0/8'], except: ['10.244.0.0/16'] }]) } },
+  },
+  {
+    // Peers are OR-ed: one block's excepts must not exclude what another block of the rule allows.
+    name: 'two ipBlocks with different excepts are two alternatives; one without excepts keeps the shared set',
+    policies: [
+      makePolicy(
+        'prod',
+        'p',
+        db,
+        ingress(
+          rule([
+            blockPeer('10.0.0.0/8', '10.1.0.0/16'),
+            blockPeer('10.1.0.0/16', '10.1.2.0/24'),
+            blockPeer('192.168.1.0/24'),
+            blockPeer('10.0.0.0/12', '10.1.0.0/16'),
+          ]),
+        ),
+      ),
+    ],
     expect: {
       'prod/db': {
         ingress: iso([
-          {
-            peer: [
-              '10.0.0.0/9',
-              '10.128.0.0/10',
-              '10.192.0.0/11',
-              '10.224.0.0/12',
-              '10.240.0.0/14',
-              '10.245.0.0/16',
-              '10.246.0.0/15',
-              '10.248.0.0/13',
-            ],
-          },
+          { peer: ['192.168.1.0/24'] },
+          // Blocks with the same excepts share one alternative (by the excepts, in address order).
+          { peer: ['10.0.0.0/8', '10.0.0.0/12'], except: ['10.1.0.0/16'] },
+          { peer: ['10.1.0.0/16'], except: ['10.1.2.0/24'] },
         ]),
       },
     },
+  },
+  {
+    name: 'an except equal to the cidr leaves nothing of the block',
+    policies: [makePolicy('prod', 'p', db, ingress(rule([blockPeer('10.1.0.0/16', '10.1.0.0/16')])))],
+    expect: { 'prod/db': { ingress: iso([]) } },
   },
   {
     name: 'ipBlock holding pod IPs does not exclude them',
@@ -206,9 +224,10 @@ const ipBlockCases: Case[] = [
     expect: { 'prod/db': { ingress: iso([{ peer: 'any', proto: 'tcp', ports: '80' }]) } },
   },
   {
-    name: 'ipBlock /0 with except is split',
+    // hash:net cannot hold a /0: only "not in the excepts" is matched.
+    name: 'ipBlock /0 with except matches "not in the except" alone',
     policies: [makePolicy('prod', 'p', db, ingress(rule([blockPeer('0.0.0.0/0', '128.0.0.0/1')])))],
-    expect: { 'prod/db': { ingress: iso([{ peer: ['0.0.0.0/1'] }]) } },
+    expect: { 'prod/db': { ingress: iso([{ peer: 'any', except: ['128.0.0.0/1'] }]) } },
   },
   {
     name: 'ipBlock /32 prints bare',
@@ -331,6 +350,13 @@ const portCases: Case[] = [
     name: 'named port on egress to an ipBlock covers the pods inside it',
     policies: [makePolicy('prod', 'p', db, types('Egress'), egress(rule([blockPeer('10.244.2.0/24')], [tcp('http')])))],
     expect: { 'prod/db': { egress: iso([{ peer: 'any', proto: 'tcp', namedPorts: [`${IP.api},tcp:8081`] }]) } },
+  },
+  {
+    name: 'named port on egress to an ipBlock leaves out the pods in its excepts',
+    policies: [makePolicy('prod', 'p', db, types('Egress'), egress(rule([blockPeer('10.244.0.0/16', '10.244.2.0/24')], [tcp('http')])))],
+    expect: {
+      'prod/db': { egress: iso([{ peer: 'any', proto: 'tcp', namedPorts: [`${IP.web},tcp:8080`, `${IP.devWeb},tcp:9090`] }]) },
+    },
   },
   {
     name: 'empty rule {} allows everything',

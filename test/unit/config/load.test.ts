@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CONFIG_FLAG_OPTIONS, ConfigError, loadConfig, toNodeSettings, type LoadConfigInput } from '../../../src/config/load.js';
 import { DEFAULT_CONFIG } from '../../../src/config/schema.js';
-import { defaultNodeSettings } from '../../../src/model/index.js';
+import { DEFAULT_NODE_BUDGET, defaultNodeSettings } from '../../../src/model/index.js';
 
 const file = (text: string, path = '/etc/netfence/config.yaml') => ({ path, text });
 const flags = (...argv: string[]) => parseArgs({ args: argv, options: CONFIG_FLAG_OPTIONS, strict: true }).values;
@@ -278,6 +278,7 @@ describe('toNodeSettings', () => {
     expect(toNodeSettings(config, [])).toEqual({
       nodeName: 'node-b',
       bridge: 'br-pods',
+      budget: DEFAULT_NODE_BUDGET,
       podCidrs: [],
       unknownPods: 'fail-open',
       chainPrefix: 'xy-',

@@ -82,6 +82,18 @@ describe.each(goldenCaseNames())('inspect rules/%s', (name) => {
 });
 
 describe('inspect rules/seed-db-policy', () => {
+  it('a trace stopped by an ipBlock except says what the except set held', () => {
+    const { c, ruleset, ipsets } = golden('seed-db-policy');
+    // 172.17.1.5 is in 172.17.0.0/16 but in its except 172.17.1.0/24.
+    const packet = packetFor(
+      { src: '172.17.1.5', dst: '10.244.1.10', proto: 'tcp', dport: 6379 },
+      { bridge: 'cni0', uplink: 'eth0', podCidrs: c.settings.podCidrs },
+    );
+    const result = tracePacket(ruleset, ipsets, packet);
+    expect(result.verdict).toBe('DROP');
+    expect(result.steps.map((s) => s.detail)).toContainEqual(expect.stringMatching(/^src ! in set nf4x:\S+ \(except 172\.17\.1\.0\/24\)$/));
+  });
+
   const { report } = golden('seed-db-policy');
   const db = report.pods.find((p) => p.pod === 'default/db')!;
 
@@ -98,12 +110,18 @@ describe('inspect rules/seed-db-policy', () => {
   it('reads each policy rule back: protocol, ports, peer set with members', () => {
     const pi = report.policies.find((p) => p.direction === 'ingress')!;
     expect(pi.usedBy).toEqual(['default/db']);
-    expect(pi.rules.map((r) => [r.rule, r.protocol, r.ports, r.peer.kind === 'set' ? r.peer.members : 0])).toEqual([
-      ['ingress:0', 'tcp', '6379', 1],
-      ['ingress:0', 'tcp', '6379', 1],
-      ['ingress:0', 'tcp', '6379', 8],
+    expect(pi.rules.map((r) => [r.rule, r.protocol, r.ports, r.peer.kind])).toEqual([
+      ['ingress:0', 'tcp', '6379', 'set'],
+      ['ingress:0', 'tcp', '6379', 'set'],
+      ['ingress:0', 'tcp', '6379', 'block'],
     ]);
-    expect(pi.rules[2]?.peer).toMatchObject({ kind: 'set', type: 'hash:net', sample: ['172.17.0.0/24', '172.17.2.0/23', '172.17.4.0/22'] });
+    // ipBlock {cidr: 172.17.0.0/16, except: [172.17.1.0/24]}: the cidr and the except, each as written.
+    expect(pi.rules[2]?.peer).toMatchObject({
+      kind: 'block',
+      cidrs: { type: 'hash:net', members: 1, sample: ['172.17.0.0/16'] },
+      excepts: { type: 'hash:net', members: 1, sample: ['172.17.1.0/24'] },
+    });
+    expect(formatReport(report)).toContain('tcp port 6379 from 172.17.0.0/16 except 172.17.1.0/24');
   });
 
   it.each([
@@ -153,7 +171,7 @@ describe('inspect: problems', () => {
   ])('%s', (_n, kind) => expect(kinds).toContain(kind));
 
   it('sets missing from the ipset dump are named once each', () => {
-    expect(report.problems.filter((p) => p.kind === 'missing-set')).toHaveLength(4);
+    expect(report.problems.filter((p) => p.kind === 'missing-set')).toHaveLength(5);
     expect(validate(JSON.parse(JSON.stringify(report)))).toBe(true);
     expect(report.forwardPolicy).toBe('DROP');
     expect(report.hookPosition).toBe(2);

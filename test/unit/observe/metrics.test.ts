@@ -14,6 +14,7 @@ describe('createMetrics', () => {
       [
         'netfence_apply_duration_seconds histogram',
         'netfence_apply_failures_total counter',
+        'netfence_budget_used gauge',
         'netfence_build_info gauge',
         'netfence_denied_connections_total counter',
         'netfence_drift_repairs_total counter',
@@ -28,6 +29,7 @@ describe('createMetrics', () => {
         'netfence_ipsets_programmed gauge',
         'netfence_kube_proxy_ipvs gauge',
         'netfence_kernel_precondition gauge',
+        'netfence_policies_over_budget gauge',
         'netfence_policy_problems gauge',
         'netfence_ready gauge',
         'netfence_rules_programmed gauge',
@@ -113,6 +115,18 @@ describe('createMetrics', () => {
       },
       family: 'netfence_policy_problems',
       expect: ['netfence_policy_problems{policy="prod/db"} 1'],
+    },
+    {
+      name: 'the node budget: use by resource',
+      act: (m) => m.setBudget({ setMembers: 20_002, rules: 3, refused: 1 }),
+      family: 'netfence_budget_used',
+      expect: ['netfence_budget_used{resource="set-members"} 20002', 'netfence_budget_used{resource="rules"} 3'],
+    },
+    {
+      name: 'the node budget: policies it refused',
+      act: (m) => m.setBudget({ setMembers: 20_002, rules: 3, refused: 1 }),
+      family: 'netfence_policies_over_budget',
+      expect: ['netfence_policies_over_budget 1'],
     },
     {
       name: 'ready flips',
