@@ -34,7 +34,7 @@ import { ANTISPOOF_TABLE } from '../antispoof/render.js';
 import type { Io } from './commands.js';
 import { createFlowLogging, type FlowLogging } from './daemon-flows.js';
 import { localPodsByIp, spoofDropSource } from './daemon-hardening.js';
-import { configFrom, kernelFor, netnsOf, ownershipOf, parseCommand, resourcePaths } from './context.js';
+import { configFrom, kernelFor, manifestLimits, netnsOf, ownershipOf, parseCommand, resourcePaths } from './context.js';
 import { createServiceGuards } from './service-guards.js';
 
 export async function daemonCommand(argv: readonly string[], io: Io): Promise<number> {
@@ -250,7 +250,14 @@ function openSource(
   onHealth: (h: SourceHealth) => void,
 ): ClusterSource {
   const logger = inputs.logger.child({ component: 'source' });
-  if (!kubeConfig) return new ManifestSource({ paths: inputs.resources, logger, onHealth });
+  if (!kubeConfig) {
+    return new ManifestSource({
+      paths: inputs.resources,
+      logger,
+      onHealth,
+      limits: manifestLimits(config),
+    });
+  }
   // Pods that cannot count in policy (completed, host-network) are left on the API server (kube-source.ts).
   return new KubeSource({ kubeConfig, logger, peerPodsOnly: true, watchList: config.watchList });
 }

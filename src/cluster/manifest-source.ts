@@ -16,7 +16,7 @@
 import { statSync, watch, type FSWatcher, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
 import { formatProblem, type ClusterSnapshot, type Problem } from '../model/index.js';
-import { Collector, incompleteRead, loadFile, pathFiles } from './manifests.js';
+import { Collector, incompleteRead, loadFile, pathFiles, readBudget, type ManifestLimits } from './manifests.js';
 import { OBJECT_KINDS } from './convert.js';
 import { ChangeEmitter, ObjectStore, type ClusterChange, type ClusterSource, type Logger } from './source.js';
 
@@ -31,6 +31,8 @@ export interface ManifestSourceOptions {
   readonly debounceMs?: number;
   /** While a read is incomplete, re-read this often even without file events. Default 5 s. */
   readonly retryMs?: number;
+  /** Files (and the total of the paths) above these sizes are not read: see ManifestLimits. */
+  readonly limits?: ManifestLimits;
   /** Repeat the "still incomplete" log at most this often. Default 60 s. */
   readonly logEveryMs?: number;
   /** Told when completeness changes (and at the first read). */
@@ -102,6 +104,7 @@ export class ManifestSource implements ClusterSource {
     const good = new Map<string, ClusterSnapshot>();
     const filesOf = new Map<string, readonly string[]>();
     const kept: string[] = [];
+    const budget = readBudget(this.opts.limits);
     const keep = (file: string): void => {
       const previous = this.lastGood.get(file);
       if (previous) {
@@ -128,7 +131,7 @@ export class ManifestSource implements ClusterSource {
       filesOf.set(path, [...known]);
       for (const file of files) {
         const collector = new Collector();
-        loadFile(file, collector);
+        loadFile(file, collector, budget);
         problems.push(...collector.problems);
         if (incompleteRead(collector.problems).length > 0) {
           keep(file);
