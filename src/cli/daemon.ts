@@ -255,6 +255,7 @@ function openSource(
       paths: inputs.resources,
       logger,
       onHealth,
+      checkIntervalMs: config.manifestCheckIntervalMs,
       limits: manifestLimits(config),
     });
   }
