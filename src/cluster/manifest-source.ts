@@ -79,9 +79,11 @@ export class ManifestSource implements ClusterSource {
       opts.openWatch ?? openFsWatch,
       () => this.scheduleReload(),
       (dir, err) => {
-        this.logger.warn('watching manifests failed; the periodic check still follows them', { path: dir, error: String(err) });
+        this.logger.warn('watching manifests failed; re-opening the watch', { path: dir, error: String(err) });
         this.scheduleReload();
       },
+      (dir, err) =>
+        this.logger.debug('cannot watch a manifest directory; the periodic check follows it', { path: dir, error: String(err) }),
     );
     // Watch before the first read, so a change made during it is not missed.
     this.watches.refresh(opts.paths);

@@ -62,10 +62,15 @@ function walk(dir: string, add: (dir: string) => void): void {
 export class DirectoryWatches {
   private readonly open = new Map<string, { ino: bigint; watcher: DirWatcher | undefined }>();
 
+  /**
+   * `onError`: a watch failed while open (it is re-opened by the next refresh). `onOpenFailed`: a directory
+   * could not be watched (gone, or out of inotify watches); tried again at each refresh.
+   */
   constructor(
     private readonly openWatch: OpenWatch,
     private readonly onEvent: () => void,
     private readonly onError: (dir: string, err: unknown) => void,
+    private readonly onOpenFailed: (dir: string, err: unknown) => void,
   ) {}
 
   /** Returns true when a directory got a new watch: a file written into it before that may need a re-read. */
@@ -94,14 +99,15 @@ export class DirectoryWatches {
   private tryOpen(dir: string): DirWatcher | undefined {
     try {
       return this.openWatch(dir, this.onEvent, (err) => {
-        this.onError(dir, err);
         // A failed watch is closed and re-opened by the next refresh.
         const entry = this.open.get(dir);
+        entry?.watcher?.close();
         if (entry) entry.watcher = undefined;
+        this.onError(dir, err);
       });
     } catch (err) {
-      // A missing directory cannot be watched; its parent's listing (or the retry timer) brings it back.
-      this.onError(dir, err);
+      // Not an event: re-reading now would only fail to open it again. The periodic check covers it meanwhile.
+      this.onOpenFailed(dir, err);
       return undefined;
     }
   }

@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ManifestSource, type ManifestSourceOptions } from '../../../src/cluster/manifest-source.js';
-import type { OpenWatch } from '../../../src/cluster/manifest-watch.js';
+import { openFsWatch, type OpenWatch } from '../../../src/cluster/manifest-watch.js';
 import type { Logger } from '../../../src/cluster/source.js';
 
 const warnings: string[] = [];
@@ -96,6 +96,24 @@ describe('manifest watches', () => {
       replaceByRename(file, `apiVersion: v1\nkind: Namespace\nmetadata: {name: b, labels: {v: "${i}"}}\n`);
       await waitFor(`rename ${i} in the new folder followed`, () => b() === String(i));
     }
+  });
+
+  it('a directory that cannot be watched is tried again at the next read, not in a loop of reads', async () => {
+    mkdirSync(join(dir, 'sub'));
+    writeFileSync(join(dir, 'sub', 'a.yaml'), ns(0));
+    let attempts = 0;
+    const failsBelow: OpenWatch = (watched, onEvent, onError) => {
+      if (watched === join(dir, 'sub')) {
+        attempts++;
+        throw new Error('ENOSPC: System limit for number of file watchers reached');
+      }
+      return openFsWatch(watched, onEvent, onError);
+    };
+    const s = start([dir], { ...WATCH_ONLY, openWatch: failsBelow });
+    await s.synced;
+    await new Promise((r) => setTimeout(r, 500));
+    // Once at start, once after the first read; a read per failure would be ~25 by now (20 ms debounce).
+    expect(attempts).toBeLessThanOrEqual(3);
   });
 });
 
