@@ -15,6 +15,7 @@ import {
   kernelOptions,
   loadCluster,
   loadResources,
+  manifestLimits,
   netnsOf,
   nodeSettings,
   ownershipOf,
@@ -35,7 +36,7 @@ export async function applyCommand(argv: readonly string[], io: Io): Promise<num
   const logger = cliLogger(config);
   const reading = readKernelMeanwhile(config, parsed, logger);
   reading.catch(() => undefined);
-  const cluster = loadResources(parsed);
+  const cluster = loadResources(parsed, manifestLimits(config));
   if (refuseIncomplete(io, 'apply', cluster)) return EXIT_INCOMPLETE_SOURCE;
   const settings = await nodeSettings(config, cluster.snapshot, logger);
   const result = compile(cluster.snapshot, settings);
@@ -57,7 +58,7 @@ export async function diffCommand(argv: readonly string[], io: Io): Promise<numb
   const saved = savedPaths(parsed.values);
   const reading = saved.length > 0 ? undefined : readKernelMeanwhile(config, parsed, cliLogger(config));
   reading?.catch(() => undefined);
-  const cluster = await loadCluster(parsed, cliLogger(config));
+  const cluster = await loadCluster(parsed, cliLogger(config), manifestLimits(config));
   // A diff against manifests that did not all load would report removals nobody asked for: an error (2), not "differs" (1).
   if (resourcePaths(parsed).length > 0 && refuseIncomplete(io, 'diff', cluster)) return EXIT_INCOMPLETE_SOURCE;
   const settings = await nodeSettings(config, cluster.snapshot);

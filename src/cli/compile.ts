@@ -4,7 +4,7 @@
 import { compile } from '../compile/index.js';
 import { renderFullRestore, renderIpsetRestore } from '../render/index.js';
 import type { Io } from './commands.js';
-import { configFrom, loadResources, nodeSettings, parseCommand, UsageError } from './context.js';
+import { configFrom, loadResources, manifestLimits, nodeSettings, parseCommand, UsageError } from './context.js';
 import { EXIT_INCOMPLETE_SOURCE, printProblems, refuseIncomplete } from './source-errors.js';
 import { compileHeader } from './saved-dump.js';
 import type { IpFamily } from '../model/index.js';
@@ -12,7 +12,7 @@ import type { IpFamily } from '../model/index.js';
 export async function compileCommand(argv: readonly string[], io: Io): Promise<number> {
   const parsed = parseCommand('compile', argv);
   const config = configFrom(parsed);
-  const cluster = loadResources(parsed);
+  const cluster = loadResources(parsed, manifestLimits(config));
   if (refuseIncomplete(io, 'compile', cluster)) return EXIT_INCOMPLETE_SOURCE;
   const settings = await nodeSettings(config, cluster.snapshot);
   const result = compile(cluster.snapshot, settings);

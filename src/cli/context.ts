@@ -7,7 +7,7 @@ import { discoveredPodCidrs, loadConfig, toNodeSettings } from '../config/load.j
 import type { DaemonConfig } from '../config/schema.js';
 import type { Kernel, KernelOptions } from '../dataplane/kernel.js';
 import { createLogger, type Logger } from '../log.js';
-import type { ClusterSnapshot, NodeSettings, Problem } from '../model/index.js';
+import type { ClusterSnapshot, ManifestLimits, NodeSettings, Problem } from '../model/index.js';
 import { UsageError, type Parsed } from './options.js';
 
 // Commands parse their arguments with parseCommand (commands.ts), from the same option definitions
@@ -31,16 +31,22 @@ export interface LoadedCluster {
   readonly problems: readonly Problem[];
 }
 
-export function loadResources(parsed: Parsed): LoadedCluster {
+/** The byte limits of a `--resources` read, from the configuration. */
+export const manifestLimits = (config: Pick<DaemonConfig, 'manifestMaxFileBytes' | 'manifestMaxTotalBytes'>): ManifestLimits => ({
+  maxFileBytes: config.manifestMaxFileBytes,
+  maxTotalBytes: config.manifestMaxTotalBytes,
+});
+
+export function loadResources(parsed: Parsed, limits: ManifestLimits): LoadedCluster {
   const paths = resourcePaths(parsed);
   if (paths.length === 0) throw new UsageError('--resources PATH is required (files or directories of manifests)');
-  const loaded = loadManifests(paths);
+  const loaded = loadManifests(paths, limits);
   return { snapshot: loaded.snapshot, problems: loaded.problems };
 }
 
 /** The cluster from `--resources`, else from the API (`--kubeconfig F`, or in-cluster config): one full list. */
-export async function loadCluster(parsed: Parsed, logger: Logger, timeoutMs = 30_000): Promise<LoadedCluster> {
-  if (resourcePaths(parsed).length > 0) return loadResources(parsed);
+export async function loadCluster(parsed: Parsed, logger: Logger, limits: ManifestLimits, timeoutMs = 30_000): Promise<LoadedCluster> {
+  if (resourcePaths(parsed).length > 0) return loadResources(parsed, limits);
   const kubeConfig = await kubeConfigFrom(parsed.values['kubeconfig'] as string | undefined);
   // Loaded here, not at the top: the Kubernetes client takes longer to load than most commands take to run.
   const { KubeSource } = await import('../cluster/kube-source.js');

@@ -15,7 +15,6 @@ import { openConntrackTable } from '../dataplane/ctnetlink.js';
 import { listLinks } from '../dataplane/links.js';
 import { applyNftScript, readNftCounts } from '../dataplane/nft.js';
 import { onToolRun } from '../dataplane/exec.js';
-import { readSysctl } from '../dataplane/sysctl.js';
 import { createLogger, type Logger } from '../log.js';
 import type { ClusterSnapshot, DesiredState, NodeSettings } from '../model/index.js';
 import { HealthState } from '../observe/health.js';
@@ -34,7 +33,8 @@ import { ANTISPOOF_TABLE } from '../antispoof/render.js';
 import type { Io } from './commands.js';
 import { createFlowLogging, type FlowLogging } from './daemon-flows.js';
 import { localPodsByIp, spoofDropSource } from './daemon-hardening.js';
-import { configFrom, kernelFor, netnsOf, ownershipOf, parseCommand, resourcePaths } from './context.js';
+import { hasIpv6Pods, preconditionChecker } from './daemon-preconditions.js';
+import { configFrom, kernelFor, manifestLimits, netnsOf, ownershipOf, parseCommand, resourcePaths } from './context.js';
 import { createServiceGuards } from './service-guards.js';
 
 export async function daemonCommand(argv: readonly string[], io: Io): Promise<number> {
@@ -113,8 +113,12 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
     why: kernel.backend.reason,
     netns: inputs.netns,
   });
-  const checkPreconditions = preconditionChecker(health, metrics, inputs.netns, logger);
-  await checkPreconditions();
+  // What the IPv6 bridge sysctl depends on: the pod CIDRs and local pods of the last sync.
+  let lastSettings: NodeSettings | undefined;
+  let lastDesired: DesiredState | undefined;
+  const ipv6Pods = (): boolean => hasIpv6Pods(config.ipv6, lastSettings, lastDesired);
+  const preconditions = preconditionChecker({ health, metrics, netns: inputs.netns, logger, ipv6Pods });
+  await preconditions.check();
 
   const kubeConfig = kubeConfigOf(inputs);
   const source = openSource(config, inputs, kubeConfig, (h) => {
@@ -132,7 +136,6 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   // flannel's lease is read once; which source wins is discoveredPodCidrs' and toNodeSettings' decision.
   const flannelCidrs = (await readFlannelSubnetEnv(config.flannelSubnetEnv).catch(() => undefined))?.podCidrs ?? [];
   let lastCidrs = '';
-  let lastSettings: NodeSettings | undefined;
   const settings = (snapshot: ClusterSnapshot): NodeSettings => {
     const s = toNodeSettings(config, discoveredPodCidrs(snapshot, config.nodeName, flannelCidrs));
     if (s.podCidrs.join(',') !== lastCidrs) {
@@ -170,7 +173,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
     resyncIntervalMs: config.resyncIntervalSeconds * 1000,
     dryRun: config.dryRun,
     observer,
-    checkPreconditions,
+    checkPreconditions: () => preconditions.check(),
   });
   const guards = createServiceGuards({
     config,
@@ -186,6 +189,9 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   // Local pods by address, as last programmed: the anti-spoofing drop series name the pod behind a port.
   let podsByIp = new Map<string, PodRef>();
   observer.synced = (info) => {
+    lastDesired = info.desired;
+    // The first IPv6 pod (or pod CIDR) makes the IPv6 sysctl matter now, not at the next resync.
+    if (preconditions.stale()) void preconditions.check();
     podsByIp = localPodsByIp(info.desired);
     guards.programmed(info.desired);
     if (info.reason === 'periodic') void guards.checkIpvs();
@@ -250,7 +256,15 @@ function openSource(
   onHealth: (h: SourceHealth) => void,
 ): ClusterSource {
   const logger = inputs.logger.child({ component: 'source' });
-  if (!kubeConfig) return new ManifestSource({ paths: inputs.resources, logger, onHealth });
+  if (!kubeConfig) {
+    return new ManifestSource({
+      paths: inputs.resources,
+      logger,
+      onHealth,
+      checkIntervalMs: config.manifestCheckIntervalMs,
+      limits: manifestLimits(config),
+    });
+  }
   // Pods that cannot count in policy (completed, host-network) are left on the API server (kube-source.ts).
   return new KubeSource({ kubeConfig, logger, peerPodsOnly: true, watchList: config.watchList });
 }
@@ -390,28 +404,6 @@ function observerFor(
       metrics.setPolicyProblems(byPolicy);
     },
     budget: (use) => metrics.setBudget(use),
-  };
-}
-
-/**
- * Reads net.bridge.bridge-nf-call-iptables (per network namespace): without it same-node pod traffic is
- * bridged past iptables, so no policy applies to it. Read at start and on every resync, since anyone with
- * root may switch it off at runtime; readiness, a metric and the log follow it, and the log speaks on changes only.
- */
-function preconditionChecker(health: HealthState, metrics: Metrics, netns: string | undefined, logger: Logger): () => Promise<void> {
-  let last: boolean | undefined;
-  return async () => {
-    const value = await readSysctl('net.bridge.bridge-nf-call-iptables', { netns }).catch(() => 'unreadable');
-    const on = value.trim() === '1';
-    health.bridgeNfCallIptables(on);
-    metrics.setPrecondition('bridge-nf-call-iptables', on);
-    if (on === last) return;
-    if (!on)
-      logger.error('net.bridge.bridge-nf-call-iptables is not 1: bridged pod-to-pod traffic bypasses iptables; not ready until it is', {
-        value,
-      });
-    else if (last === false) logger.info('net.bridge.bridge-nf-call-iptables is 1 again: bridged pod traffic reaches iptables');
-    last = on;
   };
 }
 

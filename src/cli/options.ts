@@ -79,6 +79,12 @@ const CONFIG_HELP: { readonly [K in ConfigKey]: { readonly arg?: string; readonl
   logLevel: { arg: LOG_LEVELS.join('|'), help: 'log level' },
   logFormat: { arg: LOG_FORMATS.join('|'), help: 'log format' },
   flannelSubnetEnv: { arg: 'FILE', help: "flannel's lease file, read for this node's pod CIDR" },
+  manifestCheckIntervalMs: {
+    arg: 'MS',
+    help: 'daemon --resources: how often the manifest files are compared with the last read (catches a change no file event reported)',
+  },
+  manifestMaxFileBytes: { arg: 'BYTES', help: '--resources: a manifest file larger than this is refused (an error naming it), not read' },
+  manifestMaxTotalBytes: { arg: 'BYTES', help: '--resources: the manifest files of one read may not exceed this together' },
   dryRun: { help: 'log the plan and write nothing' },
   hookCheckIntervalMs: {
     arg: 'MS',

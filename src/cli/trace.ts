@@ -5,7 +5,7 @@
 import { loadManifests } from '../cluster/manifests.js';
 import type { DaemonConfig } from '../config/schema.js';
 import { inspectRuleset, type InspectReport } from '../inspect/index.js';
-import { podKey, type ClusterSnapshot, type IpFamily, type L4Protocol } from '../model/index.js';
+import { podKey, type ClusterSnapshot, type IpFamily, type L4Protocol, type ManifestLimits } from '../model/index.js';
 import {
   formatTrace,
   icmpPacketFor,
@@ -20,7 +20,7 @@ import {
 } from '../trace/index.js';
 import type { Io } from './commands.js';
 import { createLogger } from '../log.js';
-import { configFrom, loadCluster, parseCommand, resourcePaths, UsageError, type Parsed } from './context.js';
+import { configFrom, loadCluster, manifestLimits, parseCommand, resourcePaths, UsageError, type Parsed } from './context.js';
 import { familyFlag, readAntiSpoof, readRuleset, withRulesetErrors, type LoadedRuleset } from './inspect.js';
 import { antiSpoofVerdict, establishedFate, strictModeOf } from '../inspect/hardening.js';
 
@@ -90,7 +90,7 @@ export async function traceCommand(argv: readonly string[], io: Io): Promise<num
   };
   const [srcRef, dstRef, protoText] = [want('src'), want('dst'), want('proto').toLowerCase()];
   const payload = payloadOf(parsed, protoText);
-  const snapshot = await clusterFor(parsed, [srcRef, dstRef]);
+  const snapshot = await clusterFor(parsed, [srcRef, dstRef], manifestLimits(config));
 
   const given = familyFlag(parsed);
   // ICMP is IPv4's, ICMPv6 IPv6's: the protocol names the family.
@@ -224,13 +224,13 @@ const API_TIMEOUT_MS = 15_000;
  * configuration when running in a pod), listed once, only when a name is asked for; else nothing (local
  * pods still resolve through the workload chains' comments).
  */
-async function clusterFor(parsed: Parsed, refs: readonly string[]): Promise<ClusterSnapshot | undefined> {
-  if (resourcePaths(parsed).length > 0) return loadManifests(resourcePaths(parsed)).snapshot;
+async function clusterFor(parsed: Parsed, refs: readonly string[], limits: ManifestLimits): Promise<ClusterSnapshot | undefined> {
+  if (resourcePaths(parsed).length > 0) return loadManifests(resourcePaths(parsed), limits).snapshot;
   if (refs.every((r) => parseAddr(r) !== undefined)) return undefined;
   const inCluster = process.env['KUBERNETES_SERVICE_HOST'] !== undefined && process.env['KUBERNETES_SERVICE_HOST'] !== '';
   if (parsed.values['kubeconfig'] === undefined && !inCluster) return undefined;
   const logger = createLogger({ level: 'error', format: 'text' });
-  return (await loadCluster(parsed, logger, API_TIMEOUT_MS)).snapshot;
+  return (await loadCluster(parsed, logger, limits, API_TIMEOUT_MS)).snapshot;
 }
 
 function portNumber(flag: string, text: string): number {

@@ -2,9 +2,12 @@
 //
 // We watch directories, not files: editors save by writing a new file and renaming it over the old
 // one, and a ConfigMap volume updates by swapping its `..data` symlink; both replace the inode a
-// file watch would be holding. Each given directory is watched recursively; a given file through
-// its parent directory. Bursts of events are debounced into one reload, and a reload that changes
-// nothing emits nothing.
+// file watch would be holding. Every directory the loader reads gets its own plain watch (why not a
+// recursive one: manifest-watch.ts); a given file is watched through its parent directory. Bursts of
+// events are debounced into one reload, and a reload that changes nothing emits nothing. Watches can
+// still miss a change (an inotify queue overflow, a filesystem that sends no events), so every
+// `checkIntervalMs` the files' identity, size and times are compared with those of the last read, and
+// any difference re-reads them.
 //
 // A read that is not complete never shrinks the cluster (losing a policy would open traffic): a file
 // that does not read cleanly keeps the objects of its last clean read, and a given path that is gone,
@@ -13,10 +16,9 @@
 // re-reads every `retryMs`, since a vanished directory cannot deliver events. `synced` waits for the
 // first complete read: before it there is nothing good to keep, and the kernel keeps what it has.
 
-import { statSync, watch, type FSWatcher, type Stats } from 'node:fs';
-import { dirname } from 'node:path';
 import { formatProblem, type ClusterSnapshot, type Problem } from '../model/index.js';
-import { Collector, incompleteRead, loadFile, pathFiles } from './manifests.js';
+import { DirectoryWatches, manifestFingerprint, openFsWatch, type OpenWatch } from './manifest-watch.js';
+import { Collector, incompleteRead, loadFile, pathFiles, readBudget, type ManifestLimits } from './manifests.js';
 import { OBJECT_KINDS } from './convert.js';
 import { ChangeEmitter, ObjectStore, type ClusterChange, type ClusterSource, type Logger } from './source.js';
 
@@ -31,6 +33,12 @@ export interface ManifestSourceOptions {
   readonly debounceMs?: number;
   /** While a read is incomplete, re-read this often even without file events. Default 5 s. */
   readonly retryMs?: number;
+  /** Compare the files with the last read this often, catching changes no watch reported. Default 5 s. */
+  readonly checkIntervalMs?: number;
+  /** Files (and the total of the paths) above these sizes are not read: see ManifestLimits. */
+  readonly limits?: ManifestLimits;
+  /** Opens one directory's watch; tests pass one that drops events. */
+  readonly openWatch?: OpenWatch;
   /** Repeat the "still incomplete" log at most this often. Default 60 s. */
   readonly logEveryMs?: number;
   /** Told when completeness changes (and at the first read). */
@@ -44,10 +52,12 @@ export class ManifestSource implements ClusterSource {
   private readonly store = new ObjectStore();
   private readonly changes: ChangeEmitter;
   private loadProblems: readonly Problem[] = [];
-  private watchers: FSWatcher[] = [];
-  private watched = '';
+  private readonly watches: DirectoryWatches;
   private timer: NodeJS.Timeout | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
+  private readonly checkTimer: NodeJS.Timeout;
+  /** The files as they were when last read, and whether one was too recently written to trust its times. */
+  private lastRead: { print: string; racy: boolean } | undefined;
   private stopped = false;
   private readonly opts: ManifestSourceOptions;
   private readonly logger: Logger;
@@ -65,8 +75,20 @@ export class ManifestSource implements ClusterSource {
     this.debounceMs = opts.debounceMs ?? 100;
     this.changes = new ChangeEmitter(opts.logger);
     this.synced = new Promise((resolve) => (this.markSynced = resolve));
+    this.watches = new DirectoryWatches(
+      opts.openWatch ?? openFsWatch,
+      () => this.scheduleReload(),
+      (dir, err) => {
+        this.logger.warn('watching manifests failed; re-opening the watch', { path: dir, error: String(err) });
+        this.scheduleReload();
+      },
+      (dir, err) =>
+        this.logger.debug('cannot watch a manifest directory; the periodic check follows it', { path: dir, error: String(err) }),
+    );
     // Watch before the first read, so a change made during it is not missed.
-    this.watchPaths();
+    this.watches.refresh(opts.paths);
+    this.checkTimer = setInterval(() => this.checkFiles(), opts.checkIntervalMs ?? 5_000);
+    this.checkTimer.unref();
     // The first load runs after the constructor returns, so subscribers added right away see its adds.
     void Promise.resolve().then(() => this.safeReload());
   }
@@ -91,17 +113,20 @@ export class ManifestSource implements ClusterSource {
     this.stopped = true;
     clearTimeout(this.timer);
     clearTimeout(this.retryTimer);
-    for (const w of this.watchers) w.close();
-    this.watchers = [];
+    clearInterval(this.checkTimer);
+    this.watches.close();
   }
 
   /** Re-reads every path now and applies the difference. */
   reload(): void {
+    // Taken before reading: a write during the read shows up as a difference at the next check.
+    this.lastRead = manifestFingerprint(this.opts.paths, (this.opts.now ?? Date.now)());
     const problems: Problem[] = [];
     const fresh = new ObjectStore();
     const good = new Map<string, ClusterSnapshot>();
     const filesOf = new Map<string, readonly string[]>();
     const kept: string[] = [];
+    const budget = readBudget(this.opts.limits);
     const keep = (file: string): void => {
       const previous = this.lastGood.get(file);
       if (previous) {
@@ -128,7 +153,7 @@ export class ManifestSource implements ClusterSource {
       filesOf.set(path, [...known]);
       for (const file of files) {
         const collector = new Collector();
-        loadFile(file, collector);
+        loadFile(file, collector, budget);
         problems.push(...collector.problems);
         if (incompleteRead(collector.problems).length > 0) {
           keep(file);
@@ -153,9 +178,18 @@ export class ManifestSource implements ClusterSource {
     this.report(kept, problems);
     for (const c of changes) this.changes.emit(c);
     if (kept.length === 0) this.markSynced();
-    // While incomplete, re-open the watches every time: a directory that vanished holds a dead watch.
-    if (kept.length > 0) this.watched = '';
-    this.watchPaths();
+    // A directory that just got its watch may have received a file before the watch existed.
+    if (this.watches.refresh(this.opts.paths)) this.scheduleReload();
+  }
+
+  /** The periodic check: re-reads when the files differ from the last read (a change no watch reported). */
+  private checkFiles(): void {
+    if (this.stopped || this.timer !== undefined || this.lastRead === undefined) return;
+    const now = manifestFingerprint(this.opts.paths, (this.opts.now ?? Date.now)());
+    if (now.print === this.lastRead.print && !this.lastRead.racy) return;
+    if (now.print !== this.lastRead.print)
+      this.logger.warn('manifests changed without a file event (found by the periodic check); re-reading');
+    this.safeReload();
   }
 
   /** Completeness: told to `onHealth` on change; logged on change and then at most every `logEveryMs`. */
@@ -213,38 +247,6 @@ export class ManifestSource implements ClusterSource {
     }
   }
 
-  /** (Re)opens the watches when the set of targets changed (a directory that vanished or came back). */
-  private watchPaths(): void {
-    if (this.stopped) return;
-    const targets = new Map<string, boolean>(); // path → recursive
-    const inodes: number[] = [];
-    for (const path of this.opts.paths) {
-      const stat = statOrUndefined(path);
-      // A file (or a path that does not exist yet) is watched through its directory.
-      if (stat?.isDirectory()) targets.set(path, true);
-      else if (!targets.has(dirname(path))) targets.set(dirname(path), false);
-      inodes.push(stat?.ino ?? 0);
-    }
-    // The inodes tell a directory replaced under the same name (`mv new dir`): its old watch is dead.
-    const key = JSON.stringify([[...targets], inodes]);
-    if (key === this.watched) return;
-    this.watched = key;
-    for (const w of this.watchers) w.close();
-    this.watchers = [];
-    for (const [path, recursive] of targets) {
-      try {
-        const w = watch(path, { recursive }, () => this.scheduleReload());
-        w.on('error', (err) => {
-          this.logger.warn('watching manifests failed', { path, error: String(err) });
-          this.scheduleReload();
-        });
-        this.watchers.push(w);
-      } catch (err) {
-        this.logger.warn('cannot watch manifests; changes will not be picked up', { path, error: String(err) });
-      }
-    }
-  }
-
   private scheduleReload(): void {
     if (this.stopped) return;
     clearTimeout(this.timer);
@@ -252,14 +254,6 @@ export class ManifestSource implements ClusterSource {
       this.timer = undefined;
       this.safeReload();
     }, this.debounceMs);
-  }
-}
-
-function statOrUndefined(path: string): Stats | undefined {
-  try {
-    return statSync(path);
-  } catch {
-    return undefined;
   }
 }
 

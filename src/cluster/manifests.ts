@@ -11,15 +11,27 @@
 // (`incompleteRead`): the one-shot commands refuse, the daemon keeps the last complete read of the file.
 // Besides broken documents this covers a missing or unreadable path, a directory with no manifest
 // file, a dangling manifest symlink (a ConfigMap volume mid-swap), an empty (0-byte) file and a file
-// that changed while it was read (both: caught mid-write). A file holding only comments or `---` is
-// read as deliberately empty; so is an empty `kind: List`.
+// that changed while it was read (both: caught mid-write), and a file past the size limits (one file,
+// or the total one read loads): parsing text costs many times its size in memory, so an oversized file
+// is refused before it is read rather than take the process down. A file holding only comments or `---`
+// is read as deliberately empty; so is an empty `kind: List`.
 
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { extname, join } from 'node:path';
 import { createRequire } from 'node:module';
 import type * as Yaml from 'yaml';
 import type { Document, LineCounter } from 'yaml';
-import type { ClusterNetworkPolicy, ClusterNode, ClusterSnapshot, Namespace, NetworkPolicy, Pod, Problem } from '../model/index.js';
+import {
+  DEFAULT_MANIFEST_LIMITS,
+  type ClusterNetworkPolicy,
+  type ClusterNode,
+  type ClusterSnapshot,
+  type ManifestLimits,
+  type Namespace,
+  type NetworkPolicy,
+  type Pod,
+  type Problem,
+} from '../model/index.js';
 import { convert, isObjectKind, objectName, type ObjectKind } from './convert.js';
 
 export interface LoadedManifests {
@@ -43,13 +55,42 @@ const API_VERSIONS: Readonly<Record<ObjectKind, string>> = {
   ClusterNetworkPolicy: 'policy.networking.k8s.io/v1alpha2',
 };
 
-export function loadManifests(paths: readonly string[]): LoadedManifests {
+export type { ManifestLimits } from '../model/index.js';
+
+export function loadManifests(paths: readonly string[], limits: ManifestLimits = DEFAULT_MANIFEST_LIMITS): LoadedManifests {
   const collector = new Collector();
   const files: string[] = [];
   for (const path of paths) files.push(...pathFiles(path, collector));
-  for (const file of files) loadFile(file, collector);
+  const budget = readBudget(limits);
+  for (const file of files) loadFile(file, collector, budget);
   return { snapshot: collector.snapshot(), problems: collector.problems, files };
 }
+
+/** What one read (every given path) may still load; each file read takes its size from it. */
+export interface ReadBudget {
+  readonly limits: ManifestLimits;
+  used: number;
+}
+
+export const readBudget = (limits: ManifestLimits = DEFAULT_MANIFEST_LIMITS): ReadBudget => ({ limits, used: 0 });
+
+/** Why a file of `size` bytes may not be read within the budget; undefined when it may (and then it is charged). */
+function overBudget(size: number, budget: ReadBudget): string | undefined {
+  const { maxFileBytes, maxTotalBytes } = budget.limits;
+  if (size > maxFileBytes) {
+    return `is ${formatBytes(size)}, above the limit of ${formatBytes(maxFileBytes)} for one manifest file (manifestMaxFileBytes); not read`;
+  }
+  if (budget.used + size > maxTotalBytes) {
+    return (
+      `would bring the manifests of this read to ${formatBytes(budget.used + size)}, above the limit of ` +
+      `${formatBytes(maxTotalBytes)} for all of them together (manifestMaxTotalBytes); not read`
+    );
+  }
+  budget.used += size;
+  return undefined;
+}
+
+const formatBytes = (n: number): string => (n >= 1024 * 1024 ? `${(n / 1024 / 1024).toFixed(1)} MiB (${n} bytes)` : `${n} bytes`);
 
 /** The errors among `problems`: each one means part of the source is missing from the snapshot. */
 export function incompleteRead(problems: readonly Problem[]): Problem[] {
@@ -77,11 +118,13 @@ export function pathFiles(path: string, collector: { problem(p: Problem): void }
 }
 
 /** Reads one manifest file into the collector; a file caught mid-write is an error, not an empty file. */
-export function loadFile(file: string, collector: Collector): void {
+export function loadFile(file: string, collector: Collector, budget: ReadBudget = readBudget()): void {
   const fail = (message: string) => collector.problem({ object: file, field: '(file)', message, severity: 'error' });
   let bytes: Buffer;
   try {
     const before = statSync(file);
+    const refused = overBudget(before.size, budget);
+    if (refused !== undefined) return fail(refused);
     bytes = readFileSync(file);
     const after = statSync(file);
     if (bytes.length !== before.size || before.size !== after.size || before.mtimeMs !== after.mtimeMs) {

@@ -2,6 +2,7 @@
 // the command line, and the JSON Schema every layer (file, environment, flags) is checked against.
 
 import { DEFAULT_FLOW_LOG } from '../model/flow-log.js';
+import { DEFAULT_MANIFEST_LIMITS } from '../model/manifest-limits.js';
 import type { UnknownPodPolicy } from '../model/index.js';
 import { DEFAULT_NODE_BUDGET } from '../model/node.js';
 import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from '../log-levels.js';
@@ -55,6 +56,15 @@ export interface DaemonConfig {
   readonly logFormat: LogFormat;
   /** flannel's per-node lease file, read for this node's pod CIDR. */
   readonly flannelSubnetEnv: string;
+  /**
+   * `daemon --resources`: how often the manifest files' identity, size and times are compared with the
+   * last read, so a change no file watch reported is still followed within this time.
+   */
+  readonly manifestCheckIntervalMs: number;
+  /** `--resources`: a manifest file larger than this is not read (an error naming it; see ManifestLimits). */
+  readonly manifestMaxFileBytes: number;
+  /** `--resources`: the manifest files of one read together may not exceed this. */
+  readonly manifestMaxTotalBytes: number;
   /** Log the plan and write nothing. */
   readonly dryRun: boolean;
   /** NFLOG before every drop of a new connection, read back by the daemon (flow log, `netfence drops`). */
@@ -121,6 +131,9 @@ export const KEY_SPELLINGS: { readonly [K in ConfigKey]: KeySpelling } = {
   logLevel: spell('string', 'LOG_LEVEL', 'log-level'),
   logFormat: spell('string', 'LOG_FORMAT', 'log-format'),
   flannelSubnetEnv: spell('string', 'FLANNEL_SUBNET_ENV', 'flannel-subnet-env'),
+  manifestCheckIntervalMs: spell('integer', 'MANIFEST_CHECK_INTERVAL_MS', 'manifest-check-interval-ms'),
+  manifestMaxFileBytes: spell('integer', 'MANIFEST_MAX_FILE_BYTES', 'manifest-max-file-bytes'),
+  manifestMaxTotalBytes: spell('integer', 'MANIFEST_MAX_TOTAL_BYTES', 'manifest-max-total-bytes'),
   dryRun: spell('boolean', 'DRY_RUN', 'dry-run'),
   flowLogs: spell('boolean', 'FLOW_LOGS', 'flow-logs'),
   flowLogGroup: spell('integer', 'FLOW_LOG_GROUP', 'flow-log-group'),
@@ -162,6 +175,10 @@ export const DEFAULT_CONFIG: Omit<DaemonConfig, 'nodeName'> = {
   logLevel: 'info',
   logFormat: 'json',
   flannelSubnetEnv: '/run/flannel/subnet.env',
+  // A stat of each manifest file: cheap enough to bound a missed change to a few seconds.
+  manifestCheckIntervalMs: 5000,
+  manifestMaxFileBytes: DEFAULT_MANIFEST_LIMITS.maxFileBytes,
+  manifestMaxTotalBytes: DEFAULT_MANIFEST_LIMITS.maxTotalBytes,
   dryRun: false,
   flowLogs: true,
   flowLogGroup: DEFAULT_FLOW_LOG.group,
@@ -217,6 +234,9 @@ export const CONFIG_LAYER_SCHEMA = {
     logLevel: { type: 'string', enum: [...LOG_LEVELS] },
     logFormat: { type: 'string', enum: [...LOG_FORMATS] },
     flannelSubnetEnv: { type: 'string', minLength: 1 },
+    manifestCheckIntervalMs: { type: 'integer', minimum: 100, maximum: 600000 },
+    manifestMaxFileBytes: { type: 'integer', minimum: 1 },
+    manifestMaxTotalBytes: { type: 'integer', minimum: 1 },
     dryRun: { type: 'boolean' },
     flowLogs: { type: 'boolean' },
     flowLogGroup: { type: 'integer', minimum: 0, maximum: 65535 },

@@ -3,6 +3,7 @@ export * from './cluster-policy.js';
 export * from './dataplane.js';
 export * from './node.js';
 export * from './flow-log.js';
+export * from './manifest-limits.js';
 export * from './problem.js';
 export * from './identity-diff.js';
 export * from './chain-kinds.js';

@@ -30,6 +30,7 @@ export class HealthState implements HealthChecks {
   private stopped: string | undefined;
   private programmed = false;
   private bridgeNf: boolean | undefined;
+  private bridgeNf6: boolean | undefined;
   private ipvs: string | undefined;
   private lastReady = false;
   private sourceProblem: string | undefined;
@@ -62,6 +63,15 @@ export class HealthState implements HealthChecks {
   /** Result of reading net.bridge.bridge-nf-call-iptables in this network namespace. */
   bridgeNfCallIptables(on: boolean): void {
     this.bridgeNf = on;
+    this.notify();
+  }
+
+  /**
+   * Result of reading net.bridge.bridge-nf-call-ip6tables, on a node with IPv6 pods; undefined where it
+   * does not apply (no IPv6 pods: nothing bridged over IPv6 needs policy).
+   */
+  bridgeNfCallIp6tables(on: boolean | undefined): void {
+    this.bridgeNf6 = on;
     this.notify();
   }
 
@@ -114,6 +124,9 @@ export class HealthState implements HealthChecks {
     if (this.bridgeNf === undefined) return { ok: false, reason: 'net.bridge.bridge-nf-call-iptables not checked yet' };
     if (!this.bridgeNf) {
       return { ok: false, reason: 'net.bridge.bridge-nf-call-iptables is 0: bridged pod-to-pod traffic would bypass iptables' };
+    }
+    if (this.bridgeNf6 === false) {
+      return { ok: false, reason: 'net.bridge.bridge-nf-call-ip6tables is 0: bridged IPv6 pod-to-pod traffic would bypass ip6tables' };
     }
     if (this.ipvs !== undefined) return { ok: false, reason: this.ipvs };
     if (!this.programmed) {

@@ -16,7 +16,7 @@ export type DriftObject = 'chain' | 'set' | 'hook';
 /** Where a sync failed: reading the cluster state or compiling it, or writing it to the kernel. */
 export type SyncFailureStage = 'compile' | 'apply';
 /** Kernel settings enforcement depends on, re-checked on every resync. */
-export type PreconditionName = 'bridge-nf-call-iptables';
+export type PreconditionName = 'bridge-nf-call-iptables' | 'bridge-nf-call-ip6tables';
 
 export interface ProgrammedCounts {
   readonly rules: number;
@@ -44,8 +44,8 @@ export interface Metrics extends VisibilityMetrics, HardeningMetrics {
   setIpvsDetected(detected: boolean): void;
   /** A sync that failed, by the stage that failed (its previous rules stay in place; it is retried). */
   countSyncFailure(stage: SyncFailureStage): void;
-  /** Whether a kernel precondition held at the last check (1) or not (0). */
-  setPrecondition(check: PreconditionName, ok: boolean): void;
+  /** Whether a kernel precondition held at the last check (1) or not (0); undefined: it does not apply to this node (no series). */
+  setPrecondition(check: PreconditionName, ok: boolean | undefined): void;
   /** The exposition text for GET /metrics. */
   render(): Promise<string>;
   readonly contentType: string;
@@ -204,6 +204,6 @@ function failureMetrics(registers: Registry[]): Pick<Metrics, 'countSyncFailure'
   for (const stage of ['compile', 'apply'] as const) syncFailures.labels({ stage }).inc(0);
   return {
     countSyncFailure: (stage) => syncFailures.inc({ stage }),
-    setPrecondition: (check, ok) => preconditions.set({ check }, ok ? 1 : 0),
+    setPrecondition: (check, ok) => (ok === undefined ? preconditions.remove({ check }) : preconditions.set({ check }, ok ? 1 : 0)),
   };
 }

@@ -10,6 +10,10 @@ function fixture() {
 type Step = (f: ReturnType<typeof fixture>) => void;
 const bridgeOn: Step = (f) => f.state.bridgeNfCallIptables(true);
 const bridgeOff: Step = (f) => f.state.bridgeNfCallIptables(false);
+const bridge6 =
+  (on: boolean | undefined): Step =>
+  (f) =>
+    f.state.bridgeNfCallIp6tables(on);
 const programmed: Step = (f) => f.state.fullSyncProgrammed();
 const wait =
   (ms: number): Step =>
@@ -33,6 +37,24 @@ describe('HealthState', () => {
       ready: 'net.bridge.bridge-nf-call-iptables is 0: bridged pod-to-pod traffic would bypass iptables',
     },
     { name: 'programmed and bridge on', steps: [bridgeOn, programmed], live: true, ready: true },
+    {
+      name: 'IPv6 pods and bridge-nf-call-ip6tables off',
+      steps: [bridgeOn, programmed, bridge6(false)],
+      live: true,
+      ready: 'net.bridge.bridge-nf-call-ip6tables is 0: bridged IPv6 pod-to-pod traffic would bypass ip6tables',
+    },
+    {
+      name: 'IPv6 pods and bridge-nf-call-ip6tables on again',
+      steps: [bridgeOn, programmed, bridge6(false), bridge6(true)],
+      live: true,
+      ready: true,
+    },
+    {
+      name: 'the IPv6 sysctl no longer applies (no IPv6 pods)',
+      steps: [bridgeOn, programmed, bridge6(false), bridge6(undefined)],
+      live: true,
+      ready: true,
+    },
     {
       name: 'beats keep it alive past the window',
       steps: [bridgeOn, programmed, wait(80_000), beat, wait(80_000)],
