@@ -24,7 +24,7 @@ function fakeNft(): NftTableTools & { readonly tables: Set<string> } {
 describe('removing the anti-spoofing table', () => {
   it('finds and removes the table the daemon programmed', async () => {
     const nft = fakeNft();
-    await nft.apply(renderAntiSpoof({ bridge: 'cni0', bindings: [], unknownPorts: [], otherPorts: [] }));
+    await nft.apply(renderAntiSpoof({ bridge: 'cni0', bindings: [], unknownPorts: [], otherPorts: [], conflicts: [] }));
     expect(nft.tables.size).toBe(1);
     expect(await removeAntiSpoofTable(nft)).toBe(true);
     expect([...nft.tables]).toEqual([]);
