@@ -117,7 +117,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   await checkPreconditions();
 
   const kubeConfig = kubeConfigOf(inputs);
-  const source = openSource(config, inputs, kubeConfig, (h) => {
+  const source = openSource(config, inputs, kubeConfig, metrics, (h) => {
     metrics.setSourceIncomplete(!h.complete);
     health.sourceIncomplete(h.complete ? undefined : h.reason);
   });
@@ -247,12 +247,25 @@ function openSource(
   config: DaemonConfig,
   inputs: DaemonInputs,
   kubeConfig: KubeConfig | undefined,
+  metrics: Metrics,
   onHealth: (h: SourceHealth) => void,
 ): ClusterSource {
   const logger = inputs.logger.child({ component: 'source' });
   if (!kubeConfig) return new ManifestSource({ paths: inputs.resources, logger, onHealth });
   // Pods that cannot count in policy (completed, host-network) are left on the API server (kube-source.ts).
-  return new KubeSource({ kubeConfig, logger, peerPodsOnly: true, watchList: config.watchList });
+  return new KubeSource({
+    kubeConfig,
+    logger,
+    peerPodsOnly: true,
+    watchList: config.watchList,
+    limits: {
+      maxObjects: config.initialListMaxObjects,
+      maxBytes: config.initialListMaxMiB * 1024 * 1024,
+      streamTimeoutMs: config.initialListTimeoutSeconds * 1000,
+      pageTimeoutMs: config.listPageTimeoutSeconds * 1000,
+    },
+    onRefused: (r) => metrics.countApiRefusal(r.request, r.reason),
+  });
 }
 
 /** The API's configuration (`--kubeconfig`, else in-cluster); none when watching manifest files. */

@@ -87,6 +87,10 @@ const CONFIG_HELP: { readonly [K in ConfigKey]: { readonly arg?: string; readonl
   flowLogRate: { arg: 'N', help: 'flow-log packets per second per drop rule (a flood cannot flood the log)' },
   flowLogAllowed: { help: 'also log allowed new connections, naming the policy rule that allowed each' },
   watchList: { help: 'start with WatchList streams (sendInitialEvents) where the API server allows them, else paged lists' },
+  initialListMaxObjects: { arg: 'N', help: "objects one kind's initial stream or list may carry before it is refused" },
+  initialListMaxMiB: { arg: 'MIB', help: "MiB of JSON one kind's initial stream or list may carry before it is refused" },
+  initialListTimeoutSeconds: { arg: 'S', help: 'deadline of a WatchList stream; past it, paged lists are used instead' },
+  listPageTimeoutSeconds: { arg: 'S', help: 'deadline of each list page (refused and retried past it)' },
 };
 
 function defaultText(key: ConfigKey): string {

@@ -70,6 +70,16 @@ export interface DaemonConfig {
    * cache instead of building a list per node; on the wire it is uncompressed (BENCHMARKS.md, "API load").
    */
   readonly watchList: boolean;
+  /**
+   * Bounds on each kind's initial state (a WatchList stream, or all pages of a list): objects, MiB of JSON,
+   * and seconds for a stream. Past one, a stream falls back to paged lists and a list is retried with
+   * backoff. Sized so a hostile server cannot take the daemon past the DaemonSet's memory limit.
+   */
+  readonly initialListMaxObjects: number;
+  readonly initialListMaxMiB: number;
+  readonly initialListTimeoutSeconds: number;
+  /** Deadline of each list page (the API server's own --request-timeout is 60 s). */
+  readonly listPageTimeoutSeconds: number;
 }
 
 export type ConfigKey = keyof DaemonConfig;
@@ -119,6 +129,10 @@ export const KEY_SPELLINGS: { readonly [K in ConfigKey]: KeySpelling } = {
   flowLogRate: spell('integer', 'FLOW_LOG_RATE', 'flow-log-rate'),
   flowLogAllowed: spell('boolean', 'FLOW_LOG_ALLOWED', 'flow-log-allowed'),
   watchList: spell('boolean', 'WATCH_LIST', 'watch-list'),
+  initialListMaxObjects: spell('integer', 'INITIAL_LIST_MAX_OBJECTS', 'initial-list-max-objects'),
+  initialListMaxMiB: spell('integer', 'INITIAL_LIST_MAX_MIB', 'initial-list-max-mib'),
+  initialListTimeoutSeconds: spell('integer', 'INITIAL_LIST_TIMEOUT_SECONDS', 'initial-list-timeout-seconds'),
+  listPageTimeoutSeconds: spell('integer', 'LIST_PAGE_TIMEOUT_SECONDS', 'list-page-timeout-seconds'),
 };
 
 export const CONFIG_KEYS = Object.keys(KEY_SPELLINGS) as readonly ConfigKey[];
@@ -158,6 +172,12 @@ export const DEFAULT_CONFIG: Omit<DaemonConfig, 'nodeName'> = {
   flowLogRate: DEFAULT_FLOW_LOG.perSecond,
   flowLogAllowed: false,
   watchList: true,
+  // Kubernetes' ceiling for pods in a cluster; ~7 KiB of JSON each; many times the xl tier's stream (50,000
+  // pods); and the API server's own request timeout. The daemon's peak at these bounds: docs/hostile-input.md.
+  initialListMaxObjects: 150_000,
+  initialListMaxMiB: 1024,
+  initialListTimeoutSeconds: 120,
+  listPageTimeoutSeconds: 60,
 };
 
 /** Readable hints for `pattern` failures, which ajv would report as a bare regular expression. */
@@ -211,5 +231,9 @@ export const CONFIG_LAYER_SCHEMA = {
     flowLogRate: { type: 'integer', minimum: 1, maximum: 10000 },
     flowLogAllowed: { type: 'boolean' },
     watchList: { type: 'boolean' },
+    initialListMaxObjects: { type: 'integer', minimum: 1 },
+    initialListMaxMiB: { type: 'integer', minimum: 1, maximum: 65536 },
+    initialListTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 3600 },
+    listPageTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 3600 },
   },
 } as const;
