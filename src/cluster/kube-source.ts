@@ -91,7 +91,7 @@ export interface StreamRefusal {
  * request timeout (--request-timeout), past which it would have given up on the list itself.
  */
 export const DEFAULT_INITIAL_STATE_LIMITS: InitialStateLimits = {
-  maxObjects: 150_000,
+  maxObjects: 100_000,
   maxBytes: 1024 * 1024 * 1024,
   streamTimeoutMs: 120_000,
   pageTimeoutMs: 60_000,

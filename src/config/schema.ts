@@ -174,7 +174,7 @@ export const DEFAULT_CONFIG: Omit<DaemonConfig, 'nodeName'> = {
   watchList: true,
   // Kubernetes' ceiling for pods in a cluster; ~7 KiB of JSON each; many times the xl tier's stream (50,000
   // pods); and the API server's own request timeout. The daemon's peak at these bounds: docs/hostile-input.md.
-  initialListMaxObjects: 150_000,
+  initialListMaxObjects: 100_000,
   initialListMaxMiB: 1024,
   initialListTimeoutSeconds: 120,
   listPageTimeoutSeconds: 60,
