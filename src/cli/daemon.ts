@@ -102,6 +102,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
     health,
     metrics,
     logger: logger.child({ component: 'http' }),
+    onConnectionRefused: (why) => metrics.countConnectionRefused(why),
     ...(flowLogging ? { flows: flowLogging.query } : {}),
   });
   const listen = await server.start(config.listenAddress);

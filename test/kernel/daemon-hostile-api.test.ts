@@ -51,7 +51,10 @@ describeKernel('the daemon against a hostile WatchList server', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'nft-hostile-api-'));
     sandbox = await createSandbox({ nodes: [{ name: 'n1', podCidr: '10.244.1.0/24' }] });
-    pods = await Promise.all([sandbox.addPod({ namespace: 'x', name: 'a', node: 'n1' }), sandbox.addPod({ namespace: 'x', name: 'b', node: 'n1' })]);
+    pods = await Promise.all([
+      sandbox.addPod({ namespace: 'x', name: 'a', node: 'n1' }),
+      sandbox.addPod({ namespace: 'x', name: 'b', node: 'n1' }),
+    ]);
   });
 
   afterAll(async () => {
@@ -138,7 +141,9 @@ describeKernel('the daemon against a hostile WatchList server', () => {
       expect(await reaches('x/a', 'x/b')).toBe(true);
       expect((await httpGet(`${url}/readyz`)).status).toBe(200);
       const metrics = (await httpGet(`${url}/metrics`)).body;
-      expect(metricValue(metrics, `netfence_api_responses_refused_total{request="watch-list",reason="${reason}"}`)).toBeGreaterThanOrEqual(1);
+      expect(metricValue(metrics, `netfence_api_responses_refused_total{request="watch-list",reason="${reason}"}`)).toBeGreaterThanOrEqual(
+        1,
+      );
       const memory = memoryOf(pid)!;
       clearInterval(sampler);
       expect(exited).toBeUndefined();
