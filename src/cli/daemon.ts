@@ -128,6 +128,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
         node: config.nodeName,
         now: () => new Date(),
         logger: logger.child({ component: 'events' }),
+        onReports: (outcome, n) => metrics.countEventReports(outcome, n),
       })
     : undefined;
   // flannel's lease is read once; which source wins is discoveredPodCidrs' and toNodeSettings' decision.
