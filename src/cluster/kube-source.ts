@@ -85,10 +85,11 @@ export interface StreamRefusal {
 }
 
 /**
- * 150,000 objects is Kubernetes' own ceiling for pods in a cluster (the scalability thresholds; no other
- * kind netfence reads comes near it). 1 GiB of JSON is ~7 KiB for each of those. 120 s for a WatchList
- * stream is the xl tier's stream (50,000 pods) many times over; 60 s a page is the API server's own
- * request timeout (--request-timeout), past which it would have given up on the list itself.
+ * Four kinds stream at once: a server flooding all four with small pods took the daemon to a 548 MiB peak at
+ * 150,000 objects each (Kubernetes' own ceiling for pods; the DaemonSet's limit is 512Mi), 340 MiB at 100,000.
+ * 1 GiB of JSON is ~10 KiB for each of those. 120 s for a WatchList stream is the xl tier's (50,000 pods) many
+ * times over; 60 s a page is the API server's own request timeout, past which it gives up on a list itself.
+ * The daemon's configuration (initialList*, listPageTimeoutSeconds) carries the same defaults.
  */
 export const DEFAULT_INITIAL_STATE_LIMITS: InitialStateLimits = {
   maxObjects: 100_000,

@@ -172,8 +172,8 @@ export const DEFAULT_CONFIG: Omit<DaemonConfig, 'nodeName'> = {
   flowLogRate: DEFAULT_FLOW_LOG.perSecond,
   flowLogAllowed: false,
   watchList: true,
-  // Kubernetes' ceiling for pods in a cluster; ~7 KiB of JSON each; many times the xl tier's stream (50,000
-  // pods); and the API server's own request timeout. The daemon's peak at these bounds: docs/hostile-input.md.
+  // Why these values, and the daemon's peak memory at them: DEFAULT_INITIAL_STATE_LIMITS in
+  // cluster/kube-source.ts and docs/hostile-input.md.
   initialListMaxObjects: 100_000,
   initialListMaxMiB: 1024,
   initialListTimeoutSeconds: 120,
