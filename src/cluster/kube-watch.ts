@@ -1,7 +1,8 @@
 // client-node's Watch as the informers use it, with what it lacks (kube-source.ts says why each matters):
 // a watch that connects after stop() is aborted, connects are reported, each watch's life is bounded
 // (server-side timeoutSeconds, then a client-side watchdog), objects are slimmed before the informer caches
-// them, and a line that is not an event ends the watch instead of being skipped.
+// them, a line that is not an event ends the watch instead of being skipped, and so does a line longer than
+// MAX_LINE_BYTES (line-splitter.ts).
 
 import { Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { decodeWatchEvent, get } from './kube-list.js';
