@@ -63,7 +63,7 @@ const podLists = () => server.requests.filter((r) => r.path === '/api/v1/pods' &
 beforeEach(async () => {
   logged = [];
   refusals = [];
-  dir = mkdtempSync(join(tmpdir(), 'nft-kube-hostile-stream-'));
+  dir = mkdtempSync(join(tmpdir(), 'nft-kube-stream-bounds-'));
   server = new FakeApiServer({ watchList: true });
   await server.start();
   server.create({ kind: 'Namespace', metadata: { name: 'prod' } });
