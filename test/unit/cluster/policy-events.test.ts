@@ -229,7 +229,7 @@ describe('PolicyEvents against the fake API server', () => {
       expect(outcomes.filter((o) => o === 'coalesced').length).toBeGreaterThan(0);
     });
 
-    it('past the cap per window, problems are dropped (counted, logged once), and written again once the window has passed', async () => {
+    it('past the cap per window, problems are dropped while they last (counted, logged once); new ones are written once the window has passed', async () => {
       let now = NOW.getTime();
       const outcomes: string[] = [];
       const warnings: string[] = [];
