@@ -102,6 +102,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
     health,
     metrics,
     logger: logger.child({ component: 'http' }),
+    onConnectionRefused: (why) => metrics.countConnectionRefused(why),
     ...(flowLogging ? { flows: flowLogging.query } : {}),
   });
   const listen = await server.start(config.listenAddress);
@@ -121,7 +122,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   await preconditions.check();
 
   const kubeConfig = kubeConfigOf(inputs);
-  const source = openSource(config, inputs, kubeConfig, (h) => {
+  const source = openSource(config, inputs, kubeConfig, metrics, (h) => {
     metrics.setSourceIncomplete(!h.complete);
     health.sourceIncomplete(h.complete ? undefined : h.reason);
   });
@@ -131,6 +132,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
         node: config.nodeName,
         now: () => new Date(),
         logger: logger.child({ component: 'events' }),
+        onReports: (outcome, n) => metrics.countEventReports(outcome, n),
       })
     : undefined;
   // flannel's lease is read once; which source wins is discoveredPodCidrs' and toNodeSettings' decision.
@@ -253,6 +255,7 @@ function openSource(
   config: DaemonConfig,
   inputs: DaemonInputs,
   kubeConfig: KubeConfig | undefined,
+  metrics: Metrics,
   onHealth: (h: SourceHealth) => void,
 ): ClusterSource {
   const logger = inputs.logger.child({ component: 'source' });
@@ -266,7 +269,19 @@ function openSource(
     });
   }
   // Pods that cannot count in policy (completed, host-network) are left on the API server (kube-source.ts).
-  return new KubeSource({ kubeConfig, logger, peerPodsOnly: true, watchList: config.watchList });
+  return new KubeSource({
+    kubeConfig,
+    logger,
+    peerPodsOnly: true,
+    watchList: config.watchList,
+    limits: {
+      maxObjects: config.initialListMaxObjects,
+      maxBytes: config.initialListMaxMiB * 1024 * 1024,
+      streamTimeoutMs: config.initialListTimeoutSeconds * 1000,
+      pageTimeoutMs: config.listPageTimeoutSeconds * 1000,
+    },
+    onRefused: (r) => metrics.countApiRefusal(r.request, r.reason),
+  });
 }
 
 /** The API's configuration (`--kubeconfig`, else in-cluster); none when watching manifest files. */

@@ -100,6 +100,10 @@ const CONFIG_HELP: { readonly [K in ConfigKey]: { readonly arg?: string; readonl
   watchList: { help: 'start with WatchList streams (sendInitialEvents) where the API server allows them, else paged lists' },
   budgetSetMembers: { arg: 'N', help: 'ipBlock set members (cidrs and excepts) all NetworkPolicies may make this node program' },
   budgetRules: { arg: 'N', help: 'iptables rules all NetworkPolicy chains may hold on this node' },
+  initialListMaxObjects: { arg: 'N', help: "objects one kind's initial stream or list may carry before it is refused" },
+  initialListMaxMiB: { arg: 'MIB', help: "MiB of JSON one kind's initial stream or list may carry before it is refused" },
+  initialListTimeoutSeconds: { arg: 'S', help: 'deadline of a WatchList stream; past it, paged lists are used instead' },
+  listPageTimeoutSeconds: { arg: 'S', help: 'deadline of each list page (refused and retried past it)' },
 };
 
 function defaultText(key: ConfigKey): string {

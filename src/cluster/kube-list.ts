@@ -9,8 +9,8 @@
 
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { STATUS_CODES } from 'node:http';
-import { createInterface } from 'node:readline';
 import fetch, { type Response } from 'node-fetch';
+import { LineSplitter, LineTooLongError, MAX_LINE_BYTES } from './line-splitter.js';
 
 /** A request the API server answered with an error status (its `Status` body's reason and message, when it sent one). */
 export class ApiStatusError extends Error {
@@ -32,6 +32,37 @@ export class ApiStatusError extends Error {
 export interface InitialState {
   readonly items: KubernetesObject[];
   readonly resourceVersion: string | undefined;
+}
+
+/**
+ * What one initial state (a WatchList stream, or all the pages of a list) may cost before it is refused. A
+ * server or proxy that streams forever, or never answers, would otherwise hold a fresh node unprogrammed, or
+ * grow the daemon past its memory limit (README "Hostile input", docs/hostile-input.md).
+ */
+export interface InitialStateLimits {
+  /** Objects received (each event or list item, kept or not). */
+  readonly maxObjects: number;
+  /** Bytes of response body read (after decompression). */
+  readonly maxBytes: number;
+  /** The whole WatchList stream, from the request to the initial-events-end bookmark. */
+  readonly streamTimeoutMs: number;
+  /** Each list page, from the request to the last byte of its body. */
+  readonly pageTimeoutMs: number;
+}
+
+/** Why an initial state or a watch stream was given up on (the `reason` of the refusal metric). */
+export type StreamRefusalReason = 'line-too-long' | 'too-many-objects' | 'too-many-bytes' | 'deadline' | 'not-an-event';
+
+/** A response netfence refused to read on: it broke a bound, or was not the protocol. */
+export class StreamRefusedError extends Error {
+  override readonly name = 'StreamRefusedError';
+  constructor(
+    readonly reason: StreamRefusalReason,
+    readonly path: string,
+    detail: string,
+  ) {
+    super(`${path}: ${detail}`);
+  }
 }
 
 type Query = Readonly<Record<string, string | number | boolean | undefined>>;
@@ -69,7 +100,8 @@ async function statusError(response: Response): Promise<ApiStatusError> {
 
 /**
  * A paged list (`limit`, then `continue`). The API server serves every page from the first page's snapshot,
- * and each carries its resourceVersion. `isStopped` is asked between pages: a stopped source gives up.
+ * and each carries its resourceVersion. `isStopped` is asked between pages: a stopped source gives up. Each
+ * page has a deadline, and the pages together are bounded in objects and bytes (StreamRefusedError).
  */
 export async function listPaged(
   kubeConfig: KubeConfig,
@@ -78,20 +110,73 @@ export async function listPaged(
   pageSize: number,
   slim: Slim,
   isStopped: () => boolean,
+  limits: InitialStateLimits,
 ): Promise<InitialState> {
   const items: KubernetesObject[] = [];
+  const budget = new Budget(path, limits);
   let resourceVersion: string | undefined;
   let token: string | undefined;
   do {
-    const response = await get(kubeConfig, path, { ...query, limit: pageSize, continue: token });
-    const page = (await response.json()) as { metadata?: { resourceVersion?: string; continue?: string }; items?: unknown };
+    const page = await withDeadline(path, limits.pageTimeoutMs, 'a list page', async (signal) => {
+      const response = await get(kubeConfig, path, { ...query, limit: pageSize, continue: token }, signal);
+      let text = '';
+      for await (const chunk of response.body) {
+        budget.bytes((chunk as Buffer).length);
+        text += (chunk as Buffer).toString('utf8');
+      }
+      return JSON.parse(text) as { metadata?: { resourceVersion?: string; continue?: string }; items?: unknown };
+    });
     if (isStopped()) throw new Error('cluster source stopped');
     if (!Array.isArray(page.items)) throw new Error(`the list of ${path} has no items`);
+    budget.objects(page.items.length);
     resourceVersion ??= page.metadata?.resourceVersion;
     for (const item of page.items as KubernetesObject[]) items.push(slim(item));
     token = page.metadata?.continue || undefined;
   } while (token);
   return { items, resourceVersion };
+}
+
+/** Counts what an initial state has cost so far, and refuses past its limits. */
+class Budget {
+  private objectCount = 0;
+  private byteCount = 0;
+  constructor(
+    private readonly path: string,
+    private readonly limits: InitialStateLimits,
+  ) {}
+  objects(n: number): void {
+    this.objectCount += n;
+    if (this.objectCount > this.limits.maxObjects)
+      throw new StreamRefusedError('too-many-objects', this.path, `more than ${this.limits.maxObjects} objects in the initial state`);
+  }
+  bytes(n: number): void {
+    this.byteCount += n;
+    if (this.byteCount > this.limits.maxBytes)
+      throw new StreamRefusedError('too-many-bytes', this.path, `more than ${this.limits.maxBytes} bytes in the initial state`);
+  }
+}
+
+/**
+ * Runs `fn` with a signal that aborts after `ms`; if it was the deadline that ended it, rejects with a
+ * 'deadline' refusal (whatever error the abort surfaced as). The signal also aborts when `fn` settles, so
+ * a response body left half-read is released.
+ */
+async function withDeadline<T>(path: string, ms: number, what: string, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  let expired = false;
+  const timer = setTimeout(() => {
+    expired = true;
+    controller.abort();
+  }, ms);
+  try {
+    return await fn(controller.signal);
+  } catch (err) {
+    if (expired) throw new StreamRefusedError('deadline', path, `${what} took longer than ${ms} ms`);
+    throw err;
+  } finally {
+    clearTimeout(timer);
+    controller.abort();
+  }
 }
 
 /**
@@ -104,8 +189,9 @@ export async function listPaged(
  * A server without the WatchList gate answers 422 Invalid (isWatchListRefusal). One that ignores the
  * parameters (a proxy that drops them; a server older than 1.19, which did not check them) streams a plain
  * watch with no bookmark: the request carries timeoutSeconds, and a stream that ends cleanly before its
- * bookmark counts as a refusal too. A cut connection, or a line that is not an event, rejects as a failed
- * list does: the caller retries.
+ * bookmark counts as a refusal too. A cut connection rejects as a failed list does: the caller retries. A
+ * stream that breaks a bound (a line longer than MAX_LINE_BYTES, more objects or bytes than `limits` allow,
+ * the deadline) or sends a line that is not an event rejects with StreamRefusedError.
  */
 export async function streamInitialState(
   kubeConfig: KubeConfig,
@@ -113,55 +199,81 @@ export async function streamInitialState(
   query: Query,
   slim: Slim,
   timeoutSeconds: number,
+  limits: InitialStateLimits,
 ): Promise<InitialState> {
-  const controller = new AbortController();
-  const response = await get(
-    kubeConfig,
-    path,
-    {
-      ...query,
-      watch: true,
-      sendInitialEvents: true,
-      resourceVersionMatch: 'NotOlderThan',
-      allowWatchBookmarks: true,
-      timeoutSeconds,
-    },
-    controller.signal,
-  );
-  // Keyed like the informer's cache: a MODIFIED or DELETED before the bookmark (the protocol sends none,
-  // but a later event for the same object must not leave two) replaces or removes the earlier one.
-  const items = new Map<string, KubernetesObject>();
-  const lines = createInterface({ input: response.body });
-  try {
-    for await (const line of lines) {
-      if (line.trim() === '') continue;
-      const event = decodeWatchEvent(line);
-      if (!event) throw new Error(`WatchList stream of ${path}: a line is not an event: ${line.slice(0, 200)}`);
-      const { type } = event;
-      const object = event.object as KubernetesObject;
-      if (type === 'ERROR') {
-        const status = object as { code?: unknown; reason?: unknown; message?: unknown };
-        throw new ApiStatusError(
-          typeof status.code === 'number' ? status.code : 500,
-          typeof status.reason === 'string' ? status.reason : undefined,
-          typeof status.message === 'string' ? status.message : 'ERROR event in the WatchList stream',
-        );
+  return withDeadline(path, limits.streamTimeoutMs, 'the WatchList stream', async (signal) => {
+    const response = await get(
+      kubeConfig,
+      path,
+      {
+        ...query,
+        watch: true,
+        sendInitialEvents: true,
+        resourceVersionMatch: 'NotOlderThan',
+        allowWatchBookmarks: true,
+        timeoutSeconds,
+      },
+      signal,
+    );
+    // Keyed like the informer's cache: a MODIFIED or DELETED before the bookmark (the protocol sends none,
+    // but a later event for the same object must not leave two) replaces or removes the earlier one.
+    const items = new Map<string, KubernetesObject>();
+    const budget = new Budget(path, limits);
+    const lines = new LineSplitter(MAX_LINE_BYTES);
+    for await (const chunk of response.body) {
+      budget.bytes((chunk as Buffer).length);
+      for (const line of splitOrRefuse(lines, chunk as Buffer, path)) {
+        const end = readInitialEvent(line, path, items, slim, budget);
+        if (end) return end;
       }
-      const meta = object.metadata;
-      if (type === 'BOOKMARK') {
-        if (meta?.annotations?.[INITIAL_EVENTS_END] === 'true')
-          return { items: [...items.values()], resourceVersion: meta.resourceVersion };
-        continue;
-      }
-      const key = `${meta?.namespace ?? ''}/${meta?.name ?? ''}`;
-      if (type === 'DELETED') items.delete(key);
-      else items.set(key, slim(object));
     }
-  } finally {
-    lines.close();
-    controller.abort();
+    const last = lines.end();
+    const end = last === undefined ? undefined : readInitialEvent(last, path, items, slim, budget);
+    if (end) return end;
+    throw new NoInitialEventsEnd(path);
+  });
+}
+
+function splitOrRefuse(lines: LineSplitter, chunk: Buffer, path: string): string[] {
+  try {
+    return lines.push(chunk);
+  } catch (err) {
+    if (err instanceof LineTooLongError) throw new StreamRefusedError('line-too-long', path, err.message);
+    throw err;
   }
-  throw new NoInitialEventsEnd(path);
+}
+
+/** One line of a WatchList stream: the finished state at its end bookmark, else undefined. */
+function readInitialEvent(
+  line: string,
+  path: string,
+  items: Map<string, KubernetesObject>,
+  slim: Slim,
+  budget: Budget,
+): InitialState | undefined {
+  if (line.trim() === '') return undefined;
+  const event = decodeWatchEvent(line);
+  if (!event) throw new StreamRefusedError('not-an-event', path, `a line of the WatchList stream is not an event: ${line.slice(0, 200)}`);
+  const { type } = event;
+  const object = event.object as KubernetesObject;
+  if (type === 'ERROR') {
+    const status = object as { code?: unknown; reason?: unknown; message?: unknown };
+    throw new ApiStatusError(
+      typeof status.code === 'number' ? status.code : 500,
+      typeof status.reason === 'string' ? status.reason : undefined,
+      typeof status.message === 'string' ? status.message : 'ERROR event in the WatchList stream',
+    );
+  }
+  const meta = object.metadata;
+  if (type === 'BOOKMARK') {
+    if (meta?.annotations?.[INITIAL_EVENTS_END] === 'true') return { items: [...items.values()], resourceVersion: meta.resourceVersion };
+    return undefined;
+  }
+  budget.objects(1);
+  const key = `${meta?.namespace ?? ''}/${meta?.name ?? ''}`;
+  if (type === 'DELETED') items.delete(key);
+  else items.set(key, slim(object));
+  return undefined;
 }
 
 /** A WatchList stream that ended cleanly without its initial-events-end bookmark: the server ignored the request. */

@@ -33,7 +33,16 @@ import { CustomObjectsApi, ListWatch, type KubeConfig, type KubernetesListObject
 import type { ClusterSnapshot, Problem } from '../model/index.js';
 import { convert } from './convert.js';
 import { GuardedWatch } from './kube-watch.js';
-import { isFieldSelectorRefusal, isWatchListRefusal, listPaged, streamInitialState, type InitialState } from './kube-list.js';
+import {
+  isFieldSelectorRefusal,
+  isWatchListRefusal,
+  listPaged,
+  streamInitialState,
+  StreamRefusedError,
+  type InitialState,
+  type InitialStateLimits,
+  type StreamRefusalReason,
+} from './kube-list.js';
 import { keepOnlyKey, slimObject } from './slim.js';
 import type { ObjectKind } from './schemas.js';
 import { ChangeEmitter, ObjectStore, type ClusterChange, type ClusterSource, type Logger } from './source.js';
@@ -62,7 +71,32 @@ export interface KubeSourceOptions {
    * the one-shot commands keep every pod (trace resolves any pod's name). Default false.
    */
   readonly peerPodsOnly?: boolean;
+  /** Bounds on each kind's initial state (DEFAULT_INITIAL_STATE_LIMITS for what is not given). */
+  readonly limits?: Partial<InitialStateLimits>;
+  /** Called for every response refused for breaking a bound or the protocol (already logged). */
+  readonly onRefused?: (refusal: StreamRefusal) => void;
 }
+
+/** A refused response: which kind, which request, and why. */
+export interface StreamRefusal {
+  readonly kind: ObjectKind;
+  readonly request: 'watch-list' | 'list' | 'watch';
+  readonly reason: StreamRefusalReason;
+}
+
+/**
+ * Four kinds stream at once: a server flooding all four with small pods took the daemon to a 548 MiB peak at
+ * 150,000 objects each (Kubernetes' own ceiling for pods; the DaemonSet's limit is 512Mi), 340 MiB at 100,000.
+ * 1 GiB of JSON is ~10 KiB for each of those. 120 s for a WatchList stream is the xl tier's (50,000 pods) many
+ * times over; 60 s a page is the API server's own request timeout, past which it gives up on a list itself.
+ * The daemon's configuration (initialList*, listPageTimeoutSeconds) carries the same defaults.
+ */
+export const DEFAULT_INITIAL_STATE_LIMITS: InitialStateLimits = {
+  maxObjects: 100_000,
+  maxBytes: 1024 * 1024 * 1024,
+  streamTimeoutMs: 120_000,
+  pageTimeoutMs: 60_000,
+};
 
 /** Pod field selectors, most selective first; each is tried when the server refused the one before (400). */
 const PEER_POD_SELECTORS: readonly (string | undefined)[] = [
@@ -129,6 +163,8 @@ export class KubeSource implements ClusterSource {
   private watchList: boolean;
   /** Per kind, which of its fieldSelectors is in use. */
   private readonly selectorStep = new Map<ObjectKind, number>();
+  private readonly limits: InitialStateLimits;
+  private readonly onRefused: (refusal: StreamRefusal) => void;
 
   constructor(opts: KubeSourceOptions) {
     this.watchTimeoutSeconds = opts.watchTimeoutSeconds;
@@ -141,6 +177,8 @@ export class KubeSource implements ClusterSource {
     this.kubeConfig = opts.kubeConfig;
     this.crdRecheckMs = opts.crdRecheckMs ?? 60_000;
     this.watchList = opts.watchList ?? true;
+    this.limits = { ...DEFAULT_INITIAL_STATE_LIMITS, ...opts.limits };
+    this.onRefused = opts.onRefused ?? (() => undefined);
 
     // Pods of all namespaces and all nodes: policy peers can be anywhere.
     const watches: readonly KindWatch[] = [
@@ -254,8 +292,19 @@ export class KubeSource implements ClusterSource {
       onWatchStart: () => this.markListed(w.kind),
       onConnected: () => this.attempts.set(w.kind, 0),
       timeoutSeconds: () => this.watchTimeoutSeconds ?? 300 + Math.floor(this.random() * 300),
-      onDecodeError: (line) =>
-        this.logger.warn('undecodable line in the watch stream; relisting', { kind: w.kind, line: line.slice(0, 200) }),
+      onDecodeError: (line) => {
+        this.logger.warn('undecodable line in the watch stream; relisting', { kind: w.kind, line: line.slice(0, 200) });
+        this.onRefused({ kind: w.kind, request: 'watch', reason: 'not-an-event' });
+      },
+      onLineTooLong: (err) => {
+        this.logger.warn('refusing a watch stream: a line passed the length bound; watching again with backoff', {
+          kind: w.kind,
+          server: this.server(),
+          path: w.path,
+          error: err.message,
+        });
+        this.onRefused({ kind: w.kind, request: 'watch', reason: 'line-too-long' });
+      },
       fieldSelector: () => this.fieldSelectorOf(w),
     });
     const list = async (): Promise<AnyList> => {
@@ -314,15 +363,21 @@ export class KubeSource implements ClusterSource {
               query,
               slim,
               this.watchTimeoutSeconds ?? 300 + Math.floor(this.random() * 300),
+              this.limits,
             )
-          : await listPaged(this.kubeConfig, w.path, query, LIST_PAGE_SIZE, slim, () => this.stopped);
+          : await listPaged(this.kubeConfig, w.path, query, LIST_PAGE_SIZE, slim, () => this.stopped, this.limits);
       } catch (err) {
         if (this.stopped) throw err;
-        if (streamed && isWatchListRefusal(err)) {
+        if (err instanceof StreamRefusedError) this.refused(w, streamed ? 'watch-list' : 'list', err);
+        if (streamed && (isWatchListRefusal(err) || err instanceof StreamRefusedError)) {
           // Kinds start together, so several may be refused before the first refusal is seen: log once.
+          // A stream that broke a bound is not tried again either: paged lists are bounded page by page.
           if (!this.watchList) continue;
           this.watchList = false;
-          this.logger.info('the API server does not serve WatchList (sendInitialEvents); listing in pages instead', {
+          const why = isWatchListRefusal(err)
+            ? 'the API server does not serve WatchList (sendInitialEvents)'
+            : 'a WatchList stream was refused';
+          this.logger.info(`${why}; listing in pages instead`, {
             kind: w.kind,
             error: describeError(err),
           });
@@ -339,6 +394,21 @@ export class KubeSource implements ClusterSource {
         } else throw err;
       }
     }
+  }
+
+  /** Logs and counts a refused response (what was refused, and from which server and path). */
+  private refused(w: KindWatch, request: StreamRefusal['request'], err: StreamRefusedError): void {
+    this.logger.warn(`refusing the ${request === 'list' ? 'paged list' : 'WatchList stream'}: ${err.reason}`, {
+      kind: w.kind,
+      server: this.server(),
+      path: w.path,
+      error: err.message,
+    });
+    this.onRefused({ kind: w.kind, request, reason: err.reason });
+  }
+
+  private server(): string | undefined {
+    return this.kubeConfig.getCurrentCluster()?.server;
   }
 
   private startInformer(kind: ObjectKind): void {

@@ -1,11 +1,12 @@
 // client-node's Watch as the informers use it, with what it lacks (kube-source.ts says why each matters):
 // a watch that connects after stop() is aborted, connects are reported, each watch's life is bounded
 // (server-side timeoutSeconds, then a client-side watchdog), objects are slimmed before the informer caches
-// them, and a line that is not an event ends the watch instead of being skipped.
+// them, a line that is not an event ends the watch instead of being skipped, and so does a line longer than
+// MAX_LINE_BYTES (line-splitter.ts).
 
 import { Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
-import { createInterface } from 'node:readline';
 import { decodeWatchEvent, get } from './kube-list.js';
+import { LineSplitter, LineTooLongError, MAX_LINE_BYTES } from './line-splitter.js';
 
 /** How long after the requested server-side timeout we give up on a watch ourselves. */
 const WATCH_GRACE_SECONDS = 30;
@@ -19,6 +20,8 @@ export interface WatchHooks {
   readonly timeoutSeconds: () => number;
   /** A line of the watch stream was not an event; the watch ends and the informer relists. */
   readonly onDecodeError: (line: string) => void;
+  /** A line passed MAX_LINE_BYTES; the watch ends and restarts with backoff. */
+  readonly onLineTooLong: (err: LineTooLongError) => void;
   /** The field selector of the kind's list, which its watch must use too. */
   readonly fieldSelector: () => string | undefined;
 }
@@ -91,13 +94,10 @@ export class GuardedWatch extends Watch {
       // The same authenticated request as the lists (kube-list.ts); a refusal carries its statusCode (410: relist).
       const response = await get(this.config, path, { watch: true, ...queryParams }, controller.signal);
       const body = response.body;
-      body.on('error', finish);
-      body.on('close', () => finish(null));
-      const lines = createInterface({ input: body });
-      // readline re-emits the body's errors (an abort among them); without a listener they would crash the process.
-      lines.on('error', finish);
-      lines.on('close', () => finish(null));
-      lines.on('line', (line) => {
+      // Our own splitter, not readline: readline buffers a line without bound, and one that never ends
+      // killed the daemon (RangeError: Invalid string length, thrown where nothing catches it).
+      const lines = new LineSplitter(MAX_LINE_BYTES);
+      const onLine = (line: string): void => {
         if (finished || line.trim() === '') return;
         const event = decodeWatchEvent(line);
         if (!event) {
@@ -111,7 +111,26 @@ export class GuardedWatch extends Watch {
           return;
         }
         callback(event.type, event.object, event);
+      };
+      body.on('data', (chunk: Buffer) => {
+        if (finished) return;
+        let complete: string[];
+        try {
+          complete = lines.push(chunk);
+        } catch (err) {
+          if (err instanceof LineTooLongError) this.hooks.onLineTooLong(err);
+          finish(err);
+          return;
+        }
+        for (const line of complete) onLine(line);
       });
+      body.on('error', finish);
+      body.on('end', () => {
+        const last = lines.end();
+        if (last !== undefined) onLine(last);
+        finish(null);
+      });
+      body.on('close', () => finish(null));
     } catch (err) {
       finish(err);
     }

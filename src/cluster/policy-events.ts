@@ -124,37 +124,134 @@ export function policyEvent(problem: Problem, node: string, now: Date): PolicyEv
   };
 }
 
+/**
+ * At most this many distinct Events per node per window. One per problem is the design, so this is room
+ * for 300 problems at once, far past what a cluster shows in practice; what it bounds is a node's share of
+ * the API server's Event load when something keeps producing new problems (every node reports the same ones:
+ * 1,000 nodes at the cap is 300,000 writes per window). Past it a problem is not written as an Event while it
+ * lasts; it is still logged, in /metrics (netfence_policy_problems) and in `netfence inspect`.
+ */
+export const EVENT_CAP = { maxEvents: 300, windowMs: 10 * 60_000 } as const;
+
+/** What became of reports not written as they came (the daemon counts them in /metrics). */
+export type ReportOutcome = 'coalesced' | 'dropped';
+
+export interface PolicyEventsOptions {
+  readonly client: EventsClient;
+  readonly node: string;
+  readonly now: () => Date;
+  readonly logger: Logger;
+  readonly cap?: { readonly maxEvents: number; readonly windowMs: number };
+  readonly onReports?: (outcome: ReportOutcome, n: number) => void;
+}
+
+/**
+ * Writes are serialised: one at a time, from a queue of the Events the latest report still wants. Reports
+ * used to write concurrently, each for every problem not yet written, so a burst of syncs (200 invalid
+ * policies, 50 updates to one of them) wrote the same Events again and again: 9,567 writes from one node.
+ * Now a newer report replaces what is queued (coalesced), and a problem is written at most once while it lasts.
+ */
 export class PolicyEvents {
-  /** Event names reported while their problem lasts, with how often each was seen. */
+  /** Event keys written (or given up on at the cap) while their problem lasts, with how often each was seen. */
   private readonly reported = new Map<string, number>();
+  /** Events the latest report wants written, in report order. */
+  private readonly queue = new Map<string, PolicyEvent>();
+  /** The latest report's Event keys. */
+  private current = new Set<string>();
+  private inFlight: string | undefined;
+  private worker: Promise<void> | undefined;
+  /** When each write of the current window was made (ms). */
+  private writes: number[] = [];
+  private capLogged = false;
+  private readonly cap: { readonly maxEvents: number; readonly windowMs: number };
 
-  constructor(
-    private readonly opts: { readonly client: EventsClient; readonly node: string; readonly now: () => Date; readonly logger: Logger },
-  ) {}
+  constructor(private readonly opts: PolicyEventsOptions) {
+    this.cap = opts.cap ?? EVENT_CAP;
+  }
 
-  /** The current problems (the whole list): new ones become Events, gone ones are forgotten. */
-  async report(problems: readonly Problem[]): Promise<void> {
+  /**
+   * The current problems (the whole list): new ones are queued as Events, gone ones forgotten. Resolves once
+   * the queue is empty (what this report wanted is written, or replaced by a later report).
+   */
+  report(problems: readonly Problem[]): Promise<void> {
     const now = this.opts.now();
-    const current = new Map<string, PolicyEvent>();
+    const wanted = new Map<string, PolicyEvent>();
     for (const p of problems) {
       const event = policyEvent(p, this.opts.node, now);
-      if (event) current.set(`${event.metadata.namespace}/${event.metadata.name}`, event);
+      if (event) wanted.set(`${event.metadata.namespace}/${event.metadata.name}`, event);
     }
-    for (const key of [...this.reported.keys()]) if (!current.has(key)) this.reported.delete(key);
-    for (const [key, event] of current) {
-      if (this.reported.has(key)) continue;
-      try {
-        if (await this.opts.client.create(event)) {
-          this.reported.set(key, 1);
-        } else {
-          // Written before (an earlier run of this daemon, or the problem came back): count it again.
-          await this.opts.client.setSeries(event.metadata.namespace, event.metadata.name, { count: 2, lastObservedTime: microTime(now) });
-          this.reported.set(key, 2);
+    this.current = new Set(wanted.keys());
+    for (const key of [...this.reported.keys()]) if (!wanted.has(key)) this.reported.delete(key);
+    let coalesced = 0;
+    for (const key of [...this.queue.keys()]) {
+      if (wanted.has(key)) continue;
+      this.queue.delete(key);
+      coalesced++;
+    }
+    for (const [key, event] of wanted) {
+      if (this.reported.has(key) || key === this.inFlight) continue;
+      if (this.queue.has(key)) coalesced++;
+      this.queue.set(key, event);
+    }
+    if (coalesced > 0) this.opts.onReports?.('coalesced', coalesced);
+    this.worker ??= this.drain();
+    return this.worker;
+  }
+
+  private async drain(): Promise<void> {
+    // Yield first: report() must have stored this promise before the loop can finish and clear it.
+    await Promise.resolve();
+    try {
+      for (let next = this.queue.entries().next(); !next.done; next = this.queue.entries().next()) {
+        const [key, event] = next.value;
+        this.queue.delete(key);
+        if (!this.takeWrite()) {
+          this.reported.set(key, 0);
+          this.opts.onReports?.('dropped', 1);
+          continue;
         }
-      } catch (err) {
-        // Not fatal and not retried in a loop: the problem is also in the log, /metrics and inspect.
-        this.opts.logger.warn('could not write a policy Event', { event: key, error: (err as Error).message });
+        this.inFlight = key;
+        const seen = await this.write(key, event);
+        this.inFlight = undefined;
+        // A report while it was written may have said the problem is gone: then it is not remembered.
+        if (seen !== undefined && this.current.has(key)) this.reported.set(key, seen);
       }
+    } finally {
+      // No await between the last look at the queue and this: a report after it starts a new worker.
+      this.worker = undefined;
+    }
+  }
+
+  /** A slot in the window's cap, or false (logged once per window). */
+  private takeWrite(): boolean {
+    const now = this.opts.now().getTime();
+    this.writes = this.writes.filter((t) => now - t < this.cap.windowMs);
+    if (this.writes.length < this.cap.maxEvents) {
+      this.capLogged = false;
+      this.writes.push(now);
+      return true;
+    }
+    if (!this.capLogged) {
+      this.capLogged = true;
+      this.opts.logger.warn('policy Event cap reached: further problems are not written as Events while they last', {
+        maxEvents: this.cap.maxEvents,
+        windowSeconds: this.cap.windowMs / 1000,
+      });
+    }
+    return false;
+  }
+
+  /** Writes one Event; resolves to how often it has been seen, or undefined if the write failed. */
+  private async write(key: string, event: PolicyEvent): Promise<number | undefined> {
+    try {
+      if (await this.opts.client.create(event)) return 1;
+      // Written before (an earlier run of this daemon, or the problem came back): count it again.
+      await this.opts.client.setSeries(event.metadata.namespace, event.metadata.name, { count: 2, lastObservedTime: event.eventTime });
+      return 2;
+    } catch (err) {
+      // Not fatal and not retried in a loop: the problem is also in the log, /metrics and inspect.
+      this.opts.logger.warn('could not write a policy Event', { event: key, error: (err as Error).message });
+      return undefined;
     }
   }
 }

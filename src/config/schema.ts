@@ -88,6 +88,15 @@ export interface DaemonConfig {
   readonly budgetSetMembers: number;
   /** Node budget: iptables rules of all NetworkPolicy chains together. */
   readonly budgetRules: number;
+   * Bounds on each kind's initial state (a WatchList stream, or all pages of a list): objects, MiB of JSON,
+   * and seconds for a stream. Past one, a stream falls back to paged lists and a list is retried with
+   * backoff. Sized so a hostile server cannot take the daemon past the DaemonSet's memory limit.
+   */
+  readonly initialListMaxObjects: number;
+  readonly initialListMaxMiB: number;
+  readonly initialListTimeoutSeconds: number;
+  /** Deadline of each list page (the API server's own --request-timeout is 60 s). */
+  readonly listPageTimeoutSeconds: number;
 }
 
 export type ConfigKey = keyof DaemonConfig;
@@ -142,6 +151,10 @@ export const KEY_SPELLINGS: { readonly [K in ConfigKey]: KeySpelling } = {
   watchList: spell('boolean', 'WATCH_LIST', 'watch-list'),
   budgetSetMembers: spell('integer', 'BUDGET_SET_MEMBERS', 'budget-set-members'),
   budgetRules: spell('integer', 'BUDGET_RULES', 'budget-rules'),
+  initialListMaxObjects: spell('integer', 'INITIAL_LIST_MAX_OBJECTS', 'initial-list-max-objects'),
+  initialListMaxMiB: spell('integer', 'INITIAL_LIST_MAX_MIB', 'initial-list-max-mib'),
+  initialListTimeoutSeconds: spell('integer', 'INITIAL_LIST_TIMEOUT_SECONDS', 'initial-list-timeout-seconds'),
+  listPageTimeoutSeconds: spell('integer', 'LIST_PAGE_TIMEOUT_SECONDS', 'list-page-timeout-seconds'),
 };
 
 export const CONFIG_KEYS = Object.keys(KEY_SPELLINGS) as readonly ConfigKey[];
@@ -187,6 +200,12 @@ export const DEFAULT_CONFIG: Omit<DaemonConfig, 'nodeName'> = {
   watchList: true,
   budgetSetMembers: DEFAULT_NODE_BUDGET.setMembers,
   budgetRules: DEFAULT_NODE_BUDGET.rules,
+  // Why these values, and the daemon's peak memory at them: DEFAULT_INITIAL_STATE_LIMITS in
+  // cluster/kube-source.ts and docs/hostile-input.md.
+  initialListMaxObjects: 100_000,
+  initialListMaxMiB: 1024,
+  initialListTimeoutSeconds: 120,
+  listPageTimeoutSeconds: 60,
 };
 
 /** Readable hints for `pattern` failures, which ajv would report as a bare regular expression. */
@@ -245,5 +264,9 @@ export const CONFIG_LAYER_SCHEMA = {
     watchList: { type: 'boolean' },
     budgetSetMembers: { type: 'integer', minimum: 0, maximum: 10_000_000 },
     budgetRules: { type: 'integer', minimum: 0, maximum: 1_000_000 },
+    initialListMaxObjects: { type: 'integer', minimum: 1 },
+    initialListMaxMiB: { type: 'integer', minimum: 1, maximum: 65536 },
+    initialListTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 3600 },
+    listPageTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 3600 },
   },
 } as const;

@@ -2,11 +2,13 @@
 // /metrics (Prometheus text). Plain node:http: three read-only routes do not need a framework.
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { parseListenAddress, type ListenAddress } from '../config/listen-address.js';
 import { nullLogger, type Logger } from '../log.js';
+import { ConnectionAdmission, type AdmissionLimits } from './connection-admission.js';
 import type { Check, HealthChecks } from './health.js';
 import type { Metrics } from './metrics.js';
+import type { ConnectionRefusal } from './metrics-hostile.js';
 
 export interface ObserveServerOptions {
   readonly health: HealthChecks;
@@ -16,11 +18,14 @@ export interface ObserveServerOptions {
   readonly flows?: (query: URLSearchParams) => unknown;
   /** Bounds on what clients may hold; defaults in CONNECTION_LIMITS. */
   readonly limits?: Partial<ConnectionLimits>;
+  /** Peers that may use the slots others cannot (default: loopback, where the kubelet probes from). */
+  readonly isReservedPeer?: (address: string) => boolean;
+  /** Told of every connection closed on arrival (logged once per thousand). */
+  readonly onConnectionRefused?: (why: ConnectionRefusal) => void;
 }
 
-export interface ConnectionLimits {
-  /** Open connections at once; more are closed on arrival. Probes and a scraper need a handful. */
-  readonly maxConnections: number;
+/** `maxConnections`: open connections at once (more are closed on arrival); probes and a scraper need a handful. */
+export interface ConnectionLimits extends AdmissionLimits {
   /** A connection that sends or receives nothing for this long is closed (idle keep-alives, silent clients). */
   readonly idleMs: number;
   /** Time allowed to receive a request's headers, and the whole request. */
@@ -37,6 +42,10 @@ export interface ConnectionLimits {
  */
 export const CONNECTION_LIMITS: ConnectionLimits = {
   maxConnections: 64,
+  // A scraper keeps one or two connections; eight leave room for retries.
+  maxPerPeer: 8,
+  // The kubelet's two probes, with room for a slow one of each and for `netfence drops` run on the node.
+  reservedForLoopback: 16,
   idleMs: 15_000,
   headersMs: 5_000,
   requestMs: 10_000,
@@ -68,13 +77,24 @@ export class ObserveServer {
     );
     // Probes and scrapes are short; do not let a stuck client hold a socket forever. With no 'timeout'
     // listener the server destroys a socket that stays idle this long.
-    server.maxConnections = limits.maxConnections;
     server.timeout = limits.idleMs;
+    const admission = new ConnectionAdmission(limits, this.options.isReservedPeer);
     let refused = 0;
-    server.on('drop', () => {
+    server.on('connection', (socket: Socket) => {
+      const peer = socket.remoteAddress ?? '';
+      const why = admission.admit(peer);
+      if (why === undefined) return void socket.once('close', () => admission.release(peer));
+      socket.destroy();
+      this.options.onConnectionRefused?.(why);
       // Logged once per thousand, so a flood of connections cannot turn into a flood of log lines.
       if (refused++ % 1000 === 0)
-        this.logger.warn('refusing connections past the limit', { maxConnections: limits.maxConnections, refused });
+        this.logger.warn('refusing connections past a limit', {
+          why,
+          peer,
+          maxConnections: limits.maxConnections,
+          maxPerPeer: limits.maxPerPeer,
+          refused,
+        });
     });
     // A client that sends garbage or vanishes mid-request is its own problem: close its socket quietly.
     server.on('clientError', (_err, socket) => socket.destroy());

@@ -30,6 +30,9 @@
 // events.k8s.io/v1 Events, which the daemon writes: POST creates (409 AlreadyExists on a taken name,
 // 422 when required fields are missing), PATCH applies a JSON Patch (add/replace) or a merge patch.
 //
+// Hostile WatchList servers (hostileWatchList): one endless line, endless ADDED events, silence, garbage; and
+// endlessLine() on the open watches. The paged lists stay honest, so a client can fall back to them.
+//
 // Test controls: create/update/delete/apply, dropWatches, compact, stop/start (same port),
 // holdLists (delay a resource's list until released), holdInitialEventsEnd, failRequests, truncateLists (a list cut off
 // halfway), and a `requests` log.
@@ -117,6 +120,13 @@ export const POD_FIELD_LABELS = [
 /** The annotation on the BOOKMARK that ends a WatchList's initial events. */
 const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
 
+/**
+ * How a hostile server answers a WatchList request (`sendInitialEvents=true`): 'endless-line' streams one
+ * line that never ends, 'endless-events' ADDED events of new pods forever, 'silence' accepts the request and
+ * never answers, 'garbage' sends a line that is not an event and keeps the stream open.
+ */
+export type HostileStream = 'endless-line' | 'endless-events' | 'silence' | 'garbage';
+
 export interface RequestRecord {
   readonly method: string;
   readonly path: string;
@@ -167,6 +177,7 @@ export class FakeApiServer {
   private readonly truncations = new Map<Resource, number>();
   private readonly corrupt = new Set<Resource>();
   private readonly heldEnds = new Map<Resource, Promise<void>>();
+  private readonly hostile = new Map<Resource, HostileStream>();
   private readonly podFieldLabels: ReadonlySet<string>;
   private readonly compressLists: boolean;
   private server: Server | undefined;
@@ -363,6 +374,19 @@ export class FakeApiServer {
   /** Writes one raw line (no JSON encoding) to every open watch of the resource. */
   sendRawLine(resource: Resource, line: string): void {
     for (const w of this.watchers) if (w.resource === resource) w.res.write(`${line}\n`);
+  }
+
+  /** WatchList requests for the resource (all resources when none is named) are answered as `mode` says; undefined: honestly again. */
+  hostileWatchList(mode: HostileStream | undefined, resource?: Resource): void {
+    for (const r of resource ? [resource] : (Object.keys(RESOURCES) as Resource[])) {
+      if (mode) this.hostile.set(r, mode);
+      else this.hostile.delete(r);
+    }
+  }
+
+  /** Every open watch of the resource gets one line that never ends (as fast as the client reads). */
+  endlessLine(resource: Resource): void {
+    for (const w of this.watchers) if (w.resource === resource) pump(w.res, () => ENDLESS_CHUNK);
   }
 
   /** Sends a BOOKMARK with the current resourceVersion to every watch that asked for bookmarks. */
@@ -590,6 +614,8 @@ export class FakeApiServer {
       const problems = watchListProblems(initialEvents, match, this.watchList === true);
       if (problems.length > 0) return invalidListOptions(res, problems);
     }
+    const hostile = initialEvents === 'true' ? this.hostile.get(resource) : undefined;
+    if (hostile) return this.serveHostile(res, resource, hostile);
     const visible = (o: KubeObject) => matchesNamespace(o, namespace) && matchesFields(o, fields);
     res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
     res.flushHeaders();
@@ -651,6 +677,33 @@ export class FakeApiServer {
     };
     res.on('close', done);
     req.on('close', done);
+  }
+
+  private serveHostile(res: ServerResponse, resource: Resource, mode: HostileStream): void {
+    if (mode === 'silence') return;
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
+    if (mode === 'garbage') return void res.write('<html><body>502 Bad Gateway</body></html>\n');
+    if (mode === 'endless-line') {
+      res.write('{"type":"ADDED","object":{"metadata":{"name":"');
+      return pump(res, () => ENDLESS_CHUNK);
+    }
+    // Endless events: new pods, 200 to a write, each with a name never sent before.
+    const info = RESOURCES[resource];
+    let n = 0;
+    pump(res, () => {
+      let text = '';
+      for (let i = 0; i < 200; i++, n++) {
+        const object = {
+          kind: info.kind,
+          apiVersion: info.apiVersion,
+          metadata: { name: `flood-${n}`, namespace: 'flood', uid: `uid-${n}`, resourceVersion: String(this.rv), labels: { app: 'flood' } },
+          spec: { nodeName: 'elsewhere', containers: [{ name: 'c' }] },
+          status: { phase: 'Running', podIP: `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}` },
+        };
+        text += `${JSON.stringify({ type: 'ADDED', object })}\n`;
+      }
+      return text;
+    });
   }
 
   /** The parsed selector, or the 400 message the real server gives for a label it does not accept. */
@@ -790,6 +843,18 @@ async function readBody(req: IncomingMessage): Promise<string> {
 
 function matchesNamespace(obj: KubeObject, namespace: string | undefined): boolean {
   return namespace === undefined || obj.metadata.namespace === namespace;
+}
+
+const ENDLESS_CHUNK = 'a'.repeat(64 * 1024);
+
+/** Writes `next()` for as long as the response is open, as fast as the client reads (waits for 'drain'). */
+function pump(res: ServerResponse, next: () => string): void {
+  const more = (): void => {
+    while (!res.writableEnded && !res.destroyed) {
+      if (!res.write(next())) return void res.once('drain', more);
+    }
+  };
+  more();
 }
 
 function send(res: ServerResponse, event: unknown): void {

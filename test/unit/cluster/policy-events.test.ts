@@ -180,4 +180,77 @@ describe('PolicyEvents against the fake API server', () => {
     expect(warnings).toEqual(['could not write a policy Event']);
     await server.start();
   });
+
+  describe('a burst of reports', () => {
+    const invalid = (i: number, cidr = '10.0.0.0/33'): Problem => ({
+      object: `NetworkPolicy prod/p${i}`,
+      field: 'spec.ingress[0].from[0].ipBlock.cidr',
+      message: `"${cidr}" is not a CIDR`,
+      severity: 'error',
+    });
+    const writes = () => server.requests.filter((r) => r.path.includes('/events') && (r.method === 'POST' || r.method === 'PATCH')).length;
+
+    it('200 invalid policies and 50 updates to one: one write per problem change at most, one at a time, none missing', async () => {
+      const others = Array.from({ length: 199 }, (_, i) => invalid(i + 1));
+      let inFlight = 0;
+      let maxInFlight = 0;
+      const client = kubeEventsClient(kubeConfig);
+      const counting =
+        <A extends unknown[], R>(fn: (...a: A) => Promise<R>) =>
+        async (...a: A): Promise<R> => {
+          maxInFlight = Math.max(maxInFlight, ++inFlight);
+          try {
+            return await fn(...a);
+          } finally {
+            inFlight--;
+          }
+        };
+      const outcomes: string[] = [];
+      const events = new PolicyEvents({
+        client: { create: counting(client.create), setSeries: counting(client.setSeries) },
+        node: 'n1',
+        now: () => NOW,
+        logger: nullLogger,
+        onReports: (outcome, n) => void outcomes.push(...Array<string>(n).fill(outcome)),
+      });
+      // As the daemon does: every sync reports the whole list, without waiting for the last report's writes.
+      const reports: Promise<void>[] = [events.report([invalid(0), ...others])];
+      for (let u = 1; u <= 50; u++) {
+        await new Promise((r) => setTimeout(r, 2));
+        reports.push(events.report([invalid(0, `10.0.${u}.0/33`), ...others]));
+      }
+      await Promise.all(reports);
+      // 200 problems, then 50 changes of one: 250 problem changes, so at most 250 writes.
+      expect(writes()).toBeLessThanOrEqual(250);
+      expect(maxInFlight).toBe(1);
+      const notes = server.events().map((e) => String(e['note']));
+      expect(notes.filter((n) => n.includes('10.0.50.0/33'))).toHaveLength(1); // the latest version of p0's problem
+      expect(new Set(server.events().map((e) => (e['regarding'] as { name: string }).name)).size).toBe(200);
+      expect(outcomes.filter((o) => o === 'coalesced').length).toBeGreaterThan(0);
+    });
+
+    it('past the cap per window, problems are dropped while they last (counted, logged once); new ones are written once the window has passed', async () => {
+      let now = NOW.getTime();
+      const outcomes: string[] = [];
+      const warnings: string[] = [];
+      const events = new PolicyEvents({
+        client: kubeEventsClient(kubeConfig),
+        node: 'n1',
+        now: () => new Date(now),
+        logger: { ...nullLogger, warn: (m: string) => void warnings.push(m) },
+        cap: { maxEvents: 5, windowMs: 60_000 },
+        onReports: (outcome, n) => void outcomes.push(...Array<string>(n).fill(outcome)),
+      });
+      const eight = Array.from({ length: 8 }, (_, i) => invalid(i));
+      await events.report(eight);
+      await events.report(eight);
+      expect(writes()).toBe(5);
+      expect(outcomes).toEqual(['dropped', 'dropped', 'dropped']);
+      expect(warnings).toEqual(['policy Event cap reached: further problems are not written as Events while they last']);
+      now += 60_000;
+      const fresh = Array.from({ length: 3 }, (_, i) => invalid(i + 100));
+      await events.report([...eight, ...fresh]);
+      expect(writes()).toBe(8);
+    });
+  });
 });

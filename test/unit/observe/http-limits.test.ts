@@ -10,9 +10,9 @@ import { createMetrics } from '../../../src/observe/metrics.js';
 const checks: HealthChecks = { liveness: () => ({ ok: true }), readiness: () => ({ ok: true }) };
 
 /** Opens a TCP connection and resolves once it is established; `closed` resolves when the server ends it. */
-function idleConnection(port: number): Promise<{ socket: Socket; closed: Promise<void> }> {
+function idleConnection(port: number, localAddress = '127.0.0.1'): Promise<{ socket: Socket; closed: Promise<void> }> {
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: '127.0.0.1', port });
+    const socket = connect({ host: '127.0.0.1', port, localAddress });
     const closed = new Promise<void>((r) => socket.once('close', () => r()));
     socket.on('error', () => undefined); // a reset from the server is what some tests expect
     socket.once('connect', () => resolve({ socket, closed }));
@@ -72,6 +72,45 @@ describe('ObserveServer connection limits', () => {
       await open[0]!.closed;
       await new Promise((r) => setTimeout(r, 50));
       expect(await healthz(port)).toBe(200);
+    } finally {
+      for (const c of open) c.socket.destroy();
+      await server.stop();
+    }
+  });
+
+  it('gives one peer a share only, and keeps slots for the reserved peer (the kubelet on loopback)', async () => {
+    // 127.0.0.2 and 127.0.0.3 stand for pods: only 127.0.0.1 counts as reserved here, so loopback carries all three.
+    const refusals: string[] = [];
+    const server = new ObserveServer({
+      health: checks,
+      metrics: createMetrics(),
+      limits: { maxConnections: 12, maxPerPeer: 6, reservedForLoopback: 4, idleMs: 60_000, headersMs: 60_000, requestMs: 60_000 },
+      isReservedPeer: (address) => address === '127.0.0.1',
+      onConnectionRefused: (why) => void refusals.push(why),
+    });
+    const { port } = await server.start('127.0.0.1:0');
+    const open: { socket: Socket; closed: Promise<void> }[] = [];
+    const stillOpen = async (conns: readonly { closed: Promise<void> }[]) => {
+      let closed = 0;
+      for (const c of conns) void c.closed.then(() => closed++);
+      await new Promise((r) => setTimeout(r, 200));
+      return conns.length - closed;
+    };
+    try {
+      // One peer floods: it keeps its share (6) and no more.
+      const flood = [];
+      for (let i = 0; i < 20; i++) flood.push(await idleConnection(port, '127.0.0.2'));
+      open.push(...flood);
+      expect(await stillOpen(flood)).toBe(6);
+      // A second peer gets the rest of what non-reserved peers may hold (12 − 4 reserved − 6 = 2).
+      const second = [];
+      for (let i = 0; i < 5; i++) second.push(await idleConnection(port, '127.0.0.3'));
+      open.push(...second);
+      expect(await stillOpen(second)).toBe(2);
+      // The reserved peer still gets through, probes answered.
+      for (let i = 0; i < 4; i++) expect(await healthz(port)).toBe(200);
+      expect(refusals.filter((r) => r === 'per-peer')).toHaveLength(14);
+      expect(refusals.filter((r) => r === 'total')).toHaveLength(3);
     } finally {
       for (const c of open) c.socket.destroy();
       await server.stop();

@@ -12,6 +12,7 @@ describe('createMetrics', () => {
     const declared = [...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map(([, name, type]) => `${name} ${type}`);
     expect(declared.sort()).toEqual(
       [
+        'netfence_api_responses_refused_total counter',
         'netfence_apply_duration_seconds histogram',
         'netfence_apply_failures_total counter',
         'netfence_budget_used gauge',
@@ -25,11 +26,13 @@ describe('createMetrics', () => {
         'netfence_tool_invocations_total counter',
         'netfence_events_total counter',
         'netfence_hook_displaced_total counter',
+        'netfence_http_connections_refused_total counter',
         'netfence_ipset_members_programmed gauge',
         'netfence_ipsets_programmed gauge',
         'netfence_kube_proxy_ipvs gauge',
         'netfence_kernel_precondition gauge',
         'netfence_policies_over_budget gauge',
+        'netfence_policy_event_reports_total counter',
         'netfence_policy_problems gauge',
         'netfence_ready gauge',
         'netfence_rules_programmed gauge',
