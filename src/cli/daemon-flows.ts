@@ -9,7 +9,7 @@ import { startNflogReader, type NflogReader } from '../dataplane/nflog.js';
 import type { Logger } from '../log.js';
 import type { DesiredState, Problem } from '../model/index.js';
 import { FlowLog } from '../observe/flow-log.js';
-import { answerFlowsQuery } from '../observe/flows-query.js';
+import { answerFlowsQuery, type FlowsAnswer } from '../observe/flows-query.js';
 import { explainAllowed, explainDrop, explainsDrop, invalidPoliciesOf, PodIndex } from '../observe/flows.js';
 import type { NflogPacket } from '../dataplane/nflog.js';
 
@@ -20,7 +20,7 @@ import type { DeniedFlow } from '../observe/flows.js';
 
 export interface FlowLogging {
   /** The /flows handler. */
-  readonly query: (params: URLSearchParams) => unknown;
+  readonly query: (params: URLSearchParams) => FlowsAnswer;
   start(source: ClusterSource, netns: string | undefined): Promise<void>;
   synced(desired: DesiredState): void;
   problems(problems: readonly Problem[]): void;

@@ -88,6 +88,7 @@ export interface DaemonConfig {
   readonly budgetSetMembers: number;
   /** Node budget: iptables rules of all NetworkPolicy chains together. */
   readonly budgetRules: number;
+  /**
    * Bounds on each kind's initial state (a WatchList stream, or all pages of a list): objects, MiB of JSON,
    * and seconds for a stream. Past one, a stream falls back to paged lists and a list is retried with
    * backoff. Sized so a hostile server cannot take the daemon past the DaemonSet's memory limit.

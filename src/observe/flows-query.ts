@@ -61,10 +61,9 @@ export function parseFlowsQuery(params: URLSearchParams): FlowsQuery {
 }
 
 /** The /flows answer: the records the query selects, or (nothing listed) why the query was refused. */
-export function answerFlowsQuery(
-  params: URLSearchParams,
-  list: (filter: FlowFilter) => readonly FlowRecord[],
-): { readonly records: readonly FlowRecord[] } | { readonly error: string } {
+export type FlowsAnswer = { readonly records: readonly FlowRecord[] } | { readonly error: string };
+
+export function answerFlowsQuery(params: URLSearchParams, list: (filter: FlowFilter) => readonly FlowRecord[]): FlowsAnswer {
   const query = parseFlowsQuery(params);
   return 'error' in query ? { error: query.error } : { records: list(query.filter) };
 }

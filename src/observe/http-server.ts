@@ -9,13 +9,17 @@ import { ConnectionAdmission, type AdmissionLimits } from './connection-admissio
 import type { Check, HealthChecks } from './health.js';
 import type { Metrics } from './metrics.js';
 import type { ConnectionRefusal } from './metrics-hostile.js';
+import type { FlowsAnswer } from './flows-query.js';
 
 export interface ObserveServerOptions {
   readonly health: HealthChecks;
   readonly metrics: Pick<Metrics, 'render' | 'contentType'>;
   readonly logger?: Logger;
-  /** `/flows?pod=&namespace=&policy=&since=`: recent denied flows as JSON (`netfence drops`); 404 when absent. */
-  readonly flows?: (query: URLSearchParams) => unknown;
+  /**
+   * `/flows?pod=&namespace=&policy=&since=`: recent denied flows as JSON (`netfence drops`); 404 when absent,
+   * 400 (with the reason as JSON) for a query that cannot be read.
+   */
+  readonly flows?: (query: URLSearchParams) => FlowsAnswer;
   /** Bounds on what clients may hold; defaults in CONNECTION_LIMITS. */
   readonly limits?: Partial<ConnectionLimits>;
   /** Peers that may use the slots others cannot (default: loopback, where the kubelet probes from). */
@@ -145,7 +149,8 @@ export class ObserveServer {
         }
       case '/flows':
         if (!this.options.flows) return send(res, 404, 'flow log is off (flowLogs: false)\n');
-        return send(res, 200, `${JSON.stringify(this.options.flows(url.searchParams))}\n`, { 'Content-Type': 'application/json' });
+        const answer = this.options.flows(url.searchParams);
+        return send(res, 'error' in answer ? 400 : 200, `${JSON.stringify(answer)}\n`, { 'Content-Type': 'application/json' });
       default:
         return send(res, 404, 'not found: try /healthz, /readyz or /metrics\n');
     }

@@ -40,11 +40,11 @@ describe('GET /flows query parameters', () => {
   });
   afterAll(async () => server.stop());
 
-  const get = async (query: string) =>
-    (await (await fetch(`${base}/flows?${query}`, { signal: AbortSignal.timeout(5000) })).json()) as {
-      records?: { seq: number }[];
-      error?: string;
-    };
+  const get = async (query: string) => {
+    const response = await fetch(`${base}/flows?${query}`, { signal: AbortSignal.timeout(5000) });
+    const body = (await response.json()) as { records?: { seq: number }[]; error?: string };
+    return { status: response.status, ...body };
+  };
 
   it.each([
     ['since=NaN', 'since'],
@@ -65,8 +65,9 @@ describe('GET /flows query parameters', () => {
     ['policy=default-deny', 'policy'],
     ['namespce=prod', 'namespce'],
     ['pod=prod/db&%1B%5B31m=1', 'a parameter'],
-  ])('%s: refused, naming %s, nothing listed', async (query, parameter) => {
+  ])('%s: refused with 400, naming %s, nothing listed', async (query, parameter) => {
     const answer = await get(query);
+    expect(answer.status).toBe(400);
     expect(answer.records).toBeUndefined();
     expect(answer.error).toMatch(new RegExp(`^${parameter}: `));
   });
@@ -81,6 +82,8 @@ describe('GET /flows query parameters', () => {
     ['policy=prod/web-in', [2]],
     ['namespace=staging&since=1', [3]],
   ])('%s: the records it selects', async (query, seqs) => {
-    expect((await get(query)).records?.map((r) => r.seq)).toEqual(seqs);
+    const answer = await get(query);
+    expect(answer.status).toBe(200);
+    expect(answer.records?.map((r) => r.seq)).toEqual(seqs);
   });
 });
