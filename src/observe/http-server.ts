@@ -147,10 +147,11 @@ export class ObserveServer {
           this.logger.error('rendering metrics failed', { err });
           return send(res, 500, 'rendering metrics failed\n');
         }
-      case '/flows':
+      case '/flows': {
         if (!this.options.flows) return send(res, 404, 'flow log is off (flowLogs: false)\n');
         const answer = this.options.flows(url.searchParams);
         return send(res, 'error' in answer ? 400 : 200, `${JSON.stringify(answer)}\n`, { 'Content-Type': 'application/json' });
+      }
       default:
         return send(res, 404, 'not found: try /healthz, /readyz or /metrics\n');
     }
