@@ -124,6 +124,46 @@ export const COMMANDS = {
     ],
     load: async () => (await import('./trace.js')).traceCommand,
   },
+  why: {
+    synopsis: '--src NS/POD|IP --dst NS/POD|IP --proto tcp|udp|sctp --port N',
+    summary:
+      "one answer for a connection across the cluster: compile each node it crosses, walk the packet through the source's egress and the destination's ingress, name the tier, policy and rule that decided; exit 0 allowed, 1 dropped, 2 error",
+    options: [
+      { name: 'src', type: 'string', arg: 'NS/POD|IP', help: 'source pod or address (required)' },
+      { name: 'dst', type: 'string', arg: 'NS/POD|IP[:PORT]', help: 'destination pod or address (required); a :PORT suffix is --port' },
+      { name: 'proto', type: 'string', arg: 'tcp|udp|sctp', help: 'protocol (default tcp)' },
+      { name: 'port', type: 'string', arg: 'N', help: 'destination port (required unless --dst ends in :PORT)' },
+      {
+        name: 'family',
+        type: 'string',
+        arg: '4|6',
+        help: "IP family of the packet (default: the addresses' family; for two pods, the family both have, IPv4 when they share both)",
+      },
+      OPT.resources,
+      OPT.kubeconfig,
+      OPT.context,
+      OPT.json,
+      {
+        name: 'live',
+        type: 'boolean',
+        help: "also ask each node's daemon (/readyz, /flows) whether its kernel agrees: through --daemon-url, else the API server's pod proxy to the netfence pod on that node (needs listenAddress on the node's address); exit 2 naming a node it cannot reach",
+      },
+      {
+        name: 'daemon-url',
+        type: 'string',
+        multiple: true,
+        arg: 'NODE=URL',
+        help: "--live: this node's daemon is at URL (e.g. n1=http://10.0.0.1:9476); repeatable",
+      },
+      {
+        name: 'daemon-namespace',
+        type: 'string',
+        arg: 'NS',
+        help: '--live through the API: the namespace of the netfence DaemonSet (default kube-system)',
+      },
+    ],
+    load: async () => (await import('./why.js')).whyCommand,
+  },
   drops: {
     synopsis: '[--pod ns/name] [--namespace NS] [--policy ns/name] [--follow]',
     summary: "show the connections this node's daemon denied, and why (its flow log, read from the daemon's /flows)",
