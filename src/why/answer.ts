@@ -27,8 +27,19 @@ export interface Answer {
   readonly verdict: 'allowed' | 'dropped';
   readonly droppedAt?: string;
   readonly sides: readonly Side[];
+  /** Each pass through a node's filter table: where the packet entered and left, and what stood. */
+  readonly hops: readonly HopSummary[];
   /** The nodes whose rulesets were compiled for this answer. */
   readonly compiled: readonly string[];
+}
+
+export interface HopSummary {
+  readonly node: string;
+  readonly chain: 'FORWARD' | 'INPUT';
+  readonly judges: readonly ('egress' | 'ingress')[];
+  readonly inIface: string;
+  readonly outIface: string;
+  readonly verdict: 'ACCEPT' | 'DROP';
 }
 
 export function answerOf(snapshot: ClusterSnapshot, c: Connection, walk: Walk): Answer {
@@ -53,6 +64,14 @@ export function answerOf(snapshot: ClusterSnapshot, c: Connection, walk: Walk): 
     verdict: dropped ? 'dropped' : 'allowed',
     ...(dropped ? { droppedAt: dropped.node } : {}),
     sides,
+    hops: walk.hops.map((h) => ({
+      node: h.node,
+      chain: h.chain,
+      judges: h.judges,
+      inIface: h.packet.inIface,
+      outIface: h.packet.outIface,
+      verdict: finalOf(h.trace).verdict,
+    })),
     compiled: walk.compiled,
   };
 }
