@@ -179,6 +179,17 @@ export const COMMANDS = {
         help: "the daemon's HTTP address (default: from listenAddress, a wildcard host becomes loopback)",
       },
       OPT.json,
+      {
+        ...OPT.kubeconfig,
+        help: "collect from the daemons on the nodes that matter (the pod's node, the namespace's nodes, else every node) through this kubeconfig's API server (pod proxy; the daemons must listen on their node's address)",
+      },
+      OPT.context,
+      {
+        name: 'daemon-namespace',
+        type: 'string',
+        arg: 'NS',
+        help: 'with --kubeconfig/--context: the namespace of the netfence DaemonSet (default kube-system)',
+      },
     ],
     load: async () => (await import('./drops.js')).dropsCommand,
   },

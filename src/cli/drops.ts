@@ -19,6 +19,8 @@ export async function dropsCommand(argv: readonly string[], io: Io, signal?: Abo
     if (typeof value === 'string' && !/^[^/\s]+\/[^/\s]+$/.test(value))
       throw new UsageError(`--${key} must be namespace/name, got "${value}"`);
   }
+  // Through the API server: the daemons of the nodes that matter, not this node's.
+  if (v['kubeconfig'] !== undefined || v['context'] !== undefined) return (await import('./drops-cluster.js')).clusterDrops(parsed, io);
   const base = typeof v['url'] === 'string' ? v['url'].replace(/\/$/, '') : daemonUrl(configFrom(parsed, false));
   const query = new URLSearchParams();
   for (const key of ['pod', 'namespace', 'policy'] as const) if (typeof v[key] === 'string') query.set(key, v[key] as string);

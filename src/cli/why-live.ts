@@ -63,7 +63,9 @@ async function nodeLive(answer: Answer, node: string, reach: DaemonReach): Promi
   let drops: FlowRecord[] = [];
   if (flows.status === 200) {
     const records = (JSON.parse(flows.body) as { records?: FlowRecord[] }).records ?? [];
-    drops = records.filter((r) => r.src.ip === src.ip && r.dst.ip === dst.ip && r.protocol === proto && r.port === port && 'reason' in r);
+    drops = records.filter(
+      (r) => r.src.ip === src.ip && r.dst.ip === dst.ip && r.protocol === proto && r.port === port && r.reason !== 'allowed',
+    );
   } else notes.push(`no flow log from ${node} (/flows ${flows.status}: ${flows.body.trim()})`);
   for (const side of sides) {
     const seen = drops.filter((r) => r.direction === side.direction);
@@ -141,7 +143,7 @@ async function direct(url: string): Promise<{ status: number; body: string }> {
  * RBAC `pods/proxy` get). The API server dials the pod's IP, which for the hostNetwork DaemonSet is the
  * node's address: the daemon must listen there (listenAddress), and the port is listenAddress's.
  */
-function podProxy(kubeConfig: KubeConfig, namespace: string, config: Pick<DaemonConfig, 'listenAddress'>): DaemonReach {
+export function podProxy(kubeConfig: KubeConfig, namespace: string, config: Pick<DaemonConfig, 'listenAddress'>): DaemonReach {
   const port = parseListenAddress(config.listenAddress)?.port ?? 9476;
   const pods = new Map<string, Promise<string>>();
   const request = async (path: string): Promise<{ status: number; body: string }> => {
