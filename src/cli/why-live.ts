@@ -134,7 +134,7 @@ async function direct(url: string): Promise<{ status: number; body: string }> {
     return { status: res.status, body: await res.text() };
   } catch (err) {
     const e = err as Error;
-    throw new Error(`${new URL(url).origin}: ${e.cause instanceof Error ? e.cause.message : e.message}`);
+    throw new Error(`${new URL(url).origin}: ${e.cause instanceof Error ? e.cause.message : e.message}`, { cause: err });
   }
 }
 
@@ -159,7 +159,7 @@ export function podProxy(kubeConfig: KubeConfig, namespace: string, config: Pick
       return { status: res.status, body: await res.text() };
     } catch (err) {
       const e = err as Error;
-      throw new Error(`the API server ${cluster.server}: ${e.cause instanceof Error ? e.cause.message : e.message}`);
+      throw new Error(`the API server ${cluster.server}: ${e.cause instanceof Error ? e.cause.message : e.message}`, { cause: err });
     }
   };
   const podOn = (node: string): Promise<string> => {

@@ -16,9 +16,6 @@ export interface WhyQuery {
   readonly family?: IpFamily;
 }
 
-/** The ends have no IP family in common (or not the one asked for). */
-export class FamilyError extends EndpointError {}
-
 export function whyConnection(snapshot: ClusterSnapshot, settingsFor: (node: string) => NodeSettings, q: WhyQuery): Answer {
   const family = familyOf(snapshot, q);
   const src = locate(q.src, snapshot, family);
@@ -33,11 +30,13 @@ function familyOf(snapshot: ClusterSnapshot, q: WhyQuery): IpFamily {
   const [a, b] = [familiesOf(q.src, snapshot), familiesOf(q.dst, snapshot)];
   const both = a.filter((f) => b.includes(f));
   if (q.family !== undefined) {
-    if (!both.includes(q.family)) throw new FamilyError(`IPv${q.family}: ${q.src} and ${q.dst} do not both have IPv${q.family} addresses`);
+    if (!both.includes(q.family))
+      throw new EndpointError(`IPv${q.family}: ${q.src} and ${q.dst} do not both have IPv${q.family} addresses`);
     return q.family;
   }
   // A pod not found has no families: let locate() name it.
   if (a.length === 0 || b.length === 0) return a[0] ?? b[0] ?? 4;
-  if (both.length === 0) throw new FamilyError(`${q.src} (IPv${a.join('/')}) and ${q.dst} (IPv${b.join('/')}) have no IP family in common`);
+  if (both.length === 0)
+    throw new EndpointError(`${q.src} (IPv${a.join('/')}) and ${q.dst} (IPv${b.join('/')}) have no IP family in common`);
   return both[0]!;
 }

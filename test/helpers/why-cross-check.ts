@@ -56,7 +56,13 @@ export async function whyDisagreements(snapshot: ClusterSnapshot, cells: readonl
     if (cell.from === cell.to) continue;
     const proto = cell.protocol.toLowerCase() as 'tcp' | 'udp' | 'sctp';
     const what = `${cell.protocol}/${cell.port} ${cell.from} -> ${cell.to}`;
-    const answer = whyConnection(snapshot, o.settingsFor, { src: ref(cell.from), dst: ref(cell.to), proto, port: cell.port, family: o.family });
+    const answer = whyConnection(snapshot, o.settingsFor, {
+      src: ref(cell.from),
+      dst: ref(cell.to),
+      proto,
+      port: cell.port,
+      family: o.family,
+    });
     if ((answer.verdict === 'allowed') !== cell.reachable)
       out.push(
         `  ${what}: the probe saw ${cell.reachable ? 'reachable' : 'blocked'}, why says ${answer.verdict}${answer.droppedAt ? ` at ${answer.droppedAt}` : ''}: ${answer.sides.map((s) => `${s.node} ${s.direction} ${s.verdict}: ${s.because}`).join('; ')}`,

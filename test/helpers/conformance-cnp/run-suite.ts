@@ -120,7 +120,9 @@ export function describeCnpConformance(family: HouseFamily): void {
           cells.map((cell) => ({ from: cell.from, to: cell.to, protocol: cell.protocol, port: cell.port, reachable: cell.connect })),
           {
             family,
-            nodes: c().sandbox.nodes().map((n) => ({ name: n.name, netns: n.netns })),
+            nodes: c()
+              .sandbox.nodes()
+              .map((n) => ({ name: n.name, netns: n.netns })),
             settingsFor: (node) => defaultNodeSettings(node, snap.nodes.find((n) => n.name === node)?.podCidrs ?? []),
           },
         );

@@ -13,7 +13,6 @@ import {
   makeNamespace,
   makePod,
   makePolicy,
-  nsPeer,
   onNode,
   podPeer,
   rule,
@@ -22,7 +21,6 @@ import {
   snapshot,
   tcp,
   types,
-  udp,
 } from '../../helpers/builders.js';
 import { cnp, cRule, cTcp, nsPeerC, nsSubject } from '../../helpers/cnp-builders.js';
 import { Oracle } from '../../helpers/oracle.js';
