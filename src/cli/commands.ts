@@ -125,7 +125,7 @@ export const COMMANDS = {
     load: async () => (await import('./trace.js')).traceCommand,
   },
   why: {
-    synopsis: '--src NS/POD|IP --dst NS/POD|IP --proto tcp|udp|sctp --port N',
+    synopsis: '--src NS/POD|IP --dst NS/POD|IP[:PORT] [--proto tcp|udp|sctp] [--port N]',
     summary:
       "one answer for a connection across the cluster: compile each node it crosses, walk the packet through the source's egress and the destination's ingress, name the tier, policy and rule that decided; exit 0 allowed, 1 dropped, 2 error",
     options: [

@@ -5,7 +5,7 @@
 //     node-b ingress  DROPPED   shop/db is isolated for ingress by shop/db-ingress; no rule admits …
 //                               (closest rule: ingress:0 admits app=api on tcp/5432; differs in …)
 
-import { wrap } from '../trace/index.js';
+import { WIDTH, wrap } from '../trace/index.js';
 import type { Answer, Side } from './answer.js';
 import type { Endpoint } from './endpoints.js';
 
@@ -16,7 +16,7 @@ export function formatAnswer(a: Answer): string {
   const verdict = a.verdict === 'allowed' ? 'ALLOWED' : `DROPPED at ${a.droppedAt}`;
   const head = `${proto} ${end(src)} -> ${end(dst, port)}   ${verdict}`;
   const nodeWidth = Math.max(...a.sides.map((s) => s.node.length), 4);
-  const lines = [...wrap(head, '', '    ')];
+  const lines = head.length <= WIDTH ? [head] : wrap(head, '', '    ');
   for (const side of a.sides) lines.push(...sideLines(side, nodeWidth));
   return `${lines.join('\n')}\n`;
 }
