@@ -1,9 +1,11 @@
 // `netfence why --live` against stand-ins for two nodes' daemons: the daemon's own HTTP server
 // (src/observe/http-server.ts) and flow log (src/observe/flow-log.ts) on loopback, with a readiness the test
-// sets, reached through --daemon-url. Not the sandbox's daemons: the sandbox conformance runs compare `why`
+// sets, reached through --daemon-url, or through a stand-in API server's pod proxy. Not the sandbox's daemons: the sandbox conformance runs compare `why`
 // with real packets; this checks what --live reads and says.
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { main } from '../../../src/cli/main.js';
@@ -162,5 +164,113 @@ describe('why --live', () => {
     expect(code).toBe(2);
     expect(out).toContain('DROPPED at node-b');
     expect(err).toContain('cannot reach the daemon on node-b: no way to ask it: pass --daemon-url node-b=http://HOST:PORT');
+  });
+});
+
+/**
+ * A stand-in API server: lists the netfence pod of a node (label and field selector as the DaemonSet's) and
+ * proxies `pods/<pod>:9476/proxy/…` to that node's stand-in daemon, as the API server's pod proxy does; a
+ * node whose daemon listens on loopback only gets the proxy's "connection refused" Status.
+ */
+class FakeApi {
+  readonly paths: string[] = [];
+  private readonly server: Server;
+  url = '';
+  constructor(daemons: Readonly<Record<string, () => string | undefined>>) {
+    this.server = createServer((req, res) => {
+      const url = new URL(req.url ?? '/', 'http://api');
+      this.paths.push(`${url.pathname}${url.search}`);
+      const json = (status: number, body: unknown) =>
+        res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(body));
+      if (req.headers.authorization !== 'Bearer operator-token') return json(401, { kind: 'Status', message: 'Unauthorized' });
+      if (url.pathname === '/api/v1/namespaces/kube-system/pods') {
+        const node = /^spec\.nodeName=(.+)$/.exec(url.searchParams.get('fieldSelector') ?? '')?.[1];
+        const ok = url.searchParams.get('labelSelector') === 'app.kubernetes.io/name=netfence' && node !== undefined && node in daemons;
+        return json(200, { kind: 'PodList', items: ok ? [{ metadata: { name: `netfence-${node}` } }] : [] });
+      }
+      const proxy = /^\/api\/v1\/namespaces\/kube-system\/pods\/netfence-([^:]+):9476\/proxy(\/.*)$/.exec(url.pathname);
+      const daemon = proxy ? daemons[proxy[1]!]?.() : undefined;
+      if (!proxy) return json(404, { kind: 'Status', message: 'not found' });
+      if (daemon === undefined)
+        return json(503, {
+          kind: 'Status',
+          message: 'error trying to reach service: dial tcp 192.168.0.2:9476: connect: connection refused',
+        });
+      void fetch(`${daemon}${proxy[2]}${url.search}`).then(async (r) => res.writeHead(r.status).end(await r.text()));
+    });
+  }
+  async start(): Promise<this> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this;
+  }
+  stop = () => new Promise<void>((resolve) => this.server.close(() => resolve()));
+}
+
+describe("why --live through the API server's pod proxy", () => {
+  let dir: string;
+  let file: string;
+  let kubeconfig: string;
+  let a: FakeDaemon;
+  let b: FakeDaemon;
+  let bOnLoopbackOnly = false;
+  let api: FakeApi;
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'nft-why-proxy-'));
+    file = join(dir, 'cluster.yaml');
+    writeFileSync(file, CLUSTER);
+    a = await new FakeDaemon().start();
+    b = await new FakeDaemon().start();
+    bOnLoopbackOnly = false;
+    api = await new FakeApi({ 'node-a': () => a.url, 'node-b': () => (bOnLoopbackOnly ? undefined : b.url) }).start();
+    kubeconfig = join(dir, 'kubeconfig');
+    writeFileSync(
+      kubeconfig,
+      `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "${api.url}", insecure-skip-tls-verify: true}}]
+users: [{name: op, user: {token: operator-token}}]
+contexts: [{name: ops, context: {cluster: c, user: op}}]
+current-context: ops
+`,
+    );
+  });
+  afterEach(async () => {
+    await api.stop();
+    await a.stop();
+    await b.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const why = async (...extra: string[]) => {
+    let out = '';
+    let err = '';
+    const code = await main(['why', '--resources', file, '--live', '--kubeconfig', kubeconfig, ...extra], {
+      out: (t) => (out += t),
+      err: (t) => (err += t),
+    });
+    return { code, out, err };
+  };
+
+  it("finds the netfence pod on each node and reads /readyz and /flows through the proxy, with the kubeconfig's credentials", async () => {
+    b.ready = { ok: false, reason: 'not ready: first sync not programmed yet' };
+    const r = await why('--src', 'shop/api', '--dst', 'shop/db:5432');
+    expect(r.code).toBe(0);
+    expect(r.out.replace(/\s+/g, ' ')).toContain('node-b is not in sync (/readyz 503: not ready: first sync not programmed yet)');
+    expect(api.paths).toEqual(
+      expect.arrayContaining([
+        '/api/v1/namespaces/kube-system/pods/netfence-node-a:9476/proxy/readyz',
+        '/api/v1/namespaces/kube-system/pods/netfence-node-b:9476/proxy/flows?pod=shop%2Fdb',
+      ]),
+    );
+  });
+
+  it('a daemon listening on loopback only: the proxy cannot reach it, exit 2 naming the node and what it needs', async () => {
+    bOnLoopbackOnly = true;
+    const r = await why('--src', 'shop/web', '--dst', 'shop/db:5432');
+    expect(r.code).toBe(2);
+    expect(r.out).toContain('DROPPED at node-b');
+    expect(r.err).toContain('cannot reach the daemon on node-b: pod proxy to kube-system/netfence-node-b:9476');
+    expect(r.err).toContain("the daemon must listen on the node's address: listenAddress");
   });
 });
