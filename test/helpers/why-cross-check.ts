@@ -21,8 +21,17 @@ export interface ProbedCell {
 
 export interface WhyCheckOptions {
   readonly family: IpFamily;
-  /** The sandbox's nodes and their network namespaces. */
-  readonly nodes: readonly { readonly name: string; readonly netns: string }[];
+  /**
+   * The sandbox's nodes, their network namespaces, and the Node objects an API server would list for them
+   * (a manifest run has none: netfence apply takes --pod-cidr instead; `why` needs them to know a node's
+   * addresses and pod CIDRs, as it has them from the API in a real cluster).
+   */
+  readonly nodes: readonly {
+    readonly name: string;
+    readonly netns: string;
+    readonly addresses?: readonly string[];
+    readonly podCidrs?: readonly string[];
+  }[];
   readonly settingsFor: (node: string) => NodeSettings;
 }
 
@@ -32,7 +41,11 @@ interface LiveRules {
 }
 
 /** One line per cell where why disagrees with the probe, or a node pass with the live kernel. */
-export async function whyDisagreements(snapshot: ClusterSnapshot, cells: readonly ProbedCell[], o: WhyCheckOptions): Promise<string[]> {
+export async function whyDisagreements(given: ClusterSnapshot, cells: readonly ProbedCell[], o: WhyCheckOptions): Promise<string[]> {
+  const snapshot: ClusterSnapshot =
+    given.nodes.length > 0
+      ? given
+      : { ...given, nodes: o.nodes.map((n) => ({ name: n.name, addresses: n.addresses ?? [], podCidrs: n.podCidrs ?? [] })) };
   const live = new Map<string, Promise<LiveRules>>();
   const liveOf = (node: string): Promise<LiveRules> => {
     let rules = live.get(node);
@@ -53,7 +66,8 @@ export async function whyDisagreements(snapshot: ClusterSnapshot, cells: readonl
   };
   const out: string[] = [];
   for (const cell of cells) {
-    if (cell.from === cell.to) continue;
+    // Node to node: no pod, nothing netfence judges (why refuses the question).
+    if (cell.from === cell.to || (cell.from.startsWith('node:') && cell.to.startsWith('node:'))) continue;
     const proto = cell.protocol.toLowerCase() as 'tcp' | 'udp' | 'sctp';
     const what = `${cell.protocol}/${cell.port} ${cell.from} -> ${cell.to}`;
     const answer = whyConnection(snapshot, o.settingsFor, {

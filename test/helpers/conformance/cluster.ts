@@ -203,7 +203,12 @@ export class ConformanceCluster {
     const cidrs = (node: string) => (this.family === 6 ? [nodePodCidr(node, 4), nodePodCidr(node, 6)] : [nodePodCidr(node, 4)]);
     return {
       family: this.family,
-      nodes: this.sandbox.nodes().map((n) => ({ name: n.name, netns: n.netns })),
+      nodes: this.sandbox.nodes().map((n) => ({
+        name: n.name,
+        netns: n.netns,
+        addresses: this.family === 6 && n.ipv6 ? [n.ipv6.underlayIp, n.underlayIp] : [n.underlayIp],
+        podCidrs: cidrs(n.name),
+      })),
       settingsFor: (node) => defaultNodeSettings(node, cidrs(node)),
     };
   }
