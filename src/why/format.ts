@@ -9,7 +9,7 @@ import { WIDTH, wrap } from '../trace/index.js';
 import type { Answer, Side } from './answer.js';
 import type { Endpoint } from './endpoints.js';
 
-const VERDICT_COLUMN = 10;
+const VERDICT_COLUMN = 11;
 
 export function formatAnswer(a: Answer): string {
   const { src, dst, proto, port } = a.connection;

@@ -114,7 +114,8 @@ export function walkConnection(snapshot: ClusterSnapshot, settingsFor: (node: st
   };
 
   const { src, dst } = c;
-  const srcNode = src.kind === 'pod' ? src.node : undefined;
+  // An address of a node's pod CIDR that no pod owns leaves through that node's bridge too (and fails closed there).
+  const srcNode = src.kind === 'pod' || src.kind === 'unknown-pod' ? src.node : undefined;
   const dstNode = dst.kind === 'pod' || dst.kind === 'unknown-pod' ? dst.node : undefined;
   if (srcNode !== undefined && dstNode === srcNode) forward(srcNode, ['egress', 'ingress']);
   else if (srcNode !== undefined && dst.kind === 'node' && dst.node === srcNode) input(srcNode, ['egress'], true);

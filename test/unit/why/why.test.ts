@@ -185,6 +185,19 @@ const cases: Case[] = [
     oracle: true,
   },
   {
+    // README "What was dropped": an unknown address of a node's pod CIDR fails closed on that node.
+    name: "from an address of a node's pod CIDR that no pod owns: that node's egress fails closed",
+    snap: shop,
+    q: { src: '10.244.1.99', dst: 'shop/api', port: 80 },
+    allowed: false,
+    droppedAt: 'node-a',
+    sides: [
+      { node: 'node-a', direction: 'egress', verdict: 'dropped' },
+      { node: 'node-b', direction: 'ingress', verdict: 'not reached' },
+    ],
+    compiles: ['node-a', 'node-b'],
+  },
+  {
     // "traffic to and from the node where a Pod is running is always allowed, regardless of the IP address of the Pod or the node"
     name: 'to its own node: INPUT, not FORWARD; NetworkPolicy always allows a pod its own node',
     snap: shop,
