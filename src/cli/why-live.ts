@@ -138,6 +138,20 @@ async function direct(url: string): Promise<{ status: number; body: string }> {
   }
 }
 
+/** One authenticated GET on the kubeconfig's API server: status and body, whatever the status. */
+export async function apiGet(kubeConfig: KubeConfig, path: string): Promise<{ status: number; body: string }> {
+  const cluster = kubeConfig.getCurrentCluster();
+  if (!cluster) throw new Error('the kubeconfig has no current cluster');
+  const init = await kubeConfig.applyToFetchOptions({});
+  try {
+    const res = await fetch(`${cluster.server}${path}`, { ...init, method: 'GET', signal: AbortSignal.timeout(TIMEOUT_MS) } as RequestInit);
+    return { status: res.status, body: await res.text() };
+  } catch (err) {
+    const e = err as Error;
+    throw new Error(`the API server ${cluster.server}: ${e.cause instanceof Error ? e.cause.message : e.message}`, { cause: err });
+  }
+}
+
 /**
  * The API server's proxy to the netfence pod on the node (`/api/v1/namespaces/NS/pods/POD:PORT/proxy/…`,
  * RBAC `pods/proxy` get). The API server dials the pod's IP, which for the hostNetwork DaemonSet is the
@@ -146,22 +160,7 @@ async function direct(url: string): Promise<{ status: number; body: string }> {
 export function podProxy(kubeConfig: KubeConfig, namespace: string, config: Pick<DaemonConfig, 'listenAddress'>): DaemonReach {
   const port = parseListenAddress(config.listenAddress)?.port ?? 9476;
   const pods = new Map<string, Promise<string>>();
-  const request = async (path: string): Promise<{ status: number; body: string }> => {
-    const cluster = kubeConfig.getCurrentCluster();
-    if (!cluster) throw new Error('the kubeconfig has no current cluster');
-    const init = await kubeConfig.applyToFetchOptions({});
-    try {
-      const res = await fetch(`${cluster.server}${path}`, {
-        ...init,
-        method: 'GET',
-        signal: AbortSignal.timeout(TIMEOUT_MS),
-      } as RequestInit);
-      return { status: res.status, body: await res.text() };
-    } catch (err) {
-      const e = err as Error;
-      throw new Error(`the API server ${cluster.server}: ${e.cause instanceof Error ? e.cause.message : e.message}`, { cause: err });
-    }
-  };
+  const request = (path: string) => apiGet(kubeConfig, path);
   const podOn = (node: string): Promise<string> => {
     let pod = pods.get(node);
     if (!pod) {

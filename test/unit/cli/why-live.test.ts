@@ -172,6 +172,9 @@ describe('why --live', () => {
  * proxies `pods/<pod>:9476/proxy/…` to that node's stand-in daemon, as the API server's pod proxy does; a
  * node whose daemon listens on loopback only gets the proxy's "connection refused" Status.
  */
+/** Where the manifests' pods run, as the stand-in API server serves them. */
+const POD_NODES: Readonly<Record<string, string>> = { 'shop/web': 'node-a', 'shop/api': 'node-a', 'shop/db': 'node-b' };
+
 class FakeApi {
   readonly paths: string[] = [];
   private readonly server: Server;
@@ -183,6 +186,11 @@ class FakeApi {
       const json = (status: number, body: unknown) =>
         res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(body));
       if (req.headers.authorization !== 'Bearer operator-token') return json(401, { kind: 'Status', message: 'Unauthorized' });
+      const podDoc = (key: string) => ({ metadata: { name: key.split('/')[1] }, spec: { nodeName: POD_NODES[key] } });
+      const one = /^\/api\/v1\/namespaces\/shop\/pods\/([^/:]+)$/.exec(url.pathname);
+      if (one)
+        return POD_NODES[`shop/${one[1]}`] ? json(200, podDoc(`shop/${one[1]}`)) : json(404, { kind: 'Status', message: 'not found' });
+      if (url.pathname === '/api/v1/namespaces/shop/pods') return json(200, { kind: 'PodList', items: Object.keys(POD_NODES).map(podDoc) });
       if (url.pathname === '/api/v1/namespaces/kube-system/pods') {
         const node = /^spec\.nodeName=(.+)$/.exec(url.searchParams.get('fieldSelector') ?? '')?.[1];
         const ok = url.searchParams.get('labelSelector') === 'app.kubernetes.io/name=netfence' && node !== undefined && node in daemons;
@@ -272,5 +280,42 @@ current-context: ops
     expect(r.out).toContain('DROPPED at node-b');
     expect(r.err).toContain('cannot reach the daemon on node-b: pod proxy to kube-system/netfence-node-b:9476');
     expect(r.err).toContain("the daemon must listen on the node's address: listenAddress");
+  });
+
+  const drops = async (...args: string[]) => {
+    let out = '';
+    let err = '';
+    const code = await main(['drops', '--kubeconfig', kubeconfig, ...args], { out: (t) => (out += t), err: (t) => (err += t) });
+    return { code, out, err };
+  };
+
+  it("drops --pod: only the daemon on the pod's node is asked", async () => {
+    b.flows.add(flow({ src: { ip: '10.244.1.10', pod: 'shop/web' } }));
+    const r = await drops('--pod', 'shop/db');
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/^\[node-b\] \d\d:\d\d:\d\d tcp\/5432 shop\/web \(10\.244\.1\.10\) -> shop\/db \(10\.244\.2\.20\), ingress/);
+    expect(api.paths.filter((p) => p.includes('/proxy/'))).toEqual([
+      '/api/v1/namespaces/kube-system/pods/netfence-node-b:9476/proxy/flows?pod=shop%2Fdb',
+    ]);
+  });
+
+  it("drops --namespace: the daemons on every node running the namespace's pods, merged in time order", async () => {
+    b.flows.add(flow({ time: 2000, src: { ip: '10.244.1.10', pod: 'shop/web' } }));
+    a.flows.add(flow({ time: 1000, direction: 'egress', pod: 'shop/api', dst: { ip: '8.8.8.8', where: 'outside the cluster' } }));
+    const r = await drops('--namespace', 'shop');
+    expect(r.code).toBe(0);
+    expect(r.out.split('\n').filter((l) => l.startsWith('['))).toEqual([
+      expect.stringMatching(/^\[node-a\] 00:00:01 .* -> 8\.8\.8\.8 \(outside the cluster\),/),
+      expect.stringMatching(/^\[node-b\] 00:00:02 .* -> shop\/db \(10\.244\.2\.20\), ingress/),
+    ]);
+  });
+
+  it('drops: a node whose daemon the proxy cannot reach is exit 2 naming it, the others still printed', async () => {
+    bOnLoopbackOnly = true;
+    a.flows.add(flow({ direction: 'egress', pod: 'shop/api', dst: { ip: '8.8.8.8', where: 'outside the cluster' } }));
+    const r = await drops('--namespace', 'shop');
+    expect(r.code).toBe(2);
+    expect(r.out).toContain('[node-a]');
+    expect(r.err).toContain('cannot read the flow log of node-b');
   });
 });
