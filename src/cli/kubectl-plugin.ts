@@ -120,7 +120,9 @@ function contextNamespaceFrom(parse: (text: string) => unknown): PluginEnv['cont
   };
 }
 
-const isEntry = process.argv[1] !== undefined && /kubectl-netfence(\.js)?$/.test(process.argv[1]);
+// Run as this file, or through the `kubectl-netfence` link npm puts on PATH (argv[1] keeps the link's name).
+const entry = process.argv[1];
+const isEntry = entry !== undefined && (import.meta.url === new URL(`file://${entry}`).href || entry.endsWith('/kubectl-netfence'));
 if (isEntry) {
   process.stdout.on('error', (err: NodeJS.ErrnoException) => {
     if (err.code === 'EPIPE') process.exit(0);
