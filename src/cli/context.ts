@@ -1,5 +1,6 @@
 // Shared plumbing of the commands: flags → config → snapshot → node settings → kernel.
 
+import { delimiter } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { loadManifests } from '../cluster/manifests.js';
 import { readFlannelSubnetEnv } from '../config/flannel.js';
@@ -47,7 +48,10 @@ export function loadResources(parsed: Parsed, limits: ManifestLimits): LoadedClu
 /** The cluster from `--resources`, else from the API (`--kubeconfig F`, or in-cluster config): one full list. */
 export async function loadCluster(parsed: Parsed, logger: Logger, limits: ManifestLimits, timeoutMs = 30_000): Promise<LoadedCluster> {
   if (resourcePaths(parsed).length > 0) return loadResources(parsed, limits);
-  const kubeConfig = await kubeConfigFrom(parsed.values['kubeconfig'] as string | undefined);
+  const kubeConfig = await kubeConfigFrom(
+    parsed.values['kubeconfig'] as string | undefined,
+    parsed.values['context'] as string | undefined,
+  );
   // Loaded here, not at the top: the Kubernetes client takes longer to load than most commands take to run.
   const { KubeSource } = await import('../cluster/kube-source.js');
   const source = new KubeSource({ kubeConfig, logger: logger.child({ component: 'source' }) });
@@ -67,15 +71,29 @@ export async function loadCluster(parsed: Parsed, logger: Logger, limits: Manife
   }
 }
 
-/** `--kubeconfig F`, else the in-cluster configuration; a usage error when neither is there. */
-export async function kubeConfigFrom(file: string | undefined): Promise<KubeConfig> {
+/**
+ * `--kubeconfig F` (several files joined by the path delimiter are merged, as kubectl merges $KUBECONFIG),
+ * else the in-cluster configuration; a usage error when neither is there. `context`: `--context`, as kubectl's.
+ */
+export async function kubeConfigFrom(file: string | undefined, context?: string): Promise<KubeConfig> {
   const { KubeConfig } = await import('@kubernetes/client-node');
   const kubeConfig = new KubeConfig();
   try {
-    if (file) kubeConfig.loadFromFile(file);
-    else kubeConfig.loadFromCluster();
+    const [first, ...more] = (file ?? '').split(delimiter).filter((f) => f !== '');
+    if (first !== undefined) {
+      kubeConfig.loadFromFile(first);
+      for (const f of more) {
+        const next = new KubeConfig();
+        next.loadFromFile(f);
+        kubeConfig.mergeConfig(next, true);
+      }
+    } else kubeConfig.loadFromCluster();
   } catch (err) {
     throw new UsageError(`give --resources PATH or --kubeconfig F (no in-cluster config: ${(err as Error).message})`);
+  }
+  if (context !== undefined) {
+    if (!kubeConfig.getContextObject(context)) throw new UsageError(`--context ${context}: no such context in ${file ?? 'the kubeconfig'}`);
+    kubeConfig.setCurrentContext(context);
   }
   return kubeConfig;
 }

@@ -23,6 +23,8 @@ export async function dropsCommand(argv: readonly string[], io: Io, signal?: Abo
   // The daemon's own check, so a filter it would refuse is refused here, before anything is asked.
   const checked = parseFlowsQuery(query);
   if ('error' in checked) throw new UsageError(`--${checked.error}`);
+  // Through the API server: the daemons of the nodes that matter, not this node's.
+  if (v['kubeconfig'] !== undefined || v['context'] !== undefined) return (await import('./drops-cluster.js')).clusterDrops(parsed, io);
   const base = typeof v['url'] === 'string' ? v['url'].replace(/\/$/, '') : daemonUrl(configFrom(parsed, false));
   const json = v['json'] === true;
 

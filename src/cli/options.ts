@@ -154,6 +154,7 @@ export const OPT = {
     arg: 'FILE',
     help: 'read the cluster from the API server of this kubeconfig (default: in-cluster configuration)',
   },
+  context: { name: 'context', type: 'string', arg: 'NAME', help: 'the kubeconfig context to use (default: its current context)' },
   netns: { name: 'netns', type: 'string', arg: 'NAME', help: 'act inside this named network namespace (tests, sandbox)' },
   saved: {
     name: 'saved',

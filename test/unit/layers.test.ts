@@ -26,6 +26,7 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   antispoof: ['model', 'dataplane', 'trace', 'log'],
   inspect: ['model', 'render', 'trace', 'antispoof'],
   observe: ['model', 'compile', 'config', 'dataplane', 'trace', 'log'],
+  why: ['model', 'compile', 'trace'],
   cli: ['*'],
 };
 /** STYLE rule 4: exactly one module runs processes or touches the kernel. */

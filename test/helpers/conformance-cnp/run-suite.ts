@@ -6,7 +6,8 @@ import { HouseDaemons } from './house-daemons.js';
 import { HOUSE_PODS, HOUSES, HouseCluster, NODES, ns, pod, type HouseFamily } from './houses.js';
 import { UPSTREAM_TESTS, poke, type Poke, type Step } from './upstream-suite.js';
 import { Oracle } from '../oracle.js';
-import type { Protocol } from '../../../src/model/index.js';
+import { defaultNodeSettings, type Protocol } from '../../../src/model/index.js';
+import { whyDisagreements } from '../why-cross-check.js';
 
 /**
  * Pod → the centaur on its own node goes through the node's INPUT chain, which CNP's host side polices on
@@ -113,6 +114,19 @@ export function describeCnpConformance(family: HouseFamily): void {
           ),
         );
         for (const report of reports) if (report) failures.push(`step ${i + 1}:\n${report}`);
+        // `netfence why` must give each cell the answer its probe just confirmed (a probe that did not is reported above).
+        const why = await whyDisagreements(
+          snap,
+          cells.map((cell) => ({ from: cell.from, to: cell.to, protocol: cell.protocol, port: cell.port, reachable: cell.connect })),
+          {
+            family,
+            nodes: c()
+              .sandbox.nodes()
+              .map((n) => ({ name: n.name, netns: n.netns })),
+            settingsFor: (node) => defaultNodeSettings(node, snap.nodes.find((n) => n.name === node)?.podCidrs ?? []),
+          },
+        );
+        if (why.length > 0) failures.push(`step ${i + 1}: netfence why disagrees:\n${why.join('\n')}`);
       }
       if (failures.length > 0) throw new Error(`${failures.join('\n')}\n\ndaemon logs:\n${daemons!.logs()}`);
     }

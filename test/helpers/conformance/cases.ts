@@ -7,6 +7,7 @@ import type { Protocol } from '../../../src/model/index.js';
 import type { Matrix } from '../../../sandbox/index.js';
 import type { ConformanceCluster } from './cluster.js';
 import { oracleDisagreements } from './cross-check.js';
+import { whyDisagreements, type ProbedCell } from '../why-cross-check.js';
 import type { PolicyDoc } from './manifests.js';
 import { Reachability } from './reachability.js';
 
@@ -67,7 +68,22 @@ export async function runCase(cluster: ConformanceCluster, kase: ConformanceCase
         );
       const outcome = await cluster.check(c.expect, c);
       if (!outcome.ok) failures.push(`step ${i + 1} (${s.title}): ${outcome.report}`);
+      // `netfence why` must give the answer the packets gave (probes by ClusterIP are left to the Service suites' own checks).
+      if (!cluster.services) {
+        const why = await whyDisagreements(cluster.snapshot(), probedCells(outcome.observed, c), cluster.whyOptions());
+        if (why.length > 0) failures.push(`step ${i + 1} (${s.title}): ${c.protocol}/${c.port} netfence why disagrees:\n${why.join('\n')}`);
+      }
     }
   }
   return failures;
+}
+
+/** Every cell the probe round observed. */
+function probedCells(observed: Matrix, c: Check): ProbedCell[] {
+  return observed.froms.flatMap((from) =>
+    observed.tos.flatMap((to) => {
+      const reachable = observed.cells[from]?.[to];
+      return reachable === undefined ? [] : [{ from, to, protocol: c.protocol, port: c.port, reachable }];
+    }),
+  );
 }

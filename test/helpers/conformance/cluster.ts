@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { main } from '../../../src/cli/main.js';
 import { run } from '../../../src/dataplane/exec.js';
 import { loadManifests } from '../../../src/cluster/manifests.js';
-import type { ClusterSnapshot, Protocol } from '../../../src/model/index.js';
+import { defaultNodeSettings, type ClusterSnapshot, type Protocol } from '../../../src/model/index.js';
+import type { WhyCheckOptions } from '../why-cross-check.js';
 import {
   createSandbox,
   formatMatrix,
@@ -44,6 +45,8 @@ export interface Probe {
 
 export interface CheckOutcome {
   readonly ok: boolean;
+  /** The last probe round's matrix. */
+  readonly observed: Matrix;
   /** The e2e diff view of the last probe round (wrong cells starred) plus why wrong cells failed. */
   readonly report: string;
 }
@@ -192,7 +195,22 @@ export class ConformanceCluster {
     const result = await waitForMatrix(target, expected, { ...probe, deadlineMs: DEADLINE_MS, timeoutMs: PROBE_TIMEOUT_MS, ...v6 });
     const v6Note = this.family === 6 ? 'over IPv6, neighbour caches flushed before each round: ' : '';
     const via = (this.services ? `via ClusterIP (kube-proxy ${this.services.proxy.mode} mode): ` : '') + v6Note;
-    return { ok: result.ok, report: via + report(result, probe) };
+    return { ok: result.ok, observed: result.observed, report: via + report(result, probe) };
+  }
+
+  /** What `netfence why` needs to judge this cluster the way `apply` programmed it, and where each node's kernel is. */
+  whyOptions(): WhyCheckOptions {
+    const cidrs = (node: string) => (this.family === 6 ? [nodePodCidr(node, 4), nodePodCidr(node, 6)] : [nodePodCidr(node, 4)]);
+    return {
+      family: this.family,
+      nodes: this.sandbox.nodes().map((n) => ({
+        name: n.name,
+        netns: n.netns,
+        addresses: this.family === 6 && n.ipv6 ? [n.ipv6.underlayIp, n.underlayIp] : [n.underlayIp],
+        podCidrs: cidrs(n.name),
+      })),
+      settingsFor: (node) => defaultNodeSettings(node, cidrs(node)),
+    };
   }
 
   /** Every pod forgets its IPv6 neighbours: the next packet to a same-node peer needs ND again. */

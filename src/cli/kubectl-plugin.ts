@@ -1,0 +1,157 @@
+#!/usr/bin/env node
+// `kubectl netfence …`: kubectl runs `kubectl-netfence` from PATH with the words after `netfence`. The
+// plugin speaks kubectl's dialect — `-n/--namespace` is the namespace of bare pod names (default: the
+// context's namespace, else `default`), `--context`, `--kubeconfig`, else $KUBECONFIG, else
+// ~/.kube/config — and runs the netfence command with the user's own credentials.
+
+import { existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { main } from './main.js';
+import { parseAddr } from '../trace/addr.js';
+
+/** kubectl's own flags, as the plugin reads them. */
+interface KubectlFlags {
+  namespace?: string;
+  context?: string;
+  kubeconfig?: string;
+}
+
+const KUBECTL_FLAGS: Readonly<Record<string, keyof KubectlFlags>> = {
+  '-n': 'namespace',
+  '--namespace': 'namespace',
+  '--context': 'context',
+  '--kubeconfig': 'kubeconfig',
+};
+
+export interface PluginEnv {
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly home: string;
+  readonly exists: (path: string) => boolean;
+  /** The namespace the kubeconfig's (current or named) context sets, if any. */
+  readonly contextNamespace: (kubeconfig: string | undefined, context: string | undefined) => string | undefined;
+}
+
+/** The netfence command line for a `kubectl netfence` one. */
+export function pluginArgv(argv: readonly string[], penv: PluginEnv): string[] {
+  const flags: KubectlFlags = {};
+  const rest: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const eq = arg.indexOf('=');
+    const name = arg.startsWith('--') && eq > 0 ? arg.slice(0, eq) : arg;
+    const key = KUBECTL_FLAGS[name];
+    if (key === undefined) {
+      rest.push(arg);
+      continue;
+    }
+    const value = name !== arg ? arg.slice(eq + 1) : argv[++i];
+    if (value === undefined) throw new Error(`${name} needs a value`);
+    flags[key] = value;
+  }
+  const [command, ...args] = rest;
+  if (command === undefined || !['why', 'drops'].includes(command)) return rest;
+  const kubeconfig = flags.kubeconfig ?? nonEmpty(penv.env['KUBECONFIG']) ?? defaultKubeconfig(penv);
+  const api = [
+    ...(kubeconfig !== undefined ? ['--kubeconfig', kubeconfig] : []),
+    ...(flags.context !== undefined ? ['--context', flags.context] : []),
+  ];
+  const namespace = () => flags.namespace ?? penv.contextNamespace(kubeconfig, flags.context) ?? 'default';
+  const qualify = (ref: string): string => (isBareName(ref) ? `${namespace()}/${ref}` : ref);
+  const out = mapValues(args, command === 'why' ? ['src', 'dst'] : ['pod'], qualify);
+  // `kubectl netfence drops -n shop`: kubectl's namespace is the one to show when no pod is named.
+  if (command === 'drops' && flags.namespace !== undefined && !hasFlag(out, 'pod') && !hasFlag(out, 'namespace'))
+    out.push('--namespace', flags.namespace);
+  return [command, ...out, ...api];
+}
+
+/** `web`, `web:5432`: no namespace, and not an address. */
+function isBareName(ref: string): boolean {
+  if (ref.includes('/') || ref.startsWith('[') || parseAddr(ref)) return false;
+  return parseAddr(ref.replace(/:\d+$/, '')) === undefined;
+}
+
+/** Rewrites the values of `--name V` and `--name=V` for the named options. */
+function mapValues(args: readonly string[], names: readonly string[], f: (v: string) => string): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    const name = names.find((n) => arg === `--${n}` || arg.startsWith(`--${n}=`));
+    if (name === undefined) out.push(arg);
+    else if (arg === `--${name}`) {
+      out.push(arg);
+      if (i + 1 < args.length) out.push(f(args[++i]!));
+    } else out.push(`--${name}=${f(arg.slice(name.length + 3))}`);
+  }
+  return out;
+}
+
+const hasFlag = (args: readonly string[], name: string): boolean => args.some((a) => a === `--${name}` || a.startsWith(`--${name}=`));
+const nonEmpty = (v: string | undefined): string | undefined => (v === undefined || v === '' ? undefined : v);
+
+function defaultKubeconfig(penv: PluginEnv): string | undefined {
+  const path = join(penv.home, '.kube', 'config');
+  return penv.exists(path) ? path : undefined;
+}
+
+/**
+ * The namespace of the context kubectl would use: `--context`, else the first `current-context` among the
+ * kubeconfig files (kubectl's merge rule: the first file to set a value wins), looked up in the first file
+ * that defines that context.
+ */
+function contextNamespaceFrom(parse: (text: string) => unknown): PluginEnv['contextNamespace'] {
+  return (kubeconfig, context) => {
+    interface Doc {
+      readonly 'current-context'?: string;
+      readonly contexts?: readonly { readonly name?: string; readonly context?: { readonly namespace?: string } }[];
+    }
+    const docs = (kubeconfig ?? '')
+      .split(delimiter)
+      .filter((f) => f !== '' && existsSync(f))
+      .map((f) => (parse(readFileSync(f, 'utf8')) ?? {}) as Doc);
+    const name = context ?? docs.find((d) => d['current-context'])?.['current-context'];
+    if (name === undefined) return undefined;
+    for (const d of docs) {
+      const found = d.contexts?.find((c) => c.name === name);
+      if (found) return nonEmpty(found.context?.namespace);
+    }
+    return undefined;
+  };
+}
+
+// Run as this file, or through the `kubectl-netfence` link npm puts on PATH (argv[1] keeps the link's name).
+const entry = process.argv[1];
+const isEntry = entry !== undefined && (import.meta.url === new URL(`file://${entry}`).href || entry.endsWith('/kubectl-netfence'));
+if (isEntry) {
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0);
+    throw err;
+  });
+  // As main.ts: a one-shot command spends more on V8's optimizing compiler than it saves.
+  setFlagsFromString('--no-opt');
+  const io = { out: (t: string) => process.stdout.write(t), err: (t: string) => process.stderr.write(t) };
+  const run = async (): Promise<number> => {
+    const { parse } = await import('yaml');
+    let argv: string[];
+    try {
+      argv = pluginArgv(process.argv.slice(2), {
+        env: process.env,
+        home: homedir(),
+        exists: existsSync,
+        contextNamespace: contextNamespaceFrom(parse),
+      });
+    } catch (err) {
+      io.err(`kubectl netfence: ${(err as Error).message}\n`);
+      return 2;
+    }
+    return main(argv, io);
+  };
+  run().then(
+    (code) => (process.exitCode = code),
+    (err) => {
+      io.err(`kubectl netfence: ${(err as Error).stack ?? String(err)}\n`);
+      process.exitCode = 2;
+    },
+  );
+}

@@ -1,0 +1,192 @@
+// `why --live`: what the kernels of the nodes a connection crosses hold, from their daemons: /readyz (is
+// the node in sync with the cluster?) and /flows (did it drop this connection?), held against the desired
+// answer. A daemon is reached at --daemon-url NODE=URL, else through the API server's pod proxy to the
+// netfence pod on that node; the DaemonSet is hostNetwork, so that needs the daemon listening on the
+// node's address (listenAddress), not the loopback default.
+
+import type { KubeConfig } from '@kubernetes/client-node';
+import { parseListenAddress } from '../config/listen-address.js';
+import type { DaemonConfig } from '../config/schema.js';
+import type { FlowRecord } from '../observe/flow-log.js';
+import { wrap } from '../trace/index.js';
+import type { Answer } from '../why/index.js';
+import { kubeConfigFrom, resourcePaths, UsageError, type Parsed } from './context.js';
+
+/** One GET on a node's daemon: the status and body, or a thrown error saying why it could not be asked. */
+export interface DaemonReach {
+  get(node: string, path: string): Promise<{ readonly status: number; readonly body: string }>;
+}
+
+export interface NodeLive {
+  readonly node: string;
+  /** Why the daemon could not be asked (the answer's desired part still stands). */
+  readonly error?: string;
+  readonly ready?: { readonly ok: boolean; readonly text: string };
+  /** Drops of this connection the daemon recorded. */
+  readonly drops?: readonly FlowRecord[];
+  /** Where the kernel and the desired answer part ways (or may: the node is not in sync). */
+  readonly disagreements: readonly string[];
+  readonly notes: readonly string[];
+}
+
+export interface LiveReport {
+  readonly nodes: readonly NodeLive[];
+}
+
+const TIMEOUT_MS = 5000;
+
+export async function liveReport(answer: Answer, reach: DaemonReach): Promise<LiveReport> {
+  const nodes = [...new Set(answer.sides.filter((s) => s.verdict === 'allowed' || s.verdict === 'dropped').map((s) => s.node))];
+  return { nodes: await Promise.all(nodes.map((node) => nodeLive(answer, node, reach))) };
+}
+
+async function nodeLive(answer: Answer, node: string, reach: DaemonReach): Promise<NodeLive> {
+  const { src, dst, proto, port } = answer.connection;
+  const sides = answer.sides.filter((s) => s.node === node && (s.verdict === 'allowed' || s.verdict === 'dropped'));
+  // Ask for the flows of the pod on this node (either end; the daemon filters, the tuple is matched here).
+  const local = src.kind === 'pod' && src.node === node ? src.pod : dst.kind === 'pod' && dst.node === node ? dst.pod : undefined;
+  let readyz: { status: number; body: string };
+  let flows: { status: number; body: string };
+  try {
+    [readyz, flows] = await Promise.all([
+      reach.get(node, '/readyz'),
+      reach.get(node, `/flows${local ? `?pod=${encodeURIComponent(local)}` : ''}`),
+    ]);
+  } catch (err) {
+    return { node, error: (err as Error).message, disagreements: [], notes: [] };
+  }
+  const ready = { ok: readyz.status === 200, text: readyz.body.trim() };
+  const disagreements: string[] = [];
+  const notes: string[] = [];
+  if (!ready.ok)
+    disagreements.push(`${node} is not in sync (/readyz ${readyz.status}: ${ready.text}): its kernel may not hold the desired rules yet`);
+  let drops: FlowRecord[] = [];
+  if (flows.status === 200) {
+    const records = (JSON.parse(flows.body) as { records?: FlowRecord[] }).records ?? [];
+    drops = records.filter(
+      (r) => r.src.ip === src.ip && r.dst.ip === dst.ip && r.protocol === proto && r.port === port && r.reason !== 'allowed',
+    );
+  } else notes.push(`no flow log from ${node} (/flows ${flows.status}: ${flows.body.trim()})`);
+  for (const side of sides) {
+    const seen = drops.filter((r) => r.direction === side.direction);
+    const last = seen[seen.length - 1];
+    const when = last ? `${new Date(last.lastSeen).toISOString()}${last.count > 1 ? ` (×${last.count})` : ''}` : '';
+    if (side.verdict === 'allowed' && last)
+      disagreements.push(
+        `${node}'s kernel dropped this connection (${side.direction}) at ${when} though the desired rules allow it: ${last.because}`,
+      );
+    else if (side.verdict === 'dropped')
+      notes.push(
+        last
+          ? `${node}'s kernel dropped it too (${side.direction}, last at ${when})`
+          : `${node} recorded no drop of it (${side.direction}): not tried lately, or flow logs are off`,
+      );
+  }
+  return { node, ready, drops, disagreements, notes };
+}
+
+export function formatLive(live: LiveReport): string {
+  const lines = ['live:'];
+  for (const n of live.nodes) {
+    if (n.error !== undefined) {
+      lines.push(...wrap(`cannot reach its daemon: ${n.error}`, `  ${n.node}  `, '      '));
+      continue;
+    }
+    lines.push(`  ${n.node}  ${n.ready?.ok === true ? 'in sync' : 'NOT in sync'} (/readyz: ${n.ready?.text ?? '?'})`);
+    for (const d of n.disagreements) lines.push(...wrap(d, '    DISAGREES: ', '      '));
+    for (const note of n.notes) lines.push(...wrap(note, '    ', '      '));
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** --daemon-url NODE=URL for the nodes named; the API server's pod proxy for the others, when there is an API. */
+export async function reachFor(parsed: Parsed, config: Pick<DaemonConfig, 'listenAddress'>): Promise<DaemonReach> {
+  const urls = new Map<string, string>();
+  for (const entry of (parsed.values['daemon-url'] as string[] | undefined) ?? []) {
+    const m = /^([^=]+)=(https?:\/\/.+)$/.exec(entry);
+    if (!m) throw new UsageError(`--daemon-url must be NODE=http://HOST:PORT, not "${entry}"`);
+    urls.set(m[1]!, m[2]!.replace(/\/$/, ''));
+  }
+  const inCluster = (process.env['KUBERNETES_SERVICE_HOST'] ?? '') !== '';
+  const kubeconfig = parsed.values['kubeconfig'] as string | undefined;
+  const context = parsed.values['context'] as string | undefined;
+  const apiAvailable = kubeconfig !== undefined || context !== undefined || (inCluster && resourcePaths(parsed).length === 0);
+  const proxy = apiAvailable
+    ? podProxy(
+        await kubeConfigFrom(kubeconfig, context),
+        (parsed.values['daemon-namespace'] as string | undefined) ?? 'kube-system',
+        config,
+      )
+    : undefined;
+  return {
+    async get(node, path) {
+      const base = urls.get(node);
+      if (base !== undefined) return direct(`${base}${path}`);
+      if (proxy) return proxy.get(node, path);
+      throw new Error(`no way to ask it: pass --daemon-url ${node}=http://HOST:PORT, or --kubeconfig F for the API server's pod proxy`);
+    },
+  };
+}
+
+async function direct(url: string): Promise<{ status: number; body: string }> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(TIMEOUT_MS) });
+    return { status: res.status, body: await res.text() };
+  } catch (err) {
+    const e = err as Error;
+    throw new Error(`${new URL(url).origin}: ${e.cause instanceof Error ? e.cause.message : e.message}`, { cause: err });
+  }
+}
+
+/** One authenticated GET on the kubeconfig's API server: status and body, whatever the status. */
+export async function apiGet(kubeConfig: KubeConfig, path: string): Promise<{ status: number; body: string }> {
+  const cluster = kubeConfig.getCurrentCluster();
+  if (!cluster) throw new Error('the kubeconfig has no current cluster');
+  const init = await kubeConfig.applyToFetchOptions({});
+  try {
+    const res = await fetch(`${cluster.server}${path}`, { ...init, method: 'GET', signal: AbortSignal.timeout(TIMEOUT_MS) } as RequestInit);
+    return { status: res.status, body: await res.text() };
+  } catch (err) {
+    const e = err as Error;
+    throw new Error(`the API server ${cluster.server}: ${e.cause instanceof Error ? e.cause.message : e.message}`, { cause: err });
+  }
+}
+
+/**
+ * The API server's proxy to the netfence pod on the node (`/api/v1/namespaces/NS/pods/POD:PORT/proxy/…`,
+ * RBAC `pods/proxy` get). The API server dials the pod's IP, which for the hostNetwork DaemonSet is the
+ * node's address: the daemon must listen there (listenAddress), and the port is listenAddress's.
+ */
+export function podProxy(kubeConfig: KubeConfig, namespace: string, config: Pick<DaemonConfig, 'listenAddress'>): DaemonReach {
+  const port = parseListenAddress(config.listenAddress)?.port ?? 9476;
+  const pods = new Map<string, Promise<string>>();
+  const request = (path: string) => apiGet(kubeConfig, path);
+  const podOn = (node: string): Promise<string> => {
+    let pod = pods.get(node);
+    if (!pod) {
+      const query = new URLSearchParams({ labelSelector: 'app.kubernetes.io/name=netfence', fieldSelector: `spec.nodeName=${node}` });
+      pod = request(`/api/v1/namespaces/${namespace}/pods?${query.toString()}`).then(({ status, body }) => {
+        if (status !== 200) throw new Error(`listing netfence pods in ${namespace}: ${status} ${body.trim().slice(0, 200)}`);
+        const items = (JSON.parse(body) as { items?: { metadata?: { name?: string } }[] }).items ?? [];
+        const name = items[0]?.metadata?.name;
+        if (name === undefined)
+          throw new Error(`no netfence pod (app.kubernetes.io/name=netfence) on it in ${namespace} (--daemon-namespace)`);
+        return name;
+      });
+      pods.set(node, pod);
+    }
+    return pod;
+  };
+  return {
+    async get(node, path) {
+      const pod = await podOn(node);
+      const answer = await request(`/api/v1/namespaces/${namespace}/pods/${pod}:${port}/proxy${path}`);
+      // The proxy's own failure (the daemon listens on loopback only, or is down) is a Status, not the daemon's answer.
+      if ((answer.status === 502 || answer.status === 503) && /error trying to reach|connection refused|dial tcp/.test(answer.body))
+        throw new Error(
+          `pod proxy to ${namespace}/${pod}:${port}: ${answer.body.trim().slice(0, 200)} (the daemon must listen on the node's address: listenAddress)`,
+        );
+      return answer;
+    },
+  };
+}

@@ -1,0 +1,4 @@
+export { whyConnection, type WhyQuery } from './why.js';
+export { formatAnswer } from './format.js';
+export { EndpointError } from './endpoints.js';
+export type { Answer } from './answer.js';
