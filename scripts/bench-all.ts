@@ -83,7 +83,7 @@ async function main(): Promise<void> {
   // p99 of the large tier over 200 events (the second-slowest), not 60 (where p99 is the maximum).
   const events = args.quick ? 10 : 200;
   const rssEvents = args.quick ? 2 : 6;
-  // Issue 14 states the xl targets after 1,000 events (RSS and p99 alike).
+  // The xl targets are stated after 1,000 events (RSS and p99 alike).
   const xlEvents = args.quick ? 10 : 1000;
   if (args.curve) {
     if (!root) throw new Error('--curve needs root (kernel and daemon rows); run `sudo npm run bench -- --curve`');
@@ -145,7 +145,7 @@ async function main(): Promise<void> {
       try {
         const figures = await daemonFigures({ tier, seed: args.seed, events: n });
         rows.push(daemonRssRow(figures, tier));
-        // Issue 14 sets a latency target at xl too (p99 ≤ 100 ms).
+        // The latency target holds at xl too (p99 ≤ 100 ms).
         if (tier === 'xl') rows.push(daemonLatencyRow(figures, tier, 'event-to-programmed-xl'));
       } catch (err) {
         rows.push(failedRow(`rss-${tier}`, 'daemon memory', err, daemonCmd(tier, n)));

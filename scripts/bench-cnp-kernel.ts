@@ -1,4 +1,4 @@
-// Kernel rows of the ClusterNetworkPolicy benchmark (issue 16), each against a floor measured in the same
+// Kernel rows of the ClusterNetworkPolicy benchmark, each against a floor measured in the same
 // run, on the large tier with and without the 100 generated CNPs (scripts/bench-cnp-policies.ts):
 //   first apply   Syncer.sync of the whole compiled state into a fresh netns, vs the same restore texts
 //                 loaded with `ipset -exist restore` + `iptables-nft-restore --noflush` into another one;

@@ -27,7 +27,7 @@ if [ "${1:-}" = "--strict" ]; then
 fi
 node --import ./scripts/register-ts.mjs scripts/bench-all.ts "$@"
 
-# ClusterNetworkPolicy rows (issue 16), after the table: scripts/bench-cnp.ts (pure) and, as root,
+# ClusterNetworkPolicy rows, after the table: scripts/bench-cnp.ts (pure) and, as root,
 # scripts/bench-cnp-kernel.ts (first apply and one CNP change against the tools' floor).
 cnp_tier=large; cnp_runs=10; cnp_kernel_runs=5
 while [ $# -gt 0 ]; do
@@ -38,7 +38,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 echo
-echo "ClusterNetworkPolicy (issue 16): ${cnp_tier} tier + 100 CNPs"
+echo "ClusterNetworkPolicy: ${cnp_tier} tier + 100 CNPs"
 node --import ./scripts/register-ts.mjs scripts/bench-cnp.ts --tier "$cnp_tier" --runs "$cnp_runs"
 if [ "$(id -u)" = "0" ]; then
   node --import ./scripts/register-ts.mjs scripts/bench-cnp-kernel.ts --tier "$cnp_tier" --runs "$cnp_kernel_runs"

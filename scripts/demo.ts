@@ -8,7 +8,7 @@
 // `--dual-stack`: the same cluster dual-stack, as flannel's EnableIPv6 builds it (an IPv6 /64 per node
 // out of fd00:10:244::/56, cni0 holding both gateways); every matrix is then shown on IPv4 and on IPv6,
 // the IPv6 one probed with every pod's neighbour cache flushed first (neighbour discovery must pass
-// the policies: README, "IPv6 and dual-stack").
+// the policies: docs/dataplane.md, "IPv6 and dual-stack").
 //
 // Run as root after `npm run build`: node --import ./scripts/register-ts.mjs scripts/demo.ts [--dual-stack]
 

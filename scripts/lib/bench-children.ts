@@ -116,7 +116,7 @@ export async function daemonFigures(o: { tier: Tier; seed: number; events: numbe
 
 const MB_PER_MIB = 1.048576;
 
-/** Issue 14: p99 ≤ 50 ms at the large tier, ≤ 100 ms at xl (and elsewhere). */
+/** The targets: p99 ≤ 50 ms at the large tier, ≤ 100 ms at xl (and elsewhere). */
 const p99TargetMs = (tier: Tier): number => (tier === 'large' ? 50 : 100);
 
 export function daemonLatencyRow(d: DaemonFigures, tier: Tier, id = 'event-to-programmed'): BenchRow {
@@ -138,7 +138,7 @@ export function daemonRssRow(d: DaemonFigures, tier: Tier): BenchRow {
     what: `daemon resident memory, ${tier} tier (VmRSS from /proc/<pid>/status after the events)`,
     value: `${d.rssAfterMiB} MiB (${mb.toFixed(0)} MB)`,
     // Targets: large < 200 MB (the first benchmark issue); xl ≤ 200 MiB after the first sync and after the
-    // events (issue 14). The other tiers show how memory scales.
+    // events (the stated target). The other tiers show how memory scales.
     target: tier === 'large' ? '< 200 MB' : tier === 'xl' ? '≤ 200 MiB after first sync and after events' : '–',
     verdict: tier === 'large' ? below(mb, 200) : tier === 'xl' ? atMost(Math.max(d.rssReadyMiB, d.rssAfterMiB), 200) : 'info',
     detail: `VmRSS ${d.rssReadyMiB} MiB with everything programmed, ${d.rssAfterMiB} MiB after ${d.events} events, peak VmHWM ${d.hwmMiB} MiB (${(d.hwmMiB * MB_PER_MIB).toFixed(0)} MB)`,

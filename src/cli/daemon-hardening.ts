@@ -1,4 +1,4 @@
-// The daemon's wiring for issue 15's metrics: the anti-spoofing drop series read from the bridge table
+// The daemon's wiring for the strict-mode and anti-spoofing metrics: the anti-spoofing drop series read from the bridge table
 // at scrape time, each port named by the local pod its bound addresses belong to.
 
 import type { AntiSpoofGuard } from '../antispoof/guard.js';

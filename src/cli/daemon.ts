@@ -305,7 +305,7 @@ function withPolicyEvents(observer: ReconcileObserver, events: PolicyEvents | un
   };
 }
 
-/** Issue 13's daemon series: last successful sync, event → programmed latency, denied-connection label pruning. */
+/** The daemon's operator series: last successful sync, event → programmed latency, denied-connection label pruning. */
 function withVisibilityMetrics(observer: ReconcileObserver, metrics: Metrics, latency: EventLatency): ReconcileObserver {
   return {
     ...observer,

@@ -1,4 +1,4 @@
-// The daemon's guards against kube-proxy undoing enforcement (README "Services"):
+// The daemon's guards against kube-proxy undoing enforcement (docs/services.md):
 // - the hook watch: netfence's FORWARD jump must stay above KUBE-FORWARD, whose mark rule ACCEPTs
 //   masquerade-marked traffic; a displaced jump is repaired by an immediate full resync, not at the
 //   next drift tick (src/reconcile/hook-watch.ts);

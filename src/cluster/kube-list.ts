@@ -37,7 +37,7 @@ export interface InitialState {
 /**
  * What one initial state (a WatchList stream, or all the pages of a list) may cost before it is refused. A
  * server or proxy that streams forever, or never answers, would otherwise hold a fresh node unprogrammed, or
- * grow the daemon past its memory limit (README "Hostile input", docs/hostile-input.md).
+ * grow the daemon past its memory limit (docs/hostile-input.md).
  */
 export interface InitialStateLimits {
   /** Objects received (each event or list item, kept or not). */

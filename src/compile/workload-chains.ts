@@ -22,7 +22,7 @@ export interface CnpTierChains {
 }
 
 export function workloadChain(input: WorkloadChainInput, settings: NodeSettings): Chain {
-  // --- ClusterNetworkPolicy tiers (issue 16): a different layout only for pods a CNP selects. ---
+  // --- ClusterNetworkPolicy tiers: a different layout only for pods a CNP selects. ---
   if (input.tiers && (input.tiers.admin.length > 0 || input.tiers.baseline.length > 0))
     return tieredWorkloadChain(input, input.tiers, settings);
   const { accept, all } = settings.marks;

@@ -184,7 +184,7 @@ export const DEFAULT_CONFIG: Omit<DaemonConfig, 'nodeName'> = {
   antiSpoofing: true,
   cniCacheDir: '/var/lib/cni',
   // The node's loopback: on the host network any pod can reach a port bound to 0.0.0.0. Exposing it to a
-  // scraper is an explicit choice (README "Scraping /metrics").
+  // scraper is an explicit choice (docs/operations.md "Scraping /metrics").
   listenAddress: '127.0.0.1:9476',
   logLevel: 'info',
   logFormat: 'json',

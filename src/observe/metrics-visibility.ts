@@ -1,4 +1,4 @@
-// The daemon series issue 13 adds beside metrics.ts's: denied connections from the flow log (labels
+// The operator-facing daemon series beside metrics.ts's: denied connections from the flow log (labels
 // bounded to this node's pods), build info, the last successful sync, event → programmed latency, and
 // tool invocations and failures per tool. Kept in their own module so the core metrics file stays small.
 

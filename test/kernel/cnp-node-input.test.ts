@@ -48,7 +48,7 @@ describeKernel('ClusterNetworkPolicy egress to the local node goes through INPUT
       .find((n) => n.name === 'n1')!;
   /** The backend netfence chose on n1 (it follows the foreign rules the sandbox wrote: nft here). */
   const save = () => iptablesSave(n1().netns, 'nft', 'filter');
-  // The List manifest HouseCluster applies (its writer is private; wip/cnp owns that helper, so it is not edited here).
+  // The List manifest HouseCluster applies (its writer is private to that helper).
   const manifest = (): string => (c() as unknown as { write(): string }).write();
   const nodeArgs = () => ['--netns', n1().netns, '--node-name', 'n1', '--pod-cidr', n1().podCidr, '--log-level', 'error'];
 

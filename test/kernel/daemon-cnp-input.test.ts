@@ -29,7 +29,7 @@ describeKernel('daemon: ClusterNetworkPolicy egress to the own node (INPUT)', ()
   let cluster: HouseCluster | undefined;
   let daemon: NodeDaemon | undefined;
   const c = (): HouseCluster => cluster!;
-  // HouseCluster's manifest writer is private (wip/cnp owns that helper): the List file it would apply.
+  // HouseCluster's manifest writer is private: the List file it would apply.
   const writeManifest = (): string => (c() as unknown as { write(): string }).write();
   const n1 = () =>
     c()

@@ -1,4 +1,4 @@
-// 20,000 idle connections to the metrics port must not take the node's enforcement down (issue 18). They
+// 20,000 idle connections to the metrics port must not take the node's enforcement down. They
 // used to stay open forever: at the daemon's file-descriptor limit the next iptables-restore could not be
 // spawned. The daemon runs as its own process here (`netfence daemon --netns …`), started under a low
 // descriptor limit (prlimit --nofile=1024) so the limit is reached cheaply; the connections go to its

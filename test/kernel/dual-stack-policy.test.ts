@@ -1,4 +1,4 @@
-// Issue 11's "done when": on a dual-stack sandbox (two nodes, flannel's layout) with a default-deny of
+// Dual-stack policy end to end: on a dual-stack sandbox (two nodes, flannel's layout) with a default-deny of
 // ingress and egress plus pod-selector and IPv6 ipBlock allows, every allowed pair connects over IPv6
 // with cold neighbour caches and every other pair is refused, on TCP, UDP and SCTP, same node and cross
 // node; the same matrices hold on IPv4 in the same run. Expectations are written from the API's

@@ -1,4 +1,4 @@
-// Hostile and broken inputs against a running daemon, with real packets (issue 18). One sandbox node, one
+// Hostile and broken inputs against a running daemon, with real packets. One sandbox node, one
 // daemon watching a fake API server; each case feeds something an attacker or a careless operator could,
 // then proves with TCP probes that the node neither opened traffic nor stopped following later changes.
 // The daemon's pod CIDR comes from the Node object (no --pod-cidr), as it would in a cluster.

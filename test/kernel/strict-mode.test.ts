@@ -280,7 +280,7 @@ describeKernel('strict mode off (the default): established flows survive a new d
     await waitUntil(`new TCP ${kept.port} connections accepted again`, reaches, 20_000);
   });
 
-  // README "Hostile input", two pods with one IP: "on its node new connections to and from it are dropped …;
+  // docs/hostile-input.md, two pods with one IP: "on its node new connections to and from it are dropped …;
   // established flows continue". The address's dispatch drops it, so only nf-FORWARD's ESTABLISHED accepts,
   // above the dispatch jumps, carry the flows that were open before the second claim.
   it('keeps carrying established flows to an address a second Pod object claims, while new connections to it are dropped', async () => {

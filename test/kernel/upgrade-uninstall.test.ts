@@ -6,7 +6,7 @@
 // node. This build adopts the old chains and sets and rewrites only what differs. Meanwhile a watchman
 // probes the pairs the policies forbid, without pause: none may ever connect.
 //
-// Uninstall (README "Uninstall"): the daemons stop (what `kubectl delete -k deploy/` does to them), the
+// Uninstall (docs/operations.md "Uninstall"): the daemons stop (what `kubectl delete -k deploy/` does to them), the
 // rules keep enforcing — isolated pods stay isolated — until `netfence cleanup` (what deploy/uninstall
 // runs on each node) removes everything netfence owns at once, and the cluster is open again.
 

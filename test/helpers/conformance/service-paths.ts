@@ -2,7 +2,7 @@
 // (ConformanceOptions.kubeProxy): proof that probes really are DNATed, hairpin, the NodePort source
 // table (which source an ipBlock sees, per externalTrafficPolicy and endpoint placement), and, in
 // iptables mode, the KUBE-FORWARD reorder that opens a bypass until netfence's jump is back on top.
-// Expectations come from README "Services" and the Kubernetes docs, not from netfence. On an IPv6
+// Expectations come from docs/services.md and the Kubernetes docs, not from netfence. On an IPv6
 // cluster every path runs over IPv6 (IPv6 ClusterIPs, NodePorts on the nodes' IPv6 addresses, the
 // client's IPv6 address in the ipBlocks, ip6tables' KUBE-FORWARD), and before every probe the
 // neighbour caches of the pods, the nodes and the client are flushed.

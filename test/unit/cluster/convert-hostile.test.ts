@@ -1,5 +1,5 @@
 // Objects the API server would reject are refused one field at a time, with a problem naming it, and the
-// rest of the object (and every other object) still loads (issue 18).
+// rest of the object (and every other object) still loads.
 
 import { convert, type Converted } from '../../../src/cluster/convert.js';
 import type { Problem } from '../../../src/model/index.js';

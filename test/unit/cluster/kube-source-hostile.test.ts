@@ -1,4 +1,4 @@
-// KubeSource against a watch stream that carries something other than events (issue 18): a corrupted
+// KubeSource against a watch stream that carries something other than events: a corrupted
 // line used to be skipped silently, losing the event it carried until the next relist (minutes away).
 
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// Hostile and broken inputs (issue 18), root-free: the compiler refuses what the API server would reject,
+// Hostile and broken inputs, root-free: the compiler refuses what the API server would reject,
 // one object at a time, and stays near-linear whatever the size of a policy. Expectations come from the
 // API (validation rules, the spec's ipBlock meaning), never from what the compiler happens to print.
 

@@ -1,4 +1,4 @@
-// Running a tool when the process is out of file descriptors must be an ordinary, catchable failure (issue 18):
+// Running a tool when the process is out of file descriptors must be an ordinary, catchable failure:
 // with execa 9 it crashed the whole daemon through an unhandled 'error' event (spawn EMFILE). Each case runs
 // in a child Node process under `prlimit --nofile=1024`, which first uses up its descriptors, then calls the
 // built `run()` (dist/, built before the tests), and reports what happened.

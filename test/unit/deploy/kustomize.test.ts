@@ -118,7 +118,7 @@ describe('kubectl kustomize deploy/ and deploy/uninstall/', () => {
 
 // What `kustomize edit set image netfence=<registry>/netfence:<tag>` writes, done on a copy (the edit needs the
 // standalone kustomize; Debian's kubectl only renders). Rendering the copy must put that image in every container.
-describe('pointing deploy/ at a registry (README "Deploying beside flannel")', () => {
+describe('pointing deploy/ at a registry (README "Deploy beside flannel")', () => {
   let dir: string;
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), 'netfence-image-'));

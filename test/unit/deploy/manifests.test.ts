@@ -195,7 +195,7 @@ describe('DaemonSet', () => {
   });
 });
 
-describe('deploy/uninstall (README "Uninstall")', () => {
+describe('deploy/uninstall (docs/operations.md "Uninstall")', () => {
   const UNINSTALL = join(DEPLOY, 'uninstall');
   const uk = parseAllDocuments(readFileSync(join(UNINSTALL, 'kustomization.yaml'), 'utf8'))[0]?.toJS() as { kind: string; resources: string[] };
   const udocs = uk.resources.flatMap((file) => parseAllDocuments(readFileSync(join(UNINSTALL, file), 'utf8')).map((d) => d.toJS() as Doc));

@@ -1,4 +1,4 @@
-// The observability server bounds what clients can hold (issue 18): idle connections used to stay open
+// The observability server bounds what clients can hold: idle connections used to stay open
 // forever, and enough of them exhausted the daemon's file descriptors. Loopback only.
 
 import { connect, type Socket } from 'node:net';

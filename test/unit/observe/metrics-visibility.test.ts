@@ -1,4 +1,4 @@
-// Issue 13's series as /metrics shows them: names and labels, the bound on denied-connection pods,
+// The operator-facing series as /metrics shows them: names and labels, the bound on denied-connection pods,
 // pruning of pods that left, tool runs and failures, build info.
 
 import { createMetrics } from '../../../src/observe/metrics.js';

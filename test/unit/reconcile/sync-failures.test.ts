@@ -1,4 +1,4 @@
-// Every sync failure is logged, reported with its stage and retried; none is swallowed (issue 18: a Node
+// Every sync failure is logged, reported with its stage and retried; none is swallowed (a Node
 // podCIDR of 10.244.1.0/33 made every compile throw outside the reconciler's catch, and the runner caught
 // it without a word while the node stayed ready and ignored every later change).
 

@@ -185,7 +185,7 @@ const cases: Case[] = [
     oracle: true,
   },
   {
-    // README "What was dropped": an unknown address of a node's pod CIDR fails closed on that node.
+    // docs/operations.md "What was dropped": an unknown address of a node's pod CIDR fails closed on that node.
     name: "from an address of a node's pod CIDR that no pod owns: that node's egress fails closed",
     snap: shop,
     q: { src: '10.244.1.99', dst: 'shop/api', port: 80 },
