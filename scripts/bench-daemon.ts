@@ -19,7 +19,6 @@
 // from /proc (out-of-process, so the fake server and this script are not counted).
 
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,6 +27,7 @@ import { run } from '../src/dataplane/exec.js';
 import type { ClusterSnapshot, LabelSelector, NetworkPolicy, Pod, PolicyRule } from '../src/model/index.js';
 import { FakeApiServer, type KubeObject } from '../test/fakes/fake-apiserver.js';
 import { sleep, startDaemonProcess, type DaemonProcess } from './demo/daemon-process.js';
+import { freePort } from '../test/helpers/free-port.js';
 
 const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 
@@ -190,14 +190,6 @@ function procStatusKiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
 function cpuMs(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) * 10;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 const percentile = (sorted: readonly number[], p: number): number =>

@@ -11,12 +11,12 @@
 // blocked. Memory = the daemon's VmRSS / VmHWM from /proc once the kernel stopped changing for 20 s.
 
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { run } from '../src/dataplane/exec.js';
 import { FakeApiServer, type KubeObject } from '../test/fakes/fake-apiserver.js';
+import { freePort } from '../test/helpers/free-port.js';
 import { sleep, startDaemonProcess, type DaemonProcess } from './demo/daemon-process.js';
 
 const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
@@ -104,14 +104,6 @@ function procStatusMiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
     .split('\n')
     .find((l) => l.startsWith(`${field}:`));
   return Math.round(Number(line?.replace(/\D+/g, '') ?? NaN) / 102.4) / 10;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 // In a process of its own: this script's event loop is busy serving the fake API server and reading the

@@ -7,7 +7,6 @@
 import { jest } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { main } from '../../src/cli/main.js';
@@ -15,20 +14,13 @@ import { createSandbox, type Sandbox, type SandboxPod } from '../../sandbox/inde
 import { FakeApiServer, type HostileStream } from '../fakes/fake-apiserver.js';
 import { httpGet, metricValue, namespaceObject, nodeObject, podObject, waitUntil } from '../helpers/daemon-harness.js';
 import { describeKernel } from '../helpers/netns.js';
+import { freePort } from '../helpers/free-port.js';
 
 jest.setTimeout(300_000);
 
 /** deploy/daemonset.yaml's memory limit (512Mi): past it the kubelet kills the container. */
 const MEMORY_LIMIT_BYTES = 512 * 1024 * 1024;
 const figures: string[] = [];
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** VmRSS and VmHWM (peak RSS) of a process, in bytes; undefined once it is gone. */
 function memoryOf(pid: number): { rss: number; peak: number } | undefined {

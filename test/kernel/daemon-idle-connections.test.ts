@@ -7,27 +7,20 @@
 import { jest } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { connect, createServer, type Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { createSandbox, type Sandbox } from '../../sandbox/index.js';
 import { httpGet, namespaceObject, podObject, waitUntil } from '../helpers/daemon-harness.js';
 import { describeKernel } from '../helpers/netns.js';
+import { freePort } from '../helpers/free-port.js';
 
 jest.setTimeout(180_000);
 
 const CONNECTIONS = 20_000;
 // Node itself needs a few hundred descriptors to load its modules; 1024 is the common default soft limit.
 const FD_LIMIT = 1024;
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /**
  * Opens `total` connections, `wave` at a time, and leaves each idle: it is closed only by the server, or by
