@@ -14,7 +14,11 @@ export type DropCode =
   | { readonly kind: 'isolated'; readonly chain: ChainName }
   | { readonly kind: 'unknown-pod'; readonly direction: 'from' | 'to' }
   /** Not a drop: `nf:alw:<policy chain>:<rule>`, rule `i` of the policy's ingress/egress list allowed it (opt-in). */
-  | { readonly kind: 'allowed'; readonly chain: ChainName; readonly rule: number };
+  | { readonly kind: 'allowed'; readonly chain: ChainName; readonly rule: number }
+  /** Not a drop: `nf:aud:d:<workload chain>`, allowed now, dropped if the audited policies were enforced. */
+  | { readonly kind: 'would-deny'; readonly chain: ChainName }
+  /** Not a drop's log: `nf:aud:a:<workload chain>`, dropped now, allowed if the audited policies were enforced. */
+  | { readonly kind: 'would-allow'; readonly chain: ChainName };
 
 const PREFIX_HEAD = 'nf:';
 
@@ -26,6 +30,10 @@ export function dropPrefix(code: DropCode): string {
       return `${PREFIX_HEAD}unk:${code.direction}`;
     case 'allowed':
       return `${PREFIX_HEAD}alw:${code.chain}:${code.rule}`;
+    case 'would-deny':
+      return `${PREFIX_HEAD}aud:d:${code.chain}`;
+    case 'would-allow':
+      return `${PREFIX_HEAD}aud:a:${code.chain}`;
   }
 }
 
@@ -37,6 +45,8 @@ export function parseDropPrefix(prefix: string): DropCode | undefined {
   }
   const allowed = /^nf:alw:(.+):(\d+)$/.exec(prefix);
   if (allowed) return { kind: 'allowed', chain: allowed[1]! as ChainName, rule: Number(allowed[2]) };
+  const audit = /^nf:aud:([da]):(.+)$/.exec(prefix);
+  if (audit) return { kind: audit[1] === 'd' ? 'would-deny' : 'would-allow', chain: audit[2]! as ChainName };
   if (prefix === `${PREFIX_HEAD}unk:from`) return { kind: 'unknown-pod', direction: 'from' };
   if (prefix === `${PREFIX_HEAD}unk:to`) return { kind: 'unknown-pod', direction: 'to' };
   return undefined;
@@ -49,7 +59,15 @@ export function flowLogRules(settings: FlowLogSettings | undefined, code: DropCo
     {
       match: [...match, { kind: 'limit', perSecond: settings.perSecond, burst: settings.burst }],
       action: { kind: 'nflog', group: settings.group, prefix: dropPrefix(code) },
-      comment: code.kind === 'allowed' ? 'flow log of the allow below' : 'flow log of the drop below',
+      comment: LOG_COMMENT[code.kind],
     },
   ];
 }
+
+const LOG_COMMENT: Readonly<Record<DropCode['kind'], string>> = {
+  isolated: 'flow log of the drop below',
+  'unknown-pod': 'flow log of the drop below',
+  allowed: 'flow log of the allow below',
+  'would-deny': 'audit: enforced allows, audited would drop',
+  'would-allow': 'audit: enforced drops, audited would allow',
+};

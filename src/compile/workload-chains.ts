@@ -12,6 +12,8 @@ export interface WorkloadChainInput {
   readonly direction: Direction;
   /** Policy chains that select the pod in this direction, in a stable order. Empty: not isolated. */
   readonly policyChains: readonly ChainName[];
+  /** Those of `policyChains` whose policy is audited (docs/audit.md): judged, logged, never enforced. */
+  readonly audited?: readonly ChainName[];
   /** ClusterNetworkPolicy chains selecting the pod in this direction, per tier, in evaluation order. */
   readonly tiers?: CnpTierChains;
 }
@@ -24,7 +26,9 @@ export interface CnpTierChains {
 export function workloadChain(input: WorkloadChainInput, settings: NodeSettings): Chain {
   // --- ClusterNetworkPolicy tiers: a different layout only for pods a CNP selects. ---
   if (input.tiers && (input.tiers.admin.length > 0 || input.tiers.baseline.length > 0))
-    return tieredWorkloadChain(input, input.tiers, settings);
+    return tieredWorkloadChain(withoutAudited(input), input.tiers, settings);
+  // --- Audit: a different layout only for pods an audited policy selects in this direction. ---
+  if (input.audited && input.audited.length > 0) return auditedWorkloadChain(input, input.audited, settings);
   const { accept, all } = settings.marks;
   const self = `${input.ip}/${input.hostBits}`;
   const rules: Rule[] = [
@@ -107,6 +111,77 @@ function tieredWorkloadChain(input: WorkloadChainInput, tiers: CnpTierChains, se
       action: { kind: 'set-mark', value: accept, mask: accept },
       comment: ruleComment.workloadOpen(input.podKey, input.direction, true),
     });
+  }
+  const role = { kind: 'workload', direction: input.direction, pod: input.podKey, ip: input.ip } as const;
+  return { name: input.name, rules, role };
+}
+
+/** The input as enforced: audited policies are as absent. */
+function withoutAudited(input: WorkloadChainInput): WorkloadChainInput {
+  const audited = input.audited ?? [];
+  return audited.length === 0 ? input : { ...input, policyChains: input.policyChains.filter((c) => !audited.includes(c)), audited: [] };
+}
+
+/**
+ * A pod an audited policy selects in this direction. The verdict is computed twice on the first packet,
+ * with the same policy chains (they only set the accept bit and return):
+ *   1. without the audited policies, exactly as enforced ("a pod is not isolated" by a policy that is
+ *      only audited), into the accept bit, then copied to the scratch bit;
+ *   2. with them, into the accept bit;
+ * where the two differ a rate-limited NFLOG says so (`nf:aud:d:` would deny, `nf:aud:a:` would allow),
+ * then the real verdict is restored and acted on. Policy chains are only jumped to while the accept bit
+ * is clear, so no early RETURN skips the second pass.
+ */
+function auditedWorkloadChain(input: WorkloadChainInput, audited: readonly ChainName[], settings: NodeSettings): Chain {
+  const { accept, scratch0: real, all } = settings.marks;
+  const self = `${input.ip}/${input.hostBits}`;
+  const acceptClear = { kind: 'mark', value: 0, mask: accept } as const;
+  const enforced = input.policyChains.filter((c) => !audited.includes(c));
+  const judge = (chains: readonly ChainName[]): Rule[] =>
+    chains.map((target): Rule => ({ match: [acceptClear], action: { kind: 'jump', target } }));
+  const rules: Rule[] = [
+    { match: [{ kind: 'ctstate', states: ['RELATED', 'ESTABLISHED'] }], action: { kind: 'accept' } },
+    { match: [{ kind: 'ctstate', states: ['INVALID'] }], action: { kind: 'drop' } },
+    { match: [], action: { kind: 'set-mark', value: 0, mask: all } },
+    {
+      match: [input.direction === 'ingress' ? { kind: 'src-net', cidr: self } : { kind: 'dst-net', cidr: self }],
+      action: { kind: 'accept' },
+      comment: 'pod to itself',
+    },
+  ];
+  // 1. The enforced verdict, saved in the scratch bit.
+  if (enforced.length === 0)
+    rules.push({ match: [], action: { kind: 'set-mark', value: real, mask: real }, comment: 'not isolated when enforced' });
+  else {
+    rules.push(...judge(enforced));
+    rules.push({
+      match: [{ kind: 'mark', value: accept, mask: accept }],
+      action: { kind: 'set-mark', value: real, mask: real | accept },
+      comment: 'enforced verdict',
+    });
+  }
+  // 2. The verdict with the audited policies; the differences logged.
+  rules.push(...judge(input.policyChains));
+  const both = real | accept;
+  rules.push(...flowLogRules(settings.flowLog, { kind: 'would-deny', chain: input.name }, [{ kind: 'mark', value: real, mask: both }]));
+  rules.push(...flowLogRules(settings.flowLog, { kind: 'would-allow', chain: input.name }, [{ kind: 'mark', value: accept, mask: both }]));
+  // 3. The enforced verdict acted on.
+  if (enforced.length === 0) {
+    rules.push({
+      match: [],
+      action: { kind: 'set-mark', value: accept, mask: all },
+      comment: ruleComment.workloadOpen(input.podKey, input.direction),
+    });
+  } else {
+    rules.push({
+      match: [{ kind: 'mark', value: accept, mask: both }],
+      action: { kind: 'set-mark', value: 0, mask: accept },
+      comment: 'audited allow not enforced',
+    });
+    rules.push({ match: [{ kind: 'mark', value: real, mask: real }], action: { kind: 'set-mark', value: accept, mask: all } });
+    rules.push({ match: [{ kind: 'mark', value: accept, mask: accept }], action: { kind: 'return' } });
+    rules.push(...flowLogRules(settings.flowLog, { kind: 'isolated', chain: input.name }));
+    rules.push({ match: [], action: { kind: 'drop' }, comment: ruleComment.workloadIsolated(input.podKey, input.direction) });
   }
   const role = { kind: 'workload', direction: input.direction, pod: input.podKey, ip: input.ip } as const;
   return { name: input.name, rules, role };
