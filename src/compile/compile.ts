@@ -330,7 +330,12 @@ export class Compiler {
       const selected = byPod.get(pod) ?? { ingress: [], egress: [] };
       const tiers = cnp?.byPod.get(pod);
       for (const direction of ['ingress', 'egress'] as const) {
-        const audited = selected[direction].filter((c) => auditedChains.has(c));
+        const cnpTiers = tiers?.[direction];
+        const tierChains = cnpTiers ? [...cnpTiers.admin, ...cnpTiers.baseline] : [];
+        const audited = [...selected[direction].filter((c) => auditedChains.has(c)), ...tierChains.filter((c) => cnp!.audited.has(c))];
+        // Verdict-only copies of the CNP chains, only for a pod judged twice (audit mode).
+        const verdictChains =
+          audited.length > 0 && tierChains.length > 0 ? new Map(tierChains.map((c) => [c, cnp!.verdictOf(c)])) : undefined;
         const input = {
           podKey: key,
           ip: ips[0]!,
@@ -340,6 +345,7 @@ export class Compiler {
           policyChains: selected[direction],
           ...(tiers ? { tiers: tiers[direction] } : {}),
           ...(audited.length > 0 ? { audited } : {}),
+          ...(verdictChains ? { verdictChains } : {}),
         };
         // Everything the chain depends on, as a key (the settings are fixed for this Compiler).
         const tierKey = tiers ? `|a:${tiers[direction].admin.join(',')}|b:${tiers[direction].baseline.join(',')}` : '';
@@ -349,7 +355,7 @@ export class Compiler {
       }
       let hostTarget = names.hostPass;
       // Only the CNP chains that can match a node address (cluster-policy.ts reachesNodes); the others would return.
-      const reaching = (chains: readonly ChainName[]) => chains.filter((c) => cnp!.nodeReaching.has(c));
+      const reaching = (chains: readonly ChainName[]) => chains.filter((c) => cnp!.nodeReaching.has(c) && !cnp!.audited.has(c));
       const hostTiers = hostSide && tiers ? { admin: reaching(tiers.egress.admin), baseline: reaching(tiers.egress.baseline) } : undefined;
       if (hostTiers && (hostTiers.admin.length > 0 || hostTiers.baseline.length > 0)) {
         const input = {

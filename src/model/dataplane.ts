@@ -127,6 +127,10 @@ export type ChainRole =
       readonly policy: string;
       readonly tier: 'Admin' | 'Baseline';
       readonly priority: number;
+      /** The CNP carries `netfence.io/mode: audit`. */
+      readonly audited?: true;
+      /** Audit mode's copy: its Deny sets the deny bit and returns instead of dropping. */
+      readonly verdictOnly?: true;
     };
 
 export interface Chain {

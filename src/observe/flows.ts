@@ -170,6 +170,9 @@ function policiesOf(desired: DesiredState | undefined, chain: Chain, audited = f
     const target = findChain(desired, rule.action.target);
     if (target?.role.kind === 'policy' && (target.role.audited === true) === audited && !out.includes(target.role.policy))
       out.push(target.role.policy);
+    // Audited ClusterNetworkPolicies too, by name (they are cluster-scoped).
+    if (audited && target?.role.kind === 'cluster-policy' && target.role.audited === true && !out.includes(target.role.policy))
+      out.push(target.role.policy);
   }
   return out;
 }

@@ -159,3 +159,102 @@ describeKernel('audit mode: an audited policy is logged, not enforced, until its
     await converge(withDefaultDeny);
   });
 });
+
+// An audited Admin-tier Deny: "Admin tier … Deny drops the selected traffic", but only once enforced.
+const guard = (audit: boolean): KubeObject => ({
+  apiVersion: 'policy.networking.k8s.io/v1alpha2',
+  kind: 'ClusterNetworkPolicy',
+  metadata: { name: 'guard', ...(audit ? { annotations: { 'netfence.io/mode': 'audit' } } : {}) },
+  spec: {
+    tier: 'Admin',
+    priority: 10,
+    subject: { namespaces: { matchLabels: { 'kubernetes.io/metadata.name': 'shop' } } },
+    ingress: [{ name: 'no-other', action: 'Deny', from: [{ namespaces: { matchLabels: { 'kubernetes.io/metadata.name': 'other' } } }] }],
+  },
+});
+// Enforced throughout: a Baseline Deny of shop/cart into shop/web, which the Admin tier never reaches today.
+const BASELINE: KubeObject = {
+  apiVersion: 'policy.networking.k8s.io/v1alpha2',
+  kind: 'ClusterNetworkPolicy',
+  metadata: { name: 'baseline' },
+  spec: {
+    tier: 'Baseline',
+    priority: 10,
+    subject: { pods: { namespaceSelector: {}, podSelector: { matchLabels: { app: 'web' } } } },
+    ingress: [
+      { name: 'no-cart', action: 'Deny', from: [{ pods: { namespaceSelector: {}, podSelector: { matchLabels: { app: 'cart' } } } }] },
+    ],
+  },
+};
+const cnpEnforcedOnly = (from: string, to: string): boolean => from === to || !(from === 'shop/cart' && to === 'shop/web');
+const cnpWithGuard = (from: string, to: string): boolean =>
+  cnpEnforcedOnly(from, to) && !(from.startsWith('other/') && to.startsWith('shop/'));
+
+describeKernel('audit mode: an audited Admin-tier ClusterNetworkPolicy Deny', () => {
+  let sandbox: Sandbox;
+  let server: FakeApiServer;
+  let dir: string;
+  const daemons: NodeDaemon[] = [];
+
+  const converge = async (reachable: (from: string, to: string) => boolean): Promise<void> => {
+    const expected: Matrix = matrixOf(KEYS, KEYS, reachable);
+    const result = await waitForMatrix(sandbox, expected, { protocol: 'TCP', port: 80, deadlineMs: 10_000, timeoutMs: 500 });
+    if (!result.ok) throw new Error(`not converged within 10 s (${result.rounds} rounds):\n${formatMatrix(result.observed, { expected })}`);
+  };
+  const auditRecords = async (): Promise<FlowRecord[]> => {
+    const out: FlowRecord[] = [];
+    for (const d of daemons)
+      out.push(...(JSON.parse((await httpGet(`${d.url}/flows?audit=true`)).body) as { records: FlowRecord[] }).records);
+    return out;
+  };
+  const cells = (records: readonly FlowRecord[], reason: string): string[] =>
+    [...new Set(records.filter((r) => r.reason === reason && r.port === 80).map((r) => `${r.src.pod} -> ${r.dst.pod}`))].sort();
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'nft-daemon-audit-cnp-'));
+    sandbox = await createSandbox({ nodes: NODES });
+    await Promise.all(PODS.map((p) => sandbox.addPod(p)));
+    server = new FakeApiServer({ clusterNetworkPolicyCrd: true });
+    await server.start();
+    for (const node of sandbox.nodes()) server.create(nodeObject(node));
+    for (const ns of ['shop', 'other']) server.create(namespaceObject(ns));
+    for (const p of sandbox.pods()) server.create(podObject(p, { app: p.key.split('/')[1]! }));
+    server.create(BASELINE);
+    const kubeconfig = server.writeKubeconfig(dir);
+    for (const node of sandbox.nodes()) daemons.push(await startNodeDaemon(node, { kubeconfig }, { 'batch-window-ms': '10' }));
+    await Promise.all(daemons.map((d) => waitReady(d)));
+    await converge(cnpEnforcedOnly);
+  }, 90_000);
+
+  afterAll(async () => {
+    await Promise.all(daemons.map((d) => d.stop().catch(() => undefined)));
+    await server?.stop();
+    await sandbox?.destroy();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('audited: every pair connects as before; the flow log names exactly the pairs the Deny would drop', async () => {
+    server.create(guard(true));
+    const wouldDeny = KEYS.flatMap((from) => KEYS.map((to) => [from, to] as const))
+      .filter(([from, to]) => cnpEnforcedOnly(from, to) && !cnpWithGuard(from, to))
+      .map(([from, to]) => `${from} -> ${to}`)
+      .sort();
+    await waitUntil(
+      'an audit record for every pair the Admin Deny would drop',
+      async () => {
+        await converge(cnpEnforcedOnly);
+        return cells(await auditRecords(), 'would-deny').length >= wouldDeny.length;
+      },
+      30_000,
+    );
+    const records = await auditRecords();
+    expect(cells(records, 'would-deny')).toEqual(wouldDeny);
+    expect(cells(records, 'would-allow')).toEqual([]);
+    expect(records.find((r) => r.dst.pod === 'shop/db')).toMatchObject({ direction: 'ingress', pod: 'shop/db', policies: ['guard'] });
+  });
+
+  it('the annotation removed: exactly those pairs are blocked', async () => {
+    server.update(guard(false));
+    await converge(cnpWithGuard);
+  });
+});
