@@ -3,7 +3,7 @@
 // receives ("x/db is isolated for ingress; …"). They sit only on drop paths: allowed traffic never
 // reaches them, and established flows are accepted long before.
 
-import type { ChainName, FlowLogSettings, Rule } from '../model/index.js';
+import { AUDIT_PREFIX, type ChainName, type FlowLogSettings, type Rule } from '../model/index.js';
 
 /**
  * Why a drop happened, as carried in the NFLOG prefix (≤ 63 bytes, the kernel's NFLOG prefix limit):
@@ -31,9 +31,9 @@ export function dropPrefix(code: DropCode): string {
     case 'allowed':
       return `${PREFIX_HEAD}alw:${code.chain}:${code.rule}`;
     case 'would-deny':
-      return `${PREFIX_HEAD}aud:d:${code.chain}`;
+      return `${AUDIT_PREFIX.wouldDeny}${code.chain}`;
     case 'would-allow':
-      return `${PREFIX_HEAD}aud:a:${code.chain}`;
+      return `${AUDIT_PREFIX.wouldAllow}${code.chain}`;
   }
 }
 
@@ -45,8 +45,10 @@ export function parseDropPrefix(prefix: string): DropCode | undefined {
   }
   const allowed = /^nf:alw:(.+):(\d+)$/.exec(prefix);
   if (allowed) return { kind: 'allowed', chain: allowed[1]! as ChainName, rule: Number(allowed[2]) };
-  const audit = /^nf:aud:([da]):(.+)$/.exec(prefix);
-  if (audit) return { kind: audit[1] === 'd' ? 'would-deny' : 'would-allow', chain: audit[2]! as ChainName };
+  for (const kind of ['would-deny', 'would-allow'] as const) {
+    const head = kind === 'would-deny' ? AUDIT_PREFIX.wouldDeny : AUDIT_PREFIX.wouldAllow;
+    if (prefix.startsWith(head) && prefix.length > head.length) return { kind, chain: prefix.slice(head.length) as ChainName };
+  }
   if (prefix === `${PREFIX_HEAD}unk:from`) return { kind: 'unknown-pod', direction: 'from' };
   if (prefix === `${PREFIX_HEAD}unk:to`) return { kind: 'unknown-pod', direction: 'to' };
   return undefined;
