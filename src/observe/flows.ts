@@ -152,6 +152,10 @@ export function explainAudit(packet: NflogPacket, ctx: Pick<FlowContext, 'desire
  */
 export function explainsDrop(packet: NflogPacket, desired: DesiredState | undefined): boolean {
   const code = parseDropPrefix(packet.prefix);
+  // An audit packet names a pod's chain that exists before its audited policy does: wait for the chain
+  // that carries this very log rule, or its audited policies would be read from the previous form.
+  if (code?.kind === 'would-deny' || code?.kind === 'would-allow')
+    return findChain(desired, code.chain)?.rules.some((r) => r.action.kind === 'nflog' && r.action.prefix === packet.prefix) === true;
   if (!code || code.kind !== 'isolated') return true;
   const chain = findChain(desired, code.chain);
   return chain !== undefined && chain.rules.some((r) => r.action.kind === 'drop' && r.match.length === 0);
