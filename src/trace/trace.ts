@@ -243,7 +243,7 @@ function selectingPolicies(chain: SavedChain, ruleset: Ruleset): { policies: str
 }
 
 /**
- * The audited policies of an audit-mode workload chain: the chains it consults after its enforced verdict
+ * The audited policies of a workload chain in audit mode: the chains it consults after its enforced verdict
  * is saved (the rule commented `enforced verdict` or `not isolated when enforced`) and not before.
  */
 function auditedPolicies(chain: SavedChain, ruleset: Ruleset): string[] {
