@@ -218,7 +218,11 @@ function auditedTieredWorkloadChain(
       out.push({ match: [undecided], action: { kind: 'set-mark', value: deny, mask: deny }, comment: 'isolated' });
     } else {
       out.push(...baseline.map((c): Rule => ({ match: [inTier], action: { kind: 'jump', target: verdictChains.get(c) ?? c } })));
-      out.push({ match: [undecided], action: { kind: 'set-mark', value: accept, mask: accept }, comment: 'no tier decided' });
+      out.push({
+        match: [undecided],
+        action: { kind: 'set-mark', value: accept, mask: accept },
+        comment: ruleComment.workloadOpen(input.podKey, input.direction, true),
+      });
     }
     return out;
   };

@@ -92,6 +92,8 @@ export interface TraceOptions {
 interface Frame {
   readonly chain: SavedChain;
   next: number;
+  /** Inside audit mode's second pass (the verdict with the audited objects): its allow bits are not the verdict. */
+  readonly auditPass?: boolean;
 }
 
 type Phase = 'before-hook' | 'netfence' | 'after';
@@ -182,7 +184,8 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
       case 'set-mark': {
         mark = ((mark & ~action.mask) ^ action.value) >>> 0;
         record('match', `mark is now 0x${mark.toString(16)}`);
-        if (action.value !== 0) allowedBy.push({ ...ref, value: action.value, ...attributionOf(comment) });
+        if (action.value !== 0 && !frame.auditPass && !inAuditPass(chain, ruleIndex - 1))
+          allowedBy.push({ ...ref, value: action.value, ...attributionOf(comment) });
         break;
       }
       case 'nflog': {
@@ -214,7 +217,7 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
         if (owned(target.name) && !isOwned) phase = 'netfence';
         // goto: the target replaces this chain, so its RETURN goes back to whoever called this chain.
         if (action.kind === 'goto') frames.pop();
-        frames.push({ chain: target, next: 0 });
+        frames.push({ chain: target, next: 0, ...(frame.auditPass || inAuditPass(chain, ruleIndex - 1) ? { auditPass: true } : {}) });
         break;
       }
     }
@@ -226,7 +229,9 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
 function selectingPolicies(chain: SavedChain, ruleset: Ruleset): { policies: string[]; invalidPolicies: string[] } {
   const policies: string[] = [];
   const invalidPolicies: string[] = [];
-  for (const r of chain.rules) {
+  // In audit mode only the policies of the enforced pass isolate the pod.
+  const split = enforcedVerdictAt(chain);
+  for (const r of split < 0 ? chain.rules : chain.rules.slice(0, split)) {
     const target = targetChain(r);
     const rules = target !== undefined ? ruleset.chains.get(target)?.rules : undefined;
     if (!rules) continue;
@@ -242,14 +247,27 @@ function selectingPolicies(chain: SavedChain, ruleset: Ruleset): { policies: str
   return { policies, invalidPolicies };
 }
 
+/** The rule that saves the enforced verdict in a workload chain in audit mode (compile/workload-chains.ts); -1 elsewhere. */
+const enforcedVerdictAt = (chain: SavedChain): number =>
+  chain.rules.findIndex((r) => r.comment !== undefined && /(^| )(enforced verdict|not isolated when enforced)$/.test(r.comment));
+
+/**
+ * Whether rule `index` of `chain` belongs to audit mode's second pass: after the enforced verdict is saved
+ * and before it is restored (the rule commented `audited allow not enforced`, else the chain's last rule).
+ */
+function inAuditPass(chain: SavedChain, index: number): boolean {
+  const start = enforcedVerdictAt(chain);
+  if (start < 0 || index <= start) return false;
+  const restore = chain.rules.findIndex((r, i) => i > start && r.comment !== undefined && / ?audited allow not enforced$/.test(r.comment));
+  return index < (restore >= 0 ? restore : chain.rules.length - 1);
+}
+
 /**
  * The audited policies of a workload chain in audit mode: the chains it consults after its enforced verdict
  * is saved (the rule commented `enforced verdict` or `not isolated when enforced`) and not before.
  */
 function auditedPolicies(chain: SavedChain, ruleset: Ruleset): string[] {
-  const split = chain.rules.findIndex(
-    (r) => r.comment !== undefined && /(^| )(enforced verdict|not isolated when enforced)$/.test(r.comment),
-  );
+  const split = enforcedVerdictAt(chain);
   const before = new Set(chain.rules.slice(0, Math.max(split, 0)).flatMap((r) => targetChain(r) ?? []));
   const out: string[] = [];
   for (const r of chain.rules.slice(split + 1)) {

@@ -93,6 +93,24 @@ describe('why in audit mode', () => {
     expect(formatAnswer(a).replace(/\s+/g, ' ')).toContain('dropped now; would be ALLOWED by policy shop/db-from-ops (audit)');
   });
 
+  it('the side that stands is attributed to the enforced policy, never to an audited one consulted after it', () => {
+    // Chains are consulted in policy key order: the audited aa-… before the enforced zz-… in the second pass.
+    const fromOps = (name: string) =>
+      makePolicy('shop', name, selectPods(sel({ app: 'db' })), ingress(rule([{ namespaceSelector: sel({ team: 'ops' }) }])));
+    const a = why(shop([audited(fromOps('aa-audited')), fromOps('zz-enforced')]), 'ops/api', 'shop/db');
+    const side = a.sides.find((s) => s.direction === 'ingress')!;
+    expect(side).toMatchObject({ verdict: 'allowed', policy: 'shop/zz-enforced' });
+    expect(side.audit).toBeUndefined();
+  });
+
+  it('a drop names only the enforced policies that isolate the pod', () => {
+    const enforced = makePolicy('shop', 'db-from-web', selectPods(sel({ app: 'db' })), ingress(rule([podPeer(sel({ app: 'web' }))])));
+    const a = why(shop([enforced, defaultDeny]), 'ops/api', 'shop/db');
+    const side = a.sides.find((s) => s.direction === 'ingress')!;
+    expect(side.verdict).toBe('dropped');
+    expect(side.because).toContain('shop/db is isolated for ingress by shop/db-from-web;');
+  });
+
   it('an audited Admin Deny: allowed now, would be dropped by the ClusterNetworkPolicy', () => {
     const guard = audited(
       cnp('guard', 'Admin', 10, nsSubject(sel({ team: 'shop' })), { ingress: [cRule('Deny', [nsPeerC(sel({ team: 'ops' }))])] }),
