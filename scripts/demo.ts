@@ -2,7 +2,8 @@
 // each node and watching a folder of manifests, and TCP 80 reachability matrices before and after the
 // example policies in scripts/demo/. Then a pending change is previewed with `netfence diff` and
 // applied, and finally two ClusterNetworkPolicies (scripts/demo/cluster-policies/: one Admin guardrail,
-// one Baseline default) show the tiers around NetworkPolicy, with `netfence trace` naming the CNP. Everything it creates (namespaces, daemons, temp files) is removed at the end, also on
+// one Baseline default) show the tiers around NetworkPolicy, with `netfence trace` naming the CNP; last, a
+// default-deny in audit mode shows the flows it would break (`netfence drops --audit`), then is enforced. Everything it creates (namespaces, daemons, temp files) is removed at the end, also on
 // failure and Ctrl-C. Exit 0 only when every expected matrix was reached.
 //
 // `--dual-stack`: the same cluster dual-stack, as flannel's EnableIPv6 builds it (an IPv6 /64 per node
@@ -80,6 +81,20 @@ function withGuardrails(from: string, to: string): boolean {
   if (from.startsWith('other/')) return false; // Baseline: isolate-other
   return withPending(from, to);
 }
+
+/** …plus a default-deny of ingress in dev, enforced: nothing enters dev/client (other/web was already kept out by the Baseline). */
+function withDevDefaultDeny(from: string, to: string): boolean {
+  if (to === 'dev/client') return from === to;
+  return withGuardrails(from, to);
+}
+
+const DEV_DEFAULT_DENY = (audit: boolean): string =>
+  stringify({
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: { name: 'default-deny', namespace: 'dev', ...(audit ? { annotations: { 'netfence.io/mode': 'audit' } } : {}) },
+    spec: { podSelector: {}, policyTypes: ['Ingress'] },
+  });
 
 const out = (text = ''): void => void process.stdout.write(`${text}\n`);
 const bold = (text: string): string => (process.stdout.isTTY ? `\x1b[1m${text}\x1b[0m` : text);
@@ -285,11 +300,43 @@ async function main(): Promise<number> {
       for (const line of trace.output.split('\n').slice(-25)) out(`    | ${line}`);
       ok = false;
     }
+
+    heading(8, 'Audit mode: a default-deny for dev, annotated netfence.io/mode: audit');
+    const devDeny = join(watched, '90-dev-default-deny.yaml');
+    writeFileSync(devDeny, DEV_DEFAULT_DENY(true));
+    out('    + 90-dev-default-deny.yaml (podSelector {}, Ingress, netfence.io/mode: audit): programmed, not enforced');
+    ok = (await showMatrix(sandbox, matrixOf(KEYS, KEYS, withGuardrails))) && ok;
+    const n2 = sandbox.nodes()[1]!;
+    const wouldBreak = KEYS.filter((from) => withGuardrails(from, 'dev/client') && !withDevDefaultDeny(from, 'dev/client'));
+    let audit = { code: 0, output: '' };
+    const flat = (text: string): string => text.replace(/\s+/g, ' ');
+    const named = (): boolean => wouldBreak.every((from) => flat(audit.output).includes(`${from} (`));
+    // Probing again until the daemon has programmed the policy and logged each flow once (the same matrix still).
+    for (let i = 0; i < 20 && !named(); i++) {
+      await waitForMatrix(sandbox, matrixOf(KEYS, ['dev/client'], withGuardrails), {
+        protocol: 'TCP',
+        port: PORT,
+        deadlineMs: 5000,
+        timeoutMs: 500,
+      });
+      audit = await netfence(['drops', '--audit', '--url', `http://${LISTEN}`, '--namespace', 'dev'], n2.netns);
+    }
+    out(`    netfence drops --audit on n2 (the flows it would break, all still connecting): exit ${audit.code}`);
+    for (const line of audit.output.split('\n')) out(`    | ${line}`);
+    if (!named() || !flat(audit.output).includes('would be DROPPED by dev/default-deny (audit)')) {
+      out(`    unexpected: the audit log should name ${wouldBreak.join(', ')} -> dev/client, would be dropped by dev/default-deny`);
+      ok = false;
+    }
+
+    heading(9, 'Enforcing it: the annotation removed');
+    writeFileSync(devDeny, DEV_DEFAULT_DENY(false));
+    out(`    now blocked: ${wouldBreak.map((f) => `${f} -> dev/client`).join(', ')} (exactly what the audit named)`);
+    ok = (await showMatrix(sandbox, matrixOf(KEYS, KEYS, withDevDefaultDeny))) && ok;
   } catch (err) {
     out(`\nFAILED: ${(err as Error).message}`);
     ok = false;
   } finally {
-    heading(8, 'Cleaning up');
+    heading(10, 'Cleaning up');
     const stopped = await Promise.all(daemons.map((d) => d.stop()));
     if (!ok)
       for (const d of daemons)

@@ -165,12 +165,17 @@ export const COMMANDS = {
     load: async () => (await import('./why.js')).whyCommand,
   },
   drops: {
-    synopsis: '[--pod ns/name] [--namespace NS] [--policy ns/name] [--follow]',
+    synopsis: '[--pod ns/name] [--namespace NS] [--policy ns/name] [--audit] [--follow]',
     summary: "show the connections this node's daemon denied, and why (its flow log, read from the daemon's /flows)",
     options: [
       { name: 'pod', type: 'string', arg: 'NS/NAME', help: 'only flows to or from this pod' },
       { name: 'namespace', type: 'string', arg: 'NS', help: 'only flows to or from pods of this namespace' },
       { name: 'policy', type: 'string', arg: 'NS/NAME', help: 'only drops at pods this policy selects' },
+      {
+        name: 'audit',
+        type: 'boolean',
+        help: 'instead of drops, the connections audited policies (netfence.io/mode: audit) would deny or allow',
+      },
       { name: 'follow', type: 'boolean', short: 'f', help: 'keep printing new denied flows as they come' },
       {
         name: 'url',

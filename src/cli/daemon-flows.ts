@@ -10,13 +10,13 @@ import type { Logger } from '../log.js';
 import type { DesiredState, Problem } from '../model/index.js';
 import { FlowLog } from '../observe/flow-log.js';
 import { answerFlowsQuery, type FlowsAnswer } from '../observe/flows-query.js';
-import { explainAllowed, explainDrop, explainsDrop, invalidPoliciesOf, PodIndex } from '../observe/flows.js';
+import { explainAllowed, explainAudit, explainDrop, explainsDrop, invalidPoliciesOf, PodIndex } from '../observe/flows.js';
 import type { NflogPacket } from '../dataplane/nflog.js';
 
 /** How long a packet waits for the sync that dropped it before it is explained with what we know. */
 const PENDING_MS = 2000;
 const MAX_PENDING = 1000;
-import type { DeniedFlow } from '../observe/flows.js';
+import type { AuditedFlow, DeniedFlow } from '../observe/flows.js';
 
 export interface FlowLogging {
   /** The /flows handler. */
@@ -32,6 +32,7 @@ export interface FlowLoggingOptions {
   readonly logger: Logger;
   readonly now: () => number;
   readonly onDenied?: (flow: DeniedFlow) => void;
+  readonly onAudited?: (flow: AuditedFlow) => void;
   readonly onReaderError?: () => void;
 }
 
@@ -40,6 +41,13 @@ export function createFlowLogging(opts: FlowLoggingOptions): FlowLogging {
   const flows = new FlowLog({ logger, now: opts.now, ...(opts.onDenied ? { onDenied: opts.onDenied } : {}) });
   // Opt-in (flowLogAllowed): allowed connections are log lines only, kept apart from the denied ring.
   const allowedFlows = new FlowLog({ logger, now: opts.now, message: 'allowed connection', capacity: 100 });
+  // Audit mode: connections an audited policy would change, a ring of their own (`drops --audit`).
+  const auditedFlows = new FlowLog({
+    logger,
+    now: opts.now,
+    message: 'audited connection',
+    ...(opts.onAudited ? { onAudited: opts.onAudited } : {}),
+  });
   let desired: DesiredState | undefined;
   let invalid: ReadonlySet<string> = new Set();
   let reader: NflogReader | undefined;
@@ -57,12 +65,14 @@ export function createFlowLogging(opts: FlowLoggingOptions): FlowLogging {
     pending = keep;
   };
   return {
-    query: (params) => answerFlowsQuery(params, (filter) => flows.list(filter)),
+    query: (params) => answerFlowsQuery(params, (filter) => (filter.audit ? auditedFlows : flows).list(filter)),
     async start(source, netns) {
       const pods = new PodIndex(() => source.snapshot());
       explain = (packet) => {
         const allowed = explainAllowed(packet, { desired }, pods);
         if (allowed) return allowedFlows.add(allowed);
+        const audited = explainAudit(packet, { desired }, pods);
+        if (audited) return auditedFlows.add(audited);
         const flow = explainDrop(packet, { desired, snapshot: source.snapshot(), invalidPolicies: invalid }, pods);
         if (flow) flows.add(flow);
       };
@@ -89,6 +99,7 @@ export function createFlowLogging(opts: FlowLoggingOptions): FlowLogging {
         retryPending(false);
         flows.closeWindows();
         allowedFlows.closeWindows();
+        auditedFlows.closeWindows();
       }, 500);
       timer.unref();
     },

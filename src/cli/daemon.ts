@@ -95,6 +95,10 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
           logger: logger.child({ component: 'flow-log' }),
           now: () => Date.now(),
           onDenied: (flow) => metrics.countDenied(deniedLabels(flow)),
+          onAudited: (flow) => {
+            const [namespace = '', pod = ''] = flow.pod?.split('/') ?? [];
+            for (const policy of flow.policies) metrics.countAudited({ namespace, pod, direction: flow.direction, policy });
+          },
           onReaderError: () => metrics.countFlowLogReaderError(),
         })
       : undefined;

@@ -21,6 +21,7 @@ export async function clusterDrops(parsed: Parsed, io: Io): Promise<number> {
   const reach = podProxy(kubeConfig, (v['daemon-namespace'] as string | undefined) ?? 'kube-system', config);
   const query = new URLSearchParams();
   for (const key of ['pod', 'namespace', 'policy'] as const) if (typeof v[key] === 'string') query.set(key, v[key] as string);
+  if (v['audit'] === true) query.set('audit', 'true');
   const results = await Promise.all(
     nodes.map(async (node) => {
       try {

@@ -20,6 +20,7 @@ export async function dropsCommand(argv: readonly string[], io: Io, signal?: Abo
   const v = parsed.values;
   const query = new URLSearchParams();
   for (const key of ['pod', 'namespace', 'policy'] as const) if (typeof v[key] === 'string') query.set(key, v[key] as string);
+  if (v['audit'] === true) query.set('audit', 'true');
   // The daemon's own check, so a filter it would refuse is refused here, before anything is asked.
   const checked = parseFlowsQuery(query);
   if ('error' in checked) throw new UsageError(`--${checked.error}`);
@@ -36,7 +37,8 @@ export async function dropsCommand(argv: readonly string[], io: Io, signal?: Abo
       since = Math.max(since, r.seq);
       io.out(json ? `${terminalSafeJson(r)}\n` : formatRecord(r));
     }
-    if (!json && records.length === 0 && v['follow'] !== true) io.out('no denied connections recorded\n');
+    if (!json && records.length === 0 && v['follow'] !== true)
+      io.out(v['audit'] === true ? 'no audited connections recorded\n' : 'no denied connections recorded\n');
   };
   await once();
   if (v['follow'] !== true) return 0;

@@ -30,6 +30,7 @@ import type {
 } from '../model/index.js';
 import { LabelInterner } from './intern.js';
 import { readClusterPolicy } from './cnp-convert.js';
+import { readPolicyMode } from './policy-mode.js';
 import { schemaErrors, type ObjectKind } from './schemas.js';
 
 export type { ObjectKind } from './schemas.js';
@@ -81,15 +82,29 @@ export function convert<K extends ObjectKind>(kind: K, input: unknown): Converte
   // Without a name there is nothing to key the object by (and the API server would never hold it).
   if (!meta || typeof meta['name'] !== 'string' || meta['name'] === '') return { ok: false, problems };
   if (kind === 'NetworkPolicy') {
-    const policy = readPolicy(obj as Record<string, unknown>, meta);
-    return { ok: true, value: (problems.length > 0 ? { ...policy, problems } : policy) as ModelOf[K], problems };
+    // A mode warning is reported but does not invalidate the policy (the policy's own problems would).
+    const { mode, problems: modeProblems } = readPolicyMode(meta, object);
+    const policy = { ...readPolicy(obj as Record<string, unknown>, meta), ...mode };
+    return {
+      ok: true,
+      value: (problems.length > 0 ? { ...policy, problems } : policy) as ModelOf[K],
+      problems: [...problems, ...modeProblems],
+    };
   }
   if (kind === 'ClusterNetworkPolicy') {
+    const { mode, problems: modeProblems } = readPolicyMode(meta, object);
     // Like a NetworkPolicy, a CNP is kept with its problems: dropping it would lift an admin Deny.
-    const cnp = readClusterPolicy(obj as Record<string, unknown>, meta, readSelector, (field, message, severity = 'error') =>
-      problems.push({ object: object(), field, message, severity }),
-    );
-    return { ok: true, value: (problems.length > 0 ? { ...cnp, problems: [...problems] } : cnp) as ModelOf[K], problems };
+    const cnp = {
+      ...readClusterPolicy(obj as Record<string, unknown>, meta, readSelector, (field, message, severity = 'error') =>
+        problems.push({ object: object(), field, message, severity }),
+      ),
+      ...mode,
+    };
+    return {
+      ok: true,
+      value: (problems.length > 0 ? { ...cnp, problems: [...problems] } : cnp) as ModelOf[K],
+      problems: [...problems, ...modeProblems],
+    };
   }
   if (problems.some((p) => p.severity === 'error')) return { ok: false, problems };
   const read = readers[kind as Exclude<ObjectKind, 'NetworkPolicy' | 'ClusterNetworkPolicy'>];

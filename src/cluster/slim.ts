@@ -4,6 +4,7 @@
 
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { ObjectKind } from './schemas.js';
+import { MODE_ANNOTATION } from './policy-mode.js';
 
 type Json = Record<string, unknown>;
 const rec = (v: unknown): Json | undefined => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : undefined);
@@ -45,8 +46,14 @@ export function slimObject(kind: ObjectKind, obj: KubernetesObject): KubernetesO
     case 'ClusterNetworkPolicy': {
       // Policies are small and every field of the spec matters (and must be validated): keep it whole. Their
       // creationTimestamp orders them for the node budget (compile/budget.ts).
+      // The mode annotation says whether the policy is enforced or only audited (docs/audit.md).
       const created = rec(o['metadata'])?.['creationTimestamp'];
-      const metadata = { ...(head['metadata'] as Json), ...(created !== undefined ? { creationTimestamp: created } : {}) };
+      const mode = rec(rec(o['metadata'])?.['annotations'])?.[MODE_ANNOTATION];
+      const metadata = {
+        ...(head['metadata'] as Json),
+        ...(created !== undefined ? { creationTimestamp: created } : {}),
+        ...(mode !== undefined ? { annotations: { [MODE_ANNOTATION]: mode } } : {}),
+      };
       return { ...head, metadata, spec: o['spec'] } as unknown as KubernetesObject;
     }
   }

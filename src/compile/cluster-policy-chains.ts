@@ -16,6 +16,7 @@
 import type {
   Chain,
   ChainName,
+  ChainRole,
   ClusterNetworkPolicy,
   CnpPeer,
   CnpProtocol,
@@ -42,16 +43,35 @@ export interface CnpChainContext {
 }
 
 /** Chain of one CNP and direction: `<prefix>ci-<hash>` (ingress) or `<prefix>ce-<hash>` (egress). */
-export function cnpChainName(prefix: string, cnpName: string, direction: Direction): ChainName {
-  const kind = direction === 'ingress' ? CHAIN_KIND_TAG.cnpIngress : CHAIN_KIND_TAG.cnpEgress;
+export function cnpChainName(prefix: string, cnpName: string, direction: Direction, verdictOnly = false): ChainName {
+  const kind = verdictOnly
+    ? direction === 'ingress'
+      ? CHAIN_KIND_TAG.cnpIngressVerdict
+      : CHAIN_KIND_TAG.cnpEgressVerdict
+    : direction === 'ingress'
+      ? CHAIN_KIND_TAG.cnpIngress
+      : CHAIN_KIND_TAG.cnpEgress;
   return chainName(taggedChainName(prefix, kind, hash32(`${kind}|${cnpName}`, 16)));
 }
 
 /** Whether a CNP has an error (its Accepts are void, its Passes deny). Warnings do not count. */
 export const cnpInvalid = (cnp: ClusterNetworkPolicy): boolean => (cnp.problems ?? []).some((p) => p.severity === 'error');
 
-export function cnpChain(cnp: ClusterNetworkPolicy, direction: Direction, family: IpFamily, ctx: CnpChainContext): Chain {
+/**
+ * `verdictOnly` (audit mode, docs/audit.md): each Deny sets the deny bit and returns instead of dropping,
+ * so a workload chain can judge a packet twice and act once.
+ */
+export function cnpChain(
+  cnp: ClusterNetworkPolicy,
+  direction: Direction,
+  family: IpFamily,
+  ctx: CnpChainContext,
+  verdictOnly = false,
+): Chain {
   const { accept, pass } = ctx.settings.marks;
+  const deny = denyBit(ctx.settings.marks);
+  const name = cnpChainName(ctx.settings.chainPrefix, cnp.name, direction, verdictOnly);
+  const role = roleOf(cnp, direction, verdictOnly);
   const rulesIn = direction === 'ingress' ? cnp.ingress : cnp.egress;
   const invalid = cnpInvalid(cnp);
   const rules: Rule[] = [];
@@ -62,15 +82,25 @@ export function cnpChain(cnp: ClusterNetworkPolicy, direction: Direction, family
     const body = ruleMatches(cnp, rule, direction, family, ctx);
     if (body === 'broken' || (invalid && action === 'Accept')) {
       if (action === 'Accept') continue;
-      rules.push({ match: [], action: { kind: 'drop' }, comment: ruleComment.cnpFailClosed(label, action) });
+      const failClosed = ruleComment.cnpFailClosed(label, action);
+      rules.push({
+        match: [],
+        action: verdictOnly ? { kind: 'set-mark', value: deny, mask: deny } : { kind: 'drop' },
+        comment: failClosed,
+      });
       // Nothing after an unconditional DROP is reached.
-      return { name: cnpChainName(ctx.settings.chainPrefix, cnp.name, direction), rules, role: roleOf(cnp, direction) };
+      return { name, rules, role };
     }
     if (body.length === 0) continue;
     const comment = ruleComment.cnpRule(label, action);
     switch (action) {
       case 'Deny':
-        rules.push(...body.map((match) => ({ match, action: { kind: 'drop' }, comment }) as const));
+        if (!verdictOnly) {
+          rules.push(...body.map((match) => ({ match, action: { kind: 'drop' }, comment }) as const));
+          break;
+        }
+        rules.push(...body.map((match) => ({ match, action: { kind: 'set-mark', value: deny, mask: deny }, comment }) as const));
+        rules.push({ match: [{ kind: 'mark', value: deny, mask: deny }], action: { kind: 'return' } });
         break;
       case 'Accept':
         rules.push(...body.map((match) => ({ match, action: { kind: 'set-mark', value: accept, mask: accept }, comment }) as const));
@@ -83,11 +113,21 @@ export function cnpChain(cnp: ClusterNetworkPolicy, direction: Direction, family
     }
   }
   if (rules.length === 0) rules.push({ match: [], action: { kind: 'return' }, comment: ruleComment.cnpNone(cnp.name, direction) });
-  return { name: cnpChainName(ctx.settings.chainPrefix, cnp.name, direction), rules, role: roleOf(cnp, direction) };
+  return { name, rules, role };
 }
 
-const roleOf = (cnp: ClusterNetworkPolicy, direction: Direction) =>
-  ({ kind: 'cluster-policy', direction, policy: cnp.name, tier: cnp.tier, priority: cnp.priority }) as const;
+/** Audit mode's deny bit: the fourth of netfence's mark bits (after accept, pass and scratch0). */
+export const denyBit = (marks: NodeSettings['marks']): number => marks.all - marks.accept - marks.pass - marks.scratch0;
+
+const roleOf = (cnp: ClusterNetworkPolicy, direction: Direction, verdictOnly: boolean): ChainRole => ({
+  kind: 'cluster-policy',
+  direction,
+  policy: cnp.name,
+  tier: cnp.tier,
+  priority: cnp.priority,
+  ...(cnp.audit ? { audited: true as const } : {}),
+  ...(verdictOnly ? { verdictOnly: true as const } : {}),
+});
 
 /** `match` is asked for only when used, so an egress named port does not create the peer's unused set. */
 type PeerMatch =

@@ -25,6 +25,10 @@ export interface CnpFamilyResult {
   readonly byPod: ReadonlyMap<Pod, PodTiers>;
   /** Egress chains that can match a packet to a node address (the rest only ever return on INPUT). */
   readonly nodeReaching: ReadonlySet<ChainName>;
+  /** Chains of audited CNPs (docs/audit.md). */
+  readonly audited: ReadonlySet<ChainName>;
+  /** Audit mode: the verdict-only copy of a CNP chain (Deny sets a bit), added to `chains` when first asked for. */
+  readonly verdictOf: (chain: ChainName) => ChainName;
 }
 
 /**
@@ -135,6 +139,19 @@ export class ClusterPolicyCompiler {
     const chains: Chain[] = [];
     const byPod = new Map<Pod, PodTiers>();
     const nodeReaching = new Set<ChainName>();
+    const audited = new Set<ChainName>();
+    const sources = new Map<ChainName, { cnp: ClusterNetworkPolicy; direction: Direction }>();
+    const verdicts = new Map<ChainName, ChainName>();
+    const verdictOf = (name: ChainName): ChainName => {
+      let found = verdicts.get(name);
+      if (found === undefined) {
+        const { cnp, direction } = sources.get(name)!;
+        const chain = this.chain(cnp, direction, family, sets, state, settings, true);
+        chains.push(chain);
+        verdicts.set(name, (found = chain.name));
+      }
+      return found;
+    };
     for (const cnp of this.sorted) {
       const subjects = this.subjectsOf(cnp).filter((p) => ipsOfFamily(p, family).length > 0);
       if (subjects.length === 0) continue;
@@ -142,6 +159,8 @@ export class ClusterPolicyCompiler {
         if ((direction === 'ingress' ? cnp.ingress : cnp.egress).length === 0) continue;
         const chain = this.chain(cnp, direction, family, sets, state, settings);
         chains.push(chain);
+        sources.set(chain.name, { cnp, direction });
+        if (cnp.audit) audited.add(chain.name);
         if (direction === 'egress' && reachesNodes(cnp)) nodeReaching.add(chain.name);
         for (const pod of subjects) {
           let entry = byPod.get(pod);
@@ -150,7 +169,7 @@ export class ClusterPolicyCompiler {
         }
       }
     }
-    return { chains, byPod, nodeReaching };
+    return { chains, byPod, nodeReaching, audited, verdictOf };
   }
 
   private chain(
@@ -160,15 +179,16 @@ export class ClusterPolicyCompiler {
     sets: IpSetRegistry,
     state: ClusterState,
     settings: NodeSettings,
+    verdictOnly = false,
   ): Chain {
     let perCnp = this.chains.get(cnp);
     if (!perCnp) this.chains.set(cnp, (perCnp = new Map<string, CachedChain>()));
-    const key = `${direction}|${family}`;
+    const key = `${direction}|${family}${verdictOnly ? '|verdict' : ''}`;
     let cached = perCnp.get(key);
     if (!cached) {
       const requests: SetRequest[] = [];
       const recorder = { request: (req: SetRequest): IpSetName => (requests.push(req), sets.request(req)) };
-      const chain = cnpChain(cnp, direction, family, { state, sets: recorder, settings });
+      const chain = cnpChain(cnp, direction, family, { state, sets: recorder, settings }, verdictOnly);
       perCnp.set(key, (cached = { chain, requests }));
     } else {
       for (const req of cached.requests) sets.request(req);

@@ -299,6 +299,8 @@ export class Compiler {
 
     // Only policies that select a local pod of this family are programmed (Felix: referenced chains only).
     const byPod = new Map<Pod, Record<Direction, ChainName[]>>();
+    // Chains of audited policies (docs/audit.md): judged beside the others, never enforced.
+    const auditedChains = new Set<ChainName>();
     for (const cp of policies) {
       const targets = targetsOfFamily(cp.targets, family);
       if (targets.length === 0) continue;
@@ -307,6 +309,7 @@ export class Compiler {
         if (!cp.types.includes(direction === 'ingress' ? 'Ingress' : 'Egress')) continue;
         const chain = this.policyChain(cp, direction, family, sets, settings);
         policyChainsOut.push(chain);
+        if (cp.policy.audit) auditedChains.add(chain.name);
         for (const pod of targets) {
           const entry = byPod.get(pod) ?? { ingress: [], egress: [] };
           entry[direction].push(chain.name);
@@ -327,6 +330,12 @@ export class Compiler {
       const selected = byPod.get(pod) ?? { ingress: [], egress: [] };
       const tiers = cnp?.byPod.get(pod);
       for (const direction of ['ingress', 'egress'] as const) {
+        const cnpTiers = tiers?.[direction];
+        const tierChains = cnpTiers ? [...cnpTiers.admin, ...cnpTiers.baseline] : [];
+        const audited = [...selected[direction].filter((c) => auditedChains.has(c)), ...tierChains.filter((c) => cnp!.audited.has(c))];
+        // Verdict-only copies of the CNP chains, only for a pod judged twice (audit mode).
+        const verdictChains =
+          audited.length > 0 && tierChains.length > 0 ? new Map(tierChains.map((c) => [c, cnp!.verdictOf(c)])) : undefined;
         const input = {
           podKey: key,
           ip: ips[0]!,
@@ -335,18 +344,27 @@ export class Compiler {
           direction,
           policyChains: selected[direction],
           ...(tiers ? { tiers: tiers[direction] } : {}),
+          ...(audited.length > 0 ? { audited } : {}),
+          ...(verdictChains ? { verdictChains } : {}),
         };
         // Everything the chain depends on, as a key (the settings are fixed for this Compiler).
         const tierKey = tiers ? `|a:${tiers[direction].admin.join(',')}|b:${tiers[direction].baseline.join(',')}` : '';
-        const chainKey = `w|${input.name}|${input.podKey}|${input.ip}/${input.hostBits}|${input.direction}|${input.policyChains.join(',')}${tierKey}`;
+        const auditKey = audited.length > 0 ? `|aud:${audited.join(',')}` : '';
+        const chainKey = `w|${input.name}|${input.podKey}|${input.ip}/${input.hostBits}|${input.direction}|${input.policyChains.join(',')}${tierKey}${auditKey}`;
         workloadChainsOut.push(this.chains.get(chainKey, () => workloadChain(input, settings)) as Chain);
       }
       let hostTarget = names.hostPass;
       // Only the CNP chains that can match a node address (cluster-policy.ts reachesNodes); the others would return.
-      const reaching = (chains: readonly ChainName[]) => chains.filter((c) => cnp!.nodeReaching.has(c));
+      const reaching = (chains: readonly ChainName[]) => chains.filter((c) => cnp!.nodeReaching.has(c) && !cnp!.audited.has(c));
       const hostTiers = hostSide && tiers ? { admin: reaching(tiers.egress.admin), baseline: reaching(tiers.egress.baseline) } : undefined;
       if (hostTiers && (hostTiers.admin.length > 0 || hostTiers.baseline.length > 0)) {
-        const input = { name: names.toHost(key), podKey: key, ip: ips[0]!, tiers: hostTiers, npEgress: selected.egress.length > 0 };
+        const input = {
+          name: names.toHost(key),
+          podKey: key,
+          ip: ips[0]!,
+          tiers: hostTiers,
+          npEgress: selected.egress.some((c) => !auditedChains.has(c)),
+        };
         const chainKey = `h|${input.name}|${key}|${input.ip}|${input.npEgress}|a:${input.tiers.admin.join(',')}|b:${input.tiers.baseline.join(',')}`;
         hostChainsOut.push(this.chains.get(chainKey, () => hostWorkloadChain(input, settings)) as Chain);
         hostTarget = input.name;

@@ -3,7 +3,7 @@
 // receives ("x/db is isolated for ingress; …"). They sit only on drop paths: allowed traffic never
 // reaches them, and established flows are accepted long before.
 
-import type { ChainName, FlowLogSettings, Rule } from '../model/index.js';
+import { AUDIT_PREFIX, type ChainName, type FlowLogSettings, type Rule } from '../model/index.js';
 
 /**
  * Why a drop happened, as carried in the NFLOG prefix (≤ 63 bytes, the kernel's NFLOG prefix limit):
@@ -14,7 +14,11 @@ export type DropCode =
   | { readonly kind: 'isolated'; readonly chain: ChainName }
   | { readonly kind: 'unknown-pod'; readonly direction: 'from' | 'to' }
   /** Not a drop: `nf:alw:<policy chain>:<rule>`, rule `i` of the policy's ingress/egress list allowed it (opt-in). */
-  | { readonly kind: 'allowed'; readonly chain: ChainName; readonly rule: number };
+  | { readonly kind: 'allowed'; readonly chain: ChainName; readonly rule: number }
+  /** Not a drop: `nf:aud:d:<workload chain>`, allowed now, dropped if the audited policies were enforced. */
+  | { readonly kind: 'would-deny'; readonly chain: ChainName }
+  /** Not a drop's log: `nf:aud:a:<workload chain>`, dropped now, allowed if the audited policies were enforced. */
+  | { readonly kind: 'would-allow'; readonly chain: ChainName };
 
 const PREFIX_HEAD = 'nf:';
 
@@ -26,6 +30,10 @@ export function dropPrefix(code: DropCode): string {
       return `${PREFIX_HEAD}unk:${code.direction}`;
     case 'allowed':
       return `${PREFIX_HEAD}alw:${code.chain}:${code.rule}`;
+    case 'would-deny':
+      return `${AUDIT_PREFIX.wouldDeny}${code.chain}`;
+    case 'would-allow':
+      return `${AUDIT_PREFIX.wouldAllow}${code.chain}`;
   }
 }
 
@@ -37,6 +45,10 @@ export function parseDropPrefix(prefix: string): DropCode | undefined {
   }
   const allowed = /^nf:alw:(.+):(\d+)$/.exec(prefix);
   if (allowed) return { kind: 'allowed', chain: allowed[1]! as ChainName, rule: Number(allowed[2]) };
+  for (const kind of ['would-deny', 'would-allow'] as const) {
+    const head = kind === 'would-deny' ? AUDIT_PREFIX.wouldDeny : AUDIT_PREFIX.wouldAllow;
+    if (prefix.startsWith(head) && prefix.length > head.length) return { kind, chain: prefix.slice(head.length) as ChainName };
+  }
   if (prefix === `${PREFIX_HEAD}unk:from`) return { kind: 'unknown-pod', direction: 'from' };
   if (prefix === `${PREFIX_HEAD}unk:to`) return { kind: 'unknown-pod', direction: 'to' };
   return undefined;
@@ -49,7 +61,15 @@ export function flowLogRules(settings: FlowLogSettings | undefined, code: DropCo
     {
       match: [...match, { kind: 'limit', perSecond: settings.perSecond, burst: settings.burst }],
       action: { kind: 'nflog', group: settings.group, prefix: dropPrefix(code) },
-      comment: code.kind === 'allowed' ? 'flow log of the allow below' : 'flow log of the drop below',
+      comment: LOG_COMMENT[code.kind],
     },
   ];
 }
+
+const LOG_COMMENT: Readonly<Record<DropCode['kind'], string>> = {
+  isolated: 'flow log of the drop below',
+  'unknown-pod': 'flow log of the drop below',
+  allowed: 'flow log of the allow below',
+  'would-deny': 'audit: enforced allows, audited would drop',
+  'would-allow': 'audit: enforced drops, audited would allow',
+};

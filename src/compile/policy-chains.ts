@@ -69,7 +69,7 @@ export function policyChain(input: PolicyChainInput, ctx: PolicyChainContext): C
     const why = input.valid ? ruleComment.policyNone(key, direction) : ruleComment.policyInvalid(key);
     rules.push({ match: [], action: { kind: 'return' }, comment: why });
   }
-  return { name, rules, role: { kind: 'policy', direction, policy: key } };
+  return { name, rules, role: { kind: 'policy', direction, policy: key, ...(policy.audit ? { audited: true as const } : {}) } };
 }
 
 /** The match lists (each one iptables rule) whose union is one NetworkPolicy rule. */

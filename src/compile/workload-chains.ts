@@ -1,6 +1,7 @@
 // Per-workload chains: nf-tw-<id> (ingress to a local pod) and nf-fw-<id> (egress from it).
 
 import { ruleComment, type Chain, type ChainName, type NodeSettings, type Rule } from '../model/index.js';
+import { denyBit } from './cluster-policy-chains.js';
 import { flowLogRules } from './flow-log.js';
 import type { Direction } from './policy-chains.js';
 
@@ -12,6 +13,13 @@ export interface WorkloadChainInput {
   readonly direction: Direction;
   /** Policy chains that select the pod in this direction, in a stable order. Empty: not isolated. */
   readonly policyChains: readonly ChainName[];
+  /**
+   * Chains of audited objects (docs/audit.md) among `policyChains` and `tiers`: judged and logged, never
+   * enforced. Empty or absent: today's layout.
+   */
+  readonly audited?: readonly ChainName[];
+  /** With tiers and audited chains: each tier chain's verdict-only copy (its Deny sets the deny bit). */
+  readonly verdictChains?: ReadonlyMap<ChainName, ChainName>;
   /** ClusterNetworkPolicy chains selecting the pod in this direction, per tier, in evaluation order. */
   readonly tiers?: CnpTierChains;
 }
@@ -23,8 +31,13 @@ export interface CnpTierChains {
 
 export function workloadChain(input: WorkloadChainInput, settings: NodeSettings): Chain {
   // --- ClusterNetworkPolicy tiers: a different layout only for pods a CNP selects. ---
-  if (input.tiers && (input.tiers.admin.length > 0 || input.tiers.baseline.length > 0))
+  if (input.tiers && (input.tiers.admin.length > 0 || input.tiers.baseline.length > 0)) {
+    if (input.audited && input.audited.length > 0 && input.verdictChains)
+      return auditedTieredWorkloadChain(input, input.tiers, input.audited, input.verdictChains, settings);
     return tieredWorkloadChain(input, input.tiers, settings);
+  }
+  // --- Audit: a different layout only for pods an audited policy selects in this direction. ---
+  if (input.audited && input.audited.length > 0) return auditedWorkloadChain(input, input.audited, settings);
   const { accept, all } = settings.marks;
   const self = `${input.ip}/${input.hostBits}`;
   const rules: Rule[] = [
@@ -108,6 +121,139 @@ function tieredWorkloadChain(input: WorkloadChainInput, tiers: CnpTierChains, se
       comment: ruleComment.workloadOpen(input.podKey, input.direction, true),
     });
   }
+  const role = { kind: 'workload', direction: input.direction, pod: input.podKey, ip: input.ip } as const;
+  return { name: input.name, rules, role };
+}
+
+/**
+ * A pod an audited policy selects in this direction. The verdict is computed twice on the first packet,
+ * with the same policy chains (they only set the accept bit and return):
+ *   1. without the audited policies, exactly as enforced ("a pod is not isolated" by a policy that is
+ *      only audited), into the accept bit, then copied to the scratch bit;
+ *   2. with them, into the accept bit;
+ * where the two differ a rate-limited NFLOG says so (`nf:aud:d:` would deny, `nf:aud:a:` would allow),
+ * then the real verdict is restored and acted on. Policy chains are only jumped to while the accept bit
+ * is clear, so no early RETURN skips the second pass.
+ */
+function auditedWorkloadChain(input: WorkloadChainInput, audited: readonly ChainName[], settings: NodeSettings): Chain {
+  const { accept, scratch0: real, all } = settings.marks;
+  const self = `${input.ip}/${input.hostBits}`;
+  const acceptClear = { kind: 'mark', value: 0, mask: accept } as const;
+  const enforced = input.policyChains.filter((c) => !audited.includes(c));
+  const judge = (chains: readonly ChainName[]): Rule[] =>
+    chains.map((target): Rule => ({ match: [acceptClear], action: { kind: 'jump', target } }));
+  const rules: Rule[] = [
+    { match: [{ kind: 'ctstate', states: ['RELATED', 'ESTABLISHED'] }], action: { kind: 'accept' } },
+    { match: [{ kind: 'ctstate', states: ['INVALID'] }], action: { kind: 'drop' } },
+    { match: [], action: { kind: 'set-mark', value: 0, mask: all } },
+    {
+      match: [input.direction === 'ingress' ? { kind: 'src-net', cidr: self } : { kind: 'dst-net', cidr: self }],
+      action: { kind: 'accept' },
+      comment: 'pod to itself',
+    },
+  ];
+  // 1. The enforced verdict, saved in the scratch bit.
+  if (enforced.length === 0)
+    rules.push({ match: [], action: { kind: 'set-mark', value: real, mask: real }, comment: 'not isolated when enforced' });
+  else {
+    rules.push(...judge(enforced));
+    rules.push({
+      match: [{ kind: 'mark', value: accept, mask: accept }],
+      action: { kind: 'set-mark', value: real, mask: real | accept },
+      comment: 'enforced verdict',
+    });
+  }
+  // 2. The verdict with the audited policies; the differences logged.
+  rules.push(...judge(input.policyChains));
+  const both = real | accept;
+  rules.push(...flowLogRules(settings.flowLog, { kind: 'would-deny', chain: input.name }, [{ kind: 'mark', value: real, mask: both }]));
+  rules.push(...flowLogRules(settings.flowLog, { kind: 'would-allow', chain: input.name }, [{ kind: 'mark', value: accept, mask: both }]));
+  // 3. The enforced verdict acted on.
+  if (enforced.length === 0) {
+    rules.push({
+      match: [],
+      action: { kind: 'set-mark', value: accept, mask: all },
+      comment: ruleComment.workloadOpen(input.podKey, input.direction),
+    });
+  } else {
+    rules.push({
+      match: [{ kind: 'mark', value: accept, mask: both }],
+      action: { kind: 'set-mark', value: 0, mask: accept },
+      comment: 'audited allow not enforced',
+    });
+    rules.push({ match: [{ kind: 'mark', value: real, mask: real }], action: { kind: 'set-mark', value: accept, mask: all } });
+    rules.push({ match: [{ kind: 'mark', value: accept, mask: accept }], action: { kind: 'return' } });
+    rules.push(...flowLogRules(settings.flowLog, { kind: 'isolated', chain: input.name }));
+    rules.push({ match: [], action: { kind: 'drop' }, comment: ruleComment.workloadIsolated(input.podKey, input.direction) });
+  }
+  const role = { kind: 'workload', direction: input.direction, pod: input.podKey, ip: input.ip } as const;
+  return { name: input.name, rules, role };
+}
+
+/**
+ * A pod some ClusterNetworkPolicy selects, with an audited object (CNP or NetworkPolicy) in this
+ * direction: the tiers of tieredWorkloadChain judged twice, without and with the audited objects, into
+ * bits (accept, or deny), through verdict-only copies of the CNP chains so that neither pass drops; the
+ * differences logged as in auditedWorkloadChain, then the enforced verdict acted on.
+ */
+function auditedTieredWorkloadChain(
+  input: WorkloadChainInput,
+  tiers: CnpTierChains,
+  audited: readonly ChainName[],
+  verdictChains: ReadonlyMap<ChainName, ChainName>,
+  settings: NodeSettings,
+): Chain {
+  const { accept, pass, scratch0: real, all } = settings.marks;
+  const deny = denyBit(settings.marks);
+  const self = `${input.ip}/${input.hostBits}`;
+  const undecided = { kind: 'mark', value: 0, mask: accept | deny } as const;
+  const inTier = { kind: 'mark', value: 0, mask: accept | pass | deny } as const;
+  const selfMatch = input.direction === 'ingress' ? ({ kind: 'src-net', cidr: self } as const) : ({ kind: 'dst-net', cidr: self } as const);
+  const verdict = (admin: readonly ChainName[], policies: readonly ChainName[], baseline: readonly ChainName[]): Rule[] => {
+    const out: Rule[] = admin.map((c): Rule => ({ match: [inTier], action: { kind: 'jump', target: verdictChains.get(c) ?? c } }));
+    if (admin.length > 0) out.push({ match: [], action: { kind: 'set-mark', value: 0, mask: pass }, comment: 'end of admin tier' });
+    if (policies.length > 0) {
+      out.push({ match: [undecided, selfMatch], action: { kind: 'set-mark', value: accept, mask: accept }, comment: 'pod to itself' });
+      out.push(...policies.map((target): Rule => ({ match: [undecided], action: { kind: 'jump', target } })));
+      out.push({ match: [undecided], action: { kind: 'set-mark', value: deny, mask: deny }, comment: 'isolated' });
+    } else {
+      out.push(...baseline.map((c): Rule => ({ match: [inTier], action: { kind: 'jump', target: verdictChains.get(c) ?? c } })));
+      out.push({
+        match: [undecided],
+        action: { kind: 'set-mark', value: accept, mask: accept },
+        comment: ruleComment.workloadOpen(input.podKey, input.direction, true),
+      });
+    }
+    return out;
+  };
+  const enforced = (chains: readonly ChainName[]): ChainName[] => chains.filter((c) => !audited.includes(c));
+  const both = real | accept;
+  const rules: Rule[] = [
+    { match: [{ kind: 'ctstate', states: ['RELATED', 'ESTABLISHED'] }], action: { kind: 'accept' } },
+    { match: [{ kind: 'ctstate', states: ['INVALID'] }], action: { kind: 'drop' } },
+    { match: [], action: { kind: 'set-mark', value: 0, mask: all } },
+    // 1. The enforced verdict, saved in the scratch bit.
+    ...verdict(enforced(tiers.admin), enforced(input.policyChains), enforced(tiers.baseline)),
+    {
+      match: [{ kind: 'mark', value: accept, mask: accept }],
+      action: { kind: 'set-mark', value: real, mask: all },
+      comment: 'enforced verdict',
+    },
+    { match: [], action: { kind: 'set-mark', value: 0, mask: accept | pass | deny } },
+    // 2. The verdict with the audited objects; the differences logged.
+    ...verdict(tiers.admin, input.policyChains, tiers.baseline),
+    ...flowLogRules(settings.flowLog, { kind: 'would-deny', chain: input.name }, [{ kind: 'mark', value: real, mask: both }]),
+    ...flowLogRules(settings.flowLog, { kind: 'would-allow', chain: input.name }, [{ kind: 'mark', value: accept, mask: both }]),
+    // 3. The enforced verdict acted on.
+    {
+      match: [{ kind: 'mark', value: accept, mask: both }],
+      action: { kind: 'set-mark', value: 0, mask: accept },
+      comment: 'audited allow not enforced',
+    },
+    { match: [{ kind: 'mark', value: real, mask: real }], action: { kind: 'set-mark', value: accept, mask: all } },
+    { match: [{ kind: 'mark', value: accept, mask: accept }], action: { kind: 'return' } },
+    { match: [], action: { kind: 'drop' }, comment: ruleComment.workloadIsolated(input.podKey, input.direction) },
+  ];
   const role = { kind: 'workload', direction: input.direction, pod: input.podKey, ip: input.ip } as const;
   return { name: input.name, rules, role };
 }

@@ -12,6 +12,9 @@ export const CHAIN_KIND_TAG = {
   policyEgress: 'po',
   cnpIngress: 'ci',
   cnpEgress: 'ce',
+  /** A ClusterNetworkPolicy's chain whose Deny sets a bit instead of dropping: audit mode's second verdict. */
+  cnpIngressVerdict: 'vi',
+  cnpEgressVerdict: 've',
   hostDispatchChild: 'hd',
   toHost: 'fh',
 } as const;
@@ -57,6 +60,8 @@ const KIND_OF_TAG: { readonly [T in ChainTag]: ChainKind } = {
   po: 'policy-egress',
   ci: 'cluster-policy-ingress',
   ce: 'cluster-policy-egress',
+  vi: 'cluster-policy-ingress',
+  ve: 'cluster-policy-egress',
   hd: 'dispatch-host',
   fh: 'workload-host',
 };

@@ -58,6 +58,8 @@ export interface ClusterNetworkPolicy {
   readonly subject: CnpSubject;
   readonly ingress: readonly CnpRule[];
   readonly egress: readonly CnpRule[];
+  /** Annotation `netfence.io/mode: audit`: programmed but not enforced (docs/audit.md). */
+  readonly audit?: boolean;
   /** Problems found while loading; the fields they are about were read the closed way. */
   readonly problems?: readonly Problem[];
 }

@@ -92,6 +92,11 @@ export interface NetworkPolicy {
    */
   readonly creationTimestamp?: string;
   /**
+   * Annotation `netfence.io/mode: audit`: programmed but not enforced. Connections are decided as if the
+   * policy did not exist; those it would change are flow-logged (docs/audit.md).
+   */
+  readonly audit?: boolean;
+  /**
    * Problems found while loading (wrong types, unknown enum values). A policy with any is invalid:
    * the compiler isolates the pods it selects in its directions and allows nothing through it.
    */

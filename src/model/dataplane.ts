@@ -114,7 +114,8 @@ export type ChainRole =
   | { readonly kind: 'static' }
   | { readonly kind: 'dispatch'; readonly direction: 'from' | 'to' }
   | { readonly kind: 'workload'; readonly direction: 'ingress' | 'egress'; readonly pod: string; readonly ip: string }
-  | { readonly kind: 'policy'; readonly direction: 'ingress' | 'egress'; readonly policy: string }
+  /** `audited`: the policy carries `netfence.io/mode: audit` (judged and logged, not enforced). */
+  | { readonly kind: 'policy'; readonly direction: 'ingress' | 'egress'; readonly policy: string; readonly audited?: true }
   /** The dispatch tree of traffic from local pods to this node itself (INPUT; ClusterNetworkPolicy egress). */
   | { readonly kind: 'host-dispatch' }
   /** A local pod's chain for traffic to this node itself: its ClusterNetworkPolicy egress tiers. */
@@ -126,6 +127,10 @@ export type ChainRole =
       readonly policy: string;
       readonly tier: 'Admin' | 'Baseline';
       readonly priority: number;
+      /** The CNP carries `netfence.io/mode: audit`. */
+      readonly audited?: true;
+      /** Audit mode's copy: its Deny sets the deny bit and returns instead of dropping. */
+      readonly verdictOnly?: true;
     };
 
 export interface Chain {

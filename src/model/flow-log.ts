@@ -14,3 +14,10 @@ export interface FlowLogSettings {
 
 /** Group 9476, like the metrics port: easy to recognise, far from kube-router's 100 and Calico's 1/2. */
 export const DEFAULT_FLOW_LOG: FlowLogSettings = { group: 9476, perSecond: 10, burst: 5 };
+
+/**
+ * NFLOG prefixes of audit mode's log rules (docs/audit.md), followed by the workload chain's name: the
+ * enforced verdict allows and the audited objects would drop (`d`), or the reverse (`a`). The compiler
+ * writes them; the flow log and the tracer read them.
+ */
+export const AUDIT_PREFIX = { wouldDeny: 'nf:aud:d:', wouldAllow: 'nf:aud:a:' } as const;

@@ -4,7 +4,7 @@
 // reads it through the daemon's HTTP endpoint.
 
 import type { Logger } from '../log.js';
-import type { DeniedFlow, FlowEnd, LoggedFlow } from './flows.js';
+import type { AuditedFlow, DeniedFlow, FlowEnd, LoggedFlow } from './flows.js';
 
 export type FlowRecord = LoggedFlow & {
   /** Increases by one per new record: `since=<seq>` returns only newer records (follow mode). */
@@ -23,6 +23,8 @@ export interface FlowFilter {
   readonly policy?: string | undefined;
   /** Only records with a greater seq. */
   readonly since?: number | undefined;
+  /** The audit records (would deny / would allow) instead of the drops. */
+  readonly audit?: boolean | undefined;
 }
 
 export interface FlowLogOptions {
@@ -34,12 +36,16 @@ export interface FlowLogOptions {
   readonly windowMs?: number;
   /** Called once per logged packet of a denied flow (counters). */
   readonly onDenied?: (flow: DeniedFlow) => void;
+  /** Called once per logged packet of an audited flow (counters). */
+  readonly onAudited?: (flow: AuditedFlow) => void;
   /** The log line's message: `denied connection` (default) or `allowed connection`. */
   readonly message?: string;
 }
 
 export const DEFAULT_RING_CAPACITY = 1000;
 export const DEFAULT_WINDOW_MS = 10_000;
+
+const isAudited = (flow: LoggedFlow): flow is AuditedFlow => flow.reason === 'would-deny' || flow.reason === 'would-allow';
 
 const flowKey = (f: LoggedFlow): string => `${f.reason}|${f.direction}|${f.src.ip}|${f.dst.ip}|${f.protocol}|${f.port ?? ''}`;
 
@@ -58,7 +64,8 @@ export class FlowLog {
   }
 
   add(flow: LoggedFlow): void {
-    if (flow.reason !== 'allowed') this.opts.onDenied?.(flow);
+    if (isAudited(flow)) this.opts.onAudited?.(flow);
+    else if (flow.reason !== 'allowed') this.opts.onDenied?.(flow);
     const now = this.opts.now();
     this.closeWindows(now);
     const key = flowKey(flow);

@@ -7,10 +7,11 @@
 //   namespace=<namespace>      a DNS-1123 label
 //   policy=<namespace>/<name>  as pod
 //   since=<seq>                decimal digits only, 0 to 2^53-1 (records with a greater seq)
+//   audit=true                 the audit records (docs/audit.md) instead of the drops
 
 import type { FlowFilter, FlowRecord } from './flow-log.js';
 
-const FLOWS_QUERY_PARAMETERS = ['pod', 'namespace', 'policy', 'since'] as const;
+const FLOWS_QUERY_PARAMETERS = ['pod', 'namespace', 'policy', 'since', 'audit'] as const;
 type Parameter = (typeof FLOWS_QUERY_PARAMETERS)[number];
 
 export type FlowsQuery = { readonly filter: FlowFilter } | { readonly error: string };
@@ -33,6 +34,7 @@ const FORMS: Readonly<Record<Parameter, { readonly valid: (s: string) => boolean
     valid: (s) => /^[0-9]{1,16}$/.test(s) && Number(s) <= Number.MAX_SAFE_INTEGER,
     expected: 'a record seq: decimal digits, 0 to 2^53-1',
   },
+  audit: { valid: (s) => s === 'true', expected: 'true' },
 };
 
 // The client's own text goes back only if it is plainly a name: the answer may end up on a terminal.
@@ -56,6 +58,7 @@ export function parseFlowsQuery(params: URLSearchParams): FlowsQuery {
       namespace: params.get('namespace') ?? undefined,
       policy: params.get('policy') ?? undefined,
       since: since === null ? undefined : Number(since),
+      ...(params.get('audit') === 'true' ? { audit: true } : {}),
     },
   };
 }

@@ -5,7 +5,7 @@
 import { parseDropPrefix } from '../compile/flow-log.js';
 import type { NflogPacket } from '../dataplane/nflog.js';
 import type { Chain, ClusterSnapshot, DesiredState, Pod, Problem } from '../model/index.js';
-import { allowedReason, isolatedReason, unknownPodReason, type PolicyDirection } from '../trace/reasons.js';
+import { allowedReason, auditReason, isolatedReason, unknownPodReason, type PolicyDirection } from '../trace/reasons.js';
 
 export type DropReason = 'isolated' | 'invalid-policy' | 'unknown-pod';
 
@@ -41,7 +41,12 @@ export interface AllowedFlow extends Omit<DeniedFlow, 'reason'> {
   readonly reason: 'allowed';
 }
 
-export type LoggedFlow = DeniedFlow | AllowedFlow;
+/** A new connection the audited policies would change (docs/audit.md); `policies` are the audited ones. */
+export interface AuditedFlow extends Omit<DeniedFlow, 'reason'> {
+  readonly reason: 'would-deny' | 'would-allow';
+}
+
+export type LoggedFlow = DeniedFlow | AllowedFlow | AuditedFlow;
 
 export interface FlowContext {
   readonly desired: DesiredState | undefined;
@@ -55,7 +60,7 @@ const PROTOCOL_NAMES: Readonly<Record<number, string>> = { 1: 'icmp', 6: 'tcp', 
 export function explainDrop(packet: NflogPacket, ctx: FlowContext, pods: PodIndex): DeniedFlow | undefined {
   const code = parseDropPrefix(packet.prefix);
   const ip = packet.ip;
-  if (!code || !ip || code.kind === 'allowed') return undefined;
+  if (!code || !ip || code.kind === 'allowed' || code.kind === 'would-deny' || code.kind === 'would-allow') return undefined;
   const src = pods.end(ip.src);
   const dst = pods.end(ip.dst);
   const base = {
@@ -116,6 +121,29 @@ export function explainAllowed(packet: NflogPacket, ctx: Pick<FlowContext, 'desi
   };
 }
 
+/** An `nf:aud:` packet: the pod and direction whose audited policies would change the connection's verdict. */
+export function explainAudit(packet: NflogPacket, ctx: Pick<FlowContext, 'desired'>, pods: PodIndex): AuditedFlow | undefined {
+  const code = parseDropPrefix(packet.prefix);
+  const ip = packet.ip;
+  if ((code?.kind !== 'would-deny' && code?.kind !== 'would-allow') || !ip) return undefined;
+  const chain = findChain(ctx.desired, code.chain);
+  if (chain?.role.kind !== 'workload') return undefined;
+  const { pod, direction } = chain.role;
+  const audited = policiesOf(ctx.desired, chain, true);
+  return {
+    time: packet.time,
+    src: pods.end(ip.src),
+    dst: pods.end(ip.dst),
+    protocol: PROTOCOL_NAMES[ip.protocol] ?? `proto-${ip.protocol}`,
+    ...(ip.dstPort !== undefined ? { port: ip.dstPort } : {}),
+    direction,
+    reason: code.kind,
+    pod,
+    policies: audited,
+    because: auditReason(code.kind === 'would-deny', pod, direction, audited),
+  };
+}
+
 /**
  * Whether `desired` is the state that dropped this packet: the chain its prefix names exists there and
  * ends in a drop. The kernel enforces new rules a moment before the daemon hears the sync finished, so
@@ -124,6 +152,10 @@ export function explainAllowed(packet: NflogPacket, ctx: Pick<FlowContext, 'desi
  */
 export function explainsDrop(packet: NflogPacket, desired: DesiredState | undefined): boolean {
   const code = parseDropPrefix(packet.prefix);
+  // An audit packet names a pod's chain that exists before its audited policy does: wait for the chain
+  // that carries this very log rule, or its audited policies would be read from the previous form.
+  if (code?.kind === 'would-deny' || code?.kind === 'would-allow')
+    return findChain(desired, code.chain)?.rules.some((r) => r.action.kind === 'nflog' && r.action.prefix === packet.prefix) === true;
   if (!code || code.kind !== 'isolated') return true;
   const chain = findChain(desired, code.chain);
   return chain !== undefined && chain.rules.some((r) => r.action.kind === 'drop' && r.match.length === 0);
@@ -134,13 +166,17 @@ function findChain(desired: DesiredState | undefined, name: string): Chain | und
   return desired.v4.chains.find((c) => c.name === name) ?? desired.v6.chains.find((c) => c.name === name);
 }
 
-/** The policies a workload chain jumps to, by the role of each policy chain. */
-function policiesOf(desired: DesiredState | undefined, chain: Chain): string[] {
+/** The policies a workload chain jumps to, by the role of each policy chain; only the audited ones, or only the enforced. */
+function policiesOf(desired: DesiredState | undefined, chain: Chain, audited = false): string[] {
   const out: string[] = [];
   for (const rule of chain.rules) {
     if (rule.action.kind !== 'jump') continue;
     const target = findChain(desired, rule.action.target);
-    if (target?.role.kind === 'policy' && !out.includes(target.role.policy)) out.push(target.role.policy);
+    if (target?.role.kind === 'policy' && (target.role.audited === true) === audited && !out.includes(target.role.policy))
+      out.push(target.role.policy);
+    // Audited ClusterNetworkPolicies too, by name (they are cluster-scoped).
+    if (audited && target?.role.kind === 'cluster-policy' && target.role.audited === true && !out.includes(target.role.policy))
+      out.push(target.role.policy);
   }
   return out;
 }

@@ -4,6 +4,7 @@
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { BudgetUse } from '../compile/index.js';
+import { createAuditMetrics, type AuditMetrics } from './metrics-audit.js';
 import { createHardeningMetrics, type HardeningMetrics } from './metrics-hardening.js';
 import { createHostileInputMetrics, type HostileInputMetrics } from './metrics-hostile.js';
 import { createVisibilityMetrics, type VisibilityMetrics } from './metrics-visibility.js';
@@ -25,7 +26,7 @@ export interface ProgrammedCounts {
   readonly ipsetMembers: number;
 }
 
-export interface Metrics extends VisibilityMetrics, HardeningMetrics, HostileInputMetrics {
+export interface Metrics extends VisibilityMetrics, AuditMetrics, HardeningMetrics, HostileInputMetrics {
   observeSync(kind: SyncKind, seconds: number): void;
   observeApply(seconds: number): void;
   countEvent(kind: EventKind, n?: number): void;
@@ -155,6 +156,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
 
   return {
     ...createVisibilityMetrics(registers),
+    ...createAuditMetrics(registers),
     ...hardening,
     ...createHostileInputMetrics(registers),
     observeSync: (kind, seconds) => syncDuration.observe({ kind }, seconds),

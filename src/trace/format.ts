@@ -80,7 +80,17 @@ export function verdictSentence(result: TraceResult): string {
   }
   if (!d) return result.verdict;
   if (!d.owned) return `${result.verdict}: by a rule netfence does not own, ${where(d)}`;
-  return `${result.verdict}: ${because(d, result.verdict)} (${where(d)})`;
+  return `${result.verdict}: ${because(d, result.verdict)} (${where(d)})${auditClause(result)}`;
+}
+
+/** Audit mode: `; would be DROPPED by shop/default-deny (audit)`, once per audited workload chain met. */
+export function auditClause(result: Pick<TraceResult, 'audit'>): string {
+  return result.audit
+    .map(
+      (a) =>
+        `; would be ${a.wouldBe} by ${a.policies.length > 0 ? a.policies.map((p) => `${policyWords(p)} (audit)`).join(', ') : `${a.chain} (audit)`}`,
+    )
+    .join('');
 }
 
 const where = (d: DecidedBy): string => (d.ruleIndex === 0 ? `${d.chain} ${d.text}` : `${d.chain} #${d.ruleIndex}`);

@@ -29,6 +29,14 @@ export function allowedReason(policy: string, rule: string): string {
   return `allowed by policy ${policy} rule ${rule}`;
 }
 
+/** Audit mode: what the audited policies would change about a connection, beside what happens now. */
+export function auditReason(wouldDeny: boolean, pod: string, direction: PolicyDirection, audited: readonly string[]): string {
+  const who = audited.map((p) => `${p} (audit)`).join(', ');
+  return wouldDeny
+    ? `allowed now; would be DROPPED by ${who}: ${pod} would be isolated for ${direction} with no rule allowing this`
+    : `dropped now; would be ALLOWED by ${who} (${pod}, ${direction})`;
+}
+
 /** fail-closed: an address of this node's pod CIDR that no known pod owns. */
 export function unknownPodReason(ip: string, direction: PolicyDirection): string {
   return `${ip} is in this node's pod CIDR but is no known pod (unknown local pods fail closed, ${direction})`;

@@ -2,7 +2,7 @@
 // kernel would: rules in order, matches ANDed, jump/goto/RETURN with a call stack, MARK --set-xmark,
 // and the built-in chain's policy at the end. Pure: the ruleset and ipset members come in as values.
 
-import type { Rule } from '../model/index.js';
+import { AUDIT_PREFIX, type Rule } from '../model/index.js';
 import { toRule, type SavedChain, type SavedRule } from '../render/index.js';
 import type { IpSets } from './ipsets.js';
 import { evaluateMatches } from './match.js';
@@ -53,6 +53,18 @@ export interface Allowance extends StepRef, Attribution {
   readonly value: number;
 }
 
+/** Audit mode: an NFLOG rule the packet met saying the audited objects would decide otherwise. */
+export interface AuditNote {
+  readonly wouldBe: 'DROPPED' | 'ALLOWED';
+  /** The workload chain that judged it twice. */
+  readonly chain: string;
+  /** The audited policies that chain consults (`ns/name`, or `ClusterNetworkPolicy name`). */
+  readonly policies: readonly string[];
+  /** The pod and direction that chain judges, from its rule comments. */
+  readonly pod?: string;
+  readonly direction?: Direction;
+}
+
 export interface TraceResult {
   /** NO-VERDICT: the packet fell through netfence's chains (or never reached them); the rest of FORWARD decides. */
   readonly verdict: Verdict;
@@ -65,6 +77,8 @@ export interface TraceResult {
   /** A rule in FORWARD jumps into our chains. */
   readonly hookFound: boolean;
   readonly finalMark: number;
+  /** Audit mode: where the audited objects would change the verdict (empty: nowhere). */
+  readonly audit: readonly AuditNote[];
 }
 
 export interface TraceOptions {
@@ -78,6 +92,8 @@ export interface TraceOptions {
 interface Frame {
   readonly chain: SavedChain;
   next: number;
+  /** Inside audit mode's second pass (the verdict with the audited objects): its allow bits are not the verdict. */
+  readonly auditPass?: boolean;
 }
 
 type Phase = 'before-hook' | 'netfence' | 'after';
@@ -90,6 +106,7 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
   const steps: Step[] = [];
   const warnings: string[] = [];
   const allowedBy: Allowance[] = [];
+  const audit: AuditNote[] = [];
   const hookFound = start.rules.some((r) => targetChain(r) !== undefined && owned(targetChain(r)!));
   const frames: Frame[] = [{ chain: start, next: 0 }];
   let mark = packet.mark ?? 0;
@@ -97,7 +114,7 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
   const maxSteps = opts.maxSteps ?? 10000;
 
   const finish = (decided: DecidedBy): TraceResult => {
-    const base = { allowedBy, steps, warnings, hookFound, finalMark: mark };
+    const base = { allowedBy, steps, warnings, hookFound, finalMark: mark, audit };
     // A foreign rule above our hook takes the decision away from us; say so rather than hide it in NO-VERDICT.
     const aboveHook = !decided.owned && phase === 'before-hook' && hookFound && decided.ruleIndex > 0;
     if (aboveHook)
@@ -111,7 +128,7 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
   while (frames.length > 0) {
     if (steps.length >= maxSteps) {
       warnings.push(`stopped after ${maxSteps} steps: the chains loop`);
-      return { verdict: 'NO-VERDICT', allowedBy, steps, warnings, hookFound, finalMark: mark };
+      return { verdict: 'NO-VERDICT', allowedBy, steps, warnings, hookFound, finalMark: mark, audit };
     }
     const frame = frames[frames.length - 1]!;
     const chain = frame.chain;
@@ -167,13 +184,21 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
       case 'set-mark': {
         mark = ((mark & ~action.mask) ^ action.value) >>> 0;
         record('match', `mark is now 0x${mark.toString(16)}`);
-        if (action.value !== 0) allowedBy.push({ ...ref, value: action.value, ...attributionOf(comment) });
+        if (action.value !== 0 && !frame.auditPass && !inAuditPass(chain, ruleIndex - 1))
+          allowedBy.push({ ...ref, value: action.value, ...attributionOf(comment) });
         break;
       }
-      case 'nflog':
+      case 'nflog': {
         // Not a verdict: the packet is copied to the flow log and goes on to the next rule.
         record('match', `logged to NFLOG group ${action.group}`);
+        const wouldBe = action.prefix.startsWith(AUDIT_PREFIX.wouldDeny)
+          ? 'DROPPED'
+          : action.prefix.startsWith(AUDIT_PREFIX.wouldAllow)
+            ? 'ALLOWED'
+            : undefined;
+        if (wouldBe) audit.push({ wouldBe, chain: chain.name, policies: auditedPolicies(chain, ruleset), ...judgedBy(chain) });
         break;
+      }
       case 'return':
         record('match');
         frames.pop();
@@ -192,7 +217,7 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
         if (owned(target.name) && !isOwned) phase = 'netfence';
         // goto: the target replaces this chain, so its RETURN goes back to whoever called this chain.
         if (action.kind === 'goto') frames.pop();
-        frames.push({ chain: target, next: 0 });
+        frames.push({ chain: target, next: 0, ...(frame.auditPass || inAuditPass(chain, ruleIndex - 1) ? { auditPass: true } : {}) });
         break;
       }
     }
@@ -204,7 +229,9 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
 function selectingPolicies(chain: SavedChain, ruleset: Ruleset): { policies: string[]; invalidPolicies: string[] } {
   const policies: string[] = [];
   const invalidPolicies: string[] = [];
-  for (const r of chain.rules) {
+  // In audit mode only the policies of the enforced pass isolate the pod.
+  const split = enforcedVerdictAt(chain);
+  for (const r of split < 0 ? chain.rules : chain.rules.slice(0, split)) {
     const target = targetChain(r);
     const rules = target !== undefined ? ruleset.chains.get(target)?.rules : undefined;
     if (!rules) continue;
@@ -218,6 +245,57 @@ function selectingPolicies(chain: SavedChain, ruleset: Ruleset): { policies: str
     }
   }
   return { policies, invalidPolicies };
+}
+
+/** The rule that saves the enforced verdict in a workload chain in audit mode (compile/workload-chains.ts); -1 elsewhere. */
+const enforcedVerdictAt = (chain: SavedChain): number =>
+  chain.rules.findIndex((r) => r.comment !== undefined && /(^| )(enforced verdict|not isolated when enforced)$/.test(r.comment));
+
+/**
+ * Whether rule `index` of `chain` belongs to audit mode's second pass: after the enforced verdict is saved
+ * and before it is restored (the rule commented `audited allow not enforced`, else the chain's last rule).
+ */
+function inAuditPass(chain: SavedChain, index: number): boolean {
+  const start = enforcedVerdictAt(chain);
+  if (start < 0 || index <= start) return false;
+  const restore = chain.rules.findIndex((r, i) => i > start && r.comment !== undefined && / ?audited allow not enforced$/.test(r.comment));
+  return index < (restore >= 0 ? restore : chain.rules.length - 1);
+}
+
+/**
+ * The audited policies of a workload chain in audit mode: the chains it consults after its enforced verdict
+ * is saved (the rule commented `enforced verdict` or `not isolated when enforced`) and not before.
+ */
+function auditedPolicies(chain: SavedChain, ruleset: Ruleset): string[] {
+  const split = enforcedVerdictAt(chain);
+  const before = new Set(chain.rules.slice(0, Math.max(split, 0)).flatMap((r) => targetChain(r) ?? []));
+  const out: string[] = [];
+  for (const r of chain.rules.slice(split + 1)) {
+    const target = targetChain(r);
+    if (target === undefined || before.has(target)) continue;
+    for (const pr of ruleset.chains.get(target)?.rules ?? []) {
+      const meaning = pr.comment !== undefined ? readComment(pr.comment) : undefined;
+      const policy =
+        meaning?.kind === 'policy-rule' || meaning?.kind === 'policy-empty'
+          ? meaning.policy
+          : meaning?.kind === 'cluster-policy-rule' || meaning?.kind === 'cluster-policy-empty'
+            ? meaning.policy
+            : undefined;
+      if (policy === undefined) continue;
+      if (!out.includes(policy)) out.push(policy);
+      break;
+    }
+  }
+  return out;
+}
+
+/** The pod and direction a workload chain judges, read from its first workload comment. */
+function judgedBy(chain: SavedChain): { pod?: string; direction?: Direction } {
+  for (const r of chain.rules) {
+    const meaning = r.comment !== undefined ? readComment(r.comment) : undefined;
+    if (meaning?.kind === 'workload') return { pod: meaning.pod, direction: meaning.direction };
+  }
+  return {};
 }
 
 function targetChain(saved: SavedRule): string | undefined {

@@ -2,7 +2,7 @@
 // rule that decided) in words, read from the walk's traces; an isolation drop also names the closest rule.
 
 import { podKey, type ClusterSnapshot, type CnpTier, type Pod } from '../model/index.js';
-import type { Allowance, DecidedBy, TraceResult } from '../trace/index.js';
+import { auditClause, type Allowance, type DecidedBy, type TraceResult } from '../trace/index.js';
 import { closestRules, type ClosestRule } from './closest.js';
 import { cnpTier, policyRule, ruleText, selectorText } from './describe.js';
 import type { Endpoint } from './endpoints.js';
@@ -20,6 +20,8 @@ export interface Side {
   readonly rule?: string;
   readonly because: string;
   readonly closest?: readonly ClosestRule[];
+  /** Audit mode: what the audited objects would make of this side (`would be DROPPED by … (audit)`). */
+  readonly audit?: string;
 }
 
 export interface Answer {
@@ -53,6 +55,8 @@ export function answerOf(snapshot: ClusterSnapshot, c: Connection, walk: Walk): 
       if (dropped) side = { node: hop.node, direction, verdict: 'not reached', because: `dropped earlier, at ${dropped.node}` };
       else if (direction === dropDirection) side = dropSide(snapshot, c, hop.node, direction, final.decidedBy);
       else side = allowSide(snapshot, hop.node, direction, hop.trace);
+      const note = dropped && side.verdict === 'not reached' ? undefined : hop.trace.audit.find((a) => a.direction === direction);
+      if (note) side = { ...side, audit: auditClause({ audit: [note] }).replace(/^; /, '') };
       sides.push(side);
       if (side.verdict === 'dropped') dropped ??= side;
     }

@@ -5,7 +5,7 @@ import { compile } from '../../../src/compile/index.js';
 import { dropPrefix } from '../../../src/compile/flow-log.js';
 import type { NflogPacket } from '../../../src/dataplane/nflog.js';
 import { DEFAULT_FLOW_LOG, type ChainName, type ClusterSnapshot, type DesiredState } from '../../../src/model/index.js';
-import { explainAllowed, explainDrop, explainsDrop, invalidPoliciesOf, PodIndex } from '../../../src/observe/flows.js';
+import { explainAllowed, explainAudit, explainDrop, explainsDrop, invalidPoliciesOf, PodIndex } from '../../../src/observe/flows.js';
 import {
   ingress,
   labels,
@@ -164,5 +164,36 @@ describe('allowed connections (flowLogAllowed, off by default)', () => {
       because: 'allowed by policy prod/db rule ingress:0',
     });
     expect(explainDrop(p, ctx(cluster, withAllowed), new PodIndex(() => cluster))).toBeUndefined();
+  });
+});
+
+describe('audit mode records', () => {
+  const audited = snapshot({
+    ...cluster,
+    policies: [...cluster.policies, { ...makePolicy('dev', 'default-deny', selectPods(sel()), types('Ingress')), audit: true }],
+  });
+  const withAudit = compile(audited, settings({ nodeName: 'node-2', podCidrs: ['10.244.2.0/24'] })).desired;
+  const without = compile(cluster, settings({ nodeName: 'node-2', podCidrs: ['10.244.2.0/24'] })).desired;
+  const chain = workloadChain(withAudit, 'dev/api', 'ingress');
+  const p = packet(dropPrefix({ kind: 'would-deny', chain }), '10.244.1.6', '10.244.2.9');
+
+  it('a would-deny packet names the pod, direction and audited policy; explainDrop ignores it', () => {
+    expect(explainAudit(p, { desired: withAudit }, new PodIndex(() => audited))).toMatchObject({
+      src: { pod: 'prod/web' },
+      dst: { pod: 'dev/api' },
+      direction: 'ingress',
+      reason: 'would-deny',
+      pod: 'dev/api',
+      policies: ['dev/default-deny'],
+      because:
+        'allowed now; would be DROPPED by dev/default-deny (audit): dev/api would be isolated for ingress with no rule allowing this',
+    });
+    expect(explainDrop(p, ctx(audited, withAudit), new PodIndex(() => audited))).toBeUndefined();
+  });
+
+  it('waits for the sync that programmed the log rule: the same chain without it does not explain the packet', () => {
+    expect(workloadChain(without, 'dev/api', 'ingress')).toBe(chain);
+    expect(explainsDrop(p, without)).toBe(false);
+    expect(explainsDrop(p, withAudit)).toBe(true);
   });
 });

@@ -15,6 +15,7 @@ describe('createMetrics', () => {
         'netfence_api_responses_refused_total counter',
         'netfence_apply_duration_seconds histogram',
         'netfence_apply_failures_total counter',
+        'netfence_audit_connections_total counter',
         'netfence_budget_used gauge',
         'netfence_build_info gauge',
         'netfence_denied_connections_total counter',

@@ -1,0 +1,188 @@
+// Audit mode in the compiler, checked against the spec oracle twice: packets walked through the compiled
+// chains of both nodes must get the verdict of the cluster WITHOUT the audited objects (they are not
+// enforced: "a pod is not isolated" by a policy that is only audited), and the audit log rules they meet
+// must say where the verdict of the cluster WITH them (all enforced) differs.
+
+import { compile } from '../../../src/compile/index.js';
+import type {
+  ClusterNetworkPolicy,
+  ClusterNode,
+  ClusterSnapshot,
+  DesiredState,
+  FamilyState,
+  L4Protocol,
+  NetworkPolicy,
+  Pod,
+} from '../../../src/model/index.js';
+import {
+  ingress,
+  egress,
+  makePolicy,
+  nsPeer,
+  podPeer,
+  rule,
+  sel,
+  selectPods,
+  settings,
+  snapshot,
+  tcp,
+  types,
+} from '../../helpers/builders.js';
+import { cnp, cRule, house, houseNamespaces, housePods, nsPeerC, nsSubject } from '../../helpers/cnp-builders.js';
+import { evaluateCluster, type Hop } from '../../helpers/eval-desired.js';
+import { Oracle } from '../../helpers/oracle.js';
+
+const NODES: readonly ClusterNode[] = [
+  { name: 'node-1', podCidrs: ['10.244.1.0/24'], addresses: ['192.168.0.1'], labels: { 'kubernetes.io/hostname': 'node-1' } },
+  { name: 'node-2', podCidrs: ['10.244.2.0/24'], addresses: ['192.168.0.2'], labels: { 'kubernetes.io/hostname': 'node-2' } },
+];
+const NS = (h: string) => `network-policy-conformance-${h}`;
+const G = house('gryffindor');
+const S = house('slytherin');
+const H = house('hufflepuff');
+const PROBES: readonly (readonly [L4Protocol, number])[] = [
+  ['tcp', 80],
+  ['tcp', 8080],
+  ['udp', 53],
+];
+
+const audited = <T extends NetworkPolicy | ClusterNetworkPolicy>(o: T): T => ({ ...o, audit: true });
+const cluster = (policies: readonly NetworkPolicy[], cnps: readonly ClusterNetworkPolicy[] = []): ClusterSnapshot =>
+  snapshot({ nodes: [...NODES], namespaces: houseNamespaces(), pods: housePods(), policies: [...policies], clusterPolicies: [...cnps] });
+const alive = (p: Pod) => p.ips.length > 0 && !p.hostNetwork && p.phase !== 'Succeeded' && p.phase !== 'Failed';
+
+interface Walked {
+  readonly allowed: boolean;
+  /** NFLOG prefixes of the audit log rules the packet met, on every hop. */
+  readonly audit: readonly string[];
+}
+
+function walker(snap: ClusterSnapshot): (src: string, dst: string, proto: L4Protocol, port: number) => Walked {
+  const compiled = new Map<string, DesiredState>();
+  const stateOf = (node: string, family: 4 | 6): FamilyState => {
+    let d = compiled.get(node);
+    if (!d)
+      compiled.set(node, (d = compile(snap, settings({ nodeName: node, podCidrs: NODES.find((n) => n.name === node)!.podCidrs })).desired));
+    return family === 4 ? d.v4 : d.v6;
+  };
+  const nodeOf = (ip: string): string | undefined => snap.pods.find((p) => alive(p) && p.ips.includes(ip))?.nodeName;
+  const prefixes = (hop: Hop): string[] =>
+    hop.result.path.flatMap((at) => {
+      const [chain, index] = at.split('#');
+      const r = stateOf(hop.node, 4).chains.find((c) => c.name === chain)?.rules[Number(index)];
+      return r?.action.kind === 'nflog' && r.action.prefix.startsWith('nf:aud:') ? [r.action.prefix] : [];
+    });
+  return (src, dst, proto, port) => {
+    const { allowed, hops } = evaluateCluster(stateOf, nodeOf, { src, dst, proto, dport: port });
+    return { allowed, audit: hops.flatMap(prefixes) };
+  };
+}
+
+/** Every pod pair and probe: enforced as the oracle without the audited objects; logged where the oracle with them differs. */
+function expectAudit(
+  policies: readonly NetworkPolicy[],
+  cnps: readonly ClusterNetworkPolicy[] = [],
+): { wouldDeny: number; wouldAllow: number } {
+  const snap = cluster(policies, cnps);
+  const real = new Oracle(
+    cluster(
+      policies.filter((p) => !p.audit),
+      cnps.filter((c) => !c.audit),
+    ),
+  );
+  const all = new Oracle(
+    cluster(
+      policies.map(({ audit: _a, ...p }) => p),
+      cnps.map(({ audit: _a, ...c }) => c),
+    ),
+  );
+  const walk = walker(snap);
+  const pods = snap.pods.filter(alive);
+  const wrong: string[] = [];
+  let wouldDeny = 0;
+  let wouldAllow = 0;
+  for (const a of pods)
+    for (const b of pods) {
+      if (a === b) continue;
+      for (const [proto, port] of PROBES) {
+        const pkt = { src: a.ips[0]!, dst: b.ips[0]!, proto, port };
+        const now = real.allows(pkt);
+        const audit = all.allows(pkt);
+        const got = walk(pkt.src, pkt.dst, proto, port);
+        const deniedLog = got.audit.some((p) => p.startsWith('nf:aud:d:'));
+        const allowedLog = got.audit.some((p) => p.startsWith('nf:aud:a:'));
+        const cell = `${a.name} → ${b.name} ${proto}/${port}`;
+        if (got.allowed !== now) wrong.push(`${cell}: enforced ${got.allowed}, oracle without the audited objects ${now}`);
+        // Judged per direction: a would-deny is logged for every connection allowed now and denied with
+        // them, and never for one they would allow.
+        if (now && !audit && !deniedLog) wrong.push(`${cell}: would be denied, not logged`);
+        if (audit && deniedLog) wrong.push(`${cell}: logged as would-deny, but allowed with the audited objects`);
+        if (!now && audit && !allowedLog) wrong.push(`${cell}: would be allowed, not logged`);
+        if (!audit && allowedLog) wrong.push(`${cell}: logged as would-allow, but denied with the audited objects`);
+        if (now === audit && now && got.audit.length > 0) wrong.push(`${cell}: unchanged, but logged ${got.audit.join(', ')}`);
+        if (now && !audit) wouldDeny++;
+        if (!now && audit) wouldAllow++;
+      }
+    }
+  expect(wrong).toEqual([]);
+  return { wouldDeny, wouldAllow };
+}
+
+const defaultDeny = (ns: string): NetworkPolicy => makePolicy(NS(ns), 'default-deny', types('Ingress'));
+
+describe('audit mode: audited objects are absent for the verdict and present for the log', () => {
+  it('an audited default-deny in a namespace enforces nothing and logs every connection into it', () => {
+    const counts = expectAudit([audited(defaultDeny('gryffindor'))]);
+    expect(counts.wouldDeny).toBeGreaterThan(0);
+  });
+
+  it('an audited allow beside an enforced isolation: would-allow for what it opens', () => {
+    const enforced = makePolicy(NS('gryffindor'), 'only-slytherin', ingress(rule([nsPeer(S)])));
+    const opening = audited(makePolicy(NS('gryffindor'), 'hufflepuff-80', ingress(rule([nsPeer(H)], [tcp(80)]))));
+    const counts = expectAudit([enforced, opening]);
+    expect(counts.wouldAllow).toBeGreaterThan(0);
+  });
+
+  it('audited egress default-deny and a pod-selecting audited ingress policy', () => {
+    const egressDeny = audited(makePolicy(NS('slytherin'), 'no-egress', types('Egress')));
+    const narrow = audited(makePolicy(NS('hufflepuff'), 'web', selectPods(sel()), ingress(rule([podPeer(sel())], [tcp(80)]))));
+    const enforcedEgress = makePolicy(NS('slytherin'), 'egress-80', types('Egress'), egress(rule(undefined, [tcp(80)])));
+    expectAudit([egressDeny, narrow, enforcedEgress]);
+  });
+
+  it('an audited Admin Deny, with an enforced Baseline Deny under it', () => {
+    const guard = audited(cnp('guard', 'Admin', 10, nsSubject(G), { ingress: [cRule('Deny', [nsPeerC(S)])] }));
+    const baseline = cnp('baseline', 'Baseline', 10, nsSubject(G), { ingress: [cRule('Deny', [nsPeerC(H)])] });
+    expect(expectAudit([], [guard, baseline]).wouldDeny).toBeGreaterThan(0);
+  });
+
+  it('an audited Admin Pass over an enforced Admin Deny: would-allow through the lower tiers', () => {
+    // "Pass: Skips all further ClusterNetworkPolicy rules in the current tier"
+    const pass = audited(cnp('pass', 'Admin', 5, nsSubject(G), { ingress: [cRule('Pass', [nsPeerC(S)])] }));
+    const deny = cnp('deny', 'Admin', 10, nsSubject(G), { ingress: [cRule('Deny', [nsPeerC(S)])] });
+    expect(expectAudit([], [pass, deny]).wouldAllow).toBeGreaterThan(0);
+  });
+
+  it('a pod only an audited NetworkPolicy selects is judged by the Baseline tier for real', () => {
+    // "Baseline … only for pods no NetworkPolicy selects": an audited one does not count.
+    const np = audited(makePolicy(NS('gryffindor'), 'from-hufflepuff', ingress(rule([nsPeer(H)]))));
+    const baseline = cnp('baseline', 'Baseline', 10, nsSubject(G), { ingress: [cRule('Deny', [nsPeerC(H)])] });
+    const counts = expectAudit([np], [baseline]);
+    expect(counts.wouldAllow).toBeGreaterThan(0);
+    expect(counts.wouldDeny).toBeGreaterThan(0);
+  });
+
+  it('an audited Baseline Deny beside an enforced Admin Accept', () => {
+    const accept = cnp('accept', 'Admin', 10, nsSubject(G), { ingress: [cRule('Accept', [nsPeerC(S)])] });
+    const baseline = audited(
+      cnp('baseline', 'Baseline', 10, nsSubject(G), { ingress: [cRule('Deny', [nsPeerC(S)]), cRule('Deny', [nsPeerC(H)])] }),
+    );
+    expect(expectAudit([], [accept, baseline]).wouldDeny).toBeGreaterThan(0);
+  });
+
+  it('without the annotation the chains are those of the enforced policy (no audit rules at all)', () => {
+    const snap = cluster([defaultDeny('gryffindor')]);
+    const rules = compile(snap, settings({ nodeName: 'node-1', podCidrs: ['10.244.1.0/24'] })).desired.v4.chains.flatMap((c) => c.rules);
+    expect(rules.filter((r) => r.action.kind === 'nflog' && r.action.prefix.startsWith('nf:aud:'))).toEqual([]);
+  });
+});
