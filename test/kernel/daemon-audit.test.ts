@@ -66,6 +66,28 @@ const DB_FROM_CLIENT: KubeObject = {
   },
 };
 
+/** Probes TCP 80 between every pair until the sandbox shows `reachable` (10 s at most). */
+async function convergeTo(sandbox: Sandbox, reachable: (from: string, to: string) => boolean): Promise<void> {
+  const expected: Matrix = matrixOf(KEYS, KEYS, reachable);
+  const result = await waitForMatrix(sandbox, expected, { protocol: 'TCP', port: 80, deadlineMs: 10_000, timeoutMs: 500 });
+  if (!result.ok) throw new Error(`not converged within 10 s (${result.rounds} rounds):\n${formatMatrix(result.observed, { expected })}`);
+}
+
+/** Every daemon's audit records (`/flows?audit=true`). */
+async function auditRecordsOf(daemons: readonly NodeDaemon[]): Promise<FlowRecord[]> {
+  const out: FlowRecord[] = [];
+  for (const d of daemons) {
+    const answer = await httpGet(`${d.url}/flows?audit=true`);
+    expect(answer.status).toBe(200);
+    out.push(...(JSON.parse(answer.body) as { records: FlowRecord[] }).records);
+  }
+  return out;
+}
+
+/** The distinct `src -> dst` pairs of the port-80 records with this reason, sorted. */
+const cells = (records: readonly FlowRecord[], reason: string): string[] =>
+  [...new Set(records.filter((r) => r.reason === reason && r.port === 80).map((r) => `${r.src.pod} -> ${r.dst.pod}`))].sort();
+
 // The spec's answer with db-from-web alone: only shop/db is isolated, and shop/web may reach it.
 const enforcedOnly = (from: string, to: string): boolean => from === to || to !== 'shop/db' || from === 'shop/web';
 // With shop/default-deny enforced too: every shop pod is isolated; nothing but shop/web → shop/db is allowed.
@@ -78,22 +100,8 @@ describeKernel('audit mode: an audited policy is logged, not enforced, until its
   let dir: string;
   const daemons: NodeDaemon[] = [];
 
-  const converge = async (reachable: (from: string, to: string) => boolean): Promise<void> => {
-    const expected: Matrix = matrixOf(KEYS, KEYS, reachable);
-    const result = await waitForMatrix(sandbox, expected, { protocol: 'TCP', port: 80, deadlineMs: 10_000, timeoutMs: 500 });
-    if (!result.ok) throw new Error(`not converged within 10 s (${result.rounds} rounds):\n${formatMatrix(result.observed, { expected })}`);
-  };
-  const auditRecords = async (): Promise<FlowRecord[]> => {
-    const out: FlowRecord[] = [];
-    for (const d of daemons) {
-      const answer = await httpGet(`${d.url}/flows?audit=true`);
-      expect(answer.status).toBe(200);
-      out.push(...(JSON.parse(answer.body) as { records: FlowRecord[] }).records);
-    }
-    return out;
-  };
-  const cells = (records: readonly FlowRecord[], reason: string): string[] =>
-    [...new Set(records.filter((r) => r.reason === reason && r.port === 80).map((r) => `${r.src.pod} -> ${r.dst.pod}`))].sort();
+  const converge = (reachable: (from: string, to: string) => boolean): Promise<void> => convergeTo(sandbox, reachable);
+  const auditRecords = (): Promise<FlowRecord[]> => auditRecordsOf(daemons);
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'nft-daemon-audit-'));
@@ -196,19 +204,8 @@ describeKernel('audit mode: an audited Admin-tier ClusterNetworkPolicy Deny', ()
   let dir: string;
   const daemons: NodeDaemon[] = [];
 
-  const converge = async (reachable: (from: string, to: string) => boolean): Promise<void> => {
-    const expected: Matrix = matrixOf(KEYS, KEYS, reachable);
-    const result = await waitForMatrix(sandbox, expected, { protocol: 'TCP', port: 80, deadlineMs: 10_000, timeoutMs: 500 });
-    if (!result.ok) throw new Error(`not converged within 10 s (${result.rounds} rounds):\n${formatMatrix(result.observed, { expected })}`);
-  };
-  const auditRecords = async (): Promise<FlowRecord[]> => {
-    const out: FlowRecord[] = [];
-    for (const d of daemons)
-      out.push(...(JSON.parse((await httpGet(`${d.url}/flows?audit=true`)).body) as { records: FlowRecord[] }).records);
-    return out;
-  };
-  const cells = (records: readonly FlowRecord[], reason: string): string[] =>
-    [...new Set(records.filter((r) => r.reason === reason && r.port === 80).map((r) => `${r.src.pod} -> ${r.dst.pod}`))].sort();
+  const converge = (reachable: (from: string, to: string) => boolean): Promise<void> => convergeTo(sandbox, reachable);
+  const auditRecords = (): Promise<FlowRecord[]> => auditRecordsOf(daemons);
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'nft-daemon-audit-cnp-'));
