@@ -6,7 +6,7 @@ import type { Kernel, KernelRead } from '../dataplane/kernel.js';
 import type { IpFamily } from '../model/index.js';
 import { IpsetParseError, parseIpsetSave } from '../render/index.js';
 import { filterReport, formatReport, inspectRuleset } from '../inspect/index.js';
-import { antiSpoofView, formatHardening, revokedFlows, strictModeOf, type StrictModeView } from '../inspect/hardening.js';
+import { antiSpoofView, formatHardening, revokedFlows, strictModeOf, type StrictModeView } from '../inspect/strict-antispoof.js';
 import { readProgrammedAntiSpoof, type ProgrammedAntiSpoof } from '../antispoof/read.js';
 import { ANTISPOOF_FAMILY, ANTISPOOF_TABLE } from '../antispoof/render.js';
 import { loadRuleset, parseAddr, requireOwnedChains, RulesetError, type IpSets, type Ruleset } from '../trace/index.js';

@@ -22,7 +22,7 @@ import type { Io } from './commands.js';
 import { createLogger } from '../log.js';
 import { configFrom, loadCluster, manifestLimits, parseCommand, resourcePaths, UsageError, type Parsed } from './context.js';
 import { familyFlag, readAntiSpoof, readRuleset, withRulesetErrors, type LoadedRuleset } from './inspect.js';
-import { antiSpoofVerdict, establishedFate, strictModeOf } from '../inspect/hardening.js';
+import { antiSpoofVerdict, establishedFate, strictModeOf } from '../inspect/strict-antispoof.js';
 
 const PROTOCOLS: readonly L4Protocol[] = ['tcp', 'udp', 'sctp'];
 /** ICMP protocols and the family each implies (`ipv6-icmp` is how iptables names ICMPv6). */
