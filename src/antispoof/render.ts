@@ -9,7 +9,7 @@
 // spoofing but cannot see ARP, and ARP poisoning then black-holes the victim's traffic.
 
 import type { NftCount } from '../dataplane/nft.js';
-import { parseAddr } from '../trace/addr.js';
+import { parseIp } from '../model/address.js';
 import { allowedSources, type AntiSpoofState, type PortBinding } from './model.js';
 
 export const ANTISPOOF_TABLE = 'netfence';
@@ -40,7 +40,7 @@ const set = (items: readonly string[]): string => `{ ${items.join(', ')} }`;
 export const portChain = (port: string): string => `port-${port}`;
 
 /** An IPv6 address as the 128-bit integer a raw payload match compares (nft 1.0.6 names no ND target field). */
-const v6Integer = (ip: string): string => `0x${(parseAddr(ip)?.value ?? 0n).toString(16).padStart(32, '0')}`;
+const v6Integer = (ip: string): string => `0x${(parseIp(ip)?.value ?? 0n).toString(16).padStart(32, '0')}`;
 
 /**
  * IPv6's ARP is ICMPv6 (RFC 4861): a Neighbour Advertisement speaks for the address in its *target*
