@@ -2,7 +2,7 @@
 // transaction (the leading `table …` + `delete table …` make it exist, then drop it, so a script that
 // fails leaves the previous table in place — nft applies a file atomically or not at all).
 //
-// Why an nft bridge table (research later-wave §4.1): a prerouting hook at priority -300 sees every
+// Why an nft bridge table (research upstream-behaviour §4.1): a prerouting hook at priority -300 sees every
 // frame entering a bridge port before conntrack, br_netfilter's iptables pass or the bridge's own
 // forwarding and local delivery, so one place binds IPv4, IPv6 and ARP; a forged source never rides an
 // existing conntrack entry; traffic to the node itself is covered too. iptables physdev rules stop IP

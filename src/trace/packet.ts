@@ -21,7 +21,7 @@ export interface Packet {
   readonly physOut?: string;
   /**
    * A trace is about new connections; replies are accepted by conntrack before any policy. Neighbour
-   * discovery is never tracked (research later-wave §5.2: NS/NA cross FORWARD as UNTRACKED). An ICMP
+   * discovery is never tracked (research upstream-behaviour §5.2: NS/NA cross FORWARD as UNTRACKED). An ICMP
    * message that can neither open a flow nor belong to one (an echo reply alone) is INVALID (icmp.ts).
    */
   readonly ctstate: 'NEW' | 'UNTRACKED' | 'INVALID';
