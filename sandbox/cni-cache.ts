@@ -1,4 +1,4 @@
-// What a libcni runtime would leave in /var/lib/cni/results for a sandbox pod (research later-wave §4.2):
+// What a libcni runtime would leave in /var/lib/cni/results for a sandbox pod (research upstream-behaviour §4.2):
 // the bridge plugin's result, [bridge, host veth, pod veth] with the address on the pod veth. Sandbox
 // nodes share one filesystem, so each node gets its own cache directory `<base>/<node>`.
 

@@ -2,7 +2,7 @@
 // IPv6SubnetLen 64): one cluster prefix, a /64 per node out of it, the node's ::1 on cni0 as the pods'
 // gateway, and pods numbered like their IPv4 twin (10.244.1.5 ↔ <node /64>::5), so a reader can pair them.
 
-import { formatCidr, formatIp, parseCidr, type Cidr } from '../src/compile/cidr.js';
+import { formatCidr, formatIp, parseCidr, type Cidr } from '../src/model/address.js';
 
 export const DEFAULT_CLUSTER_CIDR6 = 'fd00:10:244::/56';
 export const DEFAULT_UNDERLAY_CIDR6 = 'fd00:99::/64';

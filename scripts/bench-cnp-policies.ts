@@ -1,4 +1,4 @@
-// The 100 generated ClusterNetworkPolicies of the issue-16 benchmark (70 Admin, 30 Baseline; namespace
+// The 100 generated ClusterNetworkPolicies of the ClusterNetworkPolicy benchmark (70 Admin, 30 Baseline; namespace
 // and pod subjects; namespace, pod, networks, nodes and named-port rules; Deny/Accept/Pass), shared by
 // scripts/bench-cnp.ts (pure rows) and scripts/bench-cnp-kernel.ts (kernel rows). Deterministic per seed.
 

@@ -1,7 +1,7 @@
 // Strict mode's cost, two figures:
 //
 //  1. work per change at 100,000 conntrack entries: a scratch netns gets 100 k synthetic ESTABLISHED
-//     TCP entries (`conntrack -R`, research later-wave §2.6) between this node's pods; one strict-mode
+//     TCP entries (`conntrack -R`, research upstream-behaviour §2.6) between this node's pods; one strict-mode
 //     pass (ctnetlink dump → pure decision → one mark update per changed flow) after a policy that
 //     denies a tenth of them, a second pass with nothing to change (the cost every later sync pays),
 //     and a third after the allow again (the bits cleared). Once with ctnetlink in-process (the

@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util';
 import type { AntiSpoofState } from '../src/antispoof/model.js';
 import { ANTISPOOF_TABLE, renderAntiSpoof } from '../src/antispoof/render.js';
 import { applyNftScript, readNftCounts } from '../src/dataplane/nft.js';
-import { SPOOF_READ_INTERVAL_MS, spoofDropSamples } from '../src/observe/metrics-hardening.js';
+import { SPOOF_READ_INTERVAL_MS, spoofDropSamples } from '../src/observe/metrics-antispoof-revoke.js';
 import { createMetrics } from '../src/observe/metrics.js';
 import { createScratchNetns, destroyAllScratchNetns } from './lib/bench-netns.js';
 

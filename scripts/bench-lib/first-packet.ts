@@ -8,7 +8,7 @@
 // Plus the nf-FORWARD rules. Rules behind a matching conntrack ESTABLISHED accept never see a new flow,
 // but they are still checked, so they count. This is a bound, not a trace: real packets usually stop early.
 
-import { containsIp, parseCidr, parseIp } from '../../src/compile/cidr.js';
+import { containsIp, parseCidr, parseIp } from '../../src/model/address.js';
 import type { Chain, ChainName, FamilyState, Rule } from '../../src/model/index.js';
 
 export interface SidePath {

@@ -4,7 +4,7 @@
 // pod is not known yet, and letting it speak would let it claim any address until it is.
 
 import type { CniBinding } from '../dataplane/cni-cache.js';
-import { parseAddr } from '../trace/addr.js';
+import { parseIp } from '../model/address.js';
 
 export interface PortBinding {
   /** Host veth name: the bridge port the pod's frames enter through. */
@@ -78,7 +78,7 @@ export function antiSpoofState(bridge: string, links: readonly PortLink[], cache
 
 /** One spelling per address, so `fd00::a` and `fd00:0::0a` are seen as the same claim. */
 function addressKey(ip: string): string {
-  const addr = parseAddr(ip);
+  const addr = parseIp(ip);
   return addr ? `${addr.family}/${addr.value.toString(16)}` : ip;
 }
 

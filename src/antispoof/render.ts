@@ -2,14 +2,14 @@
 // transaction (the leading `table …` + `delete table …` make it exist, then drop it, so a script that
 // fails leaves the previous table in place — nft applies a file atomically or not at all).
 //
-// Why an nft bridge table (research later-wave §4.1): a prerouting hook at priority -300 sees every
+// Why an nft bridge table (research upstream-behaviour §4.1): a prerouting hook at priority -300 sees every
 // frame entering a bridge port before conntrack, br_netfilter's iptables pass or the bridge's own
 // forwarding and local delivery, so one place binds IPv4, IPv6 and ARP; a forged source never rides an
 // existing conntrack entry; traffic to the node itself is covered too. iptables physdev rules stop IP
 // spoofing but cannot see ARP, and ARP poisoning then black-holes the victim's traffic.
 
 import type { NftCount } from '../dataplane/nft.js';
-import { parseAddr } from '../trace/addr.js';
+import { parseIp } from '../model/address.js';
 import { allowedSources, type AntiSpoofState, type PortBinding } from './model.js';
 
 export const ANTISPOOF_TABLE = 'netfence';
@@ -40,7 +40,7 @@ const set = (items: readonly string[]): string => `{ ${items.join(', ')} }`;
 export const portChain = (port: string): string => `port-${port}`;
 
 /** An IPv6 address as the 128-bit integer a raw payload match compares (nft 1.0.6 names no ND target field). */
-const v6Integer = (ip: string): string => `0x${(parseAddr(ip)?.value ?? 0n).toString(16).padStart(32, '0')}`;
+const v6Integer = (ip: string): string => `0x${(parseIp(ip)?.value ?? 0n).toString(16).padStart(32, '0')}`;
 
 /**
  * IPv6's ARP is ICMPv6 (RFC 4861): a Neighbour Advertisement speaks for the address in its *target*

@@ -5,7 +5,7 @@ import type { AntiSpoofGuard } from '../antispoof/guard.js';
 import { ANTISPOOF_TABLE } from '../antispoof/render.js';
 import { readNftCounts } from '../dataplane/nft.js';
 import type { DesiredState } from '../model/index.js';
-import { spoofDropSamples, type PodRef, type SpoofDropSample } from '../observe/metrics-hardening.js';
+import { spoofDropSamples, type PodRef, type SpoofDropSample } from '../observe/metrics-antispoof-revoke.js';
 
 /** Reads the bridge table's drop counters at scrape time; a port's pod is found by the addresses bound to it. */
 export function spoofDropSource(guard: AntiSpoofGuard, netns: string | undefined, pods: () => ReadonlyMap<string, PodRef>) {

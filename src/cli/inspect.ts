@@ -6,10 +6,11 @@ import type { Kernel, KernelRead } from '../dataplane/kernel.js';
 import type { IpFamily } from '../model/index.js';
 import { IpsetParseError, parseIpsetSave } from '../render/index.js';
 import { filterReport, formatReport, inspectRuleset } from '../inspect/index.js';
-import { antiSpoofView, formatHardening, revokedFlows, strictModeOf, type StrictModeView } from '../inspect/hardening.js';
+import { antiSpoofView, formatHardening, revokedFlows, strictModeOf, type StrictModeView } from '../inspect/strict-antispoof.js';
 import { readProgrammedAntiSpoof, type ProgrammedAntiSpoof } from '../antispoof/read.js';
 import { ANTISPOOF_FAMILY, ANTISPOOF_TABLE } from '../antispoof/render.js';
-import { loadRuleset, parseAddr, requireOwnedChains, RulesetError, type IpSets, type Ruleset } from '../trace/index.js';
+import { parseIp } from '../model/address.js';
+import { loadRuleset, requireOwnedChains, RulesetError, type IpSets, type Ruleset } from '../trace/index.js';
 import type { Io } from './commands.js';
 import { configFrom, kernelOptions, netnsOf, parseCommand, UsageError, type Parsed } from './context.js';
 import { readSavedDumps, SavedDumpError, savedPaths, type SavedDump } from './saved-dump.js';
@@ -192,7 +193,7 @@ interface Chosen {
  * whose ruleset has IPv6 chains only.
  */
 async function chooseFamily(parsed: Parsed, config: DaemonConfig, pod: string | undefined): Promise<Chosen> {
-  const given = familyFlag(parsed) ?? (pod !== undefined ? parseAddr(pod)?.family : undefined);
+  const given = familyFlag(parsed) ?? (pod !== undefined ? parseIp(pod)?.family : undefined);
   if (given !== undefined) return { family: given, loaded: await readRuleset(parsed, config, given) };
   const v4 = await readRulesetIfAny(parsed, config, 4);
   const has = (loaded: LoadedRuleset | undefined) =>

@@ -9,7 +9,7 @@ import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { main } from './main.js';
-import { parseAddr } from '../trace/addr.js';
+import { parseIp } from '../model/address.js';
 
 /** kubectl's own flags, as the plugin reads them. */
 interface KubectlFlags {
@@ -68,8 +68,8 @@ export function pluginArgv(argv: readonly string[], penv: PluginEnv): string[] {
 
 /** `web`, `web:5432`: no namespace, and not an address. */
 function isBareName(ref: string): boolean {
-  if (ref.includes('/') || ref.startsWith('[') || parseAddr(ref)) return false;
-  return parseAddr(ref.replace(/:\d+$/, '')) === undefined;
+  if (ref.includes('/') || ref.startsWith('[') || parseIp(ref)) return false;
+  return parseIp(ref.replace(/:\d+$/, '')) === undefined;
 }
 
 /** Rewrites the values of `--name V` and `--name=V` for the named options. */

@@ -5,13 +5,12 @@
 import { loadManifests } from '../cluster/manifests.js';
 import type { DaemonConfig } from '../config/schema.js';
 import { inspectRuleset, type InspectReport } from '../inspect/index.js';
-import { podKey, type ClusterSnapshot, type IpFamily, type L4Protocol, type ManifestLimits } from '../model/index.js';
+import { parseIp, podKey, type ClusterSnapshot, type IpFamily, type L4Protocol, type ManifestLimits } from '../model/index.js';
 import {
   formatTrace,
   icmpPacketFor,
   isLocal,
   packetFor,
-  parseAddr,
   RulesetError,
   tracePacket,
   wrap,
@@ -22,7 +21,7 @@ import type { Io } from './commands.js';
 import { createLogger } from '../log.js';
 import { configFrom, loadCluster, manifestLimits, parseCommand, resourcePaths, UsageError, type Parsed } from './context.js';
 import { familyFlag, readAntiSpoof, readRuleset, withRulesetErrors, type LoadedRuleset } from './inspect.js';
-import { antiSpoofVerdict, establishedFate, strictModeOf } from '../inspect/hardening.js';
+import { antiSpoofVerdict, establishedFate, strictModeOf } from '../inspect/strict-antispoof.js';
 
 const PROTOCOLS: readonly L4Protocol[] = ['tcp', 'udp', 'sctp'];
 /** ICMP protocols and the family each implies (`ipv6-icmp` is how iptables names ICMPv6). */
@@ -190,7 +189,7 @@ async function antiSpoofAlone(
   flag: IpFamily | undefined,
   err: RulesetError,
 ): Promise<number | undefined> {
-  const addr = parseAddr(srcRef);
+  const addr = parseIp(srcRef);
   if (!addr || (flag !== undefined && flag !== addr.family)) return undefined;
   const programmed = await readAntiSpoof(parsed, config);
   if (!programmed) return undefined;
@@ -226,7 +225,7 @@ const API_TIMEOUT_MS = 15_000;
  */
 async function clusterFor(parsed: Parsed, refs: readonly string[], limits: ManifestLimits): Promise<ClusterSnapshot | undefined> {
   if (resourcePaths(parsed).length > 0) return loadManifests(resourcePaths(parsed), limits).snapshot;
-  if (refs.every((r) => parseAddr(r) !== undefined)) return undefined;
+  if (refs.every((r) => parseIp(r) !== undefined)) return undefined;
   const inCluster = process.env['KUBERNETES_SERVICE_HOST'] !== undefined && process.env['KUBERNETES_SERVICE_HOST'] !== '';
   if (parsed.values['kubeconfig'] === undefined && !inCluster) return undefined;
   const logger = createLogger({ level: 'error', format: 'text' });
@@ -241,7 +240,7 @@ function portNumber(flag: string, text: string): number {
 
 /** `10.0.0.1`, or `ns/pod` from the manifests, or a local pod named in our workload chains' comments. */
 function resolve(ref: string, snapshot: ClusterSnapshot | undefined, report: InspectReport, family: IpFamily): Endpoint {
-  const literal = parseAddr(ref);
+  const literal = parseIp(ref);
   if (literal) {
     if (literal.family !== family)
       throw new UsageError(`${ref} is an IPv${literal.family} address, and this trace is IPv${family} (--family)`);
@@ -250,7 +249,7 @@ function resolve(ref: string, snapshot: ClusterSnapshot | undefined, report: Ins
   if (!/^[^/\s]+\/[^/\s]+$/.test(ref)) throw new UsageError(`"${ref}" is neither an IP address nor namespace/pod`);
   const fromManifest = snapshot?.pods.find((p) => podKey(p) === ref);
   if (fromManifest && fromManifest.ips.length > 0) {
-    const ip = fromManifest.ips.find((i) => parseAddr(i)?.family === family);
+    const ip = fromManifest.ips.find((i) => parseIp(i)?.family === family);
     if (ip) return { ip, pod: ref };
     throw new UsageError(`pod ${ref} has no IPv${family} address (it has ${fromManifest.ips.join(', ')})`);
   }
@@ -266,7 +265,7 @@ function resolve(ref: string, snapshot: ClusterSnapshot | undefined, report: Ins
 function podFamilies(snapshot: ClusterSnapshot | undefined, ref: string): Set<IpFamily> | undefined {
   const pod = snapshot?.pods.find((p) => podKey(p) === ref);
   if (!pod || pod.ips.length === 0) return undefined;
-  return new Set(pod.ips.flatMap((i) => parseAddr(i)?.family ?? []));
+  return new Set(pod.ips.flatMap((i) => parseIp(i)?.family ?? []));
 }
 
 interface Picked {
@@ -293,7 +292,7 @@ async function pickFamily(
   flag: IpFamily | undefined,
 ): Promise<Picked> {
   const literals = [srcRef, dstRef].flatMap((r) => {
-    const a = parseAddr(r);
+    const a = parseIp(r);
     return a ? [{ ref: r, family: a.family }] : [];
   });
   if (literals.length === 2 && literals[0]!.family !== literals[1]!.family)

@@ -10,7 +10,7 @@ import type { DaemonConfig } from '../config/schema.js';
 import { createLogger } from '../log.js';
 import type { ClusterSnapshot, IpFamily, L4Protocol, NodeSettings } from '../model/index.js';
 import { formatProblem } from '../model/index.js';
-import { parseAddr } from '../trace/index.js';
+import { parseIp } from '../model/address.js';
 import { EndpointError, formatAnswer, whyConnection, type Answer } from '../why/index.js';
 import type { Io } from './commands.js';
 import { configFrom, loadCluster, manifestLimits, parseCommand, UsageError, type Parsed } from './context.js';
@@ -97,8 +97,8 @@ function queryOf(parsed: Parsed) {
 export function splitPort(text: string): { ref: string; port?: string } {
   const bracketed = /^\[([^\]]+)\]:(\d+)$/.exec(text);
   if (bracketed) return { ref: bracketed[1]!, port: bracketed[2]! };
-  if (parseAddr(text)) return { ref: text };
+  if (parseIp(text)) return { ref: text };
   const m = /^(.*):(\d+)$/.exec(text);
-  if (m && (parseAddr(m[1]!)?.family === 4 || /^[^/\s:]+\/[^/\s:]+$/.test(m[1]!))) return { ref: m[1]!, port: m[2]! };
+  if (m && (parseIp(m[1]!)?.family === 4 || /^[^/\s:]+\/[^/\s:]+$/.test(m[1]!))) return { ref: m[1]!, port: m[2]! };
   return { ref: text };
 }

@@ -28,7 +28,7 @@ import type {
   Rule,
 } from '../model/index.js';
 import { CHAIN_KIND_TAG, chainName, ruleComment, taggedChainName } from '../model/index.js';
-import { parseCidr, formatCidr, type Cidr } from './cidr.js';
+import { parseCidr, formatCidr, type Cidr } from '../model/address.js';
 import type { ClusterState } from './cluster-state.js';
 import type { PodScope, SetRequest } from './ipsets.js';
 import { hash32 } from './names.js';

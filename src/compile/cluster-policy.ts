@@ -9,7 +9,7 @@
 // directions it has rules for. There is no implicit isolation from being a subject.
 
 import type { Chain, ChainName, ClusterNetworkPolicy, IpFamily, IpSetName, Labels, NodeSettings, Pod, Problem } from '../model/index.js';
-import { parseCidr } from './cidr.js';
+import { parseCidr } from '../model/address.js';
 import { ipsOfFamily, type ClusterState } from './cluster-state.js';
 import { cnpChain, cnpInvalid } from './cluster-policy-chains.js';
 import type { IpSetRegistry, SetRequest } from './ipsets.js';

@@ -12,7 +12,7 @@ import {
   type PolicyPeer,
   type SnapshotDelta,
 } from '../model/index.js';
-import { podAddressFamily } from './cidr.js';
+import { podAddressFamily } from '../model/address.js';
 import { canonicalSelector, selectorMatches } from './selectors.js';
 
 // "Peer pods count only while they have an IP and are not Succeeded/Failed; hostNetwork pods are never

@@ -23,7 +23,7 @@ import type {
   Rule,
 } from '../model/index.js';
 import { emptyFamilyState } from '../model/index.js';
-import { familyBits, formatCidr, parseCidr, podAddressProblem } from './cidr.js';
+import { familyBits, formatCidr, parseCidr, podAddressProblem } from '../model/address.js';
 import { admit, type BudgetUse } from './budget.js';
 import { ClusterPolicyCompiler } from './cluster-policy.js';
 import { ClusterState, ipsOfFamily } from './cluster-state.js';

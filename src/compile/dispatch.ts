@@ -3,7 +3,7 @@
 // so 110 pods cost about 2 × 16 rule checks on the first packet of a flow, not 110.
 
 import type { Chain, ChainName, IpFamily, Match, Rule } from '../model/index.js';
-import { familyBits, formatCidr, parseIp } from './cidr.js';
+import { familyBits, formatCidr, parseIp } from '../model/address.js';
 
 export interface DispatchEntry {
   readonly ip: string;

@@ -1,7 +1,7 @@
 // The ICMPv6 an IPv6 link needs, allowed before any policy is judged (IPv6 ruleset only).
 //
 // Neighbour discovery is IPv6's ARP: without NS/NA no pod can reach another on the same bridge, and
-// conntrack does not track it (research later-wave §5.2: NS/NA cross ip6tables FORWARD as UNTRACKED),
+// conntrack does not track it (research upstream-behaviour §5.2: NS/NA cross ip6tables FORWARD as UNTRACKED),
 // so the ESTABLISHED/RELATED accepts never see it and an isolated workload chain would drop it.
 // Each message is pinned to what its RFC makes receivers check, so nothing routed can pose as one:
 // hop limit 255 for ND (a router decrements it, and ip6_forward does so before the FORWARD hook, so a

@@ -15,7 +15,7 @@ import type {
   Pod,
   PolicyPeer,
 } from '../model/index.js';
-import { containsIp, parseIp, type Cidr } from './cidr.js';
+import { containsIp, parseIp, type Cidr } from '../model/address.js';
 import { ipsOfFamily, type ClusterState, type Selection } from './cluster-state.js';
 import { ipSetNameFor, type SetKind } from './names.js';
 import { selectorMatches } from './selectors.js';

@@ -2,7 +2,7 @@
 // A rule allows a packet iff some peer alternative AND some port alternative match.
 
 import type { IpBlock, IpFamily, L4Protocol, PolicyPeer, PolicyPort, PortRange, Protocol } from '../model/index.js';
-import { contains, familyBits, formatCidr, parseCidr, type Cidr } from './cidr.js';
+import { contains, familyBits, formatCidr, parseCidr, type Cidr } from '../model/address.js';
 import type { ClusterState } from './cluster-state.js';
 
 export type PeerAlt =

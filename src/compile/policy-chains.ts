@@ -15,7 +15,7 @@ import {
 import type { ClusterState } from './cluster-state.js';
 import type { PodScope, SetRequest } from './ipsets.js';
 import type { ChainNames } from './names.js';
-import type { Cidr } from './cidr.js';
+import type { Cidr } from '../model/address.js';
 import { cidrMember, resolvePeers, resolvePorts, type PeerAlt, type PortAlt } from './peers-ports.js';
 import { flowLogRules } from './flow-log.js';
 

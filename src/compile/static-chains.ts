@@ -63,7 +63,7 @@ export function forwardChain(names: ChainNames, settings: NodeSettings, family: 
  * Strict mode: a flow whose conntrack entry carries the revoke bit is dropped in both directions, above
  * the ESTABLISHED accepts. Marking (rather than deleting) the entry matters: with the default
  * nf_conntrack_tcp_loose=1 a deleted TCP or UDP flow is picked up again from whichever side speaks
- * next, as a new flow in the reverse direction that policy allows (research later-wave §2.4).
+ * next, as a new flow in the reverse direction that policy allows (research upstream-behaviour §2.4).
  */
 function revokedFlowRules(settings: NodeSettings): Rule[] {
   const bit = settings.revokeMark;

@@ -2,7 +2,7 @@
 // and an invalid policy fails closed (see compile.ts); warnings are reported and compiled around.
 
 import type { NetworkPolicy, PolicyPeer, PolicyPort, PolicyRule, Problem } from '../model/index.js';
-import { contains, parseCidr } from './cidr.js';
+import { contains, parseCidr } from '../model/address.js';
 import { blockMembers, ipBlockAlts } from './peers-ports.js';
 import { selectorErrors } from './selectors.js';
 

@@ -8,7 +8,7 @@
 // A pure parser plus a reader; the daemon uses it when neither config nor the Node names pod CIDRs.
 
 import { readFile } from 'node:fs/promises';
-import { canonicalCidr } from './cidr.js';
+import { canonicalCidr } from '../model/address.js';
 
 export interface FlannelSubnet {
   /** The whole cluster's pod network (v4), canonical. */

@@ -9,7 +9,7 @@ import type * as AjvModule from 'ajv';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import type * as Yaml from 'yaml';
 import { DEFAULT_FLOW_LOG, type ClusterSnapshot, type NodeSettings } from '../model/index.js';
-import { canonicalCidr, isCidr } from './cidr.js';
+import { canonicalCidr, isCidr } from '../model/address.js';
 import { layerFits, type Formats } from './fits-schema.js';
 import { parseListenAddress } from './listen-address.js';
 import { allocateMarks, hex, markMaskProblems, parseMarkMask, revokeBit } from './marks.js';

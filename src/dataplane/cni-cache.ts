@@ -2,7 +2,7 @@
 // runtime (containerd's go-cni, CRI-O's ocicni) after a successful CNI ADD and removed on DEL. For the
 // bridge plugin (flannel delegates to it) `result.interfaces` is [bridge, host veth, container veth] and
 // `result.ips[].interface` points at the container veth: so one file binds the host-side bridge port to
-// the pod's addresses (research later-wave §4.2). Reading it needs root (mode 0600).
+// the pod's addresses (research upstream-behaviour §4.2). Reading it needs root (mode 0600).
 
 import { watch } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';

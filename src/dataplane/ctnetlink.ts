@@ -1,6 +1,6 @@
 // The conntrack table over ctnetlink: one dump per pass and one mark update per changed flow, on a raw
 // NETLINK_NETFILTER socket (the `netlink` package). This replaces one `conntrack` process per flow:
-// each `conntrack` call dumps the whole table again (0.36 s at 100 k entries, research later-wave
+// each `conntrack` call dumps the whole table again (0.36 s at 100 k entries, research upstream-behaviour
 // §2.4) and bulk `-U` stops after 256 updates with ENOBUFS.
 //
 // A netlink socket belongs to the network namespace of the process that opens it. The daemon acting

@@ -8,3 +8,4 @@ export * from './problem.js';
 export * from './identity-diff.js';
 export * from './chain-kinds.js';
 export * from './rule-comments.js';
+export * from './address.js';

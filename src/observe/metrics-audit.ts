@@ -2,7 +2,7 @@
 // saw them (rate-limited per rule like the drops), by the pod whose audited policy it is.
 
 import { Counter, type Registry } from 'prom-client';
-import { MAX_DENIED_PODS } from './metrics-visibility.js';
+import { MAX_DENIED_PODS } from './metrics-denied-sync.js';
 
 export interface AuditLabels {
   readonly namespace: string;

@@ -5,9 +5,9 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { BudgetUse } from '../compile/index.js';
 import { createAuditMetrics, type AuditMetrics } from './metrics-audit.js';
-import { createHardeningMetrics, type HardeningMetrics } from './metrics-hardening.js';
+import { createHardeningMetrics, type HardeningMetrics } from './metrics-antispoof-revoke.js';
 import { createHostileInputMetrics, type HostileInputMetrics } from './metrics-hostile.js';
-import { createVisibilityMetrics, type VisibilityMetrics } from './metrics-visibility.js';
+import { createVisibilityMetrics, type VisibilityMetrics } from './metrics-denied-sync.js';
 
 export type SyncKind = 'full' | 'incremental';
 /** What woke the loop: an informer event per resource kind, a manifest change, or the drift timer. */

@@ -2,7 +2,7 @@
 // state the kernel gives its first packet, the hop limit it is sent with, and how it crosses the node.
 
 import type { IpFamily } from '../model/index.js';
-import { parseAddr } from './addr.js';
+import { parseIp } from '../model/address.js';
 import { isLocal, packetFor, type NodeLayout, type Packet } from './packet.js';
 
 /**
@@ -47,13 +47,13 @@ export interface IcmpSpec {
 }
 
 const isMulticast = (ip: string): boolean => {
-  const addr = parseAddr(ip);
+  const addr = parseIp(ip);
   return addr !== undefined && addr.family === 6 && addr.value >> 120n === 0xffn;
 };
 
 /** fe80::/10 or `::` (a DAD probe's source): never routed, so such a packet in FORWARD was bridged. */
 const isLinkSource = (ip: string): boolean => {
-  const addr = parseAddr(ip);
+  const addr = parseIp(ip);
   return addr !== undefined && addr.family === 6 && (addr.value >> 118n === 0x3fan || addr.value === 0n);
 };
 

@@ -1,4 +1,3 @@
-export * from './addr.js';
 export * from './format.js';
 export * from './ipsets.js';
 export * from './match.js';

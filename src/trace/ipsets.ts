@@ -2,7 +2,7 @@
 
 import type { SetDirection } from '../model/index.js';
 import type { SavedIpSet } from '../render/index.js';
-import { netContains, parseAddr, parseNet, type Addr, type Net } from './addr.js';
+import { containsIp, parseCidrOrHost, parseIp, type Cidr, type ParsedIp } from '../model/address.js';
 import type { Packet } from './packet.js';
 
 /** Sets by name, as `parseIpsetSave` returns them. */
@@ -26,7 +26,7 @@ const entryOf = (text: string): Entry => {
 
 export function setMatches(set: SavedIpSet, packet: Packet, direction: SetDirection): SetAnswer {
   const [ipDim = 'src', portDim] = direction.split(',') as ('src' | 'dst')[];
-  const addr = parseAddr(ipDim === 'src' ? packet.src : packet.dst);
+  const addr = parseIp(ipDim === 'src' ? packet.src : packet.dst);
   if (!addr) return unknown(`packet ${ipDim} is not an address`);
   // A set of the other family never matches (iptables refuses the rule; a v6 packet never meets a v4 set).
   if (set.family !== addr.family) return member(false);
@@ -47,30 +47,30 @@ export function setMatches(set: SavedIpSet, packet: Packet, direction: SetDirect
   }
 }
 
-function containsEntry(element: string, addr: Addr): boolean {
-  const net = parseNet(element);
-  return net !== undefined && netContains(net, addr);
+function containsEntry(element: string, addr: ParsedIp): boolean {
+  const net = parseCidrOrHost(element);
+  return net !== undefined && containsIp(net, addr.family, addr.value);
 }
 
 /**
  * hash:net: the most specific entry containing the address decides, and a `nomatch` entry makes the
  * test fail ("the element is a 'nomatch' exception of the set": ipset(8)); equal prefixes cannot both exist.
  */
-function longestPrefixMember(entries: readonly Entry[], addr: Addr): boolean {
-  let best: { net: Net; nomatch: boolean } | undefined;
+function longestPrefixMember(entries: readonly Entry[], addr: ParsedIp): boolean {
+  let best: { net: Cidr; nomatch: boolean } | undefined;
   for (const e of entries) {
-    const net = parseNet(e.element);
-    if (!net || !netContains(net, addr)) continue;
+    const net = parseCidrOrHost(e.element);
+    if (!net || !containsIp(net, addr.family, addr.value)) continue;
     if (!best || net.prefix > best.net.prefix) best = { net, nomatch: e.nomatch };
   }
   return best !== undefined && !best.nomatch;
 }
 
 /** `10.244.1.20,tcp:80` (ipset save always names the protocol; a bare port means tcp). */
-function ipPortMatches(element: string, addr: Addr, proto: string, port: number): boolean {
+function ipPortMatches(element: string, addr: ParsedIp, proto: string, port: number): boolean {
   const comma = element.lastIndexOf(',');
   if (comma < 0) return false;
-  const ip = parseAddr(element.slice(0, comma));
+  const ip = parseIp(element.slice(0, comma));
   const portPart = element.slice(comma + 1);
   const [p, n] = portPart.includes(':') ? portPart.split(':') : ['tcp', portPart];
   if (!ip || ip.family !== addr.family || ip.value !== addr.value || p !== proto) return false;

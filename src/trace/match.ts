@@ -2,7 +2,7 @@
 // a new Match kind does not compile until the tracer can evaluate and describe it.
 
 import type { Match } from '../model/index.js';
-import { ifaceMatches, netContains, parseAddr, parseNet } from './addr.js';
+import { containsIp, parseCidrOrHost, parseIp } from '../model/address.js';
 import { setMatches, type IpSets } from './ipsets.js';
 import type { Packet } from './packet.js';
 
@@ -16,14 +16,20 @@ export interface MatchContext {
 /** `true`/`false`, or why the tracer cannot tell (then the rule is reported as not evaluated). */
 export type MatchAnswer = boolean | { readonly unknown: string };
 
+/** iptables `-i`/`-o`/`--physdev-*`: exact name, or a prefix when the pattern ends in `+`. */
+export function ifaceMatches(pattern: string, name: string | undefined): boolean {
+  if (name === undefined) return false;
+  return pattern.endsWith('+') ? name.startsWith(pattern.slice(0, -1)) : name === pattern;
+}
+
 const flip = (answer: MatchAnswer, negate: boolean | undefined): MatchAnswer => (typeof answer === 'boolean' && negate ? !answer : answer);
 
 function addrIn(cidr: string, ip: string): MatchAnswer {
-  const net = parseNet(cidr);
-  const addr = parseAddr(ip);
+  const net = parseCidrOrHost(cidr);
+  const addr = parseIp(ip);
   if (!net) return { unknown: `"${cidr}" is not a CIDR` };
   if (!addr) return { unknown: `"${ip}" is not an address` };
-  return netContains(net, addr);
+  return containsIp(net, addr.family, addr.value);
 }
 
 const evaluate: { [K in Match['kind']]: (m: Extract<Match, { kind: K }>, ctx: MatchContext) => MatchAnswer } = {

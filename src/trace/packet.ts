@@ -1,7 +1,7 @@
 // The packet a trace walks, and how its interfaces follow from the node's layout.
 
 import type { L4Protocol, MatchProtocol } from '../model/index.js';
-import { inAnyNet, parseAddr } from './addr.js';
+import { inAnyCidr, parseIp } from '../model/address.js';
 
 /** The first packet of a flow as it enters the filter table's FORWARD chain. */
 export interface Packet {
@@ -21,7 +21,7 @@ export interface Packet {
   readonly physOut?: string;
   /**
    * A trace is about new connections; replies are accepted by conntrack before any policy. Neighbour
-   * discovery is never tracked (research later-wave §5.2: NS/NA cross FORWARD as UNTRACKED). An ICMP
+   * discovery is never tracked (research upstream-behaviour §5.2: NS/NA cross FORWARD as UNTRACKED). An ICMP
    * message that can neither open a flow nor belong to one (an echo reply alone) is INVALID (icmp.ts).
    */
   readonly ctstate: 'NEW' | 'UNTRACKED' | 'INVALID';
@@ -51,11 +51,11 @@ export interface Flow {
 }
 
 export function isLocal(ip: string, layout: NodeLayout): boolean {
-  const addr = parseAddr(ip);
+  const addr = parseIp(ip);
   if (!addr) return false;
   return (
-    inAnyNet(addr, layout.podCidrs) ||
-    (layout.localIps ?? []).some((l) => parseAddr(l)?.value === addr.value && parseAddr(l)?.family === addr.family)
+    inAnyCidr(addr, layout.podCidrs) ||
+    (layout.localIps ?? []).some((l) => parseIp(l)?.value === addr.value && parseIp(l)?.family === addr.family)
   );
 }
 

@@ -4,7 +4,7 @@
 
 import { selectorMatches } from '../compile/selectors.js';
 import type { ClusterSnapshot, L4Protocol, NetworkPolicy, Pod, PolicyPeer, PolicyPort, PolicyRule } from '../model/index.js';
-import { inAnyNet, parseAddr } from '../trace/index.js';
+import { inAnyCidr, parseIp } from '../model/address.js';
 import { ruleText, selectorText } from './describe.js';
 
 export interface ClosestQuery {
@@ -54,8 +54,8 @@ function peerMisses(snapshot: ClusterSnapshot, policy: NetworkPolicy, rule: Poli
 
 function peerMiss(snapshot: ClusterSnapshot, policy: NetworkPolicy, peer: PolicyPeer, q: ClosestQuery): string[] {
   if (peer.ipBlock) {
-    const addr = parseAddr(q.peerIp);
-    const inside = addr !== undefined && inAnyNet(addr, [peer.ipBlock.cidr]) && !inAnyNet(addr, peer.ipBlock.except);
+    const addr = parseIp(q.peerIp);
+    const inside = addr !== undefined && inAnyCidr(addr, [peer.ipBlock.cidr]) && !inAnyCidr(addr, peer.ipBlock.except);
     return inside ? [] : [`the address: ${q.peerIp} is not in ${ruleText({ peers: [peer] })}`];
   }
   const pod = q.peerPod;

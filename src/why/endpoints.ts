@@ -3,7 +3,7 @@
 // pod's when a pod owns it, a node's when a Node lists it, a node's pod CIDR says whose node it is in.
 
 import { podKey, type ClusterSnapshot, type IpFamily, type Pod } from '../model/index.js';
-import { inAnyNet, parseAddr } from '../trace/index.js';
+import { inAnyCidr, parseIp } from '../model/address.js';
 
 export type Endpoint =
   | { readonly kind: 'pod'; readonly ip: string; readonly pod: string; readonly node: string }
@@ -24,7 +24,7 @@ const counts = (p: Pod): boolean => p.ips.length > 0 && !p.hostNetwork && p.phas
 
 /** `ns/pod` or an IP address of `family`, placed in the cluster. */
 export function locate(ref: string, snapshot: ClusterSnapshot, family: IpFamily): Endpoint {
-  const literal = parseAddr(ref);
+  const literal = parseIp(ref);
   if (literal) {
     if (literal.family !== family) throw new EndpointError(`${ref} is an IPv${literal.family} address, and this packet is IPv${family}`);
     return locateAddress(ref, snapshot);
@@ -33,31 +33,31 @@ export function locate(ref: string, snapshot: ClusterSnapshot, family: IpFamily)
   const pod = snapshot.pods.find((p) => podKey(p) === ref);
   if (!pod) throw new EndpointError(`pod ${ref} is not in the cluster`);
   if (!counts(pod)) throw new EndpointError(`pod ${ref} ${pod.hostNetwork ? 'uses the host network' : 'has no address or is not running'}`);
-  const ip = pod.ips.find((i) => parseAddr(i)?.family === family);
+  const ip = pod.ips.find((i) => parseIp(i)?.family === family);
   if (ip === undefined) throw new EndpointError(`pod ${ref} has no IPv${family} address (it has ${pod.ips.join(', ')})`);
   return { kind: 'pod', ip, pod: ref, node: pod.nodeName };
 }
 
 function locateAddress(ip: string, snapshot: ClusterSnapshot): Endpoint {
-  const addr = parseAddr(ip)!;
+  const addr = parseIp(ip)!;
   const same = (other: string) => {
-    const o = parseAddr(other);
+    const o = parseIp(other);
     return o !== undefined && o.family === addr.family && o.value === addr.value;
   };
   const pod = snapshot.pods.find((p) => counts(p) && p.ips.some(same));
   if (pod) return { kind: 'pod', ip, pod: podKey(pod), node: pod.nodeName };
   const node = snapshot.nodes.find((n) => n.addresses.some(same));
   if (node) return { kind: 'node', ip, node: node.name };
-  const owner = snapshot.nodes.find((n) => inAnyNet(addr, n.podCidrs));
+  const owner = snapshot.nodes.find((n) => inAnyCidr(addr, n.podCidrs));
   if (owner) return { kind: 'unknown-pod', ip, node: owner.name };
   return { kind: 'external', ip };
 }
 
 /** The IP families a reference can be traced in: an address's own, a pod's addresses' families. */
 export function familiesOf(ref: string, snapshot: ClusterSnapshot): readonly IpFamily[] {
-  const literal = parseAddr(ref);
+  const literal = parseIp(ref);
   if (literal) return [literal.family];
   const pod = snapshot.pods.find((p) => podKey(p) === ref);
-  const families = new Set((pod?.ips ?? []).flatMap((i) => parseAddr(i)?.family ?? []));
+  const families = new Set((pod?.ips ?? []).flatMap((i) => parseIp(i)?.family ?? []));
   return ([4, 6] as const).filter((f) => families.has(f));
 }

@@ -4,7 +4,7 @@
 // node; the same matrices hold on IPv4 in the same run. Expectations are written from the API's
 // sentences (below), not from what netfence compiles. Before every IPv6 probe round every pod's
 // neighbour cache is flushed, so each allowed same-node pair must get neighbour discovery through the
-// policy first (ND is untracked: research later-wave §5.2).
+// policy first (ND is untracked: research upstream-behaviour §5.2).
 
 import { jest } from '@jest/globals';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';

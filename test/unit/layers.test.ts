@@ -23,7 +23,7 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   trace: ['model', 'render'],
   reconcile: ['model', 'compile', 'plan'],
   revoke: ['model', 'dataplane', 'trace', 'log'],
-  antispoof: ['model', 'dataplane', 'trace', 'log'],
+  antispoof: ['model', 'dataplane', 'log'],
   inspect: ['model', 'render', 'trace', 'antispoof'],
   observe: ['model', 'compile', 'config', 'dataplane', 'trace', 'log'],
   why: ['model', 'compile', 'trace'],

@@ -12,7 +12,7 @@ import {
   formatHardening,
   revokedFlows,
   strictModeOf,
-} from '../../../src/inspect/hardening.js';
+} from '../../../src/inspect/strict-antispoof.js';
 import { rulesetOfDesired, type TraceResult } from '../../../src/trace/index.js';
 import { settings, snapshot } from '../../helpers/builders.js';
 

@@ -3,7 +3,7 @@
 // API (validation rules, the spec's ipBlock meaning), never from what the compiler happens to print.
 
 import ipaddr from 'ipaddr.js';
-import { parseCidr } from '../../../src/compile/cidr.js';
+import { parseCidr } from '../../../src/model/address.js';
 import { compile, Compiler } from '../../../src/compile/index.js';
 import type { FamilyState } from '../../../src/model/index.js';
 import {

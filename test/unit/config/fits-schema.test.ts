@@ -2,7 +2,7 @@
 // error would go unreported), so every key is tried with values of every kind against ajv itself.
 
 import { Ajv } from 'ajv';
-import { isCidr } from '../../../src/config/cidr.js';
+import { isCidr } from '../../../src/model/address.js';
 import { layerFits, type Formats } from '../../../src/config/fits-schema.js';
 import { parseListenAddress } from '../../../src/config/listen-address.js';
 import { CONFIG_LAYER_SCHEMA } from '../../../src/config/schema.js';

@@ -2,8 +2,8 @@
 // kernel's counters at scrape time), strict-mode passes by family.
 
 import { createMetrics } from '../../../src/observe/metrics.js';
-import { SPOOF_READ_INTERVAL_MS, spoofDropSamples } from '../../../src/observe/metrics-hardening.js';
-import { MAX_DENIED_PODS } from '../../../src/observe/metrics-visibility.js';
+import { SPOOF_READ_INTERVAL_MS, spoofDropSamples } from '../../../src/observe/metrics-antispoof-revoke.js';
+import { MAX_DENIED_PODS } from '../../../src/observe/metrics-denied-sync.js';
 
 const lines = async (m: ReturnType<typeof createMetrics>, family: string): Promise<string[]> =>
   (await m.render()).split('\n').filter((l) => l.startsWith(family) && !l.startsWith('#'));
@@ -36,7 +36,7 @@ describe('anti-spoofing drop samples from the bridge table counters', () => {
   });
 });
 
-describe('hardening metrics', () => {
+describe('anti-spoofing and strict-mode metrics', () => {
   it('exports no anti-spoofing series while no table is read (anti-spoofing off)', async () => {
     const m = createMetrics();
     expect(await lines(m, 'netfence_spoof_')).toEqual([]);

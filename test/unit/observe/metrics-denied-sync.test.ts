@@ -2,7 +2,7 @@
 // pruning of pods that left, tool runs and failures, build info.
 
 import { createMetrics } from '../../../src/observe/metrics.js';
-import { MAX_DENIED_PODS } from '../../../src/observe/metrics-visibility.js';
+import { MAX_DENIED_PODS } from '../../../src/observe/metrics-denied-sync.js';
 
 const lines = async (m: ReturnType<typeof createMetrics>, family: string): Promise<string[]> =>
   (await m.render()).split('\n').filter((l) => l.startsWith(family) && !l.startsWith('#'));

@@ -12,7 +12,7 @@
 
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { NftCount } from '../dataplane/nft.js';
-import { MAX_DENIED_PODS } from './metrics-visibility.js';
+import { MAX_DENIED_PODS } from './metrics-denied-sync.js';
 
 /** The drop rules of the bridge table, by the kind in their comment (`nf:spoof <kind> [port]`). */
 export const SPOOF_DROP_KINDS = ['ipv4', 'ipv6', 'arp', 'nd', 'router', 'other', 'unknown-port'] as const;

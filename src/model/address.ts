@@ -1,7 +1,14 @@
-// CIDR arithmetic for ipBlock: parsing with ipaddr.js and masking on bigints.
+// Addresses and CIDRs of both families, the one place netfence reads them: the compiler (pod IPs, ipBlock),
+// the configuration (pod CIDRs, flannel's subnet), the tracer (iptables and ipset members) and the
+// anti-spoofing table. ipaddr.js parses IPv6; arithmetic is on bigints.
 
 import ipaddr from 'ipaddr.js';
-import type { IpFamily } from '../model/index.js';
+import type { IpFamily } from './cluster.js';
+
+export interface ParsedIp {
+  readonly family: IpFamily;
+  readonly value: bigint;
+}
 
 export interface Cidr {
   readonly family: IpFamily;
@@ -18,30 +25,18 @@ function toBigInt(addr: ipaddr.IPv4 | ipaddr.IPv6): bigint {
   return addr.toByteArray().reduce((acc, byte) => (acc << 8n) | BigInt(byte), 0n);
 }
 
-export interface ParsedIp {
-  readonly family: IpFamily;
-  readonly value: bigint;
-}
-
 // Every compile parses the same pod addresses again (dispatch trees, ipBlock scopes): parse each once.
 const parsedIps = new Map<string, ParsedIp | null>();
 
-// Dotted-quad IPv4 exactly as the API server's strict validation reads it (KEP-4858): four decimal
-// octets, no leading zeros. "They allow IPv4 addresses to have leading "0"s ... most libc-based code treats
-// the octets as _octal_ ... (This was CVE-2021-29923.) The updated validation will reject IPv4 IPs with
-// leading "0"s". ipaddr.js would read `010.10.0.0` as octal 8.10.0.0, so the form is checked first.
-const IPV4_STRICT = /^(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})$/;
-
-/** Whether `text` has the shape the API server accepts for an address (IPv4 strict dotted quad, or IPv6 without a zone). */
-function strictAddressForm(text: string): boolean {
-  if (text.includes(':')) return !text.includes('%') && ipaddr.IPv6.isValid(text);
-  const m = IPV4_STRICT.exec(text);
-  return m !== null && m.slice(1).every((octet) => Number(octet) <= 255);
-}
+/** Whether `text` has the shape the API server accepts for an IPv6 address: no zone (`%eth0`). */
+const strictV6Form = (text: string): boolean => !text.includes('%') && ipaddr.IPv6.isValid(text);
 
 /**
- * The value of a dotted quad in IPV4_STRICT's form with every octet at most 255, else undefined. Read
- * character by character: every pod address and every ipBlock except comes through here once.
+ * The value of a dotted quad as the API server's strict validation reads it (KEP-4858): four decimal
+ * octets of at most 255, no leading zeros. "They allow IPv4 addresses to have leading "0"s ... most
+ * libc-based code treats the octets as _octal_ ... (This was CVE-2021-29923.) The updated validation will
+ * reject IPv4 IPs with leading "0"s". ipaddr.js would read `010.10.0.0` as octal 8.10.0.0. Read character
+ * by character: every pod address and every ipBlock except comes through here once.
  */
 function strictV4Value(text: string): number | undefined {
   let value = 0;
@@ -75,10 +70,9 @@ export function parseIp(text: string): ParsedIp | undefined {
   const v4 = strictV4Value(text);
   if (v4 !== undefined) {
     parsed = { family: 4, value: BigInt(v4) };
-  } else if (text.includes(':') && strictAddressForm(text)) {
-    const addr = ipaddr.parse(text);
-    // An IPv4-mapped IPv6 address is still an IPv6 address on the wire.
-    parsed = { family: addr.kind() === 'ipv4' ? 4 : 6, value: toBigInt(addr) };
+  } else if (text.includes(':') && strictV6Form(text)) {
+    // Text with a colon parses as IPv6, IPv4-mapped ones too: that is what they are on the wire.
+    parsed = { family: 6, value: toBigInt(ipaddr.parse(text)) };
   }
   if (parsedIps.size >= 1_000_000) parsedIps.clear();
   parsedIps.set(text, parsed ?? null);
@@ -103,6 +97,7 @@ export function podAddressProblem(text: string): string | undefined {
   return undefined;
 }
 
+/** `10.0.0.0/8` as the API server reads an ipBlock: a strict address and a prefix without leading zeros. */
 export function parseCidr(text: string): ParsedCidr {
   const slash = text.indexOf('/');
   if (slash < 0) return { ok: false, message: `"${text}" is not a CIDR (missing /prefix)` };
@@ -122,6 +117,19 @@ export function parseCidr(text: string): ParsedCidr {
   return { ok: true, cidr: { family: ip.family, base, prefix }, hadHostBits: base !== ip.value };
 }
 
+/**
+ * `10.0.0.0/8`, or a bare address as a host route: iptables-save and `hash:net` sets print /32 and /128
+ * members without their prefix. Undefined when the text is neither.
+ */
+export function parseCidrOrHost(text: string): Cidr | undefined {
+  if (text.includes('/')) {
+    const parsed = parseCidr(text);
+    return parsed.ok ? parsed.cidr : undefined;
+  }
+  const ip = parseIp(text);
+  return ip && { family: ip.family, base: ip.value, prefix: familyBits(ip.family) };
+}
+
 function maskOf(family: IpFamily, prefix: number): bigint {
   const bits = familyBits(family);
   const all = (1n << BigInt(bits)) - 1n;
@@ -136,6 +144,13 @@ export function containsIp(outer: Cidr, family: IpFamily, value: bigint): boolea
   return outer.family === family && (value & maskOf(family, outer.prefix)) === outer.base;
 }
 
+/** True when `ip` lies in any of the CIDRs (text that is not one never matches). */
+export const inAnyCidr = (ip: ParsedIp, cidrs: readonly string[]): boolean =>
+  cidrs.some((text) => {
+    const cidr = parseCidrOrHost(text);
+    return cidr !== undefined && containsIp(cidr, ip.family, ip.value);
+  });
+
 export function formatIp(family: IpFamily, value: bigint): string {
   if (family === 4) {
     // One conversion to a number (exact below 2^53), then plain bit operations: sets can hold tens of thousands.
@@ -148,3 +163,26 @@ export function formatIp(family: IpFamily, value: bigint): string {
 }
 
 export const formatCidr = (c: Cidr): string => `${formatIp(c.family, c.base)}/${c.prefix}`;
+
+export interface CanonicalCidr {
+  readonly family: IpFamily;
+  /** Network address with host bits cleared, e.g. `10.244.1.0/24`, `fd00:10:244:1::/64`. */
+  readonly cidr: string;
+}
+
+/**
+ * A CIDR from configuration or flannel's subnet.env, with host bits cleared (`10.244.1.1/24` →
+ * `10.244.1.0/24`, which is how flannel writes FLANNEL_SUBNET). Surrounding space is ignored. Undefined
+ * when `text` is not a CIDR.
+ */
+export function canonicalCidr(text: string): CanonicalCidr | undefined {
+  const match = /^([^/]+)\/(\d{1,3})$/.exec(text.trim());
+  if (!match) return undefined;
+  const [, address = '', prefixText = ''] = match;
+  const ip = parseIp(address);
+  const prefix = Number(prefixText);
+  if (!ip || prefix > familyBits(ip.family)) return undefined;
+  return { family: ip.family, cidr: formatCidr({ family: ip.family, base: ip.value & maskOf(ip.family, prefix), prefix }) };
+}
+
+export const isCidr = (text: string): boolean => canonicalCidr(text) !== undefined;
