@@ -19,6 +19,7 @@ describe('canonicalRuleForm: the same rule printed another way', () => {
     ],
     ['extra spaces and tabs', POLICY_RULE, `  ${POLICY_RULE.replaceAll(' -m ', '   -m\t')}  `],
     ['the protocol module printed although -p loads it', POLICY_RULE, POLICY_RULE.replace('-p tcp ', '-p tcp -m tcp ')],
+    ['the implicit protocol module named', '-p tcp --dport 80 -j ACCEPT', '-p tcp -m tcp --dport 80 -j ACCEPT'],
     ['the protocol by number', POLICY_RULE, POLICY_RULE.replace('-p tcp', '-p 6')],
     ['the set module printing its default counter update', POLICY_RULE, POLICY_RULE.replace(' src ', ' src --update-counters ')],
     [
@@ -61,6 +62,7 @@ describe('canonicalRuleForm: a different rule', () => {
     ['another set', POLICY_RULE, POLICY_RULE.replace('nf4s:qioticnfsm73k72ejunf', 'nf4s:vnw2r4uchal4wvhbiowi')],
     ['another set direction', POLICY_RULE, POLICY_RULE.replace(' src ', ' dst ')],
     ['a negated set', POLICY_RULE, POLICY_RULE.replace('-m set --match-set', '-m set ! --match-set')],
+    ['a port of the protocol module changed', '-p tcp -m tcp --dport 80 -j ACCEPT', '-p tcp -m tcp --dport 81 -j ACCEPT'],
     ['another port', POLICY_RULE, POLICY_RULE.replace('6379', '6380')],
     ['another protocol', POLICY_RULE, POLICY_RULE.replace('-p tcp', '-p udp')],
     ['a match removed', POLICY_RULE, POLICY_RULE.replace('-m multiport --dports 6379 ', '')],
