@@ -95,10 +95,27 @@ const MUTANTS: readonly Mutant[] = [
   {
     name: 'plan-skips-changed-chains',
     file: 'src/plan/plan.ts',
-    find: 'if (before && sameLines(before, after)) continue;',
+    find: 'if (before && sameRules(before, after)) continue;',
     replace: 'if (before) continue;',
     why: 'a chain that exists is never rewritten, whatever changed in it',
     unit: ['test/unit/reconcile/sync-fake-kernel.test.ts', 'test/unit/plan'],
+  },
+  {
+    name: 'drift-check-on-hash-only',
+    file: 'src/plan/rule-identity.ts',
+    find: ' && canonicalRuleForm(seen) === canonicalRuleForm(want);',
+    replace: ';',
+    why: 'a rule edited in place with its nf: comment kept is taken for ours and never repaired',
+    unit: ['test/unit/plan/rule-identity.test.ts'],
+    kernel: ['test/kernel/drift-rule-identity.test.ts'],
+  },
+  {
+    name: 'limit-reorderable',
+    file: 'src/render/rule-form.ts',
+    find: "  'length',\n]);",
+    replace: "  'length',\n  'limit',\n]);",
+    why: 'a limit moved above the matches that bounded it (it now spends tokens on packets they refuse) is taken for the same rule',
+    unit: ['test/unit/render/rule-form.test.ts'],
   },
   {
     name: 'comment-lets-quotes-through',

@@ -25,6 +25,7 @@ import {
 } from '../render/index.js';
 import type { ObservedFamily, Ownership } from './observed.js';
 import { tempSetName } from './retype.js';
+import { sameRule, sameRules } from './rule-identity.js';
 
 export type ChangeObject = 'chain' | 'set' | 'hook';
 export type ChangeAction = 'create' | 'update' | 'delete';
@@ -179,7 +180,7 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
     const rendered = renderChain(chain);
     const after = rendered.lines.map((l) => ruleOfLine(chain.name, l));
     const before = observed.chains.get(chain.name);
-    if (before && sameLines(before, after)) continue;
+    if (before && sameRules(before, after)) continue;
     declare.push(declareChainLine(chain.name));
     body.push(...rendered.lines);
     changes.push({
@@ -243,8 +244,8 @@ function planHooks(
   const wantInserted = desired.filter((h) => h.position === 'insert').map(renderHookArgs);
   const wantAppended = desired.filter((h) => h.position === 'append').map(renderHookArgs);
   const before = observed.map((o) => `${o.position}: ${o.text}`);
-  const insertedOk = wantInserted.every((text, i) => observed[i]?.position === i + 1 && observed[i]?.text === text);
-  const appendedOk = sameLines(
+  const insertedOk = wantInserted.every((text, i) => observed[i]?.position === i + 1 && sameRule(observed[i]!.text, text));
+  const appendedOk = sameRules(
     observed.slice(wantInserted.length).map((o) => o.text),
     wantAppended,
   );
@@ -314,5 +315,4 @@ function ownerOf(chain: Chain): string {
   }
 }
 
-const sameLines = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((l, i) => l === b[i]);
 const sorted = (xs: readonly string[]): string[] => [...xs].sort();

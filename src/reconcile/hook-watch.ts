@@ -6,6 +6,7 @@
 // ~10 ms, so it can run every second; when the first rule is not ours, a full resync repairs it.
 
 import type { IpFamily } from '../model/index.js';
+import { sameRuleLine } from '../plan/index.js';
 import type { Clock } from './runner.js';
 
 export interface HookWatchOptions {
@@ -56,7 +57,7 @@ export class HookWatch {
       const key = `${want.family} ${want.chain}`;
       try {
         const found = await this.opts.firstRule(want.family, want.chain);
-        if (found === want.rule) continue;
+        if (found !== undefined && sameRuleLine(found, want.rule)) continue;
         now.add(key);
         this.opts.onDisplaced({ family: want.family, chain: want.chain, found, firstSeen: !this.displaced.has(key) });
       } catch (err) {

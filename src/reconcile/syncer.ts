@@ -9,6 +9,8 @@ import {
   observeFamily,
   planFamily,
   retypeSteps,
+  sameRule,
+  sameRules,
   type FamilyPlan,
   type ObservedFamily,
   type Ownership,
@@ -321,25 +323,23 @@ export class Syncer {
   }
 }
 
-/** Same chains, hooks and set members: what we own is exactly as we left it. */
+/**
+ * Same chains, hooks and set members: what we own is exactly as we left it (`a` what we programmed, `b` a
+ * read). Rules are compared by identity and meaning (plan/rule-identity.ts), not by how they are printed.
+ */
 export function sameObserved(a: ObservedFamily, b: ObservedFamily): boolean {
   const sameList = (x: readonly string[] | undefined, y: readonly string[] | undefined) =>
     x !== undefined && y !== undefined && x.length === y.length && x.every((v, i) => v === y[i]);
   if (a.chains.size !== b.chains.size || a.ipsets.size !== b.ipsets.size || a.hooks.size !== b.hooks.size) return false;
-  for (const [name, lines] of a.chains) if (!sameList(lines, b.chains.get(name))) return false;
+  for (const [name, rules] of a.chains) if (!sameRules(b.chains.get(name), rules)) return false;
   for (const [name, set] of a.ipsets) {
     const other = b.ipsets.get(name);
     if (set.type !== other?.type || set.family !== other.family || !sameList(set.members, other.members)) return false;
   }
   for (const [chain, hooks] of a.hooks) {
     const other = b.hooks.get(chain);
-    if (
-      !sameList(
-        hooks.map((h) => `${h.position} ${h.text}`),
-        other?.map((h) => `${h.position} ${h.text}`),
-      )
-    )
-      return false;
+    if (other?.length !== hooks.length) return false;
+    if (!hooks.every((h, i) => other[i]!.position === h.position && sameRule(other[i]!.text, h.text))) return false;
   }
   return true;
 }

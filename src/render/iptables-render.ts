@@ -1,6 +1,7 @@
 // Rules → iptables argument lists and restore text, in exactly the form `iptables-save` prints them
 // (addresses, interfaces and protocol first, then our hash comment, then the other matches, then the
-// target), so a saved line can be compared with a rendered one byte for byte on both backends.
+// target), so a saved line usually equals the rendered one byte for byte: the drift check's fast path. A
+// rule printed another way is compared by hash and meaning instead (plan/rule-identity.ts).
 
 import crypto from 'node:crypto';
 import type { Action, Chain, FamilyState, Hook, Match, Rule } from '../model/index.js';
