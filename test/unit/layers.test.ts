@@ -18,7 +18,7 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   render: ['model'],
   config: ['model', 'log-levels'],
   cluster: ['model', 'log'],
-  dataplane: ['model'],
+  dataplane: ['model', 'render'],
   plan: ['model', 'render'],
   trace: ['model', 'render'],
   reconcile: ['model', 'compile', 'plan'],
