@@ -22,7 +22,7 @@ import {
   resourcePaths,
   UsageError,
 } from './context.js';
-import { readSavedDumps, SavedDumpError, savedPaths, type SavedDump } from './saved-dump.js';
+import { readSavedDumps, SavedDumpError, savedPaths, type SavedDumpFiles } from './saved-dump.js';
 import { EXIT_INCOMPLETE_SOURCE, printProblems, refuseIncomplete } from './source-errors.js';
 
 export type { Io } from './commands.js';
@@ -67,7 +67,7 @@ export async function diffCommand(argv: readonly string[], io: Io): Promise<numb
   let plans: FamilyPlan[];
   let notCompared: IpFamily[] = [];
   if (!reading) {
-    let dump: SavedDump;
+    let dump: SavedDumpFiles;
     try {
       dump = await readSavedDumps(saved, own.ipsetPrefix);
     } catch (err) {

@@ -1,8 +1,11 @@
-// A whole-ruleset save (every table, as `iptables-save` with no `-t` prints it), read the way the one-shot
-// commands and the backend detection need it: the filter table alone, the rule count, the kubelet's marker
+// A save read as a whole, the way the drift check, the one-shot commands and the backend detection need
+// it: its content without the timestamps, the filter table alone, the rule count, the kubelet's marker
 // chain, and iptables-nft's note on a table it cannot show.
 
 import { declareChainLine } from './iptables-render.js';
+
+/** The save without its comment lines: iptables-save's header and footer carry the time, the rest is the ruleset. */
+export const saveWithoutComments = (save: string): string => save.replace(/^#.*\n?/gm, '');
 
 /** `-A …` lines, also as `iptables-save -c` prints them (`[packets:bytes] -A …`). */
 export function countRules(saveOutput: string): number {

@@ -2,8 +2,17 @@
 // `netfence compile` prints; src/render reads both), with clear errors for input that is not one, and the
 // naming conventions that tell our chains and comments apart.
 
-import { chainKindOf, KERNEL_CHAINS, readComment, type ChainKind, type CommentDirection } from '../model/index.js';
-import { asSaveText, parseIptablesSave, SaveParseError, type SavedChain, type SavedTable } from '../render/index.js';
+import { chainKindOf, KERNEL_CHAINS, readComment, type ChainKind, type CommentDirection, type IpFamily } from '../model/index.js';
+import {
+  asSaveText,
+  IpsetParseError,
+  parseIptablesSave,
+  parseSavedDump,
+  SaveParseError,
+  type SavedChain,
+  type SavedDump,
+  type SavedTable,
+} from '../render/index.js';
 
 export type Ruleset = SavedTable;
 
@@ -24,18 +33,44 @@ export interface LoadOptions {
  * rules for undeclared built-in chains), so the output of `netfence compile` can be traced too.
  */
 export function loadRuleset(text: string, opts: LoadOptions = {}): Ruleset {
-  if (text.trim() === '') throw new RulesetError('empty input: expected the output of iptables-save');
-  const saveText = asSaveText(text, opts.builtinPolicy);
+  requireInput(text);
   let tables: Map<string, SavedTable>;
   try {
-    tables = parseIptablesSave(saveText);
+    tables = parseIptablesSave(asSaveText(text, opts.builtinPolicy));
   } catch (err) {
-    if (err instanceof SaveParseError) throw new RulesetError(`not a complete iptables-save dump: ${err.message}`);
-    throw err;
+    throw asRulesetError(err, '');
   }
+  return filterRuleset(tables);
+}
+
+/**
+ * One family's filter table (or restore payload, as loadRuleset) and `ipset save` text parsed together;
+ * `source` (`saved dump a.txt`, `live kernel (IPv4)`) prefixes an ipset error.
+ */
+export function loadSavedDump(family: IpFamily, iptables: string, ipsets: string, source: string, opts: LoadOptions = {}): SavedDump {
+  requireInput(iptables);
+  try {
+    return parseSavedDump(family, iptables, ipsets, opts.builtinPolicy);
+  } catch (err) {
+    throw asRulesetError(err, source);
+  }
+}
+
+/** The filter table of parsed tables (a SavedDump's, or loadRuleset's). */
+export function filterRuleset(tables: ReadonlyMap<string, SavedTable>): Ruleset {
   const filter = tables.get('filter');
   if (!filter) throw new RulesetError(`no *filter table in the input (tables: ${[...tables.keys()].join(', ') || 'none'})`);
   return filter;
+}
+
+function requireInput(iptables: string): void {
+  if (iptables.trim() === '') throw new RulesetError('empty input: expected the output of iptables-save');
+}
+
+function asRulesetError(err: unknown, source: string): unknown {
+  if (err instanceof SaveParseError) return new RulesetError(`not a complete iptables-save dump: ${err.message}`);
+  if (err instanceof IpsetParseError) return new RulesetError(`${source}: ${err.message}`);
+  return err;
 }
 
 /** Throws the operator-facing error when the ruleset holds nothing of ours. */

@@ -21,7 +21,7 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   dataplane: ['model', 'render'],
   plan: ['model', 'render'],
   trace: ['model', 'render'],
-  reconcile: ['model', 'compile', 'plan'],
+  reconcile: ['model', 'compile', 'plan', 'render'],
   revoke: ['model', 'dataplane', 'trace', 'log'],
   antispoof: ['model', 'dataplane', 'trace', 'log'],
   inspect: ['model', 'render', 'trace', 'antispoof'],

@@ -21,6 +21,7 @@ const TEXT_MARKERS: readonly { readonly pattern: RegExp; readonly what: string }
   { pattern: /\*filter(?:\\n|\n|$)|\^\\\*|^\*\w+\\n/, what: 'a table header (*filter)' },
   { pattern: /^COMMIT$|\nCOMMIT|\\nCOMMIT|\^COMMIT/, what: 'a table end (COMMIT)' },
   { pattern: /\^\(?(?:create|add)\b|\^\(\?:create|^(?:create|add) $/, what: 'an ipset save line (create/add)' },
+  { pattern: /^\^#/, what: "a save's comment lines" },
   { pattern: /# Table `/, what: "iptables-nft's note on a table it cannot show" },
   { pattern: /-m comment --comment "/, what: 'the rule comment as printed' },
 ];
@@ -83,6 +84,7 @@ describe('one netfilter text layer', () => {
     ["const empty = '*filter\\n:INPUT ACCEPT [0:0]\\nCOMMIT\\n';", 1],
     ["const sets = text.split('\\n').filter((l) => /^(create|add) /.test(l));", 1],
     ['const m = /^create (\\S+) \\S+(.*)$/.exec(l);', 1],
+    ["const content = save.replace(/^#.*\\n?/gm, '');", 1],
     ["const bare = text.replace(/\\s*-m comment --comment \"[^\"]*\"/, '');", 1],
     ["// iptables-save prints '-A FORWARD …' and COMMIT\nthrow new Error('no *filter table in the input');", 0],
   ])('%s → %d finding(s)', (code, n) => {
