@@ -35,6 +35,9 @@ const INCOMPATIBLE_FILTER = /^# Table `filter' /m;
 export const filterIncompatible = (save: string): boolean => INCOMPATIBLE_FILTER.test(save);
 
 /** The filter table with nothing in it, as `iptables-save -t filter` prints it before anything was written. */
-export const EMPTY_FILTER_SAVE = ['*filter', ...['INPUT', 'FORWARD', 'OUTPUT'].map((c) => declareChainLine(c, 'ACCEPT')), 'COMMIT', ''].join(
-  '\n',
-);
+export const EMPTY_FILTER_SAVE = [
+  '*filter',
+  ...['INPUT', 'FORWARD', 'OUTPUT'].map((c) => declareChainLine(c, 'ACCEPT')),
+  'COMMIT',
+  '',
+].join('\n');

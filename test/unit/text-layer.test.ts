@@ -85,7 +85,7 @@ describe('one netfilter text layer', () => {
     ["const sets = text.split('\\n').filter((l) => /^(create|add) /.test(l));", 1],
     ['const m = /^create (\\S+) \\S+(.*)$/.exec(l);', 1],
     ["const content = save.replace(/^#.*\\n?/gm, '');", 1],
-    ["const bare = text.replace(/\\s*-m comment --comment \"[^\"]*\"/, '');", 1],
+    ['const bare = text.replace(/\\s*-m comment --comment "[^"]*"/, \'\');', 1],
     ["// iptables-save prints '-A FORWARD …' and COMMIT\nthrow new Error('no *filter table in the input');", 0],
   ])('%s → %d finding(s)', (code, n) => {
     expect(textParsingIn(join(SRC, 'example.ts'), code)).toHaveLength(n);

@@ -62,6 +62,8 @@ describe('parseSavedDump', () => {
 
   it('a truncated table is an error naming the line', () => {
     expect(() => parseSavedDump(4, '*filter\n:FORWARD ACCEPT [0:0]\n-A FORWARD -j DROP\n', '')).toThrow(SaveParseError);
-    expect(() => parseSavedDump(4, '*filter\n:FORWARD ACCEPT [0:0]\n-A FORWARD -j DROP\n', '')).toThrow(/line 3: table filter has no COMMIT/);
+    expect(() => parseSavedDump(4, '*filter\n:FORWARD ACCEPT [0:0]\n-A FORWARD -j DROP\n', '')).toThrow(
+      /line 3: table filter has no COMMIT/,
+    );
   });
 });
