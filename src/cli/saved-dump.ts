@@ -1,5 +1,5 @@
 // `--saved FILE…`: the files a command reads instead of the live kernel. Splitting them into each family's
-// filter table and the ipsets is the text layer's (src/render/saved-dump.ts).
+// filter table and the ipsets is the text layer's (src/render/saved-files.ts).
 
 import { splitSavedDumps, SavedDumpError, type SavedDumpFiles } from '../render/index.js';
 
