@@ -22,7 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generateCluster, type Tier } from './bench-lib/generator.js';
-import { extractIpsets, extractIptables } from '../src/cli/saved-dump.js';
+import { extractIpsets, extractIptables } from '../src/render/index.js';
 import { run } from '../src/dataplane/exec.js';
 import { snapshotObjects } from './bench-daemon.js';
 import { parseBenchFlags } from './lib/bench-args.js';

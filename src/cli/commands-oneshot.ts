@@ -4,8 +4,7 @@ import { compile } from '../compile/index.js';
 import { emptyFamilyState, type DesiredState, type FamilyState, type IpFamily } from '../model/index.js';
 import { formatPlanDiff, formatSummary, planJson, summarize } from '../plan/diff.js';
 import { observeFamily, planFamily, type FamilyPlan, type ObservedFamily } from '../plan/index.js';
-import { IpsetParseError, SaveParseError } from '../render/index.js';
-import { asSaveText } from '../trace/ruleset.js';
+import { asSaveText, IpsetParseError, SaveParseError } from '../render/index.js';
 import { Syncer } from '../reconcile/syncer.js';
 import { readKernel } from './kernel-read.js';
 import type { Io } from './commands.js';
@@ -23,11 +22,11 @@ import {
   resourcePaths,
   UsageError,
 } from './context.js';
-import { readSavedDumps, SavedDumpError, savedPaths, type SavedDump } from './saved-dump.js';
+import { readSavedDumps, SavedDumpError, savedPaths, type SavedDumpFiles } from './saved-dump.js';
 import { EXIT_INCOMPLETE_SOURCE, printProblems, refuseIncomplete } from './source-errors.js';
 
 export type { Io } from './commands.js';
-export { extractIpsets, extractIptables } from './saved-dump.js';
+export { extractIpsets, extractIptables } from '../render/index.js';
 
 /** Converge the kernel once from manifests. */
 export async function applyCommand(argv: readonly string[], io: Io): Promise<number> {
@@ -68,7 +67,7 @@ export async function diffCommand(argv: readonly string[], io: Io): Promise<numb
   let plans: FamilyPlan[];
   let notCompared: IpFamily[] = [];
   if (!reading) {
-    let dump: SavedDump;
+    let dump: SavedDumpFiles;
     try {
       dump = await readSavedDumps(saved, own.ipsetPrefix);
     } catch (err) {

@@ -2,11 +2,10 @@
 // payloads. No kernel, no API server: this module loads neither.
 
 import { compile } from '../compile/index.js';
-import { renderFullRestore, renderIpsetRestore } from '../render/index.js';
+import { compileHeader, renderFullRestore, renderIpsetRestore } from '../render/index.js';
 import type { Io } from './commands.js';
 import { configFrom, loadResources, manifestLimits, nodeSettings, parseCommand, UsageError } from './context.js';
 import { EXIT_INCOMPLETE_SOURCE, printProblems, refuseIncomplete } from './source-errors.js';
-import { compileHeader } from './saved-dump.js';
 import type { IpFamily } from '../model/index.js';
 
 export async function compileCommand(argv: readonly string[], io: Io): Promise<number> {

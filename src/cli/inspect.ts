@@ -4,16 +4,15 @@
 import type { DaemonConfig } from '../config/schema.js';
 import type { Kernel, KernelRead } from '../dataplane/kernel.js';
 import type { IpFamily } from '../model/index.js';
-import { IpsetParseError, parseIpsetSave } from '../render/index.js';
 import { filterReport, formatReport, inspectRuleset } from '../inspect/index.js';
 import { antiSpoofView, formatHardening, revokedFlows, strictModeOf, type StrictModeView } from '../inspect/strict-antispoof.js';
 import { readProgrammedAntiSpoof, type ProgrammedAntiSpoof } from '../antispoof/read.js';
 import { ANTISPOOF_FAMILY, ANTISPOOF_TABLE } from '../antispoof/render.js';
 import { parseIp } from '../model/address.js';
-import { loadRuleset, requireOwnedChains, RulesetError, type IpSets, type Ruleset } from '../trace/index.js';
+import { filterRuleset, loadSavedDump, requireOwnedChains, RulesetError, type IpSets, type Ruleset } from '../trace/index.js';
 import type { Io } from './commands.js';
 import { configFrom, kernelOptions, netnsOf, parseCommand, UsageError, type Parsed } from './context.js';
-import { readSavedDumps, SavedDumpError, savedPaths, type SavedDump } from './saved-dump.js';
+import { readSavedDumps, SavedDumpError, savedPaths, type SavedDumpFiles } from './saved-dump.js';
 
 export interface LoadedRuleset {
   readonly ruleset: Ruleset;
@@ -59,14 +58,9 @@ export async function readRuleset(parsed: Parsed, config: DaemonConfig, family: 
     ipsetText = read.ipsets;
     source = `live kernel (IPv${family}${kernel.netns ? `, netns ${kernel.netns}` : ''})`;
   }
-  const ruleset = loadRuleset(iptablesText);
-  let ipsets: IpSets;
-  try {
-    ipsets = parseIpsetSave(ipsetText);
-  } catch (err) {
-    if (err instanceof IpsetParseError) throw new RulesetError(`${source}: ${err.message}`);
-    throw err;
-  }
+  const dump = loadSavedDump(family, iptablesText, ipsetText, source);
+  const ruleset = filterRuleset(dump.tables);
+  const ipsets: IpSets = dump.ipsets;
   if (family === 6 && ![...ruleset.chains.keys()].some((name) => name.startsWith(config.chainPrefix))) {
     throw new RulesetError(
       `${source}: no netfence IPv6 chains (no pod of this node has an IPv6 address, or netfence does not program IPv6 here)`,
@@ -102,8 +96,8 @@ function kernelOf(parsed: Parsed, config: DaemonConfig): Promise<{ kernel: Kerne
 }
 
 // One read of the saved files per command, whichever families it asks for.
-const dumps = new WeakMap<Parsed, Promise<SavedDump>>();
-function savedDumpOf(parsed: Parsed, paths: readonly string[], ipsetPrefix: string): Promise<SavedDump> {
+const dumps = new WeakMap<Parsed, Promise<SavedDumpFiles>>();
+function savedDumpOf(parsed: Parsed, paths: readonly string[], ipsetPrefix: string): Promise<SavedDumpFiles> {
   let dump = dumps.get(parsed);
   if (!dump) {
     dump = readSavedDumps(paths, ipsetPrefix).catch((err: unknown) => {

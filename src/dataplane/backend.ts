@@ -8,6 +8,7 @@
 //  2. Otherwise, the backend with more rules ("-A …" lines) across iptables and ip6tables wins;
 //  3. a tie, including both empty, means nft: the default of every current distribution.
 
+import { countRules, hasKubeletHint } from '../render/index.js';
 import { run } from './exec.js';
 import { iptablesTool, type IptablesBackend } from './iptables.js';
 
@@ -23,17 +24,10 @@ export interface BackendDecision {
   readonly reason: string;
 }
 
-const KUBELET_HINT = /^:(KUBE-IPTABLES-HINT|KUBE-KUBELET-CANARY) /m;
-
-/** `-A …` lines, also as `iptables-save -c` prints them (`[packets:bytes] -A …`). */
-export function countRules(saveOutput: string): number {
-  return saveOutput.split('\n').filter((l) => l.startsWith('-') || l.startsWith('[')).length;
-}
-
 export function decideBackend(evidence: BackendEvidence, override?: IptablesBackend): BackendDecision {
   if (override !== undefined) return { backend: override, reason: `configured: ${override}` };
-  if (KUBELET_HINT.test(evidence.nft)) return { backend: 'nft', reason: 'kubelet hint chain found in iptables-nft' };
-  if (KUBELET_HINT.test(evidence.legacy)) return { backend: 'legacy', reason: 'kubelet hint chain found in iptables-legacy' };
+  if (hasKubeletHint(evidence.nft)) return { backend: 'nft', reason: 'kubelet hint chain found in iptables-nft' };
+  if (hasKubeletHint(evidence.legacy)) return { backend: 'legacy', reason: 'kubelet hint chain found in iptables-legacy' };
   const nft = countRules(evidence.nft);
   const legacy = countRules(evidence.legacy);
   if (legacy > nft) return { backend: 'legacy', reason: `legacy has more rules (${legacy} > ${nft})` };
@@ -85,16 +79,4 @@ export async function detectBackendWithSaves(opts: DetectBackendOptions & { read
   const decision = decideBackend({ nft: text(nft), legacy: text(legacy) });
   const [v4, v6] = decision.backend === 'nft' ? nft : legacy;
   return { decision, saves: { 4: v4, 6: v6 } };
-}
-
-/**
- * The `*filter` … `COMMIT` section of a whole-ruleset save, as `iptables-save -t filter` prints it (less its
- * comment lines, which carry only the time); undefined when the save has no filter table.
- */
-export function filterTableOf(save: string): string | undefined {
-  const start = save.startsWith('*filter\n') ? 0 : save.indexOf('\n*filter\n') + 1;
-  if (start === 0 && !save.startsWith('*filter\n')) return undefined;
-  const end = save.indexOf('\nCOMMIT\n', start);
-  if (end < 0) return save.endsWith('\nCOMMIT') ? save.slice(start) + '\n' : undefined;
-  return save.slice(start, end + '\nCOMMIT\n'.length);
 }

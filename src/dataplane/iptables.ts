@@ -5,6 +5,7 @@
 // Felix's Table.applyUpdates).
 
 import type { IpFamily } from '../model/cluster.js';
+import { lineJumpingTo } from '../render/index.js';
 import { run } from './exec.js';
 
 export type IptablesBackend = 'nft' | 'legacy';
@@ -114,20 +115,6 @@ function firstLineMatch(stderr: string): number | undefined {
   for (const pattern of LINE_PATTERNS) {
     const m = pattern.exec(stderr);
     if (m?.[1] !== undefined) return Number(m[1]);
-  }
-  return undefined;
-}
-
-/** Searches the table block that ends at `reportedLine` for the first `-j/-g target` rule. */
-function lineJumpingTo(lines: readonly string[], reportedLine: number, target: string): number | undefined {
-  let start = reportedLine - 1;
-  while (start > 0 && !(lines[start - 1] ?? '').startsWith('*')) start--;
-  for (let n = Math.max(start, 1); n <= reportedLine; n++) {
-    const words = (lines[n - 1] ?? '').trim().split(/\s+/);
-    for (let i = 0; i + 1 < words.length; i++) {
-      const flag = words[i];
-      if ((flag === '-j' || flag === '--jump' || flag === '-g' || flag === '--goto') && words[i + 1] === target) return n;
-    }
   }
   return undefined;
 }

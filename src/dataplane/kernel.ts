@@ -3,7 +3,8 @@
 
 import { existsSync } from 'node:fs';
 import type { IpFamily } from '../model/index.js';
-import { detectBackend, detectBackendWithSaves, filterTableOf, type BackendDecision } from './backend.js';
+import { EMPTY_FILTER_SAVE, filterIncompatible, filterTableOf } from '../render/index.js';
+import { detectBackend, detectBackendWithSaves, type BackendDecision } from './backend.js';
 import { createIpsetRunner } from './ipset.js';
 import { createIptablesRunner, iptablesTool, type IptablesBackend, type IptablesRunner } from './iptables.js';
 
@@ -46,9 +47,6 @@ export interface KernelRead {
   readonly ipsets: string;
 }
 
-const INCOMPATIBLE_FILTER = /^# Table `filter' /m;
-const EMPTY_FILTER_TABLE = '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\nCOMMIT\n';
-
 /**
  * Opens the kernel and reads it, for a one-shot command: `ipset save` runs beside the backend detection's
  * whole-ruleset saves, and the chosen backend's filter tables are taken from those saves, so every tool
@@ -72,9 +70,9 @@ export async function openKernelAndRead(
       if (table !== undefined) return table;
       // A failed save, or a filter table iptables-nft cannot show ("# Table `filter' is incompatible, use
       // 'nft' tool."): read it as before, so the command sees what `-t filter` says.
-      if (save === undefined || INCOMPATIBLE_FILTER.test(save)) return kernel.saveFilter(f, { counters: opts.counters === true });
+      if (save === undefined || filterIncompatible(save)) return kernel.saveFilter(f, { counters: opts.counters === true });
       // No filter table at all (yet): `-t filter` would print it empty, as here.
-      return EMPTY_FILTER_TABLE;
+      return EMPTY_FILTER_SAVE;
     }),
   );
   return { kernel, read: { filters: new Map(families.map((f, i) => [f, texts[i]!])), ipsets: await ipsets } };

@@ -15,6 +15,7 @@ import {
   type ObservedFamily,
   type Ownership,
 } from '../plan/index.js';
+import { saveWithoutComments } from '../render/index.js';
 import { detachObserved } from './detach.js';
 
 /** The kernel as the syncer needs it; src/dataplane provides the real one, tests may fake it. */
@@ -278,8 +279,7 @@ export class Syncer {
 
   /** Parses a read, unless the kernel printed exactly what it printed last time (a drift timer's usual case). */
   private observe(family: IpFamily, iptablesSave: string, ipsetSave: string, ipsetDigest: string): ObservedFamily {
-    // iptables-save's header and footer comments carry the time; everything else is the ruleset.
-    const iptables = digest(iptablesSave.replace(/^#.*\n?/gm, ''));
+    const iptables = digest(saveWithoutComments(iptablesSave));
     const last = this.lastRead.get(family);
     if (last && last.iptables === iptables && last.ipsets === ipsetDigest) return last.observed;
     // Kept until the next read: detached, so it does not hold the texts it was parsed from (detach.ts).

@@ -103,20 +103,9 @@ export function parseIpsetSave(text: string): Map<string, SavedIpSet> {
     if (line === '' || line.startsWith('#')) return;
     const words = line.split(/\s+/);
     const [verb, name] = words;
-    if (verb === 'create' && name && words[2]) {
-      const opt = (key: string) => {
-        const at = words.indexOf(key);
-        return at > 0 ? words[at + 1] : undefined;
-      };
-      const maxelem = opt('maxelem');
-      sets.set(name, {
-        name: name as IpSetName,
-        type: words[2],
-        family: opt('family') === 'inet6' ? 6 : 4,
-        ...(maxelem ? { maxelem: Number(maxelem) } : {}),
-        members: [],
-      });
-    } else if (verb === 'add' && name) {
+    const created = verb === 'create' ? setOfCreate(words) : undefined;
+    if (created) sets.set(created.name, { ...created, members: [] });
+    else if (verb === 'add' && name) {
       const set = sets.get(name);
       if (!set) throw new IpsetParseError(i + 1, `member of undeclared set ${name}`);
       set.members.push(words.slice(2).join(' '));
@@ -125,4 +114,26 @@ export function parseIpsetSave(text: string): Map<string, SavedIpSet> {
     }
   });
   return sets;
+}
+
+/** The set a `create NAME TYPE [options]` line (split into words) declares; undefined for anything else. */
+function setOfCreate(words: readonly string[]): Omit<SavedIpSet, 'members'> | undefined {
+  const [verb, name, type] = words;
+  if (verb !== 'create' || !name || !type) return undefined;
+  const opt = (key: string) => {
+    const at = words.indexOf(key);
+    return at > 0 ? words[at + 1] : undefined;
+  };
+  const maxelem = opt('maxelem');
+  return { name: name as IpSetName, type, family: opt('family') === 'inet6' ? 6 : 4, ...(maxelem ? { maxelem: Number(maxelem) } : {}) };
+}
+
+/** Each set's family, from the `create` lines of an `ipset save`; other lines are skipped, never an error. */
+export function ipsetFamilies(lines: readonly string[]): Map<string, IpFamily> {
+  const families = new Map<string, IpFamily>();
+  for (const line of lines) {
+    const set = setOfCreate(line.trim().split(/\s+/));
+    if (set) families.set(set.name, set.family);
+  }
+  return families;
 }

@@ -2,7 +2,8 @@
 // verdict with the policy (or isolation) that decided it. Every line fits 80 columns.
 
 import type { Packet } from './packet.js';
-import { chainLabel, ruleTextWithoutComment, type Ruleset } from './ruleset.js';
+import { ruleTextWithoutComment } from '../render/index.js';
+import { chainLabel, type Ruleset } from './ruleset.js';
 import type { Allowance, DecidedBy, Step, TraceResult } from './trace.js';
 import { isolatedReason } from './reasons.js';
 import { wrap } from './wrap.js';

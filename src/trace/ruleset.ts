@@ -1,9 +1,18 @@
 // The ruleset the tools read: the filter table of an `iptables-save` dump (or of the restore payload
-// `netfence compile` prints), with clear errors for input that is not one, and the naming conventions
-// that tell our chains and comments apart.
+// `netfence compile` prints; src/render reads both), with clear errors for input that is not one, and the
+// naming conventions that tell our chains and comments apart.
 
-import { chainKindOf, KERNEL_CHAINS, readComment, type ChainKind, type CommentDirection } from '../model/index.js';
-import { declareChainLine, parseIptablesSave, ruleLine, SaveParseError, type SavedChain, type SavedTable } from '../render/index.js';
+import { chainKindOf, KERNEL_CHAINS, readComment, type ChainKind, type CommentDirection, type IpFamily } from '../model/index.js';
+import {
+  asSaveText,
+  IpsetParseError,
+  parseIptablesSave,
+  parseSavedDump,
+  SaveParseError,
+  type SavedChain,
+  type SavedDump,
+  type SavedTable,
+} from '../render/index.js';
 
 export type Ruleset = SavedTable;
 
@@ -24,78 +33,49 @@ export interface LoadOptions {
  * rules for undeclared built-in chains), so the output of `netfence compile` can be traced too.
  */
 export function loadRuleset(text: string, opts: LoadOptions = {}): Ruleset {
-  if (text.trim() === '') throw new RulesetError('empty input: expected the output of iptables-save');
-  const saveText = asSaveText(text, opts.builtinPolicy);
+  requireInput(text);
   let tables: Map<string, SavedTable>;
   try {
-    tables = parseIptablesSave(saveText);
+    tables = parseIptablesSave(asSaveText(text, opts.builtinPolicy));
   } catch (err) {
-    if (err instanceof SaveParseError) throw new RulesetError(`not a complete iptables-save dump: ${err.message}`);
-    throw err;
+    throw asRulesetError(err, '');
   }
+  return filterRuleset(tables);
+}
+
+/**
+ * One family's filter table (or restore payload, as loadRuleset) and `ipset save` text parsed together;
+ * `source` (`saved dump a.txt`, `live kernel (IPv4)`) prefixes an ipset error.
+ */
+export function loadSavedDump(family: IpFamily, iptables: string, ipsets: string, source: string, opts: LoadOptions = {}): SavedDump {
+  requireInput(iptables);
+  try {
+    return parseSavedDump(family, iptables, ipsets, opts.builtinPolicy);
+  } catch (err) {
+    throw asRulesetError(err, source);
+  }
+}
+
+/** The filter table of parsed tables (a SavedDump's, or loadRuleset's). */
+export function filterRuleset(tables: ReadonlyMap<string, SavedTable>): Ruleset {
   const filter = tables.get('filter');
   if (!filter) throw new RulesetError(`no *filter table in the input (tables: ${[...tables.keys()].join(', ') || 'none'})`);
   return filter;
 }
 
+function requireInput(iptables: string): void {
+  if (iptables.trim() === '') throw new RulesetError('empty input: expected the output of iptables-save');
+}
+
+function asRulesetError(err: unknown, source: string): unknown {
+  if (err instanceof SaveParseError) return new RulesetError(`not a complete iptables-save dump: ${err.message}`);
+  if (err instanceof IpsetParseError) return new RulesetError(`${source}: ${err.message}`);
+  return err;
+}
+
 /** Throws the operator-facing error when the ruleset holds nothing of ours. */
 export function requireOwnedChains(ruleset: Ruleset, prefix: string): void {
   if (![...ruleset.chains.keys()].some((name) => name.startsWith(prefix))) throw new RulesetError(NO_NETFENCE_CHAINS);
-}
-
-/** A restore payload (`-I`, `-N`, undeclared built-ins: `netfence compile` output) as iptables-save would print it; save text as is. */
-export function asSaveText(text: string, builtinPolicy = 'ACCEPT'): string {
-  return /^-[IN] /m.test(text) || undeclaredBuiltins(text).length > 0 ? restoreToSave(text, builtinPolicy) : text;
-}
-
-function undeclaredBuiltins(text: string): string[] {
-  return KERNEL_CHAINS.filter((c) => new RegExp(`^-A ${c} `, 'm').test(text) && !new RegExp(`^:${c} `, 'm').test(text));
-}
-
-/** Replays a restore payload's chain edits in order and prints the result as iptables-save would. */
-function restoreToSave(text: string, builtinPolicy: string): string {
-  const out: string[] = [];
-  let chains: Map<string, { policy: string; rules: string[] }> | undefined;
-  const declare = (name: string, policy: string) => {
-    if (chains && !chains.has(name)) chains.set(name, { policy, rules: [] });
-  };
-  for (const raw of text.split('\n')) {
-    const line = raw.trimEnd();
-    if (line.startsWith('*')) {
-      chains = new Map();
-      out.push(line);
-      continue;
-    }
-    if (!chains || line === '' || line.startsWith('#')) {
-      if (line !== '') out.push(line);
-      continue;
-    }
-    if (line === 'COMMIT') {
-      for (const [name, c] of chains) out.push(declareChainLine(name, c.policy));
-      for (const [name, c] of chains) for (const r of c.rules) out.push(ruleLine('append', name, r));
-      out.push('COMMIT');
-      chains = undefined;
-      continue;
-    }
-    const words = line.split(' ');
-    const [verb, chain = ''] = words;
-    const builtin = (KERNEL_CHAINS as readonly string[]).includes(chain);
-    if (line.startsWith(':')) declare((words[0] ?? '').slice(1), words[1] ?? '-');
-    else if (verb === '-N') declare(chain, '-');
-    else if (verb === '-A' || verb === '-I') {
-      if (builtin) declare(chain, builtinPolicy);
-      const target = chains.get(chain);
-      if (!target) {
-        out.push(line); // left for the parser to report with its line number
-        continue;
-      }
-      const at = verb === '-I' && /^\d+$/.test(words[2] ?? '') ? Number(words[2]) : verb === '-I' ? 1 : undefined;
-      const body = words.slice(at !== undefined && /^\d+$/.test(words[2] ?? '') ? 3 : 2).join(' ');
-      if (at === undefined) target.rules.push(body);
-      else target.rules.splice(at - 1, 0, body);
-    } else out.push(line);
-  }
-  return `${out.join('\n')}\n`;
 }
 
 // What our chain names and comments mean: written and read in src/model (chain-kinds.ts, rule-comments.ts).
@@ -112,11 +92,6 @@ export function targetOf(args: readonly string[]): { readonly flag: '-j' | '-g';
       return { flag: args[i] as '-j' | '-g', target: args[i + 1]! };
   }
   return undefined;
-}
-
-/** Rule text without our `-m comment --comment "nf:…"` part: what an operator reads. */
-export function ruleTextWithoutComment(text: string): string {
-  return text.replace(/\s*-m comment --comment "(?:[^"\\]|\\.)*"/, '').trim();
 }
 
 /** A few words on what one of our chains is for, read from its kind and its comments. */

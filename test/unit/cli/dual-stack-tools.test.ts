@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { main } from '../../../src/cli/main.js';
-import { SavedDumpError, splitSavedDumps } from '../../../src/cli/saved-dump.js';
+import { SavedDumpError, splitSavedDumps } from '../../../src/render/index.js';
 import { ip, NODE, writeCluster } from '../../helpers/dual-stack-cluster.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'nft-ds-unit-'));

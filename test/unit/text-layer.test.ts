@@ -1,0 +1,93 @@
+// One netfilter text layer: save and restore text (iptables-save, iptables-restore payloads, ipset save and
+// restore) is read and written only in src/render/. Everything else works on what render/ parsed, so an
+// iptables release that prints something differently is handled in one place.
+//
+// The check reads the literals of each file (strings, templates, regular expressions; never comments) and
+// the calls that test a line's first character, looking for the markers only netfilter text has.
+
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const SRC = join(ROOT, 'src');
+const TEXT_LAYER = join(SRC, 'render');
+
+/** Markers of save/restore text in a literal, each with what it reads. */
+const TEXT_MARKERS: readonly { readonly pattern: RegExp; readonly what: string }[] = [
+  { pattern: /^\^?-[AIND] /, what: 'a rule or chain command line (-A/-I/-N/-D)' },
+  { pattern: /^\^:|\^:\$\{|^:\$\{/, what: 'a chain declaration line (:CHAIN POLICY)' },
+  { pattern: /\*filter(?:\\n|\n|$)|\^\\\*|^\*\w+\\n/, what: 'a table header (*filter)' },
+  { pattern: /^COMMIT$|\nCOMMIT|\\nCOMMIT|\^COMMIT/, what: 'a table end (COMMIT)' },
+  { pattern: /\^\(?(?:create|add)\b|\^\(\?:create|^(?:create|add) $/, what: 'an ipset save line (create/add)' },
+  { pattern: /^\^#/, what: "a save's comment lines" },
+  { pattern: /# Table `/, what: "iptables-nft's note on a table it cannot show" },
+  { pattern: /-m comment --comment "/, what: 'the rule comment as printed' },
+];
+
+/** `line.startsWith('*')` and the like: the first character tells a save line's kind. */
+const LINE_KIND_PREFIXES = new Set(['*', ':', '-']);
+
+const files = (dir: string): string[] =>
+  readdirSync(dir).flatMap((f) => {
+    const p = join(dir, f);
+    return statSync(p).isDirectory() ? files(p) : p.endsWith('.ts') ? [p] : [];
+  });
+
+function literalText(node: ts.Node): string | undefined {
+  if (ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node)) return node.text;
+  if (ts.isTemplateHead(node) || ts.isTemplateMiddle(node) || ts.isTemplateTail(node)) return node.text;
+  if (ts.isRegularExpressionLiteral(node)) return node.text.slice(1, node.text.lastIndexOf('/'));
+  return undefined;
+}
+
+/** `file:line: what` for each place in `file` that reads or writes netfilter text. */
+export function textParsingIn(file: string, text: string): string[] {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+  const found: string[] = [];
+  const at = (node: ts.Node, what: string) =>
+    found.push(`${relative(ROOT, file)}:${source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1}: ${what}`);
+  const visit = (node: ts.Node): void => {
+    const literal = literalText(node);
+    if (literal !== undefined) {
+      const marker = TEXT_MARKERS.find((m) => m.pattern.test(literal));
+      if (marker) at(node, `${marker.what}: ${JSON.stringify(literal.slice(0, 50))}`);
+    }
+    if (
+      ts.isCallExpression(node) &&
+      ts.isPropertyAccessExpression(node.expression) &&
+      node.expression.name.text === 'startsWith' &&
+      node.arguments.length === 1 &&
+      ts.isStringLiteralLike(node.arguments[0]!) &&
+      LINE_KIND_PREFIXES.has(node.arguments[0].text)
+    )
+      at(node, `a line told by its first character: ${node.getText(source).slice(0, 50)}`);
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
+describe('one netfilter text layer', () => {
+  it('nothing outside src/render/ reads or writes save/restore text', () => {
+    const outside = files(SRC).filter((f) => !f.startsWith(`${TEXT_LAYER}/`));
+    expect(outside.flatMap((f) => textParsingIn(f, readFileSync(f, 'utf8')))).toEqual([]);
+  });
+
+  // The check itself: each kind of reader it exists to catch, and prose that only names the formats.
+  it.each([
+    ["if (line.startsWith('*')) table = line.slice(1);", 1],
+    ["if (line === 'COMMIT') table = undefined;", 1],
+    ['const hint = /^:(KUBE-IPTABLES-HINT) /m;', 1],
+    ['const rules = (c: string) => new RegExp(`^-A ${c} `, "m");', 1],
+    ["const empty = '*filter\\n:INPUT ACCEPT [0:0]\\nCOMMIT\\n';", 1],
+    ["const sets = text.split('\\n').filter((l) => /^(create|add) /.test(l));", 1],
+    ['const m = /^create (\\S+) \\S+(.*)$/.exec(l);', 1],
+    ["const content = save.replace(/^#.*\\n?/gm, '');", 1],
+    ['const bare = text.replace(/\\s*-m comment --comment "[^"]*"/, \'\');', 1],
+    ["// iptables-save prints '-A FORWARD …' and COMMIT\nthrow new Error('no *filter table in the input');", 0],
+  ])('%s → %d finding(s)', (code, n) => {
+    expect(textParsingIn(join(SRC, 'example.ts'), code)).toHaveLength(n);
+  });
+});
