@@ -7,7 +7,7 @@
 // A saved text identical to the rendered one passes both at once: the usual case costs one string compare,
 // and only a rule printed differently is parsed.
 
-import { canonicalRuleForm, HASH_PREFIX, tokenize } from '../render/index.js';
+import { appendLineParts, canonicalRuleForm, HASH_PREFIX, tokenize } from '../render/index.js';
 
 /** The hash of our comment in a tokenized rule, undefined when it has none. */
 function hashOf(args: readonly string[]): string | undefined {
@@ -49,6 +49,7 @@ export function sameRules(observed: readonly string[] | undefined, rendered: rea
 /** Two whole `-A <chain> …` lines (as `iptables -S` prints them): same chain, then sameRule. */
 export function sameRuleLine(observed: string, rendered: string): boolean {
   if (observed === rendered) return true;
-  const head = /^-A (\S+) /.exec(rendered);
-  return head !== null && observed.startsWith(head[0]) && sameRule(observed.slice(head[0].length), rendered.slice(head[0].length));
+  const want = appendLineParts(rendered);
+  const seen = appendLineParts(observed);
+  return want !== undefined && seen !== undefined && seen.chain === want.chain && sameRule(seen.rule, want.rule);
 }
