@@ -8,7 +8,7 @@ import { IpsetParseError, SaveParseError } from '../render/index.js';
 import { asSaveText } from '../trace/ruleset.js';
 import { Syncer } from '../reconcile/syncer.js';
 import { readKernel } from './kernel-read.js';
-import type { Io } from './commands.js';
+import type { Io } from './command-specs.js';
 import {
   cliLogger,
   configFrom,
@@ -26,7 +26,7 @@ import {
 import { readSavedDumps, SavedDumpError, savedPaths, type SavedDump } from './saved-dump.js';
 import { EXIT_INCOMPLETE_SOURCE, printProblems, refuseIncomplete } from './source-errors.js';
 
-export type { Io } from './commands.js';
+export type { Io } from './command-specs.js';
 export { extractIpsets, extractIptables } from './saved-dump.js';
 
 /** Converge the kernel once from manifests. */

@@ -11,10 +11,10 @@ import { createLogger, type Logger } from '../log.js';
 import type { ClusterSnapshot, ManifestLimits, NodeSettings, Problem } from '../model/index.js';
 import { UsageError, type Parsed } from './options.js';
 
-// Commands parse their arguments with parseCommand (commands.ts), from the same option definitions
+// Commands parse their arguments with parseCommand (command-specs.ts), from the same option definitions
 // their --help prints.
 export { UsageError, type Parsed } from './options.js';
-export { parseCommand } from './commands.js';
+export { parseCommand } from './command-specs.js';
 
 export function configFrom(parsed: Parsed, requireNodeName = true): DaemonConfig {
   return loadConfig({ argvFlags: parsed.values, env: process.env, requireNodeName }).config;

@@ -30,7 +30,7 @@ import { Syncer } from '../reconcile/syncer.js';
 import { Revoker } from '../revoke/revoker.js';
 import { AntiSpoofGuard } from '../antispoof/guard.js';
 import { ANTISPOOF_TABLE } from '../antispoof/render.js';
-import type { Io } from './commands.js';
+import type { Io } from './command-specs.js';
 import { createFlowLogging, type FlowLogging } from './daemon-flows.js';
 import { localPodsByIp, spoofDropSource } from './daemon-hardening.js';
 import { hasIpv6Pods, preconditionChecker } from './daemon-preconditions.js';

@@ -10,7 +10,7 @@ import { antiSpoofView, formatHardening, revokedFlows, strictModeOf, type Strict
 import { readProgrammedAntiSpoof, type ProgrammedAntiSpoof } from '../antispoof/read.js';
 import { ANTISPOOF_FAMILY, ANTISPOOF_TABLE } from '../antispoof/render.js';
 import { loadRuleset, parseAddr, requireOwnedChains, RulesetError, type IpSets, type Ruleset } from '../trace/index.js';
-import type { Io } from './commands.js';
+import type { Io } from './command-specs.js';
 import { configFrom, kernelOptions, netnsOf, parseCommand, UsageError, type Parsed } from './context.js';
 import { readSavedDumps, SavedDumpError, savedPaths, type SavedDump } from './saved-dump.js';
 

@@ -18,7 +18,7 @@ import {
   type NodeLayout,
   type TraceResult,
 } from '../trace/index.js';
-import type { Io } from './commands.js';
+import type { Io } from './command-specs.js';
 import { createLogger } from '../log.js';
 import { configFrom, loadCluster, manifestLimits, parseCommand, resourcePaths, UsageError, type Parsed } from './context.js';
 import { familyFlag, readAntiSpoof, readRuleset, withRulesetErrors, type LoadedRuleset } from './inspect.js';

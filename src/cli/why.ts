@@ -12,7 +12,7 @@ import type { ClusterSnapshot, IpFamily, L4Protocol, NodeSettings } from '../mod
 import { formatProblem } from '../model/index.js';
 import { parseAddr } from '../trace/index.js';
 import { EndpointError, formatAnswer, whyConnection, type Answer } from '../why/index.js';
-import type { Io } from './commands.js';
+import type { Io } from './command-specs.js';
 import { configFrom, loadCluster, manifestLimits, parseCommand, UsageError, type Parsed } from './context.js';
 import { formatLive, liveReport, reachFor } from './why-live.js';
 
