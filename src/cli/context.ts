@@ -4,7 +4,7 @@ import { delimiter } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { loadManifests } from '../cluster/manifests.js';
 import { readFlannelSubnetEnv } from '../config/flannel.js';
-import { discoveredPodCidrs, loadConfig, toNodeSettings } from '../config/load.js';
+import { loadConfig, podCidrsOf, toNodeSettings } from '../config/load.js';
 import type { DaemonConfig } from '../config/schema.js';
 import type { Kernel, KernelOptions } from '../dataplane/kernel.js';
 import { createLogger, type Logger } from '../log.js';
@@ -98,13 +98,10 @@ export async function kubeConfigFrom(file: string | undefined, context?: string)
   return kubeConfig;
 }
 
-/**
- * This node's pod CIDRs: configuration first, then the Node object's spec.podCIDRs, then flannel's
- * subnet.env (DESIGN §4). Without any, unknown local pods cannot be recognised (and the log says so).
- */
+/** This node's settings, with its pod CIDRs as podCidrsOf chooses them (flannel's lease read here). */
 export async function nodeSettings(config: DaemonConfig, snapshot: ClusterSnapshot, logger?: Logger): Promise<NodeSettings> {
   const fromFlannel = (await readFlannelSubnetEnv(config.flannelSubnetEnv).catch(() => undefined))?.podCidrs ?? [];
-  const settings = toNodeSettings(config, discoveredPodCidrs(snapshot, config.nodeName, fromFlannel));
+  const settings = toNodeSettings(config, podCidrsOf(config, snapshot, { flannel: fromFlannel }));
   if (settings.podCidrs.length === 0) {
     logger?.warn('no pod CIDR known for this node: unknown local pods cannot be handled fail-closed', { node: config.nodeName });
   }

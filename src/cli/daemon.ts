@@ -7,7 +7,7 @@ import { ManifestSource, type SourceHealth } from '../cluster/manifest-source.js
 import { kubeEventsClient, PolicyEvents } from '../cluster/policy-events.js';
 import type { ClusterSource } from '../cluster/source.js';
 import { readFlannelSubnetEnv } from '../config/flannel.js';
-import { discoveredPodCidrs, toNodeSettings } from '../config/load.js';
+import { podCidrsOf, toNodeSettings } from '../config/load.js';
 import type { DaemonConfig } from '../config/schema.js';
 import { flushFlows } from '../dataplane/conntrack.js';
 import { readCniCache, watchCniCache } from '../dataplane/cni-cache.js';
@@ -139,11 +139,11 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
         onReports: (outcome, n) => metrics.countEventReports(outcome, n),
       })
     : undefined;
-  // flannel's lease is read once; which source wins is discoveredPodCidrs' and toNodeSettings' decision.
+  // flannel's lease is read once; which source wins is podCidrsOf's decision.
   const flannelCidrs = (await readFlannelSubnetEnv(config.flannelSubnetEnv).catch(() => undefined))?.podCidrs ?? [];
   let lastCidrs = '';
   const settings = (snapshot: ClusterSnapshot): NodeSettings => {
-    const s = toNodeSettings(config, discoveredPodCidrs(snapshot, config.nodeName, flannelCidrs));
+    const s = toNodeSettings(config, podCidrsOf(config, snapshot, { flannel: flannelCidrs }));
     if (s.podCidrs.join(',') !== lastCidrs) {
       lastCidrs = s.podCidrs.join(',');
       if (s.podCidrs.length === 0) logger.warn('no pod CIDR known for this node: unknown local pods cannot be handled');
