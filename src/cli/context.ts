@@ -6,7 +6,8 @@ import { loadManifests } from '../cluster/manifests.js';
 import { readFlannelSubnetEnv } from '../config/flannel.js';
 import { loadConfig, podCidrsOf, toNodeSettings } from '../config/load.js';
 import type { DaemonConfig } from '../config/schema.js';
-import type { Kernel, KernelOptions } from '../dataplane/kernel.js';
+import { kernelOptions as kernelOptionsOf } from '../config/views.js';
+import type { KernelOptions } from '../dataplane/kernel.js';
 import { createLogger, type Logger } from '../log.js';
 import type { ClusterSnapshot, ManifestLimits, NodeSettings, Problem } from '../model/index.js';
 import { UsageError, type Parsed } from './options.js';
@@ -15,6 +16,7 @@ import { UsageError, type Parsed } from './options.js';
 // their --help prints.
 export { UsageError, type Parsed } from './options.js';
 export { parseCommand } from './command-specs.js';
+export { manifestLimits, ownershipOf } from '../config/views.js';
 
 export function configFrom(parsed: Parsed, requireNodeName = true): DaemonConfig {
   return loadConfig({ argvFlags: parsed.values, env: process.env, requireNodeName }).config;
@@ -31,12 +33,6 @@ export interface LoadedCluster {
   readonly snapshot: ClusterSnapshot;
   readonly problems: readonly Problem[];
 }
-
-/** The byte limits of a `--resources` read, from the configuration. */
-export const manifestLimits = (config: Pick<DaemonConfig, 'manifestMaxFileBytes' | 'manifestMaxTotalBytes'>): ManifestLimits => ({
-  maxFileBytes: config.manifestMaxFileBytes,
-  maxTotalBytes: config.manifestMaxTotalBytes,
-});
 
 export function loadResources(parsed: Parsed, limits: ManifestLimits): LoadedCluster {
   const paths = resourcePaths(parsed);
@@ -108,19 +104,5 @@ export async function nodeSettings(config: DaemonConfig, snapshot: ClusterSnapsh
   return settings;
 }
 
-export async function kernelFor(config: DaemonConfig, parsed: Parsed): Promise<Kernel> {
-  const { openKernel } = await import('../dataplane/kernel.js');
-  return openKernel(kernelOptions(config, parsed));
-}
-
-/** Which kernel the command works on: the namespace, the configured backend (none: detect), IPv6 or not. */
-export const kernelOptions = (config: DaemonConfig, parsed: Parsed): KernelOptions => ({
-  netns: netnsOf(parsed),
-  backend: config.backend === 'auto' ? undefined : config.backend,
-  ipv6: config.ipv6,
-});
-
-export const ownershipOf = (config: Pick<DaemonConfig, 'chainPrefix' | 'ipsetPrefix'>) => ({
-  chainPrefix: config.chainPrefix,
-  ipsetPrefix: config.ipsetPrefix,
-});
+/** Which kernel the command works on: the configured backend and IPv6, in `--netns` if given. */
+export const kernelOptions = (config: DaemonConfig, parsed: Parsed): KernelOptions => kernelOptionsOf(config, netnsOf(parsed));
