@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { startDaemon } from '../src/cli/daemon.js';
+import { startDaemon } from '../src/daemon/start.js';
 import { loadConfig } from '../src/config/load.js';
 import { run } from '../src/dataplane/exec.js';
 import { createLogger } from '../src/log.js';
@@ -76,7 +76,6 @@ try {
     kubeconfig: undefined,
     netns: node.netns,
     logger: createLogger({ level: 'error', format: 'json' }),
-    parsed: { values: { netns: node.netns }, positionals: [] },
   });
   const first = async () => (await run('iptables', ['-S', 'FORWARD', '1'], { netns: node.netns })).stdout.trim();
   while (!(await first()).endsWith('-j nf-FORWARD')) await sleep(50);

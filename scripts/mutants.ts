@@ -37,11 +37,11 @@ const MUTANTS: readonly Mutant[] = [
   },
   {
     name: 'hook-repair-first-tick-only',
-    file: 'src/cli/service-guards.ts',
+    file: 'src/daemon/service-guards.ts',
     find: '        });\n      }\n      inputs.reconciler.resyncNow();',
     replace: '        });\n        inputs.reconciler.resyncNow();\n      }',
     why: 'a displaced FORWARD jump is repaired once; a failed repair is never asked for again',
-    unit: ['test/unit/cli/service-guards.test.ts'],
+    unit: ['test/unit/daemon/service-guards.test.ts'],
   },
   {
     name: 'cleanup-antispoof-wrong-family',

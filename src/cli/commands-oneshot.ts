@@ -7,7 +7,7 @@ import { observeFamily, planFamily, type FamilyPlan, type ObservedFamily } from 
 import { asSaveText, IpsetParseError, SaveParseError } from '../render/index.js';
 import { Syncer } from '../reconcile/syncer.js';
 import { readKernel } from './kernel-read.js';
-import type { Io } from './commands.js';
+import type { Io } from './command-specs.js';
 import {
   cliLogger,
   configFrom,
@@ -25,7 +25,7 @@ import {
 import { readSavedDumps, SavedDumpError, savedPaths, type SavedDumpFiles } from './saved-dump.js';
 import { EXIT_INCOMPLETE_SOURCE, printProblems, refuseIncomplete } from './source-errors.js';
 
-export type { Io } from './commands.js';
+export type { Io } from './command-specs.js';
 export { extractIpsets, extractIptables } from '../render/index.js';
 
 /** Converge the kernel once from manifests. */

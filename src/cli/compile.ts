@@ -3,7 +3,7 @@
 
 import { compile } from '../compile/index.js';
 import { compileHeader, renderFullRestore, renderIpsetRestore } from '../render/index.js';
-import type { Io } from './commands.js';
+import type { Io } from './command-specs.js';
 import { configFrom, loadResources, manifestLimits, nodeSettings, parseCommand, UsageError } from './context.js';
 import { EXIT_INCOMPLETE_SOURCE, printProblems, refuseIncomplete } from './source-errors.js';
 import type { IpFamily } from '../model/index.js';

@@ -4,17 +4,19 @@ import { delimiter } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { loadManifests } from '../cluster/manifests.js';
 import { readFlannelSubnetEnv } from '../config/flannel.js';
-import { discoveredPodCidrs, loadConfig, toNodeSettings } from '../config/load.js';
+import { loadConfig, podCidrsOf, toNodeSettings } from '../config/load.js';
 import type { DaemonConfig } from '../config/schema.js';
-import type { Kernel, KernelOptions } from '../dataplane/kernel.js';
+import { kernelOptions as kernelOptionsOf } from '../config/views.js';
+import type { KernelOptions } from '../dataplane/kernel.js';
 import { createLogger, type Logger } from '../log.js';
 import type { ClusterSnapshot, ManifestLimits, NodeSettings, Problem } from '../model/index.js';
 import { UsageError, type Parsed } from './options.js';
 
-// Commands parse their arguments with parseCommand (commands.ts), from the same option definitions
+// Commands parse their arguments with parseCommand (command-specs.ts), from the same option definitions
 // their --help prints.
 export { UsageError, type Parsed } from './options.js';
-export { parseCommand } from './commands.js';
+export { parseCommand } from './command-specs.js';
+export { manifestLimits, ownershipOf } from '../config/views.js';
 
 export function configFrom(parsed: Parsed, requireNodeName = true): DaemonConfig {
   return loadConfig({ argvFlags: parsed.values, env: process.env, requireNodeName }).config;
@@ -31,12 +33,6 @@ export interface LoadedCluster {
   readonly snapshot: ClusterSnapshot;
   readonly problems: readonly Problem[];
 }
-
-/** The byte limits of a `--resources` read, from the configuration. */
-export const manifestLimits = (config: Pick<DaemonConfig, 'manifestMaxFileBytes' | 'manifestMaxTotalBytes'>): ManifestLimits => ({
-  maxFileBytes: config.manifestMaxFileBytes,
-  maxTotalBytes: config.manifestMaxTotalBytes,
-});
 
 export function loadResources(parsed: Parsed, limits: ManifestLimits): LoadedCluster {
   const paths = resourcePaths(parsed);
@@ -98,32 +94,15 @@ export async function kubeConfigFrom(file: string | undefined, context?: string)
   return kubeConfig;
 }
 
-/**
- * This node's pod CIDRs: configuration first, then the Node object's spec.podCIDRs, then flannel's
- * subnet.env (DESIGN §4). Without any, unknown local pods cannot be recognised (and the log says so).
- */
+/** This node's settings, with its pod CIDRs as podCidrsOf chooses them (flannel's lease read here). */
 export async function nodeSettings(config: DaemonConfig, snapshot: ClusterSnapshot, logger?: Logger): Promise<NodeSettings> {
   const fromFlannel = (await readFlannelSubnetEnv(config.flannelSubnetEnv).catch(() => undefined))?.podCidrs ?? [];
-  const settings = toNodeSettings(config, discoveredPodCidrs(snapshot, config.nodeName, fromFlannel));
+  const settings = toNodeSettings(config, podCidrsOf(config, snapshot, { flannel: fromFlannel }));
   if (settings.podCidrs.length === 0) {
     logger?.warn('no pod CIDR known for this node: unknown local pods cannot be handled fail-closed', { node: config.nodeName });
   }
   return settings;
 }
 
-export async function kernelFor(config: DaemonConfig, parsed: Parsed): Promise<Kernel> {
-  const { openKernel } = await import('../dataplane/kernel.js');
-  return openKernel(kernelOptions(config, parsed));
-}
-
-/** Which kernel the command works on: the namespace, the configured backend (none: detect), IPv6 or not. */
-export const kernelOptions = (config: DaemonConfig, parsed: Parsed): KernelOptions => ({
-  netns: netnsOf(parsed),
-  backend: config.backend === 'auto' ? undefined : config.backend,
-  ipv6: config.ipv6,
-});
-
-export const ownershipOf = (config: Pick<DaemonConfig, 'chainPrefix' | 'ipsetPrefix'>) => ({
-  chainPrefix: config.chainPrefix,
-  ipsetPrefix: config.ipsetPrefix,
-});
+/** Which kernel the command works on: the configured backend and IPv6, in `--netns` if given. */
+export const kernelOptions = (config: DaemonConfig, parsed: Parsed): KernelOptions => kernelOptionsOf(config, netnsOf(parsed));

@@ -5,9 +5,9 @@
 
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { FlowRecord } from '../observe/flow-log.js';
-import type { Io } from './commands.js';
+import type { Io } from './command-specs.js';
 import { configFrom, kubeConfigFrom, UsageError, type Parsed } from './context.js';
-import { formatRecord } from './drops.js';
+import { formatRecord } from './flow-record-text.js';
 import { apiGet, podProxy } from './why-live.js';
 
 export async function clusterDrops(parsed: Parsed, io: Io): Promise<number> {

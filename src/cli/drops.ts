@@ -4,13 +4,12 @@
 
 import type { DaemonConfig } from '../config/schema.js';
 import { parseListenAddress } from '../config/listen-address.js';
-import { endText, type FlowRecord } from '../observe/flow-log.js';
-import type { FlowEnd } from '../observe/flows.js';
+import type { FlowRecord } from '../observe/flow-log.js';
 import { parseFlowsQuery } from '../observe/flows-query.js';
-import { wrap } from '../trace/wrap.js';
-import type { Io } from './commands.js';
+import type { Io } from './command-specs.js';
 import { configFrom, parseCommand, UsageError } from './context.js';
 import { FlowsAnswerError, parseFlowsAnswer, readBoundedBody } from './flows-answer.js';
+import { formatRecord } from './flow-record-text.js';
 import { terminalSafe, terminalSafeJson } from './terminal-text.js';
 
 const FOLLOW_INTERVAL_MS = 1000;
@@ -82,21 +81,6 @@ async function fetchFlows(url: string): Promise<FlowRecord[]> {
     throw new FlowsAnswerError(`the daemon at ${url} answered ${res.status}: ${said}`);
   }
   return parseFlowsAnswer(body, url);
-}
-
-const safeEnd = (e: FlowEnd): FlowEnd => ({
-  ip: terminalSafe(e.ip),
-  ...(e.pod !== undefined ? { pod: terminalSafe(e.pod) } : {}),
-  ...(e.where !== undefined ? { where: terminalSafe(e.where) } : {}),
-});
-
-/** One record as text; every string in it came from the daemon's answer and is shown terminal-safe. */
-export function formatRecord(r: FlowRecord): string {
-  const time = new Date(r.time).toISOString().slice(11, 19);
-  const port = r.port !== undefined ? `/${r.port}` : '';
-  const count = r.count > 1 ? ` (×${r.count})` : '';
-  const head = `${time} ${terminalSafe(r.protocol)}${port} ${endText(safeEnd(r.src))} -> ${endText(safeEnd(r.dst))}, ${terminalSafe(r.direction)}${count}`;
-  return `${[...wrap(head, '', '         '), ...wrap(terminalSafe(r.because), '         ', '         ')].join('\n')}\n`;
 }
 
 function sigintSignal(): AbortSignal {

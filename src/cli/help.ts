@@ -1,6 +1,6 @@
 // `--help` text, generated from the command registry and option definitions, wrapped to the terminal.
 
-import { COMMANDS, type CommandName } from './commands.js';
+import { COMMANDS, type CommandName } from './command-specs.js';
 import { CONFIG_OPTIONS, HELP_OPTION, type OptionDef } from './options.js';
 
 /** The terminal's width (stdout's columns, else $COLUMNS, else 80), kept readable: 60 to 120 columns. */

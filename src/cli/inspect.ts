@@ -10,7 +10,7 @@ import { readProgrammedAntiSpoof, type ProgrammedAntiSpoof } from '../antispoof/
 import { ANTISPOOF_FAMILY, ANTISPOOF_TABLE } from '../antispoof/render.js';
 import { parseIp } from '../model/address.js';
 import { filterRuleset, loadSavedDump, requireOwnedChains, RulesetError, type IpSets, type Ruleset } from '../trace/index.js';
-import type { Io } from './commands.js';
+import type { Io } from './command-specs.js';
 import { configFrom, kernelOptions, netnsOf, parseCommand, UsageError, type Parsed } from './context.js';
 import { readSavedDumps, SavedDumpError, savedPaths, type SavedDumpFiles } from './saved-dump.js';
 

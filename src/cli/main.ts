@@ -6,12 +6,13 @@
 import { readFileSync } from 'node:fs';
 import { setFlagsFromString } from 'node:v8';
 import { DataplaneCommandError } from '../dataplane/errors.js';
-import { COMMANDS, isCommandName, type Io } from './commands.js';
+import { COMMANDS, isCommandName, type Io } from './command-specs.js';
+import { COMMAND_MODULES } from './commands.js';
 import { commandHelp, helpWidth, overviewHelp } from './help.js';
 import { remedyFor } from './hints.js';
 import { CommandFailure, UsageError } from './options.js';
 
-export type { Io } from './commands.js';
+export type { Io } from './command-specs.js';
 
 /** `netfence 0.1.0`, from the package.json beside dist/ (the image copies it there too). */
 export function version(): string {
@@ -49,7 +50,7 @@ export async function main(argv: readonly string[], io: Io, width = helpWidth())
   }
   try {
     return await (
-      await COMMANDS[name].load()
+      await COMMAND_MODULES[name]()
     )(rest, io);
   } catch (err) {
     io.err(await errorText(name, err));

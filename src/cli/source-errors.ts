@@ -4,7 +4,7 @@
 
 import { incompleteRead } from '../cluster/manifests.js';
 import { formatProblem, type Problem } from '../model/index.js';
-import type { Io } from './commands.js';
+import type { Io } from './command-specs.js';
 import type { LoadedCluster } from './context.js';
 
 /** Exit code of a command whose manifests could not all be read. */

@@ -4,6 +4,7 @@
 
 import { loadManifests } from '../cluster/manifests.js';
 import type { DaemonConfig } from '../config/schema.js';
+import { podCidrsOf } from '../config/load.js';
 import { inspectRuleset, type InspectReport } from '../inspect/index.js';
 import { parseIp, podKey, type ClusterSnapshot, type IpFamily, type L4Protocol, type ManifestLimits } from '../model/index.js';
 import {
@@ -17,7 +18,7 @@ import {
   type NodeLayout,
   type TraceResult,
 } from '../trace/index.js';
-import type { Io } from './commands.js';
+import type { Io } from './command-specs.js';
 import { createLogger } from '../log.js';
 import { configFrom, loadCluster, manifestLimits, parseCommand, resourcePaths, UsageError, type Parsed } from './context.js';
 import { familyFlag, readAntiSpoof, readRuleset, withRulesetErrors, type LoadedRuleset } from './inspect.js';
@@ -345,12 +346,11 @@ function nodeAddresses(snapshot: ClusterSnapshot | undefined, nodeName: string):
 }
 
 /**
- * Which addresses are local pods: configured --pod-cidr first, then the Node's podCIDRs from the manifests,
- * then the fail-closed ranges of the dispatch chains; the dispatch chains' pod IPs always count.
+ * Which addresses are local pods: the pod CIDRs (podCidrsOf: configuration, the Node's podCIDRs, else the
+ * fail-closed ranges of the dispatch chains; no flannel lease is read here) and the dispatch chains' pod IPs.
  */
 function nodeLayout(config: DaemonConfig, parsed: Parsed, snapshot: ClusterSnapshot | undefined, report: InspectReport): NodeLayout {
-  const fromNode = snapshot?.nodes.find((n) => n.name === config.nodeName)?.podCidrs ?? [];
-  const podCidrs = config.podCidrs.length > 0 ? config.podCidrs : fromNode.length > 0 ? fromNode : report.failClosedCidrs;
+  const podCidrs = podCidrsOf(config, snapshot, { programmed: report.failClosedCidrs });
   return {
     bridge: config.bridge,
     uplink: (parsed.values['uplink'] as string | undefined) ?? 'eth0',

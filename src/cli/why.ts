@@ -5,14 +5,14 @@
 // dropped, 2 error (a node --live cannot reach is an error, after the desired answer is printed).
 
 import { incompleteRead } from '../cluster/manifests.js';
-import { toNodeSettings } from '../config/load.js';
+import { podCidrsOf, toNodeSettings } from '../config/load.js';
 import type { DaemonConfig } from '../config/schema.js';
 import { createLogger } from '../log.js';
 import type { ClusterSnapshot, IpFamily, L4Protocol, NodeSettings } from '../model/index.js';
 import { formatProblem } from '../model/index.js';
 import { parseIp } from '../model/address.js';
 import { EndpointError, formatAnswer, whyConnection, type Answer } from '../why/index.js';
-import type { Io } from './commands.js';
+import type { Io } from './command-specs.js';
 import { configFrom, loadCluster, manifestLimits, parseCommand, UsageError, type Parsed } from './context.js';
 import { formatLive, liveReport, reachFor } from './why-live.js';
 
@@ -59,8 +59,8 @@ function settingsPerNode(config: DaemonConfig, snapshot: ClusterSnapshot): (node
     let settings = cache.get(node);
     if (!settings) {
       // --pod-cidr names one node's range; every node here takes its own from its Node object.
-      const podCidrs = snapshot.nodes.find((n) => n.name === node)?.podCidrs ?? [];
-      settings = toNodeSettings({ ...config, nodeName: node, podCidrs: [] }, podCidrs);
+      const nodeConfig = { ...config, nodeName: node, podCidrs: [] };
+      settings = toNodeSettings(nodeConfig, podCidrsOf(nodeConfig, snapshot));
       cache.set(node, settings);
     }
     return settings;

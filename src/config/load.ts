@@ -95,24 +95,36 @@ export function loadConfig(input: LoadConfigInput): { config: DaemonConfig } {
   return { config: merged as unknown as DaemonConfig };
 }
 
-/**
- * This node's discovered pod CIDRs, the one place their precedence is decided: the Node object's
- * spec.podCIDRs win over flannel's subnet.env (the Node is the API's word; the lease file may be stale).
- * Configured CIDRs win over both (toNodeSettings).
- */
-export function discoveredPodCidrs(snapshot: ClusterSnapshot, nodeName: string, fromFlannel: readonly string[]): readonly string[] {
-  const fromNode = snapshot.nodes.find((n) => n.name === nodeName)?.podCidrs ?? [];
-  return fromNode.length > 0 ? fromNode : fromFlannel;
+/** Where a node's pod CIDRs may be learned besides configuration and its Node object; absent ones are skipped. */
+export interface LearnedPodCidrs {
+  /** flannel's subnet.env lease. */
+  readonly flannel?: readonly string[];
+  /** The ranges the programmed dispatch chains fail-close (trace reads a ruleset, not a lease). */
+  readonly programmed?: readonly string[];
 }
 
 /**
- * The compiler's view of this node. Pod CIDRs configured explicitly win over discovered ones
- * (`podCidrs`: Node spec.podCIDRs or flannel's subnet.env), since an operator who sets them means it.
- * CIDRs are canonicalized (host bits cleared) and de-duplicated.
+ * This node's pod CIDRs, the one place their precedence is decided: configured CIDRs win (an operator who
+ * sets them means it), then the Node object's spec.podCIDRs (the API's word), then flannel's subnet.env (the
+ * lease file may be stale), then what the programmed ruleset shows. Without any, unknown local pods cannot
+ * be recognised.
+ */
+export function podCidrsOf(
+  config: Pick<DaemonConfig, 'podCidrs' | 'nodeName'>,
+  snapshot: ClusterSnapshot | undefined,
+  learned: LearnedPodCidrs = {},
+): readonly string[] {
+  const fromNode = snapshot?.nodes.find((n) => n.name === config.nodeName)?.podCidrs ?? [];
+  const sources = [config.podCidrs, fromNode, learned.flannel ?? [], learned.programmed ?? []];
+  return sources.find((cidrs) => cidrs.length > 0) ?? [];
+}
+
+/**
+ * The compiler's view of this node, with the pod CIDRs podCidrsOf chose. CIDRs are canonicalized (host
+ * bits cleared) and de-duplicated.
  */
 export function toNodeSettings(config: DaemonConfig, podCidrs: readonly string[]): NodeSettings {
-  const chosen = config.podCidrs.length > 0 ? config.podCidrs : podCidrs;
-  const canonical = chosen.map((text) => {
+  const canonical = podCidrs.map((text) => {
     const parsed = canonicalCidr(text);
     if (!parsed) throw new ConfigError([`pod CIDR "${text}" is not a CIDR`]);
     return parsed.cidr;

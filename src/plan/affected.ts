@@ -1,6 +1,6 @@
 // Which local pods' connections a plan can change the verdict of: the workload chains it rewrote, or that
 // jump to a chain it rewrote or to a chain matching on a set it changed. Pure; the daemon's opt-in conntrack
-// flush deletes exactly these pods' entries (src/cli/daemon.ts), so their next packet is judged anew.
+// flush deletes exactly these pods' entries (src/daemon/established-flows.ts), so their next packet is judged anew.
 
 import type { DesiredState, IpFamily } from '../model/index.js';
 import type { FamilyPlan } from './plan.js';

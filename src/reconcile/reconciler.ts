@@ -1,11 +1,11 @@
 // The sync loop: source events → (batched) compile → plan → apply; the drift timer re-reads the kernel
 // and repairs what someone else changed; failures keep the old rules and retry with backoff.
 
-import { Compiler, type BudgetUse } from '../compile/index.js';
-import type { ClusterSnapshot, DesiredState, NodeSettings, Problem } from '../model/index.js';
+import { Compiler } from '../compile/index.js';
+import type { ClusterSnapshot, NodeSettings, Problem } from '../model/index.js';
 import { formatPlanDiff, formatSummary, summarize } from '../plan/diff.js';
-import type { FamilyPlan } from '../plan/index.js';
 import { BoundedFrequencyRunner, type Clock, type RunReason } from './runner.js';
+import { SyncReports, type SyncSubscriber } from './sync-reports.js';
 import type { SyncLogger, Syncer } from './syncer.js';
 
 export interface SnapshotSource {
@@ -14,24 +14,8 @@ export interface SnapshotSource {
   problems(): readonly Problem[];
 }
 
-/** What the loop reports, for metrics and health; all optional. */
-export interface ReconcileObserver {
-  synced?(info: {
-    reason: RunReason;
-    readKernel: boolean;
-    seconds: number;
-    applySeconds: number;
-    plans: readonly FamilyPlan[];
-    drift: boolean;
-    desired: DesiredState;
-  }): void;
-  /** A sync failed at `stage`; the previous rules stay and the sync is retried with backoff. */
-  failed?(info: { reason: RunReason; error: Error; stage: 'compile' | 'apply' }): void;
-  problems?(problems: readonly Problem[]): void;
-  /** The node budget's use after the last compile (absent without a budget). */
-  budget?(use: BudgetUse | undefined): void;
-  heartbeat?(): void;
-}
+/** A subscriber given at construction (tests); the daemon's parts subscribe through `reports`. */
+export type ReconcileObserver = SyncSubscriber;
 
 export interface ReconcilerOptions {
   readonly source: SnapshotSource;
@@ -58,6 +42,8 @@ const CLEANUP_BASE_MS = 100;
 const CLEANUP_MAX_MS = 5_000;
 
 export class Reconciler {
+  /** Each sync's result, failure, problems and budget, for whoever subscribes. */
+  readonly reports = new SyncReports();
   private readonly runner: BoundedFrequencyRunner;
   /** Long-lived, so each sync recompiles only what the change touched (same answer as compile()). */
   private readonly compiler = new Compiler();
@@ -67,6 +53,7 @@ export class Reconciler {
   private cleanups = 0;
 
   constructor(private readonly opts: ReconcilerOptions) {
+    if (opts.observer) this.reports.subscribe(opts.observer);
     this.runner = new BoundedFrequencyRunner((reason) => this.syncOnce(reason), {
       batchWindowMs: opts.batchWindowMs,
       maxIntervalMs: opts.resyncIntervalMs,
@@ -105,7 +92,7 @@ export class Reconciler {
   private async syncOnce(reason: RunReason): Promise<void> {
     if (reason === 'cleanup') return this.destroyLeftovers();
     const { clock, logger } = this.opts;
-    this.opts.observer?.heartbeat?.();
+    this.reports.heartbeat();
     if (reason !== 'change' || this.syncs === 0) await this.opts.checkPreconditions?.().catch(() => undefined);
     const started = clock.now();
     let result: ReturnType<Compiler['compile']>;
@@ -118,7 +105,7 @@ export class Reconciler {
       for (const policy of snapshot.policies) if (this.compiler.prepare(policy)) await yieldToEventLoop();
       result = this.compiler.compile(snapshot, this.opts.settings(snapshot));
       this.reportProblems([...this.opts.source.problems(), ...result.problems]);
-      this.opts.observer?.budget?.(result.budget);
+      this.reports.budget(result.budget);
     } catch (err) {
       const error = err instanceof Error ? err : new Error(String(err));
       logger.error('compiling the cluster state failed; the previous rules stay in place and the sync will be retried', {
@@ -126,7 +113,7 @@ export class Reconciler {
         error: error.message,
         stack: error.stack,
       });
-      this.opts.observer?.failed?.({ reason, error, stage: 'compile' });
+      this.reports.failed({ reason, error, stage: 'compile' });
       throw error;
     }
     try {
@@ -146,7 +133,7 @@ export class Reconciler {
       const summary = summarize(sync.plans);
       if (sync.drift) logger.warn('repaired drift: netfence-owned kernel state had been changed by someone else', { changes: summary });
       else if (!summary.inSync) logger.info('programmed', { reason, ...summary });
-      this.opts.observer?.synced?.({
+      this.reports.synced({
         reason,
         readKernel: sync.readKernel,
         seconds: (now - started) / 1000,
@@ -159,7 +146,7 @@ export class Reconciler {
       const error = err instanceof Error ? err : new Error(String(err));
       this.opts.syncer.markOutOfSync(`apply failed: ${error.message}`);
       logger.error('apply failed; the previous rules stay in place and the sync will be retried', { reason, error: error.message });
-      this.opts.observer?.failed?.({ reason, error, stage: 'apply' });
+      this.reports.failed({ reason, error, stage: 'apply' });
       throw error;
     }
   }
@@ -186,7 +173,7 @@ export class Reconciler {
   }
 
   private reportProblems(problems: readonly Problem[]): void {
-    this.opts.observer?.problems?.(problems);
+    this.reports.problems(problems);
     const key = problems.map((p) => `${p.object}|${p.field}|${p.message}`).join('\n');
     if (key === this.lastProblemKey) return;
     this.lastProblemKey = key;

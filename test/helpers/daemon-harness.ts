@@ -7,7 +7,7 @@
 // /readyz and /metrics are on 127.0.0.1 too, while every kernel command it runs goes into the node.
 
 import { Writable } from 'node:stream';
-import { startDaemon, type RunningDaemon } from '../../src/cli/daemon.js';
+import { startDaemon, type RunningDaemon } from '../../src/daemon/start.js';
 import { loadConfig } from '../../src/config/load.js';
 import { run } from '../../src/dataplane/exec.js';
 import { createLogger } from '../../src/log.js';
@@ -66,7 +66,6 @@ export async function startNodeDaemon(
     kubeconfig: 'kubeconfig' in input ? input.kubeconfig : undefined,
     netns: node.netns,
     logger: createLogger({ level: 'debug', format: 'json', stream }),
-    parsed: { values: { netns: node.netns }, positionals: [] },
   });
   let stopped = false;
   return {

@@ -1,7 +1,8 @@
 // `netfence drops` against the daemon's /flows endpoint (an ObserveServer with a FlowLog, no kernel):
 // filters reach the daemon, text and --json output, and where it looks for the daemon by default.
 
-import { daemonUrl, dropsCommand, formatRecord } from '../../../src/cli/drops.js';
+import { daemonUrl, dropsCommand } from '../../../src/cli/drops.js';
+import { formatRecord } from '../../../src/cli/flow-record-text.js';
 import { nullLogger } from '../../../src/log.js';
 import { HealthState } from '../../../src/observe/health.js';
 import { ObserveServer } from '../../../src/observe/http-server.js';

@@ -3,7 +3,7 @@
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { COMMANDS, commandOptions, parseCommand, type CommandName } from '../../../src/cli/commands.js';
+import { COMMANDS, commandOptions, parseCommand, type CommandName } from '../../../src/cli/command-specs.js';
 import { commandHelp, helpWidth, overviewHelp, wrapWords } from '../../../src/cli/help.js';
 import { main } from '../../../src/cli/main.js';
 import { parserOptions, UsageError } from '../../../src/cli/options.js';

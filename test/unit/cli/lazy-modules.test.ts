@@ -43,6 +43,7 @@ describe('module loading per command', () => {
     expect([...main.packages]).toEqual([]);
     expect([...main.modules].sort()).toEqual(
       [
+        'cli/command-specs.ts',
         'cli/commands.ts',
         'cli/help.ts',
         'cli/hints.ts',

@@ -251,23 +251,12 @@ describe('toNodeSettings', () => {
     expect(toNodeSettings(base, ['10.244.1.0/24'])).toEqual(defaultNodeSettings('node-a', ['10.244.1.0/24']));
   });
 
-  it.each<{ name: string; configured: string[]; discovered: string[]; expect: string[] }>([
-    {
-      name: 'discovered CIDRs when none configured',
-      configured: [],
-      discovered: ['10.244.1.0/24', 'fd00:10:244:1::/64'],
-      expect: ['10.244.1.0/24', 'fd00:10:244:1::/64'],
-    },
-    { name: 'configured CIDRs win', configured: ['10.9.0.0/24'], discovered: ['10.244.1.0/24'], expect: ['10.9.0.0/24'] },
-    {
-      name: 'host bits cleared and duplicates dropped',
-      configured: [],
-      discovered: ['10.244.1.1/24', '10.244.1.0/24'],
-      expect: ['10.244.1.0/24'],
-    },
-    { name: 'v6 canonical form', configured: ['FD00:0:0:0::1/64'], discovered: [], expect: ['fd00::/64'] },
-  ])('pod CIDRs: $name', ({ configured, discovered, expect: expected }) => {
-    expect(toNodeSettings({ ...base, podCidrs: configured }, discovered).podCidrs).toEqual(expected);
+  it.each<{ name: string; chosen: string[]; expect: string[] }>([
+    { name: 'kept in order', chosen: ['10.244.1.0/24', 'fd00:10:244:1::/64'], expect: ['10.244.1.0/24', 'fd00:10:244:1::/64'] },
+    { name: 'host bits cleared and duplicates dropped', chosen: ['10.244.1.1/24', '10.244.1.0/24'], expect: ['10.244.1.0/24'] },
+    { name: 'v6 canonical form', chosen: ['FD00:0:0:0::1/64'], expect: ['fd00::/64'] },
+  ])('pod CIDRs: $name', ({ chosen, expect: expected }) => {
+    expect(toNodeSettings(base, chosen).podCidrs).toEqual(expected);
   });
 
   it('carries the other settings through', () => {

@@ -16,6 +16,7 @@ import { renderHookArgs, ruleLine } from '../render/index.js';
 import { HookWatch } from '../reconcile/hook-watch.js';
 import type { Reconciler } from '../reconcile/reconciler.js';
 import { systemClock, type Clock } from '../reconcile/runner.js';
+import type { SyncReport } from '../reconcile/sync-reports.js';
 
 export interface ServiceGuardsInputs {
   readonly config: Pick<DaemonConfig, 'hookCheckIntervalMs' | 'dryRun'>;
@@ -29,9 +30,12 @@ export interface ServiceGuardsInputs {
   readonly clock?: Clock;
 }
 
+/** Also a sync subscriber: each programmed state gives the hooks the watch expects first. */
 export interface ServiceGuards {
   /** Tell the guards what was just programmed (the hooks the watch then expects first). */
   programmed(desired: DesiredState): void;
+  /** programmed(), and an IPVS re-check on every periodic resync. */
+  synced(result: Pick<SyncReport, 'desired' | 'reason'>): void;
   /** Re-check for kube-proxy's IPVS mode (start-up and every periodic resync). */
   checkIpvs(): Promise<void>;
   start(): void;
@@ -63,7 +67,11 @@ export function createServiceGuards(inputs: ServiceGuardsInputs): ServiceGuards 
     clock: inputs.clock ?? systemClock,
   });
   let ipvsReported: boolean | undefined;
-  return {
+  const guards: ServiceGuards = {
+    synced(result) {
+      guards.programmed(result.desired);
+      if (result.reason === 'periodic') void guards.checkIpvs();
+    },
     programmed(desired) {
       const next: typeof expected = [];
       for (const state of [desired.v4, desired.v6]) {
@@ -93,4 +101,5 @@ export function createServiceGuards(inputs: ServiceGuardsInputs): ServiceGuards 
     start: () => watch.start(),
     stop: () => watch.stop(),
   };
+  return guards;
 }

@@ -12,17 +12,19 @@ import { FlowLog } from '../observe/flow-log.js';
 import { answerFlowsQuery, type FlowsAnswer } from '../observe/flows-query.js';
 import { explainAllowed, explainAudit, explainDrop, explainsDrop, invalidPoliciesOf, PodIndex } from '../observe/flows.js';
 import type { NflogPacket } from '../dataplane/nflog.js';
+import type { AuditedFlow, DeniedFlow } from '../observe/flows.js';
+import type { SyncReport } from '../reconcile/sync-reports.js';
 
 /** How long a packet waits for the sync that dropped it before it is explained with what we know. */
 const PENDING_MS = 2000;
 const MAX_PENDING = 1000;
-import type { AuditedFlow, DeniedFlow } from '../observe/flows.js';
 
+/** A sync subscriber: drops are explained against what was last programmed and which policies are invalid. */
 export interface FlowLogging {
   /** The /flows handler. */
   readonly query: (params: URLSearchParams) => FlowsAnswer;
   start(source: ClusterSource, netns: string | undefined): Promise<void>;
-  synced(desired: DesiredState): void;
+  synced(result: Pick<SyncReport, 'desired'>): void;
   problems(problems: readonly Problem[]): void;
   stop(): Promise<void>;
 }
@@ -103,8 +105,8 @@ export function createFlowLogging(opts: FlowLoggingOptions): FlowLogging {
       }, 500);
       timer.unref();
     },
-    synced: (d) => {
-      desired = d;
+    synced: (result) => {
+      desired = result.desired;
       retryPending(false);
     },
     problems: (p) => void (invalid = invalidPoliciesOf(p)),

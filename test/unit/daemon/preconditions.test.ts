@@ -1,7 +1,7 @@
 // When the IPv6 bridge sysctl matters: a node has IPv6 pods by its pod CIDRs or by its pods' addresses,
 // and only when netfence programs IPv6 at all.
 
-import { hasIpv6Pods } from '../../../src/cli/daemon-preconditions.js';
+import { hasIpv6Pods } from '../../../src/daemon/preconditions.js';
 import { compile } from '../../../src/compile/index.js';
 import { defaultNodeSettings, type ClusterSnapshot, type NodeSettings } from '../../../src/model/index.js';
 import { ips as withIps, makeNamespace, makePod, NODE } from '../../helpers/builders.js';

@@ -8,6 +8,7 @@ import type { Logger } from '../log.js';
 import type { DesiredState, NodeSettings } from '../model/index.js';
 import type { HealthState } from '../observe/health.js';
 import type { Metrics, PreconditionName } from '../observe/metrics.js';
+import type { SyncReport } from '../reconcile/sync-reports.js';
 
 interface BridgeSysctl {
   readonly check: PreconditionName;
@@ -37,23 +38,28 @@ export interface PreconditionInputs {
   readonly metrics: Metrics;
   readonly netns: string | undefined;
   readonly logger: Logger;
-  /** Whether this node has IPv6 pods now (see hasIpv6Pods): only then does the IPv6 sysctl matter. */
-  readonly ipv6Pods: () => boolean;
+  /** Whether netfence programs IPv6 at all. */
+  readonly ipv6: boolean;
+  /** The node settings of the last compile (its pod CIDRs); none before the first. */
+  readonly settings: () => NodeSettings | undefined;
 }
 
+/** Also a sync subscriber: the first IPv6 pod (or pod CIDR) makes the IPv6 sysctl matter now, not at the next resync. */
 export interface PreconditionChecker {
   /** Reads each sysctl that applies to the node and reports it; the IPv4 one always applies. */
   check(): Promise<void>;
-  /** True when the node gained or lost IPv6 pods since the last check: check again now, not at the next resync. */
-  stale(): boolean;
+  synced(result: Pick<SyncReport, 'desired'>): void;
 }
 
 export function preconditionChecker(inputs: PreconditionInputs): PreconditionChecker {
   const { health, metrics, netns, logger } = inputs;
   const last = new Map<PreconditionName, boolean | undefined>();
+  let desired: DesiredState | undefined;
   let checkedIpv6: boolean | undefined;
+  // Only when the node has IPv6 pods does the IPv6 sysctl matter.
+  const ipv6Pods = (): boolean => hasIpv6Pods(inputs.ipv6, inputs.settings(), desired);
   const check = async () => {
-    const ipv6 = inputs.ipv6Pods();
+    const ipv6 = ipv6Pods();
     checkedIpv6 = ipv6;
     for (const sysctl of BRIDGE_SYSCTLS) {
       const applies = sysctl.check === 'bridge-nf-call-iptables' || ipv6;
@@ -68,7 +74,14 @@ export function preconditionChecker(inputs: PreconditionInputs): PreconditionChe
       else if (on === true && before === false) logger.info(`${sysctl.key} is 1 again: policy applies to bridged pod traffic`);
     }
   };
-  return { check, stale: () => checkedIpv6 !== undefined && checkedIpv6 !== inputs.ipv6Pods() };
+  return {
+    check,
+    synced(result) {
+      desired = result.desired;
+      // The node gained or lost IPv6 pods since the last check: check again now.
+      if (checkedIpv6 !== undefined && checkedIpv6 !== ipv6Pods()) void check();
+    },
+  };
 }
 
 /**

@@ -2,7 +2,7 @@
 // from being first, every check asks for a repair again: a repair that did not take (the resync failed, or
 // kube-proxy re-prepended its jump right after it) must not leave the hole open until the drift check.
 
-import { createServiceGuards } from '../../../src/cli/service-guards.js';
+import { createServiceGuards } from '../../../src/daemon/service-guards.js';
 import { compile } from '../../../src/compile/index.js';
 import { nullLogger } from '../../../src/log.js';
 import type { IpFamily } from '../../../src/model/index.js';

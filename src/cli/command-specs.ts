@@ -1,0 +1,221 @@
+// The commands: name, synopsis and options, parsed and documented from the same list. Which module runs
+// each is commands.ts, apart from this file: the command modules import parseCommand from here, and only
+// main.ts loads them.
+//
+// To add a command: one entry here, one in commands.ts, and a module whose function calls
+// `parseCommand('<name>', argv)`.
+
+import { parseArgs } from 'node:util';
+import { CONFIG_OPTIONS, HELP_OPTION, OPT, parserOptions, UsageError, type OptionDef, type Parsed } from './options.js';
+
+export interface Io {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+export type Command = (argv: readonly string[], io: Io) => Promise<number>;
+
+export interface CommandSpec {
+  /** What follows `netfence <name>` in the usage line (the required flags; `[options]` is added). */
+  readonly synopsis: string;
+  readonly summary: string;
+  /** The command's own options; every command also takes the configuration options and --help. */
+  readonly options: readonly OptionDef[];
+}
+
+export const COMMANDS = {
+  daemon: {
+    synopsis: '--node-name N [--kubeconfig F | --resources PATH…]',
+    summary: 'watch the cluster, program this node, repair drift, serve /healthz /readyz /metrics',
+    options: [OPT.kubeconfig, OPT.resources, OPT.netns],
+  },
+  apply: {
+    synopsis: '--node-name N --resources PATH…',
+    summary: 'converge this network namespace once from manifests, then exit',
+    options: [OPT.resources, OPT.netns],
+  },
+  compile: {
+    synopsis: '--node-name N --resources PATH…',
+    summary: 'print the desired ipset restore lines, then the iptables-restore --noflush payload (no root needed)',
+    options: [
+      OPT.resources,
+      OPT.netns,
+      {
+        name: 'family',
+        type: 'string',
+        arg: '4|6|both',
+        help: 'which IP family to print (default 4; --ipv6 is --family 6); each family printed starts with a "# netfence compile: IPv4|6" line',
+      },
+    ],
+  },
+  diff: {
+    synopsis: '[--node-name N] [--kubeconfig F | --resources PATH…]',
+    summary: 'dry run: unified diff of desired vs live kernel (or a saved dump); exit 0 in sync, 1 differs, 2 error',
+    options: [OPT.kubeconfig, OPT.resources, OPT.netns, OPT.saved, OPT.json],
+  },
+  inspect: {
+    synopsis: '[--pod ns/name] [--policy ns/name]',
+    summary: 'show per local pod: dispatch → workload chain → policy chains → rules, with policy names',
+    options: [
+      OPT.netns,
+      OPT.saved,
+      OPT.json,
+      { name: 'pod', type: 'string', arg: 'NS/NAME', help: 'only this local pod' },
+      { name: 'policy', type: 'string', arg: 'NS/NAME', help: 'only the pods this policy is used by, and its rules' },
+      {
+        name: 'family',
+        type: 'string',
+        arg: '4|6',
+        help: "IP family (default: a --pod address's family; the family that has the --pod ns/name, IPv4 when it has both; else 4)",
+      },
+    ],
+  },
+  trace: {
+    synopsis: '--src IP|ns/pod --dst IP|ns/pod (--proto tcp|udp|sctp --port N | --proto icmp|icmpv6 --icmp-type N)',
+    summary:
+      'walk one new packet through the live (or saved) ruleset and name the rule that decided it; exit 0 allowed, 1 dropped, 2 error',
+    options: [
+      { name: 'src', type: 'string', arg: 'IP|NS/POD', help: 'source address or pod (required)' },
+      { name: 'dst', type: 'string', arg: 'IP|NS/POD', help: 'destination address or pod (required)' },
+      { name: 'proto', type: 'string', arg: 'tcp|udp|sctp|icmp|icmpv6', help: 'protocol (required); icmp implies IPv4, icmpv6 IPv6' },
+      { name: 'port', type: 'string', arg: 'N', help: 'destination port (required for tcp, udp, sctp)' },
+      {
+        name: 'icmp-type',
+        type: 'string',
+        arg: 'N',
+        help: 'ICMP/ICMPv6 message type (required for icmp, icmpv6): e.g. 135 neighbour solicitation, 128 echo request',
+      },
+      {
+        name: 'hop-limit',
+        type: 'string',
+        arg: 'N',
+        help: 'icmpv6: the hop limit it is sent with (default 255 for ND 133-137, 1 for MLD, else 64); a routed packet arrives one lower',
+      },
+      { name: 'src-port', type: 'string', arg: 'N', help: 'source port' },
+      { name: 'uplink', type: 'string', arg: 'IF', help: "the node's interface to other nodes (default eth0)" },
+      {
+        name: 'family',
+        type: 'string',
+        arg: '4|6',
+        help: "IP family of the packet (default: the addresses' family; for two ns/pod, the family both have, IPv4 when they share both)",
+      },
+      {
+        name: 'in-iface',
+        type: 'string',
+        arg: 'VETH',
+        help: 'the bridge port (host veth) the packet enters from: adds the anti-spoofing verdict for its source (given even when this node has no netfence chains of that family)',
+      },
+      {
+        name: 'to-node',
+        type: 'boolean',
+        help: "--dst is an address of this node: walk INPUT (a local pod to its own node) instead of FORWARD; implied when the manifests or the API list --dst among this node's addresses",
+      },
+      OPT.resources,
+      OPT.kubeconfig,
+      OPT.netns,
+      OPT.saved,
+      OPT.json,
+    ],
+  },
+  why: {
+    synopsis: '--src NS/POD|IP --dst NS/POD|IP[:PORT] [--proto tcp|udp|sctp] [--port N]',
+    summary:
+      "one answer for a connection across the cluster: compile each node it crosses, walk the packet through the source's egress and the destination's ingress, name the tier, policy and rule that decided; exit 0 allowed, 1 dropped, 2 error",
+    options: [
+      { name: 'src', type: 'string', arg: 'NS/POD|IP', help: 'source pod or address (required)' },
+      { name: 'dst', type: 'string', arg: 'NS/POD|IP[:PORT]', help: 'destination pod or address (required); a :PORT suffix is --port' },
+      { name: 'proto', type: 'string', arg: 'tcp|udp|sctp', help: 'protocol (default tcp)' },
+      { name: 'port', type: 'string', arg: 'N', help: 'destination port (required unless --dst ends in :PORT)' },
+      {
+        name: 'family',
+        type: 'string',
+        arg: '4|6',
+        help: "IP family of the packet (default: the addresses' family; for two pods, the family both have, IPv4 when they share both)",
+      },
+      OPT.resources,
+      OPT.kubeconfig,
+      OPT.context,
+      OPT.json,
+      {
+        name: 'live',
+        type: 'boolean',
+        help: "also ask each node's daemon (/readyz, /flows) whether its kernel agrees: through --daemon-url, else the API server's pod proxy to the netfence pod on that node (needs listenAddress on the node's address); exit 2 naming a node it cannot reach",
+      },
+      {
+        name: 'daemon-url',
+        type: 'string',
+        multiple: true,
+        arg: 'NODE=URL',
+        help: "--live: this node's daemon is at URL (e.g. n1=http://10.0.0.1:9476); repeatable",
+      },
+      {
+        name: 'daemon-namespace',
+        type: 'string',
+        arg: 'NS',
+        help: '--live through the API: the namespace of the netfence DaemonSet (default kube-system)',
+      },
+    ],
+  },
+  drops: {
+    synopsis: '[--pod ns/name] [--namespace NS] [--policy ns/name] [--audit] [--follow]',
+    summary: "show the connections this node's daemon denied, and why (its flow log, read from the daemon's /flows)",
+    options: [
+      { name: 'pod', type: 'string', arg: 'NS/NAME', help: 'only flows to or from this pod' },
+      { name: 'namespace', type: 'string', arg: 'NS', help: 'only flows to or from pods of this namespace' },
+      { name: 'policy', type: 'string', arg: 'NS/NAME', help: 'only drops at pods this policy selects' },
+      {
+        name: 'audit',
+        type: 'boolean',
+        help: 'instead of drops, the connections audited policies (netfence.io/mode: audit) would deny or allow',
+      },
+      { name: 'follow', type: 'boolean', short: 'f', help: 'keep printing new denied flows as they come' },
+      {
+        name: 'url',
+        type: 'string',
+        arg: 'URL',
+        help: "the daemon's HTTP address (default: from listenAddress, a wildcard host becomes loopback)",
+      },
+      OPT.json,
+      {
+        ...OPT.kubeconfig,
+        help: "collect from the daemons on the nodes that matter (the pod's node, the namespace's nodes, else every node) through this kubeconfig's API server (pod proxy; the daemons must listen on their node's address)",
+      },
+      OPT.context,
+      {
+        name: 'daemon-namespace',
+        type: 'string',
+        arg: 'NS',
+        help: 'with --kubeconfig/--context: the namespace of the netfence DaemonSet (default kube-system)',
+      },
+    ],
+  },
+  cleanup: {
+    synopsis: '',
+    summary: 'remove every chain, rule and ipset netfence owns; touch nothing else',
+    options: [OPT.netns],
+  },
+} as const satisfies Record<string, CommandSpec>;
+
+export type CommandName = keyof typeof COMMANDS;
+
+export const isCommandName = (name: string): name is CommandName => Object.hasOwn(COMMANDS, name);
+
+/** Every option `netfence <name>` accepts, in help order: its own, then configuration, then --help. */
+export function commandOptions(name: CommandName): readonly OptionDef[] {
+  return [...COMMANDS[name].options, ...CONFIG_OPTIONS, HELP_OPTION];
+}
+
+/** Parses a command's arguments with exactly the options its help lists. */
+export function parseCommand(name: CommandName, argv: readonly string[]): Parsed {
+  try {
+    const { values, positionals } = parseArgs({
+      args: [...argv],
+      options: parserOptions(commandOptions(name)),
+      allowPositionals: false,
+      strict: true,
+    });
+    return { values: values as Parsed['values'], positionals };
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}

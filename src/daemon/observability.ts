@@ -1,0 +1,61 @@
+// What the daemon shows of itself: metrics, the health state behind /healthz and /readyz, the flow log,
+// and the HTTP server that serves them. Started before anything else, so a probe is answered (not ready)
+// while the kernel is opened and the cluster listed.
+
+import type { DaemonConfig } from '../config/schema.js';
+import type { Logger } from '../log.js';
+import type { AuditedFlow, DeniedFlow } from '../observe/flows.js';
+import { HealthState } from '../observe/health.js';
+import { ObserveServer } from '../observe/http-server.js';
+import { createMetrics, type Metrics } from '../observe/metrics.js';
+import type { DeniedLabels } from '../observe/metrics-denied-sync.js';
+import { systemClock } from '../reconcile/runner.js';
+import { createFlowLogging, type FlowLogging } from './flow-logging.js';
+
+export interface Observability {
+  readonly metrics: Metrics;
+  readonly health: HealthState;
+  /** Undefined when flow logs are off, or in dry-run. */
+  readonly flowLogging: FlowLogging | undefined;
+  readonly listen: { host: string; port: number };
+  readonly server: ObserveServer;
+}
+
+export async function startObservability(config: DaemonConfig, logger: Logger): Promise<Observability> {
+  const metrics = createMetrics({ processMetrics: true });
+  const health = new HealthState({
+    now: () => systemClock.now(),
+    stallAfterMs: 3 * config.resyncIntervalSeconds * 1000 + 10_000,
+    onReadyChange: (ready) => metrics.setReady(ready),
+  });
+  const flowLogging =
+    config.flowLogs && !config.dryRun
+      ? createFlowLogging({
+          config,
+          logger: logger.child({ component: 'flow-log' }),
+          now: () => Date.now(),
+          onDenied: (flow) => metrics.countDenied(deniedLabels(flow)),
+          onAudited: (flow) => countAudited(metrics, flow),
+          onReaderError: () => metrics.countFlowLogReaderError(),
+        })
+      : undefined;
+  const server = new ObserveServer({
+    health,
+    metrics,
+    logger: logger.child({ component: 'http' }),
+    onConnectionRefused: (why) => metrics.countConnectionRefused(why),
+    ...(flowLogging ? { flows: flowLogging.query } : {}),
+  });
+  const listen = await server.start(config.listenAddress);
+  return { metrics, health, flowLogging, listen, server };
+}
+
+function deniedLabels(flow: DeniedFlow): DeniedLabels {
+  const [namespace = '', pod = ''] = flow.pod?.split('/') ?? [];
+  return { namespace, pod, direction: flow.direction, reason: flow.reason };
+}
+
+function countAudited(metrics: Metrics, flow: AuditedFlow): void {
+  const [namespace = '', pod = ''] = flow.pod?.split('/') ?? [];
+  for (const policy of flow.policies) metrics.countAudited({ namespace, pod, direction: flow.direction, policy });
+}

@@ -1,0 +1,136 @@
+// The daemon, wired: observability first, then the kernel, its preconditions and the cluster source, the
+// sync loop and what subscribes to its results. Nothing is written until every watched kind has been
+// listed once (DESIGN §5).
+
+import type { AntiSpoofGuard } from '../antispoof/guard.js';
+import type { ClusterSource } from '../cluster/source.js';
+import type { DaemonConfig } from '../config/schema.js';
+import { kernelOptions, ownershipOf } from '../config/views.js';
+import { onToolRun } from '../dataplane/exec.js';
+import { openKernel } from '../dataplane/kernel.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../observe/metrics.js';
+import { Reconciler } from '../reconcile/reconciler.js';
+import { systemClock } from '../reconcile/runner.js';
+import { Syncer } from '../reconcile/syncer.js';
+import type { Revoker } from '../revoke/revoker.js';
+import { LocalPods, spoofDropSource, startAntiSpoof } from './anti-spoofing.js';
+import { kubeConfigOf, openSource, policyEventsOf } from './cluster-source.js';
+import { createRevoker, establishedFlows } from './established-flows.js';
+import { eventKind, eventLatency } from './event-latency.js';
+import { nodeSettingsSource } from './node-settings.js';
+import { startObservability } from './observability.js';
+import { preconditionChecker } from './preconditions.js';
+import { createServiceGuards } from './service-guards.js';
+import { shutdown } from './shutdown.js';
+import { syncMetrics } from './sync-metrics.js';
+
+export interface DaemonInputs {
+  readonly resources: readonly string[];
+  readonly kubeconfig: string | undefined;
+  readonly netns: string | undefined;
+  readonly logger: Logger;
+}
+
+export interface RunningDaemon {
+  readonly reconciler: Reconciler;
+  readonly source: ClusterSource;
+  readonly metrics: Metrics;
+  readonly listen: { host: string; port: number };
+  /** Strict mode's conntrack marker; undefined when revokeEstablished is off. */
+  readonly revoker: Revoker | undefined;
+  /** The bridge-port address binding; undefined when antiSpoofing is off or in dry-run. */
+  readonly antiSpoof: AntiSpoofGuard | undefined;
+  /** Stops watching and syncing; the programmed rules stay in place. */
+  stop(): Promise<void>;
+}
+
+export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): Promise<RunningDaemon> {
+  const { logger, netns } = inputs;
+  const { metrics, health, flowLogging, listen, server } = await startObservability(config, logger);
+
+  const kernel = await openKernel(kernelOptions(config, netns));
+  logger.info('netfence starting', { node: config.nodeName, backend: kernel.backend.backend, why: kernel.backend.reason, netns });
+  const node = await nodeSettingsSource(config, logger);
+  const preconditions = preconditionChecker({ health, metrics, netns, logger, ipv6: config.ipv6, settings: node.last });
+  await preconditions.check();
+
+  const kubeConfig = kubeConfigOf(inputs);
+  const source = openSource(config, inputs, kubeConfig, metrics, (h) => {
+    metrics.setSourceIncomplete(!h.complete);
+    health.sourceIncomplete(h.complete ? undefined : h.reason);
+  });
+  const revoker = createRevoker(config, netns, metrics, logger);
+  await flowLogging?.start(source, netns);
+  const unsubscribeTools = onToolRun((tool, ok) => metrics.countToolRun(tool, ok));
+  const reconciler = new Reconciler({
+    source,
+    settings: (snapshot) => node.settings(snapshot),
+    syncer: new Syncer(kernel, ownershipOf(config), logger.child({ component: 'syncer' })),
+    logger: logger.child({ component: 'reconciler' }),
+    clock: systemClock,
+    batchWindowMs: config.batchWindowMs,
+    resyncIntervalMs: config.resyncIntervalSeconds * 1000,
+    dryRun: config.dryRun,
+    checkPreconditions: () => preconditions.check(),
+  });
+  const guards = createServiceGuards({
+    config,
+    kernel,
+    reconciler,
+    metrics,
+    health,
+    logger: logger.child({ component: 'service-guards' }),
+    netns,
+  });
+  const latency = eventLatency(metrics);
+
+  // Each part learns every sync's result on its own, in this order.
+  const reports = reconciler.reports;
+  reports.subscribe(preconditions);
+  reports.subscribe(guards);
+  if (kubeConfig) reports.subscribe(policyEventsOf(config, kubeConfig, metrics, logger));
+  if (flowLogging) reports.subscribe(flowLogging);
+  reports.subscribe(latency);
+  reports.subscribe(syncMetrics(metrics, health));
+  reports.subscribe(establishedFlows({ config, revoker, settings: node.last, netns, logger }));
+
+  await guards.checkIpvs();
+  const antiSpoof = config.antiSpoofing && !config.dryRun ? startAntiSpoof(config, netns, logger) : undefined;
+  if (antiSpoof) {
+    const localPods = new LocalPods();
+    reports.subscribe(localPods);
+    metrics.setSpoofDropSource(spoofDropSource(antiSpoof, netns, () => localPods.get()));
+  }
+  const unsubscribeSource = source.onChange((change) => {
+    latency.eventSeen();
+    metrics.countEvent(eventKind(change.kind));
+    reconciler.changed();
+  });
+  void source.synced.then(() => {
+    logger.info('cluster state synced; programming');
+    reconciler.start();
+    guards.start();
+  });
+
+  return {
+    reconciler,
+    source,
+    metrics,
+    listen,
+    revoker,
+    antiSpoof,
+    stop: () =>
+      shutdown({
+        unsubscribe: [unsubscribeSource, unsubscribeTools],
+        guards,
+        reconciler,
+        revoker,
+        antiSpoof,
+        flowLogging,
+        health,
+        source,
+        server,
+      }),
+  };
+}
