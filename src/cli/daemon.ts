@@ -36,6 +36,7 @@ import { localPodsByIp, spoofDropSource } from './daemon-hardening.js';
 import { hasIpv6Pods, preconditionChecker } from './daemon-preconditions.js';
 import { configFrom, kernelFor, manifestLimits, netnsOf, ownershipOf, parseCommand, resourcePaths } from './context.js';
 import { createServiceGuards } from './service-guards.js';
+import { EventLatency } from '../observe/event-latency.js';
 
 export async function daemonCommand(argv: readonly string[], io: Io): Promise<number> {
   const parsed = parseCommand('daemon', argv);
@@ -163,7 +164,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
       })
     : undefined;
   await flowLogging?.start(source, inputs.netns);
-  const latency = eventLatency(metrics);
+  const latency = new EventLatency((seconds) => metrics.observeEventToProgrammed(seconds));
   const unsubscribeTools = onToolRun((tool, ok) => metrics.countToolRun(tool, ok));
   const base = observerFor(metrics, health, config, inputs, logger, (desired) => {
     if (revoker && lastSettings && !config.dryRun) revoker.request(desired, lastSettings);
@@ -320,34 +321,6 @@ function withVisibilityMetrics(observer: ReconcileObserver, metrics: Metrics, la
       for (const f of [info.desired.v4, info.desired.v6]) for (const c of f.chains) if (c.role.kind === 'workload') local.add(c.role.pod);
       metrics.keepDeniedPods(local);
       observer.synced?.(info);
-    },
-  };
-}
-
-interface EventLatency {
-  eventSeen(): void;
-  /** A sync that took `seconds` just finished. */
-  programmed(seconds: number): void;
-}
-
-/**
- * The first event not yet programmed starts the clock; the first sync that began after it stops it.
- * Events before the first sync (the initial lists) are start-up, not latency, and are not counted.
- */
-function eventLatency(metrics: Metrics): EventLatency {
-  let started = false;
-  let firstPending: number | undefined;
-  return {
-    eventSeen: () => {
-      if (started && firstPending === undefined) firstPending = performance.now();
-    },
-    programmed: (seconds) => {
-      const now = performance.now();
-      if (firstPending !== undefined && firstPending <= now - seconds * 1000) {
-        metrics.observeEventToProgrammed((now - firstPending) / 1000);
-        firstPending = undefined;
-      }
-      started = true;
     },
   };
 }
