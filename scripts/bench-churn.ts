@@ -196,7 +196,7 @@ async function main(): Promise<void> {
         ...['--node-name', args.node, '--kubeconfig', kubeconfig, '--netns', netns],
         ...['--listen-address', `127.0.0.1:${port}`, '--log-format', 'json', '--flannel-subnet-env', join(tmp, 'none.env')],
       ],
-      { netns: undefined, logFile },
+      { netns: undefined, logFile, extraNodeFlags: process.env['CHURN_NODE_FLAGS']?.split(' ') },
     );
     for (;;) {
       if (!daemon.alive()) throw new Error(`daemon exited:\n${daemon.tail(20).join('\n')}`);
@@ -355,6 +355,15 @@ async function main(): Promise<void> {
     console.log(
       `Daemon syncs during the churn: ${delta('netfence_sync_duration_seconds_count')} (${(delta('netfence_sync_duration_seconds_sum') * 1000).toFixed(0)} ms in compile + plan + apply, ${(delta('netfence_apply_duration_seconds_sum') * 1000).toFixed(0)} ms of it in ipset/iptables-restore), ${f1(changes / Math.max(1, delta('netfence_sync_duration_seconds_count')))} changes per sync; apply failures ${delta('netfence_apply_failures_total')}; drain after the last write ${drainMs} ms.`,
     );
+    const tools = [...metricsAtEnd.matchAll(/^netfence_tool_invocations_total\{tool="([^"]+)"\} (\S+)$/gm)]
+      .map(([, tool, n]) => [tool!, Number(n) - (metric(metricsAtStart, `netfence_tool_invocations_total{tool="${tool}"}`) || 0)] as const)
+      .filter(([, n]) => n > 0);
+    const syncs = (kind: string): string => {
+      const n = metric(metricsAtEnd, `netfence_sync_duration_seconds_count{kind="${kind}"}`) - (metric(metricsAtStart, `netfence_sync_duration_seconds_count{kind="${kind}"}`) || 0);
+      const sum = metric(metricsAtEnd, `netfence_sync_duration_seconds_sum{kind="${kind}"}`) - (metric(metricsAtStart, `netfence_sync_duration_seconds_sum{kind="${kind}"}`) || 0);
+      return `${n} ${kind} (mean ${((sum / n) * 1000).toFixed(1)} ms)`;
+    };
+    console.log(`Syncs by kind: ${syncs('incremental')}, ${syncs('full')}; tool runs: ${tools.map(([t, n]) => `${t} ${n}`).join(', ')}.`);
     console.log(
       `Backlog: probe latency drift after minute 2 ${Number.isNaN(drift) ? 'n/a (run ≤ 2 min)' : `${f1(drift)} ms per minute`} (≈ 0: no backlog growth).`,
     );
