@@ -196,7 +196,7 @@ async function main(): Promise<void> {
         ...['--node-name', args.node, '--kubeconfig', kubeconfig, '--netns', netns],
         ...['--listen-address', `127.0.0.1:${port}`, '--log-format', 'json', '--flannel-subnet-env', join(tmp, 'none.env')],
       ],
-      { netns: undefined, logFile, extraNodeFlags: process.env['CHURN_NODE_FLAGS']?.split(' ') },
+      { netns: undefined, logFile },
     );
     for (;;) {
       if (!daemon.alive()) throw new Error(`daemon exited:\n${daemon.tail(20).join('\n')}`);
