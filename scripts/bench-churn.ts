@@ -271,7 +271,9 @@ async function main(): Promise<void> {
       const elapsed = performance.now() - churnStart;
       if (elapsed >= nextRss) {
         rss.push({ atMs: elapsed, kib: procStatusKiB(daemon.pid, 'VmRSS') });
-        console.error(`[bench-churn] ${(elapsed / 1000).toFixed(0)} s: VmRSS ${(rss.at(-1)!.kib / 1024).toFixed(1)} MiB, load ${loadAverage()}`);
+        console.error(
+          `[bench-churn] ${(elapsed / 1000).toFixed(0)} s: VmRSS ${(rss.at(-1)!.kib / 1024).toFixed(1)} MiB, load ${loadAverage()}`,
+        );
         nextRss += RSS_EVERY_MS;
       }
       // Once a second (when the last probe is done) this change is a probe: a label flip whose arrival
@@ -334,7 +336,9 @@ async function main(): Promise<void> {
     console.log(`## netfence churn benchmark: tier ${args.tier}, ${args.rate} changes/s for ${args.minutes} min, seed ${args.seed}`);
     console.log('');
     console.log(`Command: ${command}`);
-    console.log(`Load average (1, 5, 15 min): ${loadAtStart} at start, ${loadAtEnd} at end. Node ${process.version}, ${availableParallelism()} CPUs.`);
+    console.log(
+      `Load average (1, 5, 15 min): ${loadAtStart} at start, ${loadAtEnd} at end. Node ${process.version}, ${availableParallelism()} CPUs.`,
+    );
     console.log(
       `Cluster: ${stats.pods} pods (${stats.podsOnNode} on ${args.node}), ${stats.policies} policies + 1 bench policy; daemon ready in ${readyMs} ms.`,
     );
@@ -359,8 +363,12 @@ async function main(): Promise<void> {
       .map(([, tool, n]) => [tool!, Number(n) - (metric(metricsAtStart, `netfence_tool_invocations_total{tool="${tool}"}`) || 0)] as const)
       .filter(([, n]) => n > 0);
     const syncs = (kind: string): string => {
-      const n = metric(metricsAtEnd, `netfence_sync_duration_seconds_count{kind="${kind}"}`) - (metric(metricsAtStart, `netfence_sync_duration_seconds_count{kind="${kind}"}`) || 0);
-      const sum = metric(metricsAtEnd, `netfence_sync_duration_seconds_sum{kind="${kind}"}`) - (metric(metricsAtStart, `netfence_sync_duration_seconds_sum{kind="${kind}"}`) || 0);
+      const n =
+        metric(metricsAtEnd, `netfence_sync_duration_seconds_count{kind="${kind}"}`) -
+        (metric(metricsAtStart, `netfence_sync_duration_seconds_count{kind="${kind}"}`) || 0);
+      const sum =
+        metric(metricsAtEnd, `netfence_sync_duration_seconds_sum{kind="${kind}"}`) -
+        (metric(metricsAtStart, `netfence_sync_duration_seconds_sum{kind="${kind}"}`) || 0);
       return `${n} ${kind} (mean ${((sum / n) * 1000).toFixed(1)} ms)`;
     };
     console.log(`Syncs by kind: ${syncs('incremental')}, ${syncs('full')}; tool runs: ${tools.map(([t, n]) => `${t} ${n}`).join(', ')}.`);

@@ -11,16 +11,16 @@ import type { NetworkPolicy, Pod } from '../../src/model/index.js';
 import type { KubeObject } from '../../test/fakes/fake-apiserver.js';
 import { mulberry32 } from './prng.js';
 
-export type ChurnKind = 'label flip' | 'pod replaced' | 'policy port edit';
+type ChurnKind = 'label flip' | 'pod replaced' | 'policy port edit';
 
 /** What the writer needs of an API server. */
-export interface ApiWrites {
+interface ApiWrites {
   create(obj: KubeObject): unknown;
   update(obj: KubeObject): unknown;
   delete(obj: Pick<KubeObject, 'kind' | 'metadata'>): void;
 }
 
-export interface ChurnInput {
+interface ChurnInput {
   readonly pods: readonly Pod[];
   readonly policies: readonly NetworkPolicy[];
   /** Each node's /24 pod CIDR, for the replacements' new addresses. */

@@ -45,9 +45,20 @@ describe('leastSquaresSlope', () => {
   // x deviations ±2.5, ±1.5, ±0.5 (Σdx² = 17.5) against y deviations ∓1 alternating (Σdx·dy = 3).
   it('alternating noise leans by Σdx·dy / Σdx²', () =>
     expect(leastSquaresSlope([100, 102, 100, 102, 100, 102].map((y, x) => ({ x, y })))).toBeCloseTo(3 / 17.5, 10));
-  it('a decline: negative', () => expect(leastSquaresSlope([{ x: 0, y: 10 }, { x: 2, y: 6 }])).toBe(-2));
+  it('a decline: negative', () =>
+    expect(
+      leastSquaresSlope([
+        { x: 0, y: 10 },
+        { x: 2, y: 6 },
+      ]),
+    ).toBe(-2));
   it('fewer than two points, or one x only: NaN', () => {
     expect(leastSquaresSlope([{ x: 1, y: 1 }])).toBeNaN();
-    expect(leastSquaresSlope([{ x: 1, y: 1 }, { x: 1, y: 3 }])).toBeNaN();
+    expect(
+      leastSquaresSlope([
+        { x: 1, y: 1 },
+        { x: 1, y: 3 },
+      ]),
+    ).toBeNaN();
   });
 });
