@@ -5,7 +5,8 @@
 //   3 in 10  a pod replaced by a new one with a new name and IP on the same node (a third of them on the
 //            measured node, so workload chains come and go),
 //   3 in 10  a port edit on an existing ingress policy (its first rule's first port).
-// Deterministic for a seed; the probe pods (which the outside measurement flips) are never replaced.
+// Deterministic for a seed; the probe pods (which the outside measurement flips) are left to it alone:
+// never flipped here, never replaced.
 
 import type { NetworkPolicy, Pod } from '../../src/model/index.js';
 import type { KubeObject } from '../../test/fakes/fake-apiserver.js';
@@ -42,6 +43,8 @@ export class ChurnWriter {
   private readonly pods: Pod[];
   private readonly local: number[] = [];
   private readonly remote: number[] = [];
+  /** Every pod but the probes. */
+  private readonly flippable: number[];
   /** Every policy as last written, by key; `editable` names those with a numeric first ingress port. */
   private readonly policies = new Map<string, NetworkPolicy>();
   private readonly editable: string[];
@@ -60,6 +63,7 @@ export class ChurnWriter {
       if (input.probePods.has(key(p))) return;
       (p.nodeName === input.node ? this.local : this.remote).push(i);
     });
+    this.flippable = [...this.local, ...this.remote];
     const hasPort = (p: NetworkPolicy): boolean => typeof p.ingress?.[0]?.ports?.[0]?.port === 'number';
     for (const p of input.policies) this.policies.set(key(p), p);
     this.editable = input.policies.filter(hasPort).map(key);
@@ -79,7 +83,7 @@ export class ChurnWriter {
   next(): ChurnKind {
     const roll = this.rng.int(10);
     const kind: ChurnKind = roll < 4 ? 'label flip' : roll < 7 ? 'pod replaced' : 'policy port edit';
-    if (kind === 'label flip') this.flip(this.rng.int(this.pods.length));
+    if (kind === 'label flip') this.flip(this.rng.pick(this.flippable));
     else if (kind === 'pod replaced') this.replace(this.rng.chance(1 / 3) ? this.rng.pick(this.local) : this.rng.pick(this.remote));
     else this.editPort(this.rng.pick(this.editable));
     this.counts[kind]++;
