@@ -15,7 +15,7 @@
 import { mkdtempSync, openSync, readSync, closeSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generateCluster, type Tier } from './bench-lib/generator.js';
+import { generateCluster, TIERS, type Tier } from './bench-lib/generator.js';
 import { ChurnWriter, PEER_LABEL } from './bench-lib/churn-writes.js';
 import { histogramQuantile, leastSquaresSlope, percentile } from './bench-lib/stats.js';
 import { CLI, cpuMs, metric, podObject, policyObject, procStatusKiB, snapshotObjects } from './bench-daemon.js';
@@ -43,8 +43,10 @@ function parseArgs(argv: readonly string[]): ChurnArgs {
     }
     const value = argv[++i];
     if (value === undefined) throw new Error(`${flag} needs a value`);
-    if (flag === '--tier') args.tier = value as Tier;
-    else if (flag === '--minutes') args.minutes = Number(value);
+    if (flag === '--tier') {
+      if (!(TIERS as readonly string[]).includes(value)) throw new Error(`--tier takes one of ${TIERS.join(', ')}, not ${value}`);
+      args.tier = value as Tier;
+    } else if (flag === '--minutes') args.minutes = Number(value);
     else if (flag === '--rate') args.rate = Number(value);
     else if (flag === '--seed') args.seed = Number(value);
     else if (flag === '--node') args.node = value;
@@ -138,8 +140,18 @@ async function setsHolding(netns: string, ip: string): Promise<Set<string>> {
   return sets;
 }
 
+/** Bad flags: what is wrong and the usage, not a stack trace. */
+function argsOrExit(argv: readonly string[]): ChurnArgs {
+  try {
+    return parseArgs(argv);
+  } catch (err) {
+    console.error(`bench-churn: ${(err as Error).message}`);
+    process.exit(2);
+  }
+}
+
 async function main(): Promise<void> {
-  const args = parseArgs(process.argv.slice(2));
+  const args = argsOrExit(process.argv.slice(2));
   const command = `npm run bench -- --churn ${process.argv.slice(2).join(' ')}`.trim();
   const loadAtStart = loadAverage();
   const { snapshot, stats } = generateCluster({ tier: args.tier, seed: args.seed, node: args.node });
