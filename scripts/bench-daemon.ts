@@ -28,8 +28,9 @@ import type { ClusterSnapshot, LabelSelector, NetworkPolicy, Pod, PolicyRule } f
 import { FakeApiServer, type KubeObject } from '../test/fakes/fake-apiserver.js';
 import { sleep, startDaemonProcess, type DaemonProcess } from './demo/daemon-process.js';
 import { freePort } from '../test/helpers/free-port.js';
+import { percentile } from './bench-lib/stats.js';
 
-const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
+export const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 
 export interface Args {
   tier: Tier;
@@ -105,7 +106,7 @@ const rule = (r: PolicyRule, peersKey: 'from' | 'to'): Record<string, unknown> =
     : {}),
 });
 
-function policyObject(p: NetworkPolicy): KubeObject {
+export function policyObject(p: NetworkPolicy): KubeObject {
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
@@ -119,7 +120,7 @@ function policyObject(p: NetworkPolicy): KubeObject {
   };
 }
 
-function podObject(p: Pod, labels = p.labels): KubeObject {
+export function podObject(p: Pod, labels = p.labels): KubeObject {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -179,7 +180,7 @@ class LogWatcher {
   }
 }
 
-function procStatusKiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+export function procStatusKiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8')
     .split('\n')
     .find((l) => l.startsWith(`${field}:`));
@@ -187,15 +188,12 @@ function procStatusKiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
 }
 
 /** user + system CPU time of a process so far (/proc/<pid>/stat fields 14 and 15, in clock ticks of 10 ms). */
-function cpuMs(pid: number): number {
+export function cpuMs(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
-const percentile = (sorted: readonly number[], p: number): number =>
-  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
-
-function metric(text: string, sample: string): number {
+export function metric(text: string, sample: string): number {
   const line = text.split('\n').find((l) => l.startsWith(`${sample} `));
   return Number(line?.split(' ')[1] ?? NaN);
 }

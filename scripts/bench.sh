@@ -7,6 +7,9 @@
 #   --strict: instead, strict mode's cost (scripts/bench-revoke.ts, root only: work per change at 100,000
 #             conntrack entries, policy change → last packet of a revoked flow); --entries N, --only work|latency
 #             go to that script.
+#   --churn: instead, the daemon under sustained changes (scripts/bench-churn.ts, root only): event → programmed
+#            from its histogram and from outside, RSS slope, CPU per change, a final diff; --minutes N (10),
+#            --rate R (20 a second), --tier large|xl, --quick (1 minute) go to that script.
 # Kernel, daemon and data-plane rows need root; without root they are skipped, and the table says so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +27,11 @@ if [ "${1:-}" = "--strict" ]; then
   shift
   [ "$(id -u)" = "0" ] || { echo "--strict needs root (scratch network namespaces, conntrack -R): run 'sudo npm run bench -- --strict'." >&2; exit 2; }
   exec node --import ./scripts/register-ts.mjs scripts/bench-revoke.ts "$@"
+fi
+if [ "${1:-}" = "--churn" ]; then
+  shift
+  [ "$(id -u)" = "0" ] || { echo "--churn needs root (a scratch network namespace): run 'sudo npm run bench -- --churn'." >&2; exit 2; }
+  exec node --import ./scripts/register-ts.mjs scripts/bench-churn.ts "$@"
 fi
 node --import ./scripts/register-ts.mjs scripts/bench-all.ts "$@"
 

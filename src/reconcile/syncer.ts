@@ -45,6 +45,16 @@ export interface SyncResult {
   readonly undestroyed?: readonly string[];
 }
 
+/**
+ * A read taken ahead of the sync that uses it, with how many writes preceded it and, for the drift check's
+ * read, what we then believed the kernel held (undefined when we did not know).
+ */
+interface EarlierRead {
+  readonly observed: ReadonlyMap<IpFamily, ObservedFamily>;
+  readonly writes: number;
+  readonly belief?: ReadonlyMap<IpFamily, FamilyState> | undefined;
+}
+
 /** One `ipset save` and the filter table of each family, as the tools printed them. */
 interface KernelTexts {
   readonly ipsetText: string;
@@ -69,7 +79,15 @@ export class Syncer {
     { readonly iptables: string; readonly ipsets: string; readonly observed: ObservedFamily }
   >();
   private lastMatch: { readonly programmed: ObservedFamily; readonly fresh: ObservedFamily } | undefined;
-  private given: Promise<ReadonlyMap<IpFamily, ObservedFamily>> | undefined;
+  private given: Promise<EarlierRead> | undefined;
+  /** Kernel writes so far: a read taken before the last of them no longer shows the kernel as it is. */
+  private writes = 0;
+  /**
+   * Writes and the drift check's read-ahead take turns (each waits for the other to finish), so that read
+   * shows the kernel exactly as it was between two writes, never half of one.
+   */
+  private kernelTurn: Promise<unknown> = Promise.resolve();
+  private readonly kernel: KernelPort;
   /**
    * Stale sets the last sync could not destroy, and what it programmed otherwise. iptables-nft drops a rule's
    * set reference asynchronously, so a destroy right after the rule went can fail with "in use"; once the
@@ -78,10 +96,19 @@ export class Syncer {
   private leftovers: { readonly names: readonly string[]; readonly desired: DesiredState; readonly clean: boolean } | undefined;
 
   constructor(
-    private readonly kernel: KernelPort,
+    kernel: KernelPort,
     private readonly own: Ownership,
     private readonly logger: SyncLogger,
-  ) {}
+  ) {
+    const written = (): void => void this.writes++;
+    this.kernel = {
+      saveFilter: (family) => kernel.saveFilter(family),
+      ipsetSave: () => kernel.ipsetSave(),
+      supports: (family) => kernel.supports(family),
+      restoreFilter: (family, text) => kernel.restoreFilter(family, text).finally(written),
+      ipsetRestore: (text) => kernel.ipsetRestore(text).finally(written),
+    };
+  }
 
   /** Forget what we believe is programmed: the next sync reads the kernel first. */
   markOutOfSync(reason: string): void {
@@ -95,19 +122,28 @@ export class Syncer {
    * its failure is thrown by that read.
    */
   useRead(observed: Promise<ReadonlyMap<IpFamily, ObservedFamily>>): void {
-    observed.catch(() => undefined);
-    this.given = observed;
+    const writes = this.writes;
+    this.given = observed.then((o) => ({ observed: o, writes }));
+    this.given.catch(() => undefined);
   }
 
   /**
    * Read the kernel now, for the next sync that reads; resolves once read. The daemon's drift check: at
-   * 50,000 pods the tools take ~0.5 s, and changes keep being programmed meanwhile instead of waiting.
+   * 50,000 pods the tools take ~0.5 s, and changes keep being programmed meanwhile instead of waiting
+   * (a write waits only while the tools print, not while their output is parsed). The read remembers what
+   * we believed programmed when it was taken: under churn changes are written before the drift check
+   * runs, and the read still proves the kernel held that belief, so the check needs no second read.
    */
   async readAhead(): Promise<void> {
     const families = this.families();
-    const observed = this.readNow(families);
-    this.useRead(observed);
-    await observed.catch(() => undefined);
+    const taken = this.inTurn(async () => {
+      const writes = this.writes;
+      const belief = this.inSync && families.every((f) => this.lastDesired.has(f)) ? new Map(this.lastDesired) : undefined;
+      return { texts: await this.readTexts(families), writes, belief };
+    });
+    this.given = taken.then(({ texts, writes, belief }) => ({ observed: this.parse(families, texts), writes, belief }));
+    this.given.catch(() => undefined);
+    await this.given.catch(() => undefined);
   }
 
   /** Read the kernel and plan, without writing (dry run / diff). */
@@ -124,7 +160,9 @@ export class Syncer {
   async sync(desired: DesiredState, opts: { readKernel?: boolean; afterRetype?: boolean } = {}): Promise<SyncResult> {
     const families = this.families();
     const readKernel = opts.readKernel === true || !this.inSync || families.some((f) => !this.lastDesired.has(f));
-    const reads = readKernel ? await this.read(families) : undefined;
+    const read = readKernel ? await this.readForSync(families) : undefined;
+    // 'as believed': an earlier read showed what we then believed programmed, and every write since succeeded.
+    const reads = read === 'as believed' ? undefined : read;
     let drift = false;
     const plans: FamilyPlan[] = [];
     for (const family of families) {
@@ -147,18 +185,18 @@ export class Syncer {
     }
     this.inSync = false;
     this.leftovers = undefined;
-    // A read begun before this write may show none, part or all of it: never plan against it.
-    if (plans.some((p) => p.ipsetRestore || p.iptablesRestore || p.ipsetDestroy)) this.given = undefined;
     if (reads && plans.some((p) => p.retype.length > 0)) return this.retype(desired, plans, reads, opts.afterRetype === true);
     const undestroyed: string[] = [];
     try {
-      for (const plan of plans) {
-        if (plan.ipsetRestore) await this.kernel.ipsetRestore(plan.ipsetRestore);
-        if (plan.iptablesRestore) await this.kernel.restoreFilter(plan.family, plan.iptablesRestore);
-      }
-      for (const plan of plans) {
-        if (plan.ipsetDestroy) undestroyed.push(...(await this.destroyStaleSets(plan.ipsetDestroy, plan.staleSets)));
-      }
+      await this.inTurn(async () => {
+        for (const plan of plans) {
+          if (plan.ipsetRestore) await this.kernel.ipsetRestore(plan.ipsetRestore);
+          if (plan.iptablesRestore) await this.kernel.restoreFilter(plan.family, plan.iptablesRestore);
+        }
+        for (const plan of plans) {
+          if (plan.ipsetDestroy) undestroyed.push(...(await this.destroyStaleSets(plan.ipsetDestroy, plan.staleSets)));
+        }
+      });
     } catch (err) {
       this.lastDesired.clear();
       throw err;
@@ -183,9 +221,9 @@ export class Syncer {
     const left = this.leftovers;
     if (!left) return [];
     const still: string[] = [];
-    for (const name of left.names) if (!(await this.destroySet(name))) still.push(name);
-    // A read begun before these destroys may still show the sets: never plan against it.
-    if (still.length < left.names.length) this.given = undefined;
+    await this.inTurn(async () => {
+      for (const name of left.names) if (!(await this.destroySet(name))) still.push(name);
+    });
     if (this.leftovers !== left) return still;
     if (still.length > 0) this.leftovers = { ...left, names: still };
     else {
@@ -255,19 +293,52 @@ export class Syncer {
     }
   }
 
+  /** `fn` once no write and no read-ahead is under way; the next waits for it. */
+  private inTurn<T>(fn: () => Promise<T>): Promise<T> {
+    const result = this.kernelTurn.then(fn);
+    this.kernelTurn = result.catch(() => undefined);
+    return result;
+  }
+
   /** One `ipset save` and one `iptables-save` per family, run side by side, parsed unless unchanged. */
   private async read(families: readonly IpFamily[]): Promise<Map<IpFamily, ObservedFamily>> {
+    const earlier = await this.takeEarlierRead(families);
+    return earlier && earlier.writes === this.writes ? new Map(families.map((f) => [f, earlier.observed.get(f)!])) : this.readNow(families);
+  }
+
+  /**
+   * The kernel for a sync that reads it. A read taken before writes since is still enough when it showed
+   * exactly what we then believed programmed and we are in sync now (every write since succeeded): the
+   * belief holds, and the sync plans from it. Otherwise (drift, or nothing believed) the kernel is read again.
+   */
+  private async readForSync(families: readonly IpFamily[]): Promise<Map<IpFamily, ObservedFamily> | 'as believed'> {
+    const earlier = await this.takeEarlierRead(families);
+    if (earlier?.writes === this.writes) return new Map(families.map((f) => [f, earlier.observed.get(f)!]));
+    const belief = earlier?.belief;
+    const showedBelief =
+      belief !== undefined &&
+      this.inSync &&
+      families.every((f) => {
+        const then = belief.get(f);
+        return then !== undefined && this.lastDesired.has(f) && this.matchesProgrammed(this.programmedOf(then), earlier!.observed.get(f)!);
+      });
+    return showedBelief ? 'as believed' : this.readNow(families);
+  }
+
+  /** The read taken ahead (once), if it covers these families; its failure is thrown here. */
+  private async takeEarlierRead(families: readonly IpFamily[]): Promise<EarlierRead | undefined> {
     const given = this.given;
     this.given = undefined;
-    if (given) {
-      const observed = await given;
-      if (families.every((f) => observed.has(f))) return new Map(families.map((f) => [f, observed.get(f)!]));
-    }
-    return this.readNow(families);
+    if (!given) return undefined;
+    const earlier = await given;
+    return families.every((f) => earlier.observed.has(f)) ? earlier : undefined;
   }
 
   private async readNow(families: readonly IpFamily[]): Promise<Map<IpFamily, ObservedFamily>> {
-    const { ipsetText, saves } = await this.readTexts(families);
+    return this.parse(families, await this.readTexts(families));
+  }
+
+  private parse(families: readonly IpFamily[], { ipsetText, saves }: KernelTexts): Map<IpFamily, ObservedFamily> {
     const ipsetDigest = digest(ipsetText);
     return new Map(families.map((family, i) => [family, this.observe(family, saves[i]!, ipsetText, ipsetDigest)]));
   }

@@ -275,3 +275,84 @@ describe('syncer on the fake kernel', () => {
     await expect(brokenAhead.sync(desired, { readKernel: true })).rejects.toThrow('injected failure');
   });
 });
+
+// Under churn, changes are written between the drift check's read-ahead and its run. The read still shows
+// whether the kernel held what we believed when it was taken; the check must not read again (a second read
+// inside the run holds every change up), and must still find drift that was there before the read.
+describe('drift check under churn: the read-ahead survives writes made after it', () => {
+  const otherSet = desired.v4.ipsets.find((s) => s.name !== FRONTEND_SET && s.members.length > 0)!;
+  // A change: one member leaves a set the drift cases below do not touch.
+  const changed = {
+    ...desired,
+    v4: { ...desired.v4, ipsets: desired.v4.ipsets.map((s) => (s === otherSet ? { ...s, members: s.members.slice(1) } : s)) },
+  };
+
+  it('no drift: the check after a change is planned from the read-ahead, without reading again', async () => {
+    const kernel = new FakeKernel();
+    const syncer = new Syncer(kernel, OWN, memoryLogger());
+    await syncer.sync(desired);
+    await syncer.readAhead();
+    await syncer.sync(changed); // a change, written after the read
+    kernel.calls.length = 0;
+    const check = await syncer.sync(changed, { readKernel: true });
+    expect(check.drift).toBe(false);
+    expect(kernel.calls.filter((c) => c === 'ipsetSave' || c.startsWith('saveFilter'))).toEqual([]);
+    expect(await leftToDoFor(kernel, changed)).toBe(0);
+  });
+
+  it('drift before the read-ahead: found and repaired, though a change was written after the read', async () => {
+    const kernel = new FakeKernel();
+    const syncer = new Syncer(kernel, OWN, memoryLogger());
+    await syncer.sync(desired);
+    kernel.foreignIpset(`add ${FRONTEND_SET} 10.244.1.99\n`);
+    await syncer.readAhead();
+    await syncer.sync(changed);
+    const check = await syncer.sync(changed, { readKernel: true });
+    expect(check.drift).toBe(true);
+    expect(parseSets(kernel.ipset.save()).get(FRONTEND_SET)).toEqual(expectedSets.get(FRONTEND_SET));
+    expect(await leftToDoFor(kernel, changed)).toBe(0);
+  });
+
+  it('a write waits while the read-ahead reads, so the read never shows half of it', async () => {
+    const inner = new FakeKernel();
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const order: string[] = [];
+    const kernel = {
+      supports: (f: 4 | 6) => inner.supports(f),
+      saveFilter: (f: 4 | 6) => inner.saveFilter(f),
+      ipsetSave: async () => {
+        await held;
+        order.push('read');
+        return inner.ipsetSave();
+      },
+      ipsetRestore: async (text: string) => {
+        order.push('write');
+        return inner.ipsetRestore(text);
+      },
+      restoreFilter: (f: 4 | 6, text: string) => inner.restoreFilter(f, text),
+    };
+    const syncer = new Syncer(kernel, OWN, memoryLogger());
+    release();
+    await syncer.sync(desired, { readKernel: true });
+    order.length = 0;
+    let releaseAhead: () => void = () => undefined;
+    const heldAhead = new Promise<void>((resolve) => (releaseAhead = resolve));
+    kernel.ipsetSave = async () => {
+      await heldAhead;
+      order.push('read');
+      return inner.ipsetSave();
+    };
+    const ahead = syncer.readAhead();
+    const change = syncer.sync(changed);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(order).toEqual([]); // the change is planned, its write waits for the read
+    releaseAhead();
+    await Promise.all([ahead, change]);
+    expect(order).toEqual(['read', 'write']);
+  });
+});
+
+async function leftToDoFor(kernel: FakeKernel, state: typeof desired): Promise<number> {
+  return (await new Syncer(kernel, OWN, memoryLogger()).planOnly(state)).flatMap((p) => p.changes).length;
+}
