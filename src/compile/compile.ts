@@ -2,13 +2,19 @@
 // logging; a bad object becomes a Problem and everything else still compiles.
 //
 // `compile()` is the pure function. A `Compiler` instance gives the same answer for the same inputs but
-// remembers its previous work, so the daemon's next compile redoes only what the change touched: policy
-// chains are cached per policy object, workload and dispatch chains per content, set members per selector
-// version. Unchanged chains and sets come back as the same objects, which the renderer and planner exploit.
+// remembers its previous work, so the daemon's next compile redoes only what the change touched. It works
+// in two steps, as Felix's calc graph and RuleRenderer do:
+//   resolution (resolution.ts): which policies and ClusterNetworkPolicies select each local pod, kept
+//     incrementally;
+//   rendering: policy chains per policy object (policy-chains.ts), each pod's chains from its resolved
+//     selection (endpoint-chains.ts), the dispatch trees (dispatch.ts), all pure functions of their inputs.
+// Rendered chains are remembered by the inputs they came from (memo.ts: typed keys) and set members per
+// selector version, so unchanged chains and sets come back as the same objects, which the renderer and
+// planner exploit.
 
 import type {
   Chain,
-  ChainName,
+  ClusterNetworkPolicy,
   ClusterSnapshot,
   DesiredState,
   FamilyState,
@@ -23,22 +29,23 @@ import type {
   Rule,
 } from '../model/index.js';
 import { emptyFamilyState } from '../model/index.js';
-import { familyBits, formatCidr, parseCidr, podAddressProblem } from '../model/address.js';
+import { formatCidr, parseCidr, podAddressProblem } from '../model/address.js';
 import { admit, type BudgetUse } from './budget.js';
 import { ClusterPolicyCompiler } from './cluster-policy.js';
 import { ClusterState, ipsOfFamily } from './cluster-state.js';
-import { dispatchChains } from './dispatch.js';
+import { dispatchChains, type DispatchEntry } from './dispatch.js';
+import { endpointChains, type EndpointChains } from './endpoint-chains.js';
 import { flowLogRules } from './flow-log.js';
 import { IpSetBuilder, IpSetRegistry, type SetRequest } from './ipsets.js';
+import { ChainInterner, Memo, sameData, TupleMap } from './memo.js';
 import { chainNames, type ChainNames } from './names.js';
-import { policyChain, type Direction } from './policy-chains.js';
+import { policyChain, policyTypes, type Direction } from './policy-chains.js';
 import { byNamespaceKey, PolicyIndex } from './policy-index.js';
+import { EndpointResolver } from './resolution.js';
 import { selectorMatches } from './selectors.js';
 import { sharedAddressChains, sharedAddressProblems, type SharedAddresses } from './shared-addresses.js';
-import { hostWorkloadChain } from './cluster-policy-host.js';
 import { forwardChain, forwardHook, hostPassChain, inputChain, inputHook } from './static-chains.js';
 import { validatePolicy } from './validate.js';
-import { workloadChain } from './workload-chains.js';
 
 export interface CompileResult {
   readonly desired: DesiredState;
@@ -66,26 +73,9 @@ interface CachedPolicyChain {
   readonly requests: readonly SetRequest[];
 }
 
-/** Results reused while the inputs they came from are the same objects (or the same content). */
-class Memo<V> {
-  private previous = new Map<string, V>();
-  private current = new Map<string, V>();
-  get(key: string, make: () => V): V {
-    let v = this.current.get(key) ?? this.previous.get(key);
-    if (v === undefined) v = make();
-    this.current.set(key, v);
-    return v;
-  }
-  /** Drop what the last compile did not use. */
-  rotate(): void {
-    this.previous = this.current;
-    this.current = new Map();
-  }
-}
-
 export class Compiler {
   private readonly state = new ClusterState();
-  private settingsKey = '';
+  private settings: NodeSettings | undefined;
   private names: ChainNames = chainNames('nf-');
   private hooks: readonly Hook[] = [];
   /** With ClusterNetworkPolicies: FORWARD and INPUT (pods to this node). */
@@ -106,16 +96,25 @@ export class Compiler {
   private localNamespaces: { readonly local: readonly Pod[]; readonly sorted: readonly string[] } = { local: [], sorted: [] };
   private validations = new WeakMap<NetworkPolicy, readonly Problem[]>();
   private checked = new WeakMap<NetworkPolicy, { readonly local: readonly Pod[]; readonly checked: CheckedPolicy }>();
-  private policyChains = new WeakMap<NetworkPolicy, Map<string, CachedPolicyChain>>();
-  private chains = new Memo<Chain | Chain[]>();
+  private policyChains = new WeakMap<NetworkPolicy, TupleMap<readonly [Direction, IpFamily, boolean], CachedPolicyChain>>();
+  /** Which policies and CNPs select each local pod (resolution.ts). */
+  private readonly resolver = new EndpointResolver();
+  /** Each local pod's chains, per family, by what they were rendered from. */
+  private endpoints = new Memo<
+    readonly [IpFamily, boolean, string, string, string, readonly NetworkPolicy[], readonly ClusterNetworkPolicy[]],
+    EndpointChains
+  >();
+  private interned = new ChainInterner<Chain>();
+  private dispatch = new TupleMap<readonly [IpFamily, DispatchSide], { readonly entries: readonly DispatchEntry[]; readonly chains: readonly Chain[] }>();
+  private fixed = new TupleMap<readonly ['forward' | 'input', IpFamily], Chain>();
+  private hostPass: Chain | undefined;
   private readonly setBuilders = new Map<IpFamily, IpSetBuilder>();
   /** ClusterNetworkPolicy tiers (cluster-policy.ts). */
   private readonly cnp = new ClusterPolicyCompiler();
   private lastNodes: ClusterSnapshot['nodes'] = [];
 
   compile(snapshot: ClusterSnapshot, settings: NodeSettings): CompileResult {
-    const settingsKey = JSON.stringify(settings);
-    if (settingsKey !== this.settingsKey) this.reset(settingsKey, settings);
+    if (!sameData(settings, this.settings)) this.reset(settings);
     const delta = this.lastSnapshot ? snapshot.changes?.since(this.lastSnapshot) : undefined;
     this.lastSnapshot = snapshot;
     this.state.update(snapshot, settings.nodeName, delta);
@@ -131,22 +130,31 @@ export class Compiler {
     const shared = this.state.shared();
     for (const [ip, owners] of shared) problems.push(...sharedAddressProblems(ip, owners));
     problems.push(...this.cnp.update(snapshot.clusterPolicies, this.state));
+    this.resolver.update(
+      policies.map((cp) => ({ item: cp.policy, targets: cp.targets })),
+      this.cnp.selecting(),
+    );
     this.lastNodes = snapshot.nodes;
     const v4 = this.compileFamily(4, policies, settings, shared);
     const v6 = this.wantsFamily(6, settings) ? this.compileFamily(6, policies, settings, shared) : emptyFamilyState(6);
-    this.chains.rotate();
+    this.endpoints.rotate();
+    this.interned.rotate();
     this.state.sweep();
     return { desired: { v4, v6 }, problems, ...(budget ? { budget } : {}) };
   }
 
-  private reset(settingsKey: string, settings: NodeSettings): void {
-    this.settingsKey = settingsKey;
+  private reset(settings: NodeSettings): void {
+    this.settings = settings;
     this.names = chainNames(settings.chainPrefix);
     this.hooks = [forwardHook(this.names)];
     this.hooksWithInput = [forwardHook(this.names), inputHook(this.names)];
     this.policyChains = new WeakMap();
     this.cnp.reset();
-    this.chains = new Memo();
+    this.endpoints = new Memo();
+    this.interned = new ChainInterner();
+    this.dispatch = new TupleMap();
+    this.fixed = new TupleMap();
+    this.hostPass = undefined;
     this.setBuilders.clear();
   }
 
@@ -264,8 +272,8 @@ export class Compiler {
   /** A policy chain depends only on the policy, direction, family and validity: cached per policy object. */
   private policyChain(cp: CheckedPolicy, direction: Direction, family: IpFamily, sets: IpSetRegistry, settings: NodeSettings): Chain {
     let perPolicy = this.policyChains.get(cp.policy);
-    if (!perPolicy) this.policyChains.set(cp.policy, (perPolicy = new Map<string, CachedPolicyChain>()));
-    const key = `${direction}|${family}|${cp.valid}`;
+    if (!perPolicy) this.policyChains.set(cp.policy, (perPolicy = new TupleMap()));
+    const key = [direction, family, cp.valid] as const;
     let cached = perPolicy.get(key);
     if (!cached) {
       const requests: SetRequest[] = [];
@@ -289,157 +297,54 @@ export class Compiler {
   ): FamilyState {
     const names = this.names;
     const sets = new IpSetRegistry(settings.ipsetPrefix, family);
-    const policyChainsOut: Chain[] = [];
-    const workloadChainsOut: Chain[] = [];
-    const fromEntries: { ip: string; target: ChainName }[] = [];
-    const hostEntries: { ip: string; target: ChainName }[] = [];
-    const hostChainsOut: Chain[] = [];
-    const toEntries: { ip: string; target: ChainName }[] = [];
-    const targetsByPolicy = new Map<string, readonly Pod[]>();
-
-    // Only policies that select a local pod of this family are programmed (Felix: referenced chains only).
-    const byPod = new Map<Pod, Record<Direction, ChainName[]>>();
-    // Chains of audited policies (docs/audit.md): judged beside the others, never enforced.
-    const auditedChains = new Set<ChainName>();
-    for (const cp of policies) {
-      const targets = targetsOfFamily(cp.targets, family);
-      if (targets.length === 0) continue;
-      targetsByPolicy.set(cp.key, targets);
-      for (const direction of ['ingress', 'egress'] as const) {
-        if (!cp.types.includes(direction === 'ingress' ? 'Ingress' : 'Egress')) continue;
-        const chain = this.policyChain(cp, direction, family, sets, settings);
-        policyChainsOut.push(chain);
-        if (cp.policy.audit) auditedChains.add(chain.name);
-        for (const pod of targets) {
-          const entry = byPod.get(pod) ?? { ingress: [], egress: [] };
-          entry[direction].push(chain.name);
-          byPod.set(pod, entry);
-        }
-      }
-    }
-
+    const { chains: policyChainsOut, targetsByPolicy } = this.policyChainsOf(family, policies, sets, settings);
     const cnp = this.cnp.active ? this.cnp.compileFamily(family, sets, this.state, settings) : undefined;
     // Pods → this node's own addresses (INPUT): only while some CNP exists. On IPv6 the chain first lets
     // the pod's neighbour discovery to the node through (static-chains.ts inputChain).
     const hostSide = cnp !== undefined;
+    const render = { family, names, settings, hostSide };
 
+    const workloadChainsOut: Chain[] = [];
+    const hostChainsOut: Chain[] = [];
+    const entries: Record<DispatchSide, DispatchEntry[]> = { from: [], to: [], host: [] };
     for (const pod of this.state.localPods) {
       const ips = ipsOfFamily(pod, family);
       if (ips.length === 0) continue;
-      const key = `${pod.namespace}/${pod.name}`;
-      const selected = byPod.get(pod) ?? { ingress: [], egress: [] };
-      const tiers = cnp?.byPod.get(pod);
-      for (const direction of ['ingress', 'egress'] as const) {
-        const cnpTiers = tiers?.[direction];
-        const tierChains = cnpTiers ? [...cnpTiers.admin, ...cnpTiers.baseline] : [];
-        const audited = [...selected[direction].filter((c) => auditedChains.has(c)), ...tierChains.filter((c) => cnp!.audited.has(c))];
-        // Verdict-only copies of the CNP chains, only for a pod judged twice (audit mode).
-        const verdictChains =
-          audited.length > 0 && tierChains.length > 0 ? new Map(tierChains.map((c) => [c, cnp!.verdictOf(c)])) : undefined;
-        const input = {
-          podKey: key,
-          ip: ips[0]!,
-          hostBits: familyBits(family),
-          name: direction === 'ingress' ? names.toWorkload(key) : names.fromWorkload(key),
-          direction,
-          policyChains: selected[direction],
-          ...(tiers ? { tiers: tiers[direction] } : {}),
-          ...(audited.length > 0 ? { audited } : {}),
-          ...(verdictChains ? { verdictChains } : {}),
-        };
-        // Everything the chain depends on, as a key (the settings are fixed for this Compiler).
-        const tierKey = tiers ? `|a:${tiers[direction].admin.join(',')}|b:${tiers[direction].baseline.join(',')}` : '';
-        const auditKey = audited.length > 0 ? `|aud:${audited.join(',')}` : '';
-        const chainKey = `w|${input.name}|${input.podKey}|${input.ip}/${input.hostBits}|${input.direction}|${input.policyChains.join(',')}${tierKey}${auditKey}`;
-        workloadChainsOut.push(this.chains.get(chainKey, () => workloadChain(input, settings)) as Chain);
-      }
-      let hostTarget = names.hostPass;
-      // Only the CNP chains that can match a node address (cluster-policy.ts reachesNodes); the others would return.
-      const reaching = (chains: readonly ChainName[]) => chains.filter((c) => cnp!.nodeReaching.has(c) && !cnp!.audited.has(c));
-      const hostTiers = hostSide && tiers ? { admin: reaching(tiers.egress.admin), baseline: reaching(tiers.egress.baseline) } : undefined;
-      if (hostTiers && (hostTiers.admin.length > 0 || hostTiers.baseline.length > 0)) {
-        const input = {
-          name: names.toHost(key),
-          podKey: key,
-          ip: ips[0]!,
-          tiers: hostTiers,
-          npEgress: selected.egress.some((c) => !auditedChains.has(c)),
-        };
-        const chainKey = `h|${input.name}|${key}|${input.ip}|${input.npEgress}|a:${input.tiers.admin.join(',')}|b:${input.tiers.baseline.join(',')}`;
-        hostChainsOut.push(this.chains.get(chainKey, () => hostWorkloadChain(input, settings)) as Chain);
-        hostTarget = input.name;
-      }
-      for (const ip of ips) {
-        if (shared.has(ip)) continue;
-        toEntries.push({ ip, target: names.toWorkload(key) });
-        fromEntries.push({ ip, target: names.fromWorkload(key) });
-        if (hostSide) hostEntries.push({ ip, target: hostTarget });
+      const selection = this.resolver.selectionOf(pod);
+      const ip = ips[0]!;
+      // Everything the chains depend on (the settings are fixed for this Compiler).
+      const key = [family, hostSide, pod.namespace, pod.name, ip, selection.policies, selection.clusterPolicies] as const;
+      const chains = this.endpoints.get(key, () => endpointChains({ podKey: `${pod.namespace}/${pod.name}`, ip }, selection, render));
+      workloadChainsOut.push(chains.ingress, chains.egress);
+      for (const chain of chains.verdictCopiesOf) cnp!.verdictOf(chain);
+      if (chains.host) hostChainsOut.push(chains.host);
+      for (const address of ips) {
+        if (shared.has(address)) continue;
+        entries.to.push({ ip: address, target: chains.ingress.name });
+        entries.from.push({ ip: address, target: chains.egress.name });
+        if (hostSide) entries.host.push({ ip: address, target: chains.host?.name ?? names.hostPass });
       }
     }
     for (const [ip, owners] of shared) {
       // Dispatch concerns this node's pods only; the address is still left out of every peer set (ipsets.ts).
       if (owners.some((p) => p.nodeName === settings.nodeName) && ipsOfFamily(owners[0]!, family).includes(ip)) {
         for (const chain of sharedAddressChains(ip, owners, names)) {
-          workloadChainsOut.push(this.chains.get(`x|${contentKey(chain)}`, () => chain) as Chain);
-          (chain.role.kind === 'workload' && chain.role.direction === 'ingress' ? toEntries : fromEntries).push({ ip, target: chain.name });
+          workloadChainsOut.push(this.interned.intern(family, chain));
+          (chain.role.kind === 'workload' && chain.role.direction === 'ingress' ? entries.to : entries.from).push({ ip, target: chain.name });
         }
       }
     }
 
-    const podCidrs = settings.podCidrs.flatMap((c) => {
-      const parsed = parseCidr(c);
-      return parsed.ok && parsed.cidr.family === family ? [formatCidr(parsed.cidr)] : [];
-    });
-    const endRules = (direction: 'from' | 'to'): Rule[] =>
-      settings.unknownPods === 'fail-open'
-        ? []
-        : podCidrs.flatMap((cidr): Rule[] => {
-            const match: Rule['match'] = [direction === 'from' ? { kind: 'src-net', cidr } : { kind: 'dst-net', cidr }];
-            return [
-              ...flowLogRules(settings.flowLog, { kind: 'unknown-pod', direction }, match),
-              { match, action: { kind: 'drop' }, comment: 'unknown local pod, fail-closed' },
-            ];
-          });
-    const dispatch = (['from', 'to'] as const).flatMap((direction) => {
-      const entries = direction === 'from' ? fromEntries : toEntries;
-      return (
-        this.chains.get(
-          `d|${family}|${direction}|${JSON.stringify(entries)}`,
-          () =>
-            dispatchChains({
-              root: direction === 'from' ? names.fromDispatch : names.toDispatch,
-              direction,
-              family,
-              entries,
-              childName: direction === 'from' ? names.fromDispatchChild : names.toDispatchChild,
-              endRules: endRules(direction),
-            }),
-          // A pod coming or going changes one branch of the tree: the other chains stay the same objects.
-        ) as Chain[]
-      ).map((chain) => this.chains.get(`dc|${contentKey(chain)}`, () => chain) as Chain);
-    });
-    const forward = this.chains.get(`forward|${family}`, () => forwardChain(names, settings, family)) as Chain;
+    const dispatch = [...this.dispatchOf(family, 'from', entries.from, settings), ...this.dispatchOf(family, 'to', entries.to, settings)];
+    const forward = this.fixedChain('forward', family, () => forwardChain(names, settings, family));
     // An address of this node's pod CIDR that no programmed pod has is dropped here too (fail-closed), as
     // in FORWARD; an address shared by two pods likewise.
     const hostChains = hostSide
       ? [
-          this.chains.get(`input|${family}`, () => inputChain(names, settings, family)) as Chain,
+          this.fixedChain('input', family, () => inputChain(names, settings, family)),
           // Only while some local pod has no CNP egress tier (an unreferenced chain of ours reads as a leftover).
-          ...(hostEntries.some((e) => e.target === names.hostPass)
-            ? [this.chains.get('host-pass', () => hostPassChain(names)) as Chain]
-            : []),
-          ...(
-            this.chains.get(`hd|${family}|${JSON.stringify(hostEntries)}`, () =>
-              dispatchChains({
-                root: names.hostDispatch,
-                direction: 'from',
-                family,
-                entries: hostEntries,
-                childName: names.hostDispatchChild,
-                endRules: endRules('from'),
-              }).map((chain): Chain => ({ ...chain, role: { kind: 'host-dispatch' } })),
-            ) as Chain[]
-          ).map((chain) => this.chains.get(`hdc|${contentKey(chain)}`, () => chain) as Chain),
+          ...(entries.host.some((e) => e.target === names.hostPass) ? [(this.hostPass ??= hostPassChain(names))] : []),
+          ...this.dispatchOf(family, 'host', entries.host, settings),
           ...hostChainsOut,
         ]
       : [];
@@ -449,7 +354,7 @@ export class Compiler {
     const ipsets = builder.build(sets, {
       state: this.state,
       family,
-      targetsOf: (policy) => targetsByPolicy.get(`${policy.namespace}/${policy.name}`) ?? NO_PODS,
+      targetsOf: (policy) => targetsByPolicy.get(policy) ?? NO_PODS,
       nodes: this.lastNodes,
       subjectsOf: this.cnp.subjectsOf,
     });
@@ -461,14 +366,71 @@ export class Compiler {
       hooks: hostSide ? this.hooksWithInput : this.hooks,
     };
   }
-}
 
-// "If this field is not specified, it will default based on the existence of ingress or egress rules;
-// policies that contain an egress section are assumed to affect egress, and all policies (whether or not
-// they contain an ingress section) are assumed to affect ingress."
-export function policyTypes(policy: NetworkPolicy): readonly PolicyType[] {
-  if (policy.policyTypes && policy.policyTypes.length > 0) return policy.policyTypes;
-  return policy.egress && policy.egress.length > 0 ? ['Ingress', 'Egress'] : ['Ingress'];
+  /** Only policies that select a local pod of this family are programmed (Felix: referenced chains only). */
+  private policyChainsOf(
+    family: IpFamily,
+    policies: readonly CheckedPolicy[],
+    sets: IpSetRegistry,
+    settings: NodeSettings,
+  ): { chains: Chain[]; targetsByPolicy: Map<NetworkPolicy, readonly Pod[]> } {
+    const chains: Chain[] = [];
+    const targetsByPolicy = new Map<NetworkPolicy, readonly Pod[]>();
+    for (const cp of policies) {
+      const targets = targetsOfFamily(cp.targets, family);
+      if (targets.length === 0) continue;
+      targetsByPolicy.set(cp.policy, targets);
+      for (const direction of ['ingress', 'egress'] as const)
+        if (cp.types.includes(direction === 'ingress' ? 'Ingress' : 'Egress')) chains.push(this.policyChain(cp, direction, family, sets, settings));
+    }
+    return { chains, targetsByPolicy };
+  }
+
+  /**
+   * The dispatch tree of one side: rebuilt only when its entries changed; a pod coming or going changes one
+   * branch of the tree, and the other chains come back as the same objects.
+   */
+  private dispatchOf(family: IpFamily, side: DispatchSide, entries: readonly DispatchEntry[], settings: NodeSettings): readonly Chain[] {
+    const key = [family, side] as const;
+    const last = this.dispatch.get(key);
+    if (last && sameEntries(last.entries, entries)) return last.chains.map((chain) => this.interned.intern(family, chain));
+    const names = this.names;
+    const direction = side === 'to' ? 'to' : 'from';
+    const podCidrs = settings.podCidrs.flatMap((c) => {
+      const parsed = parseCidr(c);
+      return parsed.ok && parsed.cidr.family === family ? [formatCidr(parsed.cidr)] : [];
+    });
+    const endRules: Rule[] =
+      settings.unknownPods === 'fail-open'
+        ? []
+        : podCidrs.flatMap((cidr): Rule[] => {
+            const match: Rule['match'] = [direction === 'from' ? { kind: 'src-net', cidr } : { kind: 'dst-net', cidr }];
+            return [
+              ...flowLogRules(settings.flowLog, { kind: 'unknown-pod', direction }, match),
+              { match, action: { kind: 'drop' }, comment: 'unknown local pod, fail-closed' },
+            ];
+          });
+    const built = dispatchChains({
+      root: side === 'host' ? names.hostDispatch : side === 'from' ? names.fromDispatch : names.toDispatch,
+      direction,
+      family,
+      entries,
+      childName: side === 'host' ? names.hostDispatchChild : side === 'from' ? names.fromDispatchChild : names.toDispatchChild,
+      endRules,
+    });
+    const chains = (side === 'host' ? built.map((chain): Chain => ({ ...chain, role: { kind: 'host-dispatch' } })) : built).map((chain) =>
+      this.interned.intern(family, chain),
+    );
+    this.dispatch.set(key, { entries, chains });
+    return chains;
+  }
+
+  /** A chain that depends on the settings and the family only. */
+  private fixedChain(kind: 'forward' | 'input', family: IpFamily, make: () => Chain): Chain {
+    let chain = this.fixed.get([kind, family]);
+    if (!chain) this.fixed.set([kind, family], (chain = make()));
+    return chain;
+  }
 }
 
 const badInSnapshotOrder = (snapshot: ClusterSnapshot, bad: ReadonlySet<Pod>): readonly Pod[] =>
@@ -503,9 +465,7 @@ function targetsOfFamily(targets: readonly Pod[], family: IpFamily): readonly Po
   return (split[family] ??= targets.filter((p) => ipsOfFamily(p, family).length > 0));
 }
 
-const contentKeys = new WeakMap<Chain, string>();
-function contentKey(chain: Chain): string {
-  let key = contentKeys.get(chain);
-  if (key === undefined) contentKeys.set(chain, (key = JSON.stringify(chain)));
-  return key;
-}
+type DispatchSide = 'from' | 'to' | 'host';
+
+const sameEntries = (a: readonly DispatchEntry[], b: readonly DispatchEntry[]): boolean =>
+  a.length === b.length && a.every((e, i) => e.ip === b[i]!.ip && e.target === b[i]!.target);
