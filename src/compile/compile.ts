@@ -31,10 +31,10 @@ import type {
 import { emptyFamilyState } from '../model/index.js';
 import { formatCidr, parseCidr, podAddressProblem } from '../model/address.js';
 import { admit, type BudgetUse } from './budget.js';
-import { ClusterPolicyCompiler } from './cluster-policy.js';
+import { ClusterPolicyCompiler, type CnpFamilyResult } from './cluster-policy.js';
 import { ClusterState, ipsOfFamily } from './cluster-state.js';
 import { dispatchChains, type DispatchEntry } from './dispatch.js';
-import { endpointChains, type EndpointChains } from './endpoint-chains.js';
+import { endpointChains, type EndpointChains, type EndpointRenderContext } from './endpoint-chains.js';
 import { flowLogRules } from './flow-log.js';
 import { IpSetBuilder, IpSetRegistry, type SetRequest } from './ipsets.js';
 import { ChainInterner, Memo, sameData, TupleMap } from './memo.js';
@@ -295,59 +295,16 @@ export class Compiler {
     settings: NodeSettings,
     shared: SharedAddresses,
   ): FamilyState {
-    const names = this.names;
     const sets = new IpSetRegistry(settings.ipsetPrefix, family);
-    const { chains: policyChainsOut, targetsByPolicy } = this.policyChainsOf(family, policies, sets, settings);
+    const { chains: policyChains, targetsByPolicy } = this.policyChainsOf(family, policies, sets, settings);
     const cnp = this.cnp.active ? this.cnp.compileFamily(family, sets, this.state, settings) : undefined;
     // Pods → this node's own addresses (INPUT): only while some CNP exists. On IPv6 the chain first lets
     // the pod's neighbour discovery to the node through (static-chains.ts inputChain).
     const hostSide = cnp !== undefined;
-    const render = { family, names, settings, hostSide };
-
-    const workloadChainsOut: Chain[] = [];
-    const hostChainsOut: Chain[] = [];
-    const entries: Record<DispatchSide, DispatchEntry[]> = { from: [], to: [], host: [] };
-    for (const pod of this.state.localPods) {
-      const ips = ipsOfFamily(pod, family);
-      if (ips.length === 0) continue;
-      const selection = this.resolver.selectionOf(pod);
-      const ip = ips[0]!;
-      // Everything the chains depend on (the settings are fixed for this Compiler).
-      const key = [family, hostSide, pod.namespace, pod.name, ip, selection.policies, selection.clusterPolicies] as const;
-      const chains = this.endpoints.get(key, () => endpointChains({ podKey: `${pod.namespace}/${pod.name}`, ip }, selection, render));
-      workloadChainsOut.push(chains.ingress, chains.egress);
-      for (const chain of chains.verdictCopiesOf) cnp!.verdictOf(chain);
-      if (chains.host) hostChainsOut.push(chains.host);
-      for (const address of ips) {
-        if (shared.has(address)) continue;
-        entries.to.push({ ip: address, target: chains.ingress.name });
-        entries.from.push({ ip: address, target: chains.egress.name });
-        if (hostSide) entries.host.push({ ip: address, target: chains.host?.name ?? names.hostPass });
-      }
-    }
-    for (const [ip, owners] of shared) {
-      // Dispatch concerns this node's pods only; the address is still left out of every peer set (ipsets.ts).
-      if (owners.some((p) => p.nodeName === settings.nodeName) && ipsOfFamily(owners[0]!, family).includes(ip)) {
-        for (const chain of sharedAddressChains(ip, owners, names)) {
-          workloadChainsOut.push(this.interned.intern(family, chain));
-          (chain.role.kind === 'workload' && chain.role.direction === 'ingress' ? entries.to : entries.from).push({ ip, target: chain.name });
-        }
-      }
-    }
-
-    const dispatch = [...this.dispatchOf(family, 'from', entries.from, settings), ...this.dispatchOf(family, 'to', entries.to, settings)];
-    const forward = this.fixedChain('forward', family, () => forwardChain(names, settings, family));
-    // An address of this node's pod CIDR that no programmed pod has is dropped here too (fail-closed), as
-    // in FORWARD; an address shared by two pods likewise.
-    const hostChains = hostSide
-      ? [
-          this.fixedChain('input', family, () => inputChain(names, settings, family)),
-          // Only while some local pod has no CNP egress tier (an unreferenced chain of ours reads as a leftover).
-          ...(entries.host.some((e) => e.target === names.hostPass) ? [(this.hostPass ??= hostPassChain(names))] : []),
-          ...this.dispatchOf(family, 'host', entries.host, settings),
-          ...hostChainsOut,
-        ]
-      : [];
+    const pods = this.endpointsOf({ family, names: this.names, settings, hostSide }, cnp, shared);
+    const dispatch = [...this.dispatchOf(family, 'from', pods.entries.from, settings), ...this.dispatchOf(family, 'to', pods.entries.to, settings)];
+    const forward = this.fixedChain('forward', family, () => forwardChain(this.names, settings, family));
+    const hostChains = hostSide ? this.toNodeChains(family, settings, pods) : [];
 
     let builder = this.setBuilders.get(family);
     if (!builder) this.setBuilders.set(family, (builder = new IpSetBuilder()));
@@ -362,9 +319,59 @@ export class Compiler {
     return {
       family,
       ipsets,
-      chains: [forward, ...dispatch, ...workloadChainsOut, ...policyChainsOut, ...(cnp?.chains ?? []), ...hostChains],
+      chains: [forward, ...dispatch, ...pods.workload, ...policyChains, ...(cnp?.chains ?? []), ...hostChains],
       hooks: hostSide ? this.hooksWithInput : this.hooks,
     };
+  }
+
+  /** Every local pod of the family rendered from its resolved selection, and the dispatch entries to its chains. */
+  private endpointsOf(render: EndpointRenderContext, cnp: CnpFamilyResult | undefined, shared: SharedAddresses): RenderedEndpoints {
+    const { family, names, settings, hostSide } = render;
+    const out: RenderedEndpoints = { workload: [], toNode: [], entries: { from: [], to: [], host: [] } };
+    for (const pod of this.state.localPods) {
+      const ips = ipsOfFamily(pod, family);
+      if (ips.length === 0) continue;
+      const selection = this.resolver.selectionOf(pod);
+      const ip = ips[0]!;
+      // Everything the chains depend on (the settings are fixed for this Compiler).
+      const key = [family, hostSide, pod.namespace, pod.name, ip, selection.policies, selection.clusterPolicies] as const;
+      const chains = this.endpoints.get(key, () => endpointChains({ podKey: `${pod.namespace}/${pod.name}`, ip }, selection, render));
+      out.workload.push(chains.ingress, chains.egress);
+      for (const chain of chains.verdictCopiesOf) cnp!.verdictOf(chain);
+      if (chains.host) out.toNode.push(chains.host);
+      for (const address of ips) {
+        if (shared.has(address)) continue;
+        out.entries.to.push({ ip: address, target: chains.ingress.name });
+        out.entries.from.push({ ip: address, target: chains.egress.name });
+        if (hostSide) out.entries.host.push({ ip: address, target: chains.host?.name ?? names.hostPass });
+      }
+    }
+    for (const [ip, owners] of shared) {
+      // Dispatch concerns this node's pods only; the address is still left out of every peer set (ipsets.ts).
+      if (owners.some((p) => p.nodeName === settings.nodeName) && ipsOfFamily(owners[0]!, family).includes(ip)) {
+        for (const chain of sharedAddressChains(ip, owners, names)) {
+          out.workload.push(this.interned.intern(family, chain));
+          const ingress = chain.role.kind === 'workload' && chain.role.direction === 'ingress';
+          (ingress ? out.entries.to : out.entries.from).push({ ip, target: chain.name });
+        }
+      }
+    }
+    return out;
+  }
+
+  /**
+   * INPUT's chains: an address of this node's pod CIDR that no programmed pod has is dropped here too
+   * (fail-closed), as in FORWARD; an address shared by two pods likewise.
+   */
+  private toNodeChains(family: IpFamily, settings: NodeSettings, pods: RenderedEndpoints): Chain[] {
+    const { hostPass } = this.names;
+    return [
+      this.fixedChain('input', family, () => inputChain(this.names, settings, family)),
+      // Only while some local pod has no CNP egress tier (an unreferenced chain of ours reads as a leftover).
+      ...(pods.entries.host.some((e) => e.target === hostPass) ? [(this.hostPass ??= hostPassChain(this.names))] : []),
+      ...this.dispatchOf(family, 'host', pods.entries.host, settings),
+      ...pods.toNode,
+    ];
   }
 
   /** Only policies that select a local pod of this family are programmed (Felix: referenced chains only). */
@@ -466,6 +473,14 @@ function targetsOfFamily(targets: readonly Pod[], family: IpFamily): readonly Po
 }
 
 type DispatchSide = 'from' | 'to' | 'host';
+
+interface RenderedEndpoints {
+  /** Workload chains, two per pod (ingress, egress) in pod order, then those of shared addresses. */
+  readonly workload: Chain[];
+  /** Pods' chains to this node. */
+  readonly toNode: Chain[];
+  readonly entries: Record<DispatchSide, DispatchEntry[]>;
+}
 
 const sameEntries = (a: readonly DispatchEntry[], b: readonly DispatchEntry[]): boolean =>
   a.length === b.length && a.every((e, i) => e.ip === b[i]!.ip && e.target === b[i]!.target);

@@ -39,65 +39,83 @@ export interface EndpointChains {
 const DIRECTIONS = ['ingress', 'egress'] as const;
 
 export function endpointChains(endpoint: Endpoint, selection: EndpointSelection, ctx: EndpointRenderContext): EndpointChains {
-  const { names, settings } = ctx;
-  const { podKey, ip } = endpoint;
-  const prefix = settings.chainPrefix;
   const verdictCopiesOf: ChainName[] = [];
-  const policyChainsOf = (direction: Direction, audited: boolean | undefined): ChainName[] =>
-    selection.policies
-      .filter((p) => policyTypes(p).includes(direction === 'ingress' ? 'Ingress' : 'Egress'))
-      .filter((p) => audited === undefined || (p.audit ?? false) === audited)
-      .map((p) => (direction === 'ingress' ? names.policyIngress : names.policyEgress)(`${p.namespace}/${p.name}`));
-  const tierOf = (direction: Direction, keep: (cnp: ClusterNetworkPolicy) => boolean): CnpTierChains => {
-    const admin: ChainName[] = [];
-    const baseline: ChainName[] = [];
-    for (const cnp of selection.clusterPolicies) {
-      if ((direction === 'ingress' ? cnp.ingress : cnp.egress).length === 0 || !keep(cnp)) continue;
-      (cnp.tier === 'Admin' ? admin : baseline).push(cnpChainName(prefix, cnp.name, direction));
-    }
-    return { admin, baseline };
-  };
-  const auditedCnpChains = (direction: Direction): ChainName[] => {
-    const t = tierOf(direction, (cnp) => cnp.audit ?? false);
-    return [...t.admin, ...t.baseline];
-  };
-
-  const [ingress, egress] = DIRECTIONS.map((direction): Chain => {
-    const policyChains = policyChainsOf(direction, undefined);
-    const tiers = tierOf(direction, () => true);
-    const tierChains = [...tiers.admin, ...tiers.baseline];
-    const audited = [...policyChainsOf(direction, true), ...auditedCnpChains(direction)];
-    // Verdict-only copies of the CNP chains, only for a pod judged twice (audit mode).
-    let verdictChains: Map<ChainName, ChainName> | undefined;
-    if (audited.length > 0 && tierChains.length > 0) {
-      verdictChains = new Map();
-      for (const cnp of selection.clusterPolicies) {
-        if ((direction === 'ingress' ? cnp.ingress : cnp.egress).length === 0) continue;
-        verdictChains.set(cnpChainName(prefix, cnp.name, direction), cnpChainName(prefix, cnp.name, direction, true));
-      }
-      verdictCopiesOf.push(...tierChains);
-    }
-    return workloadChain(
-      {
-        podKey,
-        ip,
-        hostBits: familyBits(ctx.family),
-        name: direction === 'ingress' ? names.toWorkload(podKey) : names.fromWorkload(podKey),
-        direction,
-        policyChains,
-        tiers,
-        ...(audited.length > 0 ? { audited } : {}),
-        ...(verdictChains ? { verdictChains } : {}),
-      },
-      settings,
-    );
-  }) as [Chain, Chain];
-
-  // Only the CNP chains that can match a node address (cluster-policy.ts reachesNodes); the others would return.
-  const hostTiers = ctx.hostSide ? tierOf('egress', (cnp) => !(cnp.audit ?? false) && reachesNodes(cnp)) : undefined;
-  const host =
-    hostTiers && (hostTiers.admin.length > 0 || hostTiers.baseline.length > 0)
-      ? hostWorkloadChain({ name: names.toHost(podKey), podKey, ip, tiers: hostTiers, npEgress: policyChainsOf('egress', false).length > 0 }, settings)
-      : undefined;
-  return { ingress, egress, ...(host ? { host } : {}), verdictCopiesOf };
+  const [ingress, egress] = DIRECTIONS.map((direction) => workloadChainOf(endpoint, selection, direction, ctx, verdictCopiesOf));
+  const host = ctx.hostSide ? toNodeChain(endpoint, selection, ctx) : undefined;
+  return { ingress: ingress!, egress: egress!, ...(host ? { host } : {}), verdictCopiesOf };
 }
+
+/** `verdictCopiesOf`: where the tier chains whose verdict-only copies the chain jumps to are added. */
+function workloadChainOf(
+  { podKey, ip }: Endpoint,
+  selection: EndpointSelection,
+  direction: Direction,
+  ctx: EndpointRenderContext,
+  verdictCopiesOf: ChainName[],
+): Chain {
+  const { names, settings } = ctx;
+  const tiers = tierChains(selection, direction, ctx, () => true);
+  const inTiers = [...tiers.admin, ...tiers.baseline];
+  const auditedTiers = tierChains(selection, direction, ctx, isAudited);
+  const audited = [...policyChainNames(selection, direction, ctx, true), ...auditedTiers.admin, ...auditedTiers.baseline];
+  // Verdict-only copies of the CNP chains, only for a pod judged twice (audit mode).
+  let verdictChains: Map<ChainName, ChainName> | undefined;
+  if (audited.length > 0 && inTiers.length > 0) {
+    const copies = tierChains(selection, direction, { ...ctx, verdictOnly: true }, () => true);
+    const copyOf = [...copies.admin, ...copies.baseline];
+    verdictChains = new Map(inTiers.map((chain, i) => [chain, copyOf[i]!]));
+    verdictCopiesOf.push(...inTiers);
+  }
+  return workloadChain(
+    {
+      podKey,
+      ip,
+      hostBits: familyBits(ctx.family),
+      name: direction === 'ingress' ? names.toWorkload(podKey) : names.fromWorkload(podKey),
+      direction,
+      policyChains: policyChainNames(selection, direction, ctx),
+      tiers,
+      ...(audited.length > 0 ? { audited } : {}),
+      ...(verdictChains ? { verdictChains } : {}),
+    },
+    settings,
+  );
+}
+
+/**
+ * The pod's chain to this node, when some CNP egress tier can decide there: only CNP chains that can match
+ * a node address (cluster-policy.ts reachesNodes); the others would return.
+ */
+function toNodeChain({ podKey, ip }: Endpoint, selection: EndpointSelection, ctx: EndpointRenderContext): Chain | undefined {
+  const tiers = tierChains(selection, 'egress', ctx, (cnp) => !isAudited(cnp) && reachesNodes(cnp));
+  if (tiers.admin.length === 0 && tiers.baseline.length === 0) return undefined;
+  const npEgress = policyChainNames(selection, 'egress', ctx, false).length > 0;
+  return hostWorkloadChain({ name: ctx.names.toHost(podKey), podKey, ip, tiers, npEgress }, ctx.settings);
+}
+
+/** The pod's NetworkPolicy chains in a direction (only the audited ones, or only the others, if asked). */
+function policyChainNames(selection: EndpointSelection, direction: Direction, ctx: EndpointRenderContext, audited?: boolean): ChainName[] {
+  const type = direction === 'ingress' ? 'Ingress' : 'Egress';
+  const nameOf = direction === 'ingress' ? ctx.names.policyIngress : ctx.names.policyEgress;
+  return selection.policies
+    .filter((p) => policyTypes(p).includes(type) && (audited === undefined || (p.audit ?? false) === audited))
+    .map((p) => nameOf(`${p.namespace}/${p.name}`));
+}
+
+/** The pod's CNP chains in a direction, per tier, in evaluation order ("CNPs with no ingress rules do not affect ingress"). */
+function tierChains(
+  selection: EndpointSelection,
+  direction: Direction,
+  ctx: EndpointRenderContext & { readonly verdictOnly?: boolean },
+  keep: (cnp: ClusterNetworkPolicy) => boolean,
+): CnpTierChains {
+  const admin: ChainName[] = [];
+  const baseline: ChainName[] = [];
+  for (const cnp of selection.clusterPolicies) {
+    if ((direction === 'ingress' ? cnp.ingress : cnp.egress).length === 0 || !keep(cnp)) continue;
+    (cnp.tier === 'Admin' ? admin : baseline).push(cnpChainName(ctx.settings.chainPrefix, cnp.name, direction, ctx.verdictOnly));
+  }
+  return { admin, baseline };
+}
+
+const isAudited = (cnp: ClusterNetworkPolicy): boolean => cnp.audit ?? false;
