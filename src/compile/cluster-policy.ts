@@ -44,10 +44,11 @@ export function reachesNodes(cnp: ClusterNetworkPolicy): boolean {
 
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
-const tierRank = (c: ClusterNetworkPolicy): number => (c.tier === 'Admin' ? 0 : 1);
+type Ordered = Pick<ClusterNetworkPolicy, 'tier' | 'priority' | 'name'>;
+const tierRank = (c: Ordered): number => (c.tier === 'Admin' ? 0 : 1);
 
 /** Evaluation order: Admin before Baseline, then priority, then name. */
-export const inEvaluationOrder = (a: ClusterNetworkPolicy, b: ClusterNetworkPolicy): number =>
+export const inEvaluationOrder = (a: Ordered, b: Ordered): number =>
   tierRank(a) - tierRank(b) || a.priority - b.priority || cmp(a.name, b.name);
 
 export function sortClusterPolicies(cnps: readonly ClusterNetworkPolicy[]): ClusterNetworkPolicy[] {

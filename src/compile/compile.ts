@@ -41,7 +41,7 @@ import { ChainInterner, Memo, sameData, TupleMap } from './memo.js';
 import { chainNames, type ChainNames } from './names.js';
 import { policyChain, policyTypes, type Direction } from './policy-chains.js';
 import { byNamespaceKey, PolicyIndex } from './policy-index.js';
-import { EndpointResolver } from './resolution.js';
+import { EndpointResolver, type ClusterPolicyRef, type PolicyRef } from './resolution.js';
 import { selectorMatches } from './selectors.js';
 import { sharedAddressChains, sharedAddressProblems, type SharedAddresses } from './shared-addresses.js';
 import { forwardChain, forwardHook, hostPassChain, inputChain, inputHook } from './static-chains.js';
@@ -101,7 +101,7 @@ export class Compiler {
   private readonly resolver = new EndpointResolver();
   /** Each local pod's chains, per family, by what they were rendered from. */
   private endpoints = new Memo<
-    readonly [IpFamily, boolean, string, string, string, readonly NetworkPolicy[], readonly ClusterNetworkPolicy[]],
+    readonly [IpFamily, boolean, string, string, string, readonly PolicyRef[], readonly ClusterPolicyRef[]],
     EndpointChains
   >();
   private interned = new ChainInterner<Chain>();
@@ -335,10 +335,17 @@ export class Compiler {
       const ip = ips[0]!;
       // Everything the chains depend on (the settings are fixed for this Compiler).
       const key = [family, hostSide, pod.namespace, pod.name, ip, selection.policies, selection.clusterPolicies] as const;
-      const chains = this.endpoints.get(key, () => endpointChains({ podKey: `${pod.namespace}/${pod.name}`, ip }, selection, render));
-      out.workload.push(chains.ingress, chains.egress);
+      // Interned when made (the memo keeps the interned objects) and again when used (then the same object
+      // comes back at once): a pod re-rendered because an object selecting it was replaced keeps the chain
+      // objects whose content stayed the same.
+      const intern = (chain: Chain): Chain => this.interned.intern(family, chain);
+      const chains = this.endpoints.get(key, () => {
+        const made = endpointChains({ podKey: `${pod.namespace}/${pod.name}`, ip }, selection, render);
+        return { ...made, ingress: intern(made.ingress), egress: intern(made.egress), ...(made.host ? { host: intern(made.host) } : {}) };
+      });
+      out.workload.push(intern(chains.ingress), intern(chains.egress));
       for (const chain of chains.verdictCopiesOf) cnp!.verdictOf(chain);
-      if (chains.host) out.toNode.push(chains.host);
+      if (chains.host) out.toNode.push(intern(chains.host));
       for (const address of ips) {
         if (shared.has(address)) continue;
         out.entries.to.push({ ip: address, target: chains.ingress.name });

@@ -3,14 +3,14 @@
 // while ClusterNetworkPolicies exist, its chain to this node. Pure: chain names come from the policy
 // objects, nothing is looked up in the cluster.
 
-import type { Chain, ChainName, ClusterNetworkPolicy, IpFamily, NodeSettings } from '../model/index.js';
+import type { Chain, ChainName, IpFamily, NodeSettings } from '../model/index.js';
 import { familyBits } from '../model/address.js';
 import { cnpChainName } from './cluster-policy-chains.js';
 import { hostWorkloadChain } from './cluster-policy-host.js';
-import { reachesNodes } from './cluster-policy.js';
+import { TupleMap } from './memo.js';
 import type { ChainNames } from './names.js';
-import { policyTypes, type Direction } from './policy-chains.js';
-import type { EndpointSelection } from './resolution.js';
+import type { Direction } from './policy-chains.js';
+import type { ClusterPolicyRef, EndpointSelection, PolicyRef } from './resolution.js';
 import { workloadChain, type CnpTierChains } from './workload-chains.js';
 
 export interface Endpoint {
@@ -87,7 +87,7 @@ function workloadChainOf(
  * a node address (cluster-policy.ts reachesNodes); the others would return.
  */
 function toNodeChain({ podKey, ip }: Endpoint, selection: EndpointSelection, ctx: EndpointRenderContext): Chain | undefined {
-  const tiers = tierChains(selection, 'egress', ctx, (cnp) => !isAudited(cnp) && reachesNodes(cnp));
+  const tiers = tierChains(selection, 'egress', ctx, (cnp) => !cnp.audit && cnp.reachesNodes);
   if (tiers.admin.length === 0 && tiers.baseline.length === 0) return undefined;
   const npEgress = policyChainNames(selection, 'egress', ctx, false).length > 0;
   return hostWorkloadChain({ name: ctx.names.toHost(podKey), podKey, ip, tiers, npEgress }, ctx.settings);
@@ -95,11 +95,9 @@ function toNodeChain({ podKey, ip }: Endpoint, selection: EndpointSelection, ctx
 
 /** The pod's NetworkPolicy chains in a direction (only the audited ones, or only the others, if asked). */
 function policyChainNames(selection: EndpointSelection, direction: Direction, ctx: EndpointRenderContext, audited?: boolean): ChainName[] {
-  const type = direction === 'ingress' ? 'Ingress' : 'Egress';
-  const nameOf = direction === 'ingress' ? ctx.names.policyIngress : ctx.names.policyEgress;
   return selection.policies
-    .filter((p) => policyTypes(p).includes(type) && (audited === undefined || (p.audit ?? false) === audited))
-    .map((p) => nameOf(`${p.namespace}/${p.name}`));
+    .filter((p) => p[direction] && (audited === undefined || p.audit === audited))
+    .map((p) => policyChainName(p, direction, ctx.names));
 }
 
 /** The pod's CNP chains in a direction, per tier, in evaluation order ("CNPs with no ingress rules do not affect ingress"). */
@@ -107,15 +105,38 @@ function tierChains(
   selection: EndpointSelection,
   direction: Direction,
   ctx: EndpointRenderContext & { readonly verdictOnly?: boolean },
-  keep: (cnp: ClusterNetworkPolicy) => boolean,
+  keep: (cnp: ClusterPolicyRef) => boolean,
 ): CnpTierChains {
   const admin: ChainName[] = [];
   const baseline: ChainName[] = [];
   for (const cnp of selection.clusterPolicies) {
-    if ((direction === 'ingress' ? cnp.ingress : cnp.egress).length === 0 || !keep(cnp)) continue;
-    (cnp.tier === 'Admin' ? admin : baseline).push(cnpChainName(ctx.settings.chainPrefix, cnp.name, direction, ctx.verdictOnly));
+    if (!cnp[direction] || !keep(cnp)) continue;
+    (cnp.tier === 'Admin' ? admin : baseline).push(cnpChainNameOf(cnp, ctx.settings.chainPrefix, direction, ctx.verdictOnly ?? false));
   }
   return { admin, baseline };
 }
 
-const isAudited = (cnp: ClusterNetworkPolicy): boolean => cnp.audit ?? false;
+const isAudited = (cnp: ClusterPolicyRef): boolean => cnp.audit;
+
+// Chain names are hashes: worked out once per object, not once per pod it selects (a CNP can select them all).
+const policyNames = new WeakMap<PolicyRef, TupleMap<readonly [ChainNames, Direction], ChainName>>();
+const cnpNames = new WeakMap<ClusterPolicyRef, TupleMap<readonly [string, Direction, boolean], ChainName>>();
+
+function policyChainName(policy: PolicyRef, direction: Direction, names: ChainNames): ChainName {
+  let known = policyNames.get(policy);
+  if (!known) policyNames.set(policy, (known = new TupleMap()));
+  let name = known.get([names, direction]);
+  if (name === undefined) {
+    const key = `${policy.namespace}/${policy.name}`;
+    known.set([names, direction], (name = direction === 'ingress' ? names.policyIngress(key) : names.policyEgress(key)));
+  }
+  return name;
+}
+
+function cnpChainNameOf(cnp: ClusterPolicyRef, prefix: string, direction: Direction, verdictOnly: boolean): ChainName {
+  let known = cnpNames.get(cnp);
+  if (!known) cnpNames.set(cnp, (known = new TupleMap()));
+  let name = known.get([prefix, direction, verdictOnly]);
+  if (name === undefined) known.set([prefix, direction, verdictOnly], (name = cnpChainName(prefix, cnp.name, direction, verdictOnly)));
+  return name;
+}

@@ -5,7 +5,9 @@
 // array) only when it changes, so the renderer can reuse what it made from the old one.
 
 import type { ClusterNetworkPolicy, NetworkPolicy, Pod } from '../model/index.js';
-import { inEvaluationOrder } from './cluster-policy.js';
+import { inEvaluationOrder, reachesNodes } from './cluster-policy.js';
+import { sameData } from './memo.js';
+import { policyTypes } from './policy-chains.js';
 
 /** An object with the local pods it selects (the same array while they are the same pods). */
 export interface Selecting<T> {
@@ -65,29 +67,111 @@ class Selections<T> {
   }
 }
 
+/**
+ * What a pod's chains need of a NetworkPolicy (Felix hands endpoints policy IDs, not policies): its chain
+ * names come from its key, its types and audit mode decide the jumps. An edit that changes none of these
+ * (a port added) keeps the same reference, so the pods it selects are not rendered again.
+ */
+export interface PolicyRef {
+  readonly namespace: string;
+  readonly name: string;
+  readonly ingress: boolean;
+  readonly egress: boolean;
+  readonly audit: boolean;
+}
+
+/** The same for a ClusterNetworkPolicy: its place in the evaluation order, directions, audit mode. */
+export interface ClusterPolicyRef {
+  readonly name: string;
+  readonly tier: ClusterNetworkPolicy['tier'];
+  readonly priority: number;
+  /** It has rules for the direction: "CNPs with no ingress rules do not affect ingress traffic". */
+  readonly ingress: boolean;
+  readonly egress: boolean;
+  readonly audit: boolean;
+  /** Its egress rules can match a node's address (cluster-policy.ts reachesNodes). */
+  readonly reachesNodes: boolean;
+}
+
 /** What selects one local pod; the arrays are the same while what selects the pod is the same. */
 export interface EndpointSelection {
   /** NetworkPolicies of the pod's namespace that select it, by name (any policy types). */
-  readonly policies: readonly NetworkPolicy[];
+  readonly policies: readonly PolicyRef[];
   /** ClusterNetworkPolicies whose subject it is, in evaluation order: Admin, Baseline; priority; name. */
-  readonly clusterPolicies: readonly ClusterNetworkPolicy[];
+  readonly clusterPolicies: readonly ClusterPolicyRef[];
 }
 
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 // A policy selects pods of its own namespace only, so a pod's policies differ by name alone.
-const byName = (a: NetworkPolicy, b: NetworkPolicy): number => cmp(a.name, b.name);
+const byName = (a: PolicyRef, b: PolicyRef): number => cmp(a.name, b.name);
+
+/** One reference per object key while what it says is the same, whatever objects it was read from. */
+class Refs<T extends object, R> {
+  private readonly byObject = new WeakMap<T, R>();
+  private byKey = new Map<string, R>();
+  private nextByKey = new Map<string, R>();
+
+  constructor(
+    private readonly keyOf: (item: T) => string,
+    private readonly read: (item: T) => R,
+  ) {}
+
+  of(item: T): R {
+    let ref = this.byObject.get(item);
+    if (ref === undefined) {
+      const key = this.keyOf(item);
+      const fresh = this.read(item);
+      const known = this.byKey.get(key) ?? this.nextByKey.get(key);
+      ref = known !== undefined && sameData(known, fresh) ? known : fresh;
+      this.byObject.set(item, ref);
+    }
+    this.nextByKey.set(this.keyOf(item), ref);
+    return ref;
+  }
+
+  /** After each compile: forget the keys it did not see. */
+  rotate(): void {
+    this.byKey = this.nextByKey;
+    this.nextByKey = new Map();
+  }
+}
 
 export class EndpointResolver {
-  private readonly policies = new Selections<NetworkPolicy>(byName);
-  private readonly clusterPolicies = new Selections<ClusterNetworkPolicy>(inEvaluationOrder);
+  private readonly policies = new Selections<PolicyRef>(byName);
+  private readonly clusterPolicies = new Selections<ClusterPolicyRef>(inEvaluationOrder);
+  private readonly policyRefs = new Refs<NetworkPolicy, PolicyRef>(
+    (p) => `${p.namespace}/${p.name}`,
+    (p) => {
+      const types = policyTypes(p);
+      return { namespace: p.namespace, name: p.name, ingress: types.includes('Ingress'), egress: types.includes('Egress'), audit: p.audit ?? false };
+    },
+  );
+  private readonly clusterPolicyRefs = new Refs<ClusterNetworkPolicy, ClusterPolicyRef>(
+    (c) => c.name,
+    (c) => ({
+      name: c.name,
+      tier: c.tier,
+      priority: c.priority,
+      ingress: c.ingress.length > 0,
+      egress: c.egress.length > 0,
+      audit: c.audit ?? false,
+      reachesNodes: reachesNodes(c),
+    }),
+  );
 
   /** Call once per compile with every NetworkPolicy and ClusterNetworkPolicy that selects a local pod. */
   update(policies: Iterable<Selecting<NetworkPolicy>>, clusterPolicies: Iterable<Selecting<ClusterNetworkPolicy>>): void {
-    this.policies.update(policies);
-    this.clusterPolicies.update(clusterPolicies);
+    this.policies.update(refsOf(policies, this.policyRefs));
+    this.clusterPolicies.update(refsOf(clusterPolicies, this.clusterPolicyRefs));
+    this.policyRefs.rotate();
+    this.clusterPolicyRefs.rotate();
   }
 
   selectionOf(pod: Pod): EndpointSelection {
     return { policies: this.policies.of(pod), clusterPolicies: this.clusterPolicies.of(pod) };
   }
+}
+
+function* refsOf<T extends object, R>(list: Iterable<Selecting<T>>, refs: Refs<T, R>): Iterable<Selecting<R>> {
+  for (const { item, targets } of list) yield { item: refs.of(item), targets };
 }

@@ -5,8 +5,8 @@
 
 import { EndpointResolver, type Selecting } from '../../../src/compile/resolution.js';
 import type { ClusterNetworkPolicy, NetworkPolicy, Pod } from '../../../src/model/index.js';
-import { makePod, makePolicy, sel } from '../../helpers/builders.js';
-import { cnp, nsSubject } from '../../helpers/cnp-builders.js';
+import { makePod, makePolicy, rule, sel, tcp, types } from '../../helpers/builders.js';
+import { cnp, cRule, networks, nsSubject } from '../../helpers/cnp-builders.js';
 import { mulberry32 } from '../../../scripts/bench-lib/prng.js';
 
 const byCodePoint = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
@@ -37,6 +37,28 @@ describe('endpoint resolution', () => {
     expect(resolver.selectionOf(p1!).clusterPolicies).toEqual([]);
   });
 
+  it("keeps a pod's lists when an edit changes nothing its chains use, and replaces them when it does", () => {
+    const [p0] = pods;
+    const policy = makePolicy('a', 'web', types('Ingress'));
+    const admin = cnp('guard', 'Admin', 5, nsSubject(sel()), { ingress: [cRule('Deny', [networks('10.0.0.0/8')])] });
+    const resolver = new EndpointResolver();
+    resolver.update([{ item: policy, targets: [p0!] }], [{ item: admin, targets: [p0!] }]);
+    const first = resolver.selectionOf(p0!);
+    // A rule added to the policy, the CNP's rules reordered: new objects, new target arrays, same chains.
+    const edited = { ...policy, ingress: [rule(undefined, [tcp(80)])] };
+    const reordered = { ...admin, ingress: [...admin.ingress].reverse() };
+    resolver.update([{ item: edited, targets: [p0!] }], [{ item: reordered, targets: [p0!] }]);
+    expect(resolver.selectionOf(p0!).policies).toBe(first.policies);
+    expect(resolver.selectionOf(p0!).clusterPolicies).toBe(first.clusterPolicies);
+    // Egress added to the policy, the CNP moved to Baseline: the pod's chains change, so do its lists.
+    resolver.update(
+      [{ item: { ...edited, policyTypes: ['Ingress', 'Egress'] }, targets: [p0!] }],
+      [{ item: { ...reordered, tier: 'Baseline' }, targets: [p0!] }],
+    );
+    expect(resolver.selectionOf(p0!).policies[0]).toMatchObject({ name: 'web', ingress: true, egress: true });
+    expect(resolver.selectionOf(p0!).clusterPolicies[0]).toMatchObject({ name: 'guard', tier: 'Baseline' });
+  });
+
   it('equals its definition after every step of a random sequence, and leaves untouched pods alone', () => {
     const rng = mulberry32(26);
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rng.next() * xs.length)]!;
@@ -55,11 +77,13 @@ describe('endpoint resolution', () => {
       policies: nps
         .filter((s) => s.targets.includes(pod))
         .map((s) => s.item)
-        .sort((x, y) => byCodePoint(x.name, y.name)),
+        .sort((x, y) => byCodePoint(x.name, y.name))
+        .map((p) => p.name),
       clusterPolicies: cnps
         .filter((s) => s.targets.includes(pod))
         .map((s) => s.item)
-        .sort((x, y) => tierRank(x) - tierRank(y) || x.priority - y.priority || byCodePoint(x.name, y.name)),
+        .sort((x, y) => tierRank(x) - tierRank(y) || x.priority - y.priority || byCodePoint(x.name, y.name))
+        .map((c) => `${c.tier}/${c.priority}/${c.name}`),
     });
     for (let step = 0; step < 300; step++) {
       const before = new Map(livePods.map((pod) => [pod, resolver.selectionOf(pod)]));
@@ -109,7 +133,11 @@ describe('endpoint resolution', () => {
       resolver.update(nps, cnps);
       for (const pod of livePods) {
         const got = resolver.selectionOf(pod);
-        expect({ step, pod: pod.name, ...got }).toEqual({ step, pod: pod.name, ...expected(pod) });
+        const names = {
+          policies: got.policies.map((p) => p.name),
+          clusterPolicies: got.clusterPolicies.map((c) => `${c.tier}/${c.priority}/${c.name}`),
+        };
+        expect({ step, pod: pod.name, ...names }).toEqual({ step, pod: pod.name, ...expected(pod) });
         if (!touched.has(pod)) {
           expect(got.policies).toBe(before.get(pod)!.policies);
           expect(got.clusterPolicies).toBe(before.get(pod)!.clusterPolicies);
