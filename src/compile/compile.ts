@@ -14,7 +14,6 @@
 
 import type {
   Chain,
-  ClusterNetworkPolicy,
   ClusterSnapshot,
   DesiredState,
   FamilyState,
@@ -105,7 +104,10 @@ export class Compiler {
     EndpointChains
   >();
   private interned = new ChainInterner<Chain>();
-  private dispatch = new TupleMap<readonly [IpFamily, DispatchSide], { readonly entries: readonly DispatchEntry[]; readonly chains: readonly Chain[] }>();
+  private dispatch = new TupleMap<
+    readonly [IpFamily, DispatchSide],
+    { readonly entries: readonly DispatchEntry[]; readonly chains: readonly Chain[] }
+  >();
   private fixed = new TupleMap<readonly ['forward' | 'input', IpFamily], Chain>();
   private hostPass: Chain | undefined;
   private readonly setBuilders = new Map<IpFamily, IpSetBuilder>();
@@ -302,7 +304,10 @@ export class Compiler {
     // the pod's neighbour discovery to the node through (static-chains.ts inputChain).
     const hostSide = cnp !== undefined;
     const pods = this.endpointsOf({ family, names: this.names, settings, hostSide }, cnp, shared);
-    const dispatch = [...this.dispatchOf(family, 'from', pods.entries.from, settings), ...this.dispatchOf(family, 'to', pods.entries.to, settings)];
+    const dispatch = [
+      ...this.dispatchOf(family, 'from', pods.entries.from, settings),
+      ...this.dispatchOf(family, 'to', pods.entries.to, settings),
+    ];
     const forward = this.fixedChain('forward', family, () => forwardChain(this.names, settings, family));
     const hostChains = hostSide ? this.toNodeChains(family, settings, pods) : [];
 
@@ -395,7 +400,8 @@ export class Compiler {
       if (targets.length === 0) continue;
       targetsByPolicy.set(cp.policy, targets);
       for (const direction of ['ingress', 'egress'] as const)
-        if (cp.types.includes(direction === 'ingress' ? 'Ingress' : 'Egress')) chains.push(this.policyChain(cp, direction, family, sets, settings));
+        if (cp.types.includes(direction === 'ingress' ? 'Ingress' : 'Egress'))
+          chains.push(this.policyChain(cp, direction, family, sets, settings));
     }
     return { chains, targetsByPolicy };
   }

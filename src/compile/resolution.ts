@@ -27,6 +27,13 @@ class Selections<T> {
   /** `current`: every object that selects a local pod now. */
   update(current: Iterable<Selecting<T>>): void {
     const seen = new Set<T>();
+    // Joins and leaves gathered per pod first: each touched pod's list is then rebuilt once.
+    const changes = new Map<Pod, { readonly joined: T[]; readonly left: Set<T> }>();
+    const changeOf = (pod: Pod): { readonly joined: T[]; readonly left: Set<T> } => {
+      let change = changes.get(pod);
+      if (!change) changes.set(pod, (change = { joined: [], left: new Set() }));
+      return change;
+    };
     for (const { item, targets } of current) {
       seen.add(item);
       const was = this.targetsOf.get(item) ?? NONE;
@@ -34,36 +41,24 @@ class Selections<T> {
       this.targetsOf.set(item, targets);
       const now = new Set(targets);
       const had = new Set(was);
-      for (const pod of was) if (!now.has(pod)) this.remove(pod, item);
-      for (const pod of targets) if (!had.has(pod)) this.insert(pod, item);
+      for (const pod of was) if (!now.has(pod)) changeOf(pod).left.add(item);
+      for (const pod of targets) if (!had.has(pod)) changeOf(pod).joined.push(item);
     }
     for (const [item, was] of this.targetsOf) {
       if (seen.has(item)) continue;
       this.targetsOf.delete(item);
-      for (const pod of was) this.remove(pod, item);
+      for (const pod of was) changeOf(pod).left.add(item);
+    }
+    for (const [pod, { joined, left }] of changes) {
+      const kept = left.size > 0 ? this.of(pod).filter((x) => !left.has(x)) : this.of(pod);
+      const list = joined.length > 0 ? [...kept, ...joined].sort(this.before) : kept;
+      if (list.length === 0) this.byPod.delete(pod);
+      else this.byPod.set(pod, list);
     }
   }
 
   of(pod: Pod): readonly T[] {
     return this.byPod.get(pod) ?? NONE;
-  }
-
-  private insert(pod: Pod, item: T): void {
-    const list = this.of(pod);
-    let lo = 0;
-    let hi = list.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (this.before(list[mid]!, item) <= 0) lo = mid + 1;
-      else hi = mid;
-    }
-    this.byPod.set(pod, [...list.slice(0, lo), item, ...list.slice(lo)]);
-  }
-
-  private remove(pod: Pod, item: T): void {
-    const list = this.of(pod).filter((x) => x !== item);
-    if (list.length === 0) this.byPod.delete(pod);
-    else this.byPod.set(pod, list);
   }
 }
 
@@ -143,7 +138,13 @@ export class EndpointResolver {
     (p) => `${p.namespace}/${p.name}`,
     (p) => {
       const types = policyTypes(p);
-      return { namespace: p.namespace, name: p.name, ingress: types.includes('Ingress'), egress: types.includes('Egress'), audit: p.audit ?? false };
+      return {
+        namespace: p.namespace,
+        name: p.name,
+        ingress: types.includes('Ingress'),
+        egress: types.includes('Egress'),
+        audit: p.audit ?? false,
+      };
     },
   );
   private readonly clusterPolicyRefs = new Refs<ClusterNetworkPolicy, ClusterPolicyRef>(

@@ -82,11 +82,18 @@ describe('incremental Compiler', () => {
         case 3:
           return edit(() => undefined);
         default:
-          return { ...snap, clusterPolicies: [...list, cnps[step % cnps.length]!].filter((c, j, all) => all.findIndex((x) => x.name === c.name) === j) };
+          return {
+            ...snap,
+            clusterPolicies: [...list, cnps[step % cnps.length]!].filter((c, j, all) => all.findIndex((x) => x.name === c.name) === j),
+          };
       }
     };
     const compiler = new Compiler();
-    let snap: ClusterSnapshot = { ...start, policies: start.policies.map((p, j) => (j % 7 === 0 ? { ...p, audit: true } : p)), clusterPolicies: cnps };
+    let snap: ClusterSnapshot = {
+      ...start,
+      policies: start.policies.map((p, j) => (j % 7 === 0 ? { ...p, audit: true } : p)),
+      clusterPolicies: cnps,
+    };
     expect(text(compiler.compile(snap, settings).desired)).toBe(text(compile(snap, settings).desired));
     const seen = { verdictCopies: 0, toNode: 0 };
     for (let step = 0; step < 45; step++) {
