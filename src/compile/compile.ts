@@ -23,7 +23,6 @@ import type {
   NetworkPolicy,
   NodeSettings,
   Pod,
-  PolicyType,
   Problem,
   Rule,
 } from '../model/index.js';
@@ -38,13 +37,11 @@ import { flowLogRules } from './flow-log.js';
 import { IpSetBuilder, IpSetRegistry, type SetRequest } from './ipsets.js';
 import { ChainInterner, Memo, sameData, TupleMap } from './memo.js';
 import { chainNames, type ChainNames } from './names.js';
-import { policyChain, policyTypes, type Direction } from './policy-chains.js';
-import { byNamespaceKey, PolicyIndex } from './policy-index.js';
+import { policyChain, type Direction } from './policy-chains.js';
+import { PolicyTargets, type CheckedPolicy } from './policy-targets.js';
 import { EndpointResolver, type ClusterPolicyRef, type PolicyRef } from './resolution.js';
-import { selectorMatches } from './selectors.js';
 import { sharedAddressChains, sharedAddressProblems, type SharedAddresses } from './shared-addresses.js';
 import { forwardChain, forwardHook, hostPassChain, inputChain, inputHook } from './static-chains.js';
-import { validatePolicy } from './validate.js';
 
 export interface CompileResult {
   readonly desired: DesiredState;
@@ -56,15 +53,6 @@ export interface CompileResult {
 /** The pure compiler: a fresh Compiler for every call. */
 export function compile(snapshot: ClusterSnapshot, settings: NodeSettings): CompileResult {
   return new Compiler().compile(snapshot, settings);
-}
-
-interface CheckedPolicy {
-  readonly policy: NetworkPolicy;
-  readonly key: string;
-  readonly valid: boolean;
-  readonly types: readonly PolicyType[];
-  /** Local pods it selects. */
-  readonly targets: readonly Pod[];
 }
 
 interface CachedPolicyChain {
@@ -83,18 +71,8 @@ export class Compiler {
   private lastSnapshot: ClusterSnapshot | undefined;
   private podsVersion = -1;
   private podProblems: readonly Problem[] = [];
-  private readonly index = new PolicyIndex();
-  /** Validation problems per namespace (only namespaces with some), and all of them in policy key order. */
-  private readonly problemsByNamespace = new Map<string, readonly Problem[]>();
-  private policyProblems: readonly Problem[] = [];
-  /** Per namespace with local pods: its policies that select one, while its policies and local pods are the same arrays. */
-  private readonly activeByNamespace = new Map<
-    string,
-    { readonly policies: readonly NetworkPolicy[]; readonly local: readonly Pod[]; readonly active: readonly CheckedPolicy[] }
-  >();
-  private localNamespaces: { readonly local: readonly Pod[]; readonly sorted: readonly string[] } = { local: [], sorted: [] };
-  private validations = new WeakMap<NetworkPolicy, readonly Problem[]>();
-  private checked = new WeakMap<NetworkPolicy, { readonly local: readonly Pod[]; readonly checked: CheckedPolicy }>();
+  /** Which local pods each NetworkPolicy selects (policy-targets.ts). */
+  private readonly targets: PolicyTargets;
   private policyChains = new WeakMap<NetworkPolicy, TupleMap<readonly [Direction, IpFamily, boolean], CachedPolicyChain>>();
   /** Which policies and CNPs select each local pod (resolution.ts). */
   private readonly resolver = new EndpointResolver();
@@ -115,6 +93,10 @@ export class Compiler {
   private readonly cnp = new ClusterPolicyCompiler();
   private lastNodes: ClusterSnapshot['nodes'] = [];
 
+  constructor() {
+    this.targets = new PolicyTargets(this.state);
+  }
+
   compile(snapshot: ClusterSnapshot, settings: NodeSettings): CompileResult {
     if (!sameData(settings, this.settings)) this.reset(settings);
     const delta = this.lastSnapshot ? snapshot.changes?.since(this.lastSnapshot) : undefined;
@@ -126,9 +108,9 @@ export class Compiler {
       // every pod change while any pod anywhere has a bad address. The store hands out pods in key order.
       this.podProblems = podProblems(delta ? this.state.badAddressesByKey() : badInSnapshotOrder(snapshot, this.state.badAddresses));
     }
-    this.index.update(snapshot, delta);
-    const problems: Problem[] = [...this.podProblems, ...this.updatePolicyProblems()];
-    const { policies, budget } = this.withinBudget(this.activePolicies(), settings, problems);
+    this.targets.update(snapshot, delta);
+    const problems: Problem[] = [...this.podProblems, ...this.targets.problems()];
+    const { policies, budget } = this.withinBudget(this.targets.active(), settings, problems);
     const shared = this.state.shared();
     for (const [ip, owners] of shared) problems.push(...sharedAddressProblems(ip, owners));
     problems.push(...this.cnp.update(snapshot.clusterPolicies, this.state));
@@ -161,58 +143,11 @@ export class Compiler {
   }
 
   /**
-   * Does ahead of compile() the per-policy work it would do first (validation, which reads every ipBlock's
-   * cidr and excepts once per policy object), and says whether there was any. A caller that must keep its
-   * event loop answering can prepare new policies one at a time and yield between them; compile() then finds
-   * the work done. The result is the same either way.
+   * Validation ahead of compile(), one policy at a time, for a caller that must keep its event loop
+   * answering (policy-targets.ts); says whether there was any work. The result is the same either way.
    */
   prepare(policy: NetworkPolicy): boolean {
-    if (this.validations.has(policy)) return false;
-    this.validationOf(policy);
-    return true;
-  }
-
-  private validationOf(policy: NetworkPolicy): readonly Problem[] {
-    let found = this.validations.get(policy);
-    if (!found) this.validations.set(policy, (found = validatePolicy(policy)));
-    return found;
-  }
-
-  /** Every policy's validation problems in policy key order; only namespaces whose policies changed are looked at. */
-  private updatePolicyProblems(): readonly Problem[] {
-    let moved = false;
-    for (const ns of this.index.takeChanged()) {
-      const found = this.index.policiesIn(ns).flatMap((p) => this.validationOf(p));
-      if (found.length > 0) this.problemsByNamespace.set(ns, found);
-      else if (!this.problemsByNamespace.delete(ns)) continue;
-      moved = true;
-    }
-    if (moved)
-      this.policyProblems = [...this.problemsByNamespace.keys()].sort(byNamespaceKey).flatMap((ns) => this.problemsByNamespace.get(ns)!);
-    return this.policyProblems;
-  }
-
-  /** Policies that select a local pod, in policy key order: only namespaces with local pods are looked at. */
-  private activePolicies(): CheckedPolicy[] {
-    const local = this.state.localPods;
-    if (local !== this.localNamespaces.local) {
-      const sorted = [...new Set(local.map((p) => p.namespace))].sort(byNamespaceKey);
-      this.localNamespaces = { local, sorted };
-      const keep = new Set(sorted);
-      for (const ns of this.activeByNamespace.keys()) if (!keep.has(ns)) this.activeByNamespace.delete(ns);
-    }
-    const out: CheckedPolicy[] = [];
-    for (const ns of this.localNamespaces.sorted) {
-      const policies = this.index.policiesIn(ns);
-      const localIn = this.state.localPodsIn(ns);
-      let entry = this.activeByNamespace.get(ns);
-      if (entry?.policies !== policies || entry.local !== localIn) {
-        const active = policies.map((p) => this.checkPolicy(p)).filter((cp) => cp.targets.length > 0);
-        this.activeByNamespace.set(ns, (entry = { policies, local: localIn, active }));
-      }
-      out.push(...entry.active);
-    }
-    return out;
+    return this.targets.prepare(policy);
   }
 
   /**
@@ -238,28 +173,6 @@ export class Compiler {
     const budget = { ...used, refused: refused.size };
     if (refused.size === 0) return { policies, budget };
     return { policies: policies.map((cp) => (refused.has(cp.policy) ? { ...cp, valid: false } : cp)), budget };
-  }
-
-  private checkPolicy(policy: NetworkPolicy): CheckedPolicy {
-    const found = this.validationOf(policy);
-    // Targets depend on the policy and its namespace's local pods only: reuse them while neither changed.
-    const local = this.state.localPodsIn(policy.namespace);
-    const cached = this.checked.get(policy);
-    if (cached && cached.local === local) return cached.checked;
-    const checked = this.checkTargets(policy, found, local);
-    this.checked.set(policy, { local, checked });
-    return checked;
-  }
-
-  /** `local`: the local pods of the policy's namespace. */
-  private checkTargets(policy: NetworkPolicy, found: readonly Problem[], local: readonly Pod[]): CheckedPolicy {
-    const errors = found.filter((p) => p.severity === 'error');
-    // An invalid podSelector cannot say which pods it meant; failing closed means isolating the namespace.
-    const badSelector = errors.some((p) => p.field.startsWith('spec.podSelector'));
-    const targets = badSelector ? local : local.filter((p) => selectorMatches(policy.podSelector, p.labels));
-    // Any loading problem (wrong types, unknown values) invalidates the policy; semantic warnings do not.
-    const valid = errors.length === 0 && (policy.problems?.length ?? 0) === 0;
-    return { policy, key: `${policy.namespace}/${policy.name}`, valid, types: policyTypes(policy), targets };
   }
 
   private wantsFamily(family: IpFamily, settings: NodeSettings): boolean {
