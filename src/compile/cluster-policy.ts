@@ -1,6 +1,7 @@
 // ClusterNetworkPolicy in the compiler: which local pods each CNP selects, in which order the tiers
 // run, which chains that needs per address family, and the problems to report. The chains themselves
-// are built in cluster-policy-chains.ts; the per-pod tier layout in workload-chains.ts.
+// are built in cluster-policy-chains.ts; which CNPs select each pod is kept in resolution.ts, the per-pod
+// tier layout in endpoint-chains.ts and workload-chains.ts.
 //
 // "Policy tiers are evaluated in this order: Admin, NetworkPolicy, Baseline"; within a tier "lower
 // priority values have higher precedence", and for equal priorities "the implementation can apply any
@@ -15,18 +16,10 @@ import { cnpChain, cnpInvalid } from './cluster-policy-chains.js';
 import type { IpSetRegistry, SetRequest } from './ipsets.js';
 import type { Direction } from './policy-chains.js';
 import { selectorMatches } from './selectors.js';
-import type { CnpTierChains } from './workload-chains.js';
-
-export type PodTiers = Record<Direction, CnpTierChains>;
+import { TupleMap } from './memo.js';
 
 export interface CnpFamilyResult {
   readonly chains: readonly Chain[];
-  /** Per local pod (of this family) the CNP chains that select it, per direction and tier. */
-  readonly byPod: ReadonlyMap<Pod, PodTiers>;
-  /** Egress chains that can match a packet to a node address (the rest only ever return on INPUT). */
-  readonly nodeReaching: ReadonlySet<ChainName>;
-  /** Chains of audited CNPs (docs/audit.md). */
-  readonly audited: ReadonlySet<ChainName>;
   /** Audit mode: the verdict-only copy of a CNP chain (Deny sets a bit), added to `chains` when first asked for. */
   readonly verdictOf: (chain: ChainName) => ChainName;
 }
@@ -51,10 +44,15 @@ export function reachesNodes(cnp: ClusterNetworkPolicy): boolean {
 
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
+type Ordered = Pick<ClusterNetworkPolicy, 'tier' | 'priority' | 'name'>;
+const tierRank = (c: Ordered): number => (c.tier === 'Admin' ? 0 : 1);
+
 /** Evaluation order: Admin before Baseline, then priority, then name. */
+export const inEvaluationOrder = (a: Ordered, b: Ordered): number =>
+  tierRank(a) - tierRank(b) || a.priority - b.priority || cmp(a.name, b.name);
+
 export function sortClusterPolicies(cnps: readonly ClusterNetworkPolicy[]): ClusterNetworkPolicy[] {
-  const tierRank = (c: ClusterNetworkPolicy): number => (c.tier === 'Admin' ? 0 : 1);
-  return [...cnps].sort((a, b) => tierRank(a) - tierRank(b) || a.priority - b.priority || cmp(a.name, b.name));
+  return [...cnps].sort(inEvaluationOrder);
 }
 
 /** "host-networked pods are not included in subject selection": local pods are never host-networked. */
@@ -96,7 +94,7 @@ export class ClusterPolicyCompiler {
   private lastInput: readonly ClusterNetworkPolicy[] | undefined;
   private sorted: readonly ClusterNetworkPolicy[] = [];
   private problemsOf = new WeakMap<ClusterNetworkPolicy, readonly Problem[]>();
-  private chains = new WeakMap<ClusterNetworkPolicy, Map<string, CachedChain>>();
+  private chains = new WeakMap<ClusterNetworkPolicy, TupleMap<readonly [Direction, IpFamily, boolean], CachedChain>>();
   private subjects = new Map<string, readonly Pod[]>();
   private nextSubjects = new Map<string, readonly Pod[]>();
 
@@ -135,11 +133,16 @@ export class ClusterPolicyCompiler {
 
   subjectsOf = (cnp: ClusterNetworkPolicy): readonly Pod[] => this.subjects.get(cnp.name) ?? NO_PODS;
 
+  /** Every CNP that has a local subject, with its subjects (for resolution.ts). */
+  *selecting(): Iterable<{ readonly item: ClusterNetworkPolicy; readonly targets: readonly Pod[] }> {
+    for (const cnp of this.sorted) {
+      const targets = this.subjectsOf(cnp);
+      if (targets.length > 0) yield { item: cnp, targets };
+    }
+  }
+
   compileFamily(family: IpFamily, sets: IpSetRegistry, state: ClusterState, settings: NodeSettings): CnpFamilyResult {
     const chains: Chain[] = [];
-    const byPod = new Map<Pod, PodTiers>();
-    const nodeReaching = new Set<ChainName>();
-    const audited = new Set<ChainName>();
     const sources = new Map<ChainName, { cnp: ClusterNetworkPolicy; direction: Direction }>();
     const verdicts = new Map<ChainName, ChainName>();
     const verdictOf = (name: ChainName): ChainName => {
@@ -160,16 +163,9 @@ export class ClusterPolicyCompiler {
         const chain = this.chain(cnp, direction, family, sets, state, settings);
         chains.push(chain);
         sources.set(chain.name, { cnp, direction });
-        if (cnp.audit) audited.add(chain.name);
-        if (direction === 'egress' && reachesNodes(cnp)) nodeReaching.add(chain.name);
-        for (const pod of subjects) {
-          let entry = byPod.get(pod);
-          if (!entry) byPod.set(pod, (entry = { ingress: { admin: [], baseline: [] }, egress: { admin: [], baseline: [] } }));
-          (entry[direction][cnp.tier === 'Admin' ? 'admin' : 'baseline'] as ChainName[]).push(chain.name);
-        }
       }
     }
-    return { chains, byPod, nodeReaching, audited, verdictOf };
+    return { chains, verdictOf };
   }
 
   private chain(
@@ -182,8 +178,8 @@ export class ClusterPolicyCompiler {
     verdictOnly = false,
   ): Chain {
     let perCnp = this.chains.get(cnp);
-    if (!perCnp) this.chains.set(cnp, (perCnp = new Map<string, CachedChain>()));
-    const key = `${direction}|${family}${verdictOnly ? '|verdict' : ''}`;
+    if (!perCnp) this.chains.set(cnp, (perCnp = new TupleMap()));
+    const key = [direction, family, verdictOnly] as const;
     let cached = perCnp.get(key);
     if (!cached) {
       const requests: SetRequest[] = [];

@@ -10,6 +10,7 @@ import {
   type NetworkPolicy,
   type NodeSettings,
   type PolicyRule,
+  type PolicyType,
   type Rule,
 } from '../model/index.js';
 import type { ClusterState } from './cluster-state.js';
@@ -20,6 +21,14 @@ import { cidrMember, resolvePeers, resolvePorts, type PeerAlt, type PortAlt } fr
 import { flowLogRules } from './flow-log.js';
 
 export type Direction = 'ingress' | 'egress';
+
+// "If this field is not specified, it will default based on the existence of ingress or egress rules;
+// policies that contain an egress section are assumed to affect egress, and all policies (whether or not
+// they contain an ingress section) are assumed to affect ingress."
+export function policyTypes(policy: NetworkPolicy): readonly PolicyType[] {
+  if (policy.policyTypes && policy.policyTypes.length > 0) return policy.policyTypes;
+  return policy.egress && policy.egress.length > 0 ? ['Ingress', 'Egress'] : ['Ingress'];
+}
 
 export interface PolicyChainInput {
   readonly policy: NetworkPolicy;

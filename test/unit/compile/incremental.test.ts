@@ -6,7 +6,8 @@ import { ObjectStore } from '../../../src/cluster/source.js';
 import { Compiler, compile } from '../../../src/compile/index.js';
 import { generateCluster } from '../../../scripts/bench-lib/generator.js';
 import { MUTATIONS, remoteNode } from '../../../scripts/bench-lib/mutations.js';
-import type { ClusterSnapshot, DesiredState, NodeSettings } from '../../../src/model/index.js';
+import { generateClusterPolicies } from '../../../scripts/bench-cnp-policies.js';
+import type { ClusterNetworkPolicy, ClusterSnapshot, DesiredState, NodeSettings } from '../../../src/model/index.js';
 import { renderFullRestore, renderIpsetRestore } from '../../../src/render/index.js';
 
 const text = (d: DesiredState): string => [d.v4, d.v6].map((f) => renderIpsetRestore(f.ipsets) + renderFullRestore(f)).join('\n');
@@ -53,6 +54,69 @@ describe('incremental Compiler', () => {
       });
       expect(incremental.problems).toEqual(full.problems);
     }
+  });
+
+  it('with ClusterNetworkPolicies and audited objects, equals compile() after every change of a 45-step random sequence', () => {
+    // Which policies and tiers select each pod is kept from one compile to the next (resolution.ts): CNPs
+    // moving in the evaluation order, audit mode turned on and off, CNPs coming and going must all give
+    // what a fresh compile gives.
+    const cnps = generateClusterPolicies(start, 7, 12).map((c, i) => (i % 5 === 0 ? { ...c, audit: true } : c));
+    const audited = (snap: ClusterSnapshot, i: number): ClusterSnapshot => ({
+      ...snap,
+      policies: snap.policies.map((p, j) => (j === i % snap.policies.length ? { ...p, audit: !p.audit } : p)),
+    });
+    const cnpStep = (snap: ClusterSnapshot, step: number): ClusterSnapshot => {
+      const list: readonly ClusterNetworkPolicy[] = snap.clusterPolicies ?? [];
+      const i = step % Math.max(1, list.length);
+      const edit = (f: (c: ClusterNetworkPolicy) => ClusterNetworkPolicy | undefined): ClusterSnapshot => ({
+        ...snap,
+        clusterPolicies: list.flatMap((c, j) => (j === i ? [f(c)].filter((x) => x !== undefined) : [c])),
+      });
+      switch (step % 5) {
+        case 0:
+          return edit((c) => ({ ...c, priority: (c.priority + 37) % 100 }));
+        case 1:
+          return edit((c) => ({ ...c, audit: !c.audit }));
+        case 2:
+          return edit((c) => ({ ...c, tier: c.tier === 'Admin' ? 'Baseline' : 'Admin' }));
+        case 3:
+          return edit(() => undefined);
+        default:
+          return {
+            ...snap,
+            clusterPolicies: [...list, cnps[step % cnps.length]!].filter((c, j, all) => all.findIndex((x) => x.name === c.name) === j),
+          };
+      }
+    };
+    const compiler = new Compiler();
+    let snap: ClusterSnapshot = {
+      ...start,
+      policies: start.policies.map((p, j) => (j % 7 === 0 ? { ...p, audit: true } : p)),
+      clusterPolicies: cnps,
+    };
+    expect(text(compiler.compile(snap, settings).desired)).toBe(text(compile(snap, settings).desired));
+    const seen = { verdictCopies: 0, toNode: 0 };
+    for (let step = 0; step < 45; step++) {
+      const mutation = MUTATIONS[(step * 3 + 2) % MUTATIONS.length]!;
+      const way = step % 3 === 0 ? 'cnp' : step % 3 === 1 ? 'audit' : mutation.name;
+      snap =
+        way === 'cnp'
+          ? cnpStep(snap, step)
+          : way === 'audit'
+            ? audited(snap, step * 13)
+            : mutation.apply(snap, { node: mutation.where === 'local' ? 'node-1' : remote, pick: step + 1 });
+      const incremental = compiler.compile(snap, settings);
+      const full = compile(snap, settings);
+      expect({ step, way, text: text(incremental.desired) }).toEqual({ step, way, text: text(full.desired) });
+      expect(incremental.problems).toEqual(full.problems);
+      for (const chain of full.desired.v4.chains) {
+        if (chain.role.kind === 'cluster-policy' && chain.role.verdictOnly) seen.verdictCopies++;
+        if (chain.role.kind === 'host-workload') seen.toNode++;
+      }
+    }
+    // The sequence reached the layouts it is about: pods judged twice (audit) and pods' chains to the node.
+    expect(seen.verdictCopies).toBeGreaterThan(0);
+    expect(seen.toNode).toBeGreaterThan(0);
   });
 
   it('equals compile() when the snapshots come from a source with their deltas, folded, out of order or without', () => {

@@ -1,0 +1,118 @@
+// Which local pods each NetworkPolicy selects, and its validation problems, kept from one compile to the
+// next: only namespaces whose policies changed (problems) or that hold local pods (targets) are looked at,
+// and a policy's targets are worked out again only when it or its namespace's local pods changed.
+
+import type { ClusterSnapshot, NetworkPolicy, Pod, PolicyType, Problem, SnapshotDelta } from '../model/index.js';
+import type { ClusterState } from './cluster-state.js';
+import { policyTypes } from './policy-chains.js';
+import { byNamespaceKey, PolicyIndex } from './policy-index.js';
+import { selectorMatches } from './selectors.js';
+import { validatePolicy } from './validate.js';
+
+export interface CheckedPolicy {
+  readonly policy: NetworkPolicy;
+  readonly key: string;
+  readonly valid: boolean;
+  readonly types: readonly PolicyType[];
+  /** Local pods it selects. */
+  readonly targets: readonly Pod[];
+}
+
+export class PolicyTargets {
+  private readonly index = new PolicyIndex();
+  /** Validation problems per namespace (only namespaces with some), and all of them in policy key order. */
+  private readonly problemsByNamespace = new Map<string, readonly Problem[]>();
+  private policyProblems: readonly Problem[] = [];
+  /** Per namespace with local pods: its policies that select one, while its policies and local pods are the same arrays. */
+  private readonly activeByNamespace = new Map<
+    string,
+    { readonly policies: readonly NetworkPolicy[]; readonly local: readonly Pod[]; readonly active: readonly CheckedPolicy[] }
+  >();
+  private localNamespaces: { readonly local: readonly Pod[]; readonly sorted: readonly string[] } = { local: [], sorted: [] };
+  private readonly validations = new WeakMap<NetworkPolicy, readonly Problem[]>();
+  private readonly checked = new WeakMap<NetworkPolicy, { readonly local: readonly Pod[]; readonly checked: CheckedPolicy }>();
+
+  constructor(private readonly state: Pick<ClusterState, 'localPods' | 'localPodsIn'>) {}
+
+  /** Bring the policies to the snapshot (by the source's delta when there is one). */
+  update(snapshot: ClusterSnapshot, delta: SnapshotDelta | undefined): void {
+    this.index.update(snapshot, delta);
+  }
+
+  /**
+   * Does ahead of compile() the per-policy work it would do first (validation, which reads every ipBlock's
+   * cidr and excepts once per policy object), and says whether there was any. A caller that must keep its
+   * event loop answering can prepare new policies one at a time and yield between them; compile() then finds
+   * the work done. The result is the same either way.
+   */
+  prepare(policy: NetworkPolicy): boolean {
+    if (this.validations.has(policy)) return false;
+    this.validationOf(policy);
+    return true;
+  }
+
+  private validationOf(policy: NetworkPolicy): readonly Problem[] {
+    let found = this.validations.get(policy);
+    if (!found) this.validations.set(policy, (found = validatePolicy(policy)));
+    return found;
+  }
+
+  /** Every policy's validation problems in policy key order; only namespaces whose policies changed are looked at. */
+  problems(): readonly Problem[] {
+    let moved = false;
+    for (const ns of this.index.takeChanged()) {
+      const found = this.index.policiesIn(ns).flatMap((p) => this.validationOf(p));
+      if (found.length > 0) this.problemsByNamespace.set(ns, found);
+      else if (!this.problemsByNamespace.delete(ns)) continue;
+      moved = true;
+    }
+    if (moved)
+      this.policyProblems = [...this.problemsByNamespace.keys()].sort(byNamespaceKey).flatMap((ns) => this.problemsByNamespace.get(ns)!);
+    return this.policyProblems;
+  }
+
+  /** Policies that select a local pod, in policy key order: only namespaces with local pods are looked at. */
+  active(): CheckedPolicy[] {
+    const local = this.state.localPods;
+    if (local !== this.localNamespaces.local) {
+      const sorted = [...new Set(local.map((p) => p.namespace))].sort(byNamespaceKey);
+      this.localNamespaces = { local, sorted };
+      const keep = new Set(sorted);
+      for (const ns of this.activeByNamespace.keys()) if (!keep.has(ns)) this.activeByNamespace.delete(ns);
+    }
+    const out: CheckedPolicy[] = [];
+    for (const ns of this.localNamespaces.sorted) {
+      const policies = this.index.policiesIn(ns);
+      const localIn = this.state.localPodsIn(ns);
+      let entry = this.activeByNamespace.get(ns);
+      if (entry?.policies !== policies || entry.local !== localIn) {
+        const active = policies.map((p) => this.checkPolicy(p)).filter((cp) => cp.targets.length > 0);
+        this.activeByNamespace.set(ns, (entry = { policies, local: localIn, active }));
+      }
+      out.push(...entry.active);
+    }
+    return out;
+  }
+
+  private checkPolicy(policy: NetworkPolicy): CheckedPolicy {
+    const found = this.validationOf(policy);
+    // Targets depend on the policy and its namespace's local pods only: reuse them while neither changed.
+    const local = this.state.localPodsIn(policy.namespace);
+    const cached = this.checked.get(policy);
+    if (cached && cached.local === local) return cached.checked;
+    const checked = this.checkTargets(policy, found, local);
+    this.checked.set(policy, { local, checked });
+    return checked;
+  }
+
+  /** `local`: the local pods of the policy's namespace. */
+  private checkTargets(policy: NetworkPolicy, found: readonly Problem[], local: readonly Pod[]): CheckedPolicy {
+    const errors = found.filter((p) => p.severity === 'error');
+    // An invalid podSelector cannot say which pods it meant; failing closed means isolating the namespace.
+    const badSelector = errors.some((p) => p.field.startsWith('spec.podSelector'));
+    const targets = badSelector ? local : local.filter((p) => selectorMatches(policy.podSelector, p.labels));
+    // Any loading problem (wrong types, unknown values) invalidates the policy; semantic warnings do not.
+    const valid = errors.length === 0 && (policy.problems?.length ?? 0) === 0;
+    return { policy, key: `${policy.namespace}/${policy.name}`, valid, types: policyTypes(policy), targets };
+  }
+}
