@@ -145,14 +145,19 @@ export class ObjectStore {
     Node: new Map(),
     ClusterNetworkPolicy: new Map(),
   };
-  /** Keys per kind in sorted order, kept sorted on insert so a change never re-sorts 10k pods. */
-  private readonly sorted: { readonly [K in ObjectKind]: string[] } = {
+  /**
+   * Keys per kind in sorted order, except the last `unsorted[kind]` of them: new keys are appended and merged in
+   * when the order is next needed. An initial list of 100,000 pods in no particular order is one sort, not
+   * 100,000 insertions that each move half the array; a later change is one merge step, never a re-sort.
+   */
+  private readonly sorted: { [K in ObjectKind]: string[] } = {
     Namespace: [],
     Pod: [],
     NetworkPolicy: [],
     Node: [],
     ClusterNetworkPolicy: [],
   };
+  private readonly unsorted = new Map<ObjectKind, number>();
   /** Per kind, the list handed out last; a new one only for a kind that changed, so unchanged kinds keep their arrays. */
   private latest: Lists | undefined;
   private readonly dirty = new Set<ObjectKind>(KINDS);
@@ -174,7 +179,10 @@ export class ObjectStore {
     this.maps[kind].set(key, value);
     if (old === undefined) {
       const keys = this.sorted[kind];
-      keys.splice(lowerBound(keys, key), 0, key);
+      const pending = this.unsorted.get(kind) ?? 0;
+      // A list that arrives in key order (the API server's) stays sorted as it is appended.
+      if (pending > 0 || (keys.length > 0 && keys[keys.length - 1]! > key)) this.unsorted.set(kind, pending + 1);
+      keys.push(key);
     }
     return { kind, key, type: old === undefined ? 'add' : 'update' };
   }
@@ -184,7 +192,7 @@ export class ObjectStore {
     if (old === undefined) return undefined;
     this.remember(kind, key, old);
     this.maps[kind].delete(key);
-    const keys = this.sorted[kind];
+    const keys = this.sortedKeys(kind);
     keys.splice(lowerBound(keys, key), 1);
     return { kind, key, type: 'delete' };
   }
@@ -200,10 +208,9 @@ export class ObjectStore {
         continue;
       }
       const map = this.maps[kind];
-      const sorted = this.sorted[kind];
       lists[kind] = new KindList(
         kind,
-        () => sorted.map((k) => map.get(k)!),
+        () => this.sortedKeys(kind).map((k) => map.get(k)!),
         (k) => map.get(k),
       );
       if (kept) kept.next = lists[kind];
@@ -212,6 +219,27 @@ export class ObjectStore {
     this.dirty.clear();
     this.cached = snapshotOf(lists, this.maps.ClusterNetworkPolicy.size > 0);
     return this.cached;
+  }
+
+  /** The kind's keys, all in order: the appended ones sorted and merged in. */
+  private sortedKeys(kind: ObjectKind): string[] {
+    const pending = this.unsorted.get(kind) ?? 0;
+    if (pending === 0) return this.sorted[kind];
+    this.unsorted.delete(kind);
+    const keys = this.sorted[kind];
+    if (pending <= 64) {
+      // A change or a few: each moved to its place (a memory move, no comparison per key).
+      for (const key of keys.splice(keys.length - pending).sort()) keys.splice(lowerBound(keys, key), 0, key);
+      return keys;
+    }
+    const head = keys.slice(0, keys.length - pending);
+    const tail = keys.slice(keys.length - pending).sort();
+    const merged = new Array<string>(keys.length);
+    let h = 0;
+    let t = 0;
+    for (let o = 0; o < merged.length; o++)
+      merged[o] = t >= tail.length || (h < head.length && head[h]! < tail[t]!) ? head[h++]! : tail[t++]!;
+    return (this.sorted[kind] = merged);
   }
 
   /** Before a change: the latest snapshot's list of this kind keeps the old value (if it has not yet kept one for the key). */

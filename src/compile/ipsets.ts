@@ -2,18 +2,21 @@
 // Rules only need a set's name; what it holds is described declaratively (MemberSpec) and resolved once
 // per compile, so a cached chain can re-request its sets and a set is rebuilt only when its inputs moved.
 
-import type {
-  ClusterNetworkPolicy,
-  ClusterNode,
-  IpFamily,
-  IpSet,
-  IpSetName,
-  IpSetType,
-  L4Protocol,
-  LabelSelector,
-  NetworkPolicy,
-  Pod,
-  PolicyPeer,
+import {
+  editSorted,
+  recordMemberDelta,
+  type ClusterNetworkPolicy,
+  type ClusterNode,
+  type IpFamily,
+  type IpSet,
+  type IpSetName,
+  type IpSetType,
+  type MemberDelta,
+  type L4Protocol,
+  type LabelSelector,
+  type NetworkPolicy,
+  type Pod,
+  type PolicyPeer,
 } from '../model/index.js';
 import { containsIp, parseIp, type Cidr } from '../model/address.js';
 import { ipsOfFamily, type ClusterState, type Selection } from './cluster-state.js';
@@ -107,13 +110,18 @@ export class IpSetBuilder {
       } else {
         const selection = req.spec.kind === 'selector' ? ctx.state.select(req.spec.peer, req.spec.namespace) : undefined;
         const patchable = old && selection && old.version !== undefined && old.sharedVersion === ctx.state.sharedVersion;
+        const patched = patchable ? patchMembers(old.set.members, selection, old.version!, ctx.family, ctx.state) : undefined;
         const members =
-          (patchable ? patchMembers(old.set.members, selection, old.version!, ctx.family, ctx.state) : undefined) ??
+          patched?.members ??
           (old ? resortMembers(old.set.members, new Set(membersOf(req.spec, ctx))) : sortMembers(new Set(membersOf(req.spec, ctx))));
-        const same = old && old.set.description === req.description && sameList(old.set.members, members);
+        // A patch says itself whether anything moved: no walk over the members to find out.
+        const sameMembers = old && (patched ? members === old.set.members : sameList(old.set.members, members));
+        const same = old && old.set.description === req.description && sameMembers;
+        const set = same ? old.set : { name, type: TYPE_OF[req.kind], family: ctx.family, members, description: req.description };
+        if (old && patched && set !== old.set) recordMemberDelta(set, old.set, patched.delta);
         built = {
           stamp,
-          set: same ? old.set : { name, type: TYPE_OF[req.kind], family: ctx.family, members, description: req.description },
+          set,
           ...(selection ? { version: selection.version } : {}),
           sharedVersion: ctx.state.sharedVersion,
         };
@@ -273,8 +281,9 @@ function compareMembers(a: string, b: string): number {
 
 /**
  * A pod-selector set's members after the selection's changes since `version`, applied to the members it
- * had then: a pod change touches an address or two of a set that may hold thousands. Undefined when the
- * selection no longer remembers that far back, or changed too much to be worth patching.
+ * had then, and what moved: a pod change touches an address or two of a set that may hold thousands, found
+ * by binary search (editSorted). Undefined when the selection no longer remembers that far back, or changed
+ * too much to be worth patching.
  */
 function patchMembers(
   before: readonly string[],
@@ -282,7 +291,7 @@ function patchMembers(
   version: number,
   family: IpFamily,
   state: ClusterState,
-): readonly string[] | undefined {
+): { readonly members: readonly string[]; readonly delta: MemberDelta } | undefined {
   const changes = selection.changesSince(version);
   if (!changes || changes.length > 64) return undefined;
   const gone = new Set(changes.flatMap((c) => (c.before ? ipsOfFamily(c.before, family) : [])));
@@ -291,7 +300,7 @@ function patchMembers(
   // An address that left may still be another selected pod's (an IP handed on while both are listed). Asked
   // of the address's claimants, not by walking the selection: a namespaceSelector set may hold 40,000 pods.
   for (const ip of gone) if (state.claimantsOf(ip).some((key) => selection.pods.has(key))) gone.delete(ip);
-  return mergeMembers(gone.size > 0 ? before.filter((m) => !gone.has(m)) : before, come);
+  return editSorted(before, gone, come, compareMembers);
 }
 
 /** `now` in sortMembers order, given the sorted members a set had before. */

@@ -6,6 +6,7 @@ export * from './flow-log.js';
 export * from './manifest-limits.js';
 export * from './problem.js';
 export * from './identity-diff.js';
+export * from './member-delta.js';
 export * from './chain-kinds.js';
 export * from './rule-comments.js';
 export * from './address.js';

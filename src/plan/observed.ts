@@ -1,6 +1,15 @@
 // What the kernel holds of ours, read from `iptables-save -t filter` and `ipset save` text.
 
-import { KERNEL_CHAINS, type Chain, type FamilyState, type IpFamily, type IpSet, type KernelChainName } from '../model/index.js';
+import {
+  editSorted,
+  KERNEL_CHAINS,
+  recordedMemberDelta,
+  type Chain,
+  type FamilyState,
+  type IpFamily,
+  type IpSet,
+  type KernelChainName,
+} from '../model/index.js';
 import {
   IPSET_MAXELEM,
   parseIpsetSave,
@@ -83,6 +92,17 @@ function isOurs(rule: SavedRule, own: Ownership): boolean {
 const savedLines = new WeakMap<Chain, readonly string[]>();
 const savedSets = new WeakMap<IpSet, SavedIpSet>();
 
+/** A set's members in `ipset save` order: the set it was patched from, edited by the same change, else sorted whole. */
+function savedMembersOf(set: IpSet): string[] {
+  const recorded = recordedMemberDelta(set);
+  const before = recorded && savedSets.get(recorded.from);
+  if (!recorded || !before || before.type !== set.type) return [...set.members].sort();
+  // A fresh array, or when nothing moved the earlier one (never written to: saved members are only read).
+  return editSorted(before.members, recorded.delta.removed, recorded.delta.added, byCodeUnits).members as string[];
+}
+
+const byCodeUnits = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
 export function expectedObserved(desired: FamilyState): ObservedFamily {
   // Cached per chain and set object: the compiler returns the same objects for what did not change.
   const linesOf = (c: Chain): readonly string[] => {
@@ -93,7 +113,7 @@ export function expectedObserved(desired: FamilyState): ObservedFamily {
   const savedOf = (s: IpSet): SavedIpSet => {
     let saved = savedSets.get(s);
     if (!saved)
-      savedSets.set(s, (saved = { name: s.name, type: s.type, family: s.family, maxelem: IPSET_MAXELEM, members: [...s.members].sort() }));
+      savedSets.set(s, (saved = { name: s.name, type: s.type, family: s.family, maxelem: IPSET_MAXELEM, members: savedMembersOf(s) }));
     return saved;
   };
   const chains = new Map(desired.chains.map((c) => [c.name as string, linesOf(c)]));

@@ -3,6 +3,7 @@
 
 import {
   diffByIdentity,
+  memberDeltaFrom,
   type Chain,
   type ChainRole,
   type FamilyState,
@@ -270,6 +271,9 @@ function memberDelta(
   previous: IpSet | undefined,
 ): { adds: readonly string[]; dels: readonly string[] } {
   if (previous && previous.members.length === observed.length) {
+    // The compiler says what it changed when it patched the set: nothing to walk.
+    const recorded = memberDeltaFrom(set, previous);
+    if (recorded) return { adds: recorded.added, dels: recorded.removed };
     const { added, removed } = diffByIdentity(previous.members, set.members);
     return { adds: added, dels: removed };
   }

@@ -111,6 +111,22 @@ describe('a hostile WatchList stream ends in paged lists', () => {
   });
 });
 
+describe('the object bound is inclusive', () => {
+  // A cluster of exactly initialListMaxObjects pods (100,000 by default: the largest benchmark tier) is served
+  // in full, by the stream and by paged lists alike; only an object past it is refused.
+  it.each([{ watchList: true }, { watchList: false }])(
+    'WatchList $watchList: exactly maxObjects pods sync, unrefused',
+    async ({ watchList }) => {
+      server.watchList = watchList;
+      for (let i = 0; i < 3; i++) server.create(pod(`p-${i}`, `10.244.1.${10 + i}`));
+      const s = startSource({ limits: { maxObjects: 4 } });
+      await s.synced;
+      expect(pods()).toEqual(['p-0', 'p-1', 'p-2', 'web']);
+      expect(refusals).toEqual([]);
+    },
+  );
+});
+
 describe('the watch after sync is line-bounded too', () => {
   it('a line that never ends ends that watch (no crash), and the next watch delivers later events', async () => {
     const s = startSource();

@@ -7,7 +7,8 @@ import { Compiler, compile } from '../../../src/compile/index.js';
 import { generateCluster } from '../../../scripts/bench-lib/generator.js';
 import { MUTATIONS, remoteNode } from '../../../scripts/bench-lib/mutations.js';
 import { generateClusterPolicies } from '../../../scripts/bench-cnp-policies.js';
-import type { ClusterNetworkPolicy, ClusterSnapshot, DesiredState, NodeSettings } from '../../../src/model/index.js';
+import { memberDeltaFrom, type ClusterNetworkPolicy, type ClusterSnapshot, type DesiredState, type NodeSettings } from '../../../src/model/index.js';
+import { expectedObserved } from '../../../src/plan/index.js';
 import { renderFullRestore, renderIpsetRestore } from '../../../src/render/index.js';
 
 const text = (d: DesiredState): string => [d.v4, d.v6].map((f) => renderIpsetRestore(f.ipsets) + renderFullRestore(f)).join('\n');
@@ -32,6 +33,40 @@ describe('incremental Compiler', () => {
       });
       expect(incremental.problems).toEqual(full.problems);
     }
+  });
+
+  it('says what each patched set gained and lost, and the tracker edited by it equals one sorted from scratch', () => {
+    // The planner and the tracker follow a one-pod change by the compiler's recorded delta instead of walking
+    // the members: the delta must be exactly the difference, and what the tracker builds from it exact too.
+    const compiler = new Compiler();
+    let snap: ClusterSnapshot = start;
+    let before = compiler.compile(snap, settings).desired.v4;
+    expectedObserved(before);
+    let recorded = 0;
+    for (let step = 0; step < 80; step++) {
+      const mutation = MUTATIONS[(step * 7 + 3) % MUTATIONS.length]!;
+      snap = mutation.apply(snap, { node: mutation.where === 'local' ? 'node-1' : remote, pick: step + 1 });
+      const now = compiler.compile(snap, settings).desired.v4;
+      const previousByName = new Map(before.ipsets.map((s) => [s.name, s]));
+      for (const set of now.ipsets) {
+        const previous = previousByName.get(set.name);
+        const delta = previous && memberDeltaFrom(set, previous);
+        if (!delta) continue;
+        recorded++;
+        expect({ step, set: set.name, added: [...delta.added].sort(), removed: [...delta.removed].sort() }).toEqual({
+          step,
+          set: set.name,
+          added: set.members.filter((m) => !previous.members.includes(m)).sort(),
+          removed: previous.members.filter((m) => !set.members.includes(m)).sort(),
+        });
+      }
+      expect({ step, sets: expectedObserved(now).ipsets }).toEqual({
+        step,
+        sets: expectedObserved(compile(snap, settings).desired.v4).ipsets,
+      });
+      before = now;
+    }
+    expect(recorded).toBeGreaterThan(20);
   });
 
   it('with a node budget that refuses some policies, equals compile() after every change of an 80-step random sequence', () => {
