@@ -7,7 +7,13 @@ import { Compiler, compile } from '../../../src/compile/index.js';
 import { generateCluster } from '../../../scripts/bench-lib/generator.js';
 import { MUTATIONS, remoteNode } from '../../../scripts/bench-lib/mutations.js';
 import { generateClusterPolicies } from '../../../scripts/bench-cnp-policies.js';
-import { memberDeltaFrom, type ClusterNetworkPolicy, type ClusterSnapshot, type DesiredState, type NodeSettings } from '../../../src/model/index.js';
+import {
+  memberDeltaFrom,
+  type ClusterNetworkPolicy,
+  type ClusterSnapshot,
+  type DesiredState,
+  type NodeSettings,
+} from '../../../src/model/index.js';
 import { expectedObserved } from '../../../src/plan/index.js';
 import { renderFullRestore, renderIpsetRestore } from '../../../src/render/index.js';
 
