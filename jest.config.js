@@ -9,6 +9,8 @@ const common = {
   testEnvironment: 'node',
 };
 export default {
+  // `npm test` runs every project in one jest process with two workers (scripts/test.sh); longest first.
+  testSequencer: '<rootDir>/test/longest-first-sequencer.js',
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     { ...common, displayName: 'golden', testMatch: ['<rootDir>/test/golden/**/*.test.ts'] },

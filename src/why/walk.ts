@@ -49,7 +49,7 @@ export interface Unpoliced {
 export interface Walk {
   readonly hops: readonly Hop[];
   readonly unpoliced: readonly Unpoliced[];
-  /** The nodes compiled (each once). */
+  /** The nodes whose rulesets this walk consulted (each compiled once). */
   readonly compiled: readonly string[];
 }
 
@@ -63,17 +63,30 @@ interface NodeRules {
 /** Where flannel sends what leaves a node for another node or the outside; only the bridge is named by our rules. */
 const UPLINK = 'eth0';
 
-export function walkConnection(snapshot: ClusterSnapshot, settingsFor: (node: string) => NodeSettings, c: Connection): Walk {
-  const cache = new Map<string, NodeRules>();
+/**
+ * Nodes' compiled rulesets, by family and node. One question compiles each node once; a caller asking many
+ * questions of the same snapshot and settings (a whole reachability matrix) can pass one cache to all of them.
+ */
+export type CompiledRules = Map<string, NodeRules>;
+
+export function walkConnection(
+  snapshot: ClusterSnapshot,
+  settingsFor: (node: string) => NodeSettings,
+  c: Connection,
+  cache: CompiledRules = new Map(),
+): Walk {
+  const consulted = new Set<string>();
   const rulesOf = (node: string): NodeRules => {
-    let rules = cache.get(node);
+    consulted.add(node);
+    const key = `${c.family}/${node}`;
+    let rules = cache.get(key);
     if (!rules) {
       const settings = settingsFor(node);
       const desired = compile(snapshot, settings).desired;
       const { ruleset, ipsets } = rulesetOfDesired(c.family === 6 ? desired.v6 : desired.v4);
       const layout = { bridge: settings.bridge, uplink: UPLINK, podCidrs: settings.podCidrs, localIps: localIps(snapshot, node) };
       rules = { ruleset, ipsets, layout };
-      cache.set(node, rules);
+      cache.set(key, rules);
     }
     return rules;
   };
@@ -132,7 +145,7 @@ export function walkConnection(snapshot: ClusterSnapshot, settingsFor: (node: st
       else forward(dstNode, ['ingress']);
     } else if (dst.kind === 'node') input(dst.node, ['ingress'], false);
   }
-  return { hops, unpoliced, compiled: [...cache.keys()] };
+  return { hops, unpoliced, compiled: [...consulted] };
 }
 
 const localIps = (snapshot: ClusterSnapshot, node: string): string[] =>

@@ -4,7 +4,7 @@
 import type { ClusterSnapshot, IpFamily, L4Protocol, NodeSettings } from '../model/index.js';
 import { answerOf, type Answer } from './answer.js';
 import { EndpointError, familiesOf, locate } from './endpoints.js';
-import { walkConnection } from './walk.js';
+import { walkConnection, type CompiledRules } from './walk.js';
 
 export interface WhyQuery {
   /** `ns/pod` or an IP address. */
@@ -16,14 +16,20 @@ export interface WhyQuery {
   readonly family?: IpFamily;
 }
 
-export function whyConnection(snapshot: ClusterSnapshot, settingsFor: (node: string) => NodeSettings, q: WhyQuery): Answer {
+/** `compiled`: pass one cache to every question about the same snapshot and settings to compile each node once. */
+export function whyConnection(
+  snapshot: ClusterSnapshot,
+  settingsFor: (node: string) => NodeSettings,
+  q: WhyQuery,
+  compiled?: CompiledRules,
+): Answer {
   const family = familyOf(snapshot, q);
   const src = locate(q.src, snapshot, family);
   const dst = locate(q.dst, snapshot, family);
   if (src.kind !== 'pod' && dst.kind !== 'pod' && dst.kind !== 'unknown-pod')
     throw new EndpointError(`neither ${q.src} nor ${q.dst} is a pod: netfence judges only connections of pods`);
   const connection = { src, dst, family, proto: q.proto, port: q.port };
-  return answerOf(snapshot, connection, walkConnection(snapshot, settingsFor, connection));
+  return answerOf(snapshot, connection, walkConnection(snapshot, settingsFor, connection, compiled));
 }
 
 function familyOf(snapshot: ClusterSnapshot, q: WhyQuery): IpFamily {

@@ -8,7 +8,7 @@ import { run } from '../../src/dataplane/exec.js';
 import type { ClusterSnapshot, IpFamily, NodeSettings, Protocol } from '../../src/model/index.js';
 import { parseIpsetSave } from '../../src/render/index.js';
 import { loadRuleset, tracePacket, type IpSets, type Ruleset } from '../../src/trace/index.js';
-import { whyConnection } from '../../src/why/index.js';
+import { whyConnection, type CompiledRules } from '../../src/why/index.js';
 
 export interface ProbedCell {
   readonly from: string;
@@ -64,19 +64,26 @@ export async function whyDisagreements(given: ClusterSnapshot, cells: readonly P
     if (ip === undefined) throw new Error(`no IPv${o.family} address for ${endpoint} in the snapshot`);
     return ip;
   };
+  // One snapshot and one settingsFor for every cell: each node is compiled once per matrix, not once per cell.
+  const compiled: CompiledRules = new Map();
   const out: string[] = [];
   for (const cell of cells) {
     // Node to node: no pod, nothing netfence judges (why refuses the question).
     if (cell.from === cell.to || (cell.from.startsWith('node:') && cell.to.startsWith('node:'))) continue;
     const proto = cell.protocol.toLowerCase() as 'tcp' | 'udp' | 'sctp';
     const what = `${cell.protocol}/${cell.port} ${cell.from} -> ${cell.to}`;
-    const answer = whyConnection(snapshot, o.settingsFor, {
-      src: ref(cell.from),
-      dst: ref(cell.to),
-      proto,
-      port: cell.port,
-      family: o.family,
-    });
+    const answer = whyConnection(
+      snapshot,
+      o.settingsFor,
+      {
+        src: ref(cell.from),
+        dst: ref(cell.to),
+        proto,
+        port: cell.port,
+        family: o.family,
+      },
+      compiled,
+    );
     if ((answer.verdict === 'allowed') !== cell.reachable)
       out.push(
         `  ${what}: the probe saw ${cell.reachable ? 'reachable' : 'blocked'}, why says ${answer.verdict}${answer.droppedAt ? ` at ${answer.droppedAt}` : ''}: ${answer.sides.map((s) => `${s.node} ${s.direction} ${s.verdict}: ${s.because}`).join('; ')}`,

@@ -140,7 +140,7 @@ describe('sandbox topology', () => {
   it('removes a pod that fails to start, keeping its IP free', async () => {
     // Two servers on one port: the agent cannot bind, so addPod fails after creating the namespace.
     await expect(sandbox.addPod({ namespace: 'z', name: 'broken', node: 'n1', ports: [80, 80] })).rejects.toThrow();
-    expect((await netnsNames()).filter((n) => n.includes('broken'))).toEqual([]);
+    expect((await netnsNames()).filter((n) => n.startsWith(sandbox.prefix) && n.includes('broken'))).toEqual([]);
     expect(sandbox.pods().map((p) => p.key)).not.toContain('z/broken');
     const next = await sandbox.addPod({ namespace: 'z', name: 'ok', node: 'n1' });
     expect(next.ip).toBe('10.244.1.5');

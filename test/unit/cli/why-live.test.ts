@@ -223,6 +223,9 @@ describe("why --live through the API server's pod proxy", () => {
   let b: FakeDaemon;
   let bOnLoopbackOnly = false;
   let api: FakeApi;
+  // `--kubeconfig` loads @kubernetes/client-node on first use: seconds under jest's ESM loader on a loaded
+  // machine, which made the first test here overrun its 5 s while the others take 0.1 s. Loaded once, up front.
+  beforeAll(() => import('@kubernetes/client-node'), 60_000);
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'nft-why-proxy-'));
     file = join(dir, 'cluster.yaml');

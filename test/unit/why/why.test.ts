@@ -4,7 +4,7 @@
 // not model ("traffic to and from the node where a Pod is running is always allowed").
 
 import { defaultNodeSettings, type ClusterNode, type ClusterSnapshot, type NodeSettings } from '../../../src/model/index.js';
-import { whyConnection, type Answer, type WhyQuery } from '../../../src/why/index.js';
+import { whyConnection, type Answer, type CompiledRules, type WhyQuery } from '../../../src/why/index.js';
 import {
   containerPorts,
   egress,
@@ -310,6 +310,22 @@ describe('why: one connection across the cluster', () => {
     if (c.closest !== undefined)
       expect(answer.sides.flatMap((x) => x.closest ?? []).map((x) => x.differs)).toEqual([expect.stringContaining(c.closest)]);
     else expect(answer.sides.flatMap((x) => x.closest ?? [])).toEqual([]);
+  });
+
+  it('questions sharing a cache compile each node once and answer as they would alone', () => {
+    const s = settingsFor(shop);
+    const compiled: CompiledRules = new Map();
+    const questions: WhyQuery[] = [
+      { src: 'shop/web', dst: 'shop/db', proto: 'tcp', port: 5432 },
+      { src: 'ops/api', dst: 'shop/web', proto: 'tcp', port: 80 },
+      { src: 'shop/api', dst: 'shop/db', proto: 'tcp', port: 5432 },
+    ];
+    const answers = questions.map((q) => whyConnection(shop, s.fn, q, compiled));
+    // One compiled ruleset per node for all three questions (IPv4 only here).
+    expect(compiled.size).toBe(2);
+    answers.forEach((answer, i) => expect(answer).toEqual(whyConnection(shop, settingsFor(shop).fn, questions[i]!)));
+    // Each answer names the nodes it consulted, not every node the cache holds.
+    expect(answers.map((a) => a.compiled.slice().sort())).toEqual([['node-a', 'node-b'], ['node-a'], ['node-b']]);
   });
 
   it('names the pods, nodes and rules in words', () => {
