@@ -51,7 +51,9 @@ function harness(lists: (() => KubernetesListObject<KubernetesObject>)[]) {
   return { informer, watches, held, log, errors, listCalls: () => listCalls };
 }
 
-const listOf = (resourceVersion: string, ...items: KubernetesObject[]) => () => ({ metadata: { resourceVersion }, items });
+const listOf =
+  (resourceVersion: string, ...items: KubernetesObject[]) =>
+  () => ({ metadata: { resourceVersion }, items });
 const settle = () => new Promise((r) => setImmediate(r));
 
 describe('KindInformer', () => {
