@@ -26,6 +26,9 @@ export interface InformerHandlers {
   readonly connect: () => void;
 }
 
+/** Put in place of a list item once it is applied. */
+const RELEASED: KubernetesObject = {};
+
 type ListFn = () => Promise<KubernetesListObject<KubernetesObject>>;
 
 export class KindInformer {
@@ -81,14 +84,22 @@ export class KindInformer {
     );
   }
 
-  private applyList(items: readonly KubernetesObject[]): void {
-    const listed = new Set<string>();
-    for (const obj of items) listed.add(this.handlers.keyOf(obj));
+  private applyList(items: KubernetesObject[]): void {
     // Collected first: removing while the owner's key iterator runs could skip keys.
-    const gone = [...this.handlers.heldKeys()].filter((key) => !listed.has(key));
-    listed.clear();
-    for (const key of gone) this.handlers.remove(key);
-    for (const obj of items) this.handlers.upsert(obj);
+    const held = [...this.handlers.heldKeys()];
+    // The first list (nothing held) needs no set of 100,000 keys.
+    if (held.length > 0) {
+      const listed = new Set<string>();
+      for (const obj of items) listed.add(this.handlers.keyOf(obj));
+      for (const key of held) if (!listed.has(key)) this.handlers.remove(key);
+    }
+    // Each object is let go once applied: a list of 100,000 pods held whole until the last is stored would
+    // raise the peak by all of them (the store keeps its own converted copy).
+    for (let i = 0; i < items.length; i++) {
+      const obj = items[i]!;
+      items[i] = RELEASED;
+      this.handlers.upsert(obj);
+    }
   }
 
   private onEvent(phase: string, obj: KubernetesObject): void {
