@@ -4,7 +4,7 @@
 // Usage: node --expose-gc --import ./scripts/register-ts.mjs scripts/bench-memory.ts [--tier xl] [--seed 1]
 //
 // The same steps the daemon takes (kube-source.ts → source.ts → reconciler → syncer), without the API
-// server or kernel: (1) the API objects as the informer caches them (slimObject of JSON the way the API
+// server or kernel: (1) the API objects as a list holds them (slimObject of JSON the way the API
 // sends it), (2) the converted model objects in the ObjectStore, (3) the compiler's state and the desired
 // state after the first compile, (4) the restore texts of the first sync, (5) the kernel tracker's
 // parsed view of them. Heap figures are V8's `usedHeapSize` plus external/array buffers; the process RSS
@@ -12,7 +12,7 @@
 
 import { generateCluster, type Tier } from './bench-lib/generator.js';
 import { convert, type ObjectKind } from '../src/cluster/convert.js';
-import { keepOnlyKey, slimObject } from '../src/cluster/slim.js';
+import { slimObject } from '../src/cluster/slim.js';
 import { ObjectStore } from '../src/cluster/source.js';
 import { Compiler } from '../src/compile/index.js';
 import { expectedObserved } from '../src/plan/index.js';
@@ -57,24 +57,24 @@ export function memoryRows(tier: Tier, seed: number): { rows: MemoryRow[]; pods:
     last = now;
   };
 
-  const informerCache = wire.map((text) => {
+  const decoded = wire.map((text) => {
     const obj = JSON.parse(text) as KubernetesObject;
     return slimObject(obj.kind as ObjectKind, obj);
   });
-  step('informer caches (slimmed API objects, before conversion)');
+  step('decoded list (slimmed API objects, before conversion)');
   wire.length = 0; // the texts existed before the first figure was taken; drop them before the next
   last = heap();
 
   const store = new ObjectStore();
-  for (const obj of informerCache) {
+  for (const obj of decoded) {
     const kind = obj.kind as ObjectKind;
     const r = convert(kind, obj);
     if (!r.ok) continue;
     const key = kind === 'Namespace' || kind === 'Node' ? obj.metadata!.name! : `${obj.metadata!.namespace}/${obj.metadata!.name}`;
     store.set(kind, key, r.value);
-    keepOnlyKey(obj); // as kube-source.ts does after converting
   }
-  step('object store (converted model objects), minus the informer copies cut to their cache key');
+  decoded.length = 0; // the informer keeps no copy once converted (kind-informer.ts)
+  step('object store (converted model objects), minus the decoded list');
 
   const compiler = new Compiler();
   const snapshot = store.snapshot();
@@ -89,7 +89,7 @@ export function memoryRows(tier: Tier, seed: number): { rows: MemoryRow[]; pods:
 
   // Keep everything alive until the figures are taken.
   const rssMiB = process.memoryUsage().rss / 1024 / 1024;
-  void [informerCache, store, compiler, result, texts, observed];
+  void [store, compiler, result, texts, observed];
   return { rows, pods, policies, rssMiB };
 }
 

@@ -1,15 +1,16 @@
-// ClusterSource backed by the API server: one client-node informer (list, then watch) per kind,
-// every object converted on arrival into an ObjectStore.
+// ClusterSource backed by the API server: one informer (list, then watch: kind-informer.ts) per kind,
+// every object converted on arrival into an ObjectStore, which is the only copy kept.
 //
-// client-node 1.4.0 behaviour this module is written around (dist/cache.js, watch.js):
+// The informer loop's behaviour this module is written around (kind-informer.ts, client-node's watch.js):
 // - A watch that ends cleanly (server timeout, or after a 410 ERROR event) is reconnected by the
-//   informer itself; after a 410 it relists, and the relist calls `delete` for every cached object
-//   missing from the new list, so deletions missed while disconnected are reconciled.
+//   informer itself; after a 410 it relists, and the relist removes every key we hold (in the store,
+//   or rejected with problems) that is missing from the new list, so deletions missed while
+//   disconnected are reconciled.
 // - Any other failure (connection refused, reset mid-stream, HTTP 5xx on list or watch) only fires
-//   the `error` callbacks; the informer then stays stopped. We restart it with capped, jittered
+//   the `error` handler; the informer then stays stopped. We restart it with capped, jittered
 //   backoff. A restart resumes watching from the last resourceVersion, relisting only if that is gone.
 // - `stop()` aborts the open watch, and the abort arrives as one more `error` callback (ignored).
-//   A watch still connecting when stop() runs is not aborted by client-node, so GuardedWatch aborts
+//   A watch still connecting when stop() runs is not aborted by the informer, so GuardedWatch aborts
 //   it once it connects.
 // - The watch has no client-side timeout (watch.js builds an AbortSignal.timeout and then overwrites
 //   it) and ListWatch sends no timeoutSeconds, so a silently dead connection would go unnoticed for
@@ -18,8 +19,7 @@
 // - Exceptions thrown by our event handlers are swallowed by watch.js, so handlers catch and log.
 // - A list that fails halfway (cut connection, unparsable body) rejects before the informer touches
 //   its cache, so no delete is emitted for objects it did not get to; the retry relists.
-// We build the informers from ListWatch + Watch (exactly what makeInformer does) so that the Watch
-// can be wrapped, and give ListWatch our own list function (kube-list.ts): a WatchList stream where the
+// The informer is given a wrapped Watch (GuardedWatch) and our own list function (kube-list.ts): a WatchList stream where the
 // server offers it, else a paged list, both as raw JSON over the watch's authenticated fetch.
 //
 // The pod informer may narrow what it receives with a field selector (option `peerPodsOnly`): pods that
@@ -29,9 +29,10 @@
 // likewise. Servers before 1.28 do not know `spec.hostNetwork` (400): the selector falls back to the phase
 // alone, and without that to none.
 
-import { CustomObjectsApi, ListWatch, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
+import { CustomObjectsApi, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
 import type { ClusterSnapshot, Problem } from '../model/index.js';
 import { convert } from './convert.js';
+import { KindInformer } from './kind-informer.js';
 import { GuardedWatch } from './kube-watch.js';
 import {
   isFieldSelectorRefusal,
@@ -43,7 +44,7 @@ import {
   type InitialStateLimits,
   type StreamRefusalReason,
 } from './kube-list.js';
-import { keepOnlyKey, slimObject } from './slim.js';
+import { slimObject } from './slim.js';
 import type { ObjectKind } from './schemas.js';
 import { ChangeEmitter, ObjectStore, type ClusterChange, type ClusterSource, type Logger } from './source.js';
 
@@ -141,7 +142,7 @@ export class KubeSource implements ClusterSource {
   /** Problems per `kind key` of objects that were rejected or read with warnings. */
   private readonly objectProblems = new Map<string, readonly Problem[]>();
   private problemList: readonly Problem[] | undefined;
-  private readonly informers = new Map<ObjectKind, ListWatch<KubernetesObject>>();
+  private readonly informers = new Map<ObjectKind, KindInformer>();
   private readonly listed = new Set<ObjectKind>();
   private readonly attempts = new Map<ObjectKind, number>();
   private readonly retryTimers = new Map<ObjectKind, NodeJS.Timeout>();
@@ -283,7 +284,7 @@ export class KubeSource implements ClusterSource {
     await Promise.all([...this.informers.values()].map((i) => i.stop()));
   }
 
-  private makeInformer(kubeConfig: KubeConfig, w: KindWatch): ListWatch<KubernetesObject> {
+  private makeInformer(kubeConfig: KubeConfig, w: KindWatch): KindInformer {
     const watch = new GuardedWatch(kubeConfig, {
       slim: (obj) => slimObject(w.kind, obj),
       isStopped: () => this.stopped,
@@ -314,29 +315,25 @@ export class KubeSource implements ClusterSource {
       // The watch starts from this resourceVersion (the list's snapshot, or the WatchList's end bookmark).
       return { metadata: resourceVersion !== undefined ? { resourceVersion } : {}, items };
     };
-    const informer = new ListWatch<KubernetesObject>(w.path, watch, list, false);
-    const guarded = (what: string, fn: (obj: KubernetesObject) => void) => (obj: KubernetesObject) => {
-      try {
-        // Only the kind's current informer: one dropped with its CRD may still deliver a late event.
-        if (!this.stopped && this.informers.get(w.kind) === informer) fn(obj);
-      } catch (err) {
-        this.logger.error(`handling ${w.kind} ${what} failed`, { error: String(err) });
-      }
-    };
-    informer.on(
-      'add',
-      guarded('add', (obj) => this.upsert(w.kind, obj)),
-    );
-    informer.on(
-      'update',
-      guarded('update', (obj) => this.upsert(w.kind, obj)),
-    );
-    informer.on(
-      'delete',
-      guarded('delete', (obj) => this.remove(w.kind, obj)),
-    );
-    informer.on('connect', () => this.logger.debug('informer (re)connecting', { kind: w.kind }));
-    informer.on('error', (err) => this.onInformerError(w.kind, err));
+    // Only the kind's current informer: one dropped with its CRD may still deliver a late event.
+    const current = () => !this.stopped && this.informers.get(w.kind) === informer;
+    const guarded =
+      <T>(what: string, fn: (arg: T) => void) =>
+      (arg: T) => {
+        try {
+          if (current()) fn(arg);
+        } catch (err) {
+          this.logger.error(`handling ${w.kind} ${what} failed`, { error: String(err) });
+        }
+      };
+    const informer: KindInformer = new KindInformer(w.path, watch, list, {
+      upsert: guarded('event', (obj: KubernetesObject) => this.upsert(w.kind, obj)),
+      remove: guarded('deletion', (key: string) => this.remove(w.kind, key)),
+      heldKeys: () => this.heldKeys(w.kind),
+      keyOf: (obj) => keyOf(w.kind, obj),
+      error: (err) => this.onInformerError(w.kind, err),
+      connect: () => this.logger.debug('informer (re)connecting', { kind: w.kind }),
+    });
     return informer;
   }
 
@@ -454,7 +451,6 @@ export class KubeSource implements ClusterSource {
   private upsert(kind: ObjectKind, obj: KubernetesObject): void {
     const key = keyOf(kind, obj);
     const result = convert(kind, obj);
-    keepOnlyKey(obj); // the model holds what was read; the informer's copy keeps its cache key only
     // A policy's problems travel on the policy; other kinds' problems are kept here.
     this.setProblems(kind, key, result.ok && (kind === 'NetworkPolicy' || kind === 'ClusterNetworkPolicy') ? [] : result.problems);
     if (!result.ok) {
@@ -471,10 +467,17 @@ export class KubeSource implements ClusterSource {
     this.changes.emit(this.store.set(kind, key, result.value));
   }
 
-  private remove(kind: ObjectKind, obj: KubernetesObject): void {
-    const key = keyOf(kind, obj);
+  private remove(kind: ObjectKind, key: string): void {
     this.setProblems(kind, key, []);
     this.changes.emit(this.store.delete(kind, key));
+  }
+
+  /** The kind's keys: stored, or rejected and so held only as problems (a relist must clear those too). */
+  private heldKeys(kind: ObjectKind): Set<string> {
+    const keys = new Set(this.store.keys(kind));
+    const prefix = `${kind} `;
+    for (const id of this.objectProblems.keys()) if (id.startsWith(prefix)) keys.add(id.slice(prefix.length));
+    return keys;
   }
 
   private setProblems(kind: ObjectKind, key: string, problems: readonly Problem[]): void {

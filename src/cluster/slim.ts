@@ -1,6 +1,6 @@
-// The informer keeps a copy of every object it saw. Full Pod objects (managedFields, env, volumes,
-// conditions, …) cost kilobytes each; netfence reads a few fields. Keeping only those makes the cache of a
-// 10,000-pod cluster a fraction of its size. Whatever convert() reads must survive here.
+// Every object is cut down as it is decoded, before a list page or WatchList stream is held whole. Full Pod
+// objects (managedFields, env, volumes, conditions, …) cost kilobytes each; netfence reads a few fields.
+// Whatever convert() reads must survive here.
 
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { ObjectKind } from './schemas.js';
@@ -57,19 +57,4 @@ export function slimObject(kind: ObjectKind, obj: KubernetesObject): KubernetesO
       return { ...head, metadata, spec: o['spec'] } as unknown as KubernetesObject;
     }
   }
-}
-
-/**
- * After an object is converted, the informer's cached copy is read only by client-node itself: its cache
- * keys objects by metadata.namespace and metadata.name, compares metadata.resourceVersion to drop
- * repeated updates, and hands the cached object to `delete` handlers, which read the same key. Cutting
- * the copy down to those three fields (in place: the cache holds this very object) leaves the model
- * object in the ObjectStore as the only full copy, so a pod costs one copy of its labels, not two.
- * Only objects made by slimObject may be cut: they are ours, not the informer's callers'.
- */
-export function keepOnlyKey(obj: KubernetesObject): void {
-  const o = obj as Json;
-  const meta = rec(o['metadata']);
-  for (const k of Object.keys(o)) if (k !== 'apiVersion' && k !== 'kind' && k !== 'metadata') o[k] = undefined;
-  if (meta) o['metadata'] = pick(meta, ['name', 'namespace', 'resourceVersion']);
 }

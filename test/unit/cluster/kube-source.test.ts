@@ -326,6 +326,21 @@ describe('KubeSource', () => {
     expect(keys(s.snapshot()).pods).toEqual(['prod/web']);
   });
 
+  it('a relist after 410 clears the problems of an unreadable object deleted meanwhile', async () => {
+    const odd = { ...pod('prod', 'odd', '10.244.1.9'), status: { phase: 'Exploded', podIP: '10.244.1.9' } };
+    server.create(odd);
+    const s = startSource();
+    await s.synced;
+    await waitFor('watches', allWatching);
+    expect(s.problems().length).toBeGreaterThan(0);
+    server.dropWatches();
+    server.delete(odd);
+    server.compact();
+    await waitFor('its problems cleared', () => s.problems().length === 0);
+    expect(server.expiredWatches).toContain('pods');
+    expect(keys(s.snapshot()).pods).toEqual(['prod/web']);
+  });
+
   it('a relist that fails halfway removes nothing; the retry catches up', async () => {
     server.create(pod('prod', 'db', '10.244.1.6'));
     const s = startSource();

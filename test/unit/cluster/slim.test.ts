@@ -1,7 +1,7 @@
 // The informer caches slimmed objects: whatever convert() reads must survive slimming, and the bulk of a
 // real API object (managedFields, env, volumes, conditions) must not.
 import { convert, type ObjectKind } from '../../../src/cluster/convert.js';
-import { keepOnlyKey, slimObject } from '../../../src/cluster/slim.js';
+import { slimObject } from '../../../src/cluster/slim.js';
 import type { KubernetesObject } from '@kubernetes/client-node';
 
 const asApi = (o: object): KubernetesObject => o as unknown as KubernetesObject;
@@ -140,31 +140,5 @@ describe('slimObject keeps what convert reads', () => {
   it('keeps deletionTimestamp, which marks a terminating object', () => {
     const terminating = { ...apiNamespace, metadata: { ...apiNamespace.metadata, deletionTimestamp: '2026-11-23T00:00:00Z' } };
     expect(slimObject('Namespace', asApi(terminating)).metadata).toHaveProperty('deletionTimestamp', '2026-11-23T00:00:00Z');
-  });
-});
-
-describe('keepOnlyKey (the informer copy after conversion)', () => {
-  it('keeps exactly what client-node cache.js reads: namespace, name, resourceVersion', () => {
-    const slim = slimObject('Pod', asApi(apiPod));
-    const model = convert('Pod', slim);
-    keepOnlyKey(slim);
-    expect(JSON.parse(JSON.stringify(slim))).toEqual({
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name: 'web-7d9f', namespace: 'prod', resourceVersion: '4711' },
-    });
-    // The model read before the cut is whole, and owns nothing the cut took away.
-    expect(model).toEqual(convert('Pod', apiPod));
-  });
-
-  it('leaves a cluster-scoped object keyed by name only', () => {
-    const slim = slimObject('Node', asApi(apiNode));
-    keepOnlyKey(slim);
-    expect(slim.metadata).toEqual({
-      name: apiNode.metadata.name,
-      ...('resourceVersion' in apiNode.metadata
-        ? { resourceVersion: (apiNode.metadata as { resourceVersion: string }).resourceVersion }
-        : {}),
-    });
   });
 });
