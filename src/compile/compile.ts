@@ -92,6 +92,8 @@ export class Compiler {
   /** ClusterNetworkPolicy tiers (cluster-policy.ts). */
   private readonly cnp = new ClusterPolicyCompiler();
   private lastNodes: ClusterSnapshot['nodes'] = [];
+  /** Per family, the policy chains made from the last list of active policies. */
+  private readonly lastPolicyChains = new Map<IpFamily, PolicyChains>();
 
   constructor() {
     this.targets = new PolicyTargets(this.state);
@@ -140,6 +142,7 @@ export class Compiler {
     this.fixed = new TupleMap();
     this.hostPass = undefined;
     this.setBuilders.clear();
+    this.lastPolicyChains.clear();
   }
 
   /**
@@ -185,7 +188,7 @@ export class Compiler {
   }
 
   /** A policy chain depends only on the policy, direction, family and validity: cached per policy object. */
-  private policyChain(cp: CheckedPolicy, direction: Direction, family: IpFamily, sets: IpSetRegistry, settings: NodeSettings): Chain {
+  private policyChain(cp: CheckedPolicy, direction: Direction, family: IpFamily, sets: SetRequester, settings: NodeSettings): Chain {
     let perPolicy = this.policyChains.get(cp.policy);
     if (!perPolicy) this.policyChains.set(cp.policy, (perPolicy = new TupleMap()));
     const key = [direction, family, cp.valid] as const;
@@ -300,23 +303,29 @@ export class Compiler {
   }
 
   /** Only policies that select a local pod of this family are programmed (Felix: referenced chains only). */
-  private policyChainsOf(
-    family: IpFamily,
-    policies: readonly CheckedPolicy[],
-    sets: IpSetRegistry,
-    settings: NodeSettings,
-  ): { chains: Chain[]; targetsByPolicy: Map<NetworkPolicy, readonly Pod[]> } {
+  private policyChainsOf(family: IpFamily, policies: readonly CheckedPolicy[], sets: IpSetRegistry, settings: NodeSettings): PolicyChains {
+    // The same policies as last time (policy-targets.ts hands over the same array): the same chains, and
+    // their sets requested again in one pass, instead of a walk over every policy and direction.
+    const last = this.lastPolicyChains.get(family);
+    if (last?.policies === policies) {
+      for (const req of last.requests) sets.request(req);
+      return last;
+    }
     const chains: Chain[] = [];
     const targetsByPolicy = new Map<NetworkPolicy, readonly Pod[]>();
+    const requests: SetRequest[] = [];
+    const recorder = { request: (req: SetRequest): IpSetName => (requests.push(req), sets.request(req)) };
     for (const cp of policies) {
       const targets = targetsOfFamily(cp.targets, family);
       if (targets.length === 0) continue;
       targetsByPolicy.set(cp.policy, targets);
       for (const direction of ['ingress', 'egress'] as const)
         if (cp.types.includes(direction === 'ingress' ? 'Ingress' : 'Egress'))
-          chains.push(this.policyChain(cp, direction, family, sets, settings));
+          chains.push(this.policyChain(cp, direction, family, recorder, settings));
     }
-    return { chains, targetsByPolicy };
+    const made = { policies, chains, targetsByPolicy, requests };
+    this.lastPolicyChains.set(family, made);
+    return made;
   }
 
   /**
@@ -399,6 +408,16 @@ function targetsOfFamily(targets: readonly Pod[], family: IpFamily): readonly Po
 }
 
 type DispatchSide = 'from' | 'to' | 'host';
+
+type SetRequester = Pick<IpSetRegistry, 'request'>;
+
+interface PolicyChains {
+  readonly policies: readonly CheckedPolicy[];
+  readonly chains: readonly Chain[];
+  readonly targetsByPolicy: ReadonlyMap<NetworkPolicy, readonly Pod[]>;
+  /** Every set the chains use, in the order they asked for them. */
+  readonly requests: readonly SetRequest[];
+}
 
 interface RenderedEndpoints {
   /** Workload chains, two per pod (ingress, egress) in pod order, then those of shared addresses. */
