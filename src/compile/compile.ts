@@ -39,7 +39,7 @@ import { ChainInterner, Memo, sameData, TupleMap } from './memo.js';
 import { chainNames, type ChainNames } from './names.js';
 import { policyChain, type Direction } from './policy-chains.js';
 import { PolicyTargets, type CheckedPolicy } from './policy-targets.js';
-import { EndpointResolver, type ClusterPolicyRef, type PolicyRef } from './resolution.js';
+import { EndpointResolver, type ClusterPolicyRef, type PolicyRef, type Selecting } from './resolution.js';
 import { sharedAddressChains, sharedAddressProblems, type SharedAddresses } from './shared-addresses.js';
 import { forwardChain, forwardHook, hostPassChain, inputChain, inputHook } from './static-chains.js';
 
@@ -76,6 +76,11 @@ export class Compiler {
   private policyChains = new WeakMap<NetworkPolicy, TupleMap<readonly [Direction, IpFamily, boolean], CachedPolicyChain>>();
   /** Which policies and CNPs select each local pod (resolution.ts). */
   private readonly resolver = new EndpointResolver();
+  /** What the resolver was last given, made from the list of active policies it came from (the same while that is). */
+  private selecting: { readonly from: readonly CheckedPolicy[] | undefined; readonly list: readonly Selecting<NetworkPolicy>[] } = {
+    from: undefined,
+    list: [],
+  };
   /** Each local pod's chains, per family, by what they were rendered from. */
   private endpoints = new Memo<
     readonly [IpFamily, boolean, string, string, string, readonly PolicyRef[], readonly ClusterPolicyRef[]],
@@ -116,10 +121,9 @@ export class Compiler {
     const shared = this.state.shared();
     for (const [ip, owners] of shared) problems.push(...sharedAddressProblems(ip, owners));
     problems.push(...this.cnp.update(snapshot.clusterPolicies, this.state));
-    this.resolver.update(
-      policies.map((cp) => ({ item: cp.policy, targets: cp.targets })),
-      this.cnp.selecting(),
-    );
+    if (policies !== this.selecting.from)
+      this.selecting = { from: policies, list: policies.map((cp) => ({ item: cp.policy, targets: cp.targets })) };
+    this.resolver.update(this.selecting.list, this.cnp.selecting());
     this.lastNodes = snapshot.nodes;
     const v4 = this.compileFamily(4, policies, settings, shared);
     const v6 = this.wantsFamily(6, settings) ? this.compileFamily(6, policies, settings, shared) : emptyFamilyState(6);
