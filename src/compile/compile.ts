@@ -97,6 +97,15 @@ export class Compiler {
   /** ClusterNetworkPolicy tiers (cluster-policy.ts). */
   private readonly cnp = new ClusterPolicyCompiler();
   private lastNodes: ClusterSnapshot['nodes'] = [];
+  /** The node budget's decision on the last list of active policies (the settings are fixed until reset). */
+  private admitted:
+    | {
+        readonly from: readonly CheckedPolicy[];
+        readonly policies: readonly CheckedPolicy[];
+        readonly budget: BudgetUse;
+        readonly problems: readonly Problem[];
+      }
+    | undefined;
   /** Per family, the policy chains made from the last list of active policies. */
   private readonly lastPolicyChains = new Map<IpFamily, PolicyChains>();
 
@@ -147,6 +156,7 @@ export class Compiler {
     this.hostPass = undefined;
     this.setBuilders.clear();
     this.lastPolicyChains.clear();
+    this.admitted = undefined;
   }
 
   /**
@@ -168,18 +178,27 @@ export class Compiler {
     problems: Problem[],
   ): { policies: readonly CheckedPolicy[]; budget?: BudgetUse } {
     if (!settings.budget) return { policies };
+    // Admission walks every policy: decided again only when the list of active policies moved.
+    if (this.admitted?.from !== policies) this.admitted = { from: policies, ...this.admit(policies, settings.budget) };
+    problems.push(...this.admitted.problems);
+    return { policies: this.admitted.policies, budget: this.admitted.budget };
+  }
+
+  private admit(
+    policies: readonly CheckedPolicy[],
+    budget: NonNullable<NodeSettings['budget']>,
+  ): { policies: readonly CheckedPolicy[]; budget: BudgetUse; problems: readonly Problem[] } {
     const {
       refused,
       problems: over,
       used,
     } = admit(
       policies.filter((cp) => cp.valid).map((cp) => cp.policy),
-      settings.budget,
+      budget,
     );
-    problems.push(...over);
-    const budget = { ...used, refused: refused.size };
-    if (refused.size === 0) return { policies, budget };
-    return { policies: policies.map((cp) => (refused.has(cp.policy) ? { ...cp, valid: false } : cp)), budget };
+    const use = { ...used, refused: refused.size };
+    if (refused.size === 0) return { policies, budget: use, problems: over };
+    return { policies: policies.map((cp) => (refused.has(cp.policy) ? { ...cp, valid: false } : cp)), budget: use, problems: over };
   }
 
   private wantsFamily(family: IpFamily, settings: NodeSettings): boolean {
