@@ -39,7 +39,7 @@ import { ChainInterner, Memo, sameData, TupleMap } from './memo.js';
 import { chainNames, type ChainNames } from './names.js';
 import { policyChain, type Direction } from './policy-chains.js';
 import { PolicyTargets, type CheckedPolicy } from './policy-targets.js';
-import { EndpointResolver, type ClusterPolicyRef, type PolicyRef } from './resolution.js';
+import { EndpointResolver, type ClusterPolicyRef, type PolicyRef, type Selecting } from './resolution.js';
 import { sharedAddressChains, sharedAddressProblems, type SharedAddresses } from './shared-addresses.js';
 import { forwardChain, forwardHook, hostPassChain, inputChain, inputHook } from './static-chains.js';
 
@@ -76,6 +76,11 @@ export class Compiler {
   private policyChains = new WeakMap<NetworkPolicy, TupleMap<readonly [Direction, IpFamily, boolean], CachedPolicyChain>>();
   /** Which policies and CNPs select each local pod (resolution.ts). */
   private readonly resolver = new EndpointResolver();
+  /** What the resolver was last given, made from the list of active policies it came from (the same while that is). */
+  private selecting: { readonly from: readonly CheckedPolicy[] | undefined; readonly list: readonly Selecting<NetworkPolicy>[] } = {
+    from: undefined,
+    list: [],
+  };
   /** Each local pod's chains, per family, by what they were rendered from. */
   private endpoints = new Memo<
     readonly [IpFamily, boolean, string, string, string, readonly PolicyRef[], readonly ClusterPolicyRef[]],
@@ -92,6 +97,17 @@ export class Compiler {
   /** ClusterNetworkPolicy tiers (cluster-policy.ts). */
   private readonly cnp = new ClusterPolicyCompiler();
   private lastNodes: ClusterSnapshot['nodes'] = [];
+  /** The node budget's decision on the last list of active policies (the settings are fixed until reset). */
+  private admitted:
+    | {
+        readonly from: readonly CheckedPolicy[];
+        readonly policies: readonly CheckedPolicy[];
+        readonly budget: BudgetUse;
+        readonly problems: readonly Problem[];
+      }
+    | undefined;
+  /** Per family, the policy chains made from the last list of active policies. */
+  private readonly lastPolicyChains = new Map<IpFamily, PolicyChains>();
 
   constructor() {
     this.targets = new PolicyTargets(this.state);
@@ -114,10 +130,9 @@ export class Compiler {
     const shared = this.state.shared();
     for (const [ip, owners] of shared) problems.push(...sharedAddressProblems(ip, owners));
     problems.push(...this.cnp.update(snapshot.clusterPolicies, this.state));
-    this.resolver.update(
-      policies.map((cp) => ({ item: cp.policy, targets: cp.targets })),
-      this.cnp.selecting(),
-    );
+    if (policies !== this.selecting.from)
+      this.selecting = { from: policies, list: policies.map((cp) => ({ item: cp.policy, targets: cp.targets })) };
+    this.resolver.update(this.selecting.list, this.cnp.selecting());
     this.lastNodes = snapshot.nodes;
     const v4 = this.compileFamily(4, policies, settings, shared);
     const v6 = this.wantsFamily(6, settings) ? this.compileFamily(6, policies, settings, shared) : emptyFamilyState(6);
@@ -140,6 +155,8 @@ export class Compiler {
     this.fixed = new TupleMap();
     this.hostPass = undefined;
     this.setBuilders.clear();
+    this.lastPolicyChains.clear();
+    this.admitted = undefined;
   }
 
   /**
@@ -161,18 +178,27 @@ export class Compiler {
     problems: Problem[],
   ): { policies: readonly CheckedPolicy[]; budget?: BudgetUse } {
     if (!settings.budget) return { policies };
+    // Admission walks every policy: decided again only when the list of active policies moved.
+    if (this.admitted?.from !== policies) this.admitted = { from: policies, ...this.admit(policies, settings.budget) };
+    problems.push(...this.admitted.problems);
+    return { policies: this.admitted.policies, budget: this.admitted.budget };
+  }
+
+  private admit(
+    policies: readonly CheckedPolicy[],
+    budget: NonNullable<NodeSettings['budget']>,
+  ): { policies: readonly CheckedPolicy[]; budget: BudgetUse; problems: readonly Problem[] } {
     const {
       refused,
       problems: over,
       used,
     } = admit(
       policies.filter((cp) => cp.valid).map((cp) => cp.policy),
-      settings.budget,
+      budget,
     );
-    problems.push(...over);
-    const budget = { ...used, refused: refused.size };
-    if (refused.size === 0) return { policies, budget };
-    return { policies: policies.map((cp) => (refused.has(cp.policy) ? { ...cp, valid: false } : cp)), budget };
+    const use = { ...used, refused: refused.size };
+    if (refused.size === 0) return { policies, budget: use, problems: over };
+    return { policies: policies.map((cp) => (refused.has(cp.policy) ? { ...cp, valid: false } : cp)), budget: use, problems: over };
   }
 
   private wantsFamily(family: IpFamily, settings: NodeSettings): boolean {
@@ -185,7 +211,7 @@ export class Compiler {
   }
 
   /** A policy chain depends only on the policy, direction, family and validity: cached per policy object. */
-  private policyChain(cp: CheckedPolicy, direction: Direction, family: IpFamily, sets: IpSetRegistry, settings: NodeSettings): Chain {
+  private policyChain(cp: CheckedPolicy, direction: Direction, family: IpFamily, sets: SetRequester, settings: NodeSettings): Chain {
     let perPolicy = this.policyChains.get(cp.policy);
     if (!perPolicy) this.policyChains.set(cp.policy, (perPolicy = new TupleMap()));
     const key = [direction, family, cp.valid] as const;
@@ -300,23 +326,29 @@ export class Compiler {
   }
 
   /** Only policies that select a local pod of this family are programmed (Felix: referenced chains only). */
-  private policyChainsOf(
-    family: IpFamily,
-    policies: readonly CheckedPolicy[],
-    sets: IpSetRegistry,
-    settings: NodeSettings,
-  ): { chains: Chain[]; targetsByPolicy: Map<NetworkPolicy, readonly Pod[]> } {
+  private policyChainsOf(family: IpFamily, policies: readonly CheckedPolicy[], sets: IpSetRegistry, settings: NodeSettings): PolicyChains {
+    // The same policies as last time (policy-targets.ts hands over the same array): the same chains, and
+    // their sets requested again in one pass, instead of a walk over every policy and direction.
+    const last = this.lastPolicyChains.get(family);
+    if (last?.policies === policies) {
+      for (const req of last.requests) sets.request(req);
+      return last;
+    }
     const chains: Chain[] = [];
     const targetsByPolicy = new Map<NetworkPolicy, readonly Pod[]>();
+    const requests: SetRequest[] = [];
+    const recorder = { request: (req: SetRequest): IpSetName => (requests.push(req), sets.request(req)) };
     for (const cp of policies) {
       const targets = targetsOfFamily(cp.targets, family);
       if (targets.length === 0) continue;
       targetsByPolicy.set(cp.policy, targets);
       for (const direction of ['ingress', 'egress'] as const)
         if (cp.types.includes(direction === 'ingress' ? 'Ingress' : 'Egress'))
-          chains.push(this.policyChain(cp, direction, family, sets, settings));
+          chains.push(this.policyChain(cp, direction, family, recorder, settings));
     }
-    return { chains, targetsByPolicy };
+    const made = { policies, chains, targetsByPolicy, requests };
+    this.lastPolicyChains.set(family, made);
+    return made;
   }
 
   /**
@@ -399,6 +431,16 @@ function targetsOfFamily(targets: readonly Pod[], family: IpFamily): readonly Po
 }
 
 type DispatchSide = 'from' | 'to' | 'host';
+
+type SetRequester = Pick<IpSetRegistry, 'request'>;
+
+interface PolicyChains {
+  readonly policies: readonly CheckedPolicy[];
+  readonly chains: readonly Chain[];
+  readonly targetsByPolicy: ReadonlyMap<NetworkPolicy, readonly Pod[]>;
+  /** Every set the chains use, in the order they asked for them. */
+  readonly requests: readonly SetRequest[];
+}
 
 interface RenderedEndpoints {
   /** Workload chains, two per pod (ingress, egress) in pod order, then those of shared addresses. */

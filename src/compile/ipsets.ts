@@ -63,7 +63,7 @@ export class IpSetRegistry {
   ) {}
 
   request(req: SetRequest): IpSetName {
-    const name = ipSetNameFor(this.prefix, this.family, req.kind, req.key);
+    const name = nameOf(req, this.prefix, this.family);
     if (!this.requests.has(name)) this.requests.set(name, req);
     return name;
   }
@@ -71,6 +71,17 @@ export class IpSetRegistry {
   entries(): [IpSetName, SetRequest][] {
     return [...this.requests].sort(([a], [b]) => (a < b ? -1 : 1));
   }
+}
+
+// Cached policy chains re-request every set they use on each compile: the name is kept with the request
+// object rather than rebuilt from its key (a string built and looked up per request per compile).
+const namesOfRequests = new WeakMap<SetRequest, { readonly prefix: string; readonly family: IpFamily; readonly name: IpSetName }>();
+function nameOf(req: SetRequest, prefix: string, family: IpFamily): IpSetName {
+  const known = namesOfRequests.get(req);
+  if (known && known.prefix === prefix && known.family === family) return known.name;
+  const name = ipSetNameFor(prefix, family, req.kind, req.key);
+  namesOfRequests.set(req, { prefix, family, name });
+  return name;
 }
 
 export interface MemberContext {

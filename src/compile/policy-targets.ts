@@ -28,6 +28,7 @@ export class PolicyTargets {
     string,
     { readonly policies: readonly NetworkPolicy[]; readonly local: readonly Pod[]; readonly active: readonly CheckedPolicy[] }
   >();
+  private lastActive: readonly CheckedPolicy[] | undefined;
   private localNamespaces: { readonly local: readonly Pod[]; readonly sorted: readonly string[] } = { local: [], sorted: [] };
   private readonly validations = new WeakMap<NetworkPolicy, readonly Problem[]>();
   private readonly checked = new WeakMap<NetworkPolicy, { readonly local: readonly Pod[]; readonly checked: CheckedPolicy }>();
@@ -71,27 +72,34 @@ export class PolicyTargets {
     return this.policyProblems;
   }
 
-  /** Policies that select a local pod, in policy key order: only namespaces with local pods are looked at. */
-  active(): CheckedPolicy[] {
+  /**
+   * Policies that select a local pod, in policy key order: only namespaces with local pods are looked at.
+   * The same array while none of them changed, so the compiler can keep what it made from it.
+   */
+  active(): readonly CheckedPolicy[] {
     const local = this.state.localPods;
+    let moved = false;
     if (local !== this.localNamespaces.local) {
+      moved = true;
       const sorted = [...new Set(local.map((p) => p.namespace))].sort(byNamespaceKey);
       this.localNamespaces = { local, sorted };
       const keep = new Set(sorted);
       for (const ns of this.activeByNamespace.keys()) if (!keep.has(ns)) this.activeByNamespace.delete(ns);
     }
-    const out: CheckedPolicy[] = [];
+    const entries: (readonly CheckedPolicy[])[] = [];
     for (const ns of this.localNamespaces.sorted) {
       const policies = this.index.policiesIn(ns);
       const localIn = this.state.localPodsIn(ns);
       let entry = this.activeByNamespace.get(ns);
       if (entry?.policies !== policies || entry.local !== localIn) {
         const active = policies.map((p) => this.checkPolicy(p)).filter((cp) => cp.targets.length > 0);
+        moved ||= !sameChecked(entry?.active, active);
         this.activeByNamespace.set(ns, (entry = { policies, local: localIn, active }));
       }
-      out.push(...entry.active);
+      entries.push(entry.active);
     }
-    return out;
+    if (moved || this.lastActive === undefined) this.lastActive = entries.flat();
+    return this.lastActive;
   }
 
   private checkPolicy(policy: NetworkPolicy): CheckedPolicy {
@@ -116,3 +124,6 @@ export class PolicyTargets {
     return { policy, key: `${policy.namespace}/${policy.name}`, valid, types: policyTypes(policy), targets };
   }
 }
+
+const sameChecked = (a: readonly CheckedPolicy[] | undefined, b: readonly CheckedPolicy[]): boolean =>
+  a !== undefined && a.length === b.length && a.every((cp, i) => cp === b[i]);

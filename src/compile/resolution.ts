@@ -160,13 +160,20 @@ export class EndpointResolver {
     }),
   );
 
-  /** Call once per compile with every NetworkPolicy and ClusterNetworkPolicy that selects a local pod. */
-  update(policies: Iterable<Selecting<NetworkPolicy>>, clusterPolicies: Iterable<Selecting<ClusterNetworkPolicy>>): void {
-    this.policies.update(refsOf(policies, this.policyRefs));
+  /**
+   * Call once per compile with every NetworkPolicy and ClusterNetworkPolicy that selects a local pod. The
+   * same policies array as last time is taken as unchanged: nothing to look at, however many there are.
+   */
+  update(policies: readonly Selecting<NetworkPolicy>[], clusterPolicies: Iterable<Selecting<ClusterNetworkPolicy>>): void {
+    if (policies !== this.lastPolicies) {
+      this.lastPolicies = policies;
+      this.policies.update(refsOf(policies, this.policyRefs));
+      this.policyRefs.rotate();
+    }
     this.clusterPolicies.update(refsOf(clusterPolicies, this.clusterPolicyRefs));
-    this.policyRefs.rotate();
     this.clusterPolicyRefs.rotate();
   }
+  private lastPolicies: readonly Selecting<NetworkPolicy>[] | undefined;
 
   selectionOf(pod: Pod): EndpointSelection {
     return { policies: this.policies.of(pod), clusterPolicies: this.clusterPolicies.of(pod) };

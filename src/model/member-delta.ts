@@ -58,6 +58,8 @@ export function editSorted(
   removedAt.sort((a, b) => a - b);
   // Members put in before the same index go in their own order.
   added.sort((a, b) => a.at - b.at || compare(a.member, b.member));
+  const delta = { added: added.map((a) => a.member), removed: removedAt.map((at) => sorted[at]!) };
+  if (removedAt.length + added.length <= FEW_EDITS) return { members: spliced(sorted, removedAt, added), delta };
   const out = new Array<string>(sorted.length - removedAt.length + added.length);
   let o = 0;
   let i = 0;
@@ -71,7 +73,30 @@ export function editSorted(
   for (; i < sorted.length; i++)
     if (removedAt[r] === i) r++;
     else out[o++] = sorted[i]!;
-  return { members: out, delta: { added: added.map((a) => a.member), removed: removedAt.map((at) => sorted[at]!) } };
+  return { members: out, delta };
+}
+
+/**
+ * Up to this many edits are spliced into a copy: the copy and each splice are block moves inside V8, several
+ * times faster than placing every member one by one, which pays off on sets of tens of thousands.
+ */
+const FEW_EDITS = 8;
+
+/** A copy of `sorted` with the members at `removedAt` taken out and `added` put in (both in index order). */
+function spliced(sorted: readonly string[], removedAt: readonly number[], added: readonly { at: number; member: string }[]): string[] {
+  const out = sorted.slice();
+  // From the highest index down, so every index still refers to `sorted`; at an index both removed and
+  // added before, the removal goes first (it is of the member at that index, the insertion is before it).
+  let r = removedAt.length - 1;
+  let a = added.length - 1;
+  while (r >= 0 || a >= 0) {
+    if (r >= 0 && (a < 0 || removedAt[r]! >= added[a]!.at)) out.splice(removedAt[r--]!, 1);
+    else {
+      // Several members put in at one index: the last in order goes in first, the others before it.
+      out.splice(added[a]!.at, 0, added[a--]!.member);
+    }
+  }
+  return out;
 }
 
 const NO_CHANGE: MemberDelta = { added: [], removed: [] };
