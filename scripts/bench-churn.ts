@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { generateCluster, TIERS, type Tier } from './bench-lib/generator.js';
 import { ChurnWriter, PEER_LABEL } from './bench-lib/churn-writes.js';
 import { histogramQuantile, leastSquaresSlope, percentile } from './bench-lib/stats.js';
-import { CLI, cpuMs, metric, podObject, policyObject, procStatusKiB, snapshotObjects } from './bench-daemon.js';
+import { CLI, cpuMs, metric, podObject, policyObject, procStatusKiB, snapshotObjects, waitReady } from './bench-daemon.js';
 import { run } from '../src/dataplane/exec.js';
 import type { NetworkPolicy, Pod } from '../src/model/index.js';
 import { FakeApiServer } from '../test/fakes/fake-apiserver.js';
@@ -210,16 +210,7 @@ async function main(): Promise<void> {
       ],
       { netns: undefined, logFile },
     );
-    for (;;) {
-      if (!daemon.alive()) throw new Error(`daemon exited:\n${daemon.tail(20).join('\n')}`);
-      const status = await fetch(`${url}/readyz`).then(
-        (r) => r.status,
-        () => 0,
-      );
-      if (status === 200) break;
-      if (Date.now() - startedAt > 300_000) throw new Error(`daemon not ready after 300 s:\n${daemon.tail(20).join('\n')}`);
-      await sleep(100);
-    }
+    await waitReady(daemon, url, startedAt, 100);
     const readyMs = Date.now() - startedAt;
     const programmed = new ProgrammedLines(logFile);
     await programmed.quiet(3000, 120_000);

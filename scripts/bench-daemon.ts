@@ -199,6 +199,20 @@ export function metric(text: string, sample: string): number {
 }
 
 /** What another benchmark (scripts/bench-heap.ts) adds to this run: node flags, and work at two points. */
+/** Polls `/readyz` every `pollMs` until 200; fails when the daemon exits or is not ready 300 s after `startedAt`. */
+export async function waitReady(daemon: DaemonProcess, url: string, startedAt: number, pollMs: number): Promise<void> {
+  for (;;) {
+    if (!daemon.alive()) throw new Error(`daemon exited:\n${daemon.tail(20).join('\n')}`);
+    const status = await fetch(`${url}/readyz`).then(
+      (r) => r.status,
+      () => 0,
+    );
+    if (status === 200) return;
+    if (Date.now() - startedAt > 300_000) throw new Error(`daemon not ready after 300 s:\n${daemon.tail(20).join('\n')}`);
+    await sleep(pollMs);
+  }
+}
+
 export interface DaemonBenchHooks {
   readonly extraNodeFlags?: readonly string[];
   /** With everything programmed and the daemon quiet, after its RSS was read. */
@@ -275,16 +289,7 @@ export async function runDaemonBench(args: Args, command: string, hooks: DaemonB
       ],
       { netns: undefined, logFile, extraNodeFlags: hooks.extraNodeFlags },
     );
-    for (;;) {
-      if (!daemon.alive()) throw new Error(`daemon exited:\n${daemon.tail(20).join('\n')}`);
-      const status = await fetch(`${url}/readyz`).then(
-        (r) => r.status,
-        () => 0,
-      );
-      if (status === 200) break;
-      if (Date.now() - startedAt > 300_000) throw new Error(`daemon not ready after 300 s:\n${daemon.tail(20).join('\n')}`);
-      await sleep(50);
-    }
+    await waitReady(daemon, url, startedAt, 50);
     const readyMs = Date.now() - startedAt;
     const bytesAtReady = server.bytesSent;
     const cpuReadyMs = cpuMs(daemon.pid);
