@@ -1,5 +1,5 @@
 // House check: tracked text says what and why, not which ticket or branch it came from. A comment citing
-// "issue 13" or a branch like `wip/perf2` means nothing to the next reader once the tracker and the branch
+// a ticket number or a work branch's name means nothing to the next reader once the tracker and the branch
 // are gone; the reason belongs in the sentence. Prints every finding as file:line and exits 1 if any.
 // Upstream citations stay allowed: a URL (`…/issues/343`) or `repo#343` names a thread anyone can open.
 //
@@ -10,7 +10,8 @@ import { readFileSync } from 'node:fs';
 
 /** What may not appear, with what to write instead. */
 const FORBIDDEN: readonly { readonly pattern: RegExp; readonly instead: string }[] = [
-  // `issue 13`, `issue-16`, `issue #5`, `issues 13/15`; not `/issues/343` (a URL) nor `repo#343`.
+  // The word for a ticket followed by a number (with a space, a dash or a hash between, or a list of them);
+  // not a URL path segment nor `repo#343`.
   { pattern: /(?<![\w/.#-])issues?[ \t]*[-#]?[ \t]*\d/i, instead: 'say what the change does and why' },
   { pattern: /\b(?:wip|feature|bugfix|hotfix)\/[\w.-]+/i, instead: 'name the change, not the branch it was made on' },
   { pattern: /\bstop[ \t]+\d+\b/i, instead: 'say what the step does' },
