@@ -60,12 +60,3 @@ export class AddressClasses {
     return [...new Set(this.nets.flatMap(({ set }) => set.members.map((m) => m.trim().split(/\s+/)[0] ?? '')))].filter((c) => c !== '');
   }
 }
-
-/** A class key seen through one profile: only the sets that profile's chains match. */
-export function project(classKey: string, sets: ReadonlySet<string>): string {
-  if (classKey === '') return '';
-  return classKey
-    .split(' ')
-    .filter((e) => sets.has(e.split('@')[0]!))
-    .join(' ');
-}

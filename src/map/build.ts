@@ -47,16 +47,23 @@ export function buildMap(
 
 /** The groups and edges of a prepared cluster. */
 export function finishMap(prepared: Prepared, options: MapOptions = {}): MapModel {
-  const { groups, splits } = podGroups(prepared, options.groupBy);
-  const outside = outsideGroups(prepared, options.extraCidrs ?? []);
+  const classes = new Classes();
+  const { groups, splits } = podGroups(prepared, options.groupBy, classes);
+  const outside = outsideGroups(prepared, options.extraCidrs ?? [], classes);
   const all = [...groups, ...outside];
-  const judge = new Judge(prepared);
+  const judge = new Judge(prepared, classes.list);
   const edges: MapEdge[] = [];
-  for (const src of all)
+  for (const src of all) {
+    const srcEnd = src.ends[0]!;
+    const egress = srcEnd.kind === 'pod' ? judge.side(srcEnd.pod, 'egress', srcEnd.cls) : undefined;
     for (const dst of all) {
+      if (src.group.egress === 'open' && dst.group.ingress === 'open') continue;
+      // Most pairs are refused by one side: ask the sender's cached verdicts first, then build the edge.
+      if (egress && src !== dst && !judge.egress(egress, dst.ends[0]!).any) continue;
       const edge = edgeOf(judge, src, dst);
       if (edge) edges.push(edge);
     }
+  }
   if (options.explain !== undefined) explain(prepared, all, edges, options.explain);
   const map: ConnectivityMap = {
     family: prepared.family,
@@ -76,7 +83,8 @@ export function edgeOf(judge: Judge, src: GroupState, dst: GroupState): MapEdge 
   const ends = endsOf(src, dst);
   if (!ends) return undefined;
   const { egress, ingress } = judge.both(ends[0], ends[1]);
-  const cells = combine(egress, ingress).filter((c) => c.allowed);
+  if (!egress.any || !ingress.any) return undefined;
+  const cells = combine(egress.intervals, ingress.intervals).filter((c) => c.allowed);
   if (cells.length === 0) return undefined;
   const reasons = new Map<string, { ports: PortRange[]; egress: string; ingress: string }>();
   for (const c of cells) {
@@ -95,7 +103,23 @@ export function endsOf(src: GroupState, dst: GroupState): [End, End] | undefined
   return src.ends.length >= 2 ? [src.ends[0]!, src.ends[1]!] : undefined;
 }
 
-function podGroups(prepared: Prepared, groupBy: string | undefined): { groups: GroupState[]; splits: Split[] } {
+/** Address classes by id, for the judge's tables. */
+class Classes {
+  readonly list: string[] = [];
+  private readonly ids = new Map<string, number>();
+
+  id(cls: string): number {
+    let id = this.ids.get(cls);
+    if (id === undefined) {
+      id = this.list.length;
+      this.list.push(cls);
+      this.ids.set(cls, id);
+    }
+    return id;
+  }
+}
+
+function podGroups(prepared: Prepared, groupBy: string | undefined, classes: Classes): { groups: GroupState[]; splits: Split[] } {
   const workloads = new Map<string, { name: string; namespace: string; labels: Record<string, string>; pods: PodView[] }>();
   for (const view of prepared.pods) {
     const w = workloadOf(view.pod, groupBy);
@@ -137,7 +161,7 @@ function podGroups(prepared: Prepared, groupBy: string | undefined): { groups: G
           ingress: first.ingress.open ? 'open' : 'policed',
           policies: { egress: first.egress.policies, ingress: first.ingress.policies },
         },
-        ends: members.slice(0, 2).map((pod) => ({ kind: 'pod', pod })),
+        ends: members.slice(0, 2).map((pod) => ({ kind: 'pod', pod, cls: classes.id(pod.addressClass) })),
       });
     });
     if (parts.length > 1) splits.push({ workload, groups: ids, why: splitReason(parts.map((p) => p[0]!)) });
@@ -168,7 +192,7 @@ function splitReason(firsts: readonly PodView[]): string {
   return reasons.join('; ');
 }
 
-function outsideGroups(prepared: Prepared, extra: readonly string[]): GroupState[] {
+function outsideGroups(prepared: Prepared, extra: readonly string[], classes: Classes): GroupState[] {
   const blocks = outsideBlocks(prepared.snapshot, prepared.family, [...prepared.addresses.netCidrs(), ...extra]);
   const byClass = new Map<string, { cidrs: string[]; ip: string }>();
   for (const b of blocks) {
@@ -188,7 +212,7 @@ function outsideGroups(prepared: Prepared, extra: readonly string[]): GroupState
       ingress: 'open',
       policies: { egress: [], ingress: [] },
     },
-    ends: [{ kind: 'outside', ip, addressClass }],
+    ends: [{ kind: 'outside', ip, cls: classes.id(addressClass) }],
   }));
 }
 

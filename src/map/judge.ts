@@ -10,7 +10,6 @@
 import type { L4Protocol } from '../model/index.js';
 import { tracePacket, type TraceResult } from '../trace/index.js';
 import { compiledKey } from '../why/index.js';
-import { project } from './addresses.js';
 import { PROTOCOLS, type PortRange } from './model.js';
 import { intervalsOf } from './ports.js';
 import type { PodView, Prepared } from './prepare.js';
@@ -22,52 +21,131 @@ export interface Judged extends PortRange {
   readonly by: string;
 }
 
-/** An end of a connection: a pod, or an outside address (judged by nobody on its side). */
-export type End = { readonly kind: 'pod'; readonly pod: PodView } | { readonly kind: 'outside'; readonly ip: string; readonly addressClass: string };
+/** An end of a connection: a pod, or an outside address (judged by nobody on its side). `cls`: its address class's id. */
+export type End =
+  | { readonly kind: 'pod'; readonly pod: PodView; readonly cls: number }
+  | { readonly kind: 'outside'; readonly ip: string; readonly cls: number };
 
-const OPEN_OUTSIDE = (what: string): Judged[] => PROTOCOLS.map((proto) => ({ proto, from: 1, to: 65535, allowed: true, by: what }));
+/** One direction's verdicts for one kind of peer, per port interval. */
+export interface Outcome {
+  readonly intervals: readonly Judged[];
+  /** Some interval is allowed. */
+  readonly any: boolean;
+}
+
+/** The verdicts of one pod's profile in one direction, peer by peer (`row`), and how it sees each address class. */
+export interface Side {
+  readonly direction: 'egress' | 'ingress';
+  readonly pod: PodView;
+  readonly profile: Profile;
+  /** Address class id → the id of what this profile sees of it. */
+  readonly seen: Int32Array;
+  readonly row: (Outcome | undefined)[];
+}
+
+const open = (what: string): Outcome => ({ intervals: PROTOCOLS.map((proto) => ({ proto, from: 1, to: 65535, allowed: true, by: what })), any: true });
+const FROM_OUTSIDE = open('from outside the cluster: no egress judged');
+const TO_OUTSIDE = open('to outside the cluster: no ingress judged');
 
 export class Judge {
-  private readonly memo = new Map<string, Judged[]>();
+  private readonly classEntries: readonly (readonly string[])[];
+  /** Set name → the classes holding it, each with its entry (`set` or `set@tcp:80`). */
+  private readonly holders = new Map<string, { cls: number; entry: string }[]>();
+  private readonly seenBy = new Map<string, { seen: Int32Array; ids: Map<string, number> }>();
+  private readonly rows = new Map<string, (Outcome | undefined)[]>();
+  private readonly sides = new Map<PodView, { egress?: Side; ingress?: Side }>();
   /** Traces run, for the benchmark's account. */
   traces = 0;
 
-  constructor(private readonly prepared: Prepared) {}
-
-  /** The egress verdicts of `src` towards `dst`, per port interval. */
-  egress(src: PodView, dst: End): Judged[] {
-    const dstClass = dst.kind === 'pod' ? dst.pod.addressClass : dst.addressClass;
-    const dstIp = dst.kind === 'pod' ? dst.pod.ip : dst.ip;
-    return this.direction('egress', src, src.egress, dstClass, src.ip, dstIp);
+  /** `classes`: every address class of the map, by id. */
+  constructor(
+    private readonly prepared: Prepared,
+    classes: readonly string[],
+  ) {
+    this.classEntries = classes.map((c) => (c === '' ? [] : c.split(' ')));
+    this.classEntries.forEach((entries, cls) => {
+      for (const entry of entries) {
+        const set = entry.split('@')[0]!;
+        const list = this.holders.get(set);
+        if (list) list.push({ cls, entry });
+        else this.holders.set(set, [{ cls, entry }]);
+      }
+    });
   }
 
-  /** The ingress verdicts of `dst` for packets from `src`, per port interval. */
-  ingress(src: End, dst: PodView): Judged[] {
-    const srcClass = src.kind === 'pod' ? src.pod.addressClass : src.addressClass;
-    const srcIp = src.kind === 'pod' ? src.pod.ip : src.ip;
-    return this.direction('ingress', dst, dst.ingress, srcClass, srcIp, dst.ip);
+  /** A pod's profile of one direction, with what it sees of every address class. */
+  side(pod: PodView, direction: 'egress' | 'ingress', cls: number): Side {
+    let entry = this.sides.get(pod);
+    if (!entry) this.sides.set(pod, (entry = {}));
+    const known = entry[direction];
+    if (known) return known;
+    const profile = pod[direction];
+    const view = this.seenOf(profile);
+    // The judged pod's own memberships count too: a named-port set holds the destination's address and port.
+    const rowKey = `${direction}\0${profile.key}\0${view.seen[cls]}`;
+    let row = this.rows.get(rowKey);
+    if (!row) this.rows.set(rowKey, (row = []));
+    const side = { direction, pod, profile, seen: view.seen, row };
+    entry[direction] = side;
+    return side;
   }
 
-  /** Both directions of `src` → `dst`, intersected: `[]` when nothing is allowed. */
-  both(src: End, dst: End): { egress: Judged[]; ingress: Judged[] } {
-    const egress = src.kind === 'pod' ? this.egress(src.pod, dst) : OPEN_OUTSIDE('from outside the cluster: no egress judged');
-    const ingress = dst.kind === 'pod' ? this.ingress(src, dst.pod) : OPEN_OUTSIDE('to outside the cluster: no ingress judged');
+  /** What `profile` sees of each class: the entries of the sets its chains match, interned (0: none of them). */
+  private seenOf(profile: Profile): { seen: Int32Array; ids: Map<string, number> } {
+    let view = this.seenBy.get(profile.key);
+    if (view) return view;
+    const seen = new Int32Array(this.classEntries.length);
+    const ids = new Map<string, number>([['', 0]]);
+    const parts = new Map<number, string[]>();
+    for (const set of profile.sets)
+      for (const { cls, entry } of this.holders.get(set) ?? []) {
+        const list = parts.get(cls);
+        if (list) list.push(entry);
+        else parts.set(cls, [entry]);
+      }
+    for (const [cls, entries] of parts) {
+      const key = entries.sort().join(' ');
+      let id = ids.get(key);
+      if (id === undefined) ids.set(key, (id = ids.size));
+      seen[cls] = id;
+    }
+    view = { seen, ids };
+    this.seenBy.set(profile.key, view);
+    return view;
+  }
+
+  /** `src` → `dst` as the egress side `side` judges it (side.pod is the sender). */
+  egress(side: Side, dst: End): Outcome {
+    return this.cell(side, dst.cls, side.pod.ip, dst.kind === 'pod' ? dst.pod.ip : dst.ip);
+  }
+
+  /** `src` → `side.pod` as its ingress side judges it. */
+  ingress(side: Side, src: End): Outcome {
+    return this.cell(side, src.cls, src.kind === 'pod' ? src.pod.ip : src.ip, side.pod.ip);
+  }
+
+  /** Both directions of `src` → `dst`. */
+  both(src: End, dst: End): { egress: Outcome; ingress: Outcome } {
+    const egress = src.kind === 'pod' ? this.egress(this.side(src.pod, 'egress', src.cls), dst) : FROM_OUTSIDE;
+    const ingress = dst.kind === 'pod' ? this.ingress(this.side(dst.pod, 'ingress', dst.cls), src) : TO_OUTSIDE;
     return { egress, ingress };
   }
 
-  private direction(
-    direction: 'egress' | 'ingress',
-    judged: PodView,
-    profile: Profile,
-    peerClass: string,
-    srcIp: string,
-    dstIp: string,
-  ): Judged[] {
-    // The judged pod's own memberships count too: a named-port set holds the destination's address and port.
-    const key = `${direction}\0${profile.key}\0${project(peerClass, profile.sets)}\0${project(judged.addressClass, profile.sets)}`;
-    let out = this.memo.get(key);
-    if (out) return out;
-    out = [];
+  static readonly fromOutside = FROM_OUTSIDE;
+  static readonly toOutside = TO_OUTSIDE;
+
+  private cell(side: Side, peerCls: number, srcIp: string, dstIp: string): Outcome {
+    const seen = side.seen[peerCls]!;
+    const known = side.row[seen];
+    if (known) return known;
+    const outcome = this.traceAll(side, srcIp, dstIp);
+    side.row[seen] = outcome;
+    return outcome;
+  }
+
+  private traceAll(side: Side, srcIp: string, dstIp: string): Outcome {
+    const { direction, pod: judged, profile } = side;
+    const out: Judged[] = [];
     const rules = this.prepared.compiled.get(compiledKey(this.prepared.family, judged.node));
     if (!rules) throw new Error(`node ${judged.node} was not compiled`);
     const { layout } = rules;
@@ -89,9 +167,8 @@ export class Judge {
         out.push({ proto, from, to, allowed, by: reason(t, direction, allowed) });
       }
     }
-    out = joinSame(out);
-    this.memo.set(key, out);
-    return out;
+    const intervals = joinSame(out);
+    return { intervals, any: intervals.some((j) => j.allowed) };
   }
 }
 
