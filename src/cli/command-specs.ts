@@ -156,6 +156,49 @@ export const COMMANDS = {
       },
     ],
   },
+  map: {
+    synopsis: '[--resources PATH… | --kubeconfig F] [--format html|svg|dot|md|json] [-o FILE] | --diff OLD NEW',
+    summary:
+      "the connections the policies allow between workloads (and to and from the outside world), per protocol and port, traced through each node's compiled rules; --diff: what a change opens and closes, exit 0 no change, 1 changes, 2 error",
+    options: [
+      OPT.resources,
+      OPT.kubeconfig,
+      OPT.context,
+      { name: 'format', type: 'string', arg: 'html|svg|dot|md|json', help: 'output format (default md; --diff: md, json or text)' },
+      { name: 'output', type: 'string', short: 'o', arg: 'FILE', help: 'write to FILE instead of standard output' },
+      {
+        name: 'family',
+        type: 'string',
+        arg: '4|6',
+        help: 'IP family of the connections (default 4 when any pod has an IPv4 address, else 6)',
+      },
+      {
+        name: 'group-by',
+        type: 'string',
+        arg: 'labels|KEY',
+        help: "what makes pods one workload: their namespace and label set (default), or one label's value (e.g. app); a workload whose pods the rules treat differently is drawn as several groups, and the map says why",
+      },
+      {
+        name: 'diff',
+        type: 'boolean',
+        help: 'compare two clusters: --diff OLD NEW (each a manifest file or directory, or the word "cluster" for the API server), or --old PATH… --new PATH…',
+      },
+      {
+        name: 'old',
+        type: 'string',
+        multiple: true,
+        arg: 'PATH|cluster',
+        help: '--diff: the cluster before the change (manifests, or "cluster")',
+      },
+      {
+        name: 'new',
+        type: 'string',
+        multiple: true,
+        arg: 'PATH|cluster',
+        help: '--diff: the cluster after the change (manifests, or "cluster")',
+      },
+    ],
+  },
   drops: {
     synopsis: '[--pod ns/name] [--namespace NS] [--policy ns/name] [--audit] [--follow]',
     summary: "show the connections this node's daemon denied, and why (its flow log, read from the daemon's /flows)",

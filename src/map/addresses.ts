@@ -1,7 +1,9 @@
-// What the compiled rules can tell apart about an address when it is the peer: which ipsets hold it (and
-// for `hash:ip,port` sets, with which protocol and port). Every set of every compiled node is read once;
-// set names are hashes of their content, so one name is one set cluster-wide. Membership is decided by the
-// tracer's own `setMatches`, or for the plain `hash:ip` and `hash:ip,port` sets by an index of the same members.
+// What the compiled rules can tell apart about an address: which ipsets hold it (and for `hash:ip,port` sets,
+// with which protocol and port). A set's name is the hash of what it stands for (a selector, an ipBlock, a
+// policy's named port), so one name means one thing cluster-wide; its members may differ by node (a
+// named-port set holds the node's own targets), so each name's members are the union over the nodes.
+// Membership is decided by the tracer's own `setMatches` for `hash:net` sets, by an index of the members for
+// the plain `hash:ip` and `hash:ip,port` sets.
 
 import type { IpFamily } from '../model/index.js';
 import { parseIp } from '../model/address.js';
@@ -11,17 +13,19 @@ export class AddressClasses {
   private readonly byIp = new Map<string, string[]>();
   private readonly nets: { name: string; set: Parameters<typeof setMatches>[0] }[] = [];
   private readonly seen = new Set<string>();
+  private readonly entries = new Set<string>();
   private readonly memo = new Map<string, string>();
 
   constructor(private readonly family: IpFamily) {}
 
-  /** Adds a node's sets (a set already read from another node is skipped). */
+  /** Adds a node's sets (members of a set another node has too are added to its). */
   add(ipsets: IpSets): void {
     for (const [name, set] of ipsets) {
-      if (this.seen.has(name) || set.family !== this.family) continue;
-      this.seen.add(name);
+      if (set.family !== this.family) continue;
       if (set.type === 'hash:net') {
-        this.nets.push({ name, set });
+        // An ipBlock's set is the same on every node (its members are what the policy says).
+        if (!this.seen.has(name)) this.nets.push({ name, set });
+        this.seen.add(name);
         continue;
       }
       for (const member of set.members) {
@@ -32,6 +36,8 @@ export class AddressClasses {
         if (!ip) continue;
         const entry = set.type === 'hash:ip,port' ? `${name}@${element.slice(comma + 1)}` : name;
         const key = `${ip.value}`;
+        if (this.entries.has(`${key} ${entry}`)) continue;
+        this.entries.add(`${key} ${entry}`);
         const list = this.byIp.get(key);
         if (list) list.push(entry);
         else this.byIp.set(key, [entry]);

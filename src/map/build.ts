@@ -94,7 +94,12 @@ export function edgeOf(judge: Judge, src: GroupState, dst: GroupState): MapEdge 
     reasons.set(k, r);
   }
   const because: EdgeReason[] = [...reasons.values()].map((r) => ({ ...r, ports: joinRanges(r.ports) }));
-  return { from: src.group.id, to: dst.group.id, ports: joinRanges(cells.map((c) => ({ proto: c.proto, from: c.from, to: c.to }))), because };
+  return {
+    from: src.group.id,
+    to: dst.group.id,
+    ports: joinRanges(cells.map((c) => ({ proto: c.proto, from: c.from, to: c.to }))),
+    because,
+  };
 }
 
 /** The two ends traced for a pair of groups: a group to itself is two of its pods (a pod to itself is always allowed). */

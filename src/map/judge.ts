@@ -7,7 +7,6 @@
 // see of the peer and of the pod itself (their address classes projected on the sets they match: a named-port
 // set holds the destination's own address), and is traced once per such triple.
 
-import type { L4Protocol } from '../model/index.js';
 import { tracePacket, type TraceResult } from '../trace/index.js';
 import { compiledKey } from '../why/index.js';
 import { PROTOCOLS, type PortRange } from './model.js';
@@ -43,7 +42,10 @@ export interface Side {
   readonly row: (Outcome | undefined)[];
 }
 
-const open = (what: string): Outcome => ({ intervals: PROTOCOLS.map((proto) => ({ proto, from: 1, to: 65535, allowed: true, by: what })), any: true });
+const open = (what: string): Outcome => ({
+  intervals: PROTOCOLS.map((proto) => ({ proto, from: 1, to: 65535, allowed: true, by: what })),
+  any: true,
+});
 const FROM_OUTSIDE = open('from outside the cluster: no egress judged');
 const TO_OUTSIDE = open('to outside the cluster: no ingress judged');
 
@@ -172,17 +174,18 @@ export class Judge {
   }
 }
 
-const finalVerdict = (t: TraceResult): 'ACCEPT' | 'DROP' =>
-  t.verdict !== 'NO-VERDICT' ? t.verdict : (t.after?.verdict ?? 'ACCEPT');
+const finalVerdict = (t: TraceResult): 'ACCEPT' | 'DROP' => (t.verdict !== 'NO-VERDICT' ? t.verdict : (t.after?.verdict ?? 'ACCEPT'));
 
 /** What decided, in why's words: the policy rule that allowed or denied, the isolating policies, or "not isolated". */
 function reason(t: TraceResult, direction: 'egress' | 'ingress', allowed: boolean): string {
-  const named = (policy: string, rule: string): string => (policy.startsWith('ClusterNetworkPolicy ') ? `${policy} rule ${rule}` : `NetworkPolicy ${policy} rule ${rule}`);
+  const named = (policy: string, rule: string): string =>
+    policy.startsWith('ClusterNetworkPolicy ') ? `${policy} rule ${rule}` : `NetworkPolicy ${policy} rule ${rule}`;
   if (allowed) {
     const mine = t.allowedBy.filter((a) => a.direction === direction && !(a.rule?.endsWith(' Pass') ?? false));
     const who = mine[mine.length - 1];
     if (who?.policy !== undefined && who.rule !== undefined) return named(who.policy, who.rule);
-    if (who?.pod !== undefined) return `not isolated for ${direction}${who.comment?.includes('no tier decided') === true ? ' (no tier decided)' : ''}`;
+    if (who?.pod !== undefined)
+      return `not isolated for ${direction}${who.comment?.includes('no tier decided') === true ? ' (no tier decided)' : ''}`;
     return `no netfence rule for ${direction}`;
   }
   const d = t.decidedBy ?? t.after?.decidedBy;
@@ -200,22 +203,41 @@ function joinSame(list: readonly Judged[]): Judged[] {
   const out: Judged[] = [];
   for (const j of list) {
     const last = out[out.length - 1];
-    if (last && last.proto === j.proto && last.allowed === j.allowed && last.by === j.by && last.to + 1 === j.from) out[out.length - 1] = { ...last, to: j.to };
+    if (last && last.proto === j.proto && last.allowed === j.allowed && last.by === j.by && last.to + 1 === j.from)
+      out[out.length - 1] = { ...last, to: j.to };
     else out.push(j);
   }
   return out;
 }
 
-/** Where both directions allow: the port ranges, each with the two reasons. */
-export function combine(egress: readonly Judged[], ingress: readonly Judged[]): { proto: L4Protocol; from: number; to: number; allowed: boolean; egress: string; ingress: string }[] {
-  const out: { proto: L4Protocol; from: number; to: number; allowed: boolean; egress: string; ingress: string }[] = [];
+/** One port range of a connection: each direction's verdict and reason. */
+export interface Cell extends PortRange {
+  readonly allowed: boolean;
+  readonly egressAllowed: boolean;
+  readonly ingressAllowed: boolean;
+  readonly egress: string;
+  readonly ingress: string;
+}
+
+/** The two directions' intervals laid over each other: allowed where both allow. */
+export function combine(egress: readonly Judged[], ingress: readonly Judged[]): Cell[] {
+  const out: Cell[] = [];
   for (const e of egress)
     for (const i of ingress) {
       if (e.proto !== i.proto) continue;
       const from = Math.max(e.from, i.from);
       const to = Math.min(e.to, i.to);
       if (from > to) continue;
-      out.push({ proto: e.proto, from, to, allowed: e.allowed && i.allowed, egress: e.by, ingress: i.by });
+      out.push({
+        proto: e.proto,
+        from,
+        to,
+        allowed: e.allowed && i.allowed,
+        egressAllowed: e.allowed,
+        ingressAllowed: i.allowed,
+        egress: e.by,
+        ingress: i.by,
+      });
     }
   return out;
 }

@@ -73,7 +73,13 @@ export function mapAllows(map: ConnectivityMap, from: string, to: string, proto:
   if (edge) return edge.ports.some((r) => r.proto === proto && port >= r.from && port <= r.to);
   const src = map.groups.find((g) => g.id === from);
   const dst = map.groups.find((g) => g.id === to);
-  return src !== undefined && dst !== undefined && src.egress === 'open' && dst.ingress === 'open' && !(src.kind === 'outside' && dst.kind === 'outside');
+  return (
+    src !== undefined &&
+    dst !== undefined &&
+    src.egress === 'open' &&
+    dst.ingress === 'open' &&
+    !(src.kind === 'outside' && dst.kind === 'outside')
+  );
 }
 
 /** The group a pod (`ns/name`) is drawn in. */

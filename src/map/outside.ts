@@ -23,7 +23,9 @@ export function outsideBlocks(snapshot: ClusterSnapshot, family: IpFamily, named
   for (const c of blocks) {
     if (cluster.some((x) => contains(x, c))) continue;
     const inner = blocks.filter((x) => x !== c && contains(c, x));
-    const holes = [...inner, ...cluster.filter((x) => contains(c, x))].sort((a, b) => (a.base < b.base ? -1 : a.base > b.base ? 1 : a.prefix - b.prefix));
+    const holes = [...inner, ...cluster.filter((x) => contains(c, x))].sort((a, b) =>
+      a.base < b.base ? -1 : a.base > b.base ? 1 : a.prefix - b.prefix,
+    );
     const ip = firstFree(c, holes);
     if (ip === undefined) continue;
     const maximal = inner.filter((x) => !inner.some((y) => y !== x && contains(y, x)));

@@ -98,7 +98,8 @@ export class NodeProfiles {
 
 /** A rule as data, with the pod's own chain, name and address (and a jump's target) replaced by placeholders. */
 function ruleText(rule: Rule, self: { chain: string; pod: string; ip: string } | undefined, target?: string): string {
-  const action = target !== undefined && (rule.action.kind === 'jump' || rule.action.kind === 'goto') ? { ...rule.action, target } : rule.action;
+  const action =
+    target !== undefined && (rule.action.kind === 'jump' || rule.action.kind === 'goto') ? { ...rule.action, target } : rule.action;
   let text = JSON.stringify([rule.match, action, rule.comment ?? '']);
   if (self) text = text.split(self.chain).join('<chain>').split(self.pod).join('<pod>').split(`"${self.ip}/`).join('"<self>/');
   return text;
