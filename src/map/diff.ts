@@ -129,19 +129,21 @@ function allowed(judge: Judge, src: GroupState, dst: GroupState): 'none' | 'all'
   return egress.any && ingress.any ? 'some' : 'none';
 }
 
-const ALL: Cell[] = PROTOCOLS.map((proto) => ({
-  proto,
-  from: 1,
-  to: 65535,
-  allowed: true,
-  egressAllowed: true,
-  ingressAllowed: true,
-  egress: 'not isolated for egress',
-  ingress: 'not isolated for ingress',
-}));
+/** Open egress to open ingress: every port, with the words the tracer gives those sides. */
+const everything = (src: GroupState, dst: GroupState): Cell[] =>
+  PROTOCOLS.map((proto) => ({
+    proto,
+    from: 1,
+    to: 65535,
+    allowed: true,
+    egressAllowed: true,
+    ingressAllowed: true,
+    egress: src.group.kind === 'outside' ? Judge.fromOutside.intervals[0]!.by : 'not isolated for egress',
+    ingress: dst.group.kind === 'outside' ? Judge.toOutside.intervals[0]!.by : 'not isolated for ingress',
+  }));
 
 function cellsOf(judge: Judge, src: GroupState, dst: GroupState, verdict: 'none' | 'all' | 'some'): Cell[] {
-  if (verdict === 'all') return ALL;
+  if (verdict === 'all') return everything(src, dst);
   const ends = endsOf(src, dst);
   if (!ends || (src.group.kind === 'outside' && dst.group.kind === 'outside')) return [];
   const { egress, ingress } = judge.both(ends[0], ends[1]);
@@ -152,19 +154,25 @@ const allowedPorts = (cells: readonly Cell[]): PortRange[] =>
   joinRanges(cells.filter((c) => c.allowed).map((c) => ({ proto: c.proto, from: c.from, to: c.to })));
 
 function reasons(opened: readonly PortRange[], closed: readonly PortRange[], was: readonly Cell[], now: readonly Cell[]): string[] {
-  const out: string[] = [];
+  // One line per reason, with every port range it covers.
+  const lines = new Map<string, { verb: string; why: string; ports: PortRange[] }>();
+  const add = (verb: string, why: string, ports: readonly PortRange[]) => {
+    const key = `${verb}\0${why}`;
+    const line = lines.get(key) ?? { verb, why, ports: [] };
+    line.ports.push(...ports);
+    lines.set(key, line);
+  };
   for (const c of now) {
     const o = intersect(opened, [c]);
-    if (o.length > 0 && c.allowed) out.push(`opened ${rangesText(o)}: egress ${c.egress}; ingress ${c.ingress}`);
+    if (o.length > 0 && c.allowed) add('opened', `egress ${c.egress}; ingress ${c.ingress}`, o);
     const x = intersect(closed, [c]);
     if (x.length > 0 && !c.allowed) {
       const denied = [...(c.egressAllowed ? [] : [`egress ${c.egress}`]), ...(c.ingressAllowed ? [] : [`ingress ${c.ingress}`])];
       const before = was.filter((w) => w.allowed && intersect(x, [w]).length > 0).map((w) => `egress ${w.egress}; ingress ${w.ingress}`);
-      out.push(
-        `closed ${rangesText(x)}: ${denied.join('; ')}${before.length > 0 ? ` (allowed before by ${[...new Set(before)].join(' / ')})` : ''}`,
-      );
+      add('closed', `${denied.join('; ')}${before.length > 0 ? ` (allowed before by ${[...new Set(before)].join(' / ')})` : ''}`, x);
     }
   }
+  const out = [...lines.values()].map((l) => `${l.verb} ${rangesText(joinRanges(l.ports))}: ${l.why}`);
   // Where the new cluster has no cells (a pair it cannot trace), the closing is still said.
   if (closed.length > 0 && now.length === 0) out.push(`closed ${rangesText(closed)}`);
   return out;
