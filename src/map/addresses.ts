@@ -22,10 +22,12 @@ export class AddressClasses {
   add(ipsets: IpSets): void {
     for (const [name, set] of ipsets) {
       if (set.family !== this.family) continue;
+      // A selector's or an ipBlock's set is the same on every node (its members are what the cluster and the
+      // policy say): read once. A named-port set holds the node's own targets: read on every node.
+      if (set.type !== 'hash:ip,port' && this.seen.has(name)) continue;
+      this.seen.add(name);
       if (set.type === 'hash:net') {
-        // An ipBlock's set is the same on every node (its members are what the policy says).
-        if (!this.seen.has(name)) this.nets.push({ name, set });
-        this.seen.add(name);
+        this.nets.push({ name, set });
         continue;
       }
       for (const member of set.members) {
