@@ -32,11 +32,18 @@ const seed = Number(flag('seed', '1'));
  * becomes isolated for egress, with nothing allowed (a change with certain effect: its pods could reach everyone).
  */
 function onePolicyAdded(snapshot: ClusterSnapshot): { snapshot: ClusterSnapshot; policy: string } {
-  const policed = new Set(snapshot.policies.filter((p) => p.policyTypes?.includes('Egress') === true || (p.egress?.length ?? 0) > 0).map((p) => p.namespace));
+  const policed = new Set(
+    snapshot.policies.filter((p) => p.policyTypes?.includes('Egress') === true || (p.egress?.length ?? 0) > 0).map((p) => p.namespace),
+  );
   const count = new Map<string, number>();
   for (const p of snapshot.pods) if (!policed.has(p.namespace)) count.set(p.namespace, (count.get(p.namespace) ?? 0) + 1);
   const namespace = [...count].sort((a, b) => b[1] - a[1])[0]![0];
-  const added: NetworkPolicy = { namespace, name: 'bench-deny-egress', podSelector: { matchLabels: {}, matchExpressions: [] }, policyTypes: ['Egress'] };
+  const added: NetworkPolicy = {
+    namespace,
+    name: 'bench-deny-egress',
+    podSelector: { matchLabels: {}, matchExpressions: [] },
+    policyTypes: ['Egress'],
+  };
   return { snapshot: { ...snapshot, policies: [...snapshot.policies, added] }, policy: `${namespace}/${added.name}` };
 }
 
@@ -61,7 +68,9 @@ try {
   const changed = onePolicyAdded(snapshot);
   writeFileSync(old, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: snapshotObjects(snapshot) }));
   writeFileSync(neu, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: snapshotObjects(changed.snapshot) }));
-  console.log(`tier ${tier} (seed ${seed}): ${stats.pods} pods, ${stats.policies} policies, ${stats.namespaces} namespaces, ${stats.nodes} nodes; node ${process.version}`);
+  console.log(
+    `tier ${tier} (seed ${seed}): ${stats.pods} pods, ${stats.policies} policies, ${stats.namespaces} namespaces, ${stats.nodes} nodes; node ${process.version}`,
+  );
   measure('map --format json', ['map', '--resources', old, '--format', 'json', '-o', join(dir, 'map.json')], [0]);
   measure('map --format html', ['map', '--resources', old, '--format', 'html', '-o', join(dir, 'map.html')], [0]);
   console.log(`one policy added for the diff: ${changed.policy} (every pod of its namespace isolated for egress)`);

@@ -345,11 +345,16 @@ async function main(): Promise<number> {
     out(`    netfence map --resources <watched folder> --format html -o ${mapFile}: exit ${map.code}`);
     out(`    (one self-contained page: open it in a browser; click a group or an arrow for the rule and the why text)`);
     const table = await netfence(['map', '--resources', watched, '--format', 'md']);
-    for (const line of table.output.split('\n').filter((l) => l.startsWith('| ') && !l.includes('world:')).slice(0, 14)) out(`    | ${line}`);
+    for (const line of table.output
+      .split('\n')
+      .filter((l) => l.startsWith('| ') && !l.includes('world:'))
+      .slice(0, 14))
+      out(`    | ${line}`);
     const mapDiff = await netfence(['map', '--diff', before, watched, '--format', 'text']);
     out(`    netfence map --diff <before enforcing> <now> (exit 0 no change, 1 changes): exit ${mapDiff.code}`);
     for (const line of mapDiff.output.split('\n')) out(`    | ${line}`);
-    const closedAll = mapDiff.output.includes('-> dev/client') && wouldBreak.every((from) => mapDiff.output.includes(`${from.split('/')[0]}/`));
+    const closedAll =
+      mapDiff.output.includes('-> dev/client') && wouldBreak.every((from) => mapDiff.output.includes(`${from.split('/')[0]}/`));
     if (map.code !== 0 || table.code !== 0 || mapDiff.code !== 1 || !mapDiff.output.includes('dev/default-deny') || !closedAll) {
       out('    unexpected: the map should be written and the diff should name dev/default-deny closing the connections the audit named');
       ok = false;

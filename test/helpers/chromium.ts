@@ -52,13 +52,15 @@ export class Browser {
         if (m.error) w?.reject(new Error(m.error.message));
         else w?.resolve(m);
       }
-      if (m.method === 'Runtime.consoleAPICalled' && m.params?.['type'] === 'error') this.errors.push(`console.error: ${JSON.stringify(m.params['args'])}`);
+      if (m.method === 'Runtime.consoleAPICalled' && m.params?.['type'] === 'error')
+        this.errors.push(`console.error: ${JSON.stringify(m.params['args'])}`);
       if (m.method === 'Runtime.exceptionThrown') this.errors.push(`exception: ${JSON.stringify(m.params?.['exceptionDetails'])}`);
       if (m.method === 'Log.entryAdded') {
         const entry = m.params?.['entry'] as { level?: string; text?: string; url?: string } | undefined;
         if (entry?.level === 'error') this.errors.push(`log: ${entry.text ?? ''} ${entry.url ?? ''}`);
       }
-      if (m.method === 'Network.requestWillBeSent') this.requests.push(String((m.params?.['request'] as { url?: string } | undefined)?.url));
+      if (m.method === 'Network.requestWillBeSent')
+        this.requests.push(String((m.params?.['request'] as { url?: string } | undefined)?.url));
       for (const l of this.listeners) l(m);
     });
   }
@@ -72,13 +74,19 @@ export class Browser {
       const portFile = join(profile, 'DevToolsActivePort');
       const until = Date.now() + deadlineMs;
       while (!existsSync(portFile) || readFileSync(portFile, 'utf8').split('\n').length < 2) {
-        if (failed) throw new Error(`cannot start ${CHROMIUM} (${failed.message}): install the chromium apt package (scripts/lib/prereqs.sh does, as root)`);
+        if (failed)
+          throw new Error(
+            `cannot start ${CHROMIUM} (${failed.message}): install the chromium apt package (scripts/lib/prereqs.sh does, as root)`,
+          );
         if (proc.exitCode !== null) throw new Error(`chromium exited with ${proc.exitCode} before it listened`);
         if (Date.now() > until) throw new Error(`chromium did not open its DevTools port within ${deadlineMs} ms`);
         await new Promise((r) => setTimeout(r, 50));
       }
       const port = readFileSync(portFile, 'utf8').split('\n')[0]!;
-      const targets = (await (await fetch(`http://127.0.0.1:${port}/json/list`)).json()) as { type: string; webSocketDebuggerUrl: string }[];
+      const targets = (await (await fetch(`http://127.0.0.1:${port}/json/list`)).json()) as {
+        type: string;
+        webSocketDebuggerUrl: string;
+      }[];
       const page = targets.find((t) => t.type === 'page');
       if (!page) throw new Error('chromium has no page target');
       const socket = new WebSocket(page.webSocketDebuggerUrl);

@@ -40,7 +40,14 @@ export function tenNamespaces(): ClusterSnapshot {
         const node = r % 2 === 0 ? 'n1' : 'n2';
         const ports = tier === 'db' ? [{ name: 'pg', containerPort: 5432, protocol: 'TCP' as const }] : [];
         pods.push(
-          makePod(`team-${n}`, `${tier}-${r}`, `10.244.${node === 'n1' ? 1 : 2}.${host}`, onNode(node), labels({ app: tier }), containerPorts(...ports)),
+          makePod(
+            `team-${n}`,
+            `${tier}-${r}`,
+            `10.244.${node === 'n1' ? 1 : 2}.${host}`,
+            onNode(node),
+            labels({ app: tier }),
+            containerPorts(...ports),
+          ),
         );
         if (r === 1) host++;
       }
@@ -48,7 +55,12 @@ export function tenNamespaces(): ClusterSnapshot {
     const ns = `team-${n}`;
     return [
       makePolicy(ns, 'default-deny', selectPods(sel()), types('Ingress')),
-      makePolicy(ns, 'web-from-outside', selectPods(sel({ app: 'web' })), ingress(rule([blockPeer('0.0.0.0/0', '10.0.0.0/8')], [tcp(8080)]))),
+      makePolicy(
+        ns,
+        'web-from-outside',
+        selectPods(sel({ app: 'web' })),
+        ingress(rule([blockPeer('0.0.0.0/0', '10.0.0.0/8')], [tcp(8080)])),
+      ),
       makePolicy(ns, 'api-from-web', selectPods(sel({ app: 'api' })), ingress(rule([podPeer(sel({ app: 'web' }))], [tcp(8080)]))),
       makePolicy(
         ns,

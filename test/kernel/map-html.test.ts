@@ -39,7 +39,9 @@ describe('the map page in headless chromium', () => {
     const ids = await browser.evaluate<string[]>("[...document.querySelectorAll('.group')].map((g) => g.dataset.id)");
     expect(ids.sort()).toEqual(map.groups.map((g) => g.id).sort());
     expect(ids).toEqual(expect.arrayContaining(['team-0/web', 'team-0/api', 'team-0/db', 'team-9/ui']));
-    const edges = await browser.evaluate<string[]>("[...document.querySelectorAll('.edge')].map((e) => e.dataset.from + ' -> ' + e.dataset.to)");
+    const edges = await browser.evaluate<string[]>(
+      "[...document.querySelectorAll('.edge')].map((e) => e.dataset.from + ' -> ' + e.dataset.to)",
+    );
     expect(edges.sort()).toEqual(map.edges.map((e) => `${e.from} -> ${e.to}`).sort());
     // From the spec: db admits api on its named port pg (5432); api admits the next team's web.
     expect(edges).toEqual(expect.arrayContaining(['team-0/api -> team-0/db', 'team-1/web -> team-0/api']));
@@ -48,13 +50,15 @@ describe('the map page in headless chromium', () => {
   });
 
   it('shows a group’s pods and policies, and a connection’s why text, on click', async () => {
-    await browser.evaluate("document.querySelector('.group[data-id=\"team-0/db\"]').dispatchEvent(new MouseEvent('click', { bubbles: true }))");
+    await browser.evaluate(
+      "document.querySelector('.group[data-id=\"team-0/db\"]').dispatchEvent(new MouseEvent('click', { bubbles: true }))",
+    );
     const group = await browser.evaluate<string>("document.getElementById('details').textContent");
     expect(group).toContain('team-0/db-0');
     expect(group).toContain('team-0/db-from-api');
     expect(group).toContain('team-0/db-egress-dns');
     await browser.evaluate(
-      "document.querySelector('.edge[data-from=\"team-0/api\"][data-to=\"team-0/db\"]').dispatchEvent(new MouseEvent('click', { bubbles: true }))",
+      'document.querySelector(\'.edge[data-from="team-0/api"][data-to="team-0/db"]\').dispatchEvent(new MouseEvent(\'click\', { bubbles: true }))',
     );
     const edge = await browser.evaluate<string>("document.getElementById('details').textContent");
     expect(edge).toContain('tcp/5432');
@@ -63,7 +67,7 @@ describe('the map page in headless chromium', () => {
   });
 
   it('hides a namespace, its groups and its connections when its box is unticked', async () => {
-    await browser.evaluate("(() => { const b = document.querySelector('#filters input[data-ns=\"team-3\"]'); b.click(); })()");
+    await browser.evaluate('(() => { const b = document.querySelector(\'#filters input[data-ns="team-3"]\'); b.click(); })()');
     const shown = await browser.evaluate<{ groups: number; edges: number; hiddenEdges: number }>(`(() => ({
       groups: [...document.querySelectorAll('.group[data-ns="team-3"]')].filter((g) => getComputedStyle(g).display !== 'none').length,
       edges: [...document.querySelectorAll('.edge')].filter((e) => (e.dataset.nsFrom === 'team-3' || e.dataset.nsTo === 'team-3') && getComputedStyle(e).display !== 'none').length,

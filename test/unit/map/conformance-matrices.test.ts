@@ -25,7 +25,8 @@ function paperCluster(family: Family): ConformanceCluster {
   return Reflect.construct(ConformanceCluster, [sandbox, dir, undefined, family]) as ConformanceCluster;
 }
 
-const cidrsOf = (node: string, family: Family): string[] => (family === 6 ? [nodePodCidr(node, 4), nodePodCidr(node, 6)] : [nodePodCidr(node, 4)]);
+const cidrsOf = (node: string, family: Family): string[] =>
+  family === 6 ? [nodePodCidr(node, 4), nodePodCidr(node, 6)] : [nodePodCidr(node, 4)];
 
 function withNodes(snapshot: ClusterSnapshot, family: Family): ClusterSnapshot {
   return { ...snapshot, nodes: NODES.map((n) => ({ name: n.name, podCidrs: cidrsOf(n.name, family), addresses: [] })) };

@@ -135,7 +135,12 @@ spec:
   - to: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: shop}}, podSelector: {matchLabels: {app: db}}}]
     ports: [{port: 5432}]
 `;
-    const { code, out } = await diff(manifests('deny-tool', DENY_EGRESS_TOOL), manifests('tool-to-db', DENY_EGRESS_TOOL, toDb), '--format', 'json');
+    const { code, out } = await diff(
+      manifests('deny-tool', DENY_EGRESS_TOOL),
+      manifests('tool-to-db', DENY_EGRESS_TOOL, toDb),
+      '--format',
+      'json',
+    );
     expect(code).toBe(1);
     expect(JSON.parse(out)).toEqual({
       family: 4,
