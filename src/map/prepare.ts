@@ -5,6 +5,7 @@
 import { Compiler } from '../compile/index.js';
 import { podKey, type ClusterSnapshot, type IpFamily, type NodeSettings, type Pod } from '../model/index.js';
 import { parseIp } from '../model/address.js';
+import type { IpSets } from '../trace/index.js';
 import { compiledKey, nodeRulesOf, type CompiledRules, type NodeRules } from '../why/index.js';
 import { AddressClasses } from './addresses.js';
 import { NodeProfiles, type Profile } from './profiles.js';
@@ -67,13 +68,14 @@ export function prepare(
   const addresses = new AddressClasses(family);
   const nodes = [...new Set(running.map((r) => r.pod.nodeName))].sort();
   const rulesOf = new Map<string, NodeRules>();
+  const shared = new Map<string, SavedIpSet>();
   for (const node of nodes) {
     const key = compiledKey(family, node);
     let rules = compiled.get(key);
     if (!rules) {
       const settings = settingsFor(node);
       const desired = compiler.compile(snapshot, settings).desired;
-      rules = nodeRulesOf(snapshot, settings, node, family === 6 ? desired.v6 : desired.v4);
+      rules = shareSets(nodeRulesOf(snapshot, settings, node, family === 6 ? desired.v6 : desired.v4), shared);
       compiled.set(key, rules);
     }
     rulesOf.set(node, rules);
@@ -103,6 +105,27 @@ export function prepare(
   }
   pods.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   return { snapshot, family, settingsFor, compiled, pods, addresses, skipped };
+}
+
+type SavedIpSet = IpSets extends ReadonlyMap<string, infer S> ? S : never;
+
+/**
+ * One object per selector, ipBlock and node set for all nodes: such a set's name is the hash of what it stands
+ * for and its members are the cluster's (compile/ipsets.ts), so every node's copy is the same; the tracer then
+ * indexes each once, not once per node. Named-port sets (`hash:ip,port`) hold each node's own targets: kept.
+ */
+function shareSets(rules: NodeRules, shared: Map<string, SavedIpSet>): NodeRules {
+  const ipsets = new Map<string, SavedIpSet>();
+  for (const [name, set] of rules.ipsets) {
+    if (set.type === 'hash:ip,port') {
+      ipsets.set(name, set);
+      continue;
+    }
+    const first = shared.get(name);
+    if (!first) shared.set(name, set);
+    ipsets.set(name, first ?? set);
+  }
+  return { ...rules, ipsets };
 }
 
 function leftOut(pod: Pod, family: IpFamily): string | undefined {
