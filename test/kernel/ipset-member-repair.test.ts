@@ -125,6 +125,9 @@ describeKernel('ipset members changed by someone else', () => {
         expect(change).toMatchObject({ kind: 'failed' });
         expect(String((change as { error?: unknown }).error)).toContain(name);
         expect(await reachesA('c')).toBe(false);
+        expect(harness!.logger.lines.map((l) => l.msg)).toContain(
+          'ipsets could not be programmed; everything else was, and the sync will be retried',
+        );
 
         rmSync(shim.marker);
         const run = await harness!.next();
