@@ -6,7 +6,7 @@
 // server's ingress chain, and the FORWARD hook every policy hangs from.
 
 import { jest } from '@jest/globals';
-import { openKernel } from '../../src/dataplane/kernel.js';
+import { openKernel, openKernelAndRead } from '../../src/dataplane/kernel.js';
 import type { IptablesBackend } from '../../src/dataplane/iptables.js';
 import { settings } from '../helpers/builders.js';
 import { CLIENT, OTHER, SERVER, createPolicyNode, type PolicyNode } from '../helpers/bridge-node.js';
@@ -72,6 +72,15 @@ describeKernel('drift: a rule of ours switched off in place, comment kept', () =
       await iptablesRestore(node.netns, backend, `*filter\n-R ${at.chain} ${at.position} ${edit} ${at.rule}\nCOMMIT\n`);
       // The edit switched the rule off: c gets through.
       expect(await node.reachesServer('c', 1000)).toBe(true);
+      // The one-shot commands' read (diff, inspect, trace) shows it too.
+      const { read } = await openKernelAndRead({ netns: node.netns, backend });
+      const lines = read.filters.get(4)!.split('\n');
+      expect(lines).not.toContain(`-A ${at.chain} ${at.rule}`);
+      expect(
+        lines.filter(
+          (l) => l.startsWith(`-A ${at.chain} `) && l.includes(edit) && l.includes(at.rule.slice(at.rule.indexOf('-m comment'))),
+        ),
+      ).toHaveLength(1);
 
       expect(await harness!.periodic()).toMatchObject({ kind: 'synced', reason: 'periodic', drift: true });
       expect(await locate(node.netns, backend, TARGETS[target as keyof typeof TARGETS])).toEqual(at);
