@@ -24,7 +24,7 @@ import { createScratchNetns, destroyAllScratchNetns } from './lib/bench-netns.js
 import { fmtInt, fmtMs, sample, summarize, type Sample } from './lib/bench-stats.js';
 
 async function main(): Promise<void> {
-  const { tier, seed, runs } = parseBenchFlags(process.argv.slice(2), { runs: 7 });
+  const { tier, seed, runs } = parseBenchFlags(process.argv.slice(2), { runs: 7 }, []);
   const { snapshot, settings, stats } = generateCluster({ tier, seed, node: 'node-1' });
   const desired = compile(snapshot, settings).desired;
   const ns = await createScratchNetns('ll');
