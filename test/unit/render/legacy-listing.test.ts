@@ -66,6 +66,32 @@ describe('revealHiddenInterfaces: what iptables-legacy-save leaves out, from the
     expect(form(revealed[4]!)).toBe(form('-m comment --comment "nf:r3 x"'));
   });
 
+  it('reads ip6tables-legacy the same way', () => {
+    // ip6tables v1.8.9 (legacy): `! -i +` on a DROP, `! -o +` on a jump with a port match, `! -p tcp`.
+    const save = [
+      '*filter',
+      ':nf-T - [0:0]',
+      '-A nf-T -m comment --comment "nf:a x" -j DROP',
+      '-A nf-T -p tcp -m tcp --dport 80 -m comment --comment "nf:b x" -j nf-T',
+      '-A nf-T -s fe80::/10 -i eth0 ! -p tcp -m comment --comment "nf:c x" -j RETURN',
+      'COMMIT',
+      '',
+    ].join('\n');
+    const listing = [
+      'Chain nf-T (1 references)',
+      '    pkts      bytes target     prot opt in     out     source               destination         ',
+      '       0        0 DROP       0    --  !+     *       ::/0                 ::/0                 /* nf:a x */',
+      '       0        0 nf-T       6    --  *      !+      ::/0                 ::/0                 tcp dpt:80 /* nf:b x */',
+      '       0        0 RETURN    !6    --  eth0   *       fe80::/10            ::/0                 /* nf:c x */',
+      '',
+    ].join('\n');
+    expect(rules(revealHiddenInterfaces(save, listing))).toEqual([
+      '-A nf-T ! -i + -m comment --comment "nf:a x" -j DROP',
+      '-A nf-T ! -o + -p tcp -m tcp --dport 80 -m comment --comment "nf:b x" -j nf-T',
+      '-A nf-T -s fe80::/10 -i eth0 ! -p tcp -m comment --comment "nf:c x" -j RETURN',
+    ]);
+  });
+
   it('returns the save itself when the listing shows nothing it hides', () => {
     const listing = LISTING.replace('!+     *', '*      *').replace('*      !+ ', '*      *  ').replace('  +      *', '  *      *');
     expect(revealHiddenInterfaces(SAVE, listing)).toBe(SAVE);
