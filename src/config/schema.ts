@@ -89,7 +89,8 @@ export interface DaemonConfig {
   readonly apiGoneConfirmIntervalMs: number;
   /**
    * Node budget (model/node.ts NodeBudget): ipBlock set members (cidrs and excepts as written) all
-   * NetworkPolicies together may make this node program. Policies past it, newest first, fail closed.
+   * NetworkPolicies together may make this node program, split fairly between namespaces (compile/budget.ts).
+   * A namespace's policies past its share, newest first, fail closed.
    */
   readonly budgetSetMembers: number;
   /** Node budget: iptables rules of all NetworkPolicy chains together. */
