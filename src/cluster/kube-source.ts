@@ -314,7 +314,10 @@ export class KubeSource implements ClusterSource {
     }
     // A failed discovery request says nothing either way: the count stands and discovery is asked again.
     if (answer === false) this.suspect.absent++;
-    else this.logger.warn('ClusterNetworkPolicy discovery failed while confirming the API is gone; asking again', { error: describeError(answer.error) });
+    else
+      this.logger.warn('ClusterNetworkPolicy discovery failed while confirming the API is gone; asking again', {
+        error: describeError(answer.error),
+      });
     if (this.suspect.absent < GONE_CONFIRMATIONS) {
       this.reportSuspect();
       return this.scheduleConfirm();

@@ -475,9 +475,15 @@ export class FakeApiServer {
       return this.serveEventWrite(req, res, decodeURIComponent(eventRoute[1]!), eventRoute[2] && decodeURIComponent(eventRoute[2]));
     if (req.method !== 'GET') return status(res, 405, 'MethodNotAllowed', `the fake API server only serves GET`);
     const scripted = url.pathname === CNP_DISCOVERY ? this.discoveryScript.shift() : undefined;
-    if (typeof scripted === 'number') return status(res, scripted, scripted === 404 ? 'NotFound' : 'ServiceUnavailable', `scripted discovery answer (${url.pathname})`);
+    if (typeof scripted === 'number')
+      return status(res, scripted, scripted === 404 ? 'NotFound' : 'ServiceUnavailable', `scripted discovery answer (${url.pathname})`);
     if (scripted === 'absent') {
-      return json(res, 200, { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: 'policy.networking.k8s.io/v1alpha2', resources: [] });
+      return json(res, 200, {
+        kind: 'APIResourceList',
+        apiVersion: 'v1',
+        groupVersion: 'policy.networking.k8s.io/v1alpha2',
+        resources: [],
+      });
     }
     if (url.pathname === CNP_DISCOVERY && (scripted === 'listed' || this.crdInstalled)) {
       return json(res, 200, {

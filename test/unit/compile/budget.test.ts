@@ -145,7 +145,12 @@ describe('node budget: fair shares between namespaces', () => {
       ...c,
       policies: c.policies.map((p) =>
         failed.has(`${p.namespace}/${p.name}`)
-          ? { ...p, problems: [{ object: `NetworkPolicy ${p.namespace}/${p.name}`, field: 'spec', message: 'over budget', severity: 'error' as const }] }
+          ? {
+              ...p,
+              problems: [
+                { object: `NetworkPolicy ${p.namespace}/${p.name}`, field: 'spec', message: 'over budget', severity: 'error' as const },
+              ],
+            }
           : p,
       ),
     });
@@ -193,7 +198,13 @@ describe('node budget: fair shares between namespaces', () => {
     const big = (ns: string, name: string, app: string, at: string) =>
       makePolicy(ns, name, selectPods(sel({ app })), created(at), ingress(rule(undefined, ports)));
     const policies = [big('prod', 'a', 'db', '2026-01-01T00:00:00Z'), big('prod', 'b', 'web', '2026-01-02T00:00:00Z')];
-    const devSmall = makePolicy('dev', 'small', selectPods(sel({ app: 'web' })), created('2026-03-01T00:00:00Z'), ingress(rule(undefined, [tcp(9090)])));
+    const devSmall = makePolicy(
+      'dev',
+      'small',
+      selectPods(sel({ app: 'web' })),
+      created('2026-03-01T00:00:00Z'),
+      ingress(rule(undefined, [tcp(9090)])),
+    );
     // 54 rules asked by prod, 1 by dev; budget 54.
     const result = compile(cluster([...policies, devSmall]), settings({ budget: budget(100, 54) }));
     expect(refusedNames(result.problems)).toEqual(['prod/b']);
