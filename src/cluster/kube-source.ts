@@ -45,7 +45,7 @@ import {
   type StreamRefusalReason,
 } from './kube-list.js';
 import { slimObject } from './slim.js';
-import type { ObjectKind } from './schemas.js';
+import type { ObjectKind } from './object-kind.js';
 import { ChangeEmitter, ObjectStore, type ClusterChange, type ClusterSource, type Logger } from './source.js';
 
 export interface BackoffOptions {

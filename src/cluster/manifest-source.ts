@@ -22,7 +22,7 @@
 import { formatProblem, type ClusterSnapshot, type Problem } from '../model/index.js';
 import { DirectoryWatches, manifestFingerprint, openFsWatch, type OpenWatch } from './manifest-watch.js';
 import { Collector, incompleteRead, loadFile, pathFiles, readBudget, type ManifestLimits } from './manifests.js';
-import { OBJECT_KINDS } from './convert.js';
+import { OBJECT_KINDS } from './object-kind.js';
 import { ChangeEmitter, ObjectStore, type ClusterChange, type ClusterSource, type Logger } from './source.js';
 
 /** Whether the last read saw every manifest; when not, which files/paths are served from an older read. */
