@@ -86,6 +86,7 @@ describeKernel('daemon: a 404 for ClusterNetworkPolicies is confirmed through di
     server.failRequests('clusternetworkpolicies', 404, 1);
     server.scriptDiscovery(404, 'absent');
     server.dropWatches();
+    const blinked = performance.now();
     // Whichever comes first: the node says it is not ready, or the policy stops being enforced.
     let opened = false;
     await waitUntil('not ready, or the deny lost', async () => (opened = await reaches('slytherin')) || (await readyz()).status === 503);
@@ -101,6 +102,7 @@ describeKernel('daemon: a 404 for ClusterNetworkPolicies is confirmed through di
     }
     expect(probes).toBeGreaterThan(0);
     await waitReady(daemon);
+    console.log(`not ready for ${Math.round(performance.now() - blinked)} ms after the 404; ${probes} probes meanwhile, all denied`);
     expect(server.discoveryScriptLeft).toBe(0);
     expect(server.watchCount('clusternetworkpolicies')).toBeGreaterThan(0);
     expect(await reaches('slytherin')).toBe(false);
@@ -110,10 +112,12 @@ describeKernel('daemon: a 404 for ClusterNetworkPolicies is confirmed through di
 
   it('the CRD really removed: not ready while discovery confirms it, then its policy is gone and the node ready', async () => {
     const before = discoveries();
+    const removed = performance.now();
     server.uninstallCrd();
     await waitUntil('not ready', async () => (await readyz()).status === 503);
     await waitUntil('slytherin let in once the removal is confirmed', () => reaches('slytherin'), 20_000);
     await waitReady(daemon);
+    console.log(`CRD removal enforced ${Math.round(performance.now() - removed)} ms after it`);
     expect(discoveries() - before).toBeGreaterThanOrEqual(3);
     expect(daemon.logs.filter((l) => l.includes('no longer enforced'))).toHaveLength(1);
   });
