@@ -101,7 +101,7 @@ interface Use {
 }
 
 /** Set members `cost` adds to `use` (sets it already counts are free) and its rules. */
-function added(use: Use, cost: PolicyCost): number {
+function membersAdded(use: Use, cost: PolicyCost): number {
   let members = 0;
   for (const [key, n] of cost.sets) if (!use.counted.has(key)) members += n;
   return members;
@@ -122,7 +122,7 @@ function fairShares(sorted: readonly NetworkPolicy[], budget: NodeBudget): Map<s
     let use = demand.get(policy.namespace);
     if (!use) demand.set(policy.namespace, (use = newUse()));
     const cost = policyCost(policy);
-    take(use, cost, added(use, cost));
+    take(use, cost, membersAdded(use, cost));
   }
   const members = maxMinShares(new Map([...demand].map(([ns, u]) => [ns, u.setMembers])), budget.setMembers);
   const rules = maxMinShares(new Map([...demand].map(([ns, u]) => [ns, u.rules])), budget.rules);
@@ -162,13 +162,13 @@ export function admit(policies: readonly NetworkPolicy[], budget: NodeBudget): A
     let own = perNamespace.get(policy.namespace);
     if (!own) perNamespace.set(policy.namespace, (own = newUse()));
     const cost = policyCost(policy);
-    const ownAdded = added(own, cost);
+    const ownAdded = membersAdded(own, cost);
     if (own.setMembers + ownAdded > share.setMembers || own.rules + cost.rules > share.rules) {
       pastShare.push(policy);
       continue;
     }
     take(own, cost, ownAdded);
-    take(node, cost, added(node, cost));
+    take(node, cost, membersAdded(node, cost));
   }
   const counted = node.counted;
   let { setMembers, rules } = node;
