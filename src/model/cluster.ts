@@ -86,8 +86,8 @@ export interface NetworkPolicy {
   readonly ingress?: readonly PolicyRule[];
   readonly egress?: readonly PolicyRule[];
   /**
-   * metadata.creationTimestamp (RFC 3339, UTC, as the API server writes it). The node budget admits
-   * policies oldest first, so a new policy cannot take an older one's place. Absent in manifests: oldest.
+   * metadata.creationTimestamp (RFC 3339, UTC, as the API server writes it). The node budget admits a
+   * namespace's policies oldest first, so a new policy cannot take an older one's place. Absent in manifests: oldest.
    */
   readonly creationTimestamp?: string;
   /**
