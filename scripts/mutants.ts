@@ -181,6 +181,7 @@ const MUTANTS: readonly Mutant[] = [
     replace: 'throw err;',
     why: 'one set ipset refuses fails the whole sync: every other set and every chain change wait',
     unit: ['test/unit/reconcile/set-repair.test.ts'],
+    kernel: ['test/kernel/ipset-member-repair.test.ts'],
   },
   {
     name: 'refused-set-never-rebuilt',
