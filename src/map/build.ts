@@ -18,6 +18,8 @@ export interface MapOptions {
   readonly explain?: number;
   /** CIDRs to cut the outside world at besides the map's own (a diff cuts both sides alike). */
   readonly extraCidrs?: readonly string[];
+  /** False: groups only (a diff asks its own questions of the judge). Default true. */
+  readonly listEdges?: boolean;
 }
 
 /** A group with what the map needs to judge it: its pods, and the end traced for it. */
@@ -53,7 +55,7 @@ export function finishMap(prepared: Prepared, options: MapOptions = {}): MapMode
   const all = [...groups, ...outside];
   const judge = new Judge(prepared, classes.list);
   const edges: MapEdge[] = [];
-  for (const src of all) {
+  for (const src of options.listEdges === false ? [] : all) {
     const srcEnd = src.ends[0]!;
     const egress = srcEnd.kind === 'pod' ? judge.side(srcEnd.pod, 'egress', srcEnd.cls) : undefined;
     for (const dst of all) {

@@ -42,8 +42,8 @@ export function diffClusters(
   const p0 = prepare(before.snapshot, before.settingsFor, family);
   const p1 = prepare(after.snapshot, after.settingsFor, family);
   const cidrs = [...p0.addresses.netCidrs(), ...p1.addresses.netCidrs()];
-  const m0 = finishMap(p0, { ...options, extraCidrs: cidrs });
-  const m1 = finishMap(p1, { ...options, extraCidrs: cidrs });
+  const m0 = finishMap(p0, { ...options, extraCidrs: cidrs, listEdges: false });
+  const m1 = finishMap(p1, { ...options, extraCidrs: cidrs, listEdges: false });
   return { diff: diffMaps(m0, m1), before: m0, after: m1 };
 }
 
