@@ -349,7 +349,7 @@ async function main(): Promise<number> {
       .split('\n')
       .filter((l) => l.startsWith('| ') && !l.includes('world:'))
       .slice(0, 14))
-      out(`    | ${line}`);
+      out(`    ${line}`);
     const mapDiff = await netfence(['map', '--diff', before, watched, '--format', 'text']);
     out(`    netfence map --diff <before enforcing> <now> (exit 0 no change, 1 changes): exit ${mapDiff.code}`);
     for (const line of mapDiff.output.split('\n')) out(`    | ${line}`);
