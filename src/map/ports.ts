@@ -80,4 +80,11 @@ export function rangeText(r: PortRange): string {
   return r.from === r.to ? `${r.proto}/${r.from}` : `${r.proto}/${r.from}-${r.to}`;
 }
 
-export const rangesText = (ranges: readonly PortRange[]): string => (ranges.length === 0 ? 'nothing' : ranges.map(rangeText).join(', '));
+/** The ranges in words; every port of all three protocols is `every port (tcp, udp, sctp)`. */
+export function rangesText(ranges: readonly PortRange[]): string {
+  if (ranges.length === 0) return 'nothing';
+  const whole = (p: string) => ranges.some((r) => r.proto === p && r.from === 1 && r.to === MAX_PORT);
+  if (whole('tcp') && whole('udp') && whole('sctp'))
+    return ['every port (tcp, udp, sctp)', ...ranges.filter((r) => r.from !== 1 || r.to !== MAX_PORT).map(rangeText)].join(', ');
+  return ranges.map(rangeText).join(', ');
+}
