@@ -17,7 +17,7 @@ import {
   formatSvg,
   type ConnectivityMap,
 } from '../map/index.js';
-import type { Io } from './command-specs.js';
+import { commandOptions, type Io } from './command-specs.js';
 import { CommandFailure } from './options.js';
 import { configFrom, loadCluster, manifestLimits, parseCommand, UsageError, type LoadedCluster, type Parsed } from './context.js';
 import { settingsPerNode } from './why.js';
@@ -73,12 +73,13 @@ function render(map: ConnectivityMap, format: (typeof MAP_FORMATS)[number]): str
   }
 }
 
-/** `--diff OLD NEW` is `--diff --old OLD --new NEW`. */
+/** `--diff OLD NEW` is `--diff --old OLD --new NEW` (unless what follows --diff is another option). */
 function expandDiff(argv: readonly string[]): string[] {
   const at = argv.indexOf('--diff');
   if (at < 0) return [...argv];
+  const options = new Set(commandOptions('map').flatMap((o) => [`--${o.name}`, ...(o.short !== undefined ? [`-${o.short}`] : [])]));
   const [a, b] = [argv[at + 1], argv[at + 2]];
-  if (a === undefined || b === undefined || a.startsWith('-') || b.startsWith('-')) return [...argv];
+  if (a === undefined || b === undefined || options.has(a) || options.has(b)) return [...argv];
   return [...argv.slice(0, at), '--diff', '--old', a, '--new', b, ...argv.slice(at + 3)];
 }
 
