@@ -11,8 +11,7 @@ export const TYPE_AAAA = 28;
 export const CLASS_IN = 1;
 
 const HEADER = 12;
-/** RFC 1035 §2.3.4: a label is at most 63 octets, a name at most 255 octets on the wire. */
-const MAX_LABEL = 63;
+/** RFC 1035 §2.3.4: a name is at most 255 octets on the wire (a label's 63 is its length byte's six bits). */
 const MAX_NAME = 255;
 /** The least bytes a question (root name, type, class) and a resource record (root, type, class, TTL, rdlength) take. */
 const MIN_QUESTION = 5;
@@ -179,7 +178,6 @@ function readName(b: Buffer, at: number, what: string, limit = b.length): [DnsNa
     }
     if (kind !== 0) refuse(`${what}: label type 0x${kind.toString(16)} is not a plain label or a pointer`);
     if (len === 0) break;
-    if (len > MAX_LABEL) refuse(`${what}: label of ${len} octets is longer than 63`);
     if (pos + 1 + len > (end < 0 ? limit : b.length)) refuse(`${what}: label runs past the end of its bytes`);
     wire += 1 + len;
     if (wire > MAX_NAME) refuse(`${what}: name is longer than 255 octets`);
