@@ -1,5 +1,5 @@
-// `ip netns exec NS node --import scripts/register-ts.mjs test/helpers/nfqueue-holder.ts QUEUE`: binds NFQUEUE
-// QUEUE inside that namespace (a netlink socket belongs to the namespace of the process that opens it) and
+// `ip netns exec NS node --import scripts/register-ts.mjs test/helpers/nfqueue-holder.ts QUEUE [MAXLEN]`: binds
+// NFQUEUE QUEUE (holding at most MAXLEN packets) inside that namespace (a netlink socket belongs to the namespace of the process that opens it) and
 // holds every packet until the test says otherwise, over JSON lines:
 //   out: {"ready":true}, then {"packet":{id, ctinfo, hook, src, dst, srcPort, dstPort, text}} per queued packet
 //   in:  {"id", "op":"accept", "packet":N} → {"id"}; {"id", "op":"close"} → {"id"} (unbinds; the process stays)
@@ -10,10 +10,12 @@ import { parseIpHeader } from '../../src/dataplane/nflog-wire.js';
 import { openNfQueue } from '../../src/dataplane/nfqueue.js';
 
 const queueNum = Number(process.argv[2]);
+const maxLen = process.argv[3] === undefined ? undefined : Number(process.argv[3]);
 const write = (obj: unknown): void => void process.stdout.write(`${JSON.stringify(obj)}\n`);
 
 const queue = await openNfQueue({
   queue: queueNum,
+  ...(maxLen === undefined ? {} : { maxLen }),
   onPacket: (p) => {
     const ip = parseIpHeader(p.payload);
     // The UDP payload of an IPv4 packet without options: what the test's peers send is text.

@@ -2,7 +2,8 @@
 // answers from port 53 that are the reply direction of an established flow go to a queue
 // (`-j NFQUEUE --queue-bypass`), bound by a holder process in that namespace (nfqueue-holder.ts). An answer
 // is held (the client does not have it) until the verdict, then delivered; with no socket bound it passes;
-// closing the queue releases what it held; an unsolicited datagram from port 53 is never queued.
+// closing the queue releases what it held; a full queue passes what it cannot hold; an unsolicited datagram
+// from port 53 is never queued.
 
 import { jest } from '@jest/globals';
 import { fileURLToPath } from 'node:url';
@@ -34,10 +35,16 @@ describeKernel('NFQUEUE holds DNS answers until the verdict, and fails open', ()
 
   const startPeer = (ns: Netns): Promise<JsonLineProcess> =>
     startJsonLineProcess({ file: 'python3', args: ['-u', `${ROOT}/test/helpers/udp-exchange.py`], netns: ns.name });
-  const startHolder = (): Promise<JsonLineProcess> =>
+  const startHolder = (maxLen?: number): Promise<JsonLineProcess> =>
     startJsonLineProcess({
       file: process.execPath,
-      args: ['--import', `${ROOT}/scripts/register-ts.mjs`, `${ROOT}/test/helpers/nfqueue-holder.ts`, String(QUEUE)],
+      args: [
+        '--import',
+        `${ROOT}/scripts/register-ts.mjs`,
+        `${ROOT}/test/helpers/nfqueue-holder.ts`,
+        String(QUEUE),
+        ...(maxLen === undefined ? [] : [String(maxLen)]),
+      ],
       netns: client.name,
       readyTimeoutMs: 20_000,
       onMessage: (m: JsonObject) => {
@@ -102,6 +109,20 @@ describeKernel('NFQUEUE holds DNS answers until the verdict, and fails open', ()
       await ask('after-close');
       await waitUntil('an answer after close', async () => (await received()).includes('re:after-close'), 10_000);
       expect(held.map((p) => p.text)).not.toContain('re:after-close');
+    } finally {
+      await holder.stop();
+    }
+  });
+
+  it('a full queue fails open: the answer past its length passes without a verdict', async () => {
+    const holder = await startHolder(1);
+    try {
+      await ask('fills');
+      await waitUntil('the first answer in the queue', () => held.some((p) => p.text === 're:fills'), 10_000);
+      await ask('overflows');
+      await waitUntil('the answer past the full queue', async () => (await received()).includes('re:overflows'), 10_000);
+      expect(await received()).not.toContain('re:fills');
+      expect(held.map((p) => p.text)).not.toContain('re:overflows');
     } finally {
       await holder.stop();
     }
