@@ -83,8 +83,14 @@ async function inside(): Promise<void> {
     console.log(`UDP answer on loopback, server send → client receipt, ${count} sequential exchanges each (ms)`);
     console.log(`  without the queue:            p50 ${pct(baseline, 50)}  p99 ${pct(baseline, 99)}  max ${pct(baseline, 100)}`);
     console.log(`  answer through NFQUEUE ${QUEUE}:     p50 ${pct(queued, 50)}  p99 ${pct(queued, 99)}  max ${pct(queued, 100)}`);
-    console.log(`  hold floor (difference):      p50 ${(Number(pct(queued, 50)) - Number(pct(baseline, 50))).toFixed(3)}  p99 ${(Number(pct(queued, 99)) - Number(pct(baseline, 99))).toFixed(3)}`);
-    console.log(`  load average: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+    console.log(
+      `  hold floor (difference):      p50 ${(Number(pct(queued, 50)) - Number(pct(baseline, 50))).toFixed(3)}  p99 ${(Number(pct(queued, 99)) - Number(pct(baseline, 99))).toFixed(3)}`,
+    );
+    console.log(
+      `  load average: ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}`,
+    );
   }
   server.close();
   client.close();
@@ -94,11 +100,15 @@ async function inside(): Promise<void> {
     const { createNetlink } = await import('netlink');
     const codec = await import('../src/dataplane/nfqueue-codec.js');
     sh('iptables', ['-w', '-A', ...RULE]);
-    const socket = createNetlink(12, { ref: true });
+    const socket = createNetlink(12, { ref: true, recvBufferSize: 1 << 20, sendBufferSize: 1 << 16 });
     await socket.request(codec.NFQNL_MSG_CONFIG, codec.bindRequest(QUEUE), { timeout: 5000 });
-    await socket.request(codec.NFQNL_MSG_CONFIG, codec.configRequest(QUEUE, { copyRange: 4160, maxLen: 16, failOpen: true, conntrack: false }), {
-      timeout: 5000,
-    });
+    await socket.request(
+      codec.NFQNL_MSG_CONFIG,
+      codec.configRequest(QUEUE, { copyRange: 4160, maxLen: 16, failOpen: true, conntrack: false }),
+      {
+        timeout: 5000,
+      },
+    );
     const message = new Promise<{ type: number; data: Buffer }>((resolve) => socket.once('message', (msgs) => resolve(msgs[0]!)));
     const answered = once();
     const m = await message;
@@ -106,7 +116,9 @@ async function inside(): Promise<void> {
     socket.send(codec.NFQNL_MSG_VERDICT, codec.verdictRequest(QUEUE, packet!.id, 'accept'), { flags: 1 });
     await answered;
     socket.close();
-    const note = 'scripts/bench-nfqueue-hold.ts --capture: a UDP answer from 127.0.0.1:53, queued at OUTPUT in a scratch netns, kernel ' + spawnSync('uname', ['-r'], { encoding: 'utf8' }).stdout.trim();
+    const note =
+      'scripts/bench-nfqueue-hold.ts --capture: a UDP answer from 127.0.0.1:53, queued at OUTPUT in a scratch netns, kernel ' +
+      spawnSync('uname', ['-r'], { encoding: 'utf8' }).stdout.trim();
     writeFileSync(file, `${JSON.stringify({ capturedWith: note, type: m.type, hex: m.data.toString('hex') }, null, 1)}\n`);
     console.log(`wrote ${file}`);
   }

@@ -38,10 +38,10 @@ const NF_DROP = 0;
 const NF_ACCEPT = 1;
 const AF_UNSPEC = 0;
 
-/** enum ip_conntrack_info (nf_conntrack_common.h): the packet's relation to its conntrack entry. */
-export const IP_CT_ESTABLISHED = 0;
-export const IP_CT_NEW = 2;
-/** IP_CT_ESTABLISHED + IP_CT_IS_REPLY: a reply of an established flow, the direction a DNS answer takes. */
+/**
+ * enum ip_conntrack_info (nf_conntrack_common.h): IP_CT_ESTABLISHED (0) + IP_CT_IS_REPLY (3), a reply of an
+ * established flow, the direction a DNS answer to the pod's own query takes.
+ */
 export const IP_CT_ESTABLISHED_REPLY = 3;
 
 /** struct nfgenmsg: family, version (NFNETLINK_V0), resource id (the queue number, big-endian). */

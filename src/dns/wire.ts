@@ -169,7 +169,8 @@ function readName(b: Buffer, at: number, what: string, limit = b.length): [DnsNa
       if (pos + 1 >= (end < 0 ? limit : b.length)) refuse(`${what}: compression pointer cut short`);
       const target = ((len & 0x3f) << 8) | b[pos + 1]!;
       if (target < HEADER) refuse(`${what}: compression pointer to offset ${target}, inside the header`);
-      if (target >= floor) refuse(`${what}: compression pointer to offset ${target} does not point backwards (a loop or a forward reference)`);
+      if (target >= floor)
+        refuse(`${what}: compression pointer to offset ${target} does not point backwards (a loop or a forward reference)`);
       if (++jumps > MAX_JUMPS) refuse(`${what}: more than ${MAX_JUMPS} compression pointers in one name`);
       if (end < 0) end = pos + 2;
       floor = target;
@@ -193,7 +194,8 @@ const asciiLower = (s: string): string => s.replace(/[A-Z]/g, (c) => String.from
 /** Labels lower-cased the DNS way, for comparing and keying. */
 export const canonicalName = (name: DnsName): DnsName => name.map(asciiLower);
 
-export const sameName = (a: DnsName, b: DnsName): boolean => a.length === b.length && a.every((l, i) => asciiLower(l) === asciiLower(b[i]!));
+export const sameName = (a: DnsName, b: DnsName): boolean =>
+  a.length === b.length && a.every((l, i) => asciiLower(l) === asciiLower(b[i]!));
 
 /** Presentation text (RFC 1035 §5.1): a `.` or `\` inside a label and bytes outside printable ASCII are escaped, so the text reads back as the same labels. */
 export function nameText(name: DnsName): string {
@@ -213,7 +215,7 @@ function ipv6Text(b: Buffer): string {
   const groups = Array.from({ length: 8 }, (_, i) => b.readUInt16BE(i * 2));
   let best = -1;
   let bestLen = 1;
-  for (let i = 0; i < 8; ) {
+  for (let i = 0; i < 8;) {
     if (groups[i] !== 0) {
       i++;
       continue;

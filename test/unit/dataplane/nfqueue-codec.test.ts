@@ -16,7 +16,10 @@ import {
 } from '../../../src/dataplane/nfqueue-codec.js';
 import { parseIpHeader } from '../../../src/dataplane/nflog-wire.js';
 
-const fixture = JSON.parse(readFileSync(new URL('./fixtures/nfqueue-packet.json', import.meta.url), 'utf8')) as { type: number; hex: string };
+const fixture = JSON.parse(readFileSync(new URL('./fixtures/nfqueue-packet.json', import.meta.url), 'utf8')) as {
+  type: number;
+  hex: string;
+};
 
 const attr = (type: number, value: Buffer): Buffer => {
   const len = 4 + value.length;
@@ -62,7 +65,14 @@ describe('packet messages', () => {
     const p = parsePacketMessage(fixture.type, Buffer.from(fixture.hex, 'hex'));
     expect(p).toMatchObject({ queue: 5, id: 1, hwProtocol: 0x0800, hook: 3 });
     expect(p?.ctinfo).toBeUndefined();
-    expect(parseIpHeader(p!.payload)).toEqual({ family: 4, src: '127.0.0.1', dst: '127.0.0.1', protocol: 17, srcPort: 53, dstPort: expect.any(Number) });
+    expect(parseIpHeader(p!.payload)).toEqual({
+      family: 4,
+      src: '127.0.0.1',
+      dst: '127.0.0.1',
+      protocol: 17,
+      srcPort: 53,
+      dstPort: expect.any(Number),
+    });
     expect(p!.payload.subarray(28).toString()).toBe('netfence hold floor');
   });
 

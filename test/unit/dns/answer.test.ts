@@ -28,7 +28,13 @@ const cname = (owner: string, target: string, ttl = 300): DnsRecord => ({
   ttl,
   data: { kind: 'CNAME', target: target.split('.') },
 });
-const a = (owner: string, address: string, ttl = 300): DnsRecord => ({ name: owner.split('.'), type: TYPE_A, class: 1, ttl, data: { kind: 'A', address } });
+const a = (owner: string, address: string, ttl = 300): DnsRecord => ({
+  name: owner.split('.'),
+  type: TYPE_A,
+  class: 1,
+  ttl,
+  data: { kind: 'A', address },
+});
 
 describe('grants from captured answers', () => {
   it('A: the queried name and its address with the TTL', () => {
@@ -89,7 +95,10 @@ describe('answers that grant nothing', () => {
   });
 
   it('records for other names: only the chain from the queried name counts', () => {
-    const extra = { ...answer, answers: [...answer.answers, a('bank.example.test', '203.0.113.66'), cname('unrelated.test', 'good.example.test')] };
+    const extra = {
+      ...answer,
+      answers: [...answer.answers, a('bank.example.test', '203.0.113.66'), cname('unrelated.test', 'good.example.test')],
+    };
     expect(grant(query, extra)).toEqual({ name: 'good.example.test', addresses: [{ family: 4, address: '198.51.100.10', ttl: 300 }] });
   });
 
@@ -124,7 +133,10 @@ describe('which queries can grant', () => {
     const q = parsed(captured('a').query);
     expect(sentQuery({ ...q, header: { ...q.header, response: true } })).toMatchObject({ ok: false, reason: /a response/ });
     expect(sentQuery({ ...q, questions: [] })).toMatchObject({ ok: false, reason: /0 questions/ });
-    expect(sentQuery({ ...q, questions: [{ ...q.questions[0]!, type: 16 }] })).toMatchObject({ ok: false, reason: /type 16 asks for no address/ });
+    expect(sentQuery({ ...q, questions: [{ ...q.questions[0]!, type: 16 }] })).toMatchObject({
+      ok: false,
+      reason: /type 16 asks for no address/,
+    });
     expect(sentQuery({ ...q, questions: [{ ...q.questions[0]!, class: 3 }] })).toMatchObject({ ok: false, reason: /class 3/ });
   });
 });

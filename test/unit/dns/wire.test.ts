@@ -1,7 +1,16 @@
 // The DNS wire codec against messages a real server sent (captured.ts) and against hostile bytes: every
 // malformed input is refused with its reason, none throws, none loops.
 
-import { DnsTcpFramer, nameText, parseDnsMessage, TYPE_A, TYPE_AAAA, TYPE_CNAME, type DnsMessage, type Parsed } from '../../../src/dns/wire.js';
+import {
+  DnsTcpFramer,
+  nameText,
+  parseDnsMessage,
+  TYPE_A,
+  TYPE_AAAA,
+  TYPE_CNAME,
+  type DnsMessage,
+  type Parsed,
+} from '../../../src/dns/wire.js';
 import { captured } from './captured.js';
 
 const ok = (p: Parsed<DnsMessage>): DnsMessage => {
@@ -23,14 +32,23 @@ const name = (...labels: string[]): number[] => [...labels.flatMap((l) => [l.len
 const u16 = (n: number): number[] => [n >> 8, n & 0xff];
 const u32 = (n: number): number[] => [(n >>> 24) & 0xff, (n >> 16) & 0xff, (n >> 8) & 0xff, n & 0xff];
 const QUESTION_A = [...name('a', 'test'), ...u16(TYPE_A), ...u16(1)]; // at offset 12, the name's first label
-const rr = (owner: number[], type: number, ttl: number, data: number[]): number[] => [...owner, ...u16(type), ...u16(1), ...u32(ttl), ...u16(data.length), ...data];
+const rr = (owner: number[], type: number, ttl: number, data: number[]): number[] => [
+  ...owner,
+  ...u16(type),
+  ...u16(1),
+  ...u32(ttl),
+  ...u16(data.length),
+  ...data,
+];
 
 describe('captured messages (dnsmasq 2.90 answering dig 9.18)', () => {
   it('an A answer: header, question, one compressed answer with its TTL', () => {
     const m = ok(parseDnsMessage(captured('a').answer));
     expect(m.header).toMatchObject({ response: true, opcode: 0, rcode: 0, authoritative: true, recursionDesired: true, truncated: false });
     expect(m.questions).toEqual([{ name: ['good', 'example', 'test'], type: TYPE_A, class: 1 }]);
-    expect(m.answers).toEqual([{ name: ['good', 'example', 'test'], type: TYPE_A, class: 1, ttl: 300, data: { kind: 'A', address: '198.51.100.10' } }]);
+    expect(m.answers).toEqual([
+      { name: ['good', 'example', 'test'], type: TYPE_A, class: 1, ttl: 300, data: { kind: 'A', address: '198.51.100.10' } },
+    ]);
   });
 
   it('the query dig sent: QR clear, the same id as the answer', () => {
@@ -108,22 +126,63 @@ describe('hostile messages are refused with a reason', () => {
     ['header cut short', Buffer.alloc(11), /shorter than the 12-byte header/],
     ['counts larger than the bytes', message({ qd: 1, an: 0xffff }, QUESTION_A), /claims 1 question\(s\) and 65535 answer\(s\)/],
     ['a pointer to itself', message({ an: 0 }, [0xc0, 12, 0, 1, 0, 1]), /does not point backwards/],
-    ['a loop of two pointers', message({ an: 1 }, QUESTION_A, [0xc0, 31], [0xc0, 29], u16(1), u16(1), u32(1), u16(4), [1, 2, 3, 4]), /does not point backwards/],
+    [
+      'a loop of two pointers',
+      message({ an: 1 }, QUESTION_A, [0xc0, 31], [0xc0, 29], u16(1), u16(1), u32(1), u16(4), [1, 2, 3, 4]),
+      /does not point backwards/,
+    ],
     ['a forward pointer', message({ an: 0 }, [0xc0, 20, 0, 1, 0, 1, 0, 0, 0, 0]), /does not point backwards/],
     ['a pointer into the header', message({ an: 0 }, [0xc0, 2, 0, 1, 0, 1]), /inside the header/],
-    ['a pointer past the end', message({ an: 1 }, QUESTION_A, [0xff, 0xff, ...u16(1), ...u16(1), ...u32(1), ...u16(4), 1, 2, 3, 4]), /does not point backwards/],
+    [
+      'a pointer past the end',
+      message({ an: 1 }, QUESTION_A, [0xff, 0xff, ...u16(1), ...u16(1), ...u32(1), ...u16(4), 1, 2, 3, 4]),
+      /does not point backwards/,
+    ],
     ['a label past the end', message({ an: 0 }, [9, 0x61, 0x62]), /claims|past the end/],
     // 64 is 0x40: no plain label can be longer than 63 (RFC 1035 §4.1.4 keeps the top two bits for pointers).
     ['a label of 64 octets', message({ an: 0 }, [64, ...Buffer.alloc(64, 0x61), 0, 0, 1, 0, 1]), /label type 0x40/],
-    ['a name of 256 octets', message({ an: 0 }, [...Array.from({ length: 5 }, () => [50, ...Buffer.alloc(50, 0x61)]).flat(), 5, ...Buffer.alloc(5, 0x61), 0, 0, 1, 0, 1]), /longer than 255/],
+    [
+      'a name of 256 octets',
+      message({ an: 0 }, [
+        ...Array.from({ length: 5 }, () => [50, ...Buffer.alloc(50, 0x61)]).flat(),
+        5,
+        ...Buffer.alloc(5, 0x61),
+        0,
+        0,
+        1,
+        0,
+        1,
+      ]),
+      /longer than 255/,
+    ],
     ['an extended label type', message({ an: 0 }, [0x41, 0, 0, 1, 0, 1]), /label type 0x40/],
     ['a question without type and class', message({ an: 0 }, name('a', 'test'), [0, 1]), /type and class missing/],
     ['an RR cut in its fixed fields', message({ an: 1 }, QUESTION_A, [0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 0, 0]), /fixed fields truncated/],
-    ['an RR whose data runs past the end', message({ an: 1 }, QUESTION_A, rr([0xc0, 12], TYPE_A, 60, [1, 2, 3, 4]).slice(0, -1)), /4 bytes of data but only 3 remain/],
-    ['an A record of 5 bytes', message({ an: 1 }, QUESTION_A, rr([0xc0, 12], TYPE_A, 60, [1, 2, 3, 4, 5])), /A record's data is 4 bytes, not 5/],
-    ['an AAAA record of 4 bytes', message({ an: 1 }, QUESTION_A, rr([0xc0, 12], TYPE_AAAA, 60, [1, 2, 3, 4])), /AAAA record's data is 16 bytes, not 4/],
-    ['a CNAME whose name overruns its data', message({ an: 1 }, QUESTION_A, rr([0xc0, 12], TYPE_CNAME, 60, [3, 0x61, 0x62]), name('x')), /past the end of its bytes/],
-    ['a CNAME with bytes after its name', message({ an: 1 }, QUESTION_A, rr([0xc0, 12], TYPE_CNAME, 60, [0xc0, 12, 0])), /CNAME data is 3 bytes but its name takes 2/],
+    [
+      'an RR whose data runs past the end',
+      message({ an: 1 }, QUESTION_A, rr([0xc0, 12], TYPE_A, 60, [1, 2, 3, 4]).slice(0, -1)),
+      /4 bytes of data but only 3 remain/,
+    ],
+    [
+      'an A record of 5 bytes',
+      message({ an: 1 }, QUESTION_A, rr([0xc0, 12], TYPE_A, 60, [1, 2, 3, 4, 5])),
+      /A record's data is 4 bytes, not 5/,
+    ],
+    [
+      'an AAAA record of 4 bytes',
+      message({ an: 1 }, QUESTION_A, rr([0xc0, 12], TYPE_AAAA, 60, [1, 2, 3, 4])),
+      /AAAA record's data is 16 bytes, not 4/,
+    ],
+    [
+      'a CNAME whose name overruns its data',
+      message({ an: 1 }, QUESTION_A, rr([0xc0, 12], TYPE_CNAME, 60, [3, 0x61, 0x62]), name('x')),
+      /past the end of its bytes/,
+    ],
+    [
+      'a CNAME with bytes after its name',
+      message({ an: 1 }, QUESTION_A, rr([0xc0, 12], TYPE_CNAME, 60, [0xc0, 12, 0])),
+      /CNAME data is 3 bytes but its name takes 2/,
+    ],
     ['a message over 65535 bytes', message({ an: 0 }, Buffer.alloc(65535)), /longer than 65535/],
   ];
   it.each(cases)('%s', (_what, bytes, why) => {
