@@ -31,6 +31,18 @@ const podObject = (pod: SandboxPod) => ({
   status: { phase: 'Running', podIP: pod.ips[0], podIPs: pod.ips.map((ip) => ({ ip })) },
 });
 
+/** e is isolated for egress: TCP 80 to app=d only. */
+const eOnlyToD = {
+  apiVersion: 'networking.k8s.io/v1',
+  kind: 'NetworkPolicy',
+  metadata: { name: 'e-only-to-d', namespace: 'x' },
+  spec: {
+    podSelector: { matchLabels: { app: 'e' } },
+    policyTypes: ['Egress'],
+    egress: [{ to: [{ podSelector: { matchLabels: { app: 'd' } } }], ports: [{ protocol: 'TCP', port: 80 }] }],
+  },
+};
+
 /** b is isolated for ingress: TCP 80 from app=d only. c and d are selected by nothing. */
 const onlyDIntoB = {
   apiVersion: 'networking.k8s.io/v1',
@@ -97,8 +109,9 @@ describeKernel('bridged pod traffic no pod address explains', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'nft-bridged-'));
     sandbox = await createSandbox({ nodes: [NODE], ipv6: {} }, { cniCacheDir: dir });
-    for (const name of ['b', 'c', 'd']) {
+    for (const name of ['b', 'c', 'd', 'e']) {
       await sandbox.addPod({ namespace: 'x', name, node: NODE.name });
+      if (name === 'e') continue;
       peers[name] = await startV6Peer(pod(name).netns);
       await peers[name]!.sink(SINK);
     }
@@ -121,6 +134,7 @@ describeKernel('bridged pod traffic no pod address explains', () => {
       namespaceObject('x'),
       ...sandbox.pods().map(podObject),
       onlyDIntoB,
+      eOnlyToD,
     ];
     const manifests = join(dir, 'manifests');
     await run('mkdir', ['-p', manifests]);
@@ -155,6 +169,13 @@ describeKernel('bridged pod traffic no pod address explains', () => {
     // A pod no policy selects keeps today's behaviour (heardFromC waited for d each time).
     expect(await tcp('c', ll('d'))).toBe(true);
     expect(await tcp('c', pod('d').ipv6!)).toBe(true);
+  });
+
+  it('a pod isolated for egress reaches what its policy allows from its pod address, nothing from its link-local one', async () => {
+    expect({ fromPodAddress: await tcp('e', pod('d').ipv6!), fromLinkLocal: await tcp('e', ll('d')) }).toEqual({
+      fromPodAddress: true,
+      fromLinkLocal: false,
+    });
   });
 
   it("neighbour discovery to the isolated pod still works: d, which b's policy allows, reaches b's IPv6 from a cold cache", async () => {
