@@ -2,7 +2,9 @@
 // explains them. iptables finds a packet's workload chains by pod address (compile/dispatch.ts), so a
 // frame between two local pods whose destination is not a pod address (IPv6 link-local, broadcast,
 // multicast) or whose source is not one (a link-local source) reaches nobody's policy and was accepted
-// by the rest of FORWARD; and IPv6 on a node where netfence programs no ip6tables was never judged at all.
+// by the rest of FORWARD; IPv6 on a node where netfence programs no ip6tables was never judged at all; and
+// a frame with a VLAN 0 (priority) tag never reaches iptables (br_netfilter skips tagged frames unless
+// bridge-nf-filter-vlan-tagged is 1) while its receiver reads it as untagged.
 //
 // Here the bridge's `forward` hook, which names both ports, drops such a frame when the pod behind the
 // receiving port is isolated for ingress, or the pod behind the sending port for egress ("isolated"
@@ -107,7 +109,7 @@ function sideChain(side: 'to' | 'from', ports: readonly PortJudgement[], drop: (
 /**
  * The chains of the bridge `forward` hook (priority filter): only frames bridged between two ports
  * reach it, never traffic routed by the node (to or from other nodes, Services through the node's
- * address, the node itself). Non-IP frames (ARP) are anti-spoofing's business and pass.
+ * address, the node itself).
  */
 export function bridgedChains(state: AntiSpoofState, policing: BridgedPolicing, drop: (comment: string) => string): string[] {
   const ports = portJudgements(state, policing);
@@ -117,7 +119,9 @@ export function bridgedChains(state: AntiSpoofState, policing: BridgedPolicing, 
     '  chain forward {',
     '    type filter hook forward priority filter; policy accept;',
     ...(state.otherPorts.length > 0 ? [`    iifname ${set(state.otherPorts.map(quote))} accept`] : []),
-    '    ether type != { ip, ip6 } accept',
+    // ARP is anti-spoofing's business. Any other frame (a VLAN-tagged one too: br_netfilter shows tagged
+    // frames to no iptables, and a receiver reads a VLAN 0 priority tag as untagged) is judged below like IP.
+    '    ether type arp accept',
     ...linkIcmpv6Accepts(),
     '    jump to-pods',
     '    jump from-pods',

@@ -9,6 +9,8 @@ One process per pod netns, JSON lines in and out (first line {"ready": true}):
         addresses are scoped to eth0
   {"id", "op": "send", "ip", "port", "text"}          one plain UDP datagram to `ip` (either family; broadcast
         allowed; link-local and link-scope multicast addresses are scoped to eth0)
+  {"id", "op": "tagged", "mac", "src", "ip", "port", "text"}  one IPv4 UDP datagram in an 802.1Q frame with
+        VLAN id 0 (a priority tag, which receivers treat as untagged), written raw to eth0 for `mac`
   {"id", "op": "na", "target", "iface"?}               unsolicited Neighbour Advertisement to ff02::1,
         Override set, "<target> is at <our MAC>" (ND spoofing); the source is our link-local address
   {"id", "op": "ra", "iface"?}                         Router Advertisement to ff02::1 (lifetime 1800 s):
@@ -88,6 +90,21 @@ class Peer:
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
                 target = (ip, int(req["port"]))
             s.sendto(req["text"].encode(), target)
+            s.close()
+            return {}
+        if op == "tagged":
+            src, dst = socket.inet_aton(req["src"]), socket.inet_aton(req["ip"])
+            payload = req["text"].encode()
+            udp = struct.pack("!HHHH", 40000, int(req["port"]), 8 + len(payload), 0) + payload
+            header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0, 64, 17, 0, src, dst)
+            words = sum(struct.unpack("!10H", header))
+            while words >> 16:
+                words = (words & 0xFFFF) + (words >> 16)
+            header = header[:10] + struct.pack("!H", ~words & 0xFFFF) + header[12:]
+            frame = bytes.fromhex(req["mac"].replace(":", "")) + mac_of(iface) + struct.pack("!HHH", 0x8100, 0, 0x0800) + header + udp
+            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+            s.bind((iface, 0))
+            s.send(frame)
             s.close()
             return {}
         if op == "na":

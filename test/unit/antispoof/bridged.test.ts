@@ -10,6 +10,7 @@ import { BridgedPolicingSource } from '../../../src/daemon/anti-spoofing.js';
 import { LINK_ICMPV6 } from '../../../src/model/link-icmpv6.js';
 import {
   ingress,
+  ips,
   labels,
   makeNamespace,
   makePod,
@@ -38,7 +39,7 @@ const state = antiSpoofState('cni0', links, cache);
 /** What the daemon learns from a sync: b isolated for ingress (and dual-stack), c open; `extra`: one more policy's tweaks. */
 function policingOf(extra: Parameters<typeof makePolicy>[2][] = [], programs: (f: 4 | 6) => boolean = () => true) {
   const pods = [
-    makePod('x', 'b', '10.244.1.3', labels({ app: 'b' }), (p) => void ((p as { ips: string[] }).ips = ['10.244.1.3', 'fd00:0::3'])),
+    makePod('x', 'b', '10.244.1.3', labels({ app: 'b' }), ips('10.244.1.3', 'fd00:0::3')),
     makePod('x', 'c', '10.244.1.4', labels({ app: 'c' })),
   ];
   const policies = [
