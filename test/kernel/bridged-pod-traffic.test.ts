@@ -112,11 +112,11 @@ describeKernel('bridged pod traffic no pod address explains', () => {
     });
   }
 
-  async function stopDaemon(): Promise<void> {
+  /** Stops the daemon and removes what it programmed (with the backend it used), as a fresh install would start. */
+  async function stopDaemon(backend = 'auto'): Promise<void> {
     await daemon?.stop();
     daemon = undefined;
-    // The next run starts from a clean node, as a fresh install would.
-    expect(await main(['cleanup', '--netns', netns()], { out: () => undefined, err: () => undefined })).toBe(0);
+    expect(await main(['cleanup', '--netns', netns(), '--backend', backend], { out: () => undefined, err: () => undefined })).toBe(0);
   }
 
   beforeAll(async () => {
@@ -199,7 +199,9 @@ describeKernel('bridged pod traffic no pod address explains', () => {
 
   it('with anti-spoofing off, link-local TCP and VLAN-tagged frames to b stay closed; d keeps both', async () => {
     await stopDaemon();
-    await startDaemon({ 'anti-spoofing': 'false' });
+    // iptables-legacy here (nft elsewhere): the bridge table is nft whichever backend iptables uses.
+    await startDaemon({ 'anti-spoofing': 'false', backend: 'legacy' });
+    expect((await run('iptables-legacy-save', [], { netns: netns() })).stdout).toContain('nf-FORWARD');
     const table = (await run('nft', ['list', 'table', 'bridge', 'netfence'], { netns: netns() })).stdout;
     expect(table).not.toContain('chain prerouting');
     expect(await tcp('c', ll('b'))).toBe(false);
@@ -212,7 +214,7 @@ describeKernel('bridged pod traffic no pod address explains', () => {
   });
 
   it('with netfence programming IPv4 only (--no-ipv6) on a bridge that carries IPv6: no IPv6 reaches b but ND, d keeps IPv6', async () => {
-    await stopDaemon();
+    await stopDaemon('legacy');
     await startDaemon({ ipv6: 'false' });
     expect((await run('ip6tables-save', [], { netns: netns() })).stdout).not.toContain('nf-FORWARD');
     expect({
