@@ -8,8 +8,9 @@
 //
 // Here the bridge's `forward` hook, which names both ports, drops such a frame when the pod behind the
 // receiving port is isolated for ingress, or the pod behind the sending port for egress ("isolated"
-// meaning some NetworkPolicy or ClusterNetworkPolicy judges that direction: netfence's workload chain for
-// it jumps to a policy). A pod isolated for ingress then receives from its neighbours only IP traffic
+// meaning some enforced NetworkPolicy or some ClusterNetworkPolicy judges that direction: netfence's
+// workload chain for it is not the plain "not isolated" one). A pod isolated for ingress then receives
+// from its neighbours only IP traffic
 // addressed to one of its own pod addresses (which its policies judge), and the link's neighbour
 // discovery and MLD (model/link-icmpv6.ts, exactly what the IPv6 nf-FORWARD accepts). A pod no policy
 // selects keeps everything: "By default, a pod is non-isolated … all inbound connections are allowed".

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { main } from '../../src/cli/main.js';
 import { run } from '../../src/dataplane/exec.js';
 import { createSandbox, nodeCacheDir, type Sandbox, type SandboxPod } from '../../sandbox/index.js';
+import { startKubeProxy, type KubeProxy } from '../../sandbox/kube-proxy/index.js';
 import { namespaceObject, startNodeDaemon, waitReady, waitUntil, type NodeDaemon } from '../helpers/daemon-harness.js';
 import { describeKernel } from '../helpers/netns.js';
 import { startV6Peer, type V6Peer } from '../helpers/v6-peer.js';
@@ -20,6 +21,9 @@ import { startV6Peer, type V6Peer } from '../helpers/v6-peer.js';
 jest.setTimeout(120_000);
 
 const NODE = { name: 'n1', podCidr: '10.244.1.0/24' };
+/** Another node (no netfence on it): its pod r reaches n1's pods over the flannel-like routed path. */
+const OTHER = { name: 'n2', podCidr: '10.244.2.0/24' };
+const SVC_B = '10.96.0.11';
 const SINK = 7400;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -59,6 +63,7 @@ describeKernel('bridged pod traffic no pod address explains', () => {
   let dir: string;
   let sandbox: Sandbox;
   let daemon: NodeDaemon | undefined;
+  let proxy: KubeProxy | undefined;
   const peers: Record<string, V6Peer> = {};
   const linkLocal: Record<string, string> = {};
   const pod = (name: string): SandboxPod => sandbox.pods().find((p) => p.key === `x/${name}`)!;
@@ -121,13 +126,28 @@ describeKernel('bridged pod traffic no pod address explains', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'nft-bridged-'));
-    sandbox = await createSandbox({ nodes: [NODE], ipv6: {} }, { cniCacheDir: dir });
+    sandbox = await createSandbox({ nodes: [NODE, OTHER], ipv6: {} }, { cniCacheDir: dir });
     for (const name of ['b', 'c', 'd', 'e']) {
       await sandbox.addPod({ namespace: 'x', name, node: NODE.name });
       if (name === 'e') continue;
       peers[name] = await startV6Peer(pod(name).netns);
       await peers[name]!.sink(SINK);
     }
+    await sandbox.addPod({ namespace: 'x', name: 'r', node: OTHER.name });
+    // kube-proxy (iptables mode) on both nodes: a ClusterIP whose one endpoint is b, the isolated pod.
+    proxy = await startKubeProxy(
+      sandbox.nodes(),
+      [
+        {
+          namespace: 'x',
+          name: 'svc-b',
+          clusterIp: SVC_B,
+          ports: [{ name: 'p80-tcp', protocol: 'TCP', port: 80, targetPort: 80 }],
+          endpoints: [{ ip: pod('b').ipv4!, node: NODE.name }],
+        },
+      ],
+      { mode: 'iptables', clusterCidr: sandbox.clusterCidr },
+    );
     for (const name of ['b', 'd']) {
       const out = JSON.parse(
         (await run('ip', ['-n', pod(name).netns, '-j', '-6', 'addr', 'show', 'dev', 'eth0', 'scope', 'link'])).stdout,
@@ -157,6 +177,7 @@ describeKernel('bridged pod traffic no pod address explains', () => {
   afterAll(async () => {
     for (const p of Object.values(peers)) await p.stop().catch(() => undefined);
     await daemon?.stop().catch(() => undefined);
+    await proxy?.stop().catch(() => undefined);
     await sandbox?.destroy();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
@@ -182,6 +203,34 @@ describeKernel('bridged pod traffic no pod address explains', () => {
     // A pod no policy selects keeps today's behaviour (heardFromC waited for d each time).
     expect(await tcp('c', ll('d'))).toBe(true);
     expect(await tcp('c', pod('d').ipv6!)).toBe(true);
+  });
+
+  it('what must keep working does: pod to its own node, pods of another node, a Service whose endpoint is the isolated pod', async () => {
+    const node = sandbox.nodes()[0]!;
+    expect({
+      // The node itself (delivered to the bridge, never forwarded between ports).
+      cToNode: await tcp('c', node.gatewayIp),
+      bToNode6: await tcp('b', node.ipv6!.gatewayIp),
+      // The routed path to and from another node, both families.
+      rToD: await tcp('r', pod('d').ipv4!),
+      rToD6: await tcp('r', pod('d').ipv6!),
+      bToR: await tcp('b', pod('r').ipv4!),
+      bToR6: await tcp('b', pod('r').ipv6!),
+      rToB: await tcp('r', pod('b').ipv4!),
+      // A ClusterIP DNATed to b on b's node: br_netfilter bridges it between the two pods' ports.
+      dToSvcB: await tcp('d', SVC_B),
+      cToSvcB: await tcp('c', SVC_B),
+    }).toEqual({
+      cToNode: true,
+      bToNode6: true,
+      rToD: true,
+      rToD6: true,
+      bToR: true,
+      bToR6: true,
+      rToB: false,
+      dToSvcB: true,
+      cToSvcB: false,
+    });
   });
 
   it('a pod isolated for egress reaches what its policy allows from its pod address, nothing from its link-local one', async () => {
