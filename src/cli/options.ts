@@ -114,27 +114,73 @@ function defaultText(key: ConfigKey): string {
   return `; default ${String(value)}`;
 }
 
+const CONFIG_FILE_OPTION: OptionDef = {
+  name: 'config',
+  type: 'string',
+  arg: 'FILE',
+  help: `YAML or JSON configuration file (env ${CONFIG_FILE_ENV}); flags win over env NETFENCE_*, which wins over the file`,
+};
+
+/** A configuration key's flags (booleans also as `--no-…`), as config/load.ts reads them. */
+export function configKeyOptions(key: ConfigKey): readonly OptionDef[] {
+  const { kind, flag, env } = KEY_SPELLINGS[key];
+  const { arg, help } = CONFIG_HELP[key];
+  const text = `${help} (env ${env.join(', ')}${defaultText(key)})`;
+  if (kind === 'boolean') {
+    return [
+      { name: flag, type: 'boolean', help: text },
+      { name: `no-${flag}`, type: 'boolean', help: `turn --${flag} off` },
+    ];
+  }
+  return [{ name: flag, type: 'string', ...(kind === 'string-list' ? { multiple: true } : {}), arg: arg ?? 'VALUE', help: text }];
+}
+
+/** `--config` and the flags of the given configuration keys (every key when none are given), in CONFIG_KEYS order. */
+export function configOptions(keys: readonly ConfigKey[] = CONFIG_KEYS): readonly OptionDef[] {
+  return [CONFIG_FILE_OPTION, ...CONFIG_KEYS.filter((k) => keys.includes(k)).flatMap(configKeyOptions)];
+}
+
 /** `--config` and one flag per configuration key (booleans also as `--no-…`), as config/load.ts reads them. */
-export const CONFIG_OPTIONS: readonly OptionDef[] = [
-  {
-    name: 'config',
-    type: 'string',
-    arg: 'FILE',
-    help: `YAML or JSON configuration file (env ${CONFIG_FILE_ENV}); flags win over env NETFENCE_*, which wins over the file`,
-  },
-  ...CONFIG_KEYS.flatMap((key): OptionDef[] => {
-    const { kind, flag, env } = KEY_SPELLINGS[key];
-    const { arg, help } = CONFIG_HELP[key];
-    const text = `${help} (env ${env.join(', ')}${defaultText(key)})`;
-    if (kind === 'boolean') {
-      return [
-        { name: flag, type: 'boolean', help: text },
-        { name: `no-${flag}`, type: 'boolean', help: `turn --${flag} off` },
-      ];
-    }
-    return [{ name: flag, type: 'string', ...(kind === 'string-list' ? { multiple: true } : {}), arg: arg ?? 'VALUE', help: text }];
-  }),
-];
+export const CONFIG_OPTIONS: readonly OptionDef[] = configOptions();
+
+// ---- which configuration each command reads ------------------------------------------------------
+// A command is given only the flags of the settings it reads, so `why --revoke-established` or
+// `apply --dry-run` is refused instead of accepted and ignored. The file and NETFENCE_* environment may
+// hold every setting (the DaemonSet's ConfigMap serves `kubectl exec … netfence diff` too).
+
+/** Groups of settings, each read by one piece of the commands' plumbing (cli/context.ts, config/views.ts). */
+export const SETTING_GROUPS = {
+  /** What a node's ruleset is compiled from (config/load.ts toNodeSettings, cli/context.ts nodeSettings). */
+  ruleset: [
+    'nodeName',
+    'bridge',
+    'podCidrs',
+    'unknownPods',
+    'chainPrefix',
+    'ipsetPrefix',
+    'markMask',
+    'revokeEstablished',
+    'flannelSubnetEnv',
+    'flowLogs',
+    'flowLogGroup',
+    'flowLogRate',
+    'flowLogAllowed',
+    'budgetSetMembers',
+    'budgetRules',
+  ],
+  /** Which kernel objects and tools (config/views.ts kernelOptions, ownershipOf). */
+  kernel: ['backend', 'ipv6', 'chainPrefix', 'ipsetPrefix'],
+  /** Bounds of a `--resources` read (config/views.ts manifestLimits). */
+  manifests: ['manifestMaxFileBytes', 'manifestMaxTotalBytes'],
+  /**
+   * The level of the commands' loggers (cli/context.ts cliLogger). Every command that works on a node takes it,
+   * with the kernel group, so one set of flags serves a script's apply, diff, inspect, trace and cleanup.
+   */
+  log: ['logLevel'],
+  /** Where the daemon's HTTP endpoints are (`drops`, `why --live`). */
+  daemonAddress: ['listenAddress'],
+  every: CONFIG_KEYS,
+} as const satisfies Record<string, readonly ConfigKey[]>;
 
 // ---- the options of the commands ------------------------------------------------------------------
 
