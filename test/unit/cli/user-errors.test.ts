@@ -1,11 +1,11 @@
 // Errors a user can cause: each is one line naming what is wrong, exit 2, never a stack trace and never a
 // silent wrong answer (an empty ruleset for a node the cluster does not have, a timeout hiding the refusal).
 
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { main } from '../../../src/cli/main.js';
-import { pluginMain, type PluginEnv } from '../../../src/cli/kubectl-plugin.js';
 import { freePort } from '../../helpers/free-port.js';
 
 const CLUSTER = join(process.cwd(), 'rules', 'seed-db-policy', 'cluster.yaml');
@@ -87,14 +87,18 @@ current-context: ops
     expect(r.err).toMatch(new RegExp(`^netfence why: cannot list the cluster from the API server ${server}: connect ECONNREFUSED 127\\.0\\.0\\.1:\\d+\\n$`));
   });
 
-  it('kubectl netfence drops prints one line, no stack trace', async () => {
-    let out = '';
-    let err = '';
-    const penv: PluginEnv = { env: { KUBECONFIG: kubeconfig }, home: dir, exists: () => false, contextNamespace: () => undefined };
-    const code = await pluginMain(['drops'], { out: (t) => void (out += t), err: (t) => void (err += t) }, penv, 80);
-    expect(code).toBe(2);
-    expect(out).toBe('');
-    oneLine({ code, out, err });
-    expect(err).toMatch(new RegExp(`^kubectl netfence drops: cannot read the nodes: the API server ${server}: connect ECONNREFUSED`));
+  it('kubectl netfence drops (the built plugin, as kubectl runs it) prints one line, no stack trace', async () => {
+    const r = await new Promise<Run>((resolve) =>
+      execFile(
+        process.execPath,
+        [join(process.cwd(), 'dist/cli/kubectl-plugin.js'), 'drops'],
+        { env: { PATH: process.env['PATH'] ?? '', HOME: dir, KUBECONFIG: kubeconfig } },
+        (error, out, err) => resolve({ code: typeof error?.code === 'number' ? error.code : 0, out, err }),
+      ),
+    );
+    expect(r.code).toBe(2);
+    expect(r.out).toBe('');
+    oneLine(r);
+    expect(r.err).toMatch(new RegExp(`^kubectl netfence drops: cannot read the nodes: the API server ${server}: connect ECONNREFUSED`));
   });
 });
