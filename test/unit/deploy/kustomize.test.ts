@@ -11,6 +11,7 @@ interface Container {
   name: string;
   image: string;
   livenessProbe?: { httpGet: { host?: string; path: string } };
+  startupProbe?: { httpGet: { host?: string; path: string }; periodSeconds?: number; failureThreshold?: number };
   readinessProbe?: { httpGet: { host?: string; path: string } };
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
   securityContext: {
@@ -80,6 +81,13 @@ describe('kubectl kustomize deploy/ and deploy/uninstall/', () => {
   it('probes the daemon on the node loopback, where its port listens', () => {
     expect(daemonContainer.livenessProbe?.httpGet).toMatchObject({ host: '127.0.0.1', path: '/healthz' });
     expect(daemonContainer.readinessProbe?.httpGet).toMatchObject({ host: '127.0.0.1', path: '/readyz' });
+  });
+
+  it('holds liveness back until the first sync is programmed, for longer than the first lists may take', () => {
+    const probe = daemonContainer.startupProbe;
+    expect(probe?.httpGet).toMatchObject({ host: '127.0.0.1', path: '/startupz' });
+    // A WatchList stream may take initialListTimeoutSeconds (120 s) before paged lists begin: ten minutes in all.
+    expect((probe?.periodSeconds ?? 10) * (probe?.failureThreshold ?? 3)).toBeGreaterThanOrEqual(600);
   });
 
   it.each([
