@@ -48,21 +48,21 @@ const { ruleset, kernel, manifests, log, daemonAddress } = SETTING_GROUPS;
 
 export const COMMANDS = {
   daemon: {
-    synopsis: '--node-name N [--kubeconfig F | --resources PATH…]',
+    synopsis: '--node-name N [--kubeconfig F | --resources PATH [--resources PATH…]]',
     summary: 'watch the cluster, program this node, repair drift, serve /healthz /readyz /metrics',
     settings: SETTING_GROUPS.every,
     exits: [[0, 'stopped by SIGTERM or SIGINT (the programmed rules stay)'], EXIT_ERROR],
     options: [OPT.kubeconfig, OPT.resources, OPT.netns],
   },
   apply: {
-    synopsis: '--node-name N --resources PATH…',
+    synopsis: '--node-name N --resources PATH [--resources PATH…]',
     summary: 'converge this network namespace once from manifests, then exit',
     settings: [...ruleset, ...kernel, ...manifests, ...log],
     exits: [[0, 'applied'], EXIT_ERROR],
     options: [OPT.resources, OPT.netns],
   },
   compile: {
-    synopsis: '--node-name N --resources PATH…',
+    synopsis: '--node-name N --resources PATH [--resources PATH…]',
     summary: 'print the desired ipset restore lines, then the iptables-restore --noflush payload (no root needed)',
     settings: [...ruleset, ...kernel, ...manifests, ...log],
     exits: [[0, 'printed'], EXIT_ERROR],
@@ -78,7 +78,7 @@ export const COMMANDS = {
     ],
   },
   diff: {
-    synopsis: '[--node-name N] [--kubeconfig F | --resources PATH…]',
+    synopsis: '[--node-name N] [--kubeconfig F | --resources PATH [--resources PATH…]]',
     summary: 'dry run: unified diff of desired vs live kernel (or a saved dump); exit 0 in sync, 1 differs, 2 error',
     settings: [...ruleset, ...kernel, ...manifests, ...log],
     exits: [[0, 'in sync'], [1, 'differs'], EXIT_ERROR],
@@ -157,8 +157,26 @@ export const COMMANDS = {
     summary:
       "one answer for a connection across the cluster: compile each node it crosses, walk the packet through the source's egress and the destination's ingress, name the tier, policy and rule that decided; exit 0 allowed, 1 dropped, 2 error",
     // Each node is compiled with its own name and pod CIDRs; strict mode and the flannel lease change nothing about a new connection.
-    settings: ['bridge', 'unknownPods', 'chainPrefix', 'ipsetPrefix', 'markMask', 'flowLogs', 'flowLogGroup', 'flowLogRate', 'flowLogAllowed', 'budgetSetMembers', 'budgetRules', ...manifests, ...daemonAddress],
-    exits: [[0, 'allowed'], [1, 'dropped'], [2, 'error, or --live could not reach a node\'s daemon (after the answer is printed)']],
+    settings: [
+      'bridge',
+      'unknownPods',
+      'chainPrefix',
+      'ipsetPrefix',
+      'markMask',
+      'flowLogs',
+      'flowLogGroup',
+      'flowLogRate',
+      'flowLogAllowed',
+      'budgetSetMembers',
+      'budgetRules',
+      ...manifests,
+      ...daemonAddress,
+    ],
+    exits: [
+      [0, 'allowed'],
+      [1, 'dropped'],
+      [2, "error, or --live could not reach a node's daemon (after the answer is printed)"],
+    ],
     options: [
       { name: 'src', type: 'string', arg: 'NS/POD|IP', help: 'source pod or address (required)' },
       { name: 'dst', type: 'string', arg: 'NS/POD|IP[:PORT]', help: 'destination pod or address (required); a :PORT suffix is --port' },
@@ -184,7 +202,7 @@ export const COMMANDS = {
         type: 'string',
         multiple: true,
         arg: 'NODE=URL',
-        help: "--live: this node's daemon is at URL (e.g. n1=http://10.0.0.1:9476); repeatable",
+        help: "--live: this node's daemon is at URL (e.g. n1=http://10.0.0.1:9476)",
       },
       {
         name: 'daemon-namespace',
@@ -198,7 +216,10 @@ export const COMMANDS = {
     synopsis: '[--pod ns/name] [--namespace NS] [--policy ns/name] [--audit] [--follow]',
     summary: "show the connections this node's daemon denied, and why (its flow log, read from the daemon's /flows)",
     settings: daemonAddress,
-    exits: [[0, 'printed (also when nothing was recorded)'], [2, 'error, or a node\'s flow log could not be read (after the others are printed)']],
+    exits: [
+      [0, 'printed (also when nothing was recorded)'],
+      [2, "error, or a node's flow log could not be read (after the others are printed)"],
+    ],
     options: [
       { name: 'pod', type: 'string', arg: 'NS/NAME', help: 'only flows to or from this pod' },
       { name: 'namespace', type: 'string', arg: 'NS', help: 'only flows to or from pods of this namespace' },
@@ -250,7 +271,9 @@ export function commandOptions(name: CommandName): readonly OptionDef[] {
 /** The commands that take a setting's flag (`--revoke-established`: daemon, apply, compile, diff). */
 function commandsReading(flag: string): CommandName[] {
   const key = CONFIG_KEYS.find((k) => configKeyOptions(k).some((d) => d.name === flag));
-  return key === undefined ? [] : (Object.keys(COMMANDS) as CommandName[]).filter((c) => (COMMANDS[c].settings as readonly ConfigKey[]).includes(key));
+  return key === undefined
+    ? []
+    : (Object.keys(COMMANDS) as CommandName[]).filter((c) => (COMMANDS[c].settings as readonly ConfigKey[]).includes(key));
 }
 
 /** What to use instead of a setting a command does not read, where there is something. */
@@ -279,7 +302,9 @@ export function parseCommand(name: CommandName, argv: readonly string[]): Parsed
         argv,
         accepted,
         elsewhere: (option) =>
-          (Object.keys(COMMANDS) as CommandName[]).filter((c) => c !== name && COMMANDS[c].options.some((d: OptionDef) => d.name === option)),
+          (Object.keys(COMMANDS) as CommandName[]).filter(
+            (c) => c !== name && COMMANDS[c].options.some((d: OptionDef) => d.name === option),
+          ),
       }),
     );
   }

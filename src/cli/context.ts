@@ -94,7 +94,8 @@ export async function loadCluster(parsed: Parsed, logger: Logger, limits: Manife
 function causes(err: unknown): Error[] {
   const chain: Error[] = [];
   // Not `instanceof Error`: fetch's causes may come from another realm.
-  for (let e = err; typeof e === 'object' && e !== null && 'message' in e && chain.length < 5; e = (e as Error).cause) chain.push(e as Error);
+  for (let e = err; typeof e === 'object' && e !== null && 'message' in e && chain.length < 5; e = (e as Error).cause)
+    chain.push(e as Error);
   return chain;
 }
 
@@ -113,7 +114,10 @@ function isLasting(err: unknown): boolean {
   const code = systemCode(err);
   const status = httpStatus(err);
   if (status === 401 || status === 403) return true;
-  return code !== undefined && /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|CERT_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO_|ERR_TLS_)/.test(code);
+  return (
+    code !== undefined &&
+    /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|CERT_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO_|ERR_TLS_)/.test(code)
+  );
 }
 
 /** `connect ECONNREFUSED 127.0.0.1:1`, naming the system code when the message does not. */
@@ -164,7 +168,9 @@ export function requireKnownNode(snapshot: ClusterSnapshot, nodeName: string, so
   if (known.has(nodeName)) return;
   const list = [...known].sort();
   const shown = list.length > 8 ? `${list.slice(0, 8).join(', ')}, … (${list.length})` : list.join(', ');
-  throw new CommandFailure(`--node-name ${nodeName}: no such node in ${source} (${list.length > 0 ? `nodes: ${shown}` : 'it names no node'})`);
+  throw new CommandFailure(
+    `--node-name ${nodeName}: no such node in ${source} (${list.length > 0 ? `nodes: ${shown}` : 'it names no node'})`,
+  );
 }
 
 /** This node's settings, with its pod CIDRs as podCidrsOf chooses them (flannel's lease read here). */

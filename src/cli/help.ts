@@ -28,10 +28,20 @@ export function wrapWords(text: string, width: number): string[] {
   return lines;
 }
 
-/** `-h, --help`, `--resources PATH…`, `--node-name N` */
+/** `-h, --help`, `--resources PATH`, `--node-name N` */
 export function optionLabel(d: OptionDef): string {
-  const long = `--${d.name}${d.type === 'string' ? ` ${d.arg ?? 'VALUE'}${d.multiple ? '…' : ''}` : ''}`;
+  const long = `--${d.name}${d.type === 'string' ? ` ${d.arg ?? 'VALUE'}` : ''}`;
   return d.short !== undefined ? `-${d.short}, ${long}` : long;
+}
+
+/**
+ * The help of an option, saying how to give several values to one that takes them: one per flag
+ * (`--resources a.yaml b.yaml` would be one path and a stray argument).
+ */
+export function optionHelp(d: OptionDef): string {
+  if (!d.multiple) return d.help;
+  const arg = d.arg ?? 'VALUE';
+  return `${d.help}; for several, repeat the flag: --${d.name} ${arg} --${d.name} ${arg}`;
 }
 
 const LABEL_COLUMN = 28;
@@ -41,7 +51,7 @@ function optionLines(defs: readonly OptionDef[], width: number): string[] {
   const textWidth = Math.max(20, width - LABEL_COLUMN);
   for (const d of defs) {
     const label = `  ${optionLabel(d)}`;
-    const text = wrapWords(d.help, textWidth);
+    const text = wrapWords(optionHelp(d), textWidth);
     if (label.length + 2 > LABEL_COLUMN) {
       out.push(label);
       for (const t of text) out.push(`${' '.repeat(LABEL_COLUMN)}${t}`);
@@ -71,10 +81,7 @@ export function commandHelp(name: CommandName, width: number, prog = 'netfence')
     'Options:',
     ...optionLines([...spec.options, HELP_OPTION], width),
     '',
-    ...wrapWords(
-      `Configuration flags (${settings} and --config FILE): netfence help config ${name}`,
-      width,
-    ),
+    ...wrapWords(`Configuration flags (${settings} and --config FILE): netfence help config ${name}`, width),
     '',
     ...wrapWords(`Exit status: ${exitText(spec.exits)}.`, width),
     '',
@@ -103,7 +110,10 @@ export function overviewHelp(width: number): string {
   }
   lines.push(
     '',
-    ...wrapWords("Run 'netfence <command> --help' for a command's options, 'netfence help config [<command>]' for the configuration flags.", width),
+    ...wrapWords(
+      "Run 'netfence <command> --help' for a command's options, 'netfence help config [<command>]' for the configuration flags.",
+      width,
+    ),
     '',
   );
   return lines.join('\n');

@@ -106,7 +106,9 @@ export function pluginHelp(width: number): string {
   const column = Math.max(...names.map((n) => n.length), 'kubectl netfence'.length) + 4;
   const lines = [`usage: ${PROG} <command> [-n NS] [--context NAME] [--kubeconfig FILE] [options]`, '', 'Commands:'];
   for (const name of names)
-    wrapWords(COMMANDS[name].summary, Math.max(20, width - column)).forEach((t, i) => lines.push(`${(i === 0 ? `  ${name}` : '').padEnd(column)}${t}`));
+    wrapWords(COMMANDS[name].summary, Math.max(20, width - column)).forEach((t, i) =>
+      lines.push(`${(i === 0 ? `  ${name}` : '').padEnd(column)}${t}`),
+    );
   const flags: [string, string][] = [
     ['-n, --namespace NS', "the namespace of bare pod names (default: the context's namespace, else default)"],
     ['--context NAME', 'the kubeconfig context (default: its current context)'],

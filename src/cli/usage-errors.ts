@@ -52,7 +52,11 @@ export function explainParseError(err: unknown, ctx: ParseContext): string {
     const name = flag.replace(/^-+/, '').replace(/=.*$/, '');
     const others = ctx.elsewhere(name);
     if (others.length > 0) return `--${name} is not an option of ${ctx.command} (it is one of: ${others.join(', ')})`;
-    return `unknown option ${flag}${didYouMean(name, ctx.accepted.map((d) => d.name), '--')}`;
+    return `unknown option ${flag}${didYouMean(
+      name,
+      ctx.accepted.map((d) => d.name),
+      '--',
+    )}`;
   }
   if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
     const flag = /Option '(-[^' ]+|--[^' ]+)/.exec(message)?.[1] ?? '';

@@ -218,7 +218,8 @@ export class KubeSource implements ClusterSource {
     } catch (err) {
       if (statusOf(err) !== 404) {
         const delayMs = backoffDelay(this.discoveryAttempts++, this.initialMs, this.maxMs, this.random);
-        if (!this.onFailure(err)) this.logger.warn('ClusterNetworkPolicy discovery failed; retrying', { delayMs, error: describeError(err) });
+        if (!this.onFailure(err))
+          this.logger.warn('ClusterNetworkPolicy discovery failed; retrying', { delayMs, error: describeError(err) });
         this.scheduleDiscovery(delayMs);
         return;
       }
@@ -429,7 +430,8 @@ export class KubeSource implements ClusterSource {
     this.attempts.set(kind, attempt + 1);
     const delayMs = backoffDelay(attempt, this.initialMs, this.maxMs, this.random);
     // The store keeps the last state it saw: the kernel keeps enforcing it while the API is away.
-    if (!this.onFailure(err)) this.logger.warn('informer failed; retrying', { kind, attempt: attempt + 1, delayMs, error: describeError(err) });
+    if (!this.onFailure(err))
+      this.logger.warn('informer failed; retrying', { kind, attempt: attempt + 1, delayMs, error: describeError(err) });
     this.retryTimers.set(
       kind,
       setTimeout(() => {

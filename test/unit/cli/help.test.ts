@@ -81,9 +81,18 @@ describe('the command line', () => {
       argv: ['why', '--src', 'a/b', '--dst', 'a/c:80', '--revoke-established'],
       says: 'netfence why: --revoke-established is a setting netfence why does not read (read by: daemon, apply, compile, diff)',
     },
-    { argv: ['apply', '--dry-run'], says: 'netfence apply: --dry-run is a setting netfence apply does not read (read by: daemon); netfence diff' },
-    { argv: ['compile', '--resync-interval-seconds', '5'], says: 'netfence compile: --resync-interval-seconds is a setting netfence compile does not read (read by: daemon)' },
-    { argv: ['drops', '--node-name', 'n1'], says: 'netfence drops: --node-name is a setting netfence drops does not read (read by: daemon, apply, compile, diff, trace)' },
+    {
+      argv: ['apply', '--dry-run'],
+      says: 'netfence apply: --dry-run is a setting netfence apply does not read (read by: daemon); netfence diff',
+    },
+    {
+      argv: ['compile', '--resync-interval-seconds', '5'],
+      says: 'netfence compile: --resync-interval-seconds is a setting netfence compile does not read (read by: daemon)',
+    },
+    {
+      argv: ['drops', '--node-name', 'n1'],
+      says: 'netfence drops: --node-name is a setting netfence drops does not read (read by: daemon, apply, compile, diff, trace)',
+    },
   ])('a setting the command does not read is refused, naming those that do: $argv', async ({ argv, says }) => {
     const r = await run(...argv);
     expect(r.code).toBe(2);
@@ -139,7 +148,10 @@ describe('the command line', () => {
   });
 
   it('an unknown command or flag exits 2 and says so in one line', async () => {
-    expect(await run('frobnicate')).toMatchObject({ code: 2, err: expect.stringMatching(/^netfence: unknown command "frobnicate"; [^\n]*\n$/) });
+    expect(await run('frobnicate')).toMatchObject({
+      code: 2,
+      err: expect.stringMatching(/^netfence: unknown command "frobnicate"; [^\n]*\n$/),
+    });
     const r = await run('compile', '--frobnicate');
     expect(r).toEqual({ code: 2, out: '', err: 'netfence compile: unknown option --frobnicate (netfence compile --help)\n' });
   });

@@ -94,10 +94,12 @@ describe('kubectl netfence: the commands it offers', () => {
   });
 
   it('a mistyped command gets "did you mean"', async () => {
-    expect((await plugin('dorps')).err).toBe('kubectl netfence: unknown command "dorps" (did you mean drops?); kubectl netfence offers: why, drops\n');
+    expect((await plugin('dorps')).err).toBe(
+      'kubectl netfence: unknown command "dorps" (did you mean drops?); kubectl netfence offers: why, drops\n',
+    );
   });
 
-  it('--help prints the plugin\'s own help: its commands and the kubectl flags it reads', async () => {
+  it("--help prints the plugin's own help: its commands and the kubectl flags it reads", async () => {
     const r = await plugin('--help');
     expect(r).toEqual({ code: 0, out: pluginHelp(80), err: '' });
     expect(r.out).toMatch(/^usage: kubectl netfence <command>/);
@@ -107,7 +109,7 @@ describe('kubectl netfence: the commands it offers', () => {
     for (const name of nodeOnly) expect(r.out).not.toMatch(new RegExp(`^ {2}${name} `, 'm'));
   });
 
-  it('<command> --help is that command\'s help, under the plugin\'s name', async () => {
+  it("<command> --help is that command's help, under the plugin's name", async () => {
     expect(await plugin('why', '--help')).toEqual({ code: 0, out: commandHelp('why', 80, 'kubectl netfence'), err: '' });
     expect(await plugin('help', 'drops')).toEqual({ code: 0, out: commandHelp('drops', 80, 'kubectl netfence'), err: '' });
   });

@@ -84,7 +84,9 @@ current-context: ops
     const r = await run('why', '--kubeconfig', kubeconfig, '--src', 'shop/web', '--dst', 'shop/db:5432');
     expect(r.code).toBe(2);
     oneLine(r);
-    expect(r.err).toMatch(new RegExp(`^netfence why: cannot list the cluster from the API server ${server}: connect ECONNREFUSED 127\\.0\\.0\\.1:\\d+\\n$`));
+    expect(r.err).toMatch(
+      new RegExp(`^netfence why: cannot list the cluster from the API server ${server}: connect ECONNREFUSED 127\\.0\\.0\\.1:\\d+\\n$`),
+    );
   });
 
   it('kubectl netfence drops (the built plugin, as kubectl runs it) prints one line, no stack trace', async () => {

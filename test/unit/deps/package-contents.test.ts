@@ -23,7 +23,9 @@ describe('the package', () => {
   });
 
   it('ships the license, the README and every document the README links to', () => {
-    const packed = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, encoding: 'utf8' })) as {
+    const packed = JSON.parse(
+      execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, encoding: 'utf8' }),
+    ) as {
       files: { path: string }[];
     }[];
     const files = new Set(packed[0]!.files.map((f) => f.path));

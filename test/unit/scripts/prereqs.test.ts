@@ -79,11 +79,15 @@ for p in "\${pkgs[@]}"; do
 done
 exit 0`,
     );
-    const result = spawnSync('/bin/bash', ['--norc', '--noprofile', '-c', 'set -euo pipefail; source scripts/lib/prereqs.sh; ensure_system_packages'], {
-      cwd: ROOT,
-      env: { PATH: bin, HOME: dir },
-      encoding: 'utf8',
-    });
+    const result = spawnSync(
+      '/bin/bash',
+      ['--norc', '--noprofile', '-c', 'set -euo pipefail; source scripts/lib/prereqs.sh; ensure_system_packages'],
+      {
+        cwd: ROOT,
+        env: { PATH: bin, HOME: dir },
+        encoding: 'utf8',
+      },
+    );
     const installs = existsSync(log)
       ? readFileSync(log, 'utf8')
           .split('\n')
