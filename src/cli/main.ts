@@ -78,11 +78,13 @@ async function errorText(prefix: string, err: unknown): Promise<string> {
   if (err instanceof CommandFailure) return `${prefix}: ${err.message}\n`;
   if (err instanceof DataplaneCommandError) {
     const remedy = remedyFor(err);
-    return `${prefix}: ${remedy ? `${remedy}\n  (${err.message.split('\n')[0]})` : err.message}\n`;
+    return `${prefix}: ${remedy ? `${remedy} (${err.message.split('\n')[0]})` : err.message}\n`;
   }
   // Loaded only on this path: config/load.ts brings ajv and yaml with it.
   const { ConfigError } = await import('../config/load.js');
-  if (err instanceof ConfigError) return `${prefix}: ${err.message}\n`;
+  // One problem, one line; several are listed one per line under the first.
+  if (err instanceof ConfigError)
+    return `${prefix}: ${err.problems.length === 1 ? `invalid configuration: ${err.problems[0]!}` : err.message}\n`;
   // A system call's failure (a file, a socket): its message says what and where.
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return `${prefix}: ${(err as Error).message}\n`;

@@ -58,6 +58,26 @@ describe('--node-name a node the cluster does not have', () => {
   });
 });
 
+describe('one line for each', () => {
+  it('a configuration value out of range', async () => {
+    const r = await run('compile', '--node-name', 'node-1', '--resources', CLUSTER, '--unknown-pods', 'sometimes');
+    expect(r.code).toBe(2);
+    oneLine(r);
+    expect(r.err).toBe(
+      'netfence compile: invalid configuration: flag --unknown-pods: /unknownPods: must be one of: fail-closed, fail-open\n',
+    );
+  });
+
+  it('drops, with no daemon listening where it looks', async () => {
+    const r = await run('drops', '--url', `http://127.0.0.1:${await freePort()}`);
+    expect(r.code).toBe(2);
+    oneLine(r);
+    expect(r.err).toMatch(
+      /^netfence drops: cannot reach the netfence daemon at http:\/\/127\.0\.0\.1:\d+ \(.*ECONNREFUSED.*\); is it running on this node\? \(--url\)\n$/,
+    );
+  });
+});
+
 describe('an API server that refuses the connection', () => {
   let dir: string;
   let kubeconfig: string;
