@@ -161,16 +161,18 @@ export async function kubeConfigFrom(file: string | undefined, context?: string)
 
 /**
  * A node name the cluster does not know would compile to a ruleset that selects no pod (every local pod's
- * chains gone) and exit 0: refused, naming the nodes it does know (Node objects, and the nodes pods are on).
+ * chains gone) and exit 0: refused, naming the nodes it does know (Nodes, and the nodes pods are on). Only
+ * where Nodes are listed: an API server always lists them; manifests without any cannot tell a node that has
+ * no pods from a misspelt one.
  */
 export function requireKnownNode(snapshot: ClusterSnapshot, nodeName: string, source: string): void {
-  const known = new Set([...snapshot.nodes.map((n) => n.name), ...snapshot.pods.flatMap((p) => (p.nodeName ? [p.nodeName] : []))]);
-  if (known.has(nodeName)) return;
-  const list = [...known].sort();
-  const shown = list.length > 8 ? `${list.slice(0, 8).join(', ')}, … (${list.length})` : list.join(', ');
-  throw new CommandFailure(
-    `--node-name ${nodeName}: no such node in ${source} (${list.length > 0 ? `nodes: ${shown}` : 'it names no node'})`,
-  );
+  if (snapshot.nodes.length === 0) return;
+  const known = [
+    ...new Set([...snapshot.nodes.map((n) => n.name), ...snapshot.pods.flatMap((p) => (p.nodeName ? [p.nodeName] : []))]),
+  ].sort();
+  if (known.includes(nodeName)) return;
+  const shown = known.length > 8 ? `${known.slice(0, 8).join(', ')}, … (${known.length})` : known.join(', ');
+  throw new CommandFailure(`--node-name ${nodeName}: no such node in ${source} (nodes: ${shown})`);
 }
 
 /** This node's settings, with its pod CIDRs as podCidrsOf chooses them (flannel's lease read here). */
