@@ -56,10 +56,17 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   await preconditions.check();
 
   const kubeConfig = kubeConfigOf(inputs);
-  const source = openSource(config, inputs, kubeConfig, metrics, (h) => {
-    metrics.setSourceIncomplete(!h.complete);
-    health.sourceIncomplete(h.complete ? undefined : h.reason);
-  });
+  const source = openSource(
+    config,
+    inputs,
+    kubeConfig,
+    metrics,
+    (h) => {
+      metrics.setSourceIncomplete(!h.complete);
+      health.sourceIncomplete(h.complete ? undefined : h.reason);
+    },
+    (reason) => health.apiUnconfirmed(reason),
+  );
   const revoker = createRevoker(config, netns, metrics, logger);
   await flowLogging?.start(source, netns);
   const unsubscribeTools = onToolRun((tool, ok) => metrics.countToolRun(tool, ok));

@@ -68,7 +68,14 @@ async function daemonRequests(watchList: boolean): Promise<RequestRecord[]> {
     const { config } = loadConfig({ argvFlags: { 'node-name': 'n1', 'watch-list': watchList }, env: {} });
     const logger = createLogger({ level: 'error', format: 'text' });
     const metrics = { countApiRefusal: () => undefined } as unknown as Metrics;
-    const source = openSource(config, { resources: [], kubeconfig: undefined, logger }, kubeConfig, metrics, () => undefined);
+    const source = openSource(
+      config,
+      { resources: [], kubeconfig: undefined, logger },
+      kubeConfig,
+      metrics,
+      () => undefined,
+      () => undefined,
+    );
     try {
       await source.synced;
       // A change arrives through the watches.
