@@ -76,7 +76,16 @@ export function pluginArgv(argv: readonly string[], penv: PluginEnv): string[] {
     flags[key] = value;
   }
   const [command, ...args] = rest;
-  if (command === undefined || command.startsWith('-') || command === 'help' || command === 'version') return rest;
+  // An option first (`--help`, `--version`): main answers it.
+  if (
+    command === undefined ||
+    command.startsWith('--') ||
+    command === '-h' ||
+    command === '-V' ||
+    command === 'help' ||
+    command === 'version'
+  )
+    return rest;
   const podOptions = isCommandName(command) ? PLUGIN_COMMANDS[command] : undefined;
   if (podOptions === undefined) throw new PluginUsageError(refusal(command));
   const kubeconfig = flags.kubeconfig ?? nonEmpty(penv.env['KUBECONFIG']) ?? defaultKubeconfig(penv);
