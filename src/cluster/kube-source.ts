@@ -86,6 +86,12 @@ export interface KubeSourceOptions {
   readonly limits?: Partial<InitialStateLimits>;
   /** Called for every response refused for breaking a bound or the protocol (already logged). */
   readonly onRefused?: (refusal: StreamRefusal) => void;
+  /**
+   * Called for every failed list, watch or discovery before it is logged and retried. A one-shot command
+   * gives up on the errors retrying cannot mend (connection refused, unauthorized) and says so itself: it
+   * returns true, and the failure is not logged.
+   */
+  readonly onFailure?: (err: unknown) => boolean;
 }
 
 /** A refused response: which kind, which request, and why. */
@@ -190,6 +196,7 @@ export class KubeSource implements ClusterSource {
   private readonly selectorStep = new Map<ObjectKind, number>();
   private readonly limits: InitialStateLimits;
   private readonly onRefused: (refusal: StreamRefusal) => void;
+  private readonly onFailure: (err: unknown) => boolean;
 
   constructor(opts: KubeSourceOptions) {
     this.watchTimeoutSeconds = opts.watchTimeoutSeconds;
@@ -206,6 +213,7 @@ export class KubeSource implements ClusterSource {
     this.watchList = opts.watchList ?? true;
     this.limits = { ...DEFAULT_INITIAL_STATE_LIMITS, ...opts.limits };
     this.onRefused = opts.onRefused ?? (() => undefined);
+    this.onFailure = opts.onFailure ?? (() => false);
 
     // Pods of all namespaces and all nodes: policy peers can be anywhere.
     const watches: readonly KindWatch[] = [
@@ -232,7 +240,8 @@ export class KubeSource implements ClusterSource {
     if (this.stopped) return;
     if (typeof answer !== 'boolean') {
       const delayMs = backoffDelay(this.discoveryAttempts++, this.initialMs, this.maxMs, this.random);
-      this.logger.warn('ClusterNetworkPolicy discovery failed; retrying', { delayMs, error: describeError(answer.error) });
+      if (!this.onFailure(answer.error))
+        this.logger.warn('ClusterNetworkPolicy discovery failed; retrying', { delayMs, error: describeError(answer.error) });
       this.scheduleDiscovery(delayMs);
       return;
     }
@@ -523,7 +532,8 @@ export class KubeSource implements ClusterSource {
     this.attempts.set(kind, attempt + 1);
     const delayMs = backoffDelay(attempt, this.initialMs, this.maxMs, this.random);
     // The store keeps the last state it saw: the kernel keeps enforcing it while the API is away.
-    this.logger.warn('informer failed; retrying', { kind, attempt: attempt + 1, delayMs, error: describeError(err) });
+    if (!this.onFailure(err))
+      this.logger.warn('informer failed; retrying', { kind, attempt: attempt + 1, delayMs, error: describeError(err) });
     this.retryTimers.set(
       kind,
       setTimeout(() => {
