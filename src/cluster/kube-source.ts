@@ -35,6 +35,7 @@ import { convert } from './convert.js';
 import { KindInformer } from './kind-informer.js';
 import { GuardedWatch } from './kube-watch.js';
 import {
+  InFlightObjects,
   isFieldSelectorRefusal,
   isWatchListRefusal,
   listPaged,
@@ -178,7 +179,9 @@ export class KubeSource implements ClusterSource {
     this.kubeConfig = opts.kubeConfig;
     this.crdRecheckMs = opts.crdRecheckMs ?? 60_000;
     this.watchList = opts.watchList ?? true;
-    this.limits = { ...DEFAULT_INITIAL_STATE_LIMITS, ...opts.limits };
+    const limits = { ...DEFAULT_INITIAL_STATE_LIMITS, ...opts.limits };
+    // All kinds together: room for the largest kind at its bound plus half that again for the others.
+    this.limits = { ...limits, inFlight: new InFlightObjects(Math.ceil(limits.maxObjects * 1.5)) };
     this.onRefused = opts.onRefused ?? (() => undefined);
 
     // Pods of all namespaces and all nodes: policy peers can be anywhere.
