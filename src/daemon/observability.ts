@@ -2,6 +2,8 @@
 // and the HTTP server that serves them. Started before anything else, so a probe is answered (not ready)
 // while the kernel is opened and the cluster listed.
 
+import type { KubeConfig } from '@kubernetes/client-node';
+import { kubeReviews, requestAuthorizer } from '../cluster/request-auth.js';
 import type { DaemonConfig } from '../config/schema.js';
 import type { Logger } from '../log.js';
 import type { AuditedFlow, DeniedFlow } from '../observe/flows.js';
@@ -18,10 +20,13 @@ export interface Observability {
   /** Undefined when flow logs are off, or in dry-run. */
   readonly flowLogging: FlowLogging | undefined;
   readonly listen: { host: string; port: number };
+  /** The loopback listener beside a node address (the kubelet's probes). */
+  readonly loopback?: { host: string; port: number };
   readonly server: ObserveServer;
 }
 
-export async function startObservability(config: DaemonConfig, logger: Logger): Promise<Observability> {
+/** `kubeConfig`: the API to check who asks for /flows from off the node; without one only loopback may. */
+export async function startObservability(config: DaemonConfig, logger: Logger, kubeConfig: KubeConfig | undefined): Promise<Observability> {
   const metrics = createMetrics({ processMetrics: true });
   const health = new HealthState({
     now: () => systemClock.now(),
@@ -44,10 +49,12 @@ export async function startObservability(config: DaemonConfig, logger: Logger): 
     metrics,
     logger: logger.child({ component: 'http' }),
     onConnectionRefused: (why) => metrics.countConnectionRefused(why),
+    onAuthRefused: (why) => metrics.countFlowsRequestRefused(why),
+    ...(kubeConfig ? { authorize: requestAuthorizer({ reviews: kubeReviews(kubeConfig), now: () => Date.now() }) } : {}),
     ...(flowLogging ? { flows: flowLogging.query } : {}),
   });
   const listen = await server.start(config.listenAddress);
-  return { metrics, health, flowLogging, listen, server };
+  return { metrics, health, flowLogging, listen, ...(server.loopback ? { loopback: server.loopback } : {}), server };
 }
 
 function deniedLabels(flow: DeniedFlow): DeniedLabels {
