@@ -39,7 +39,7 @@ export async function startObservability(config: DaemonConfig, logger: Logger, k
           config,
           logger: logger.child({ component: 'flow-log' }),
           now: () => Date.now(),
-          onDenied: (flow) => metrics.countDenied(deniedLabels(flow)),
+          onDenied: (flow) => countDenied(metrics, flow),
           onAudited: (flow) => countAudited(metrics, flow),
           onReaderError: () => metrics.countFlowLogReaderError(),
         })
@@ -57,9 +57,12 @@ export async function startObservability(config: DaemonConfig, logger: Logger, k
   return { metrics, health, flowLogging, listen, ...(server.loopback ? { loopback: server.loopback } : {}), server };
 }
 
-function deniedLabels(flow: DeniedFlow): DeniedLabels {
+/** One count per policy selecting the dropping pod (all of them refused the peer), as the audit series counts. */
+function countDenied(metrics: Metrics, flow: DeniedFlow): void {
   const [namespace = '', pod = ''] = flow.pod?.split('/') ?? [];
-  return { namespace, pod, direction: flow.direction, reason: flow.reason };
+  const labels: Omit<DeniedLabels, 'policy'> = { namespace, pod, direction: flow.direction, reason: flow.reason };
+  if (flow.policies.length === 0) return metrics.countDenied({ ...labels, policy: '' });
+  for (const policy of flow.policies) metrics.countDenied({ ...labels, policy });
 }
 
 function countAudited(metrics: Metrics, flow: AuditedFlow): void {
