@@ -41,7 +41,13 @@ export function requestAuthorizer(
   const maxEntries = opts.maxEntries ?? 1_000;
   const cache = new Map<string, { readonly at: number; readonly decision: Promise<Decision> }>();
   return (token, { verb, path }) => {
-    if (token === undefined) return Promise.resolve({ allowed: false, why: 'unauthenticated', message: `${path} needs a bearer token` });
+    if (token === undefined)
+      return Promise.resolve({
+        allowed: false,
+        why: 'unauthenticated',
+        // The API server's pod proxy forwards no credentials, so `why --live` and `drops --kubeconfig` end here.
+        message: `${path} from off the node needs a bearer token for a user RBAC lets get ${path}; or read it on the node: kubectl -n kube-system exec ds/netfence -- netfence drops`,
+      });
     // The token itself is never kept: only its hash, as the key.
     const key = `${createHash('sha256').update(token).digest('hex')} ${verb} ${path}`;
     const now = opts.now();

@@ -20,6 +20,11 @@ jest.setTimeout(300_000);
 
 /** deploy/daemonset.yaml's memory limit (512Mi): past it the kubelet kills the container. */
 const MEMORY_LIMIT_BYTES = 512 * 1024 * 1024;
+/**
+ * A fifth of the limit kept free: a peak measured on one machine is not every node's (garbage collection timing,
+ * other Node builds). Endless events on every kind peaked at 438–445 MiB here before the kinds shared one bound.
+ */
+const MEMORY_MARGIN_BYTES = 0.8 * MEMORY_LIMIT_BYTES;
 const figures: string[] = [];
 
 /** VmRSS and VmHWM (peak RSS) of a process, in bytes; undefined once it is gone. */
@@ -139,7 +144,7 @@ describeKernel('the daemon against a hostile WatchList server', () => {
       const memory = memoryOf(pid)!;
       clearInterval(sampler);
       expect(exited).toBeUndefined();
-      expect(memory.peak).toBeLessThan(MEMORY_LIMIT_BYTES);
+      expect(memory.peak).toBeLessThan(MEMORY_MARGIN_BYTES);
       figures.push(
         `  ${mode}: programmed ${(programmedAfter / 1000).toFixed(1)} s after start; RSS max sampled ${mib(maxRss)}, peak (VmHWM) ${mib(memory.peak)}, now ${mib(memory.rss)}`,
       );
