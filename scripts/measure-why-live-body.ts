@@ -14,7 +14,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 
-const { values } = parseArgs({ options: { mib: { type: 'string', default: '400' }, cli: { type: 'string', default: 'dist/cli/main.js' } } });
+const { values } = parseArgs({
+  options: { mib: { type: 'string', default: '400' }, cli: { type: 'string', default: 'dist/cli/main.js' } },
+});
 const BODY = Number(values.mib) * 1024 * 1024;
 
 const CLUSTER = `

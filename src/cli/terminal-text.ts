@@ -33,6 +33,7 @@ export function terminalSafe(s: string): string {
 export function terminalSafeJson(value: unknown, indent?: number): string {
   let out = '';
   // JSON.stringify escapes C0 inside strings itself (outside them, C0 is only the indentation's newlines); what it leaves raw is inside strings, where `\uXXXX` is the same character.
-  for (const c of JSON.stringify(value, null, indent)) out += c.codePointAt(0)! > 0x1f && isUnsafe(c.codePointAt(0)!) ? `\\u${hex(c.codePointAt(0)!, 4)}` : c;
+  for (const c of JSON.stringify(value, null, indent))
+    out += c.codePointAt(0)! > 0x1f && isUnsafe(c.codePointAt(0)!) ? `\\u${hex(c.codePointAt(0)!, 4)}` : c;
   return out;
 }

@@ -159,7 +159,10 @@ export async function apiGet(kubeConfig: KubeConfig, path: string, limit?: numbe
   const init = await kubeConfig.applyToFetchOptions({});
   try {
     const res = await fetch(`${cluster.server}${path}`, { ...init, method: 'GET', signal: AbortSignal.timeout(TIMEOUT_MS) } as RequestInit);
-    return { status: res.status, body: limit === undefined ? await res.text() : await readBoundedBody(res, `${cluster.server}${path}`, limit) };
+    return {
+      status: res.status,
+      body: limit === undefined ? await res.text() : await readBoundedBody(res, `${cluster.server}${path}`, limit),
+    };
   } catch (err) {
     const e = err as Error;
     if (e instanceof FlowsAnswerError) throw e;

@@ -159,7 +159,9 @@ describe('why --live against hostile daemons', () => {
 
   it('escape sequences in /readyz and in the flow records reach neither the text nor --json output', async () => {
     flowsOfB = (res) =>
-      res.writeHead(200).end(JSON.stringify({ records: [record({ because: `because ${HOSTILE}`, src: { ip: '10.244.1.11', pod: HOSTILE } })] }));
+      res
+        .writeHead(200)
+        .end(JSON.stringify({ records: [record({ because: `because ${HOSTILE}`, src: { ip: '10.244.1.11', pod: HOSTILE } })] }));
     const text = await why();
     // No policy: the desired answer is allowed, and node-b's recorded drop is a disagreement.
     expect(text.code).toBe(0);

@@ -119,7 +119,9 @@ describe('every kind flooded at once', () => {
     const s = startSource({ limits: { maxObjects: 2_000 } });
     await s.synced;
     expect(pods()).toEqual(['web']);
-    const shared = logged.filter((l) => l.level === 'warn' && JSON.stringify(l.meta).includes('3000 objects in the initial states of all kinds'));
+    const shared = logged.filter(
+      (l) => l.level === 'warn' && JSON.stringify(l.meta).includes('3000 objects in the initial states of all kinds'),
+    );
     expect(shared.length).toBeGreaterThanOrEqual(1);
     expect(new Set(refusals.filter((r) => r.request === 'watch-list').map((r) => r.kind))).toEqual(
       new Set(['Namespace', 'Pod', 'Node', 'NetworkPolicy']),

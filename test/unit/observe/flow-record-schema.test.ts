@@ -50,7 +50,8 @@ describe('flow-log lines against docs/flow-record.schema.json', () => {
     log.add(flow());
     log.add(flow());
     log.add(flow({ dst: { ip: '8.8.8.8', where: 'outside the cluster' }, direction: 'egress', pod: 'dev/api', port: 53, protocol: 'udp' }));
-    log.add(flow({ protocol: 'icmp', port: undefined, srcPort: undefined, policies: [] } as Partial<LoggedFlow>));
+    const { port: _port, srcPort: _srcPort, ...portless } = flow({ protocol: 'icmp', policies: [] });
+    log.add(portless as LoggedFlow);
     now += 20_000;
     log.closeWindows();
     new FlowLog({ logger, now: () => now, node: 'node-1', message: 'allowed connection' }).add(
