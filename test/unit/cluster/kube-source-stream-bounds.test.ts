@@ -113,14 +113,14 @@ describe('a hostile WatchList stream ends in paged lists', () => {
 
 describe('every kind flooded at once', () => {
   // The four kinds stream at once: each under its own bound, together they held four times it (438 MiB peak
-  // at the default bound). Together they may hold 1.5 times the bound; the stream that passes it is refused.
-  it('the kinds share one bound of 1.5 × maxObjects; each refused stream ends in paged lists', async () => {
+  // at the default bound). Together they may hold 1.25 times the bound; the stream that passes it is refused.
+  it('the kinds share one bound of 1.25 × maxObjects; each refused stream ends in paged lists', async () => {
     server.hostileWatchList('endless-events');
     const s = startSource({ limits: { maxObjects: 2_000 } });
     await s.synced;
     expect(pods()).toEqual(['web']);
     const shared = logged.filter(
-      (l) => l.level === 'warn' && JSON.stringify(l.meta).includes('3000 objects in the initial states of all kinds'),
+      (l) => l.level === 'warn' && JSON.stringify(l.meta).includes('2500 objects in the initial states of all kinds'),
     );
     expect(shared.length).toBeGreaterThanOrEqual(1);
     expect(new Set(refusals.filter((r) => r.request === 'watch-list').map((r) => r.kind))).toEqual(
