@@ -3,8 +3,8 @@
 // user may `get` the non-resource path, so access is granted by RBAC: `nonResourceURLs: ["/flows"]`,
 // `verbs: ["get"]`). RBAC for the daemon: create on tokenreviews and subjectaccessreviews.
 
-import { createHash } from 'node:crypto';
 import { AuthenticationV1Api, AuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { sha256 } from '../model/index.js';
 
 export type Decision =
   | { readonly allowed: true; readonly user: string }
@@ -49,7 +49,7 @@ export function requestAuthorizer(
         message: `${path} from off the node needs a bearer token for a user RBAC lets get ${path}; or read it on the node: kubectl -n kube-system exec ds/netfence -- netfence drops`,
       });
     // The token itself is never kept: only its hash, as the key.
-    const key = `${createHash('sha256').update(token).digest('hex')} ${verb} ${path}`;
+    const key = `${sha256(token, 'hex')} ${verb} ${path}`;
     const now = opts.now();
     const hit = cache.get(key);
     if (hit && now - hit.at < ttlMs) return hit.decision;

@@ -58,10 +58,17 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   const preconditions = preconditionChecker({ health, metrics, netns, logger, ipv6: config.ipv6, settings: node.last });
   await preconditions.check();
 
-  const source = openSource(config, inputs, kubeConfig, metrics, (h) => {
-    metrics.setSourceIncomplete(!h.complete);
-    health.sourceIncomplete(h.complete ? undefined : h.reason);
-  });
+  const source = openSource(
+    config,
+    inputs,
+    kubeConfig,
+    metrics,
+    (h) => {
+      metrics.setSourceIncomplete(!h.complete);
+      health.sourceIncomplete(h.complete ? undefined : h.reason);
+    },
+    (reason) => health.apiUnconfirmed(reason),
+  );
   const revoker = createRevoker(config, netns, metrics, logger);
   await flowLogging?.start(source, netns);
   const unsubscribeTools = onToolRun((tool, ok) => metrics.countToolRun(tool, ok));

@@ -2,8 +2,7 @@
 // last programmed, plans against that, and re-reads the kernel only when it has reason to doubt it
 // (start, drift timer, any failure).
 
-import crypto from 'node:crypto';
-import type { DesiredState, FamilyState, IpFamily } from '../model/index.js';
+import { sha256, type DesiredState, type FamilyState, type IpFamily } from '../model/index.js';
 import {
   expectedObserved,
   observeFamily,
@@ -415,7 +414,4 @@ export function sameObserved(a: ObservedFamily, b: ObservedFamily): boolean {
   return true;
 }
 
-// crypto.hash (Node 20.12+) hashes a string in one call; createHash on older Node 20.
-const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'base64') => string }).hash;
-const digest = (text: string): string =>
-  oneShot ? oneShot('sha256', text, 'base64') : crypto.createHash('sha256').update(text).digest('base64');
+const digest = (text: string): string => sha256(text, 'base64');
