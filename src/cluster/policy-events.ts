@@ -134,9 +134,9 @@ export function policyEvent(problem: Problem, node: string, now: Date): PolicyEv
 export function problemsToReport(problems: readonly Problem[], snapshot: ClusterSnapshot, node: string): Problem[] {
   const about = problems.map((p) => ({ p, about: regardingOf(p.object) })).filter((x) => x.about !== undefined);
   if (about.length === 0) return [];
-  let localNamespaces: Set<string> | undefined;
+  let localNamespaces: ReadonlySet<string> | undefined;
   const hasLocalPods = (namespace: string): boolean => {
-    localNamespaces ??= new Set(snapshot.pods.filter((pod) => pod.nodeName === node && !pod.hostNetwork).map((pod) => pod.namespace));
+    localNamespaces ??= namespacesWithPodsOn(snapshot.pods, node);
     return localNamespaces.has(namespace);
   };
   const reporter = snapshot.nodes.reduce<string | undefined>(
@@ -146,6 +146,18 @@ export function problemsToReport(problems: readonly Problem[], snapshot: Cluster
   return about
     .filter(({ about: r }) => (r!.kind === 'NetworkPolicy' ? hasLocalPods(r!.namespace!) : (reporter ?? node) === node))
     .map(({ p }) => p);
+}
+
+/** Every sync reports its problems; the pod list is walked again only when it changed (the same list is the same object). */
+const localNamespacesMemo = new WeakMap<ClusterSnapshot['pods'], { readonly node: string; readonly namespaces: ReadonlySet<string> }>();
+
+function namespacesWithPodsOn(pods: ClusterSnapshot['pods'], node: string): ReadonlySet<string> {
+  const memo = localNamespacesMemo.get(pods);
+  if (memo?.node === node) return memo.namespaces;
+  const namespaces = new Set<string>();
+  for (const pod of pods) if (pod.nodeName === node && !pod.hostNetwork) namespaces.add(pod.namespace);
+  localNamespacesMemo.set(pods, { node, namespaces });
+  return namespaces;
 }
 
 /**
