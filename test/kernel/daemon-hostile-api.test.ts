@@ -136,7 +136,11 @@ describeKernel('the daemon against a hostile WatchList server', () => {
       });
       const programmedAfter = Date.now() - started;
       expect(await reaches('x/a', 'x/b')).toBe(true);
-      expect((await httpGet(`${url}/readyz`)).status).toBe(200);
+      // Ready follows the programmed rules within a sync or two (on a loaded machine, not at once).
+      let readyz = { status: 0, body: '' };
+      await waitUntil('/readyz 200', async () => (readyz = await httpGet(`${url}/readyz`)).status === 200, 30_000, 200).catch(() => {
+        throw new Error(`/readyz ${readyz.status}: ${readyz.body}`);
+      });
       const metrics = (await httpGet(`${url}/metrics`)).body;
       expect(metricValue(metrics, `netfence_api_responses_refused_total{request="watch-list",reason="${reason}"}`)).toBeGreaterThanOrEqual(
         1,
