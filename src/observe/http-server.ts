@@ -78,7 +78,7 @@ export const CONNECTION_LIMITS: ConnectionLimits = {
   keepAliveMs: 5_000,
 };
 
-/** A host no client but the node itself can reach: the server then needs no second, loopback listener. */
+/** A host that already takes loopback connections (a wildcard, or loopback itself): no second listener is needed. */
 function coversLoopback(host: string): boolean {
   return host === '' || host === '0.0.0.0' || host === '::' || host === 'localhost' || isLoopback(host);
 }
