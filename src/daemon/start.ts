@@ -14,7 +14,7 @@ import { Reconciler } from '../reconcile/reconciler.js';
 import { systemClock } from '../reconcile/runner.js';
 import { Syncer } from '../reconcile/syncer.js';
 import type { Revoker } from '../revoke/revoker.js';
-import { LocalPods, spoofDropSource, startAntiSpoof } from './anti-spoofing.js';
+import { BridgedPolicingSource, LocalPods, spoofDropSource, startAntiSpoof } from './anti-spoofing.js';
 import { kubeConfigOf, openSource, policyEventsOf } from './cluster-source.js';
 import { createRevoker, establishedFlows } from './established-flows.js';
 import { eventKind, eventLatency } from './event-latency.js';
@@ -41,7 +41,7 @@ export interface RunningDaemon {
   readonly loopback: { host: string; port: number } | undefined;
   /** Strict mode's conntrack marker; undefined when revokeEstablished is off. */
   readonly revoker: Revoker | undefined;
-  /** The bridge-port address binding; undefined when antiSpoofing is off or in dry-run. */
+  /** The bridge table (port address binding when antiSpoofing is on, bridged traffic judging always); undefined in dry-run. */
   readonly antiSpoof: AntiSpoofGuard | undefined;
   /** Stops watching and syncing; the programmed rules stay in place. */
   stop(): Promise<void>;
@@ -105,8 +105,14 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   reports.subscribe(establishedFlows({ config, revoker, settings: node.last, netns, logger }));
 
   await guards.checkIpvs();
-  const antiSpoof = config.antiSpoofing && !config.dryRun ? startAntiSpoof(config, netns, logger) : undefined;
-  if (antiSpoof) {
+  // The bridge table also judges bridged pod traffic no pod address explains, so it runs with anti-spoofing off too.
+  let antiSpoof: AntiSpoofGuard | undefined;
+  if (!config.dryRun) {
+    const policing = new BridgedPolicingSource((family) => kernel.supports(family));
+    reports.subscribe(policing);
+    antiSpoof = startAntiSpoof(config, netns, logger, policing);
+  }
+  if (antiSpoof && config.antiSpoofing) {
     const localPods = new LocalPods();
     reports.subscribe(localPods);
     metrics.setSpoofDropSource(spoofDropSource(antiSpoof, netns, () => localPods.get()));
