@@ -99,7 +99,7 @@ export interface StreamRefusal {
 /**
  * Four kinds stream at once: a server flooding all four with small pods took the daemon to a 548 MiB peak at
  * 150,000 objects each (Kubernetes' own ceiling for pods; the DaemonSet's limit is 512Mi), 438 MiB at 100,000 on Node 24;
- * all kinds together are held to 1.25 times the per-kind bound (KubeSource's InFlightObjects): 331–351 MiB.
+ * all kinds together are held to 1.25 times the per-kind bound (KubeSource's InFlightObjects): 331–375 MiB.
  * 1 GiB of JSON is ~10 KiB for each of those. 120 s for a WatchList stream is the xl tier's (50,000 pods) many
  * times over; 60 s a page is the API server's own request timeout, past which it gives up on a list itself.
  * The daemon's configuration (initialList*, listPageTimeoutSeconds) carries the same defaults.
