@@ -54,7 +54,7 @@ export async function whyCommand(argv: readonly string[], io: Io): Promise<numbe
 }
 
 /** Each node's settings as its own daemon would have them: this command's configuration, that node's name and pod CIDRs. */
-function settingsPerNode(config: DaemonConfig, snapshot: ClusterSnapshot): (node: string) => NodeSettings {
+export function settingsPerNode(config: DaemonConfig, snapshot: ClusterSnapshot): (node: string) => NodeSettings {
   const cache = new Map<string, NodeSettings>();
   return (node) => {
     let settings = cache.get(node);
