@@ -239,7 +239,7 @@ export function parseError(payload: Buffer): { readonly errno: number; readonly 
 }
 
 const IPSET_ERRORS: Readonly<Record<number, string>> = {
-  4097: 'kernel and userspace protocol versions differ (IPSET_ERR_PROTOCOL)',
+  4097: 'the kernel could not read the request: an address of the other family, or another protocol version (IPSET_ERR_PROTOCOL)',
   4098: 'set type not supported by the kernel (IPSET_ERR_FIND_TYPE)',
   4099: 'the kernel allows no more sets (IPSET_ERR_MAX_SETS)',
   4100: 'set is in use (IPSET_ERR_BUSY)',
