@@ -35,6 +35,7 @@ const CASES: readonly Case[] = [
   { name: 'restore hash:ip inet', args: ['-exist', 'restore'], input: 'add s4 10.1.2.4\nadd s4 10.1.2.5\n' },
   { name: 'restore hash:ip inet6', args: ['-exist', 'restore'], input: 'add s6 fd00::1\nadd s6 fd00::a:2\n' },
   { name: 'restore hash:net inet', args: ['-exist', 'restore'], input: 'add n4 10.9.0.0/16\nadd n4 10.10.0.1\n' },
+  { name: 'restore hash:net inet nomatch', args: ['-exist', 'restore'], input: 'add n4 10.30.0.0/16 nomatch\nadd n4 10.31.0.0/16\n' },
   { name: 'restore hash:net inet6', args: ['-exist', 'restore'], input: 'add n6 fd00:1::/64\nadd n6 fd00:2::5\n' },
   {
     name: 'restore hash:ip,port inet',

@@ -36,6 +36,9 @@ const IPSET_ATTR_IP = 1;
 const IPSET_ATTR_CIDR = 3;
 const IPSET_ATTR_PORT = 4;
 const IPSET_ATTR_PROTO = 7;
+const IPSET_ATTR_CADT_FLAGS = 8;
+/** enum ipset_cadt_flags: a hash:net entry that matches nothing (`ipset add S 10.0.0.0/24 nomatch`). */
+const IPSET_FLAG_NOMATCH = 1 << 2;
 // Inside IPSET_ATTR_IP
 const IPSET_ATTR_IPADDR_IPV4 = 1;
 const IPSET_ATTR_IPADDR_IPV6 = 2;
@@ -136,9 +139,12 @@ export function parseProtocolReply(payload: Buffer): { readonly max: number; rea
 /**
  * The CADT attributes of one member as `ipset restore` writes it for the set types netfence uses:
  * `10.0.0.1` / `fd00::1` (hash:ip, or a host in hash:net), `10.0.0.0/8` (hash:net), `10.0.0.1,tcp:80`
- * (hash:ip,port; tcp, udp or sctp). Anything else throws IpsetMemberSyntaxError: nothing is sent.
+ * (hash:ip,port; tcp, udp or sctp), and `10.0.0.0/24 nomatch` as `ipset save` prints such an entry. Anything else
+ * throws IpsetMemberSyntaxError: nothing is sent.
  */
-export function memberAttrs(member: string): Buffer[] {
+export function memberAttrs(text: string): Buffer[] {
+  const nomatch = text.endsWith(' nomatch');
+  const member = nomatch ? text.slice(0, -' nomatch'.length) : text;
   const comma = member.indexOf(',');
   const address = comma < 0 ? member : member.slice(0, comma);
   const slash = address.indexOf('/');
@@ -159,6 +165,7 @@ export function memberAttrs(member: string): Buffer[] {
     if (!m || port > 65535) throw new IpsetMemberSyntaxError(`ipset member "${member}": expected proto:port after the comma (tcp, udp or sctp)`);
     out.push(attr(IPSET_ATTR_PORT | NLA_F_NET_BYTEORDER, be16(port)), attr(IPSET_ATTR_PROTO, u8(PROTOCOL_NUMBER[m[1]!]!)));
   }
+  if (nomatch) out.push(attr(IPSET_ATTR_CADT_FLAGS | NLA_F_NET_BYTEORDER, be32(IPSET_FLAG_NOMATCH)));
   return out;
 }
 

@@ -32,7 +32,7 @@ const fixture = JSON.parse(readFileSync(new URL('./fixtures/ipset-netlink.json',
   readonly cases: readonly CapturedCase[];
 };
 const captured = (name: string): CapturedCase => {
-  const c = fixture.cases.find((x) => x.name.startsWith(name));
+  const c = fixture.cases.find((x) => x.name === name) ?? fixture.cases.find((x) => x.name.startsWith(name));
   if (!c) throw new Error(`no captured case ${name}`);
   return c;
 };
@@ -41,7 +41,7 @@ const bytes = (hex: string): Buffer => Buffer.from(hex, 'hex');
 /** The one set and op of a restore batch, and its members in order. */
 function batchOf(input: string): { op: MemberOp; set: string; members: string[] } {
   const lines = input.trim().split('\n').map((l) => l.split(' '));
-  return { op: lines[0]![0] as MemberOp, set: lines[0]![1]!, members: lines.map((l) => l[2]!) };
+  return { op: lines[0]![0] as MemberOp, set: lines[0]![1]!, members: lines.map((l) => l.slice(2).join(' ')) };
 }
 
 describe('member requests, byte for byte as libipset builds them', () => {
@@ -49,6 +49,7 @@ describe('member requests, byte for byte as libipset builds them', () => {
     'restore hash:ip inet',
     'restore hash:ip inet6',
     'restore hash:net inet',
+    'restore hash:net inet nomatch',
     'restore hash:net inet6',
     'restore hash:ip,port inet',
     'restore hash:ip,port inet6',
