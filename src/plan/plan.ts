@@ -55,11 +55,19 @@ export interface PlanCounts {
 
 export interface FamilyPlan {
   readonly family: IpFamily;
-  /** Step 1, `ipset -exist restore`: new sets, member deltas, temp-set swaps. Empty: nothing to do. */
+  /**
+   * Step 1, before the rules: new sets with their members, the member changes that narrow what is allowed, and
+   * (when no rule changes) every member change and temp-set swap. Ops, and the same as `ipset -exist restore`
+   * text (empty: nothing to do).
+   */
+  readonly ipsetOps: readonly IpsetOp[];
   readonly ipsetRestore: string;
   /** Step 2, one `iptables-restore --noflush` transaction: changed chains, hooks, stale chains. */
   readonly iptablesRestore: string;
-  /** Step 3, `ipset -exist restore`: destroy sets nothing references any more. */
+  /** Step 2b, after the rules: the member changes that widen what is allowed, when the rules change too. */
+  readonly ipsetAfterOps: readonly IpsetOp[];
+  readonly ipsetAfterRules: string;
+  /** Step 3, `ipset -exist restore`: destroy sets nothing references any more (after every family's rules). */
   readonly ipsetDestroy: string;
   /** The sets `ipsetDestroy` destroys, by name. */
   readonly staleSets: readonly string[];
@@ -97,9 +105,10 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
     membersRemoved: 0,
   };
 
-  // Step 1: sets. Removals go before additions: every set we own widens what is allowed, so a
-  // half-applied delta may briefly deny more, never allow more.
+  // Step 1: sets. New sets are created with their members here (no rule uses them yet); member changes of
+  // existing sets are placed once we know whether the rules change too (placeDeltas below).
   const ipsetOps: IpsetOp[] = [];
+  const deltas: SetDelta[] = [];
   const desiredSets = new Set(desired.ipsets.map((s) => s.name as string));
   for (const set of desired.ipsets) {
     if (known.has(set)) continue;
@@ -138,25 +147,7 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
     );
     counts.membersAdded += adds.length;
     counts.membersRemoved += dels.length;
-    if (adds.length + dels.length > Math.max(SWAP_MIN_CHANGES, set.members.length / 2)) {
-      const temp = tempSetName(set, own);
-      ipsetOps.push(
-        { op: 'create', name: temp, set },
-        { op: 'flush', name: temp },
-        { op: 'add', name: temp, members: set.members },
-        { op: 'swap', name: temp, with: set.name },
-        { op: 'destroy', name: temp },
-      );
-      counts.setsRewritten++;
-    } else {
-      // Priming with the set's own create line lets ipset batch the lines (limits.md §2); the observed
-      // maxelem keeps `-exist` from failing on a set created with another one.
-      ipsetOps.push(
-        { op: 'create', name: set.name, set, ...(seen.maxelem !== undefined ? { maxelem: seen.maxelem } : {}) },
-        { op: 'del', name: set.name, members: dels },
-        { op: 'add', name: set.name, members: adds },
-      );
-    }
+    deltas.push({ set, maxelem: seen.maxelem, adds, dels });
   }
   const staleSets = [...observed.ipsets.keys()].filter((name) => !desiredSets.has(name)).sort();
   for (const name of staleSets) {
@@ -222,11 +213,16 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
     counts.chainsDeleted++;
   }
   const iptablesRestore = filterTransaction([...declare, ...body, ...tail]);
+  const ipsetAfterOps: IpsetOp[] = [];
+  counts.setsRewritten += placeDeltas(deltas, iptablesRestore !== '', own, ipsetOps, ipsetAfterOps);
 
   return {
     family: desired.family,
+    ipsetOps,
     ipsetRestore: renderIpsetOps(ipsetOps),
     iptablesRestore,
+    ipsetAfterOps,
+    ipsetAfterRules: renderIpsetOps(ipsetAfterOps),
     ipsetDestroy: renderIpsetOps(staleSets.map((name) => ({ op: 'destroy', name }))),
     staleSets,
     changes,
@@ -234,6 +230,52 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
     retype,
     errors,
   };
+}
+
+/** Members an existing set gains and loses in this plan. */
+interface SetDelta {
+  readonly set: IpSet;
+  /** The maxelem the kernel's set was created with, kept when priming it (`create -exist` fails on another). */
+  readonly maxelem: number | undefined;
+  readonly adds: readonly string[];
+  readonly dels: readonly string[];
+}
+
+/**
+ * Where each existing set's member changes go (docs/dataplane.md, "Order of a change"): no intermediate state may
+ * allow what neither the old nor the new state allows. A member of a set matched positively widens what rules
+ * allow, one of a set matched with `! --match-set` (an ipBlock's excepts) narrows it. So when the rules change in
+ * the same plan, the narrowing half goes before the rules (`before`) and the widening half after them (`after`):
+ * the old rules then meet at most the old members, the new rules at most the new ones. When the rules do not
+ * change, both halves go before, narrowing first, and a set with more than half (and at least 64) of its members
+ * changed is rebuilt in a temp set and swapped in, atomically. Returns how many sets were rebuilt so.
+ */
+function placeDeltas(deltas: readonly SetDelta[], rulesChange: boolean, own: Ownership, before: IpsetOp[], after: IpsetOp[]): number {
+  let swapped = 0;
+  for (const { set, maxelem, adds, dels } of deltas) {
+    const [narrow, widen] = set.negated === true ? [adds, dels] : [dels, adds];
+    const [narrowOp, widenOp] = set.negated === true ? (['add', 'del'] as const) : (['del', 'add'] as const);
+    // Priming with the set's own create line lets ipset batch the lines (limits.md §2); the observed
+    // maxelem keeps `-exist` from failing on a set created with another one.
+    const prime: IpsetOp = { op: 'create', name: set.name, set, prime: true, ...(maxelem !== undefined ? { maxelem } : {}) };
+    if (rulesChange) {
+      if (narrow.length > 0) before.push(prime, { op: narrowOp, name: set.name, members: narrow });
+      if (widen.length > 0) after.push(prime, { op: widenOp, name: set.name, members: widen });
+    } else if (adds.length + dels.length > Math.max(SWAP_MIN_CHANGES, set.members.length / 2)) {
+      const temp = tempSetName(set, own);
+      before.push(
+        { op: 'create', name: temp, set },
+        { op: 'flush', name: temp },
+        { op: 'add', name: temp, members: set.members },
+        { op: 'swap', name: temp, with: set.name },
+        { op: 'destroy', name: temp },
+      );
+      swapped++;
+    } else {
+      before.push(prime, { op: narrowOp, name: set.name, members: narrow }, { op: widenOp, name: set.name, members: widen });
+    }
+  }
+  return swapped;
 }
 
 /** Our hooks must be exactly the desired ones, inserted ones at the very top, in order. */

@@ -15,7 +15,7 @@ import {
   type ObservedFamily,
   type Ownership,
 } from '../plan/index.js';
-import { saveWithoutComments } from '../render/index.js';
+import { saveWithoutComments, type IpsetOp } from '../render/index.js';
 import { detachObserved } from './detach.js';
 
 /** The kernel as the syncer needs it; src/dataplane provides the real one, tests may fake it. */
@@ -24,6 +24,11 @@ export interface KernelPort {
   restoreFilter(family: IpFamily, text: string): Promise<void>;
   ipsetSave(): Promise<string>;
   ipsetRestore(text: string): Promise<void>;
+  /**
+   * Writes one ipset step given as ops (the same as its restore text); the daemon's port sends member changes
+   * over netlink (dataplane/ipset-writer.ts). Absent: the step's text goes to `ipsetRestore`.
+   */
+  ipsetApply?(ops: readonly IpsetOp[]): Promise<void>;
   /** Whether this family can be programmed at all (ip6tables present, IPv6 enabled). */
   supports(family: IpFamily): boolean;
 }
@@ -107,6 +112,7 @@ export class Syncer {
       supports: (family) => kernel.supports(family),
       restoreFilter: (family, text) => kernel.restoreFilter(family, text).finally(written),
       ipsetRestore: (text) => kernel.ipsetRestore(text).finally(written),
+      ...(kernel.ipsetApply ? { ipsetApply: (ops: readonly IpsetOp[]) => kernel.ipsetApply!(ops).finally(written) } : {}),
     };
   }
 
@@ -154,8 +160,8 @@ export class Syncer {
   }
 
   /**
-   * Make the kernel hold `desired`. Order (DESIGN §5): sets, then one iptables transaction per family,
-   * then stale sets. A failing step throws and leaves the state before it; the next sync re-reads.
+   * Make the kernel hold `desired`. Order (DESIGN §5): sets, then one iptables transaction per family (with the
+   * member changes that widen what is allowed after it), then stale sets. A failing step throws and leaves the state before it; the next sync re-reads.
    */
   async sync(desired: DesiredState, opts: { readKernel?: boolean; afterRetype?: boolean } = {}): Promise<SyncResult> {
     const families = this.families();
@@ -190,8 +196,10 @@ export class Syncer {
     try {
       await this.inTurn(async () => {
         for (const plan of plans) {
-          if (plan.ipsetRestore) await this.kernel.ipsetRestore(plan.ipsetRestore);
+          // docs/dataplane.md, "Order of a change": what narrows before the rules, what widens after them.
+          await this.writeSets(plan.ipsetOps, plan.ipsetRestore);
           if (plan.iptablesRestore) await this.kernel.restoreFilter(plan.family, plan.iptablesRestore);
+          await this.writeSets(plan.ipsetAfterOps, plan.ipsetAfterRules);
         }
         for (const plan of plans) {
           if (plan.ipsetDestroy) undestroyed.push(...(await this.destroyStaleSets(plan.ipsetDestroy, plan.staleSets)));
@@ -211,6 +219,13 @@ export class Syncer {
     }
     for (const plan of plans) for (const e of plan.errors) this.logger.error(e);
     return { plans, readKernel, drift, undestroyed };
+  }
+
+  /** One ipset step: its ops to the port's ipsetApply when it has one, else its text to `ipset restore`. */
+  private async writeSets(ops: readonly IpsetOp[], text: string): Promise<void> {
+    if (text === '') return;
+    if (this.kernel.ipsetApply) await this.kernel.ipsetApply(ops);
+    else await this.kernel.ipsetRestore(text);
   }
 
   /**
