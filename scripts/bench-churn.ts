@@ -19,7 +19,9 @@ import { generateCluster, TIERS, type Tier } from './bench-lib/generator.js';
 import { ChurnWriter, PEER_LABEL } from './bench-lib/churn-writes.js';
 import { histogramQuantile, leastSquaresSlope, percentile } from './bench-lib/stats.js';
 import { CLI, cpuMs, metric, podObject, policyObject, procStatusKiB, snapshotObjects, waitReady } from './bench-daemon.js';
+import { fileURLToPath } from 'node:url';
 import { run } from '../src/dataplane/exec.js';
+import { openIpsetNetlink } from '../src/dataplane/ipset-netlink.js';
 import type { NetworkPolicy, Pod } from '../src/model/index.js';
 import { FakeApiServer } from '../test/fakes/fake-apiserver.js';
 import { sleep, startDaemonProcess, type DaemonProcess } from './demo/daemon-process.js';
@@ -250,6 +252,21 @@ async function main(): Promise<void> {
       await inSet(netns, floorSet, first.ips[0]!);
       floorTest.push(performance.now() - t1);
     }
+    // The netlink floor: one acknowledged add/del request alone, through the same netns relay the daemon uses here,
+    // and in-process inside the namespace (the DaemonSet's daemon, in its own namespace, has no relay).
+    const floorNetlink: number[] = [];
+    const relayWriter = await openIpsetNetlink({ netns });
+    for (let i = 0; i < 200; i++) {
+      const t0 = performance.now();
+      await relayWriter.apply([{ set: floorSet, op: i % 2 === 0 ? 'add' : 'del', members: [first.ips[0]!] }]);
+      floorNetlink.push(performance.now() - t0);
+    }
+    await relayWriter.close();
+    const inProcess = await run('ip', [
+      ...['netns', 'exec', netns, process.execPath, '--import', fileURLToPath(new URL('./register-ts.mjs', import.meta.url))],
+      ...[fileURLToPath(new URL('./lib/netlink-floor.ts', import.meta.url)), floorSet, first.ips[0]!, '200'],
+    ]);
+    const floorInProcess = JSON.parse(inProcess.stdout) as number[];
     await run('ipset', ['destroy', floorSet], { netns });
 
     // ---- the churn ------------------------------------------------------------------------------------
@@ -328,6 +345,8 @@ async function main(): Promise<void> {
     const sorted = (xs: readonly number[]): number[] => [...xs].sort((a, b) => a - b);
     const out = sorted(outside.map((o) => o.ms));
     const fw = sorted(floorWrite);
+    const fn = sorted(floorNetlink);
+    const fi = sorted(floorInProcess);
     const ft = sorted(floorTest);
     const f1 = (n: number): string => n.toFixed(1);
     const delta = (name: string): number => metricSum(metricsAtEnd, name) - metricSum(metricsAtStart, name);
@@ -358,6 +377,10 @@ async function main(): Promise<void> {
       `| change written → kernel shows it, outside (ms, ${out.length} probes${probeTimeouts ? `, ${probeTimeouts} not seen in 30 s` : ''}) | ${f1(percentile(out, 50))} | ${f1(percentile(out, 99))} | ${f1(out.at(-1) ?? NaN)} | ipset add/del alone ${f1(percentile(fw, 50))} / ${f1(percentile(fw, 99))} (p50/p99); poll resolution (one ipset test) ${f1(percentile(ft, 50))} |`,
     );
     console.log(`| CPU per change (user+system ms) | ${f1(cpuChurn / changes)} | | | – |`);
+    const f3 = (n: number): string => n.toFixed(3);
+    console.log(
+      `| floor: one netlink set update round trip alone (ms, 200 add/del) | ${f3(percentile(fn, 50))} (netns relay, the daemon's path here) / ${f3(percentile(fi, 50))} (in-process in the namespace) | ${f3(percentile(fn, 99))} / ${f3(percentile(fi, 99))} | ${f3(fn.at(-1) ?? NaN)} / ${f3(fi.at(-1) ?? NaN)} | – |`,
+    );
     console.log('');
     console.log(
       `Daemon syncs during the churn: ${delta('netfence_sync_duration_seconds_count')} (${(delta('netfence_sync_duration_seconds_sum') * 1000).toFixed(0)} ms in compile + plan + apply, ${(delta('netfence_apply_duration_seconds_sum') * 1000).toFixed(0)} ms of it in ipset/iptables-restore), ${f1(changes / Math.max(1, delta('netfence_sync_duration_seconds_count')))} changes per sync; apply failures ${delta('netfence_apply_failures_total')}; drain after the last write ${drainMs} ms.`,
