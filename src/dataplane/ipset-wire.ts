@@ -83,12 +83,6 @@ const nested = (type: number, parts: readonly Buffer[]): Buffer => attr(type | N
 const u8 = (n: number): Buffer => Buffer.from([n]);
 const nulTerminated = (s: string): Buffer => Buffer.concat([Buffer.from(s, 'utf8'), Buffer.from([0])]);
 
-function be16(n: number): Buffer {
-  const b = Buffer.alloc(2);
-  b.writeUInt16BE(n, 0);
-  return b;
-}
-
 function be32(n: number): Buffer {
   const b = Buffer.alloc(4);
   b.writeUInt32BE(n >>> 0, 0);
@@ -136,37 +130,91 @@ export function parseProtocolReply(payload: Buffer): { readonly max: number; rea
   return { max: max.readUInt8(0), min: min && min.length >= 1 ? min.readUInt8(0) : max.readUInt8(0) };
 }
 
+/** Dotted-decimal IPv4 as inet_pton reads it (what `ipset` itself accepts), into `out` at `at`; false if it is not one. */
+function putIpv4(text: string, out: Buffer, at: number): boolean {
+  let part = 0;
+  let digits = 0;
+  let parts = 0;
+  for (let i = 0; i <= text.length; i++) {
+    const c = i < text.length ? text.charCodeAt(i) : 46; // a final '.' closes the last part
+    if (c >= 48 && c <= 57) {
+      part = part * 10 + (c - 48);
+      if (++digits > 3 || part > 255) return false;
+    } else if (c === 46) {
+      if (digits === 0 || parts === 4) return false;
+      out[at + parts++] = part;
+      part = 0;
+      digits = 0;
+    } else return false;
+  }
+  return parts === 4;
+}
+
+/** Writes one attribute header at `at` and returns where its value starts. */
+function putHeader(out: Buffer, at: number, len: number, type: number): number {
+  out.writeUInt16LE(len, at);
+  out.writeUInt16LE(type, at + 2);
+  return at + 4;
+}
+
 /**
- * The CADT attributes of one member as `ipset restore` writes it for the set types netfence uses:
- * `10.0.0.1` / `fd00::1` (hash:ip, or a host in hash:net), `10.0.0.0/8` (hash:net), `10.0.0.1,tcp:80`
- * (hash:ip,port; tcp, udp or sctp), and `10.0.0.0/24 nomatch` as `ipset save` prints such an entry. Anything else
- * throws IpsetMemberSyntaxError: nothing is sent.
+ * One member's IPSET_ATTR_DATA (its CADT attributes and its line number), for a member as `ipset restore` writes
+ * it for the set types netfence uses: `10.0.0.1` / `fd00::1` (hash:ip, or a host in hash:net), `10.0.0.0/8`
+ * (hash:net), `10.0.0.1,tcp:80` (hash:ip,port; tcp, udp or sctp), and `10.0.0.0/24 nomatch` as `ipset save`
+ * prints such an entry. Anything else throws IpsetMemberSyntaxError: nothing is sent. Written straight into one
+ * buffer: a pod change encodes one member, a start-up batch tens of thousands.
  */
-export function memberAttrs(text: string): Buffer[] {
+export function memberData(text: string, lineno: number): Buffer {
   const nomatch = text.endsWith(' nomatch');
   const member = nomatch ? text.slice(0, -' nomatch'.length) : text;
   const comma = member.indexOf(',');
   const address = comma < 0 ? member : member.slice(0, comma);
   const slash = address.indexOf('/');
   const ipText = slash < 0 ? address : address.slice(0, slash);
-  if (!ipaddr.isValid(ipText)) throw new IpsetMemberSyntaxError(`ipset member "${member}": "${ipText}" is not an IP address`);
-  const ip = ipaddr.parse(ipText);
-  const v6 = ip.kind() === 'ipv6';
-  const out = [nested(IPSET_ATTR_IP, [attr((v6 ? IPSET_ATTR_IPADDR_IPV6 : IPSET_ATTR_IPADDR_IPV4) | NLA_F_NET_BYTEORDER, Buffer.from(ip.toByteArray()))])];
+  const out = Buffer.alloc(80);
+  // DATA { IP { IPADDR_IPV4|IPV6 }, CIDR?, PORT?, PROTO?, CADT_FLAGS?, LINENO }
+  let at = 4;
+  let v6 = false;
+  if (!putIpv4(ipText, out, at + 8)) {
+    let bytes: number[];
+    try {
+      bytes = ipaddr.IPv6.parse(ipText).toByteArray();
+    } catch {
+      throw new IpsetMemberSyntaxError(`ipset member "${text}": "${ipText}" is not an IP address`);
+    }
+    Buffer.from(bytes).copy(out, at + 8);
+    v6 = true;
+  }
+  const ipLen = v6 ? 16 : 4;
+  putHeader(out, at, 8 + ipLen, IPSET_ATTR_IP | NLA_F_NESTED);
+  putHeader(out, at + 4, 4 + ipLen, (v6 ? IPSET_ATTR_IPADDR_IPV6 : IPSET_ATTR_IPADDR_IPV4) | NLA_F_NET_BYTEORDER);
+  at += 8 + ipLen;
   if (slash >= 0) {
-    const text = address.slice(slash + 1);
-    const cidr = Number(text);
-    if (!/^\d{1,3}$/.test(text) || cidr > (v6 ? 128 : 32)) throw new IpsetMemberSyntaxError(`ipset member "${member}": bad prefix length "${text}"`);
-    out.push(attr(IPSET_ATTR_CIDR, u8(cidr)));
+    const cidrText = address.slice(slash + 1);
+    const cidr = Number(cidrText);
+    if (!/^\d{1,3}$/.test(cidrText) || cidr > (v6 ? 128 : 32))
+      throw new IpsetMemberSyntaxError(`ipset member "${text}": bad prefix length "${cidrText}"`);
+    out[putHeader(out, at, 5, IPSET_ATTR_CIDR)] = cidr;
+    at += 8;
   }
   if (comma >= 0) {
     const m = /^(tcp|udp|sctp):(\d{1,5})$/.exec(member.slice(comma + 1));
     const port = m ? Number(m[2]) : NaN;
-    if (!m || port > 65535) throw new IpsetMemberSyntaxError(`ipset member "${member}": expected proto:port after the comma (tcp, udp or sctp)`);
-    out.push(attr(IPSET_ATTR_PORT | NLA_F_NET_BYTEORDER, be16(port)), attr(IPSET_ATTR_PROTO, u8(PROTOCOL_NUMBER[m[1]!]!)));
+    if (!m || port > 65535)
+      throw new IpsetMemberSyntaxError(`ipset member "${text}": expected proto:port after the comma (tcp, udp or sctp)`);
+    out.writeUInt16BE(port, putHeader(out, at, 6, IPSET_ATTR_PORT | NLA_F_NET_BYTEORDER));
+    at += 8;
+    out[putHeader(out, at, 5, IPSET_ATTR_PROTO)] = PROTOCOL_NUMBER[m[1]!]!;
+    at += 8;
   }
-  if (nomatch) out.push(attr(IPSET_ATTR_CADT_FLAGS | NLA_F_NET_BYTEORDER, be32(IPSET_FLAG_NOMATCH)));
-  return out;
+  if (nomatch) {
+    out.writeUInt32BE(IPSET_FLAG_NOMATCH, putHeader(out, at, 8, IPSET_ATTR_CADT_FLAGS | NLA_F_NET_BYTEORDER));
+    at += 8;
+  }
+  out.writeUInt32BE(lineno >>> 0, putHeader(out, at, 8, IPSET_ATTR_LINENO | NLA_F_NET_BYTEORDER));
+  at += 8;
+  putHeader(out, 0, at, IPSET_ATTR_DATA | NLA_F_NESTED);
+  return out.subarray(0, at);
 }
 
 /** One add/del request: its payload, and which members (by index into the call's list) it carries. */
@@ -186,7 +234,7 @@ export interface MemberRequest {
  */
 export function memberRequests(op: MemberOp, set: string, members: readonly string[], protocol = IPSET_PROTOCOL): MemberRequest[] {
   if (set.length === 0 || Buffer.byteLength(set) > MAX_SET_NAME) throw new IpsetMemberSyntaxError(`ipset name "${set}" must be 1–${MAX_SET_NAME} bytes`);
-  const datas = members.map((m, i) => nested(IPSET_ATTR_DATA, [...memberAttrs(m), attr(IPSET_ATTR_LINENO | NLA_F_NET_BYTEORDER, be32(i + 1))]));
+  const datas = members.map((m, i) => memberData(m, i + 1));
   const out: MemberRequest[] = [];
   for (let first = 0; first < datas.length; ) {
     let end = first;

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import {
   IpsetMemberSyntaxError,
-  memberAttrs,
+  memberData,
   memberRequests,
   nlmsg,
   parseAttrs,
@@ -68,12 +68,22 @@ describe('member requests, byte for byte as libipset builds them', () => {
     expect(whole.toString('hex')).toBe(c.request);
   });
 
-  it("one member's attributes are those of `ipset add` (IPSET_ATTR_DATA without the line number)", () => {
+  it("one member's IPSET_ATTR_DATA is that of `ipset add` (which sends line number 0)", () => {
     const sent = splitMessages(bytes(captured('add one').request))[0]!;
-    const data = parseAttrs(sent.payload.subarray(4)).get(7)!;
-    const ip = Buffer.concat(memberAttrs('10.1.2.3'));
-    expect(data.subarray(0, ip.length).toString('hex')).toBe(ip.toString('hex'));
+    const payload = sent.payload.subarray(4);
+    const data = payload.subarray(payload.indexOf(Buffer.from([0x18, 0x00, 0x07, 0x80])));
+    expect(memberData('10.1.2.3', 0).toString('hex')).toBe(data.toString('hex'));
   });
+
+  it.each(['10.0.0.1', '10.0.0.0/8', '10.0.0.1,tcp:80', 'fd00::1', 'fd00::/64', 'fd00::1,sctp:9', '10.0.0.0/24 nomatch'])(
+    'a member (%s) reads back as it was written',
+    (member) => {
+      const data = parseAttrs(memberData(member, 7).subarray(4));
+      expect(data.get(9)!.readUInt32BE(0)).toBe(7);
+      const ip = parseAttrs(data.get(1)!);
+      expect((ip.get(1) ?? ip.get(2))!.length).toBe(member.startsWith('fd') ? 16 : 4);
+    },
+  );
 
   it('splits a large batch into requests whose line numbers keep counting', () => {
     const members = Array.from({ length: 3000 }, (_, i) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`);
@@ -92,7 +102,7 @@ describe('member requests, byte for byte as libipset builds them', () => {
     }
   });
 
-  it.each(['10.0.0.300', '10.0.0.0/33', 'fd00::/129', '10.0.0.1,icmp:8', '10.0.0.1,tcp:70000', 'example.com', ''])(
+  it.each(['10.0.0.300', '10.0.0.0/33', 'fd00::/129', '10.0.0.1,icmp:8', '10.0.0.1,tcp:70000', 'example.com', '', '10.0.0', '10.0.0.1.2', '010.0.0.1x', '10..0.1'])(
     'refuses a malformed member (%s) before building anything',
     (member) => {
       expect(() => memberRequests('add', 'nf4s:x', ['10.0.0.1', member])).toThrow(IpsetMemberSyntaxError);
