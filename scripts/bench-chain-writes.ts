@@ -63,7 +63,12 @@ const benchPolicy: NetworkPolicy = {
   policyTypes: ['Ingress'],
   ingress: [
     {
-      peers: [{ namespaceSelector: { matchLabels: {}, matchExpressions: [] }, podSelector: { matchLabels: { [PEER_LABEL]: 'on' }, matchExpressions: [] } }],
+      peers: [
+        {
+          namespaceSelector: { matchLabels: {}, matchExpressions: [] },
+          podSelector: { matchLabels: { [PEER_LABEL]: 'on' }, matchExpressions: [] },
+        },
+      ],
       ports: [{ protocol: 'TCP', port: 1000 }],
     },
   ],
@@ -109,7 +114,9 @@ for (let i = 0; i < args.changes; i++) {
   const sets = plans.some((p) => p.ipsetRestore !== '' || p.ipsetAfterRules !== '' || p.ipsetDestroy !== '');
   if (rules) {
     count.withRules++;
-    const owners = new Set(plans.flatMap((p) => p.changes.filter((c) => c.object !== 'set').map((c) => (c.object === 'hook' ? 'hooks' : ownerKind(c.owner)))));
+    const owners = new Set(
+      plans.flatMap((p) => p.changes.filter((c) => c.object !== 'set').map((c) => (c.object === 'hook' ? 'hooks' : ownerKind(c.owner)))),
+    );
     for (const o of owners) count.owners.set(o, (count.owners.get(o) ?? 0) + 1);
   } else if (sets) count.setOnly++;
   else count.nothing++;
@@ -120,7 +127,9 @@ console.log(`## iptables transactions per ${args.changes} churn changes: tier ${
 console.log('');
 console.log(`Command: node --import ./scripts/register-ts.mjs scripts/bench-chain-writes.ts ${process.argv.slice(2).join(' ')}`.trim());
 console.log('');
-console.log('| change | changes | with an iptables-restore | set members only (netlink, no process) | nothing to write | chains written, by owner (changes) |');
+console.log(
+  '| change | changes | with an iptables-restore | set members only (netlink, no process) | nothing to write | chains written, by owner (changes) |',
+);
 console.log('|---|---|---|---|---|---|');
 for (const [kind, c] of byKind)
   console.log(

@@ -1,4 +1,4 @@
-// The daemon under sustained churn: `npm run bench -- --churn [--minutes N --rate R --tier large|xl] [--quick]`.
+// The daemon under sustained churn: `npm run bench -- --churn [--minutes N --rate R --tier large|xl] [--quick] [--flips-only]`.
 //
 // A real `netfence daemon` process (dist/) programs a scratch network namespace from an in-process fake
 // list/watch API server holding a generated cluster (as scripts/bench-daemon.ts). Once it is ready, this
@@ -33,14 +33,20 @@ interface ChurnArgs {
   rate: number;
   seed: number;
   node: string;
+  /** Only label flips: every change is a set-only change (netlink, no process). */
+  flipsOnly: boolean;
 }
 
 function parseArgs(argv: readonly string[]): ChurnArgs {
-  const args: ChurnArgs = { tier: 'large', minutes: 10, rate: 20, seed: 1, node: 'node-1' };
+  const args: ChurnArgs = { tier: 'large', minutes: 10, rate: 20, seed: 1, node: 'node-1', flipsOnly: false };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     if (flag === '--quick') {
       args.minutes = 1;
+      continue;
+    }
+    if (flag === '--flips-only') {
+      args.flipsOnly = true;
       continue;
     }
     const value = argv[++i];
@@ -52,7 +58,7 @@ function parseArgs(argv: readonly string[]): ChurnArgs {
     else if (flag === '--rate') args.rate = Number(value);
     else if (flag === '--seed') args.seed = Number(value);
     else if (flag === '--node') args.node = value;
-    else throw new Error(`unknown flag ${flag} (--minutes N, --rate R, --tier T, --seed N, --node NAME, --quick)`);
+    else throw new Error(`unknown flag ${flag} (--minutes N, --rate R, --tier T, --seed N, --node NAME, --quick, --flips-only)`);
   }
   if (!(args.minutes > 0) || !(args.rate > 0)) throw new Error('--minutes and --rate take positive numbers');
   return args;
@@ -226,6 +232,7 @@ async function main(): Promise<void> {
       seed: args.seed,
       podObject,
       policyObject,
+      flipsOnly: args.flipsOnly,
     });
 
     // Which set is the bench policy's peer set: the one the first probe pod joins when flipped on.
@@ -355,7 +362,9 @@ async function main(): Promise<void> {
     const drift = leastSquaresSlope(outside.filter((o) => o.atMs >= WARM_UP_MS).map((o) => ({ x: o.atMs / 60_000, y: o.ms })));
     const changes = total;
 
-    console.log(`## netfence churn benchmark: tier ${args.tier}, ${args.rate} changes/s for ${args.minutes} min, seed ${args.seed}`);
+    console.log(
+      `## netfence churn benchmark: tier ${args.tier}, ${args.rate} changes/s for ${args.minutes} min, seed ${args.seed}${args.flipsOnly ? ', label flips only (set-only changes)' : ''}`,
+    );
     console.log('');
     console.log(`Command: ${command}`);
     console.log(

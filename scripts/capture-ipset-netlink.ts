@@ -44,7 +44,11 @@ const CASES: readonly Case[] = [
   },
   { name: 'restore hash:ip,port inet6', args: ['-exist', 'restore'], input: 'add p6 fd00::1,tcp:8080\n' },
   { name: 'restore del hash:ip inet', args: ['-exist', 'restore'], input: 'del s4 10.1.2.4\ndel s4 10.1.2.99\n' },
-  { name: 'error in the middle (/0 is not a valid hash:net cidr)', args: ['-exist', 'restore'], input: 'add n4 10.20.0.0/16\nadd n4 10.0.0.0/0\nadd n4 10.21.0.0/16\n' },
+  {
+    name: 'error in the middle (/0 is not a valid hash:net cidr)',
+    args: ['-exist', 'restore'],
+    input: 'add n4 10.20.0.0/16\nadd n4 10.0.0.0/0\nadd n4 10.21.0.0/16\n',
+  },
   { name: 'del of an absent member without -exist', args: ['del', 's4', '10.99.0.1'] },
   { name: 'add to a set that does not exist', args: ['add', 'nosuchset', '10.1.2.3'] },
 ];
@@ -71,7 +75,7 @@ function dumps(trace: string): Dumped[] {
       current = { dir: 'received', bytes: [] };
     } else {
       // " | 00010  02 00 00 00 05 00 01 00  07 00 00 00              ............     |"
-      const m = /^ \| [0-9a-f]{5}  ((?:[0-9a-f]{2} {1,2}){1,16})/.exec(line);
+      const m = /^ \| [0-9a-f]{5} {2}((?:[0-9a-f]{2} {1,2}){1,16})/.exec(line);
       if (m && current) current.bytes.push(m[1]!.replace(/\s+/g, ''));
     }
   }

@@ -130,7 +130,14 @@ export class IpSetBuilder {
         const same = old && old.set.description === req.description && sameMembers;
         const set: IpSet = same
           ? old.set
-          : { name, type: TYPE_OF[req.kind], family: ctx.family, members, description: req.description, ...(req.kind === 'x' ? { negated: true as const } : {}) };
+          : {
+              name,
+              type: TYPE_OF[req.kind],
+              family: ctx.family,
+              members,
+              description: req.description,
+              ...(req.kind === 'x' ? { negated: true as const } : {}),
+            };
         if (old && patched && set !== old.set) recordMemberDelta(set, old.set, patched.delta);
         built = {
           stamp,

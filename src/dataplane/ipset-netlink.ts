@@ -3,7 +3,20 @@
 // one datagram, and each request's ACK is checked. The API is deliberately small: add or delete members of named
 // sets, batched, awaited.
 
-import { errorText, IPSET_MSG_PROTOCOL, IPSET_PROTOCOL, IPSET_PROTOCOL_MIN, memberRequests, NLMSG_ERROR, nlmsg, parseError, parseProtocolReply, protocolRequest, splitMessages, type MemberOp } from './ipset-wire.js';
+import {
+  errorText,
+  IPSET_MSG_PROTOCOL,
+  IPSET_PROTOCOL,
+  IPSET_PROTOCOL_MIN,
+  memberRequests,
+  NLMSG_ERROR,
+  nlmsg,
+  parseError,
+  parseProtocolReply,
+  protocolRequest,
+  splitMessages,
+  type MemberOp,
+} from './ipset-wire.js';
 import { NetfilterChannelError, openNetfilterChannel, type NetfilterChannel } from './netfilter-channel.js';
 
 export { IpsetMemberSyntaxError } from './ipset-wire.js';
@@ -81,7 +94,9 @@ export async function openIpsetNetlink(opts: IpsetNetlinkOptions = {}): Promise<
   const timeoutMs = opts.timeoutMs ?? 10_000;
   let channel: NetfilterChannel;
   try {
-    channel = await (opts.channel ?? ((netns) => openNetfilterChannel({ netns, ...(opts.onStderr ? { onStderr: opts.onStderr } : {}) })))(opts.netns);
+    channel = await (opts.channel ?? ((netns) => openNetfilterChannel({ netns, ...(opts.onStderr ? { onStderr: opts.onStderr } : {}) })))(
+      opts.netns,
+    );
   } catch (err) {
     throw new IpsetNetlinkRefused((err as Error).message);
   }
@@ -100,7 +115,9 @@ export async function openIpsetNetlink(opts: IpsetNetlinkOptions = {}): Promise<
     // Every command we send is understood from protocol 6 on; the kernel accepts anything within [min, max].
     protocol = Math.min(versions.max, IPSET_PROTOCOL);
     if (protocol < IPSET_PROTOCOL_MIN || protocol < versions.min)
-      throw new IpsetNetlinkRefused(`protocol mismatch: the kernel speaks ${versions.min}–${versions.max}, netfence ${IPSET_PROTOCOL_MIN}–${IPSET_PROTOCOL}`);
+      throw new IpsetNetlinkRefused(
+        `protocol mismatch: the kernel speaks ${versions.min}–${versions.max}, netfence ${IPSET_PROTOCOL_MIN}–${IPSET_PROTOCOL}`,
+      );
   } catch (err) {
     await channel.close();
     if (err instanceof IpsetNetlinkRefused) throw err;
@@ -111,8 +128,10 @@ export async function openIpsetNetlink(opts: IpsetNetlinkOptions = {}): Promise<
     protocol,
     async apply(changes) {
       // Encoded first: a malformed member fails the call before anything reaches the kernel.
-      const requests = changes.flatMap((change) => memberRequests(change.op, change.set, change.members, protocol).map((r) => ({ change, r })));
-      for (let i = 0; i < requests.length; ) {
+      const requests = changes.flatMap((change) =>
+        memberRequests(change.op, change.set, change.members, protocol).map((r) => ({ change, r })),
+      );
+      for (let i = 0; i < requests.length;) {
         const batch: { change: SetMembersChange; first: number; message: Buffer; seq: number }[] = [];
         let bytes = 0;
         while (i < requests.length && (batch.length === 0 || bytes + requests[i]!.r.payload.length + 16 <= MAX_DATAGRAM)) {

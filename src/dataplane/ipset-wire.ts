@@ -92,7 +92,7 @@ function be32(n: number): Buffer {
 /** Splits an attribute stream into type → value (flags stripped; the last of a type wins, as nla_parse). */
 export function parseAttrs(buf: Buffer): Map<number, Buffer> {
   const out = new Map<number, Buffer>();
-  for (let off = 0; off + 4 <= buf.length; ) {
+  for (let off = 0; off + 4 <= buf.length;) {
     const len = buf.readUInt16LE(off);
     if (len < 4 || off + len > buf.length) break;
     out.set(buf.readUInt16LE(off + 2) & NLA_TYPE_MASK, buf.subarray(off + 4, off + len));
@@ -233,10 +233,11 @@ export interface MemberRequest {
  * anything when a member or the name is malformed.
  */
 export function memberRequests(op: MemberOp, set: string, members: readonly string[], protocol = IPSET_PROTOCOL): MemberRequest[] {
-  if (set.length === 0 || Buffer.byteLength(set) > MAX_SET_NAME) throw new IpsetMemberSyntaxError(`ipset name "${set}" must be 1–${MAX_SET_NAME} bytes`);
+  if (set.length === 0 || Buffer.byteLength(set) > MAX_SET_NAME)
+    throw new IpsetMemberSyntaxError(`ipset name "${set}" must be 1–${MAX_SET_NAME} bytes`);
   const datas = members.map((m, i) => memberData(m, i + 1));
   const out: MemberRequest[] = [];
-  for (let first = 0; first < datas.length; ) {
+  for (let first = 0; first < datas.length;) {
     let end = first;
     let bytes = 0;
     while (end < datas.length && (end === first || bytes + datas[end]!.length <= MAX_ADT_BYTES)) bytes += datas[end++]!.length;
@@ -265,7 +266,7 @@ export interface NlReply {
 /** Splits a datagram from the kernel into its messages (stops at a truncated one). */
 export function splitMessages(datagram: Buffer): NlReply[] {
   const out: NlReply[] = [];
-  for (let off = 0; off + 16 <= datagram.length; ) {
+  for (let off = 0; off + 16 <= datagram.length;) {
     const len = datagram.readUInt32LE(off);
     if (len < 16 || off + len > datagram.length) break;
     out.push({

@@ -61,7 +61,9 @@ export function memberChangesOf(ops: readonly IpsetOp[]): SetMembersChange[] | u
 }
 
 export function createIpsetWriter(opts: IpsetWriterOptions): IpsetWriter {
-  let state: IpsetWriterState = opts.netlink ? { mode: 'netlink' } : { mode: 'restore', reason: 'disabled by configuration (ipsetNetlink: false)' };
+  let state: IpsetWriterState = opts.netlink
+    ? { mode: 'netlink' }
+    : { mode: 'restore', reason: 'disabled by configuration (ipsetNetlink: false)' };
   let opened: Promise<IpsetNetlink | undefined> | undefined;
   const open = opts.open ?? (() => openIpsetNetlink({ netns: opts.netns }));
 

@@ -94,7 +94,10 @@ export async function openInProcess(): Promise<NetfilterChannel> {
           },
         };
         waiting.add(w);
-        timer = setTimeout(() => w.done(new NetfilterChannelError(`no reply from the kernel within ${timeoutMs} ms`, 'ETIMEDOUT')), timeoutMs);
+        timer = setTimeout(
+          () => w.done(new NetfilterChannelError(`no reply from the kernel within ${timeoutMs} ms`, 'ETIMEDOUT')),
+          timeoutMs,
+        );
         socket.send(Buffer.concat(messages), {}, (err) => {
           if (err) w.done(new NetfilterChannelError(`sendmsg: ${err.message}`, err.code));
         });
@@ -134,7 +137,10 @@ async function openRelay(netns: string, onStderr?: (line: string) => void): Prom
     async exchange(messages, seqs, timeoutMs) {
       let reply;
       try {
-        reply = await relay.request({ op: 'exchange', messages: messages.map((m) => m.toString('base64')), seqs, timeoutMs }, timeoutMs + 5000);
+        reply = await relay.request(
+          { op: 'exchange', messages: messages.map((m) => m.toString('base64')), seqs, timeoutMs },
+          timeoutMs + 5000,
+        );
       } catch (err) {
         throw new NetfilterChannelError(`netlink relay in netns ${netns}: ${(err as Error).message}`);
       }

@@ -165,7 +165,8 @@ describeKernel('apply: one change writes only its delta', () => {
       // destroying what no rule uses any more.
       // A write that creates a set the old state did not have: new sets go before the rules, with their members.
       const existed = setNames(before.v4);
-      const createsNew = (text: string): boolean => text.split('\n').some((l) => /^create (\S+) /.test(l) && !existed.has(l.split(' ')[1]!));
+      const createsNew = (text: string): boolean =>
+        text.split('\n').some((l) => /^create (\S+) /.test(l) && !existed.has(l.split(' ')[1]!));
       const kind = (text: string): string =>
         /^destroy /m.test(text)
           ? 'destroy'

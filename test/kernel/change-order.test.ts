@@ -10,7 +10,21 @@ import { openKernel, type Kernel } from '../../src/dataplane/kernel.js';
 import type { Labels } from '../../src/model/index.js';
 import { Syncer, type KernelPort } from '../../src/reconcile/syncer.js';
 import { createSandbox, type Sandbox } from '../../sandbox/index.js';
-import { ingress, labels, makeNamespace, makePod, makePolicy, NODE, podPeer, rule, sel, selectPods, settings, snapshot, tcp } from '../helpers/builders.js';
+import {
+  ingress,
+  labels,
+  makeNamespace,
+  makePod,
+  makePolicy,
+  NODE,
+  podPeer,
+  rule,
+  sel,
+  selectPods,
+  settings,
+  snapshot,
+  tcp,
+} from '../helpers/builders.js';
 import { memoryLogger, OWN } from '../helpers/kernel-asserts.js';
 import { describeKernel } from '../helpers/netns.js';
 
@@ -46,7 +60,9 @@ describeKernel('the order of a change, sampled on the kernel between writes', ()
         const l: Labels = p.name === 'b' ? { app: 'server' } : { role: s.clients.includes(p.name as 'a' | 'c') ? 'client' : 'other' };
         return makePod(p.namespace, p.name, p.ip, labels({ ...l }));
       }),
-      policies: [makePolicy('x', 'clients-in', selectPods(sel({ app: 'server' })), ingress(rule([podPeer(sel({ role: 'client' }))], [tcp(s.port)])))],
+      policies: [
+        makePolicy('x', 'clients-in', selectPods(sel({ app: 'server' })), ingress(rule([podPeer(sel({ role: 'client' }))], [tcp(s.port)]))),
+      ],
     });
 
   async function sample(step: string): Promise<void> {

@@ -40,7 +40,9 @@ const POLICY = JSON.stringify({
 /** Tool runs by tool, from /metrics. */
 async function toolRuns(d: NodeDaemon): Promise<Map<string, number>> {
   const text = (await httpGet(`${d.url}/metrics`)).body;
-  return new Map([...text.matchAll(/^netfence_tool_invocations_total\{tool="([^"]+)"\} (\S+)$/gm)].map(([, tool, n]) => [tool!, Number(n)]));
+  return new Map(
+    [...text.matchAll(/^netfence_tool_invocations_total\{tool="([^"]+)"\} (\S+)$/gm)].map(([, tool, n]) => [tool!, Number(n)]),
+  );
 }
 
 function suite(mode: string, ipsetNetlink: 'true' | 'false'): void {
@@ -50,7 +52,11 @@ function suite(mode: string, ipsetNetlink: 'true' | 'false'): void {
   const labels = (peerB: boolean): Readonly<Record<string, Labels>> => ({ a: { app: 'a' }, b: { app: 'b', peer: peerB ? 'on' : 'off' } });
 
   const writeCluster = (peerB: boolean): void => {
-    const items = [nodeObject(sandbox.nodes()[0]!), namespaceObject('x'), ...sandbox.pods().map((p) => podObject(p, labels(peerB)[p.name]!))];
+    const items = [
+      nodeObject(sandbox.nodes()[0]!),
+      namespaceObject('x'),
+      ...sandbox.pods().map((p) => podObject(p, labels(peerB)[p.name]!)),
+    ];
     // Write then rename, as an editor saves: the watch sees one complete file.
     writeFileSync(join(dir, '.cluster.tmp'), JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
     renameSync(join(dir, '.cluster.tmp'), join(dir, 'cluster.json'));

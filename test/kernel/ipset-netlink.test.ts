@@ -126,7 +126,9 @@ describeKernel('ipset over netlink, real kernel', () => {
   });
 
   it('a malformed member fails the whole call before anything is sent', async () => {
-    await expect(writer.apply([{ set: 's4', op: 'add', members: ['10.3.0.1', '10.3.0.300'] }])).rejects.toBeInstanceOf(IpsetMemberSyntaxError);
+    await expect(writer.apply([{ set: 's4', op: 'add', members: ['10.3.0.1', '10.3.0.300'] }])).rejects.toBeInstanceOf(
+      IpsetMemberSyntaxError,
+    );
     expect(await members('s4')).not.toContain('10.3.0.1');
   });
 });

@@ -82,11 +82,16 @@ describe('openIpsetNetlink', () => {
     ['a kernel older than protocol 6', { max: 5, min: 5 }],
     ['a kernel that no longer speaks 7', { max: 9, min: 8 }],
   ])('%s is a protocol mismatch refusal', async (_, versions) => {
-    await expect(open(scripted(versions))).rejects.toMatchObject({ name: 'IpsetNetlinkRefused', reason: expect.stringMatching(/protocol mismatch/) });
+    await expect(open(scripted(versions))).rejects.toMatchObject({
+      name: 'IpsetNetlinkRefused',
+      reason: expect.stringMatching(/protocol mismatch/),
+    });
   });
 
   it('a channel that cannot be opened is a refusal', async () => {
-    const err = await openIpsetNetlink({ channel: () => Promise.reject(new NetfilterChannelError('no binding', 'ERR_DLOPEN_FAILED')) }).catch((e: unknown) => e);
+    const err = await openIpsetNetlink({
+      channel: () => Promise.reject(new NetfilterChannelError('no binding', 'ERR_DLOPEN_FAILED')),
+    }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(IpsetNetlinkRefused);
   });
 });
@@ -153,7 +158,11 @@ describe('apply', () => {
       };
     };
     const change = [{ set: 'a', op: 'add' as const, members: ['10.0.0.1'] }];
-    await expect((await open(failing(new NetfilterChannelError('sendmsg', 'EPERM')))).apply(change)).rejects.toBeInstanceOf(IpsetNetlinkRefused);
-    await expect((await open(failing(new NetfilterChannelError('no reply', 'ETIMEDOUT')))).apply(change)).rejects.toBeInstanceOf(NetfilterChannelError);
+    await expect((await open(failing(new NetfilterChannelError('sendmsg', 'EPERM')))).apply(change)).rejects.toBeInstanceOf(
+      IpsetNetlinkRefused,
+    );
+    await expect((await open(failing(new NetfilterChannelError('no reply', 'ETIMEDOUT')))).apply(change)).rejects.toBeInstanceOf(
+      NetfilterChannelError,
+    );
   });
 });

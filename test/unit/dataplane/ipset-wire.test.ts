@@ -40,7 +40,10 @@ const bytes = (hex: string): Buffer => Buffer.from(hex, 'hex');
 
 /** The one set and op of a restore batch, and its members in order. */
 function batchOf(input: string): { op: MemberOp; set: string; members: string[] } {
-  const lines = input.trim().split('\n').map((l) => l.split(' '));
+  const lines = input
+    .trim()
+    .split('\n')
+    .map((l) => l.split(' '));
   return { op: lines[0]![0] as MemberOp, set: lines[0]![1]!, members: lines.map((l) => l.slice(2).join(' ')) };
 }
 
@@ -96,18 +99,28 @@ describe('member requests, byte for byte as libipset builds them', () => {
       expect(attrs.get(9)!.readUInt32BE(0)).toBe(r.first + 1);
       const datas: Buffer[] = [];
       const adt = attrs.get(8)!;
-      for (let off = 0; off < adt.length; off += (adt.readUInt16LE(off) + 3) & ~3) datas.push(adt.subarray(off + 4, off + adt.readUInt16LE(off)));
+      for (let off = 0; off < adt.length; off += (adt.readUInt16LE(off) + 3) & ~3)
+        datas.push(adt.subarray(off + 4, off + adt.readUInt16LE(off)));
       expect(datas).toHaveLength(r.count);
       expect(parseAttrs(datas.at(-1)!).get(9)!.readUInt32BE(0)).toBe(r.first + r.count);
     }
   });
 
-  it.each(['10.0.0.300', '10.0.0.0/33', 'fd00::/129', '10.0.0.1,icmp:8', '10.0.0.1,tcp:70000', 'example.com', '', '10.0.0', '10.0.0.1.2', '010.0.0.1x', '10..0.1'])(
-    'refuses a malformed member (%s) before building anything',
-    (member) => {
-      expect(() => memberRequests('add', 'nf4s:x', ['10.0.0.1', member])).toThrow(IpsetMemberSyntaxError);
-    },
-  );
+  it.each([
+    '10.0.0.300',
+    '10.0.0.0/33',
+    'fd00::/129',
+    '10.0.0.1,icmp:8',
+    '10.0.0.1,tcp:70000',
+    'example.com',
+    '',
+    '10.0.0',
+    '10.0.0.1.2',
+    '010.0.0.1x',
+    '10..0.1',
+  ])('refuses a malformed member (%s) before building anything', (member) => {
+    expect(() => memberRequests('add', 'nf4s:x', ['10.0.0.1', member])).toThrow(IpsetMemberSyntaxError);
+  });
 
   it('refuses a set name longer than the kernel keeps', () => {
     expect(() => memberRequests('add', 'x'.repeat(32), ['10.0.0.1'])).toThrow(IpsetMemberSyntaxError);

@@ -102,7 +102,9 @@ describe('createIpsetWriter', () => {
     expect(opens).toBe(1);
     expect(h.fallbacks).toEqual(['protocol query: EPERM']);
     expect(h.restored).toHaveLength(2);
-    expect(h.restored[0]).toBe('create nf4s:a hash:ip family inet hashsize 1024 maxelem 1048576\ndel nf4s:a 10.0.0.1\nadd nf4s:a 10.0.0.2\nadd nf4s:a 10.0.0.3\n');
+    expect(h.restored[0]).toBe(
+      'create nf4s:a hash:ip family inet hashsize 1024 maxelem 1048576\ndel nf4s:a 10.0.0.1\nadd nf4s:a 10.0.0.2\nadd nf4s:a 10.0.0.3\n',
+    );
   });
 
   it('falls back when the kernel refuses a write, and writes that same step with restore (adds and deletes are idempotent)', async () => {

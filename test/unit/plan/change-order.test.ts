@@ -7,7 +7,20 @@ import { Compiler } from '../../../src/compile/index.js';
 import type { ClusterSnapshot, FamilyState, IpSet } from '../../../src/model/index.js';
 import { expectedObserved, planFamily, type FamilyPlan, type ObservedFamily } from '../../../src/plan/index.js';
 import type { IpsetOp } from '../../../src/render/index.js';
-import { blockPeer, ingress, labels, makeNamespace, makePod, makePolicy, onNode, podPeer, rule, sel, settings, tcp } from '../../helpers/builders.js';
+import {
+  blockPeer,
+  ingress,
+  labels,
+  makeNamespace,
+  makePod,
+  makePolicy,
+  onNode,
+  podPeer,
+  rule,
+  sel,
+  settings,
+  tcp,
+} from '../../helpers/builders.js';
 
 const OWN = { chainPrefix: 'nf-', ipsetPrefix: 'nf' };
 
@@ -81,7 +94,10 @@ describe('the order of a change', () => {
   });
 
   it('a large rewrite with rules changing is split the same way rather than swapped', () => {
-    const many = (n: number, from: number) => Array.from({ length: n }, (_, i) => makePod('app', `q${from + i}`, `10.2.${(from + i) >> 8}.${(from + i) & 255}`, onNode('node-2'), labels({ role: 'peer' })));
+    const many = (n: number, from: number) =>
+      Array.from({ length: n }, (_, i) =>
+        makePod('app', `q${from + i}`, `10.2.${(from + i) >> 8}.${(from + i) & 255}`, onNode('node-2'), labels({ role: 'peer' })),
+      );
     const base = cluster({ p1: true, p2: false }, 80);
     const before = { ...base, pods: [...base.pods, ...many(100, 0)] };
     const after = { ...cluster({ p1: true, p2: false }, 443), pods: [...base.pods, ...many(100, 100)] };
