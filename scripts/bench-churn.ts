@@ -12,6 +12,7 @@
 //     from /proc/<pid>/stat), apply failures, the probes' latency drift (a growing backlog shows as a
 //     positive slope), and a final `netfence diff` against what the API server holds (exit 0 = in sync).
 
+import { spawn } from 'node:child_process';
 import { mkdtempSync, openSync, readSync, closeSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,10 +36,16 @@ interface ChurnArgs {
   node: string;
   /** Only label flips: every change is a set-only change (netlink, no process). */
   flipsOnly: boolean;
+  /**
+   * Run the daemon inside the namespace (no `--netns`), as the DaemonSet runs in its node's: its netlink sockets
+   * are then its own, with no relay process. The API server must be reachable there, so this script runs
+   * itself again inside the namespace.
+   */
+  inNetns: boolean;
 }
 
 function parseArgs(argv: readonly string[]): ChurnArgs {
-  const args: ChurnArgs = { tier: 'large', minutes: 10, rate: 20, seed: 1, node: 'node-1', flipsOnly: false };
+  const args: ChurnArgs = { tier: 'large', minutes: 10, rate: 20, seed: 1, node: 'node-1', flipsOnly: false, inNetns: false };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     if (flag === '--quick') {
@@ -47,6 +54,10 @@ function parseArgs(argv: readonly string[]): ChurnArgs {
     }
     if (flag === '--flips-only') {
       args.flipsOnly = true;
+      continue;
+    }
+    if (flag === '--in-netns') {
+      args.inNetns = true;
       continue;
     }
     const value = argv[++i];
@@ -58,7 +69,7 @@ function parseArgs(argv: readonly string[]): ChurnArgs {
     else if (flag === '--rate') args.rate = Number(value);
     else if (flag === '--seed') args.seed = Number(value);
     else if (flag === '--node') args.node = value;
-    else throw new Error(`unknown flag ${flag} (--minutes N, --rate R, --tier T, --seed N, --node NAME, --quick, --flips-only)`);
+    else throw new Error(`unknown flag ${flag} (--minutes N, --rate R, --tier T, --seed N, --node NAME, --quick, --flips-only, --in-netns)`);
   }
   if (!(args.minutes > 0) || !(args.rate > 0)) throw new Error('--minutes and --rate take positive numbers');
   return args;
@@ -158,8 +169,33 @@ function argsOrExit(argv: readonly string[]): ChurnArgs {
   }
 }
 
+/** Set (to the namespace's name) when this script runs again inside the namespace (`--in-netns`). */
+const INSIDE = 'BENCH_CHURN_INSIDE_NETNS'; // not NETFENCE_…: the daemon refuses settings it does not know
+
+/** `--in-netns`: creates the namespace, runs this script again inside it, and removes the namespace. */
+async function runInside(): Promise<number> {
+  const netns = `nft-bc-${Math.random().toString(16).slice(2, 8)}`;
+  await run('ip', ['netns', 'add', netns]);
+  try {
+    await run('ip', ['-n', netns, 'link', 'set', 'lo', 'up']);
+    const script = fileURLToPath(import.meta.url);
+    const child = spawn('ip', ['netns', 'exec', netns, process.execPath, ...process.execArgv, script, ...process.argv.slice(2)], {
+      stdio: 'inherit',
+      env: { ...process.env, [INSIDE]: netns },
+    });
+    return await new Promise<number>((resolve) => child.once('exit', (code) => resolve(code ?? 1)));
+  } finally {
+    await run('ip', ['netns', 'del', netns]).catch(() => undefined);
+  }
+}
+
 async function main(): Promise<void> {
   const args = argsOrExit(process.argv.slice(2));
+  if (args.inNetns && process.env[INSIDE] === undefined) {
+    process.exitCode = await runInside();
+    return;
+  }
+  const inside = process.env[INSIDE];
   const command = `npm run bench -- --churn ${process.argv.slice(2).join(' ')}`.trim();
   const loadAtStart = loadAverage();
   const { snapshot, stats } = generateCluster({ tier: args.tier, seed: args.seed, node: args.node });
@@ -194,14 +230,16 @@ async function main(): Promise<void> {
   const probeKey = (p: Pod): string => `${p.namespace}/${p.name}`;
 
   const tmp = mkdtempSync(join(tmpdir(), 'nft-bench-churn-'));
-  const netns = `nft-bc-${Math.random().toString(16).slice(2, 8)}`;
+  const netns = inside ?? `nft-bc-${Math.random().toString(16).slice(2, 8)}`;
   const server = new FakeApiServer();
   let daemon: DaemonProcess | undefined;
   const stop = (): void => void daemon?.stop();
   process.once('SIGINT', stop);
   try {
-    await run('ip', ['netns', 'add', netns]);
-    await run('ip', ['-n', netns, 'link', 'set', 'lo', 'up']);
+    if (!inside) {
+      await run('ip', ['netns', 'add', netns]);
+      await run('ip', ['-n', netns, 'link', 'set', 'lo', 'up']);
+    }
     await run('sysctl', ['-q', '-w', 'net.bridge.bridge-nf-call-iptables=1'], { netns });
     await server.start();
     for (const obj of snapshotObjects({ ...snapshot, policies: [...snapshot.policies, benchPolicy] })) server.create(obj);
@@ -213,7 +251,7 @@ async function main(): Promise<void> {
     daemon = await startDaemonProcess(
       CLI,
       [
-        ...['--node-name', args.node, '--kubeconfig', kubeconfig, '--netns', netns],
+        ...['--node-name', args.node, '--kubeconfig', kubeconfig, ...(inside ? [] : ['--netns', netns])],
         ...['--listen-address', `127.0.0.1:${port}`, '--log-format', 'json', '--flannel-subnet-env', join(tmp, 'none.env')],
       ],
       { netns: undefined, logFile },
@@ -363,7 +401,7 @@ async function main(): Promise<void> {
     const changes = total;
 
     console.log(
-      `## netfence churn benchmark: tier ${args.tier}, ${args.rate} changes/s for ${args.minutes} min, seed ${args.seed}${args.flipsOnly ? ', label flips only (set-only changes)' : ''}`,
+      `## netfence churn benchmark: tier ${args.tier}, ${args.rate} changes/s for ${args.minutes} min, seed ${args.seed}${args.flipsOnly ? ', label flips only (set-only changes)' : ''}${inside ? ', daemon inside the namespace (netlink in-process)' : ', daemon with --netns (netlink through a relay process)'}`,
     );
     console.log('');
     console.log(`Command: ${command}`);
@@ -421,7 +459,7 @@ async function main(): Promise<void> {
     process.removeListener('SIGINT', stop);
     await daemon?.stop();
     await server.stop();
-    await run('ip', ['netns', 'del', netns]).catch(() => undefined);
+    if (!inside) await run('ip', ['netns', 'del', netns]).catch(() => undefined);
     rmSync(tmp, { recursive: true, force: true });
   }
 }
