@@ -426,7 +426,7 @@ async function main(): Promise<void> {
     console.log(`| CPU per change (user+system ms) | ${f1(cpuChurn / changes)} | | | – |`);
     const f3 = (n: number): string => n.toFixed(3);
     console.log(
-      `| floor: one netlink set update round trip alone (ms, 200 add/del) | ${f3(percentile(fn, 50))} (netns relay, the daemon's path here) / ${f3(percentile(fi, 50))} (in-process in the namespace) | ${f3(percentile(fn, 99))} / ${f3(percentile(fi, 99))} | ${f3(fn.at(-1) ?? NaN)} / ${f3(fi.at(-1) ?? NaN)} | – |`,
+      `| floor: one netlink set update round trip alone (ms, 200 add/del) | ${f3(percentile(fn, 50))} (through a netns relay${inside ? '' : ", the daemon's path here"}) / ${f3(percentile(fi, 50))} (in-process in the namespace${inside ? ", the daemon's path here" : ''}) | ${f3(percentile(fn, 99))} / ${f3(percentile(fi, 99))} | ${f3(fn.at(-1) ?? NaN)} / ${f3(fi.at(-1) ?? NaN)} | – |`,
     );
     console.log('');
     console.log(
