@@ -117,13 +117,20 @@ function suite(mode: string, ipsetNetlink: 'true' | 'false'): void {
     }
   });
 
-  it('a member added by hand is removed by the next drift check (drift detection unchanged)', async () => {
-    const { stdout } = await run('ipset', ['list', '-n'], { netns: sandbox.nodes()[0]!.netns });
+  it('a member added or removed by hand is repaired by the next drift check (drift detection unchanged)', async () => {
+    const netns = sandbox.nodes()[0]!.netns;
+    const { stdout } = await run('ipset', ['list', '-n'], { netns });
     const peerSet = stdout.split('\n').find((n) => n.startsWith('nf4s:'))!;
-    await run('ipset', ['add', peerSet, sandbox.addressOf('x/b')], { netns: sandbox.nodes()[0]!.netns });
+    await run('ipset', ['add', peerSet, sandbox.addressOf('x/b')], { netns });
     await waitUntil('the hand-added member lets x/b in', reaches, 15_000, 100);
     daemon.daemon.reconciler.resyncNow();
     await waitUntil('the drift check took it out again', async () => !(await reaches()), 15_000, 100);
+    writeCluster(true);
+    await waitUntil('x/b admitted as a peer', reaches, 15_000, 100);
+    await run('ipset', ['del', peerSet, sandbox.addressOf('x/b')], { netns });
+    await waitUntil('the hand-removed member shuts x/b out', async () => !(await reaches()), 15_000, 100);
+    daemon.daemon.reconciler.resyncNow();
+    await waitUntil('the drift check put it back', reaches, 15_000, 100);
   });
 }
 
