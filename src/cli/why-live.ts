@@ -133,8 +133,7 @@ async function direct(url: string): Promise<{ status: number; body: string }> {
     const res = await fetch(url, { signal: AbortSignal.timeout(TIMEOUT_MS) });
     return { status: res.status, body: await res.text() };
   } catch (err) {
-    const e = err as Error;
-    throw new Error(`${new URL(url).origin}: ${e.cause instanceof Error ? e.cause.message : e.message}`, { cause: err });
+    throw new Error(`${new URL(url).origin}: ${reasonOf(err)}`, { cause: err });
   }
 }
 
@@ -147,9 +146,14 @@ export async function apiGet(kubeConfig: KubeConfig, path: string): Promise<{ st
     const res = await fetch(`${cluster.server}${path}`, { ...init, method: 'GET', signal: AbortSignal.timeout(TIMEOUT_MS) } as RequestInit);
     return { status: res.status, body: await res.text() };
   } catch (err) {
-    const e = err as Error;
-    throw new Error(`the API server ${cluster.server}: ${e.cause instanceof Error ? e.cause.message : e.message}`, { cause: err });
+    throw new Error(`the API server ${cluster.server}: ${reasonOf(err)}`, { cause: err });
   }
+}
+
+/** fetch's own message is "fetch failed"; the reason (connect ECONNREFUSED …) is its cause's, from whatever realm it was made in. */
+function reasonOf(err: unknown): string {
+  const e = err as { message?: unknown; cause?: { message?: unknown } };
+  return typeof e.cause?.message === 'string' ? e.cause.message : String(e.message ?? err);
 }
 
 /**

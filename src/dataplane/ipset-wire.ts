@@ -235,7 +235,8 @@ export interface MemberRequest {
 export function memberRequests(op: MemberOp, set: string, members: readonly string[], protocol = IPSET_PROTOCOL): MemberRequest[] {
   if (set.length === 0 || Buffer.byteLength(set) > MAX_SET_NAME)
     throw new IpsetMemberSyntaxError(`ipset name "${set}" must be 1–${MAX_SET_NAME} bytes`);
-  const datas = members.map((m, i) => memberData(m, i + 1));
+  // `ipset del` takes the element alone (a saved member may carry options: `10.0.0.5 nomatch`), as the tool does.
+  const datas = members.map((m, i) => memberData(op === 'del' ? m.split(' ')[0]! : m, i + 1));
   const out: MemberRequest[] = [];
   for (let first = 0; first < datas.length;) {
     let end = first;

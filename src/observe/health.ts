@@ -9,6 +9,11 @@ export interface HealthChecks {
   liveness(): Check;
   /** Ready once this node enforces policy: the first full sync is programmed and bridged traffic reaches iptables. */
   readiness(): Check;
+  /**
+   * Started once the first full sync is programmed, whatever the bridge sysctls say (the kubelet's startupProbe:
+   * liveness is not asked before it passes, so a long first list is not a stalled loop). Absent: liveness answers.
+   */
+  startup?(): Check;
 }
 
 export interface HealthStateOptions {
@@ -35,6 +40,7 @@ export class HealthState implements HealthChecks {
   private lastReady = false;
   private sourceProblem: string | undefined;
   private syncFailure: string | undefined;
+  private unconfirmed: string | undefined;
 
   constructor(private readonly options: HealthStateOptions) {
     // Start-up counts as a beat: the loop gets a full stall window before its first report.
@@ -103,6 +109,16 @@ export class HealthState implements HealthChecks {
     this.notify();
   }
 
+  /**
+   * An API that can vanish (the ClusterNetworkPolicy CRD) answered 404 and discovery has not yet confirmed it
+   * gone (undefined: settled). Its last policies stay enforced, but whether they still exist is unknown: not
+   * ready until discovery answers either way.
+   */
+  apiUnconfirmed(reason: string | undefined): void {
+    this.unconfirmed = reason;
+    this.notify();
+  }
+
   liveness(): Check {
     if (this.stopped !== undefined) return { ok: false, reason: `sync loop stopped: ${this.stopped}` };
     const silentMs = this.options.now() - this.lastBeat;
@@ -110,6 +126,11 @@ export class HealthState implements HealthChecks {
       return { ok: false, reason: `sync loop silent for ${Math.round(silentMs)} ms (limit ${this.options.stallAfterMs} ms)` };
     }
     return OK;
+  }
+
+  startup(): Check {
+    if (this.stopped !== undefined) return { ok: false, reason: `sync loop stopped: ${this.stopped}` };
+    return this.programmed ? OK : { ok: false, reason: 'starting: first full sync not programmed yet' };
   }
 
   readiness(): Check {
@@ -134,6 +155,7 @@ export class HealthState implements HealthChecks {
       return { ok: false, reason: `first full sync not programmed yet${why}` };
     }
     if (this.syncFailure !== undefined) return { ok: false, reason: `last sync failed (retrying): ${this.syncFailure}` };
+    if (this.unconfirmed !== undefined) return { ok: false, reason: this.unconfirmed };
     if (this.sourceProblem !== undefined) return { ok: true, detail: `degraded: ${this.sourceProblem}` };
     return OK;
   }

@@ -139,6 +139,8 @@ export class ObserveServer {
         return sendCheck(res, this.options.health.liveness());
       case '/readyz':
         return sendCheck(res, this.options.health.readiness());
+      case '/startupz':
+        return sendCheck(res, this.options.health.startup?.() ?? this.options.health.liveness());
       case '/metrics':
         try {
           const text = await this.options.metrics.render();

@@ -23,6 +23,7 @@ import {
   ruleLine,
   ruleOfLine,
   type IpsetOp,
+  type SavedIpSet,
 } from '../render/index.js';
 import type { ObservedFamily, Ownership } from './observed.js';
 import { tempSetName } from './retype.js';
@@ -53,6 +54,19 @@ export interface PlanCounts {
   membersRemoved: number;
 }
 
+/** One set's part of step 1, for applying it alone when step 1 as a whole fails. */
+export interface SetStep {
+  readonly name: string;
+  /** This set's lines of `ipsetRestore`. */
+  readonly restore: string;
+  /**
+   * The set rebuilt whole: a temp set with the members this step leaves it holding swapped in (atomic), for when
+   * its own lines fail (a member someone added with options the tools refuse to repeat, a set recreated with
+   * other options, …). Undefined for a set that did not exist: its lines create it.
+   */
+  readonly rebuild: string | undefined;
+}
+
 export interface FamilyPlan {
   readonly family: IpFamily;
   /**
@@ -62,11 +76,15 @@ export interface FamilyPlan {
    */
   readonly ipsetOps: readonly IpsetOp[];
   readonly ipsetRestore: string;
+  /** Step 1 set by set, rendered when first read (only after step 1 failed). */
+  readonly setSteps: readonly SetStep[];
   /** Step 2, one `iptables-restore --noflush` transaction: changed chains, hooks, stale chains. */
   readonly iptablesRestore: string;
   /** Step 2b, after the rules: the member changes that widen what is allowed, when the rules change too. */
   readonly ipsetAfterOps: readonly IpsetOp[];
   readonly ipsetAfterRules: string;
+  /** Step 2b set by set, as `setSteps`. */
+  readonly afterSetSteps: readonly SetStep[];
   /** Step 3, `ipset -exist restore`: destroy sets nothing references any more (after every family's rules). */
   readonly ipsetDestroy: string;
   /** The sets `ipsetDestroy` destroys, by name. */
@@ -108,18 +126,24 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
   // Step 1: sets. New sets are created with their members here (no rule uses them yet); member changes of
   // existing sets are placed once we know whether the rules change too (placeDeltas below).
   const ipsetOps: IpsetOp[] = [];
+  const setOps: SetRange[] = [];
   const deltas: SetDelta[] = [];
   const desiredSets = new Set(desired.ipsets.map((s) => s.name as string));
   for (const set of desired.ipsets) {
     if (known.has(set)) continue;
     const seen = observed.ipsets.get(set.name);
+    const from = ipsetOps.length;
+    planSet(set, seen);
+    if (ipsetOps.length > from) setOps.push({ set, from, to: ipsetOps.length, rebuildWith: undefined });
+  }
+  function planSet(set: IpSet, seen: SavedIpSet | undefined): void {
     const owner = `set ${set.description}`;
     if (!seen) {
       ipsetOps.push(...createWithMembers(set));
       changes.push({ object: 'set', name: set.name, action: 'create', before: [], after: set.members, owner });
       counts.setsCreated++;
       counts.membersAdded += set.members.length;
-      continue;
+      return;
     }
     if (seen.type !== set.type || seen.family !== set.family) {
       // Someone recreated it with another type: rebuilt by the retype steps before this plan runs.
@@ -133,10 +157,10 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
         owner,
       });
       counts.setsRewritten++;
-      continue;
+      return;
     }
     const { adds, dels } = memberDelta(seen.members, set, previousSets.get(set.name));
-    if (adds.length === 0 && dels.length === 0) continue;
+    if (adds.length === 0 && dels.length === 0) return;
     // Observed members are sorted; the lines a diff shows are computed only if someone reads them.
     changes.push(
       lazyLines(
@@ -214,15 +238,36 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
   }
   const iptablesRestore = filterTransaction([...declare, ...body, ...tail]);
   const ipsetAfterOps: IpsetOp[] = [];
-  counts.setsRewritten += placeDeltas(deltas, iptablesRestore !== '', own, ipsetOps, ipsetAfterOps);
+  const afterSetOps: SetRange[] = [];
+  counts.setsRewritten += placeDeltas(
+    deltas,
+    iptablesRestore !== '',
+    own,
+    { ops: ipsetOps, ranges: setOps },
+    { ops: ipsetAfterOps, ranges: afterSetOps },
+  );
+  let setSteps: SetStep[] | undefined;
+  let afterSetSteps: SetStep[] | undefined;
+  const stepsOf = (ops: readonly IpsetOp[], ranges: readonly SetRange[]): SetStep[] =>
+    ranges.map(({ set, from, to, rebuildWith }) => ({
+      name: set.name,
+      restore: renderIpsetOps(ops.slice(from, to)),
+      rebuild: rebuildWith ? renderIpsetOps(rebuildOps(set, tempSetName(set, own), rebuildWith())) : undefined,
+    }));
 
   return {
     family: desired.family,
     ipsetOps,
     ipsetRestore: renderIpsetOps(ipsetOps),
+    get setSteps() {
+      return (setSteps ??= stepsOf(ipsetOps, setOps));
+    },
     iptablesRestore,
     ipsetAfterOps,
     ipsetAfterRules: renderIpsetOps(ipsetAfterOps),
+    get afterSetSteps() {
+      return (afterSetSteps ??= stepsOf(ipsetAfterOps, afterSetOps));
+    },
     ipsetDestroy: renderIpsetOps(staleSets.map((name) => ({ op: 'destroy', name }))),
     staleSets,
     changes,
@@ -230,6 +275,29 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
     retype,
     errors,
   };
+}
+
+/** A member without its options: `10.0.0.5 nomatch` → `10.0.0.5`, the element `ipset` adds and deletes. */
+const elementOf = (member: string): string => {
+  const space = member.indexOf(' ');
+  return space < 0 ? member : member.slice(0, space);
+};
+
+/** `set` filled afresh in `temp` with `members` and swapped in: one atomic step from the old members to those. */
+const rebuildOps = (set: IpSet, temp: string, members: readonly string[] = set.members): IpsetOp[] => [
+  { op: 'create', name: temp, set },
+  { op: 'flush', name: temp },
+  { op: 'add', name: temp, members },
+  { op: 'swap', name: temp, with: set.name },
+  { op: 'destroy', name: temp },
+];
+
+/** One set's ops in a step (`from`…`to`), and the members a rebuild of it in that step must leave (undefined: none). */
+interface SetRange {
+  readonly set: IpSet;
+  readonly from: number;
+  readonly to: number;
+  readonly rebuildWith: (() => readonly string[]) | undefined;
 }
 
 /** Members an existing set gains and loses in this plan. */
@@ -241,38 +309,57 @@ interface SetDelta {
   readonly dels: readonly string[];
 }
 
+interface Step {
+  readonly ops: IpsetOp[];
+  readonly ranges: SetRange[];
+}
+
 /**
  * Where each existing set's member changes go (docs/dataplane.md, "Order of a change"): no intermediate state may
  * allow what neither the old nor the new state allows. A member of a set matched positively widens what rules
  * allow, one of a set matched with `! --match-set` (an ipBlock's excepts) narrows it. So when the rules change in
- * the same plan, the narrowing half goes before the rules (`before`) and the widening half after them (`after`):
- * the old rules then meet at most the old members, the new rules at most the new ones. When the rules do not
- * change, both halves go before, narrowing first, and a set with more than half (and at least 64) of its members
- * changed is rebuilt in a temp set and swapped in, atomically. Returns how many sets were rebuilt so.
+ * the same plan, the narrowing half goes before the rules and the widening half after them: the old rules then
+ * meet at most the old members, the new rules at most the new ones (a rebuild after a refused line keeps to the
+ * same: before the rules it leaves the old members minus the narrowing ones). When the rules do not change, both
+ * halves go before, narrowing first, and a set with more than half (and at least 64) of its members changed is
+ * rebuilt in a temp set and swapped in, atomically. Returns how many sets were rebuilt so.
  */
-function placeDeltas(deltas: readonly SetDelta[], rulesChange: boolean, own: Ownership, before: IpsetOp[], after: IpsetOp[]): number {
+function placeDeltas(deltas: readonly SetDelta[], rulesChange: boolean, own: Ownership, before: Step, after: Step): number {
   let swapped = 0;
+  const put = (step: Step, set: IpSet, ops: readonly IpsetOp[], rebuildWith: () => readonly string[]): void => {
+    const from = step.ops.length;
+    step.ops.push(...ops);
+    step.ranges.push({ set, from, to: step.ops.length, rebuildWith });
+  };
   for (const { set, maxelem, adds, dels } of deltas) {
-    const [narrow, widen] = set.negated === true ? [adds, dels] : [dels, adds];
-    const [narrowOp, widenOp] = set.negated === true ? (['add', 'del'] as const) : (['del', 'add'] as const);
+    const negated = set.negated === true;
+    // A member re-added with other options (`10.0.0.5 nomatch` → `10.0.0.5`) is deleted first whatever the set's
+    // sense: both name the same element, and a delete after the add would remove it again.
+    const readded = new Set(adds.map(elementOf));
+    const redels = dels.filter((d) => readded.has(elementOf(d)));
+    const otherDels = redels.length > 0 ? dels.filter((d) => !readded.has(elementOf(d))) : dels;
+    const del = (members: readonly string[]): IpsetOp[] => (members.length > 0 ? [{ op: 'del', name: set.name, members }] : []);
+    const add = (members: readonly string[]): IpsetOp[] => (members.length > 0 ? [{ op: 'add', name: set.name, members }] : []);
+    const narrow = negated ? [...del(redels), ...add(adds)] : del(dels);
+    const widen = negated ? del(otherDels) : add(adds);
     // Priming with the set's own create line lets ipset batch the lines (limits.md §2); the observed
     // maxelem keeps `-exist` from failing on a set created with another one.
     const prime: IpsetOp = { op: 'create', name: set.name, set, prime: true, ...(maxelem !== undefined ? { maxelem } : {}) };
+    const all = () => set.members;
     if (rulesChange) {
-      if (narrow.length > 0) before.push(prime, { op: narrowOp, name: set.name, members: narrow });
-      if (widen.length > 0) after.push(prime, { op: widenOp, name: set.name, members: widen });
+      // Between the two steps the set holds the new members without the widening ones (negated: with them).
+      const between = (): readonly string[] => {
+        if (negated) return [...set.members, ...otherDels];
+        const skip = new Set(adds);
+        return set.members.filter((m) => !skip.has(m));
+      };
+      if (narrow.length > 0) put(before, set, [prime, ...narrow], between);
+      if (widen.length > 0) put(after, set, [prime, ...widen], all);
     } else if (adds.length + dels.length > Math.max(SWAP_MIN_CHANGES, set.members.length / 2)) {
-      const temp = tempSetName(set, own);
-      before.push(
-        { op: 'create', name: temp, set },
-        { op: 'flush', name: temp },
-        { op: 'add', name: temp, members: set.members },
-        { op: 'swap', name: temp, with: set.name },
-        { op: 'destroy', name: temp },
-      );
+      put(before, set, rebuildOps(set, tempSetName(set, own)), all);
       swapped++;
     } else {
-      before.push(prime, { op: narrowOp, name: set.name, members: narrow }, { op: widenOp, name: set.name, members: widen });
+      put(before, set, [prime, ...narrow, ...widen], all);
     }
   }
   return swapped;

@@ -122,6 +122,12 @@ describe('member requests, byte for byte as libipset builds them', () => {
     expect(() => memberRequests('add', 'nf4s:x', ['10.0.0.1', member])).toThrow(IpsetMemberSyntaxError);
   });
 
+  it('deletes a member saved with options by its element alone, as `ipset del` takes it', () => {
+    const [del] = memberRequests('del', 'n4', ['10.30.0.0/16 nomatch']);
+    const [plain] = memberRequests('del', 'n4', ['10.30.0.0/16']);
+    expect(del!.payload.toString('hex')).toBe(plain!.payload.toString('hex'));
+  });
+
   it('refuses a set name longer than the kernel keeps', () => {
     expect(() => memberRequests('add', 'x'.repeat(32), ['10.0.0.1'])).toThrow(IpsetMemberSyntaxError);
   });
