@@ -262,6 +262,8 @@ export interface NlReply {
   readonly flags: number;
   readonly seq: number;
   readonly payload: Buffer;
+  /** The whole message, header included. */
+  readonly raw: Buffer;
 }
 
 /** Splits a datagram from the kernel into its messages (stops at a truncated one). */
@@ -275,6 +277,7 @@ export function splitMessages(datagram: Buffer): NlReply[] {
       flags: datagram.readUInt16LE(off + 6),
       seq: datagram.readUInt32LE(off + 8),
       payload: datagram.subarray(off + 16, off + len),
+      raw: datagram.subarray(off, off + len),
     });
     off += (len + 3) & ~3;
   }

@@ -69,8 +69,7 @@ export async function openInProcess(): Promise<NetfilterChannel> {
     for (const reply of splitMessages(datagram)) {
       for (const w of waiting) {
         if (!w.seqs.has(reply.seq)) continue;
-        const at = datagram.indexOf(reply.payload) - 16;
-        w.replies.set(reply.seq, datagram.subarray(at, at + 16 + reply.payload.length));
+        w.replies.set(reply.seq, reply.raw);
         if (w.replies.size === w.seqs.size) w.done();
       }
     }
