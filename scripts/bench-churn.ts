@@ -69,7 +69,8 @@ function parseArgs(argv: readonly string[]): ChurnArgs {
     else if (flag === '--rate') args.rate = Number(value);
     else if (flag === '--seed') args.seed = Number(value);
     else if (flag === '--node') args.node = value;
-    else throw new Error(`unknown flag ${flag} (--minutes N, --rate R, --tier T, --seed N, --node NAME, --quick, --flips-only, --in-netns)`);
+    else
+      throw new Error(`unknown flag ${flag} (--minutes N, --rate R, --tier T, --seed N, --node NAME, --quick, --flips-only, --in-netns)`);
   }
   if (!(args.minutes > 0) || !(args.rate > 0)) throw new Error('--minutes and --rate take positive numbers');
   return args;
