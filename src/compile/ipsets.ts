@@ -128,7 +128,16 @@ export class IpSetBuilder {
         // A patch says itself whether anything moved: no walk over the members to find out.
         const sameMembers = old && (patched ? members === old.set.members : sameList(old.set.members, members));
         const same = old && old.set.description === req.description && sameMembers;
-        const set = same ? old.set : { name, type: TYPE_OF[req.kind], family: ctx.family, members, description: req.description };
+        const set: IpSet = same
+          ? old.set
+          : {
+              name,
+              type: TYPE_OF[req.kind],
+              family: ctx.family,
+              members,
+              description: req.description,
+              ...(req.kind === 'x' ? { negated: true as const } : {}),
+            };
         if (old && patched && set !== old.set) recordMemberDelta(set, old.set, patched.delta);
         built = {
           stamp,
