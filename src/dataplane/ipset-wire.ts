@@ -11,6 +11,7 @@
 // absent one is no error (`ipset -exist`).
 
 import ipaddr from 'ipaddr.js';
+import { attr, be32, nested, NLA_F_NESTED, NLA_F_NET_BYTEORDER, parseAttributes } from './netlink-attributes.js';
 
 const NFNL_SUBSYS_IPSET = 6;
 /** The protocol netfence speaks: 7 (the kernel's since 5.x); the kernel takes 6 and up for every command we send. */
@@ -43,10 +44,6 @@ const IPSET_FLAG_NOMATCH = 1 << 2;
 const IPSET_ATTR_IPADDR_IPV4 = 1;
 const IPSET_ATTR_IPADDR_IPV6 = 2;
 
-const NLA_F_NESTED = 0x8000;
-const NLA_F_NET_BYTEORDER = 0x4000;
-const NLA_TYPE_MASK = 0x3fff;
-
 export const NLMSG_ERROR = 2;
 const NLM_F_REQUEST = 0x1;
 const NLM_F_ACK = 0x4;
@@ -70,36 +67,8 @@ export class IpsetMemberSyntaxError extends Error {
 
 // ---- attributes -----------------------------------------------------------------------------------------
 
-function attr(type: number, value: Buffer): Buffer {
-  const len = 4 + value.length;
-  const out = Buffer.alloc((len + 3) & ~3);
-  out.writeUInt16LE(len, 0);
-  out.writeUInt16LE(type, 2);
-  value.copy(out, 4);
-  return out;
-}
-
-const nested = (type: number, parts: readonly Buffer[]): Buffer => attr(type | NLA_F_NESTED, Buffer.concat(parts));
 const u8 = (n: number): Buffer => Buffer.from([n]);
 const nulTerminated = (s: string): Buffer => Buffer.concat([Buffer.from(s, 'utf8'), Buffer.from([0])]);
-
-function be32(n: number): Buffer {
-  const b = Buffer.alloc(4);
-  b.writeUInt32BE(n >>> 0, 0);
-  return b;
-}
-
-/** Splits an attribute stream into type → value (flags stripped; the last of a type wins, as nla_parse). */
-export function parseAttrs(buf: Buffer): Map<number, Buffer> {
-  const out = new Map<number, Buffer>();
-  for (let off = 0; off + 4 <= buf.length;) {
-    const len = buf.readUInt16LE(off);
-    if (len < 4 || off + len > buf.length) break;
-    out.set(buf.readUInt16LE(off + 2) & NLA_TYPE_MASK, buf.subarray(off + 4, off + len));
-    off += (len + 3) & ~3;
-  }
-  return out;
-}
 
 /** struct nfgenmsg: AF_INET (what libipset sends for every set; the kernel goes by the set), version 0, res_id 0. */
 const NFGENMSG = Buffer.from([AF_INET, 0, 0, 0]);
@@ -123,7 +92,7 @@ export const protocolRequest = (): Buffer => Buffer.concat([NFGENMSG, attr(IPSET
 
 /** The kernel's protocol versions from its IPSET_CMD_PROTOCOL reply (min equals max when it sends no minimum). */
 export function parseProtocolReply(payload: Buffer): { readonly max: number; readonly min: number } | undefined {
-  const attrs = parseAttrs(payload.subarray(4));
+  const attrs = parseAttributes(payload.subarray(4));
   const max = attrs.get(IPSET_ATTR_PROTOCOL);
   if (!max || max.length < 1) return undefined;
   const min = attrs.get(IPSET_ATTR_PROTOCOL_MIN);
@@ -294,7 +263,7 @@ export function parseError(payload: Buffer): { readonly errno: number; readonly 
   if (errno === 0 || payload.length < 4 + 16 + 4) return { errno };
   const echoed = payload.subarray(4);
   const len = Math.min(echoed.readUInt32LE(0), echoed.length);
-  const lineno = parseAttrs(echoed.subarray(16 + 4, len)).get(IPSET_ATTR_LINENO);
+  const lineno = parseAttributes(echoed.subarray(16 + 4, len)).get(IPSET_ATTR_LINENO);
   return lineno && lineno.length >= 4 ? { errno, lineno: lineno.readUInt32BE(0) } : { errno };
 }
 

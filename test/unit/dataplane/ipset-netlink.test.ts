@@ -3,7 +3,8 @@
 // into datagrams. The kernel's real answers: test/kernel/ipset-netlink.test.ts.
 
 import { IpsetNetlinkError, IpsetNetlinkRefused, openIpsetNetlink } from '../../../src/dataplane/ipset-netlink.js';
-import { nlmsg, parseAttrs, splitMessages } from '../../../src/dataplane/ipset-wire.js';
+import { parseAttributes } from '../../../src/dataplane/netlink-attributes.js';
+import { nlmsg, splitMessages } from '../../../src/dataplane/ipset-wire.js';
 import { NetfilterChannelError, type NetfilterChannel } from '../../../src/dataplane/netfilter-channel.js';
 
 const NLMSG_ERROR = 2;
@@ -120,7 +121,7 @@ describe('apply', () => {
     const sent = channel.datagrams.slice(1);
     expect(sent.length).toBeGreaterThan(1);
     for (const d of sent) expect(d.reduce((n, m) => n + m.length, 0)).toBeLessThanOrEqual(128 * 1024);
-    const lines = sent.flat().map((m) => parseAttrs(splitMessages(m)[0]!.payload.subarray(4)).get(9)!.readUInt32BE(0));
+    const lines = sent.flat().map((m) => parseAttributes(splitMessages(m)[0]!.payload.subarray(4)).get(9)!.readUInt32BE(0));
     expect(lines[0]).toBe(1);
     expect(lines).toEqual([...lines].sort((a, b) => a - b));
   });

@@ -10,13 +10,13 @@ import {
   memberData,
   memberRequests,
   nlmsg,
-  parseAttrs,
   parseError,
   parseProtocolReply,
   protocolRequest,
   splitMessages,
   type MemberOp,
 } from '../../../src/dataplane/ipset-wire.js';
+import { parseAttributes } from '../../../src/dataplane/netlink-attributes.js';
 
 interface CapturedCase {
   readonly name: string;
@@ -81,9 +81,9 @@ describe('member requests, byte for byte as libipset builds them', () => {
   it.each(['10.0.0.1', '10.0.0.0/8', '10.0.0.1,tcp:80', 'fd00::1', 'fd00::/64', 'fd00::1,sctp:9', '10.0.0.0/24 nomatch'])(
     'a member (%s) reads back as it was written',
     (member) => {
-      const data = parseAttrs(memberData(member, 7).subarray(4));
+      const data = parseAttributes(memberData(member, 7).subarray(4));
       expect(data.get(9)!.readUInt32BE(0)).toBe(7);
-      const ip = parseAttrs(data.get(1)!);
+      const ip = parseAttributes(data.get(1)!);
       expect((ip.get(1) ?? ip.get(2))!.length).toBe(member.startsWith('fd') ? 16 : 4);
     },
   );
@@ -95,14 +95,14 @@ describe('member requests, byte for byte as libipset builds them', () => {
     expect(requests.reduce((n, r) => n + r.count, 0)).toBe(3000);
     for (const r of requests) {
       expect(r.payload.length).toBeLessThan(65535);
-      const attrs = parseAttrs(r.payload.subarray(4));
+      const attrs = parseAttributes(r.payload.subarray(4));
       expect(attrs.get(9)!.readUInt32BE(0)).toBe(r.first + 1);
       const datas: Buffer[] = [];
       const adt = attrs.get(8)!;
       for (let off = 0; off < adt.length; off += (adt.readUInt16LE(off) + 3) & ~3)
         datas.push(adt.subarray(off + 4, off + adt.readUInt16LE(off)));
       expect(datas).toHaveLength(r.count);
-      expect(parseAttrs(datas.at(-1)!).get(9)!.readUInt32BE(0)).toBe(r.first + r.count);
+      expect(parseAttributes(datas.at(-1)!).get(9)!.readUInt32BE(0)).toBe(r.first + r.count);
     }
   });
 
