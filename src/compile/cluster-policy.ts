@@ -9,14 +9,14 @@
 // stable. "CNPs with no ingress rules do not affect ingress traffic": a CNP joins a pod's chain only in
 // directions it has rules for. There is no implicit isolation from being a subject.
 
-import type { Chain, ChainName, ClusterNetworkPolicy, IpFamily, IpSetName, Labels, NodeSettings, Pod, Problem } from '../model/index.js';
+import type { Chain, ChainName, ClusterNetworkPolicy, IpFamily, Labels, NodeSettings, Pod, Problem } from '../model/index.js';
 import { parseCidr } from '../model/address.js';
 import { ipsOfFamily, type ClusterState } from './cluster-state.js';
 import { cnpChain, cnpInvalid } from './cluster-policy-chains.js';
-import type { IpSetRegistry, SetRequest } from './ipsets.js';
+import type { ChainCache } from './chain-cache.js';
+import type { IpSetRegistry } from './ipsets.js';
 import type { Direction } from './policy-chains.js';
 import { selectorMatches } from './selectors.js';
-import { TupleMap } from './memo.js';
 
 export interface CnpFamilyResult {
   readonly chains: readonly Chain[];
@@ -84,23 +84,13 @@ export function clusterPolicyProblems(cnp: ClusterNetworkPolicy): Problem[] {
   return out;
 }
 
-interface CachedChain {
-  readonly chain: Chain;
-  readonly requests: readonly SetRequest[];
-}
-
-/** Remembers chains per CNP object and subject lists per CNP, so unchanged CNPs cost a lookup. */
+/** Remembers the evaluation order, problems per CNP object and subject lists per CNP, so unchanged CNPs cost a lookup. */
 export class ClusterPolicyCompiler {
   private lastInput: readonly ClusterNetworkPolicy[] | undefined;
   private sorted: readonly ClusterNetworkPolicy[] = [];
   private problemsOf = new WeakMap<ClusterNetworkPolicy, readonly Problem[]>();
-  private chains = new WeakMap<ClusterNetworkPolicy, TupleMap<readonly [Direction, IpFamily, boolean], CachedChain>>();
   private subjects = new Map<string, readonly Pod[]>();
   private nextSubjects = new Map<string, readonly Pod[]>();
-
-  reset(): void {
-    this.chains = new WeakMap();
-  }
 
   /** Call once per compile, before compileFamily. Returns the CNPs' problems. */
   update(cnps: readonly ClusterNetworkPolicy[] | undefined, state: ClusterState): Problem[] {
@@ -141,17 +131,22 @@ export class ClusterPolicyCompiler {
     }
   }
 
-  compileFamily(family: IpFamily, sets: IpSetRegistry, state: ClusterState, settings: NodeSettings): CnpFamilyResult {
-    const chains: Chain[] = [];
+  /** The CNP chains of one family, rendered through `chains` (one cache with the NetworkPolicy chains), their sets added to `sets`. */
+  compileFamily(family: IpFamily, sets: IpSetRegistry, chains: ChainCache, settings: NodeSettings): CnpFamilyResult {
+    const out: Chain[] = [];
     const sources = new Map<ChainName, { cnp: ClusterNetworkPolicy; direction: Direction }>();
     const verdicts = new Map<ChainName, ChainName>();
+    const render = (cnp: ClusterNetworkPolicy, direction: Direction, verdictOnly: boolean): Chain => {
+      const rendered = chains.get(cnp, [direction, family, verdictOnly], () => cnpChain(cnp, direction, family, settings, verdictOnly));
+      sets.add(rendered.sets);
+      out.push(rendered.chain);
+      return rendered.chain;
+    };
     const verdictOf = (name: ChainName): ChainName => {
       let found = verdicts.get(name);
       if (found === undefined) {
         const { cnp, direction } = sources.get(name)!;
-        const chain = this.chain(cnp, direction, family, sets, state, settings, true);
-        chains.push(chain);
-        verdicts.set(name, (found = chain.name));
+        verdicts.set(name, (found = render(cnp, direction, true).name));
       }
       return found;
     };
@@ -160,36 +155,10 @@ export class ClusterPolicyCompiler {
       if (subjects.length === 0) continue;
       for (const direction of ['ingress', 'egress'] as const) {
         if ((direction === 'ingress' ? cnp.ingress : cnp.egress).length === 0) continue;
-        const chain = this.chain(cnp, direction, family, sets, state, settings);
-        chains.push(chain);
-        sources.set(chain.name, { cnp, direction });
+        sources.set(render(cnp, direction, false).name, { cnp, direction });
       }
     }
-    return { chains, verdictOf };
-  }
-
-  private chain(
-    cnp: ClusterNetworkPolicy,
-    direction: Direction,
-    family: IpFamily,
-    sets: IpSetRegistry,
-    state: ClusterState,
-    settings: NodeSettings,
-    verdictOnly = false,
-  ): Chain {
-    let perCnp = this.chains.get(cnp);
-    if (!perCnp) this.chains.set(cnp, (perCnp = new TupleMap()));
-    const key = [direction, family, verdictOnly] as const;
-    let cached = perCnp.get(key);
-    if (!cached) {
-      const requests: SetRequest[] = [];
-      const recorder = { request: (req: SetRequest): IpSetName => (requests.push(req), sets.request(req)) };
-      const chain = cnpChain(cnp, direction, family, { state, sets: recorder, settings }, verdictOnly);
-      perCnp.set(key, (cached = { chain, requests }));
-    } else {
-      for (const req of cached.requests) sets.request(req);
-    }
-    return cached.chain;
+    return { chains: out, verdictOf };
   }
 }
 

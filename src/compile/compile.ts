@@ -19,7 +19,6 @@ import type {
   FamilyState,
   Hook,
   IpFamily,
-  IpSetName,
   NetworkPolicy,
   NodeSettings,
   Pod,
@@ -30,6 +29,7 @@ import { emptyFamilyState } from '../model/index.js';
 import { formatCidr, parseCidr, podAddressProblem } from '../model/address.js';
 import { admit, type BudgetUse } from './budget.js';
 import { ClusterPolicyCompiler, type CnpFamilyResult } from './cluster-policy.js';
+import { ChainCache } from './chain-cache.js';
 import { ClusterState, ipsOfFamily } from './cluster-state.js';
 import { dispatchChains, type DispatchEntry } from './dispatch.js';
 import { endpointChains, type EndpointChains, type EndpointRenderContext } from './endpoint-chains.js';
@@ -37,7 +37,7 @@ import { flowLogRules } from './flow-log.js';
 import { IpSetBuilder, IpSetRegistry, type SetRequest } from './ipsets.js';
 import { ChainInterner, Memo, sameData, TupleMap } from './memo.js';
 import { chainNames, type ChainNames } from './names.js';
-import { policyChain, type Direction } from './policy-chains.js';
+import { policyChain } from './policy-chains.js';
 import { PolicyTargets, type CheckedPolicy } from './policy-targets.js';
 import { EndpointResolver, type ClusterPolicyRef, type PolicyRef, type Selecting } from './resolution.js';
 import { sharedAddressChains, sharedAddressProblems, type SharedAddresses } from './shared-addresses.js';
@@ -55,11 +55,6 @@ export function compile(snapshot: ClusterSnapshot, settings: NodeSettings): Comp
   return new Compiler().compile(snapshot, settings);
 }
 
-interface CachedPolicyChain {
-  readonly chain: Chain;
-  readonly requests: readonly SetRequest[];
-}
-
 export class Compiler {
   private readonly state = new ClusterState();
   private settings: NodeSettings | undefined;
@@ -73,7 +68,8 @@ export class Compiler {
   private podProblems: readonly Problem[] = [];
   /** Which local pods each NetworkPolicy selects (policy-targets.ts). */
   private readonly targets: PolicyTargets;
-  private policyChains = new WeakMap<NetworkPolicy, TupleMap<readonly [Direction, IpFamily, boolean], CachedPolicyChain>>();
+  /** Policy chains, NetworkPolicy and CNP, by the object and what else they were rendered from. */
+  private chains = new ChainCache();
   /** Which policies and CNPs select each local pod (resolution.ts). */
   private readonly resolver = new EndpointResolver();
   /** What the resolver was last given, made from the list of active policies it came from (the same while that is). */
@@ -147,8 +143,7 @@ export class Compiler {
     this.names = chainNames(settings.chainPrefix);
     this.hooks = [forwardHook(this.names)];
     this.hooksWithInput = [forwardHook(this.names), inputHook(this.names)];
-    this.policyChains = new WeakMap();
-    this.cnp.reset();
+    this.chains = new ChainCache();
     this.endpoints = new Memo();
     this.interned = new ChainInterner();
     this.dispatch = new TupleMap();
@@ -210,26 +205,6 @@ export class Compiler {
     );
   }
 
-  /** A policy chain depends only on the policy, direction, family and validity: cached per policy object. */
-  private policyChain(cp: CheckedPolicy, direction: Direction, family: IpFamily, sets: SetRequester, settings: NodeSettings): Chain {
-    let perPolicy = this.policyChains.get(cp.policy);
-    if (!perPolicy) this.policyChains.set(cp.policy, (perPolicy = new TupleMap()));
-    const key = [direction, family, cp.valid] as const;
-    let cached = perPolicy.get(key);
-    if (!cached) {
-      const requests: SetRequest[] = [];
-      const recorder = { request: (req: SetRequest): IpSetName => (requests.push(req), sets.request(req)) };
-      const chain = policyChain(
-        { policy: cp.policy, direction, family, valid: cp.valid },
-        { state: this.state, sets: recorder, names: this.names, settings },
-      );
-      perPolicy.set(key, (cached = { chain, requests }));
-    } else {
-      for (const req of cached.requests) sets.request(req);
-    }
-    return cached.chain;
-  }
-
   private compileFamily(
     family: IpFamily,
     policies: readonly CheckedPolicy[],
@@ -238,7 +213,7 @@ export class Compiler {
   ): FamilyState {
     const sets = new IpSetRegistry(settings.ipsetPrefix, family);
     const { chains: policyChains, targetsByPolicy } = this.policyChainsOf(family, policies, sets, settings);
-    const cnp = this.cnp.active ? this.cnp.compileFamily(family, sets, this.state, settings) : undefined;
+    const cnp = this.cnp.active ? this.cnp.compileFamily(family, sets, this.chains, settings) : undefined;
     // Pods → this node's own addresses (INPUT): only while some CNP exists. On IPv6 the chain first lets
     // the pod's neighbour discovery to the node through (static-chains.ts inputChain).
     const hostSide = cnp !== undefined;
@@ -331,21 +306,27 @@ export class Compiler {
     // their sets requested again in one pass, instead of a walk over every policy and direction.
     const last = this.lastPolicyChains.get(family);
     if (last?.policies === policies) {
-      for (const req of last.requests) sets.request(req);
+      sets.add(last.requests);
       return last;
     }
     const chains: Chain[] = [];
     const targetsByPolicy = new Map<NetworkPolicy, readonly Pod[]>();
     const requests: SetRequest[] = [];
-    const recorder = { request: (req: SetRequest): IpSetName => (requests.push(req), sets.request(req)) };
+    const render = { names: this.names, settings };
     for (const cp of policies) {
       const targets = targetsOfFamily(cp.targets, family);
       if (targets.length === 0) continue;
       targetsByPolicy.set(cp.policy, targets);
-      for (const direction of ['ingress', 'egress'] as const)
-        if (cp.types.includes(direction === 'ingress' ? 'Ingress' : 'Egress'))
-          chains.push(this.policyChain(cp, direction, family, recorder, settings));
+      for (const direction of ['ingress', 'egress'] as const) {
+        if (!cp.types.includes(direction === 'ingress' ? 'Ingress' : 'Egress')) continue;
+        const rendered = this.chains.get(cp.policy, [direction, family, cp.valid], () =>
+          policyChain({ policy: cp.policy, direction, family, valid: cp.valid }, render),
+        );
+        chains.push(rendered.chain);
+        requests.push(...rendered.sets);
+      }
     }
+    sets.add(requests);
     const made = { policies, chains, targetsByPolicy, requests };
     this.lastPolicyChains.set(family, made);
     return made;
@@ -431,8 +412,6 @@ function targetsOfFamily(targets: readonly Pod[], family: IpFamily): readonly Po
 }
 
 type DispatchSide = 'from' | 'to' | 'host';
-
-type SetRequester = Pick<IpSetRegistry, 'request'>;
 
 interface PolicyChains {
   readonly policies: readonly CheckedPolicy[];
