@@ -39,6 +39,13 @@ export class ClusterPolicySubjects {
 
   /** Call once per compile with every CNP. */
   update(cnps: readonly ClusterNetworkPolicy[], state: StateView): void {
+    if (cnps.length === 0) {
+      // Most clusters have none: nothing to keep, and the first CNP to come looks at every namespace anyway.
+      this.entries.clear();
+      this.namespaces.clear();
+      this.localPods = undefined;
+      return;
+    }
     const changed = this.changedNamespaces(state);
     const seen = new Set<string>();
     for (const cnp of cnps) {

@@ -10,7 +10,7 @@
 //     selection (endpoint-chains.ts), the dispatch trees (dispatch.ts), all pure functions of their inputs.
 // Rendered chains are remembered by the inputs they came from (memo.ts: typed keys) and set members per
 // selector version, so unchanged chains and sets come back as the same objects, which the renderer and
-// planner exploit.
+// planner exploit. All of that lives in one object made from the settings (render-memory.ts).
 
 import type {
   Chain,
@@ -55,7 +55,7 @@ export function compile(snapshot: ClusterSnapshot, settings: NodeSettings): Comp
 export class Compiler {
   private readonly state = new ClusterState();
   /** Everything rendered that the next compile may reuse, made from the settings (render-memory.ts). */
-  private m = new RenderMemory(undefined);
+  private memory = new RenderMemory(undefined);
   /** The snapshot compiled last: the next one of the same source can say what changed since. */
   private lastSnapshot: ClusterSnapshot | undefined;
   private podsVersion = -1;
@@ -79,7 +79,7 @@ export class Compiler {
 
   compile(snapshot: ClusterSnapshot, settings: NodeSettings): CompileResult {
     // New settings: nothing rendered before is reused.
-    if (!sameData(settings, this.m.settings)) this.m = new RenderMemory(settings);
+    if (!sameData(settings, this.memory.settings)) this.memory = new RenderMemory(settings);
     const delta = this.lastSnapshot ? snapshot.changes?.since(this.lastSnapshot) : undefined;
     this.lastSnapshot = snapshot;
     this.state.update(snapshot, settings.nodeName, delta);
@@ -101,8 +101,8 @@ export class Compiler {
     this.lastNodes = snapshot.nodes;
     const v4 = this.compileFamily(4, policies, settings, shared);
     const v6 = this.wantsFamily(6, settings) ? this.compileFamily(6, policies, settings, shared) : emptyFamilyState(6);
-    this.m.endpoints.rotate();
-    this.m.interned.rotate();
+    this.memory.endpoints.rotate();
+    this.memory.interned.rotate();
     this.state.sweep();
     return { desired: { v4, v6 }, problems, ...(budget ? { budget } : {}) };
   }
@@ -127,9 +127,9 @@ export class Compiler {
   ): { policies: readonly CheckedPolicy[]; budget?: BudgetUse } {
     if (!settings.budget) return { policies };
     // Admission walks every policy: decided again only when the list of active policies moved.
-    if (this.m.admitted?.from !== policies) this.m.admitted = { from: policies, ...this.admit(policies, settings.budget) };
-    problems.push(...this.m.admitted.problems);
-    return { policies: this.m.admitted.policies, budget: this.m.admitted.budget };
+    if (this.memory.admitted?.from !== policies) this.memory.admitted = { from: policies, ...this.admit(policies, settings.budget) };
+    problems.push(...this.memory.admitted.problems);
+    return { policies: this.memory.admitted.policies, budget: this.memory.admitted.budget };
   }
 
   private admit(
@@ -166,19 +166,19 @@ export class Compiler {
   ): FamilyState {
     const sets = new IpSetRegistry(settings.ipsetPrefix, family);
     const { chains: policyChains, targetsByPolicy } = this.policyChainsOf(family, policies, sets, settings);
-    const cnp = this.cnp.active ? this.cnp.compileFamily(family, sets, this.m.chains, settings) : undefined;
+    const cnp = this.cnp.active ? this.cnp.compileFamily(family, sets, this.memory.chains, settings) : undefined;
     // Pods → this node's own addresses (INPUT): only while some CNP exists. On IPv6 the chain first lets
     // the pod's neighbour discovery to the node through (static-chains.ts inputChain).
     const hostSide = cnp !== undefined;
-    const pods = this.endpointsOf({ family, names: this.m.names, settings, hostSide }, cnp, shared);
+    const pods = this.endpointsOf({ family, names: this.memory.names, settings, hostSide }, cnp, shared);
     const dispatch = [
       ...this.dispatchOf(family, 'from', pods.entries.from, settings),
       ...this.dispatchOf(family, 'to', pods.entries.to, settings),
     ];
-    const forward = this.fixedChain('forward', family, () => forwardChain(this.m.names, settings, family));
+    const forward = this.fixedChain('forward', family, () => forwardChain(this.memory.names, settings, family));
     const hostChains = hostSide ? this.toNodeChains(family, settings, pods) : [];
 
-    const ipsets = this.m.setBuilder(family).build(sets, {
+    const ipsets = this.memory.setBuilder(family).build(sets, {
       state: this.state,
       family,
       targetsOf: (policy) => targetsByPolicy.get(policy) ?? NO_PODS,
@@ -190,7 +190,7 @@ export class Compiler {
       family,
       ipsets,
       chains: [forward, ...dispatch, ...pods.workload, ...policyChains, ...(cnp?.chains ?? []), ...hostChains],
-      hooks: hostSide ? this.m.hooksWithInput : this.m.hooks,
+      hooks: hostSide ? this.memory.hooksWithInput : this.memory.hooks,
     };
   }
 
@@ -208,8 +208,8 @@ export class Compiler {
       // Interned when made (the memo keeps the interned objects) and again when used (then the same object
       // comes back at once): a pod re-rendered because an object selecting it was replaced keeps the chain
       // objects whose content stayed the same.
-      const intern = (chain: Chain): Chain => this.m.interned.intern(family, chain);
-      const chains = this.m.endpoints.get(key, () => {
+      const intern = (chain: Chain): Chain => this.memory.interned.intern(family, chain);
+      const chains = this.memory.endpoints.get(key, () => {
         const made = endpointChains({ podKey: `${pod.namespace}/${pod.name}`, ip }, selection, render);
         return { ...made, ingress: intern(made.ingress), egress: intern(made.egress), ...(made.host ? { host: intern(made.host) } : {}) };
       });
@@ -227,7 +227,7 @@ export class Compiler {
       // Dispatch concerns this node's pods only; the address is still left out of every peer set (ipsets.ts).
       if (owners.some((p) => p.nodeName === settings.nodeName) && ipsOfFamily(owners[0]!, family).includes(ip)) {
         for (const chain of sharedAddressChains(ip, owners, names)) {
-          out.workload.push(this.m.interned.intern(family, chain));
+          out.workload.push(this.memory.interned.intern(family, chain));
           const ingress = chain.role.kind === 'workload' && chain.role.direction === 'ingress';
           (ingress ? out.entries.to : out.entries.from).push({ ip, target: chain.name });
         }
@@ -241,11 +241,11 @@ export class Compiler {
    * (fail-closed), as in FORWARD; an address shared by two pods likewise.
    */
   private toNodeChains(family: IpFamily, settings: NodeSettings, pods: RenderedEndpoints): Chain[] {
-    const { hostPass } = this.m.names;
+    const { hostPass } = this.memory.names;
     return [
-      this.fixedChain('input', family, () => inputChain(this.m.names, settings, family)),
+      this.fixedChain('input', family, () => inputChain(this.memory.names, settings, family)),
       // Only while some local pod has no CNP egress tier (an unreferenced chain of ours reads as a leftover).
-      ...(pods.entries.host.some((e) => e.target === hostPass) ? [(this.m.hostPass ??= hostPassChain(this.m.names))] : []),
+      ...(pods.entries.host.some((e) => e.target === hostPass) ? [(this.memory.hostPass ??= hostPassChain(this.memory.names))] : []),
       ...this.dispatchOf(family, 'host', pods.entries.host, settings),
       ...pods.toNode,
     ];
@@ -255,7 +255,7 @@ export class Compiler {
   private policyChainsOf(family: IpFamily, policies: readonly CheckedPolicy[], sets: IpSetRegistry, settings: NodeSettings): PolicyChains {
     // The same policies as last time (policy-targets.ts hands over the same array): the same chains, and
     // their sets requested again in one pass, instead of a walk over every policy and direction.
-    const last = this.m.lastPolicyChains.get(family);
+    const last = this.memory.lastPolicyChains.get(family);
     if (last?.policies === policies) {
       sets.add(last.requests);
       return last;
@@ -263,14 +263,14 @@ export class Compiler {
     const chains: Chain[] = [];
     const targetsByPolicy = new Map<NetworkPolicy, readonly Pod[]>();
     const requests: SetRequest[] = [];
-    const render = { names: this.m.names, settings };
+    const render = { names: this.memory.names, settings };
     for (const cp of policies) {
       const targets = targetsOfFamily(cp.targets, family);
       if (targets.length === 0) continue;
       targetsByPolicy.set(cp.policy, targets);
       for (const direction of ['ingress', 'egress'] as const) {
         if (!cp.types.includes(direction === 'ingress' ? 'Ingress' : 'Egress')) continue;
-        const rendered = this.m.chains.get(cp.policy, [direction, family, cp.valid], () =>
+        const rendered = this.memory.chains.get(cp.policy, [direction, family, cp.valid], () =>
           policyChain({ policy: cp.policy, direction, family, valid: cp.valid }, render),
         );
         chains.push(rendered.chain);
@@ -279,7 +279,7 @@ export class Compiler {
     }
     sets.add(requests);
     const made = { policies, chains, targetsByPolicy, requests };
-    this.m.lastPolicyChains.set(family, made);
+    this.memory.lastPolicyChains.set(family, made);
     return made;
   }
 
@@ -289,17 +289,19 @@ export class Compiler {
    */
   private dispatchOf(family: IpFamily, side: DispatchSide, entries: readonly DispatchEntry[], settings: NodeSettings): readonly Chain[] {
     const key = [family, side] as const;
-    const last = this.m.dispatch.get(key);
-    if (last && sameEntries(last.entries, entries)) return last.chains.map((chain) => this.m.interned.intern(family, chain));
-    const chains = dispatchSideChains(side, family, entries, this.m.names, settings).map((chain) => this.m.interned.intern(family, chain));
-    this.m.dispatch.set(key, { entries, chains });
+    const last = this.memory.dispatch.get(key);
+    if (last && sameEntries(last.entries, entries)) return last.chains.map((chain) => this.memory.interned.intern(family, chain));
+    const chains = dispatchSideChains(side, family, entries, this.memory.names, settings).map((chain) =>
+      this.memory.interned.intern(family, chain),
+    );
+    this.memory.dispatch.set(key, { entries, chains });
     return chains;
   }
 
   /** A chain that depends on the settings and the family only. */
   private fixedChain(kind: 'forward' | 'input', family: IpFamily, make: () => Chain): Chain {
-    let chain = this.m.fixed.get([kind, family]);
-    if (!chain) this.m.fixed.set([kind, family], (chain = make()));
+    let chain = this.memory.fixed.get([kind, family]);
+    if (!chain) this.memory.fixed.set([kind, family], (chain = make()));
     return chain;
   }
 }

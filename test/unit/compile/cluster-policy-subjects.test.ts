@@ -168,5 +168,13 @@ describe('ClusterNetworkPolicy subjects, kept incrementally', () => {
     state.update(snap, NODE);
     subjects.update([{ ...guard, priority: 2 }], state);
     expect(subjects.of('guard')).toBe(first);
+    // Every CNP gone, then back after a pod came: worked out from the state as it is now.
+    subjects.update([], state);
+    expect(subjects.of('guard')).toEqual([]);
+    const web2 = makePod('b', 'web2', '10.244.1.3', labels({ app: 'web' }));
+    snap = { ...snap, pods: [...snap.pods, web2] };
+    state.update(snap, NODE);
+    subjects.update([guard], state);
+    expect(subjects.of('guard')).toEqual([web, web2]);
   });
 });
