@@ -14,7 +14,7 @@ import { Reconciler } from '../reconcile/reconciler.js';
 import { systemClock } from '../reconcile/runner.js';
 import { Syncer } from '../reconcile/syncer.js';
 import type { Revoker } from '../revoke/revoker.js';
-import { LocalPods, spoofDropSource, startAntiSpoof } from './anti-spoofing.js';
+import { BridgedPolicingSource, LocalPods, spoofDropSource, startAntiSpoof } from './anti-spoofing.js';
 import { kubeConfigOf, openSource, policyEventsOf } from './cluster-source.js';
 import { createRevoker, establishedFlows } from './established-flows.js';
 import { eventKind, eventLatency } from './event-latency.js';
@@ -37,9 +37,11 @@ export interface RunningDaemon {
   readonly source: ClusterSource;
   readonly metrics: Metrics;
   readonly listen: { host: string; port: number };
+  /** The loopback listener beside a node address (the kubelet's probes); undefined when listen covers loopback. */
+  readonly loopback: { host: string; port: number } | undefined;
   /** Strict mode's conntrack marker; undefined when revokeEstablished is off. */
   readonly revoker: Revoker | undefined;
-  /** The bridge-port address binding; undefined when antiSpoofing is off or in dry-run. */
+  /** The bridge table (port address binding when antiSpoofing is on, bridged traffic judging always); undefined in dry-run. */
   readonly antiSpoof: AntiSpoofGuard | undefined;
   /** Stops watching and syncing; the programmed rules stay in place. */
   stop(): Promise<void>;
@@ -47,7 +49,8 @@ export interface RunningDaemon {
 
 export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): Promise<RunningDaemon> {
   const { logger, netns } = inputs;
-  const { metrics, health, flowLogging, listen, server } = await startObservability(config, logger);
+  const kubeConfig = kubeConfigOf(inputs);
+  const { metrics, health, flowLogging, listen, loopback, server } = await startObservability(config, logger, kubeConfig);
 
   const kernel = await openKernel(kernelOptions(config, netns));
   logger.info('netfence starting', { node: config.nodeName, backend: kernel.backend.backend, why: kernel.backend.reason, netns });
@@ -55,7 +58,6 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   const preconditions = preconditionChecker({ health, metrics, netns, logger, ipv6: config.ipv6, settings: node.last });
   await preconditions.check();
 
-  const kubeConfig = kubeConfigOf(inputs);
   const source = openSource(
     config,
     inputs,
@@ -96,15 +98,21 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   const reports = reconciler.reports;
   reports.subscribe(preconditions);
   reports.subscribe(guards);
-  if (kubeConfig) reports.subscribe(policyEventsOf(config, kubeConfig, metrics, logger));
+  if (kubeConfig) reports.subscribe(policyEventsOf(config, kubeConfig, source, metrics, logger));
   if (flowLogging) reports.subscribe(flowLogging);
   reports.subscribe(latency);
   reports.subscribe(syncMetrics(metrics, health));
   reports.subscribe(establishedFlows({ config, revoker, settings: node.last, netns, logger }));
 
   await guards.checkIpvs();
-  const antiSpoof = config.antiSpoofing && !config.dryRun ? startAntiSpoof(config, netns, logger) : undefined;
-  if (antiSpoof) {
+  // The bridge table also judges bridged pod traffic no pod address explains, so it runs with anti-spoofing off too.
+  let antiSpoof: AntiSpoofGuard | undefined;
+  if (!config.dryRun) {
+    const policing = new BridgedPolicingSource((family) => kernel.supports(family));
+    reports.subscribe(policing);
+    antiSpoof = startAntiSpoof(config, netns, logger, policing);
+  }
+  if (antiSpoof && config.antiSpoofing) {
     const localPods = new LocalPods();
     reports.subscribe(localPods);
     metrics.setSpoofDropSource(spoofDropSource(antiSpoof, netns, () => localPods.get()));
@@ -125,6 +133,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
     source,
     metrics,
     listen,
+    loopback,
     revoker,
     antiSpoof,
     stop: () =>
