@@ -2,6 +2,7 @@
 // option '--kubconfig'. To specify a positional argument starting with a '-', place it at the end of the
 // command after '--', …") reworded, with a "did you mean" for a misspelt option or command.
 
+import { editDistance } from '../config/edit-distance.js';
 import type { OptionDef } from './options.js';
 
 /** The closest of `candidates` to `word`: same letters in another case, a prefix, or at most two edits away. */
@@ -18,19 +19,6 @@ export const didYouMean = (word: string, candidates: readonly string[], prefix =
   const best = closest(word, candidates);
   return best === undefined ? '' : ` (did you mean ${prefix}${best}?)`;
 };
-
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      const substitution = (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1);
-      current.push(Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, substitution));
-    }
-    previous = current;
-  }
-  return previous[b.length] ?? 0;
-}
 
 export interface ParseContext {
   /** `netfence why` */

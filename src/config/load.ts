@@ -10,6 +10,7 @@ import type { ErrorObject, ValidateFunction } from 'ajv';
 import type * as Yaml from 'yaml';
 import { DEFAULT_FLOW_LOG, type ClusterSnapshot, type NodeSettings } from '../model/index.js';
 import { canonicalCidr, isCidr } from '../model/address.js';
+import { editDistance } from './edit-distance.js';
 import { layerFits, type Formats } from './fits-schema.js';
 import { parseListenAddress } from './listen-address.js';
 import { allocateMarks, hex, markMaskProblems, parseMarkMask, revokeBit } from './marks.js';
@@ -333,17 +334,4 @@ function suggest(name: string, candidates: readonly string[]): string {
   const lower = name.toLowerCase();
   const best = candidates.find((c) => c.toLowerCase() === lower) ?? candidates.find((c) => editDistance(c.toLowerCase(), lower) <= 2);
   return best === undefined ? '' : ` (did you mean ${best}?)`;
-}
-
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      const substitution = (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1);
-      current.push(Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, substitution));
-    }
-    previous = current;
-  }
-  return previous[b.length] ?? 0;
 }

@@ -2,6 +2,7 @@
 // configuration requests that bind a log group, and the packet messages the kernel sends back. No
 // socket here, so the same code parses real kernel messages in the daemon and byte fixtures in tests.
 
+import { ipFromBytes } from '../model/index.js';
 import { attr, be32, parseAttributes } from './netlink-attributes.js';
 
 /** NFNL_SUBSYS_ULOG << 8 | NFULNL_MSG_*: the netlink message types of nfnetlink_log. */
@@ -116,8 +117,8 @@ export function parseIpHeader(p: Buffer, ethertype?: number): IpHeader | undefin
   if (version === 4 && (ethertype === undefined || ethertype === 0x0800) && p.length >= 20) {
     const ihl = (p[0]! & 0x0f) * 4;
     const protocol = p[9]!;
-    const src = [...p.subarray(12, 16)].join('.');
-    const dst = [...p.subarray(16, 20)].join('.');
+    const src = ipFromBytes(p.subarray(12, 16));
+    const dst = ipFromBytes(p.subarray(16, 20));
     // Only the first fragment carries the ports.
     const fragOffset = p.readUInt16BE(6) & 0x1fff;
     return { family: 4, src, dst, protocol, ...(fragOffset === 0 ? ports(p, ihl, protocol) : {}) };
@@ -125,7 +126,7 @@ export function parseIpHeader(p: Buffer, ethertype?: number): IpHeader | undefin
   if (version === 6 && (ethertype === undefined || ethertype === 0x86dd) && p.length >= 40) {
     // The fixed header's next header; extension headers are not walked (the protocol is then theirs).
     const protocol = p[6]!;
-    return { family: 6, src: ipv6Text(p.subarray(8, 24)), dst: ipv6Text(p.subarray(24, 40)), protocol, ...ports(p, 40, protocol) };
+    return { family: 6, src: ipFromBytes(p.subarray(8, 24)), dst: ipFromBytes(p.subarray(24, 40)), protocol, ...ports(p, 40, protocol) };
   }
   return undefined;
 }
@@ -133,27 +134,4 @@ export function parseIpHeader(p: Buffer, ethertype?: number): IpHeader | undefin
 function ports(p: Buffer, at: number, protocol: number): { srcPort?: number; dstPort?: number } {
   if (!PORT_PROTOCOLS.has(protocol) || p.length < at + 4) return {};
   return { srcPort: p.readUInt16BE(at), dstPort: p.readUInt16BE(at + 2) };
-}
-
-/** RFC 5952 text: lower case, the longest run of two or more zero groups as `::`. */
-export function ipv6Text(b: Buffer): string {
-  const groups = Array.from({ length: 8 }, (_, i) => b.readUInt16BE(i * 2));
-  let best = -1;
-  let bestLen = 1;
-  for (let i = 0; i < 8;) {
-    if (groups[i] !== 0) {
-      i++;
-      continue;
-    }
-    let j = i;
-    while (j < 8 && groups[j] === 0) j++;
-    if (j - i > bestLen) {
-      best = i;
-      bestLen = j - i;
-    }
-    i = j;
-  }
-  const hex = groups.map((g) => g.toString(16));
-  if (best < 0) return hex.join(':');
-  return `${hex.slice(0, best).join(':')}::${hex.slice(best + bestLen).join(':')}`;
 }

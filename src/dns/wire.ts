@@ -4,6 +4,8 @@
 // (so no loop), counts must fit the bytes, and any fault is a refusal with its reason, never an exception.
 // Authority and additional sections are not read: nothing in them may grant anything.
 
+import { ipFromBytes } from '../model/index.js';
+
 /** RR types and the class this module reads (RFC 1035 §3.2.2, RFC 3596 §2.1). */
 export const TYPE_A = 1;
 export const TYPE_CNAME = 5;
@@ -139,7 +141,7 @@ function readRecord(b: Buffer, at: number, what: string): [DnsRecord, number] {
     data = { kind: 'A', address: [...b.subarray(start, end)].join('.') };
   } else if (klass === CLASS_IN && type === TYPE_AAAA) {
     if (rdlength !== 16) refuse(`${what}: an AAAA record's data is 16 bytes, not ${rdlength}`);
-    data = { kind: 'AAAA', address: ipv6Text(b.subarray(start, end)) };
+    data = { kind: 'AAAA', address: ipFromBytes(b.subarray(start, end)) };
   } else if (klass === CLASS_IN && type === TYPE_CNAME) {
     // The target may point back into the message, but its own bytes must stay inside this record's data.
     const [target, after] = readName(b, start, `${what}'s CNAME target`, end);
@@ -208,29 +210,6 @@ export function nameText(name: DnsName): string {
       }),
     )
     .join('.');
-}
-
-/** RFC 5952 text: lower case, the longest run of two or more zero groups as `::`. */
-function ipv6Text(b: Buffer): string {
-  const groups = Array.from({ length: 8 }, (_, i) => b.readUInt16BE(i * 2));
-  let best = -1;
-  let bestLen = 1;
-  for (let i = 0; i < 8;) {
-    if (groups[i] !== 0) {
-      i++;
-      continue;
-    }
-    let j = i;
-    while (j < 8 && groups[j] === 0) j++;
-    if (j - i > bestLen) {
-      best = i;
-      bestLen = j - i;
-    }
-    i = j;
-  }
-  const hex = groups.map((g) => g.toString(16));
-  if (best < 0) return hex.join(':');
-  return `${hex.slice(0, best).join(':')}::${hex.slice(best + bestLen).join(':')}`;
 }
 
 /**

@@ -187,10 +187,35 @@ export function ipToBytes(text: string): Buffer {
   return out;
 }
 
-/** The text of an address carried in network byte order (4 or 16 bytes). */
-export const ipFromBytes = (b: Uint8Array): string =>
-  // A conntrack dump holds every flow of the node: IPv4 is formatted by hand, not through ipaddr's objects.
-  b.length === 4 ? `${b[0]}.${b[1]}.${b[2]}.${b[3]}` : ipaddr.fromByteArray([...b]).toString();
+/**
+ * The text of an address carried in network byte order (4 or 16 bytes): a conntrack dump, a flow log or a DNS
+ * answer. Formatted by hand, not through ipaddr's objects (a dump holds every flow of the node); IPv6 in
+ * RFC 5952 form, as ipaddr prints it.
+ */
+export const ipFromBytes = (b: Uint8Array): string => (b.length === 4 ? `${b[0]}.${b[1]}.${b[2]}.${b[3]}` : ipv6Text(b));
+
+/** RFC 5952 text: lower case, the longest run of two or more zero groups (the first of equals) as `::`. */
+function ipv6Text(b: Uint8Array): string {
+  const groups = Array.from({ length: 8 }, (_, i) => (b[i * 2]! << 8) | b[i * 2 + 1]!);
+  let best = -1;
+  let bestLen = 1;
+  for (let i = 0; i < 8;) {
+    if (groups[i] !== 0) {
+      i++;
+      continue;
+    }
+    let j = i;
+    while (j < 8 && groups[j] === 0) j++;
+    if (j - i > bestLen) {
+      best = i;
+      bestLen = j - i;
+    }
+    i = j;
+  }
+  const hex = groups.map((g) => g.toString(16));
+  if (best < 0) return hex.join(':');
+  return `${hex.slice(0, best).join(':')}::${hex.slice(best + bestLen).join(':')}`;
+}
 
 export const formatCidr = (c: Cidr): string => `${formatIp(c.family, c.base)}/${c.prefix}`;
 

@@ -3,7 +3,6 @@
 
 import {
   bindRequest,
-  ipv6Text,
   modeRequest,
   NFULNL_MSG_CONFIG,
   NFULNL_MSG_PACKET,
@@ -107,13 +106,5 @@ describe('parseIpHeader', () => {
     expect(parseIpHeader(frag)).toEqual({ family: 4, src: '1.2.3.4', dst: '5.6.7.8', protocol: 6 });
     expect(parseIpHeader(Buffer.from([0x45, 0]))).toBeUndefined();
     expect(parseIpHeader(ipv4Tcp([1, 2, 3, 4], [5, 6, 7, 8], 1, 2), 0x86dd)).toBeUndefined();
-  });
-
-  it.each([
-    ['0000000000000000000000000000000000', '::'],
-    ['20010db8000000000001000000000001', '2001:db8::1:0:0:1'],
-    ['20010db8000100010001000100010001', '2001:db8:1:1:1:1:1:1'],
-  ])('ipv6Text %s → %s', (hex, text) => {
-    expect(ipv6Text(Buffer.from(hex.slice(0, 32), 'hex'))).toBe(text);
   });
 });

@@ -1,5 +1,6 @@
 // The one address module every layer reads addresses and CIDRs through: one strictness for all of them.
 
+import ipaddr from 'ipaddr.js';
 import { canonicalCidr, inAnyCidr, ipFromBytes, ipToBytes, parseCidr, parseCidrOrHost, parseIp } from '../../../src/model/address.js';
 
 describe('parseIp', () => {
@@ -93,8 +94,16 @@ describe('addresses as netlink carries them (network byte order)', () => {
     expect(ipFromBytes(Buffer.from(hex, 'hex'))).toBe(parseIp(text)!.family === 4 ? text : ipFromBytes(ipToBytes(text)));
   });
 
-  it('prints IPv6 in the canonical form the rest of netfence compares with', () => {
-    expect(ipFromBytes(Buffer.from('fd000000000000000000000000000001', 'hex'))).toBe('fd00::1');
+  it.each([
+    ['fd000000000000000000000000000001', 'fd00::1'],
+    ['00000000000000000000000000000000', '::'],
+    ['20010db8000000000001000000000001', '2001:db8::1:0:0:1'],
+    ['20010db8000100010001000100010001', '2001:db8:1:1:1:1:1:1'],
+    ['20010db8000000010000000000000001', '2001:db8:0:1::1'],
+    ['20010000000000010000000000000000', '2001:0:0:1::'],
+  ])('prints IPv6 %s in RFC 5952 form, as ipaddr does (%s)', (hex, text) => {
+    expect(ipFromBytes(Buffer.from(hex, 'hex'))).toBe(text);
+    expect(ipFromBytes(Buffer.from(hex, 'hex'))).toBe(ipaddr.fromByteArray([...Buffer.from(hex, 'hex')]).toString());
   });
 
   it('refuses text that is not an address rather than sending zeros', () => {
