@@ -32,6 +32,8 @@ function adminEgress(name: string, priority: number, egress: readonly Record<str
   };
 }
 
+const audited = (doc: CnpDoc): CnpDoc => ({ ...doc, metadata: { ...doc.metadata, annotations: { 'netfence.io/mode': 'audit' } } });
+
 /** Runs a netfence command in-process: its exit code and everything it printed. */
 async function netfence(argv: readonly string[]): Promise<{ code: number; text: string }> {
   let text = '';
@@ -208,6 +210,28 @@ describeKernel('ClusterNetworkPolicy egress to the local node goes through INPUT
     await c().apply();
     await expectCells('TCP', 80, [[pod('harry-potter-0'), 'node:n1', false]]);
     await expectCells('TCP', 8080, [[pod('harry-potter-0'), 'node:n1', true]]);
+  });
+
+  // Audit mode (docs/audit.md): an audited CNP is programmed but not enforced, on the way to the own node
+  // too. An audited Deny drops nothing; an audited Accept above an enforced Deny lets nothing through it.
+  it('audit mode: an audited Deny of every node drops nothing; an audited Accept of n1 above an enforced Deny opens nothing', async () => {
+    c().setClusterPolicies([audited(adminEgress('audit-deny-nodes', 10, [{ name: 'no-nodes', action: 'Deny', to: [ALL_NODES] }]))]);
+    await c().apply();
+    expect(await save()).toMatch(/^-A INPUT .*-j nf-INPUT$/m);
+    await expectCells('TCP', 80, [
+      [pod('harry-potter-0'), 'node:n1', true],
+      [pod('harry-potter-1'), 'node:n1', true],
+    ]);
+    c().setClusterPolicies([
+      audited(adminEgress('audit-accept-n1', 5, [{ name: 'n1', action: 'Accept', to: [nodeNamed('n1')] }])),
+      adminEgress('deny-nodes', 10, [{ name: 'no-nodes', action: 'Deny', to: [ALL_NODES] }]),
+    ]);
+    await c().apply();
+    await expectCells('TCP', 80, [
+      [pod('harry-potter-0'), 'node:n1', false],
+      [pod('harry-potter-1'), 'node:n1', false],
+      [pod('draco-malfoy-0'), 'node:n1', true],
+    ]);
   });
 
   it('every CNP deleted: the INPUT jump and chains are removed in the same apply, and the node is open again', async () => {
