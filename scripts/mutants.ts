@@ -165,7 +165,7 @@ const MUTANTS: readonly Mutant[] = [
     find: 'if (!this.isReserved(address)) this.others--;',
     replace: 'if (this.isReserved(address)) this.others--;',
     why: "closing a connection gives back the wrong kind of slot: other peers are refused for good, or loopback's reserve vanishes",
-    unit: ['test/unit/observe/http-limits.test.ts'],
+    unit: ['test/unit/observe/connection-admission.test.ts', 'test/unit/observe/http-limits.test.ts'],
   },
   {
     name: 'same-data-ignores-key-count',
