@@ -173,7 +173,7 @@ const MUTANTS: readonly Mutant[] = [
     find: '  if (ka.length !== kb.length) return false;\n',
     replace: '',
     why: 'a chain or settings object that only gained or lost an optional key is taken as unchanged',
-    unit: ['test/unit/compile/incremental.test.ts'],
+    unit: ['test/unit/compile/memo.test.ts', 'test/unit/compile/incremental.test.ts'],
   },
   {
     name: 'budget-full-refused',
