@@ -181,7 +181,7 @@ const MUTANTS: readonly Mutant[] = [
     find: 'setMembers + added > budget.setMembers',
     replace: 'setMembers + added >= budget.setMembers',
     why: "a policy that fills the node's set-member budget exactly is refused (fails closed)",
-    unit: ['test/unit/compile/budget.test.ts'],
+    unit: ['test/unit/compile/budget-boundary.test.ts', 'test/unit/compile/budget.test.ts'],
   },
   {
     name: 'failed-watch-never-rearmed',
