@@ -257,11 +257,11 @@ const MUTANTS: readonly Mutant[] = [
     unit: ['test/unit/model', 'test/unit/compile'],
   },
   {
-    name: 'failed-cnp-rule-skips-node',
+    name: 'cnp-subjects-grow-unseen',
     file: 'src/compile/cluster-policy.ts',
-    find: '        r.action === undefined ||\n',
-    replace: '',
-    why: "a CNP egress rule with an action netfence cannot read (fails closed, a Deny) is not consulted on the way to the pod's own node",
+    find: '=> a.length === b.length && a.every((v, i) => v === b[i]);',
+    replace: '=> a.every((v, i) => v === b[i]);',
+    why: "a pod that joins a ClusterNetworkPolicy's subjects after the ones it had is not judged by it",
     unit: ['test/unit/compile'],
   },
   {
