@@ -222,7 +222,7 @@ const MUTANTS: readonly Mutant[] = [
     find: 'p?.startsWith(`${f.namespace}/`)',
     replace: 'p?.startsWith(f.namespace)',
     why: '`netfence drops --namespace shop` also lists the drops of namespace shop-staging',
-    unit: ['test/unit/observe', 'test/unit/cli/drops.test.ts'],
+    unit: ['test/unit/observe/flow-log.test.ts', 'test/unit/observe/flows-query.test.ts'],
   },
   {
     name: 'ipv4-node-never-ready',
@@ -230,7 +230,7 @@ const MUTANTS: readonly Mutant[] = [
     find: 'if (this.bridgeNf6 === false) {',
     replace: 'if (!this.bridgeNf6) {',
     why: 'a node without IPv6 pods (bridge-nf-call-ip6tables not checked) never reports ready',
-    unit: ['test/unit/observe'],
+    unit: ['test/unit/observe/health.test.ts'],
   },
   {
     name: 'backoff-never-resets',
@@ -238,7 +238,7 @@ const MUTANTS: readonly Mutant[] = [
     find: '      this.failures = 0;\n',
     replace: '',
     why: 'a sync that succeeds does not reset the retry backoff: the next failure waits as long as the worst one before',
-    unit: ['test/unit/reconcile'],
+    unit: ['test/unit/reconcile/runner.test.ts'],
   },
   {
     name: 'revoke-judges-service-address',
@@ -254,7 +254,7 @@ const MUTANTS: readonly Mutant[] = [
     find: 'outer.family === inner.family && outer.prefix <= inner.prefix && ',
     replace: 'outer.family === inner.family && ',
     why: 'an ipBlock except wider than its cidr (same base address) is taken as inside it',
-    unit: ['test/unit/model', 'test/unit/compile'],
+    unit: ['test/unit/model/address.test.ts', 'test/unit/compile/fail-closed.test.ts'],
   },
   {
     name: 'cnp-subjects-grow-unseen',
@@ -262,7 +262,7 @@ const MUTANTS: readonly Mutant[] = [
     find: '=> a.length === b.length && a.every((v, i) => v === b[i]);',
     replace: '=> a.every((v, i) => v === b[i]);',
     why: "a pod that joins a ClusterNetworkPolicy's subjects after the ones it had is not judged by it",
-    unit: ['test/unit/compile'],
+    unit: ['test/unit/compile/incremental.test.ts'],
   },
   {
     name: 'set-names-ignore-prefix',
@@ -270,7 +270,7 @@ const MUTANTS: readonly Mutant[] = [
     find: 'const id = `${head}|${canonicalKey}`;',
     replace: 'const id = `${family}${kind}|${canonicalKey}`;',
     why: 'set names are remembered without their prefix: a compile with another ipsetPrefix gets the names of the first',
-    unit: ['test/unit/compile', 'test/unit/config'],
+    unit: ['test/unit/compile/names.test.ts'],
   },
   {
     name: 'manifest-at-limit-refused',
@@ -278,7 +278,7 @@ const MUTANTS: readonly Mutant[] = [
     find: 'if (size > maxFileBytes) {',
     replace: 'if (size >= maxFileBytes) {',
     why: 'a manifest file of exactly manifestMaxFileBytes is not read',
-    unit: ['test/unit/cluster'],
+    unit: ['test/unit/cluster/manifests-size.test.ts'],
   },
   {
     name: 'pod-cidr-node-over-config',
@@ -286,7 +286,7 @@ const MUTANTS: readonly Mutant[] = [
     find: '[config.podCidrs, fromNode, learned.flannel',
     replace: '[fromNode, config.podCidrs, learned.flannel',
     why: "the Node's spec.podCIDRs win over the pod CIDRs the operator configured",
-    unit: ['test/unit/config'],
+    unit: ['test/unit/config/pod-cidrs.test.ts'],
   },
   {
     name: 'antispoof-arp-probe-dropped',
