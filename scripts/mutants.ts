@@ -262,7 +262,7 @@ const MUTANTS: readonly Mutant[] = [
     find: '=> a.length === b.length && a.every((v, i) => v === b[i]);',
     replace: '=> a.every((v, i) => v === b[i]);',
     why: "a pod that joins a ClusterNetworkPolicy's subjects after the ones it had is not judged by it",
-    unit: ['test/unit/compile/incremental.test.ts'],
+    unit: ['test/unit/compile/cluster-policy.test.ts', 'test/unit/compile/incremental.test.ts'],
   },
   {
     name: 'set-names-ignore-prefix',
