@@ -11,7 +11,8 @@
 // also holds code, the V8 heap's free space, and Node itself (~40 MiB): scripts/bench-daemon.ts measures it.
 
 import { generateCluster, type Tier } from './bench-lib/generator.js';
-import { convert, type ObjectKind } from '../src/cluster/convert.js';
+import { convert } from '../src/cluster/convert.js';
+import type { ObjectKind } from '../src/cluster/object-kind.js';
 import { slimObject } from '../src/cluster/slim.js';
 import { ObjectStore } from '../src/cluster/source.js';
 import { Compiler } from '../src/compile/index.js';

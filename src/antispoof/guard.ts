@@ -1,13 +1,15 @@
-// Keeps the anti-spoofing table current as pods come and go: re-reads the bridge's ports (kernel) and
-// the CNI result cache on every change the cache watch reports and on a short poll, and rewrites the
-// table when the bindings changed (and every `reassertMs`, which repairs a table someone deleted).
+// Keeps the bridge table current as pods come and go: re-reads the bridge's ports (kernel) and the CNI
+// result cache on every change the cache watch reports and on a short poll, and rewrites the table when
+// the bindings or the policing of bridged traffic changed (`refresh()` after each sync), and every
+// `reassertMs`, which repairs a table someone deleted.
 // Each write carries the drop counts of the table it replaces. Refreshes never overlap; requests
 // during one fold into one more.
 
 import type { CniBinding } from '../dataplane/cni-cache.js';
 import type { Logger } from '../log.js';
+import type { BridgedPolicing } from './bridged.js';
 import { antiSpoofState, type AntiSpoofState, type PortLink } from './model.js';
-import { renderAntiSpoof, type CarriedCounts } from './render.js';
+import { renderAntiSpoof, type CarriedCounts, type TableOptions } from './render.js';
 
 export interface AntiSpoofDeps {
   readonly bridge: string;
@@ -15,6 +17,10 @@ export interface AntiSpoofDeps {
   /** undefined: this node has no CNI result cache, so nothing can be bound (and nothing is programmed). */
   readonly readCache: () => Promise<readonly CniBinding[] | undefined>;
   readonly apply: (script: string) => Promise<void>;
+  /** Whether ports are bound to their addresses (the prerouting chain); bridged traffic is judged either way. */
+  readonly antiSpoofing: boolean;
+  /** Which local pods are isolated, as the last sync programmed them (bridged.ts). */
+  readonly policing: () => BridgedPolicing;
   /** Drop counts of the table now programmed, by rule comment (written into its replacement). */
   readonly readCounts?: () => Promise<CarriedCounts>;
   readonly watch?: (onChange: () => void) => () => void;
@@ -79,7 +85,9 @@ export class AntiSpoofGuard {
     if (cache === undefined) {
       if (!this.warnedNoCache) {
         this.deps.logger.error(
-          'anti-spoofing: no CNI result cache on this node (results/ missing under cniCacheDir): pod ports are NOT bound to their addresses',
+          this.deps.antiSpoofing
+            ? 'anti-spoofing: no CNI result cache on this node (results/ missing under cniCacheDir): pod ports are NOT bound to their addresses, and bridged pod traffic no pod address explains is NOT judged'
+            : 'no CNI result cache on this node (results/ missing under cniCacheDir): bridged pod traffic no pod address explains is NOT judged',
         );
         this.warnedNoCache = true;
       }
@@ -88,14 +96,15 @@ export class AntiSpoofGuard {
     this.warnedNoCache = false;
     const state = antiSpoofState(this.deps.bridge, await this.deps.readLinks(), cache);
     this.logNewConflicts(state);
-    const script = renderAntiSpoof(state);
+    const options: TableOptions = { antiSpoofing: this.deps.antiSpoofing, policing: this.deps.policing() };
+    const script = renderAntiSpoof(state, new Map(), options);
     const now = (this.deps.now ?? Date.now)();
     if (script === this.lastScript && now - this.lastWriteAt < (this.deps.reassertMs ?? 30_000)) return;
     // Packets dropped between this read and the write are not carried (a window of milliseconds).
     const counts = (await this.deps.readCounts?.()) ?? new Map();
-    await this.deps.apply(counts.size > 0 ? renderAntiSpoof(state, counts) : script);
+    await this.deps.apply(counts.size > 0 ? renderAntiSpoof(state, counts, options) : script);
     if (script !== this.lastScript) {
-      this.deps.logger.info('anti-spoofing: pod ports bound', {
+      this.deps.logger.info('bridge table written: pod ports bound', {
         bound: state.bindings.map((b) => `${b.port}=${[...b.ipv4, ...b.ipv6].join('+')}`),
         unknownPorts: state.unknownPorts,
       });

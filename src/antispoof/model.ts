@@ -77,7 +77,7 @@ export function antiSpoofState(bridge: string, links: readonly PortLink[], cache
 }
 
 /** One spelling per address, so `fd00::a` and `fd00:0::0a` are seen as the same claim. */
-function addressKey(ip: string): string {
+export function addressKey(ip: string): string {
   const addr = parseIp(ip);
   return addr ? `${addr.family}/${addr.value.toString(16)}` : ip;
 }

@@ -7,9 +7,12 @@
 // forwarding and local delivery, so one place binds IPv4, IPv6 and ARP; a forged source never rides an
 // existing conntrack entry; traffic to the node itself is covered too. iptables physdev rules stop IP
 // spoofing but cannot see ARP, and ARP poisoning then black-holes the victim's traffic.
+// The same table's forward hook judges bridged pod-to-pod frames that no pod address explains
+// (bridged.ts); it is written whether anti-spoofing is on or not.
 
 import type { NftCount } from '../dataplane/nft.js';
 import { parseIp } from '../model/address.js';
+import { bridgedChains, UNKNOWN_POLICING, type BridgedPolicing } from './bridged.js';
 import { allowedSources, type AntiSpoofState, type PortBinding } from './model.js';
 
 export const ANTISPOOF_TABLE = 'netfence';
@@ -72,12 +75,23 @@ function portRules(b: PortBinding, counts: CarriedCounts): string[] {
   ];
 }
 
+/** What the table holds besides the port bindings. */
+export interface TableOptions {
+  /** The prerouting chain that binds each port to its pod's addresses (config `antiSpoofing`). */
+  readonly antiSpoofing: boolean;
+  /** Judging of bridged pod-to-pod frames no pod address explains (bridged.ts); always written. */
+  readonly policing: BridgedPolicing;
+}
+
+const ANTI_SPOOFING_ONLY: TableOptions = { antiSpoofing: true, policing: UNKNOWN_POLICING };
+
 /** The whole table. Frames entering ports of other bridges are not ours and pass untouched. */
-export function renderAntiSpoof(state: AntiSpoofState, counts: CarriedCounts = new Map()): string {
-  const lines = [
-    `table ${ANTISPOOF_FAMILY} ${ANTISPOOF_TABLE}`,
-    `delete table ${ANTISPOOF_FAMILY} ${ANTISPOOF_TABLE}`,
-    `table ${ANTISPOOF_FAMILY} ${ANTISPOOF_TABLE} {`,
+export function renderAntiSpoof(
+  state: AntiSpoofState,
+  counts: CarriedCounts = new Map(),
+  options: TableOptions = ANTI_SPOOFING_ONLY,
+): string {
+  const prerouting = [
     ...state.bindings.flatMap((b) => [`  chain ${portChain(b.port)} {`, ...portRules(b, counts), '  }']),
     '  chain prerouting {',
     '    type filter hook prerouting priority -300; policy accept;',
@@ -89,6 +103,13 @@ export function renderAntiSpoof(state: AntiSpoofState, counts: CarriedCounts = n
     // table was written, sends nothing until the next rewrite names it.
     `    meta iifkind "veth" ${drop(dropComment('unknown-port'), counts)}`,
     '  }',
+  ];
+  const lines = [
+    `table ${ANTISPOOF_FAMILY} ${ANTISPOOF_TABLE}`,
+    `delete table ${ANTISPOOF_FAMILY} ${ANTISPOOF_TABLE}`,
+    `table ${ANTISPOOF_FAMILY} ${ANTISPOOF_TABLE} {`,
+    ...bridgedChains(state, options.policing, (comment) => drop(comment, counts)),
+    ...(options.antiSpoofing ? prerouting : []),
     '}',
   ];
   return `${lines.join('\n')}\n`;

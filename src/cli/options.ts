@@ -98,6 +98,10 @@ const CONFIG_HELP: { readonly [K in ConfigKey]: { readonly arg?: string; readonl
   flowLogRate: { arg: 'N', help: 'flow-log packets per second per drop rule (a flood cannot flood the log)' },
   flowLogAllowed: { help: 'also log allowed new connections, naming the policy rule that allowed each' },
   watchList: { help: 'start with WatchList streams (sendInitialEvents) where the API server allows them, else paged lists' },
+  apiGoneConfirmIntervalMs: {
+    arg: 'MS',
+    help: 'after a 404 for the ClusterNetworkPolicy API, discovery is asked this often; three absent answers in a row drop its policies',
+  },
   budgetSetMembers: { arg: 'N', help: 'ipBlock set members (cidrs and excepts) all NetworkPolicies may make this node program' },
   budgetRules: { arg: 'N', help: 'iptables rules all NetworkPolicy chains may hold on this node' },
   initialListMaxObjects: { arg: 'N', help: "objects one kind's initial stream or list may carry before it is refused" },

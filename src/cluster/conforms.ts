@@ -8,7 +8,7 @@
 // Semantics mirrored from ajv: a property whose value is `undefined` is absent; `type: object` is a
 // non-null, non-array object; every optional field also accepts `null` (see schemas.ts).
 
-import type { ObjectKind } from './schemas.js';
+import type { ObjectKind } from './object-kind.js';
 
 type Obj = Record<string, unknown>;
 

@@ -8,7 +8,6 @@
 // could change *which* pods or directions that isolation covers, we read it the closed way (see
 // readPolicyTypes, readRules). Pods, Namespaces and Nodes with schema errors are rejected.
 
-import ipaddr from 'ipaddr.js';
 import type {
   ClusterNetworkPolicy,
   ClusterNode,
@@ -28,12 +27,12 @@ import type {
   SelectorOperator,
   SelectorRequirement,
 } from '../model/index.js';
+import { canonicalIp, parseCidr } from '../model/index.js';
 import { LabelInterner } from './intern.js';
 import { readClusterPolicy } from './cnp-convert.js';
 import { readPolicyMode } from './policy-mode.js';
-import { schemaErrors, type ObjectKind } from './schemas.js';
-
-export type { ObjectKind } from './schemas.js';
+import type { ObjectKind } from './object-kind.js';
+import { schemaErrors } from './schemas.js';
 
 export interface ModelOf {
   readonly Namespace: Namespace;
@@ -46,10 +45,6 @@ export interface ModelOf {
 export type Converted<T> =
   | { readonly ok: true; readonly value: T; readonly problems: readonly Problem[] }
   | { readonly ok: false; readonly problems: readonly Problem[] };
-
-export const OBJECT_KINDS: readonly ObjectKind[] = ['Namespace', 'Pod', 'NetworkPolicy', 'Node', 'ClusterNetworkPolicy'];
-
-export const isObjectKind = (kind: unknown): kind is ObjectKind => OBJECT_KINDS.includes(kind as ObjectKind);
 
 /** The namespace kubectl puts a namespaced object in when its manifest names none. */
 export const DEFAULT_NAMESPACE = 'default';
@@ -216,7 +211,7 @@ function readNode(obj: Record<string, unknown>, meta: Record<string, unknown>, w
   const given = listed.length > 0 ? listed : typeof spec['podCIDR'] === 'string' && spec['podCIDR'] ? [spec['podCIDR']] : [];
   // A CIDR the API server would reject is refused here, named, rather than thrown later from the sync loop.
   const podCidrs = given.filter((cidr, i) => {
-    const bad = !isCidr(cidr);
+    const bad = !parseCidr(cidr).ok;
     if (bad) warn(listed.length > 0 ? `spec.podCIDRs[${i}]` : 'spec.podCIDR', `"${cidr}" is not a CIDR; ignored`);
     return !bad;
   });
@@ -372,29 +367,6 @@ function readLabels(v: unknown): Labels {
 function namespaceOf(meta: Record<string, unknown> | undefined): string {
   const ns = meta?.['namespace'];
   return typeof ns === 'string' && ns !== '' ? ns : DEFAULT_NAMESPACE;
-}
-
-const CANONICAL_V4 = /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
-
-/**
- * Canonical text of an IPv4 (dotted quad, no leading zeros) or IPv6 (no zone) address; undefined if it is
- * neither. isValidFourPartDecimal already refuses leading zeros, as the API server's strict validation does.
- */
-export function canonicalIp(v: unknown): string | undefined {
-  if (typeof v !== 'string') return undefined;
-  // Nearly every pod address is a dotted quad without leading zeros, which is already canonical.
-  if (CANONICAL_V4.test(v)) return v;
-  if (ipaddr.IPv4.isValidFourPartDecimal(v)) return ipaddr.IPv4.parse(v).toString();
-  if (v.includes(':') && !v.includes('%') && ipaddr.IPv6.isValid(v)) return ipaddr.IPv6.parse(v).toString();
-  return undefined;
-}
-
-/** `address/prefix` with an address canonicalIp accepts and a prefix within its family's length. */
-function isCidr(text: string): boolean {
-  const slash = text.indexOf('/');
-  const ip = slash > 0 ? canonicalIp(text.slice(0, slash)) : undefined;
-  const prefix = text.slice(slash + 1);
-  return ip !== undefined && /^(0|[1-9]\d{0,2})$/.test(prefix) && Number(prefix) <= (ip.includes(':') ? 128 : 32);
 }
 
 function record(v: unknown): Record<string, unknown> | undefined {

@@ -45,7 +45,7 @@ import {
   type StreamRefusalReason,
 } from './kube-list.js';
 import { slimObject } from './slim.js';
-import type { ObjectKind } from './schemas.js';
+import type { ObjectKind } from './object-kind.js';
 import { ChangeEmitter, ObjectStore, type ClusterChange, type ClusterSource, type Logger } from './source.js';
 
 export interface BackoffOptions {
@@ -65,6 +65,16 @@ export interface KubeSourceOptions {
   readonly watchTimeoutSeconds?: number;
   /** How often to look again for the ClusterNetworkPolicy API while it is not installed. Default 60 s. */
   readonly crdRecheckMs?: number;
+  /**
+   * After a 404 for a kind that can vanish (ClusterNetworkPolicy): how far apart the discovery requests are
+   * that must all say it is gone (GONE_CONFIRMATIONS of them) before its objects are forgotten. Default 5 s.
+   */
+  readonly goneConfirmIntervalMs?: number;
+  /**
+   * Told while a kind that answered 404 is not yet confirmed gone (what, and since when), and undefined once
+   * it is settled (served again, or confirmed gone). Meanwhile its last state is kept: the daemon is not ready.
+   */
+  readonly onUnconfirmed?: (reason: string | undefined) => void;
   /** Read each kind's initial state as a WatchList stream where the server offers it (default true). */
   readonly watchList?: boolean;
   /**
@@ -108,6 +118,14 @@ const PEER_POD_SELECTORS: readonly (string | undefined)[] = [
 
 /** ClusterNetworkPolicy (network-policy-api v0.2.0): a CRD, so it may not be installed. */
 const CNP_API = { group: 'policy.networking.k8s.io', version: 'v1alpha2', plural: 'clusternetworkpolicies' } as const;
+
+/**
+ * Absent answers from discovery, in a row and `goneConfirmIntervalMs` apart, that make a kind gone after its
+ * list or watch answered 404. One 404 is not enough: an API server or aggregation layer that is restarting
+ * answers 404 for a CRD's resources (and its discovery) for a moment, and believing it would remove every
+ * ClusterNetworkPolicy from the kernel, opening what they deny, until the next discovery found them again.
+ */
+export const GONE_CONFIRMATIONS = 3;
 
 type AnyList = KubernetesListObject<KubernetesObject>;
 
@@ -160,6 +178,12 @@ export class KubeSource implements ClusterSource {
   private cnpAbsentLogged = false;
   private discoveryTimer: NodeJS.Timeout | undefined;
   private discoveryAttempts = 0;
+  private readonly goneConfirmIntervalMs: number;
+  private readonly onUnconfirmed: (reason: string | undefined) => void;
+  /** The ClusterNetworkPolicy API answered 404 and is not yet confirmed gone: absent answers so far, since when. */
+  private suspect: { absent: number; since: Date; timer: NodeJS.Timeout | undefined } | undefined;
+  /** Discovery listed it again: settled once its watch is connected (a second 404 before that suspects it again). */
+  private resuming = false;
   /** Cleared for good once the server refuses WatchList (422): then every kind lists. */
   private watchList: boolean;
   /** Per kind, which of its fieldSelectors is in use. */
@@ -177,6 +201,8 @@ export class KubeSource implements ClusterSource {
     this.synced = new Promise<void>((resolve) => (this.markSynced = resolve));
     this.kubeConfig = opts.kubeConfig;
     this.crdRecheckMs = opts.crdRecheckMs ?? 60_000;
+    this.goneConfirmIntervalMs = opts.goneConfirmIntervalMs ?? 5_000;
+    this.onUnconfirmed = opts.onUnconfirmed ?? (() => undefined);
     this.watchList = opts.watchList ?? true;
     this.limits = { ...DEFAULT_INITIAL_STATE_LIMITS, ...opts.limits };
     this.onRefused = opts.onRefused ?? (() => undefined);
@@ -202,21 +228,15 @@ export class KubeSource implements ClusterSource {
   private async discoverClusterPolicies(): Promise<void> {
     this.discoveryTimer = undefined;
     if (this.stopped) return;
-    let installed: boolean;
-    try {
-      const custom = this.kubeConfig.makeApiClient(CustomObjectsApi);
-      const list = await custom.getAPIResources({ group: CNP_API.group, version: CNP_API.version });
-      installed = (list.resources ?? []).some((r) => r.name === CNP_API.plural);
-    } catch (err) {
-      if (statusOf(err) !== 404) {
-        const delayMs = backoffDelay(this.discoveryAttempts++, this.initialMs, this.maxMs, this.random);
-        this.logger.warn('ClusterNetworkPolicy discovery failed; retrying', { delayMs, error: describeError(err) });
-        this.scheduleDiscovery(delayMs);
-        return;
-      }
-      installed = false;
-    }
+    const answer = await this.askDiscovery();
     if (this.stopped) return;
+    if (typeof answer !== 'boolean') {
+      const delayMs = backoffDelay(this.discoveryAttempts++, this.initialMs, this.maxMs, this.random);
+      this.logger.warn('ClusterNetworkPolicy discovery failed; retrying', { delayMs, error: describeError(answer.error) });
+      this.scheduleDiscovery(delayMs);
+      return;
+    }
+    const installed = answer;
     this.discoveryAttempts = 0;
     if (installed && !this.informers.has('ClusterNetworkPolicy')) {
       this.logger.info('ClusterNetworkPolicy API found; watching it', { api: `${CNP_API.group}/${CNP_API.version}` });
@@ -234,6 +254,77 @@ export class KubeSource implements ClusterSource {
     }
     this.discovering = false;
     this.maybeSynced();
+  }
+
+  /** Whether discovery lists the ClusterNetworkPolicy resource (a 404 for its group-version: no); other failures as they are. */
+  private async askDiscovery(): Promise<boolean | { error: unknown }> {
+    try {
+      const custom = this.kubeConfig.makeApiClient(CustomObjectsApi);
+      const list = await custom.getAPIResources({ group: CNP_API.group, version: CNP_API.version });
+      return (list.resources ?? []).some((r) => r.name === CNP_API.plural);
+    } catch (err) {
+      return statusOf(err) === 404 ? false : { error: err };
+    }
+  }
+
+  /**
+   * The ClusterNetworkPolicy list or watch answered 404. Nothing is forgotten yet: the informer stays stopped,
+   * the policies last seen stay in the store (so in the kernel), the daemon is told (not ready), and discovery
+   * is asked every `goneConfirmIntervalMs`: GONE_CONFIRMATIONS absent answers in a row drop the policies; an
+   * answer that lists the resource restarts the informer (resuming its watch).
+   */
+  private suspectGone(err: unknown): void {
+    if (this.suspect) return;
+    this.resuming = false;
+    this.suspect = { absent: 0, since: new Date(), timer: undefined };
+    this.logger.warn('the ClusterNetworkPolicy API answered 404; confirming through discovery, still enforcing its policies', {
+      confirmations: GONE_CONFIRMATIONS,
+      intervalMs: this.goneConfirmIntervalMs,
+      error: describeError(err),
+    });
+    this.reportSuspect();
+    this.scheduleConfirm();
+  }
+
+  private reportSuspect(): void {
+    if (!this.suspect) return this.onUnconfirmed(undefined);
+    this.onUnconfirmed(
+      `the ClusterNetworkPolicy API answered 404 at ${this.suspect.since.toISOString()}; confirming it is gone ` +
+        `(${this.suspect.absent} of ${GONE_CONFIRMATIONS} absent answers from discovery), its last policies still enforced`,
+    );
+  }
+
+  private scheduleConfirm(): void {
+    if (this.stopped || !this.suspect) return;
+    this.suspect.timer = setTimeout(() => void this.confirmGone(), this.goneConfirmIntervalMs);
+    this.suspect.timer.unref();
+  }
+
+  private async confirmGone(): Promise<void> {
+    if (this.stopped || !this.suspect) return;
+    const answer = await this.askDiscovery();
+    if (this.stopped || !this.suspect) return;
+    if (answer === true) {
+      this.logger.info('discovery lists the ClusterNetworkPolicy API again; watching it again', { absentAnswers: this.suspect.absent });
+      this.suspect = undefined;
+      // Still not settled: ready again only once its watch is connected (onConnected in makeInformer).
+      this.resuming = true;
+      if (this.informers.has('ClusterNetworkPolicy')) this.startInformer('ClusterNetworkPolicy');
+      return;
+    }
+    // A failed discovery request says nothing either way: the count stands and discovery is asked again.
+    if (answer === false) this.suspect.absent++;
+    else
+      this.logger.warn('ClusterNetworkPolicy discovery failed while confirming the API is gone; asking again', {
+        error: describeError(answer.error),
+      });
+    if (this.suspect.absent < GONE_CONFIRMATIONS) {
+      this.reportSuspect();
+      return this.scheduleConfirm();
+    }
+    this.suspect = undefined;
+    this.dropClusterPolicies();
+    this.reportSuspect();
   }
 
   private scheduleDiscovery(delayMs: number): void {
@@ -259,7 +350,10 @@ export class KubeSource implements ClusterSource {
       this.setProblems('ClusterNetworkPolicy', key, []);
       this.changes.emit(this.store.delete('ClusterNetworkPolicy', key));
     }
-    this.logger.warn('ClusterNetworkPolicy API disappeared; its policies are no longer enforced');
+    this.logger.warn('ClusterNetworkPolicy API gone (discovery confirmed it); its policies are no longer enforced', {
+      confirmations: GONE_CONFIRMATIONS,
+      intervalMs: this.goneConfirmIntervalMs,
+    });
     this.scheduleDiscovery(this.crdRecheckMs);
   }
 
@@ -279,6 +373,7 @@ export class KubeSource implements ClusterSource {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.discoveryTimer);
+    clearTimeout(this.suspect?.timer);
     for (const timer of this.retryTimers.values()) clearTimeout(timer);
     this.retryTimers.clear();
     await Promise.all([...this.informers.values()].map((i) => i.stop()));
@@ -291,7 +386,14 @@ export class KubeSource implements ClusterSource {
       // The informer watches only after its list has been processed, so the first watch of a kind
       // means that kind's first full list is in the store.
       onWatchStart: () => this.markListed(w.kind),
-      onConnected: () => this.attempts.set(w.kind, 0),
+      onConnected: () => {
+        this.attempts.set(w.kind, 0);
+        if (w.kind === 'ClusterNetworkPolicy' && this.resuming) {
+          this.resuming = false;
+          this.logger.info('watching ClusterNetworkPolicies again; their API is confirmed served');
+          this.onUnconfirmed(undefined);
+        }
+      },
       timeoutSeconds: () => this.watchTimeoutSeconds ?? 300 + Math.floor(this.random() * 300),
       onDecodeError: (line) => {
         this.logger.warn('undecodable line in the watch stream; relisting', { kind: w.kind, line: line.slice(0, 200) });
@@ -416,7 +518,7 @@ export class KubeSource implements ClusterSource {
   private onInformerError(kind: ObjectKind, err: unknown): void {
     // A ClusterNetworkPolicy informer dropped with its CRD still reports its stop: nothing to restart.
     if (this.stopped || this.retryTimers.has(kind) || !this.informers.has(kind)) return;
-    if (kind === 'ClusterNetworkPolicy' && statusOf(err) === 404) return this.dropClusterPolicies();
+    if (kind === 'ClusterNetworkPolicy' && statusOf(err) === 404) return this.suspectGone(err);
     const attempt = this.attempts.get(kind) ?? 0;
     this.attempts.set(kind, attempt + 1);
     const delayMs = backoffDelay(attempt, this.initialMs, this.maxMs, this.random);

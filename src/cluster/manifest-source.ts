@@ -4,7 +4,10 @@
 // one, and a ConfigMap volume updates by swapping its `..data` symlink; both replace the inode a
 // file watch would be holding. Every directory the loader reads gets its own plain watch (why not a
 // recursive one: manifest-watch.ts); a given file is watched through its parent directory. Bursts of
-// events are debounced into one reload, and a reload that changes nothing emits nothing. Watches can
+// events are debounced into one reload, and a reload that changes nothing emits nothing. The debounce is
+// capped: a reload runs at most `maxDelayMs` after the first event it answers, however many follow (a file
+// renamed 200 times a second elsewhere in the folder would otherwise postpone a new deny for as long as the
+// flood lasts), as the sync loop folds a burst of API events without waiting for it to end. Watches can
 // still miss a change (an inotify queue overflow, a filesystem that sends no events), so every
 // `checkIntervalMs` the files' identity, size and times are compared with those of the last read, and
 // any difference re-reads them.
@@ -19,7 +22,7 @@
 import { formatProblem, type ClusterSnapshot, type Problem } from '../model/index.js';
 import { DirectoryWatches, manifestFingerprint, openFsWatch, type OpenWatch } from './manifest-watch.js';
 import { Collector, incompleteRead, loadFile, pathFiles, readBudget, type ManifestLimits } from './manifests.js';
-import { OBJECT_KINDS } from './convert.js';
+import { OBJECT_KINDS } from './object-kind.js';
 import { ChangeEmitter, ObjectStore, type ClusterChange, type ClusterSource, type Logger } from './source.js';
 
 /** Whether the last read saw every manifest; when not, which files/paths are served from an older read. */
@@ -31,6 +34,8 @@ export interface ManifestSourceOptions {
   readonly logger: Logger;
   /** Quiet time after the last file event before re-reading. Default 100 ms. */
   readonly debounceMs?: number;
+  /** A reload runs at most this long after the first file event it answers, even while events keep coming. Default 1 s. */
+  readonly maxDelayMs?: number;
   /** While a read is incomplete, re-read this often even without file events. Default 5 s. */
   readonly retryMs?: number;
   /** Compare the files with the last read this often, catching changes no watch reported. Default 5 s. */
@@ -62,6 +67,9 @@ export class ManifestSource implements ClusterSource {
   private readonly opts: ManifestSourceOptions;
   private readonly logger: Logger;
   private readonly debounceMs: number;
+  private readonly maxDelayMs: number;
+  /** When the first file event not yet answered by a reload arrived (performance.now), if one is pending. */
+  private pendingSince: number | undefined;
   /** Per file, the objects of its last clean read. */
   private lastGood = new Map<string, ClusterSnapshot>();
   /** Per given path, the files it held at its last read (kept while the path cannot be listed). */
@@ -73,6 +81,7 @@ export class ManifestSource implements ClusterSource {
     this.opts = opts;
     this.logger = opts.logger;
     this.debounceMs = opts.debounceMs ?? 100;
+    this.maxDelayMs = Math.max(this.debounceMs, opts.maxDelayMs ?? 1_000);
     this.changes = new ChangeEmitter(opts.logger);
     this.synced = new Promise((resolve) => (this.markSynced = resolve));
     this.watches = new DirectoryWatches(
@@ -249,11 +258,16 @@ export class ManifestSource implements ClusterSource {
 
   private scheduleReload(): void {
     if (this.stopped) return;
+    const now = performance.now();
+    this.pendingSince ??= now;
     clearTimeout(this.timer);
+    // Trailing debounce, but never past the cap: a steady stream of events still gets a reload per cap.
+    const delayMs = Math.max(0, Math.min(this.debounceMs, this.pendingSince + this.maxDelayMs - now));
     this.timer = setTimeout(() => {
       this.timer = undefined;
+      this.pendingSince = undefined;
       this.safeReload();
-    }, this.debounceMs);
+    }, delayMs);
   }
 }
 

@@ -32,7 +32,8 @@ import {
   type Pod,
   type Problem,
 } from '../model/index.js';
-import { convert, isObjectKind, objectName, type ObjectKind } from './convert.js';
+import { convert, objectName } from './convert.js';
+import { isObjectKind, type ObjectKind } from './object-kind.js';
 
 export interface LoadedManifests {
   readonly snapshot: ClusterSnapshot;

@@ -5,10 +5,9 @@
 // lasts) and across restarts (the Event's name is a hash of node and problem; an existing one gets its
 // series count patched instead of a second Event). events.k8s.io/v1, RBAC create + patch only.
 
-import { createHash } from 'node:crypto';
 import { EventsV1Api, V1MicroTime, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../log.js';
-import type { Problem } from '../model/index.js';
+import { sha256, type Problem } from '../model/index.js';
 
 /** The part of an events.k8s.io/v1 Event netfence writes. */
 export interface PolicyEvent {
@@ -99,10 +98,10 @@ function regardingOf(object: string): Regarding | undefined {
 export function policyEvent(problem: Problem, node: string, now: Date): PolicyEvent | undefined {
   const about = regardingOf(problem.object);
   if (!about) return undefined;
-  const id = createHash('sha256')
-    .update(`${about.kind === 'NetworkPolicy' ? '' : `${about.kind}\n`}${node}\n${problem.field}\n${problem.message}`)
-    .digest('hex')
-    .slice(0, 12);
+  const id = sha256(`${about.kind === 'NetworkPolicy' ? '' : `${about.kind}\n`}${node}\n${problem.field}\n${problem.message}`, 'hex').slice(
+    0,
+    12,
+  );
   return {
     apiVersion: 'events.k8s.io/v1',
     kind: 'Event',

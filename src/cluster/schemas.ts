@@ -10,6 +10,7 @@ import { createRequire } from 'node:module';
 import type * as AjvModule from 'ajv';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { conforms } from './conforms.js';
+import type { ObjectKind } from './object-kind.js';
 
 type Schema = Record<string, unknown>;
 
@@ -202,8 +203,6 @@ export const clusterNetworkPolicySchema: Schema = {
 };
 
 // --- compilation and error formatting ---------------------------------------------------------
-
-export type ObjectKind = 'Namespace' | 'Pod' | 'NetworkPolicy' | 'Node' | 'ClusterNetworkPolicy';
 
 let ajv: InstanceType<typeof AjvModule.Ajv> | undefined;
 

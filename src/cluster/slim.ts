@@ -3,7 +3,7 @@
 // Whatever convert() reads must survive here.
 
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { ObjectKind } from './schemas.js';
+import type { ObjectKind } from './object-kind.js';
 import { MODE_ANNOTATION } from './policy-mode.js';
 
 type Json = Record<string, unknown>;

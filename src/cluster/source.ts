@@ -12,9 +12,7 @@ import type {
   SnapshotChanges,
   SnapshotDelta,
 } from '../model/index.js';
-import type { ObjectKind } from './schemas.js';
-
-export type { ObjectKind } from './schemas.js';
+import type { ObjectKind } from './object-kind.js';
 
 export type ChangeType = 'add' | 'update' | 'delete';
 

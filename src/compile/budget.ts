@@ -1,8 +1,14 @@
 // The node-wide budget: what all NetworkPolicies together may make one node program. A per-policy limit
 // bounds nothing when anyone who may create policies can create many; this bounds the sum, so no namespace
-// can take the node agent past its memory limit. Policies are admitted oldest first (creationTimestamp,
-// then namespace/name): a new policy can never evict an older one's enforcement, and the decision is a
-// function of the policies alone, the same on a fresh compile and after any delta.
+// can take the node agent past its memory limit. The budget is shared between the namespaces whose policies
+// the node programs by max-min fairness: each gets what it asks for up to an equal share, and what the
+// smaller ones leave is split among the larger ones the same way. So a namespace that asks for no more than
+// budget/N (N namespaces) is never refused because of another's size: one tenant's long lists fail only its
+// own policies. Within its share a namespace's policies are admitted oldest first (creationTimestamp, then
+// name): its new policy can never evict its older one. What the shares leave unused (a namespace below its
+// share, sets shared between namespaces, rounding) then goes to the policies past their share, oldest first
+// across the node. The decision is a function of the policies alone, the same on a fresh compile and after
+// any delta.
 
 import type { NetworkPolicy, NodeBudget, PolicyRule, Problem } from '../model/index.js';
 import { ipBlockAlts, resolvePorts, type PeerAlt } from './peers-ports.js';
@@ -70,6 +76,59 @@ function byAge(a: NetworkPolicy, b: NetworkPolicy): number {
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 }
 
+/** Each namespace's share of one resource: max-min fair (water-filling) over what each asks for. */
+function maxMinShares(demands: ReadonlyMap<string, number>, capacity: number): Map<string, number> {
+  const shares = new Map<string, number>();
+  // Smallest demand first: each takes what it asks up to an equal split of what is left, so what a small one
+  // leaves is split among the larger ones. The split never shrinks as it goes, so a demand up to capacity/N
+  // is always granted in full.
+  const order = [...demands].sort(([na, a], [nb, b]) => a - b || (na < nb ? -1 : na > nb ? 1 : 0));
+  let left = capacity;
+  let remaining = order.length;
+  for (const [namespace, demand] of order) {
+    const share = Math.min(demand, Math.floor(left / remaining));
+    shares.set(namespace, share);
+    left -= share;
+    remaining--;
+  }
+  return shares;
+}
+
+interface Use {
+  readonly counted: Set<string>;
+  setMembers: number;
+  rules: number;
+}
+
+/** Set members `cost` adds to `use` (sets it already counts are free) and its rules. */
+function membersAdded(use: Use, cost: PolicyCost): number {
+  let members = 0;
+  for (const [key, n] of cost.sets) if (!use.counted.has(key)) members += n;
+  return members;
+}
+
+function take(use: Use, cost: PolicyCost, members: number): void {
+  for (const [key] of cost.sets) use.counted.add(key);
+  use.setMembers += members;
+  use.rules += cost.rules;
+}
+
+const newUse = (): Use => ({ counted: new Set(), setMembers: 0, rules: 0 });
+
+/** Per namespace, its share of each resource of the budget, from what all its policies would use. */
+function fairShares(sorted: readonly NetworkPolicy[], budget: NodeBudget): Map<string, NodeBudget> {
+  const demand = new Map<string, Use>();
+  for (const policy of sorted) {
+    let use = demand.get(policy.namespace);
+    if (!use) demand.set(policy.namespace, (use = newUse()));
+    const cost = policyCost(policy);
+    take(use, cost, membersAdded(use, cost));
+  }
+  const members = maxMinShares(new Map([...demand].map(([ns, u]) => [ns, u.setMembers])), budget.setMembers);
+  const rules = maxMinShares(new Map([...demand].map(([ns, u]) => [ns, u.rules])), budget.rules);
+  return new Map([...demand.keys()].map((ns) => [ns, { setMembers: members.get(ns)!, rules: rules.get(ns)! }]));
+}
+
 /** What the admitted policies use of the budget, and how many valid policies it refused. */
 export interface BudgetUse {
   readonly setMembers: number;
@@ -86,23 +145,42 @@ export interface Admission {
 }
 
 /**
- * Admits `policies` (the valid ones this node programs) oldest first while the budget lasts. A set several
- * policies share is counted once, by the first. A policy that would cross a limit is refused, and later
- * (newer) policies that still fit are admitted: refusing one policy never refuses an older one.
+ * Admits `policies` (the valid ones this node programs): first each namespace's, oldest first, within its
+ * fair share (fairShares); then, oldest first across the node, those past their share while what the shares
+ * left lasts. A set several policies share is counted once, by the first. A policy that would cross a limit
+ * is refused, and later (newer) policies that still fit are admitted: refusing one policy never refuses an
+ * older one of its namespace, and never one of a namespace within its share.
  */
 export function admit(policies: readonly NetworkPolicy[], budget: NodeBudget): Admission {
-  const counted = new Set<string>();
-  let setMembers = 0;
-  let rules = 0;
+  const sorted = [...policies].sort(byAge);
+  const shares = fairShares(sorted, budget);
+  const perNamespace = new Map<string, Use>();
+  const node = newUse();
+  const pastShare: NetworkPolicy[] = [];
+  for (const policy of sorted) {
+    const share = shares.get(policy.namespace)!;
+    let own = perNamespace.get(policy.namespace);
+    if (!own) perNamespace.set(policy.namespace, (own = newUse()));
+    const cost = policyCost(policy);
+    const ownAdded = membersAdded(own, cost);
+    if (own.setMembers + ownAdded > share.setMembers || own.rules + cost.rules > share.rules) {
+      pastShare.push(policy);
+      continue;
+    }
+    take(own, cost, ownAdded);
+    take(node, cost, membersAdded(node, cost));
+  }
+  const counted = node.counted;
+  let { setMembers, rules } = node;
   const refused = new Set<NetworkPolicy>();
   const problems: Problem[] = [];
-  for (const policy of [...policies].sort(byAge)) {
+  for (const policy of pastShare) {
     const cost = policyCost(policy);
     let added = 0;
     for (const [key, members] of cost.sets) if (!counted.has(key)) added += members;
     if (setMembers + added > budget.setMembers || rules + cost.rules > budget.rules) {
       refused.add(policy);
-      problems.push(overBudget(policy, cost, added, { setMembers, rules }, budget));
+      problems.push(overBudget(policy, cost, added, { setMembers, rules }, budget, shares.get(policy.namespace)!));
       continue;
     }
     for (const [key] of cost.sets) counted.add(key);
@@ -118,15 +196,17 @@ function overBudget(
   members: number,
   used: { setMembers: number; rules: number },
   budget: NodeBudget,
+  share: NodeBudget,
 ): Problem {
   const what =
     used.setMembers + members > budget.setMembers
       ? `${members} ipBlock set members on top of ${used.setMembers} would pass the node's budget of ${budget.setMembers}`
       : `${cost.rules} rules on top of ${used.rules} would pass the node's budget of ${budget.rules}`;
+  const fair = `namespace ${policy.namespace}'s fair share is ${share.setMembers} set members and ${share.rules} rules`;
   return {
     object: `NetworkPolicy ${policy.namespace}/${policy.name}`,
     field: 'spec',
-    message: `${what} (older policies come first); not enforced: the pods it selects stay isolated and nothing it allows is allowed`,
+    message: `${what} (older policies come first; ${fair}); not enforced: the pods it selects stay isolated and nothing it allows is allowed`,
     severity: 'error',
   };
 }

@@ -1,6 +1,5 @@
 // Deterministic, length-limited names for everything we create (kube-proxy's "KUBE-SVC-" + hash[:16]).
 
-import { createHash } from 'node:crypto';
 import {
   CHAIN_KIND_TAG,
   chainName,
@@ -11,13 +10,14 @@ import {
   type ChainTag,
   type IpFamily,
   type IpSetName,
+  sha256Bytes,
 } from '../model/index.js';
 
 const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
 
 /** Lower-case base32 of SHA-256: safe in chain and set names, case-insensitive friendly. */
 export function hash32(text: string, length: number): string {
-  const digest = createHash('sha256').update(text).digest();
+  const digest = sha256Bytes(text);
   let out = '';
   let buffer = 0;
   let bits = 0;

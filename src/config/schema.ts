@@ -82,8 +82,15 @@ export interface DaemonConfig {
    */
   readonly watchList: boolean;
   /**
+   * A kind that can vanish (the ClusterNetworkPolicy CRD) answered 404: discovery is asked again this often,
+   * and only three absent answers in a row end its enforcement. Meanwhile its last state stays enforced and
+   * the node is not ready.
+   */
+  readonly apiGoneConfirmIntervalMs: number;
+  /**
    * Node budget (model/node.ts NodeBudget): ipBlock set members (cidrs and excepts as written) all
-   * NetworkPolicies together may make this node program. Policies past it, newest first, fail closed.
+   * NetworkPolicies together may make this node program, split fairly between namespaces (compile/budget.ts).
+   * A namespace's policies past its share, newest first, fail closed.
    */
   readonly budgetSetMembers: number;
   /** Node budget: iptables rules of all NetworkPolicy chains together. */
@@ -150,6 +157,7 @@ export const KEY_SPELLINGS: { readonly [K in ConfigKey]: KeySpelling } = {
   flowLogRate: spell('integer', 'FLOW_LOG_RATE', 'flow-log-rate'),
   flowLogAllowed: spell('boolean', 'FLOW_LOG_ALLOWED', 'flow-log-allowed'),
   watchList: spell('boolean', 'WATCH_LIST', 'watch-list'),
+  apiGoneConfirmIntervalMs: spell('integer', 'API_GONE_CONFIRM_INTERVAL_MS', 'api-gone-confirm-interval-ms'),
   budgetSetMembers: spell('integer', 'BUDGET_SET_MEMBERS', 'budget-set-members'),
   budgetRules: spell('integer', 'BUDGET_RULES', 'budget-rules'),
   initialListMaxObjects: spell('integer', 'INITIAL_LIST_MAX_OBJECTS', 'initial-list-max-objects'),
@@ -199,6 +207,8 @@ export const DEFAULT_CONFIG: Omit<DaemonConfig, 'nodeName'> = {
   flowLogRate: DEFAULT_FLOW_LOG.perSecond,
   flowLogAllowed: false,
   watchList: true,
+  // Three absent answers 5 s apart: a restarting API server or aggregation layer is back well within that.
+  apiGoneConfirmIntervalMs: 5000,
   budgetSetMembers: DEFAULT_NODE_BUDGET.setMembers,
   budgetRules: DEFAULT_NODE_BUDGET.rules,
   // Why these values, and the daemon's peak memory at them: DEFAULT_INITIAL_STATE_LIMITS in
@@ -263,6 +273,7 @@ export const CONFIG_LAYER_SCHEMA = {
     flowLogRate: { type: 'integer', minimum: 1, maximum: 10000 },
     flowLogAllowed: { type: 'boolean' },
     watchList: { type: 'boolean' },
+    apiGoneConfirmIntervalMs: { type: 'integer', minimum: 100, maximum: 600000 },
     budgetSetMembers: { type: 'integer', minimum: 0, maximum: 10_000_000 },
     budgetRules: { type: 'integer', minimum: 0, maximum: 1_000_000 },
     initialListMaxObjects: { type: 'integer', minimum: 1 },

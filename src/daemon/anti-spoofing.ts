@@ -1,7 +1,9 @@
-// The daemon's bridge anti-spoofing: the guard that binds each bridge port to its pod's addresses, and
-// its drop series, read from the bridge table at scrape time with each port named by the local pod its
+// The daemon's bridge table: the guard that binds each bridge port to its pod's addresses (anti-spoofing)
+// and judges bridged pod-to-pod frames no pod address explains (antispoof/bridged.ts), and the
+// anti-spoofing drop series, read from the table at scrape time with each port named by the local pod its
 // bound addresses belong to.
 
+import { UNKNOWN_POLICING, type BridgedPolicing, type PodOpenness } from '../antispoof/bridged.js';
 import { AntiSpoofGuard } from '../antispoof/guard.js';
 import { ANTISPOOF_TABLE } from '../antispoof/render.js';
 import type { DaemonConfig } from '../config/schema.js';
@@ -10,23 +12,84 @@ import { listLinks } from '../dataplane/links.js';
 import { applyNftScript, readNftCounts } from '../dataplane/nft.js';
 import type { Logger } from '../log.js';
 import type { SyncReport, SyncSubscriber } from '../reconcile/sync-reports.js';
-import type { DesiredState } from '../model/index.js';
+import { ruleComment, type Chain, type DesiredState } from '../model/index.js';
 import { spoofDropSamples, type PodRef, type SpoofDropSample } from '../observe/metrics-antispoof-revoke.js';
 
-/** The anti-spoofing table is independent of the cluster state: it starts at once, before the first sync. */
-export function startAntiSpoof(config: DaemonConfig, netns: string | undefined, logger: Logger): AntiSpoofGuard {
+/**
+ * The bridge table starts at once, before the first sync (judging every port until then); `policing`
+ * follows each sync and rewrites the table when which pods are isolated changed.
+ */
+export function startAntiSpoof(
+  config: DaemonConfig,
+  netns: string | undefined,
+  logger: Logger,
+  policing: BridgedPolicingSource,
+): AntiSpoofGuard {
   const guard = new AntiSpoofGuard({
     bridge: config.bridge,
     readLinks: () => listLinks({ netns }),
     readCache: () => readCniCache(config.cniCacheDir, config.bridge),
     apply: (script) => applyNftScript(script, netns),
+    antiSpoofing: config.antiSpoofing,
+    policing: () => policing.get(),
     readCounts: () => readNftCounts('bridge', ANTISPOOF_TABLE, netns),
     watch: (onChange) => watchCniCache(config.cniCacheDir, onChange),
     logger: logger.child({ component: 'anti-spoofing' }),
   });
+  policing.onChange(() => void guard.refresh());
   guard.start();
   return guard;
 }
+
+/**
+ * A sync subscriber: which local pods the rules just programmed isolate, per direction, and the families
+ * they were programmed for. A pod is open in a direction when its workload chain ends in the plain "not
+ * isolated" accept (no NetworkPolicy enforced, no ClusterNetworkPolicy tier); any other chain may drop,
+ * so bridged frames its policies cannot judge are dropped for it (bridged.ts).
+ */
+export class BridgedPolicingSource implements SyncSubscriber {
+  private current: BridgedPolicing = UNKNOWN_POLICING;
+  private key = '';
+  private listener: (() => void) | undefined;
+
+  /** `programs`: whether the kernel is programmed for a family at all (`ipv6: false`, or no ip6tables). */
+  constructor(private readonly programs: (family: 4 | 6) => boolean) {}
+
+  synced(result: Pick<SyncReport, 'desired'>): void {
+    const next = bridgedPolicing(result.desired, this.programs);
+    const key = JSON.stringify([[...next.pods], [...next.families]]);
+    if (key === this.key) return;
+    this.current = next;
+    this.key = key;
+    this.listener?.();
+  }
+
+  get(): BridgedPolicing {
+    return this.current;
+  }
+
+  onChange(listener: () => void): void {
+    this.listener = listener;
+  }
+}
+
+function bridgedPolicing(desired: DesiredState, programs: (family: 4 | 6) => boolean): BridgedPolicing {
+  const pods = new Map<string, { ingress: boolean; egress: boolean }>();
+  const families = new Set<4 | 6>();
+  for (const f of [desired.v4, desired.v6]) {
+    if (f.chains.length > 0 && programs(f.family)) families.add(f.family);
+    for (const c of f.chains) {
+      if (c.role.kind !== 'workload') continue;
+      const pod = pods.get(c.role.ip) ?? { ingress: false, egress: false };
+      pod[c.role.direction] = isOpen(c, c.role.pod, c.role.direction);
+      pods.set(c.role.ip, pod);
+    }
+  }
+  return { pods: pods as ReadonlyMap<string, PodOpenness>, families };
+}
+
+const isOpen = (chain: Chain, pod: string, direction: 'ingress' | 'egress'): boolean =>
+  chain.rules.some((r) => r.comment === ruleComment.workloadOpen(pod, direction));
 
 /** Reads the bridge table's drop counters at scrape time; a port's pod is found by the addresses bound to it. */
 export function spoofDropSource(guard: AntiSpoofGuard, netns: string | undefined, pods: () => ReadonlyMap<string, PodRef>) {

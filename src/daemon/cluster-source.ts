@@ -33,6 +33,7 @@ export function openSource(
   kubeConfig: KubeConfig | undefined,
   metrics: Metrics,
   onHealth: (h: SourceHealth) => void,
+  onUnconfirmed: (reason: string | undefined) => void,
 ): ClusterSource {
   const logger = inputs.logger.child({ component: 'source' });
   if (!kubeConfig) {
@@ -57,6 +58,8 @@ export function openSource(
       pageTimeoutMs: config.listPageTimeoutSeconds * 1000,
     },
     onRefused: (r) => metrics.countApiRefusal(r.request, r.reason),
+    goneConfirmIntervalMs: config.apiGoneConfirmIntervalMs,
+    onUnconfirmed,
   });
 }
 

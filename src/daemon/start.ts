@@ -14,7 +14,7 @@ import { Reconciler } from '../reconcile/reconciler.js';
 import { systemClock } from '../reconcile/runner.js';
 import { Syncer } from '../reconcile/syncer.js';
 import type { Revoker } from '../revoke/revoker.js';
-import { LocalPods, spoofDropSource, startAntiSpoof } from './anti-spoofing.js';
+import { BridgedPolicingSource, LocalPods, spoofDropSource, startAntiSpoof } from './anti-spoofing.js';
 import { kubeConfigOf, openSource, policyEventsOf } from './cluster-source.js';
 import { createRevoker, establishedFlows } from './established-flows.js';
 import { eventKind, eventLatency } from './event-latency.js';
@@ -39,7 +39,7 @@ export interface RunningDaemon {
   readonly listen: { host: string; port: number };
   /** Strict mode's conntrack marker; undefined when revokeEstablished is off. */
   readonly revoker: Revoker | undefined;
-  /** The bridge-port address binding; undefined when antiSpoofing is off or in dry-run. */
+  /** The bridge table (port address binding when antiSpoofing is on, bridged traffic judging always); undefined in dry-run. */
   readonly antiSpoof: AntiSpoofGuard | undefined;
   /** Stops watching and syncing; the programmed rules stay in place. */
   stop(): Promise<void>;
@@ -56,10 +56,17 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   await preconditions.check();
 
   const kubeConfig = kubeConfigOf(inputs);
-  const source = openSource(config, inputs, kubeConfig, metrics, (h) => {
-    metrics.setSourceIncomplete(!h.complete);
-    health.sourceIncomplete(h.complete ? undefined : h.reason);
-  });
+  const source = openSource(
+    config,
+    inputs,
+    kubeConfig,
+    metrics,
+    (h) => {
+      metrics.setSourceIncomplete(!h.complete);
+      health.sourceIncomplete(h.complete ? undefined : h.reason);
+    },
+    (reason) => health.apiUnconfirmed(reason),
+  );
   const revoker = createRevoker(config, netns, metrics, logger);
   await flowLogging?.start(source, netns);
   const unsubscribeTools = onToolRun((tool, ok) => metrics.countToolRun(tool, ok));
@@ -96,8 +103,14 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   reports.subscribe(establishedFlows({ config, revoker, settings: node.last, netns, logger }));
 
   await guards.checkIpvs();
-  const antiSpoof = config.antiSpoofing && !config.dryRun ? startAntiSpoof(config, netns, logger) : undefined;
-  if (antiSpoof) {
+  // The bridge table also judges bridged pod traffic no pod address explains, so it runs with anti-spoofing off too.
+  let antiSpoof: AntiSpoofGuard | undefined;
+  if (!config.dryRun) {
+    const policing = new BridgedPolicingSource((family) => kernel.supports(family));
+    reports.subscribe(policing);
+    antiSpoof = startAntiSpoof(config, netns, logger, policing);
+  }
+  if (antiSpoof && config.antiSpoofing) {
     const localPods = new LocalPods();
     reports.subscribe(localPods);
     metrics.setSpoofDropSource(spoofDropSource(antiSpoof, netns, () => localPods.get()));

@@ -6,8 +6,7 @@
 // attribute value is in network byte order; nested attributes carry NLA_F_NESTED on the way out of the
 // kernel, which the parser strips.
 
-import ipaddr from 'ipaddr.js';
-import type { IpFamily } from '../model/cluster.js';
+import { ipFromBytes, ipToBytes, type IpFamily } from '../model/index.js';
 
 const NFNL_SUBSYS_CTNETLINK = 1;
 export const IPCTNL_MSG_CT_NEW = (NFNL_SUBSYS_CTNETLINK << 8) | 0;
@@ -112,12 +111,14 @@ export function parseAttrs(buf: Buffer): Map<number, Buffer> {
 }
 
 function tupleAttr(type: number, family: IpFamily, t: CtTuple): Buffer {
-  const ip = (text: string) => Buffer.from(ipaddr.parse(text).toByteArray());
   const [srcType, dstType] = family === 6 ? [CTA_IP_V6_SRC, CTA_IP_V6_DST] : [CTA_IP_V4_SRC, CTA_IP_V4_DST];
   const proto = [attr(CTA_PROTO_NUM, Buffer.from([t.proto]))];
   if (t.sport !== undefined) proto.push(attr(CTA_PROTO_SRC_PORT, be16(t.sport)));
   if (t.dport !== undefined) proto.push(attr(CTA_PROTO_DST_PORT, be16(t.dport)));
-  return nested(type, [nested(CTA_TUPLE_IP, [attr(srcType, ip(t.src)), attr(dstType, ip(t.dst))]), nested(CTA_TUPLE_PROTO, proto)]);
+  return nested(type, [
+    nested(CTA_TUPLE_IP, [attr(srcType, ipToBytes(t.src)), attr(dstType, ipToBytes(t.dst))]),
+    nested(CTA_TUPLE_PROTO, proto),
+  ]);
 }
 
 function parseTuple(buf: Buffer | undefined): CtTuple | undefined {
@@ -132,16 +133,13 @@ function parseTuple(buf: Buffer | undefined): CtTuple | undefined {
   const sport = proto.get(CTA_PROTO_SRC_PORT);
   const dport = proto.get(CTA_PROTO_DST_PORT);
   return {
-    src: addrText(src),
-    dst: addrText(dst),
+    src: ipFromBytes(src),
+    dst: ipFromBytes(dst),
     proto: num.readUInt8(0),
     ...(sport && sport.length >= 2 ? { sport: sport.readUInt16BE(0) } : {}),
     ...(dport && dport.length >= 2 ? { dport: dport.readUInt16BE(0) } : {}),
   };
 }
-
-// A dump holds every flow of the node: format IPv4 by hand rather than through ipaddr's objects.
-const addrText = (b: Buffer): string => (b.length === 4 ? `${b[0]}.${b[1]}.${b[2]}.${b[3]}` : ipaddr.fromByteArray([...b]).toString());
 
 /** One CT_NEW message of a dump (its payload, nfgenmsg included) → the entry, or undefined if malformed. */
 export function parseEntry(payload: Buffer): CtEntry | undefined {

@@ -5,7 +5,7 @@
 // Felix's Table.applyUpdates).
 
 import type { IpFamily } from '../model/cluster.js';
-import { lineJumpingTo } from '../render/index.js';
+import { lineJumpingTo, ListingMismatchError, revealHiddenInterfaces } from '../render/index.js';
 import { run } from './exec.js';
 
 export type IptablesBackend = 'nft' | 'legacy';
@@ -25,8 +25,11 @@ export interface RestoreOptions {
 export interface IptablesRunner {
   readonly family: IpFamily;
   readonly backend: IptablesBackend;
-  /** `iptables-save -t <table>` output, verbatim. */
-  /** `counters`: `iptables-save -c`, each rule prefixed with `[packets:bytes]` (inspect). */
+  /**
+   * `iptables-save -t <table>` output; `counters`: `iptables-save -c`, each rule prefixed with
+   * `[packets:bytes]` (inspect). Verbatim on nft; on legacy with what the save hides of our rules put back
+   * from the listing (render/legacy-listing.ts), so every reader sees a rule switched off by `! -i +`.
+   */
   save(table: IptablesTable, opts?: { readonly counters?: boolean }): Promise<string>;
   /** Throws DataplaneCommandError with `.line` set to the input line the tool rejected, when it said. */
   restore(text: string, opts: RestoreOptions): Promise<void>;
@@ -57,11 +60,11 @@ export function createIptablesRunner(opts: IptablesRunnerOptions): IptablesRunne
     family,
     backend,
     async save(table, saveOpts) {
-      const { stdout } = await run(iptablesTool(family, backend, 'save'), [...(saveOpts?.counters ? ['-c'] : []), '-t', table], {
-        netns,
-        ...timing,
-      });
-      return stdout;
+      const save = async (): Promise<string> =>
+        (await run(iptablesTool(family, backend, 'save'), [...(saveOpts?.counters ? ['-c'] : []), '-t', table], { netns, ...timing }))
+          .stdout;
+      if (backend !== 'legacy') return save();
+      return revealHidden((listing) => Promise.all([save(), listing]), listLegacy(family, table, netns, timing));
     },
     async firstRule(chain) {
       const tool = `${family === 6 ? 'ip6tables' : 'iptables'}-${backend}`;
@@ -81,6 +84,41 @@ export function createIptablesRunner(opts: IptablesRunnerOptions): IptablesRunne
       });
     },
   };
+}
+
+/**
+ * `iptables-legacy -L -v -n -x` of one table: the listing prints the interface columns the save leaves out.
+ * Returned as a function so each attempt of revealHidden lists afresh.
+ */
+export function listLegacy(
+  family: IpFamily,
+  table: IptablesTable,
+  netns: string | undefined,
+  timing: { readonly timeoutMs?: number },
+): () => Promise<string> {
+  const tool = `${family === 6 ? 'ip6tables' : 'iptables'}-legacy`;
+  return async () => (await run(tool, ['-w', '-t', table, '-L', '-v', '-n', '-x'], { netns, ...timing })).stdout;
+}
+
+/** Both reads are taken at once; a write between them shifts rows, so they are taken again, up to this often. */
+const LISTING_ATTEMPTS = 3;
+
+/**
+ * A legacy save with what it hides put back: `read` takes the save beside the listing it is given (started at
+ * the same moment, so a write rarely falls between them); a mismatch means one did, and both are read again.
+ */
+async function revealHidden(
+  read: (listing: Promise<string>) => Promise<readonly [string, string]>,
+  list: () => Promise<string>,
+): Promise<string> {
+  for (let attempt = 1; ; attempt++) {
+    const [save, listing] = await read(list());
+    try {
+      return revealHiddenInterfaces(save, listing);
+    } catch (err) {
+      if (!(err instanceof ListingMismatchError) || attempt >= LISTING_ATTEMPTS) throw err;
+    }
+  }
 }
 
 // The shapes the tools print (iptables 1.8.x), most specific first:

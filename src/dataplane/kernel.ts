@@ -3,10 +3,10 @@
 
 import { existsSync } from 'node:fs';
 import type { IpFamily } from '../model/index.js';
-import { EMPTY_FILTER_SAVE, filterIncompatible, filterTableOf } from '../render/index.js';
+import { EMPTY_FILTER_SAVE, filterIncompatible, filterTableOf, ListingMismatchError, revealHiddenInterfaces } from '../render/index.js';
 import { detectBackend, detectBackendWithSaves, type BackendDecision } from './backend.js';
 import { createIpsetRunner } from './ipset.js';
-import { createIptablesRunner, iptablesTool, type IptablesBackend, type IptablesRunner } from './iptables.js';
+import { createIptablesRunner, iptablesTool, listLegacy, type IptablesBackend, type IptablesRunner } from './iptables.js';
 
 export interface KernelOptions {
   readonly netns?: string | undefined;
@@ -67,6 +67,17 @@ export async function openKernelAndRead(
     families.map(async (f) => {
       const save = saves[f];
       const table = save === undefined ? undefined : filterTableOf(save);
+      if (table !== undefined && decision.backend === 'legacy') {
+        // What the save hides, from the listing (iptables.ts save); taken later than the detection's save, so
+        // a write in between is told by a mismatch, and then both are read again together.
+        const listing = await listLegacy(f, 'filter', opts.netns, timing)();
+        try {
+          return revealHiddenInterfaces(table, listing);
+        } catch (err) {
+          if (!(err instanceof ListingMismatchError)) throw err;
+          return kernel.saveFilter(f, { counters: opts.counters === true });
+        }
+      }
       if (table !== undefined) return table;
       // A failed save, or a filter table iptables-nft cannot show ("# Table `filter' is incompatible, use
       // 'nft' tool."): read it as before, so the command sees what `-t filter` says.

@@ -3,8 +3,8 @@
 // (no prebuilt binding for this platform, a kernel that rejects the dump) or for another netns,
 // which a netlink socket opened by this process cannot see.
 
-import * as ipaddr from 'ipaddr.js';
 import { run } from './exec.js';
+import { ipFromBytes } from '../model/index.js';
 
 export interface LinkInfo {
   readonly name: string;
@@ -78,7 +78,7 @@ async function listLinksNetlink(): Promise<LinkInfo[]> {
       const bytes = a.attrs.local ?? a.attrs.address;
       if (bytes === undefined || a.data.index === undefined) continue;
       const list = byIndex.get(a.data.index) ?? [];
-      list.push(ipaddr.fromByteArray([...bytes]).toString());
+      list.push(ipFromBytes(bytes));
       byIndex.set(a.data.index, list);
     }
     return assemble(raw, byIndex);

@@ -79,6 +79,18 @@ export function parseIp(text: string): ParsedIp | undefined {
   return parsed;
 }
 
+/**
+ * Canonical text of an address as the API server's strict validation accepts it: a dotted quad is already
+ * canonical once it parses (no leading zeros, four octets); IPv6 is printed in RFC 5952 form (`FD00:0::0001`
+ * → `fd00::1`). Undefined for anything else, a non-string included (objects from the API are untyped).
+ */
+export function canonicalIp(text: unknown): string | undefined {
+  if (typeof text !== 'string') return undefined;
+  const ip = parseIp(text);
+  if (!ip) return undefined;
+  return ip.family === 4 ? text : formatIp(6, ip.value);
+}
+
 /** The family of an address a pod can own; undefined for text that is not one, or for 0.0.0.0 / ::. */
 export function podAddressFamily(text: string): IpFamily | undefined {
   const ip = parseIp(text);
@@ -162,6 +174,24 @@ export function formatIp(family: IpFamily, value: bigint): string {
   return ipaddr.fromByteArray(bytes).toString();
 }
 
+/**
+ * An address in network byte order (4 or 16 bytes), as netlink attributes carry it. Throws on text that is
+ * not an address: callers pass addresses the model already holds (pod addresses, flow tuples).
+ */
+export function ipToBytes(text: string): Buffer {
+  const ip = parseIp(text);
+  if (!ip) throw new Error(`"${text}" is not an IP address`);
+  const out = Buffer.alloc(familyBits(ip.family) / 8);
+  let value = ip.value;
+  for (let i = out.length - 1; i >= 0; i--, value >>= 8n) out[i] = Number(value & 255n);
+  return out;
+}
+
+/** The text of an address carried in network byte order (4 or 16 bytes). */
+export const ipFromBytes = (b: Uint8Array): string =>
+  // A conntrack dump holds every flow of the node: IPv4 is formatted by hand, not through ipaddr's objects.
+  b.length === 4 ? `${b[0]}.${b[1]}.${b[2]}.${b[3]}` : ipaddr.fromByteArray([...b]).toString();
+
 export const formatCidr = (c: Cidr): string => `${formatIp(c.family, c.base)}/${c.prefix}`;
 
 export interface CanonicalCidr {
@@ -171,18 +201,14 @@ export interface CanonicalCidr {
 }
 
 /**
- * A CIDR from configuration or flannel's subnet.env, with host bits cleared (`10.244.1.1/24` →
- * `10.244.1.0/24`, which is how flannel writes FLANNEL_SUBNET). Surrounding space is ignored. Undefined
- * when `text` is not a CIDR.
+ * A CIDR from configuration, flannel's subnet.env or a Node's spec.podCIDRs, with host bits cleared
+ * (`10.244.1.1/24` → `10.244.1.0/24`, which is how flannel writes FLANNEL_SUBNET). Surrounding space is
+ * ignored. Read by parseCidr, so as strictly as an ipBlock: a prefix written `/024` is refused here too.
+ * Undefined when `text` is not a CIDR.
  */
 export function canonicalCidr(text: string): CanonicalCidr | undefined {
-  const match = /^([^/]+)\/(\d{1,3})$/.exec(text.trim());
-  if (!match) return undefined;
-  const [, address = '', prefixText = ''] = match;
-  const ip = parseIp(address);
-  const prefix = Number(prefixText);
-  if (!ip || prefix > familyBits(ip.family)) return undefined;
-  return { family: ip.family, cidr: formatCidr({ family: ip.family, base: ip.value & maskOf(ip.family, prefix), prefix }) };
+  const parsed = parseCidr(text.trim());
+  return parsed.ok ? { family: parsed.cidr.family, cidr: formatCidr(parsed.cidr) } : undefined;
 }
 
 export const isCidr = (text: string): boolean => canonicalCidr(text) !== undefined;

@@ -1,7 +1,6 @@
 // The cluster as netfence sees it: only the fields NetworkPolicy semantics depend on.
 // Everything is readonly; sources (informers, manifest files) build new snapshots, nobody mutates one.
 
-import type { ClusterNetworkPolicy } from './cluster-policy.js';
 import type { Problem } from './problem.js';
 
 export type Labels = Readonly<Record<string, string>>;
@@ -87,8 +86,8 @@ export interface NetworkPolicy {
   readonly ingress?: readonly PolicyRule[];
   readonly egress?: readonly PolicyRule[];
   /**
-   * metadata.creationTimestamp (RFC 3339, UTC, as the API server writes it). The node budget admits
-   * policies oldest first, so a new policy cannot take an older one's place. Absent in manifests: oldest.
+   * metadata.creationTimestamp (RFC 3339, UTC, as the API server writes it). The node budget admits a
+   * namespace's policies oldest first, so a new policy cannot take an older one's place. Absent in manifests: oldest.
    */
   readonly creationTimestamp?: string;
   /**
@@ -113,36 +112,5 @@ export interface ClusterNode {
   /** metadata.labels (ClusterNetworkPolicy `nodes` peers select on them). Absent: none. */
   readonly labels?: Labels;
 }
-
-export interface ClusterSnapshot {
-  readonly nodes: readonly ClusterNode[];
-  readonly namespaces: readonly Namespace[];
-  readonly pods: readonly Pod[];
-  readonly policies: readonly NetworkPolicy[];
-  /** ClusterNetworkPolicies (policy.networking.k8s.io/v1alpha2). Absent: none (the CRD may not be installed). */
-  readonly clusterPolicies?: readonly ClusterNetworkPolicy[];
-  /**
-   * How this snapshot differs from an earlier one of the same source, for a consumer that keeps state between
-   * snapshots (the incremental compiler): it then never walks the whole pod or policy list for a one-object
-   * change. Absent: compare whole lists.
-   */
-  readonly changes?: SnapshotChanges;
-}
-
-export interface SnapshotChanges {
-  /** What differs from `earlier`; undefined when this snapshot cannot tell (another source, or too long ago). */
-  since(earlier: ClusterSnapshot): SnapshotDelta | undefined;
-}
-
-/**
- * Pods and NetworkPolicies by `ns/name` key that may differ between two snapshots: each with its value in
- * the later one (undefined: not in it). A key may be listed with the value it already had (changed and changed back).
- */
-export interface SnapshotDelta {
-  readonly pods: ReadonlyMap<string, Pod | undefined>;
-  readonly policies: ReadonlyMap<string, NetworkPolicy | undefined>;
-}
-
-export const emptySnapshot: ClusterSnapshot = { nodes: [], namespaces: [], pods: [], policies: [] };
 
 export const podKey = (p: { readonly namespace: string; readonly name: string }): string => `${p.namespace}/${p.name}`;

@@ -1,5 +1,6 @@
 export * from './cluster.js';
 export * from './cluster-policy.js';
+export * from './snapshot.js';
 export * from './dataplane.js';
 export * from './node.js';
 export * from './flow-log.js';
@@ -10,3 +11,4 @@ export * from './member-delta.js';
 export * from './chain-kinds.js';
 export * from './rule-comments.js';
 export * from './address.js';
+export * from './digest.js';

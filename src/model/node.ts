@@ -47,7 +47,8 @@ export const DEFAULT_NODE_BUDGET: NodeBudget = { setMembers: 100_000, rules: 5_0
 
 /**
  * Node-wide limits on what NetworkPolicies write, so that no namespace can exhaust the node agent's memory.
- * Policies are admitted oldest first; one that would cross a limit fails closed.
+ * Shared fairly between namespaces (compile/budget.ts); within its share a namespace's policies are admitted
+ * oldest first; one that would cross a limit fails closed.
  */
 export interface NodeBudget {
   /** ipBlock set members (cidrs and excepts as written), counted once per distinct set. */

@@ -35,6 +35,7 @@ export class HealthState implements HealthChecks {
   private lastReady = false;
   private sourceProblem: string | undefined;
   private syncFailure: string | undefined;
+  private unconfirmed: string | undefined;
 
   constructor(private readonly options: HealthStateOptions) {
     // Start-up counts as a beat: the loop gets a full stall window before its first report.
@@ -103,6 +104,16 @@ export class HealthState implements HealthChecks {
     this.notify();
   }
 
+  /**
+   * An API that can vanish (the ClusterNetworkPolicy CRD) answered 404 and discovery has not yet confirmed it
+   * gone (undefined: settled). Its last policies stay enforced, but whether they still exist is unknown: not
+   * ready until discovery answers either way.
+   */
+  apiUnconfirmed(reason: string | undefined): void {
+    this.unconfirmed = reason;
+    this.notify();
+  }
+
   liveness(): Check {
     if (this.stopped !== undefined) return { ok: false, reason: `sync loop stopped: ${this.stopped}` };
     const silentMs = this.options.now() - this.lastBeat;
@@ -134,6 +145,7 @@ export class HealthState implements HealthChecks {
       return { ok: false, reason: `first full sync not programmed yet${why}` };
     }
     if (this.syncFailure !== undefined) return { ok: false, reason: `last sync failed (retrying): ${this.syncFailure}` };
+    if (this.unconfirmed !== undefined) return { ok: false, reason: this.unconfirmed };
     if (this.sourceProblem !== undefined) return { ok: true, detail: `degraded: ${this.sourceProblem}` };
     return OK;
   }

@@ -23,6 +23,7 @@ import {
   ruleLine,
   ruleOfLine,
   type IpsetOp,
+  type SavedIpSet,
 } from '../render/index.js';
 import type { ObservedFamily, Ownership } from './observed.js';
 import { tempSetName } from './retype.js';
@@ -53,10 +54,25 @@ export interface PlanCounts {
   membersRemoved: number;
 }
 
+/** One set's part of step 1, for applying it alone when step 1 as a whole fails. */
+export interface SetStep {
+  readonly name: string;
+  /** This set's lines of `ipsetRestore`. */
+  readonly restore: string;
+  /**
+   * The set rebuilt whole: a temp set with the desired members swapped in (atomic), for when its own lines
+   * fail (a member someone added with options the tools refuse to repeat, a set recreated with other
+   * options, …). Undefined for a set that did not exist: its lines create it.
+   */
+  readonly rebuild: string | undefined;
+}
+
 export interface FamilyPlan {
   readonly family: IpFamily;
   /** Step 1, `ipset -exist restore`: new sets, member deltas, temp-set swaps. Empty: nothing to do. */
   readonly ipsetRestore: string;
+  /** Step 1 set by set, rendered when first read (only after step 1 failed). */
+  readonly setSteps: readonly SetStep[];
   /** Step 2, one `iptables-restore --noflush` transaction: changed chains, hooks, stale chains. */
   readonly iptablesRestore: string;
   /** Step 3, `ipset -exist restore`: destroy sets nothing references any more. */
@@ -100,17 +116,23 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
   // Step 1: sets. Removals go before additions: every set we own widens what is allowed, so a
   // half-applied delta may briefly deny more, never allow more.
   const ipsetOps: IpsetOp[] = [];
+  const setOps: { set: IpSet; existed: boolean; from: number; to: number }[] = [];
   const desiredSets = new Set(desired.ipsets.map((s) => s.name as string));
   for (const set of desired.ipsets) {
     if (known.has(set)) continue;
     const seen = observed.ipsets.get(set.name);
+    const from = ipsetOps.length;
+    planSet(set, seen);
+    if (ipsetOps.length > from) setOps.push({ set, existed: seen !== undefined, from, to: ipsetOps.length });
+  }
+  function planSet(set: IpSet, seen: SavedIpSet | undefined): void {
     const owner = `set ${set.description}`;
     if (!seen) {
       ipsetOps.push(...createWithMembers(set));
       changes.push({ object: 'set', name: set.name, action: 'create', before: [], after: set.members, owner });
       counts.setsCreated++;
       counts.membersAdded += set.members.length;
-      continue;
+      return;
     }
     if (seen.type !== set.type || seen.family !== set.family) {
       // Someone recreated it with another type: rebuilt by the retype steps before this plan runs.
@@ -124,10 +146,10 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
         owner,
       });
       counts.setsRewritten++;
-      continue;
+      return;
     }
     const { adds, dels } = memberDelta(seen.members, set, previousSets.get(set.name));
-    if (adds.length === 0 && dels.length === 0) continue;
+    if (adds.length === 0 && dels.length === 0) return;
     // Observed members are sorted; the lines a diff shows are computed only if someone reads them.
     changes.push(
       lazyLines(
@@ -139,14 +161,7 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
     counts.membersAdded += adds.length;
     counts.membersRemoved += dels.length;
     if (adds.length + dels.length > Math.max(SWAP_MIN_CHANGES, set.members.length / 2)) {
-      const temp = tempSetName(set, own);
-      ipsetOps.push(
-        { op: 'create', name: temp, set },
-        { op: 'flush', name: temp },
-        { op: 'add', name: temp, members: set.members },
-        { op: 'swap', name: temp, with: set.name },
-        { op: 'destroy', name: temp },
-      );
+      ipsetOps.push(...rebuildOps(set, tempSetName(set, own)));
       counts.setsRewritten++;
     } else {
       // Priming with the set's own create line lets ipset batch the lines (limits.md §2); the observed
@@ -222,10 +237,18 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
     counts.chainsDeleted++;
   }
   const iptablesRestore = filterTransaction([...declare, ...body, ...tail]);
+  let setSteps: SetStep[] | undefined;
 
   return {
     family: desired.family,
     ipsetRestore: renderIpsetOps(ipsetOps),
+    get setSteps() {
+      return (setSteps ??= setOps.map(({ set, existed, from, to }) => ({
+        name: set.name,
+        restore: renderIpsetOps(ipsetOps.slice(from, to)),
+        rebuild: existed ? renderIpsetOps(rebuildOps(set, tempSetName(set, own))) : undefined,
+      })));
+    },
     iptablesRestore,
     ipsetDestroy: renderIpsetOps(staleSets.map((name) => ({ op: 'destroy', name }))),
     staleSets,
@@ -235,6 +258,15 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
     errors,
   };
 }
+
+/** `set` filled afresh in `temp` and swapped in: one atomic step from the old members to the new. */
+const rebuildOps = (set: IpSet, temp: string): IpsetOp[] => [
+  { op: 'create', name: temp, set },
+  { op: 'flush', name: temp },
+  { op: 'add', name: temp, members: set.members },
+  { op: 'swap', name: temp, with: set.name },
+  { op: 'destroy', name: temp },
+];
 
 /** Our hooks must be exactly the desired ones, inserted ones at the very top, in order. */
 function planHooks(

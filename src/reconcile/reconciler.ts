@@ -6,7 +6,7 @@ import type { ClusterSnapshot, NodeSettings, Problem } from '../model/index.js';
 import { formatPlanDiff, formatSummary, summarize } from '../plan/diff.js';
 import { BoundedFrequencyRunner, type Clock, type RunReason } from './runner.js';
 import { SyncReports, type SyncSubscriber } from './sync-reports.js';
-import type { SyncLogger, Syncer } from './syncer.js';
+import { SetsNotProgrammedError, type SyncLogger, type Syncer } from './syncer.js';
 
 export interface SnapshotSource {
   snapshot(): ClusterSnapshot;
@@ -145,7 +145,13 @@ export class Reconciler {
     } catch (err) {
       const error = err instanceof Error ? err : new Error(String(err));
       this.opts.syncer.markOutOfSync(`apply failed: ${error.message}`);
-      logger.error('apply failed; the previous rules stay in place and the sync will be retried', { reason, error: error.message });
+      if (error instanceof SetsNotProgrammedError) {
+        logger.error('ipsets could not be programmed; everything else was, and the sync will be retried', {
+          reason,
+          sets: error.sets.map((s) => s.name),
+          error: error.message,
+        });
+      } else logger.error('apply failed; the previous rules stay in place and the sync will be retried', { reason, error: error.message });
       this.reports.failed({ reason, error, stage: 'apply' });
       throw error;
     }

@@ -2,8 +2,7 @@
 // last programmed, plans against that, and re-reads the kernel only when it has reason to doubt it
 // (start, drift timer, any failure).
 
-import crypto from 'node:crypto';
-import type { DesiredState, FamilyState, IpFamily } from '../model/index.js';
+import { sha256, type DesiredState, type FamilyState, type IpFamily } from '../model/index.js';
 import {
   expectedObserved,
   observeFamily,
@@ -189,13 +188,16 @@ export class Syncer {
     const undestroyed: string[] = [];
     try {
       await this.inTurn(async () => {
+        const failedSets: FailedSet[] = [];
         for (const plan of plans) {
-          if (plan.ipsetRestore) await this.kernel.ipsetRestore(plan.ipsetRestore);
+          if (plan.ipsetRestore) failedSets.push(...(await this.applySets(plan)));
           if (plan.iptablesRestore) await this.kernel.restoreFilter(plan.family, plan.iptablesRestore);
         }
         for (const plan of plans) {
           if (plan.ipsetDestroy) undestroyed.push(...(await this.destroyStaleSets(plan.ipsetDestroy, plan.staleSets)));
         }
+        // Everything else is programmed; the sync still fails, so the next one reads the kernel and retries.
+        if (failedSets.length > 0) throw new SetsNotProgrammedError(failedSets);
       });
     } catch (err) {
       this.lastDesired.clear();
@@ -264,6 +266,43 @@ export class Syncer {
     const rest = await this.sync(desired, { readKernel: true, afterRetype: true });
     const retyped = new Map(plans.map((p) => [p.family, p.changes.filter((c) => c.object === 'set' && sets.includes(c.name))]));
     return { ...rest, drift: true, plans: rest.plans.map((p) => ({ ...p, changes: [...(retyped.get(p.family) ?? []), ...p.changes] })) };
+  }
+
+  /**
+   * Step 1 of a plan. `ipset restore` stops at the first line it refuses, and one set's failure must not hold
+   * back every other set and the chains after them: when the whole fails on a line, each set is applied on its
+   * own, and a set whose own lines fail is rebuilt whole (a temp set swapped in). Returns the sets that still
+   * failed. A failure that names no line (the tool hung or could not run) is thrown as it is.
+   */
+  private async applySets(plan: FamilyPlan): Promise<FailedSet[]> {
+    try {
+      await this.kernel.ipsetRestore(plan.ipsetRestore);
+      return [];
+    } catch (err) {
+      if ((err as { line?: unknown }).line === undefined) throw err;
+      this.logger.warn('ipset restore refused a line; applying each set on its own', { error: (err as Error).message });
+    }
+    const failed: FailedSet[] = [];
+    for (const step of plan.setSteps) {
+      let error: unknown;
+      try {
+        await this.kernel.ipsetRestore(step.restore);
+        continue;
+      } catch (err) {
+        error = err;
+      }
+      if (step.rebuild !== undefined) {
+        try {
+          await this.kernel.ipsetRestore(step.rebuild);
+          this.logger.warn('rebuilt an ipset whose update was refused', { set: step.name, error: (error as Error).message });
+          continue;
+        } catch (err) {
+          error = err;
+        }
+      }
+      failed.push({ name: step.name, error: (error as Error).message });
+    }
+    return failed;
   }
 
   /**
@@ -394,6 +433,22 @@ export class Syncer {
   }
 }
 
+interface FailedSet {
+  readonly name: string;
+  readonly error: string;
+}
+
+/** Some sets could not be programmed, even rebuilt; everything else of the sync was. */
+export class SetsNotProgrammedError extends Error {
+  override readonly name = 'SetsNotProgrammedError';
+  constructor(readonly sets: readonly FailedSet[]) {
+    super(
+      `ipset ${sets.map((s) => s.name).join(', ')} could not be programmed (${sets[0]!.error}); ` +
+        'every other set and the chains were, and the next sync retries',
+    );
+  }
+}
+
 /**
  * Same chains, hooks and set members: what we own is exactly as we left it (`a` what we programmed, `b` a
  * read). Rules are compared by identity and meaning (plan/rule-identity.ts), not by how they are printed.
@@ -415,7 +470,4 @@ export function sameObserved(a: ObservedFamily, b: ObservedFamily): boolean {
   return true;
 }
 
-// crypto.hash (Node 20.12+) hashes a string in one call; createHash on older Node 20.
-const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'base64') => string }).hash;
-const digest = (text: string): string =>
-  oneShot ? oneShot('sha256', text, 'base64') : crypto.createHash('sha256').update(text).digest('base64');
+const digest = (text: string): string => sha256(text, 'base64');

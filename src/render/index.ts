@@ -8,3 +8,4 @@ export * from './restore-as-save.js';
 export * from './rule-text.js';
 export * from './whole-save.js';
 export * from './restore-lines.js';
+export * from './legacy-listing.js';

@@ -34,7 +34,9 @@ const renderIpsetOp: { [K in IpsetOp['op']]: (o: Extract<IpsetOp, { op: K }>, ou
     for (const m of o.members) out.push(`add ${o.name} ${m}`);
   },
   del: (o, out) => {
-    for (const m of o.members) out.push(`del ${o.name} ${m}`);
+    // `ipset del` takes the element alone: a member someone added with options (`10.0.0.5 nomatch`, saved
+    // so) is deleted as `10.0.0.5`; with the options the line is refused ("Unknown argument").
+    for (const m of o.members) out.push(`del ${o.name} ${elementOf(m)}`);
   },
   flush: (o, out) => {
     out.push(`flush ${o.name}`);
@@ -45,6 +47,12 @@ const renderIpsetOp: { [K in IpsetOp['op']]: (o: Extract<IpsetOp, { op: K }>, ou
   destroy: (o, out) => {
     out.push(`destroy ${o.name}`);
   },
+};
+
+/** A saved member without its options: `10.0.0.5 nomatch` → `10.0.0.5`. */
+const elementOf = (member: string): string => {
+  const space = member.search(/\s/);
+  return space < 0 ? member : member.slice(0, space);
 };
 
 /** `ipset restore` input for `ops`, one line each (a newline after the last); '' for none. */

@@ -3,8 +3,7 @@
 // target), so a saved line usually equals the rendered one byte for byte: the drift check's fast path. A
 // rule printed another way is compared by hash and meaning instead (plan/rule-identity.ts).
 
-import crypto from 'node:crypto';
-import type { Action, Chain, FamilyState, Hook, Match, Rule } from '../model/index.js';
+import { sha256 as sha256Of, type Action, type Chain, type FamilyState, type Hook, type Match, type Rule } from '../model/index.js';
 
 export const HASH_PREFIX = 'nf:';
 const HASH_LENGTH = 16;
@@ -145,10 +144,7 @@ function chainedHashes(chain: string, ruleTexts: readonly string[]): string[] {
   return out;
 }
 
-// crypto.hash (Node 20.12+) hashes a string in one call, without a Hash object per rule.
-const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'base64url') => string }).hash;
-const sha256 = (text: string): string =>
-  oneShot ? oneShot('sha256', text, 'base64url') : crypto.createHash('sha256').update(text).digest('base64url');
+const sha256 = (text: string): string => sha256Of(text, 'base64url');
 
 /** Hooks are hashed on their own (not chained): they sit among foreign rules we do not control. */
 export const hookHash = (hook: Hook): string => ruleHashes(`${hook.chain}*hook`, [hook.rule])[0]!;
@@ -229,5 +225,5 @@ export function renderFullRestore(state: FamilyState): string {
   const out = [...chains.map((c) => declareChainLine(c.name)), ...chains.flatMap((c) => c.lines)];
   for (const hook of state.hooks)
     out.push(ruleLine(hook.position === 'insert' ? 'insert-first' : 'append', hook.chain, renderHookArgs(hook)));
-  return ['*filter', ...out, 'COMMIT', ''].join('\n');
+  return filterTransaction(out);
 }

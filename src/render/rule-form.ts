@@ -11,7 +11,10 @@
 // - the order of one module's options, and of the items of a list option (`--ctstate`, `--dports`);
 // - defaults a module may or may not print (`--limit-burst 5`, `--nflog-group 0`, `--reject-with
 //   icmp-port-unreachable`, a full mark mask, `--update-counters`), and the protocol module `-p tcp` loads
-//   implicitly (`-m tcp` with no option), a `/32` or `/128` left off an address;
+//   implicitly (`-m tcp` with no option), a `/32` or `/128` left off an address, and a header option
+//   that matches every packet (`-s 0.0.0.0/0`, `-s ::/0`, `-p all`, `-i +`). Only when not negated: the
+//   negation of a match-everything option matches nothing (`! -s 0.0.0.0/0`, `! -i +`), so it is kept
+//   like any other negation, and a rule edited so can never compare equal to the rule we wrote;
 // - packet counters (`-c <packets> <bytes>`).
 // Anything not understood is kept verbatim and in place: an unknown print is a change, never ignored.
 
@@ -112,7 +115,7 @@ export function canonicalRuleForm(args: readonly string[]): string {
     const not = negate ? '! ' : '';
     const short = HEADER_OPTIONS[word];
     if (short !== undefined) {
-      const value = headerValue(short, args[i + 1] ?? '');
+      const value = headerValue(short, args[i + 1] ?? '', negate);
       if (short === '-p' && !negate) protocol = value;
       if (value !== '') header.push(`${not}${short} ${value}`);
       current = undefined;
@@ -148,18 +151,21 @@ export function canonicalRuleForm(args: readonly string[]): string {
   return JSON.stringify([header.sort(), ordered(groups, protocol)]);
 }
 
-function headerValue(option: string, value: string): string {
+/** A header option's value in one spelling; '' for an option that matches every packet and is not negated. */
+function headerValue(option: string, value: string, negated: boolean): string {
+  const everything = (normal: string, matchesAll: boolean): string => (matchesAll && !negated ? '' : normal);
   if (option === '-p') {
     const name = value.toLowerCase();
     const known = PROTOCOL_NAMES[name] ?? name;
-    return known === 'all' || known === '0' ? '' : known;
+    return everything(known === '0' ? 'all' : known, known === 'all' || known === '0');
   }
   if (option === '-s' || option === '-d') {
     const address = value.toLowerCase();
     const full = address.includes('/') ? address : `${address}/${address.includes(':') ? 128 : 32}`;
-    return full === '0.0.0.0/0' || full === '::/0' ? '' : full;
+    return everything(full, full === '0.0.0.0/0' || full === '::/0');
   }
-  return value;
+  // `-i +`: any interface name (iptables-nft saves it away; the legacy listing shows it, legacy-listing.ts).
+  return everything(value, value === '+');
 }
 
 /** One option with its values, normalised; undefined when it states the module's default. */

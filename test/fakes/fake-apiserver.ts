@@ -25,6 +25,8 @@
 // - clusternetworkpolicies (policy.networking.k8s.io/v1alpha2, a CRD) only while `crdInstalled`
 //   (option `clusterNetworkPolicyCrd`, or installCrd()/uninstallCrd()): discovery at
 //   /apis/policy.networking.k8s.io/v1alpha2 and the resource paths 404 otherwise, as without the CRD.
+//   scriptDiscovery() answers the next discovery requests as scripted (listed, absent, or an HTTP status),
+//   whatever is installed, as an API server or aggregation layer that is restarting would.
 // Paged lists (`limit`/`continue`, see serveList), and large lists gzipped when asked (`compressLists`).
 // Not served: label selectors, writes over HTTP — except
 // events.k8s.io/v1 Events, which the daemon writes: POST creates (409 AlreadyExists on a taken name,
@@ -43,6 +45,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
+
+/** A scripted answer to ClusterNetworkPolicy discovery: the resource listed, the group-version without it, or this status. */
+export type DiscoveryAnswer = 'listed' | 'absent' | number;
 
 export type Resource = 'namespaces' | 'pods' | 'nodes' | 'networkpolicies' | 'clusternetworkpolicies';
 
@@ -178,6 +183,7 @@ export class FakeApiServer {
   private readonly corrupt = new Set<Resource>();
   private readonly heldEnds = new Map<Resource, Promise<void>>();
   private readonly hostile = new Map<Resource, HostileStream>();
+  private readonly discoveryScript: DiscoveryAnswer[] = [];
   private readonly podFieldLabels: ReadonlySet<string>;
   private readonly compressLists: boolean;
   private server: Server | undefined;
@@ -321,6 +327,16 @@ export class FakeApiServer {
 
   // --- failure injection ----------------------------------------------------------------------
 
+  /** The next ClusterNetworkPolicy discovery requests get these answers, in order; then the truth again. */
+  scriptDiscovery(...answers: DiscoveryAnswer[]): void {
+    this.discoveryScript.push(...answers);
+  }
+
+  /** Scripted discovery answers not yet given. */
+  get discoveryScriptLeft(): number {
+    return this.discoveryScript.length;
+  }
+
   /** Closes every watch connection abruptly (socket destroyed mid-stream). */
   dropWatches(): void {
     for (const w of this.watchers) w.res.socket?.destroy();
@@ -458,7 +474,18 @@ export class FakeApiServer {
     if (eventRoute)
       return this.serveEventWrite(req, res, decodeURIComponent(eventRoute[1]!), eventRoute[2] && decodeURIComponent(eventRoute[2]));
     if (req.method !== 'GET') return status(res, 405, 'MethodNotAllowed', `the fake API server only serves GET`);
-    if (url.pathname === CNP_DISCOVERY && this.crdInstalled) {
+    const scripted = url.pathname === CNP_DISCOVERY ? this.discoveryScript.shift() : undefined;
+    if (typeof scripted === 'number')
+      return status(res, scripted, scripted === 404 ? 'NotFound' : 'ServiceUnavailable', `scripted discovery answer (${url.pathname})`);
+    if (scripted === 'absent') {
+      return json(res, 200, {
+        kind: 'APIResourceList',
+        apiVersion: 'v1',
+        groupVersion: 'policy.networking.k8s.io/v1alpha2',
+        resources: [],
+      });
+    }
+    if (url.pathname === CNP_DISCOVERY && (scripted === 'listed' || this.crdInstalled)) {
       return json(res, 200, {
         kind: 'APIResourceList',
         apiVersion: 'v1',

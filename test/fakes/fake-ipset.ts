@@ -2,8 +2,10 @@
 // ipset 7.x does: line by line and NOT transactional — lines before a failing one stay applied, as the
 // real tool leaves them (src/dataplane/ipset.ts) — refusing what the real tool refuses: a create that
 // clashes with an existing set of another type, a member of the wrong family or shape, a `/0` in a
-// hash:net set, a swap of sets of different types, destroying a set a rule still uses. Members are
-// kept as `ipset save` prints them: host bits masked, a full-length prefix printed bare, IPv6 compressed.
+// hash:net set, a swap of sets of different types, destroying a set a rule still uses, a `del` with member
+// options ("Unknown argument: `nomatch'"), `nomatch` on a set type without it. Members are kept as
+// `ipset save` prints them: host bits masked, a full-length prefix printed bare, IPv6 compressed, `nomatch`
+// after the element; adding an element again with -exist replaces its options, as the kernel does.
 
 import ipaddr from 'ipaddr.js';
 import type { IpFamily } from '../../src/model/index.js';
@@ -13,6 +15,7 @@ interface FakeSet {
   readonly type: string;
   readonly family: IpFamily;
   readonly maxelem: number;
+  /** By element (`10.0.0.5`), each as saved (`10.0.0.5 nomatch`). */
   members: Map<string, string>;
 }
 
@@ -73,14 +76,20 @@ export class FakeIpset {
       }
       case 'add': {
         const s = need();
-        const member = canonicalMember(s, rest.join(' '), fail);
+        const [element, ...options] = rest;
+        const member = canonicalMember(s, element ?? '', fail);
+        for (const option of options) if (option !== 'nomatch' || s.type !== 'hash:net') fail(`Unknown argument: \`${option}'`);
         if (!s.members.has(member) && s.members.size >= s.maxelem) fail('Hash is full, cannot add more elements');
-        s.members.set(member, member);
+        s.members.set(member, [member, ...options].join(' '));
         return;
       }
-      case 'del':
-        need().members.delete(canonicalMember(need(), rest.join(' '), fail));
+      case 'del': {
+        const s = need();
+        const [element, ...options] = rest;
+        if (options.length > 0) fail(`Unknown argument: \`${options[0]}'`);
+        s.members.delete(canonicalMember(s, element ?? '', fail));
         return;
+      }
       case 'flush':
         need().members = new Map();
         return;
@@ -116,11 +125,9 @@ function parseCreate(words: readonly string[], fail: (msg: string) => never): Om
 }
 
 /** The member as `ipset save` prints it, or a failure naming what the real tool would. */
-function canonicalMember(set: FakeSet, text: string, fail: (msg: string) => never): string {
-  const [entry, ...flags] = text.split(' ');
-  const suffix = flags.length ? ` ${flags.join(' ')}` : '';
-  if (set.type === 'hash:ip') return canonicalIp(set.family, entry ?? '', fail) + suffix;
-  if (set.type === 'hash:net') return canonicalNet(set.family, entry ?? '', fail) + suffix;
+function canonicalMember(set: FakeSet, entry: string | undefined, fail: (msg: string) => never): string {
+  if (set.type === 'hash:ip') return canonicalIp(set.family, entry ?? '', fail);
+  if (set.type === 'hash:net') return canonicalNet(set.family, entry ?? '', fail);
   const comma = (entry ?? '').lastIndexOf(',');
   const [proto, port] = (entry ?? '').slice(comma + 1).split(':');
   if (comma < 0 || !proto || !PROTOCOLS.has(proto) || !/^\d+$/.test(port ?? '') || Number(port) > 65535)

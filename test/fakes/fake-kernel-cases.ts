@@ -95,4 +95,17 @@ export const TOOL_CASES: readonly ToolCase[] = [
     ipset: 'create nfk4b:net hash:net family inet hashsize 1024 maxelem 1048576\nadd nfk4b:net 10.1.2.3/16\nadd nfk4b:net 10.9.9.9/32\n',
     refused: false,
   },
+  {
+    name: 'a member given nomatch, deleted by its element alone',
+    ipset:
+      'create nfk4b:net hash:net family inet hashsize 1024 maxelem 1048576\nadd nfk4b:net 10.1.0.0/16 nomatch\ndel nfk4b:net 10.1.0.0/16\n',
+    refused: false,
+  },
+  {
+    name: 'a member deleted with its options',
+    ipset:
+      'create nfk4b:net hash:net family inet hashsize 1024 maxelem 1048576\nadd nfk4b:net 10.1.0.0/16 nomatch\ndel nfk4b:net 10.1.0.0/16 nomatch\n',
+    refused: 'ipset',
+  },
+  { name: 'nomatch in a hash:ip set', ipset: 'add nfk4s:base 10.0.0.2 nomatch\n', refused: 'ipset' },
 ];

@@ -2,11 +2,15 @@
 """IPv6 in a pod's network namespace as an honest pod and as a forger would use it.
 
 One process per pod netns, JSON lines in and out (first line {"ready": true}):
-  {"id", "op": "sink", "port"}                         record every UDP datagram to [::]:port
+  {"id", "op": "sink", "port"}                         record every UDP datagram to [::]:port and 0.0.0.0:port
   {"id", "op": "sunk"}                                 -> {"datagrams": [[src, text], ...]}
   {"id", "op": "sendfrom", "src", "ip", "port", "text"} one UDP datagram from `src`, held or not
         (IPV6_TRANSPARENT lets a socket bind to an address the pod does not hold); link-local
         addresses are scoped to eth0
+  {"id", "op": "send", "ip", "port", "text"}          one plain UDP datagram to `ip` (either family; broadcast
+        allowed; link-local and link-scope multicast addresses are scoped to eth0)
+  {"id", "op": "tagged", "mac", "src", "ip", "port", "text"}  one IPv4 UDP datagram in an 802.1Q frame with
+        VLAN id 0 (a priority tag, which receivers treat as untagged), written raw to eth0 for `mac`
   {"id", "op": "na", "target", "iface"?}               unsolicited Neighbour Advertisement to ff02::1,
         Override set, "<target> is at <our MAC>" (ND spoofing); the source is our link-local address
   {"id", "op": "ra", "iface"?}                         Router Advertisement to ff02::1 (lifetime 1800 s):
@@ -55,7 +59,14 @@ class Peer:
                 def datagram_received(self, data, addr):
                     peer.sunk.append([addr[0].split("%")[0], data.decode(errors="replace")])
 
-            await self.loop.create_datagram_endpoint(Sink, local_addr=("::", int(req["port"])), family=socket.AF_INET6)
+            # One socket per family: a dual-stack IPv6 socket hears IPv4 broadcast but not IPv4 multicast.
+            v6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+            v6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            v6.bind(("::", int(req["port"])))
+            await self.loop.create_datagram_endpoint(Sink, sock=v6)
+            v4 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            v4.bind(("0.0.0.0", int(req["port"])))
+            await self.loop.create_datagram_endpoint(Sink, sock=v4)
             return {}
         if op == "sunk":
             return {"datagrams": list(self.sunk)}
@@ -66,6 +77,34 @@ class Peer:
             s.setsockopt(socket.IPPROTO_IPV6, IPV6_TRANSPARENT, 1)
             s.bind((req["src"], 0, 0, scope(req["src"])))
             s.sendto(req["text"].encode(), (req["ip"], int(req["port"]), 0, scope(req["ip"])))
+            s.close()
+            return {}
+        if op == "send":
+            ip = req["ip"]
+            if ":" in ip:
+                link = ip.lower().startswith(("fe80:", "ff02:"))
+                s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+                target = (ip, int(req["port"]), 0, socket.if_nametoindex(iface) if link else 0)
+            else:
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
+                target = (ip, int(req["port"]))
+            s.sendto(req["text"].encode(), target)
+            s.close()
+            return {}
+        if op == "tagged":
+            src, dst = socket.inet_aton(req["src"]), socket.inet_aton(req["ip"])
+            payload = req["text"].encode()
+            udp = struct.pack("!HHHH", 40000, int(req["port"]), 8 + len(payload), 0) + payload
+            header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0, 64, 17, 0, src, dst)
+            words = sum(struct.unpack("!10H", header))
+            while words >> 16:
+                words = (words & 0xFFFF) + (words >> 16)
+            header = header[:10] + struct.pack("!H", ~words & 0xFFFF) + header[12:]
+            frame = bytes.fromhex(req["mac"].replace(":", "")) + mac_of(iface) + struct.pack("!HHH", 0x8100, 0, 0x0800) + header + udp
+            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+            s.bind((iface, 0))
+            s.send(frame)
             s.close()
             return {}
         if op == "na":

@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jest } from '@jest/globals';
+import { UNKNOWN_POLICING } from '../../src/antispoof/bridged.js';
 import { AntiSpoofGuard } from '../../src/antispoof/guard.js';
 import { ANTISPOOF_TABLE } from '../../src/antispoof/render.js';
 import { readCniCache } from '../../src/dataplane/cni-cache.js';
@@ -88,6 +89,8 @@ describeKernel('anti-spoofing with two cache entries claiming one address', () =
       readLinks: () => listLinks({ netns: netns() }),
       readCache: () => readCniCache(nodeCacheDir(dir, NODE.name), 'cni0'),
       apply: (script) => applyNftScript(script, netns()),
+      antiSpoofing: true,
+      policing: () => UNKNOWN_POLICING,
       logger: nullLogger,
       pollMs: 200,
     });

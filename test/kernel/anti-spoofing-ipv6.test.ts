@@ -170,6 +170,12 @@ describeKernel('anti-spoofing on the pod bridge, IPv6', () => {
     const guard = daemon.daemon.antiSpoof!;
     await waitUntil('three pod ports bound', () => guard.state?.bindings.length === 3);
     expect(guard.state?.bindings.map((b) => b.ipv6).sort()).toEqual([[V6['a']], [V6['b']], [V6['c']]]);
+    // The same table judges bridged traffic no pod address explains for every port until the first sync
+    // says which pods are isolated (none here): only then is link-local between open pods let through.
+    await waitUntil('the bridge table judges no port', async () => {
+      const table = (await run('nft', ['list', 'chain', 'bridge', 'netfence', 'to-pods'], { netns: netns() })).stdout;
+      return !/nf:bridged to veth/.test(table);
+    });
     // Fresh neighbour entries, so the datagrams below need ND (from global and from link-local sources) to cross.
     for (const name of ['a', 'c']) await run('ip', ['-n', pod(name).netns, '-6', 'neigh', 'flush', 'dev', 'eth0']);
     expect(await sendToC('a', V6['a']!, 'global')).toEqual([{ src: V6['a'], text: 'global' }]);

@@ -1,7 +1,8 @@
 // `netfence daemon --resources DIR` follows a manifest however often it is saved by rename (editors,
 // `sed -i`, the write-then-rename the README recommends) and then in place: after every save the TCP
 // probes show the policy as saved. The periodic content check is pushed out of the test's reach, so what
-// is followed here, the file watches reported.
+// is followed here, the file watches reported. And a save made while another file of the folder is renamed
+// 200 times a second is enforced while that flood goes on (the reload's debounce is capped, not reset forever).
 
 import { jest } from '@jest/globals';
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -89,5 +90,26 @@ describeKernel('daemon --resources: manifest saves are followed', () => {
     }
     writeFileSync(file, onlyInto81('b'));
     await expectOnly('b', 'in-place write');
+  });
+
+  it('a save made during a flood of renames of an unrelated file is enforced while the flood goes on', async () => {
+    await expectOnly('b', 'before the flood');
+    const noise = join(dir, 'noise.yaml');
+    let renames = 0;
+    // ~200 renames a second, as a busy tool rewriting its own file beside the policies would.
+    const flood = setInterval(() => {
+      writeFileSync(`${noise}.tmp`, `# ${renames++}\n`);
+      renameSync(`${noise}.tmp`, noise);
+    }, 5);
+    try {
+      await expectOnly('b', 'flood running');
+      writeFileSync(join(dir, '.policy.yaml.tmp'), onlyInto81('c'));
+      renameSync(join(dir, '.policy.yaml.tmp'), join(dir, 'policy.yaml'));
+      // The flood stops only after this returns (or times out): the deny was enforced during it.
+      await expectOnly('c', 'save during the flood');
+    } finally {
+      clearInterval(flood);
+    }
+    console.log(`${renames} renames of an unrelated file meanwhile`);
   });
 });

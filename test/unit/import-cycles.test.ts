@@ -1,7 +1,8 @@
 // No import cycles in src/: every static import, `export … from` and dynamic `import()` between src/ files
 // counts (a lazy import still closes a loop: the module graph is loaded half-initialised, in an order
-// that depends on which command ran first). `import type` and `export type` are left out: they are erased
-// from dist/ and load nothing. A cycle is a strongly connected component of more than one file, or a file
+// that depends on which command ran first). `import type` and `export type` count too, in a second check:
+// they load nothing at run time, but a loop of types is still two modules that cannot be read, moved or
+// tested one without the other. A cycle is a strongly connected component of more than one file, or a file
 // importing itself.
 
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -18,14 +19,22 @@ const files = (dir: string): string[] =>
     return statSync(p).isDirectory() ? files(p) : p.endsWith('.ts') ? [p] : [];
   });
 
-/** The module specifiers of a file's imports that load code: static, `export … from` and `import()`. */
-function loadedSpecifiers(file: string): string[] {
+/**
+ * The module specifiers of a file's imports: static, `export … from` and `import()`; with `types`, also
+ * `import type` and `export type … from` (erased at build, but still a dependency of the source).
+ */
+function importedSpecifiers(file: string, types: boolean): string[] {
   const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, false);
   const specs: string[] = [];
   const visit = (node: ts.Node): void => {
-    if (ts.isImportDeclaration(node) && !node.importClause?.isTypeOnly && ts.isStringLiteral(node.moduleSpecifier))
+    if (ts.isImportDeclaration(node) && (types || !node.importClause?.isTypeOnly) && ts.isStringLiteral(node.moduleSpecifier))
       specs.push(node.moduleSpecifier.text);
-    else if (ts.isExportDeclaration(node) && !node.isTypeOnly && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier))
+    else if (
+      ts.isExportDeclaration(node) &&
+      (types || !node.isTypeOnly) &&
+      node.moduleSpecifier &&
+      ts.isStringLiteral(node.moduleSpecifier)
+    )
       specs.push(node.moduleSpecifier.text);
     else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword) {
       const [arg] = node.arguments;
@@ -37,9 +46,9 @@ function loadedSpecifiers(file: string): string[] {
   return specs;
 }
 
-/** The src/ files one file loads, by path relative to src/. */
-function importsOf(file: string): string[] {
-  return loadedSpecifiers(file)
+/** The src/ files one file imports (with `types`, type-only imports too), by path relative to src/. */
+function importsOf(file: string, types: boolean): string[] {
+  return importedSpecifiers(file, types)
     .filter((spec) => spec.startsWith('.'))
     .map((spec) => resolve(dirname(file), spec).replace(/\.js$/, '.ts'))
     .filter((target) => target.startsWith(`${SRC}/`))
@@ -119,7 +128,12 @@ describe('import cycles', () => {
   });
 
   it('src/ has none', () => {
-    const graph = new Map(files(SRC).map((f) => [relative(SRC, f), importsOf(f)] as const));
+    const graph = new Map(files(SRC).map((f) => [relative(SRC, f), importsOf(f, false)] as const));
+    expect(cyclesOf(graph)).toEqual([]);
+  });
+
+  it('src/ has none through type-only imports either', () => {
+    const graph = new Map(files(SRC).map((f) => [relative(SRC, f), importsOf(f, true)] as const));
     expect(cyclesOf(graph)).toEqual([]);
   });
 });

@@ -21,6 +21,7 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   dataplane: ['model', 'render'],
   plan: ['model', 'render'],
   trace: ['model', 'render'],
+  dns: ['model'],
   reconcile: ['model', 'compile', 'plan', 'render'],
   revoke: ['model', 'dataplane', 'trace', 'log'],
   antispoof: ['model', 'dataplane', 'log'],

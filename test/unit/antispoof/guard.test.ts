@@ -2,6 +2,7 @@
 // re-asserts it after `reassertMs`, carries the drop counts into each rewrite, and writes nothing at all
 // on a node without a CNI result cache.
 
+import { UNKNOWN_POLICING } from '../../../src/antispoof/bridged.js';
 import { AntiSpoofGuard } from '../../../src/antispoof/guard.js';
 import type { CniBinding } from '../../../src/dataplane/cni-cache.js';
 import type { NftCount } from '../../../src/dataplane/nft.js';
@@ -24,6 +25,8 @@ function harness(
     readLinks: async () => links,
     readCache: async () => cache.value,
     apply: async (s) => void scripts.push(s),
+    antiSpoofing: true,
+    policing: () => UNKNOWN_POLICING,
     readCounts: async () => counts,
     logger,
     reassertMs: 1000,

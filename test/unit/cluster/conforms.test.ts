@@ -11,8 +11,8 @@ import {
   nodeSchema,
   podSchema,
   schemaErrors,
-  type ObjectKind,
 } from '../../../src/cluster/schemas.js';
+import type { ObjectKind } from '../../../src/cluster/object-kind.js';
 
 const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
 const schemaValid = {

@@ -1,11 +1,12 @@
 // KubeSource and the ClusterNetworkPolicy CRD, against the fake API server: found by discovery and
-// watched; absent (404) without errors or retries; installed later; removed again.
+// watched; absent (404) without errors or retries; installed later; removed again. A 404 from a restarting
+// API server is not believed: the policies stay until discovery has said three times, spaced, that the API is gone.
 
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { KubeSource } from '../../../src/cluster/kube-source.js';
+import { GONE_CONFIRMATIONS, KubeSource } from '../../../src/cluster/kube-source.js';
 import type { Logger } from '../../../src/cluster/source.js';
 import { FakeApiServer, writeKubeconfig, type KubeObject } from '../../fakes/fake-apiserver.js';
 
@@ -52,13 +53,27 @@ async function setup(crd: boolean): Promise<void> {
   });
 }
 
-function startSource(crdRecheckMs = 60_000): KubeSource {
+/** What the source told `onUnconfirmed`, in order (undefined: settled). */
+let unconfirmed: (string | undefined)[];
+
+function startSource(crdRecheckMs = 60_000, goneConfirmIntervalMs = 50): KubeSource {
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromFile(writeKubeconfig(server, dir));
   logger = testLogger();
-  source = new KubeSource({ kubeConfig, logger, backoff: { initialMs: 20, maxMs: 200 }, crdRecheckMs });
+  unconfirmed = [];
+  source = new KubeSource({
+    kubeConfig,
+    logger,
+    backoff: { initialMs: 20, maxMs: 200 },
+    crdRecheckMs,
+    goneConfirmIntervalMs,
+    onUnconfirmed: (reason) => void unconfirmed.push(reason),
+  });
   return source;
 }
+
+const discoveries = () => server.requests.filter((r) => r.path === '/apis/policy.networking.k8s.io/v1alpha2').length;
+const cnpNames = (s: KubeSource) => s.snapshot().clusterPolicies?.map((c) => c.name);
 
 afterEach(async () => {
   await source?.stop();
@@ -118,5 +133,49 @@ describe('KubeSource: ClusterNetworkPolicy', () => {
     expect(server.watchCount('clusternetworkpolicies')).toBeLessThanOrEqual(1);
     // Back to quiet discovery: still no error-level log.
     expect(logger.lines.filter((l) => l.level === 'error')).toEqual([]);
+  });
+
+  it('one 404 (a restarting API server) keeps every policy and reports unconfirmed until the watch is back', async () => {
+    await setup(true);
+    server.create(cnp('guard'));
+    const s = startSource(60_000, 150);
+    await s.synced;
+    await waitFor('cnp watch', () => server.watchCount('clusternetworkpolicies') > 0);
+    const deletions: string[] = [];
+    s.onChange((c) => c.type === 'delete' && deletions.push(`${c.kind} ${c.key}`));
+    const before = discoveries();
+    // The server restarts: every watch is cut, the next CNP watch gets 404, and discovery blinks too.
+    server.failRequests('clusternetworkpolicies', 404, 1);
+    server.scriptDiscovery(404, 'absent');
+    server.dropWatches();
+    await waitFor('reported unconfirmed', () => unconfirmed.some((r) => r?.includes('answered 404')));
+    expect(cnpNames(s)).toEqual(['guard']);
+    await waitFor('settled', () => unconfirmed.length > 0 && unconfirmed.at(-1) === undefined);
+    await waitFor('cnp watched again', () => server.watchCount('clusternetworkpolicies') > 0);
+    // Two absent answers, then one that lists it: never three in a row, so nothing was forgotten.
+    expect(discoveries() - before).toBe(3);
+    expect(cnpNames(s)).toEqual(['guard']);
+    expect(deletions).toEqual([]);
+    expect(logger.lines.filter((l) => l.message.includes('no longer enforced'))).toEqual([]);
+    // Still followed afterwards.
+    server.update(cnp('guard', 40));
+    await waitFor('update after the blink', () => s.snapshot().clusterPolicies?.[0]?.priority === 40);
+  });
+
+  it(`a CRD really removed is dropped only after ${GONE_CONFIRMATIONS} absent answers from discovery in a row, an error between them counting for nothing`, async () => {
+    await setup(true);
+    server.create(cnp('guard'));
+    const s = startSource(60_000, 100);
+    await s.synced;
+    await waitFor('cnp watch', () => server.watchCount('clusternetworkpolicies') > 0);
+    const before = discoveries();
+    server.scriptDiscovery(404, 503);
+    server.uninstallCrd();
+    await waitFor('reported unconfirmed', () => unconfirmed.some((r) => r !== undefined));
+    await waitFor('cnp gone', () => s.snapshot().clusterPolicies === undefined, 6_000);
+    // 404, 503 (says nothing), then two more absent answers; then back to the slow recheck.
+    expect(discoveries() - before).toBe(GONE_CONFIRMATIONS + 1);
+    expect(unconfirmed.at(-1)).toBeUndefined();
+    expect(logger.lines.filter((l) => l.message.includes('no longer enforced'))).toHaveLength(1);
   });
 });

@@ -98,6 +98,27 @@ describe('manifest watches', () => {
     }
   });
 
+  it('a flood of renames of an unrelated file does not hold back an edit: it is read while the flood goes on', async () => {
+    const file = join(dir, 'a.yaml');
+    writeFileSync(file, ns(0));
+    writeFileSync(join(dir, 'noise.yaml'), '# nothing\n');
+    // Each event would push a plain trailing debounce out again: one every millisecond, a 50 ms quiet time never comes.
+    const s = start([dir], { ...WATCH_ONLY, debounceMs: 50, maxDelayMs: 200 });
+    await s.synced;
+    let renames = 0;
+    const flood = setInterval(() => {
+      for (let i = 0; i < 5; i++) replaceByRename(join(dir, 'noise.yaml'), `# ${renames++}\n`);
+    }, 1);
+    try {
+      replaceByRename(file, ns(1));
+      await waitFor('the edit read during the flood', () => version(s) === '1');
+    } finally {
+      clearInterval(flood);
+    }
+    // The flood was still running when the edit was read (it ran until the check above returned).
+    expect(renames).toBeGreaterThan(0);
+  });
+
   it('a directory that cannot be watched is tried again at the next read, not in a loop of reads', async () => {
     mkdirSync(join(dir, 'sub'));
     writeFileSync(join(dir, 'sub', 'a.yaml'), ns(0));

@@ -1,6 +1,7 @@
 // The informer caches slimmed objects: whatever convert() reads must survive slimming, and the bulk of a
 // real API object (managedFields, env, volumes, conditions) must not.
-import { convert, type ObjectKind } from '../../../src/cluster/convert.js';
+import { convert } from '../../../src/cluster/convert.js';
+import type { ObjectKind } from '../../../src/cluster/object-kind.js';
 import { slimObject } from '../../../src/cluster/slim.js';
 import type { KubernetesObject } from '@kubernetes/client-node';
 

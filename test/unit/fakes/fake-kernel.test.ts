@@ -26,6 +26,20 @@ describe('fake kernel: accepts and refuses like iptables-restore and ipset resto
     } else await iptables;
   });
 
+  it('saves a member given nomatch with it, and adding it again plain replaces it, as the kernel does', () => {
+    const kernel = base();
+    const members = () =>
+      kernel.ipset
+        .save()
+        .split('\n')
+        .filter((l) => l.startsWith('add nfk4b'));
+    kernel.foreignIpset('create nfk4b:net hash:net family inet hashsize 1024 maxelem 1048576\nadd nfk4b:net 10.1.0.0/16\n');
+    kernel.foreignIpset('add nfk4b:net 10.1.0.0/16 nomatch\n');
+    expect(members()).toEqual(['add nfk4b:net 10.1.0.0/16 nomatch']);
+    kernel.foreignIpset('add nfk4b:net 10.1.0.0/16\n');
+    expect(members()).toEqual(['add nfk4b:net 10.1.0.0/16']);
+  });
+
   it('saves hash:net members as ipset does: host bits masked, full-length prefixes bare', () => {
     const kernel = base();
     kernel.foreignIpset(

@@ -1,6 +1,6 @@
 // The one address module every layer reads addresses and CIDRs through: one strictness for all of them.
 
-import { canonicalCidr, inAnyCidr, parseCidr, parseCidrOrHost, parseIp } from '../../../src/model/address.js';
+import { canonicalCidr, inAnyCidr, ipFromBytes, ipToBytes, parseCidr, parseCidrOrHost, parseIp } from '../../../src/model/address.js';
 
 describe('parseIp', () => {
   it.each([
@@ -79,5 +79,26 @@ describe('canonicalCidr', () => {
     '',
   ])('rejects %p', (text) => {
     expect(canonicalCidr(text)).toBeUndefined();
+  });
+});
+
+describe('addresses as netlink carries them (network byte order)', () => {
+  it.each([
+    { text: '10.244.1.5', hex: '0af40105' },
+    { text: '0.0.0.0', hex: '00000000' },
+    { text: 'fd00::1', hex: 'fd000000000000000000000000000001' },
+    { text: '::ffff:10.0.0.1', hex: '00000000000000000000ffff0a000001' },
+  ])('$text ↔ $hex', ({ text, hex }) => {
+    expect(ipToBytes(text).toString('hex')).toBe(hex);
+    expect(ipFromBytes(Buffer.from(hex, 'hex'))).toBe(parseIp(text)!.family === 4 ? text : ipFromBytes(ipToBytes(text)));
+  });
+
+  it('prints IPv6 in the canonical form the rest of netfence compares with', () => {
+    expect(ipFromBytes(Buffer.from('fd000000000000000000000000000001', 'hex'))).toBe('fd00::1');
+  });
+
+  it('refuses text that is not an address rather than sending zeros', () => {
+    expect(() => ipToBytes('010.0.0.1')).toThrow('not an IP address');
+    expect(() => ipToBytes('fe80::1%eth0')).toThrow('not an IP address');
   });
 });

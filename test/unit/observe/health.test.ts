@@ -25,6 +25,10 @@ const ipvs =
   (f) =>
     f.state.ipvsDetected(reason);
 const crash: Step = (f) => f.state.loopStopped('TypeError: boom');
+const unconfirmed =
+  (reason: string | undefined): Step =>
+  (f) =>
+    f.state.apiUnconfirmed(reason);
 
 describe('HealthState', () => {
   it.each<{ name: string; steps: Step[]; live: string | true; ready: string | true }>([
@@ -81,6 +85,18 @@ describe('HealthState', () => {
       ready: 'IPVS mode found',
     },
     { name: 'IPVS gone again', steps: [bridgeOn, programmed, ipvs('IPVS mode found'), ipvs(undefined)], live: true, ready: true },
+    {
+      name: 'an API answered 404 and is not yet confirmed gone: programmed but not ready',
+      steps: [bridgeOn, programmed, unconfirmed('the ClusterNetworkPolicy API answered 404')],
+      live: true,
+      ready: 'the ClusterNetworkPolicy API answered 404',
+    },
+    {
+      name: 'the API settled (served again or confirmed gone)',
+      steps: [bridgeOn, programmed, unconfirmed('the ClusterNetworkPolicy API answered 404'), unconfirmed(undefined)],
+      live: true,
+      ready: true,
+    },
   ])('$name', ({ steps, live, ready }) => {
     const f = fixture();
     for (const step of steps) step(f);

@@ -44,6 +44,10 @@ describe('canonicalRuleForm: the same rule printed another way', () => {
       '-m comment --comment "nf:a" -m limit --limit 10/sec -j NFLOG --nflog-prefix x',
       '-m limit --limit 10/sec -m comment --comment "nf:a" -j NFLOG --nflog-prefix x',
     ],
+    ['an address matching every source', '-m comment --comment "nf:a" -j DROP', '-s 0.0.0.0/0 -m comment --comment "nf:a" -j DROP'],
+    ['an IPv6 address matching every destination', '-m comment --comment "nf:a" -j DROP', '-d ::/0 -m comment --comment "nf:a" -j DROP'],
+    ['any protocol', '-m comment --comment "nf:a" -j DROP', '-p all -m comment --comment "nf:a" -j DROP'],
+    ['any input interface', '-m comment --comment "nf:a" -j nf-FORWARD', '-i + -m comment --comment "nf:a" -j nf-FORWARD'],
     ['restore-style counters', '-s 10.0.0.0/8 -j DROP', '-c 12 3400 -s 10.0.0.0/8 -j DROP'],
     [
       'a module option spelled by its alias',
@@ -82,6 +86,26 @@ describe('canonicalRuleForm: a different rule', () => {
     ],
     ['another address', '-s 10.244.1.10/32 -j ACCEPT', '-s 10.244.1.11/32 -j ACCEPT'],
     ['a negated address', '-s 10.244.1.10/32 -j ACCEPT', '! -s 10.244.1.10/32 -j ACCEPT'],
+    // The negation of what matches every packet matches none: the rule is switched off, comment kept.
+    ...(
+      [
+        ['! -s 0.0.0.0/0', '-j DROP'],
+        ['! -d 0.0.0.0/0', '-j DROP'],
+        ['! -s ::/0', '-j DROP'],
+        ['! --source ::/0', '-j DROP'],
+        ['! -d ::/0', '-j DROP'],
+        ['! -i +', '-j nf-FORWARD'],
+        ['! -o +', '-j nf-FORWARD'],
+        ['! --in-interface +', '-j nf-FORWARD'],
+        ['! -p all', '-j DROP'],
+        ['! -p 0', '-j DROP'],
+      ] as const
+    ).map(([negation, target]): [string, string, string] => [
+      `${negation} added (matches nothing)`,
+      `-m comment --comment "nf:a" ${target}`,
+      `${negation} -m comment --comment "nf:a" ${target}`,
+    ]),
+    ['a negated address matching every source against one matching it', '-s 0.0.0.0/0 -j DROP', '! -s 0.0.0.0/0 -j DROP'],
     ['jump against goto', '-j nf-fw-a', '-g nf-fw-a'],
     // limit counts only the packets the matches before it let through: its place is part of the rule.
     [
