@@ -180,7 +180,15 @@ const MUTANTS: readonly Mutant[] = [
     file: 'src/compile/budget.ts',
     find: 'setMembers + added > budget.setMembers',
     replace: 'setMembers + added >= budget.setMembers',
-    why: "a policy that fills the node's set-member budget exactly is refused (fails closed)",
+    why: "a policy past its namespace's share that fills what is left of the node's set-member budget exactly is refused (fails closed)",
+    unit: ['test/unit/compile/budget-boundary.test.ts', 'test/unit/compile/budget.test.ts'],
+  },
+  {
+    name: 'budget-share-full-refused',
+    file: 'src/compile/budget.ts',
+    find: 'own.setMembers + ownAdded > share.setMembers',
+    replace: 'own.setMembers + ownAdded >= share.setMembers',
+    why: "a policy that fills its namespace's share of the set-member budget exactly is taken past its share",
     unit: ['test/unit/compile/budget-boundary.test.ts', 'test/unit/compile/budget.test.ts'],
   },
   {

@@ -1,6 +1,7 @@
 // The node budget is a maximum the node may reach: "a policy that would cross a limit is refused"
 // (docs/hostile-input.md), so policies that bring the use exactly to the budget are all enforced, and only
-// one more member or rule than the budget fails closed. Both limits, on the boundary and one past it.
+// one more member or rule than the budget fails closed. Both limits, on the boundary and one past it; and
+// the same for a policy past its namespace's fair share, admitted from what the shares left of the node's.
 
 import { compile } from '../../../src/compile/index.js';
 import type { NetworkPolicy, NodeBudget } from '../../../src/model/index.js';
@@ -32,6 +33,12 @@ function decide(budget: NodeBudget) {
   };
 }
 
+/** Ingress to every pod of `ns` from 10.<k>.0.0/16 except `n` /32s in it: its own sets, 1 + n members, one rule. */
+const ownBlock = (ns: string, name: string, at: string, k: number, n: number): NetworkPolicy => {
+  const excepts = Array.from({ length: n }, (_, i) => `10.${k}.0.${i}/32`);
+  return { ...makePolicy(ns, name, selectPods(sel()), ingress(rule([blockPeer(`10.${k}.0.0/16`, ...excepts)]))), creationTimestamp: at };
+};
+
 describe('node budget boundary', () => {
   it('set members: policies that fill the budget exactly are all enforced', () => {
     expect(decide({ setMembers: 121, rules: 100 })).toEqual({
@@ -49,6 +56,25 @@ describe('node budget boundary', () => {
       budget: { setMembers: 61, rules: 1, refused: 1 },
       webAllows: 0,
     });
+  });
+
+  it("past its namespace's share: a policy that fills what the shares left of the node budget exactly is enforced", () => {
+    // dev asks 30 + 40 members, prod 61 + 61; oldest first: dev/d1, prod/p1, dev/d2, prod/p2. With 91 the
+    // shares are dev 45, prod 46: d1 fits dev's, every other policy is past its namespace's share, and p1 then
+    // takes what is left of the node's budget, to exactly 91.
+    const policies = [
+      ownBlock('dev', 'd1', '2026-01-01T00:00:00Z', 1, 29),
+      ownBlock('prod', 'p1', '2026-01-02T00:00:00Z', 2, 60),
+      ownBlock('dev', 'd2', '2026-01-03T00:00:00Z', 3, 39),
+      ownBlock('prod', 'p2', '2026-01-04T00:00:00Z', 4, 60),
+    ];
+    const at = (setMembers: number) => {
+      const result = compile(cluster(policies), settings({ budget: { setMembers, rules: 100 } }));
+      return { refused: result.problems.map((p) => p.object), used: result.budget?.setMembers };
+    };
+    expect(at(91)).toEqual({ refused: ['NetworkPolicy dev/d2', 'NetworkPolicy prod/p2'], used: 91 });
+    // One member less: p1 no longer fits, and d2 (30 + 40) takes what is left.
+    expect(at(90)).toEqual({ refused: ['NetworkPolicy prod/p1', 'NetworkPolicy prod/p2'], used: 70 });
   });
 
   it('rules: policies that fill the budget exactly are all enforced', () => {
