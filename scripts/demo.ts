@@ -3,7 +3,9 @@
 // example policies in scripts/demo/. Then a pending change is previewed with `netfence diff` and
 // applied, and finally two ClusterNetworkPolicies (scripts/demo/cluster-policies/: one Admin guardrail,
 // one Baseline default) show the tiers around NetworkPolicy, with `netfence trace` naming the CNP; last, a
-// default-deny in audit mode shows the flows it would break (`netfence drops --audit`), then is enforced. Everything it creates (namespaces, daemons, temp files) is removed at the end, also on
+// default-deny in audit mode shows the flows it would break (`netfence drops --audit`), then is enforced; the
+// demo ends with a map of its cluster written to a file (`netfence map --format html`) and a `netfence map
+// --diff` of that last change. Everything it creates (namespaces, daemons, temp files; not the map) is removed at the end, also on
 // failure and Ctrl-C. Exit 0 only when every expected matrix was reached.
 //
 // `--dual-stack`: the same cluster dual-stack, as flannel's EnableIPv6 builds it (an IPv6 /64 per node
@@ -329,14 +331,39 @@ async function main(): Promise<number> {
     }
 
     heading(9, 'Enforcing it: the annotation removed');
+    // The folder as it was before this last change, for `netfence map --diff` below.
+    const before = join(tmp, 'before-enforcing');
+    mkdirSync(before);
+    for (const f of readdirSync(watched)) copyFileSync(join(watched, f), join(before, f));
     writeFileSync(devDeny, DEV_DEFAULT_DENY(false));
     out(`    now blocked: ${wouldBreak.map((f) => `${f} -> dev/client`).join(', ')} (exactly what the audit named)`);
     ok = (await showMatrix(sandbox, matrixOf(KEYS, KEYS, withDevDefaultDeny))) && ok;
+
+    heading(10, 'The map of the cluster, and what the last change opened and closed');
+    const mapFile = join(tmpdir(), 'netfence-demo-map.html');
+    const map = await netfence(['map', '--resources', watched, '--format', 'html', '-o', mapFile]);
+    out(`    netfence map --resources <watched folder> --format html -o ${mapFile}: exit ${map.code}`);
+    out(`    (one self-contained page: open it in a browser; click a group or an arrow for the rule and the why text)`);
+    const table = await netfence(['map', '--resources', watched, '--format', 'md']);
+    for (const line of table.output
+      .split('\n')
+      .filter((l) => l.startsWith('| ') && !l.includes('world:'))
+      .slice(0, 14))
+      out(`    ${line}`);
+    const mapDiff = await netfence(['map', '--diff', before, watched, '--format', 'text']);
+    out(`    netfence map --diff <before enforcing> <now> (exit 0 no change, 1 changes): exit ${mapDiff.code}`);
+    for (const line of mapDiff.output.split('\n')) out(`    | ${line}`);
+    const closedAll =
+      mapDiff.output.includes('-> dev/client') && wouldBreak.every((from) => mapDiff.output.includes(`${from.split('/')[0]}/`));
+    if (map.code !== 0 || table.code !== 0 || mapDiff.code !== 1 || !mapDiff.output.includes('dev/default-deny') || !closedAll) {
+      out('    unexpected: the map should be written and the diff should name dev/default-deny closing the connections the audit named');
+      ok = false;
+    }
   } catch (err) {
     out(`\nFAILED: ${(err as Error).message}`);
     ok = false;
   } finally {
-    heading(10, 'Cleaning up');
+    heading(11, 'Cleaning up');
     const stopped = await Promise.all(daemons.map((d) => d.stop()));
     if (!ok)
       for (const d of daemons)

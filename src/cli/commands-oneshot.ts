@@ -19,6 +19,7 @@ import {
   nodeSettings,
   ownershipOf,
   parseCommand,
+  requireKnownNode,
   resourcePaths,
   UsageError,
 } from './context.js';
@@ -37,6 +38,8 @@ export async function applyCommand(argv: readonly string[], io: Io): Promise<num
   reading.catch(() => undefined);
   const cluster = loadResources(parsed, manifestLimits(config));
   if (refuseIncomplete(io, 'apply', cluster)) return EXIT_INCOMPLETE_SOURCE;
+  // Before the kernel is touched: an unknown node's ruleset would remove every local pod's chains.
+  requireKnownNode(cluster.snapshot, config.nodeName, 'the manifests');
   const settings = await nodeSettings(config, cluster.snapshot, logger);
   const result = compile(cluster.snapshot, settings);
   printProblems(io, [...cluster.problems, ...result.problems]);
@@ -60,6 +63,7 @@ export async function diffCommand(argv: readonly string[], io: Io): Promise<numb
   const cluster = await loadCluster(parsed, cliLogger(config), manifestLimits(config));
   // A diff against manifests that did not all load would report removals nobody asked for: an error (2), not "differs" (1).
   if (resourcePaths(parsed).length > 0 && refuseIncomplete(io, 'diff', cluster)) return EXIT_INCOMPLETE_SOURCE;
+  requireKnownNode(cluster.snapshot, config.nodeName, resourcePaths(parsed).length > 0 ? 'the manifests' : 'the cluster');
   const settings = await nodeSettings(config, cluster.snapshot);
   const result = compile(cluster.snapshot, settings);
   printProblems(io, [...cluster.problems, ...result.problems]);

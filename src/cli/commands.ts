@@ -13,6 +13,7 @@ export const COMMAND_MODULES: Readonly<Record<CommandName, () => Promise<Command
   inspect: async () => (await import('./inspect.js')).inspectCommand,
   trace: async () => (await import('./trace.js')).traceCommand,
   why: async () => (await import('./why.js')).whyCommand,
+  map: async () => (await import('./map.js')).mapCommand,
   drops: async () => (await import('./drops.js')).dropsCommand,
   cleanup: async () => (await import('./commands-oneshot.js')).cleanupCommand,
 };

@@ -4,7 +4,7 @@
 import { compile } from '../compile/index.js';
 import { compileHeader, renderFullRestore, renderIpsetRestore } from '../render/index.js';
 import type { Io } from './command-specs.js';
-import { configFrom, loadResources, manifestLimits, nodeSettings, parseCommand, UsageError } from './context.js';
+import { configFrom, loadResources, manifestLimits, nodeSettings, parseCommand, requireKnownNode, UsageError } from './context.js';
 import { EXIT_INCOMPLETE_SOURCE, printProblems, refuseIncomplete } from './source-errors.js';
 import type { IpFamily } from '../model/index.js';
 
@@ -13,6 +13,7 @@ export async function compileCommand(argv: readonly string[], io: Io): Promise<n
   const config = configFrom(parsed);
   const cluster = loadResources(parsed, manifestLimits(config));
   if (refuseIncomplete(io, 'compile', cluster)) return EXIT_INCOMPLETE_SOURCE;
+  requireKnownNode(cluster.snapshot, config.nodeName, 'the manifests');
   const settings = await nodeSettings(config, cluster.snapshot);
   const result = compile(cluster.snapshot, settings);
   printProblems(io, [...cluster.problems, ...result.problems]);

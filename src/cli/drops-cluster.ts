@@ -7,6 +7,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { FlowRecord } from '../observe/flow-log.js';
 import type { Io } from './command-specs.js';
 import { configFrom, kubeConfigFrom, UsageError, type Parsed } from './context.js';
+import { CommandFailure } from './options.js';
 import { formatRecord } from './flow-record-text.js';
 import { apiGet, podProxy } from './why-live.js';
 
@@ -51,7 +52,14 @@ interface PodDoc {
 /** The pod's node; else the nodes running the namespace's pods; else every node. Asked of the API directly, without listing the cluster. */
 async function nodesThatMatter(kubeConfig: KubeConfig, pod: string | undefined, namespace: string | undefined): Promise<string[]> {
   const read = async <T>(path: string, what: string): Promise<T> => {
-    const { status, body } = await apiGet(kubeConfig, path);
+    let answer: { status: number; body: string };
+    try {
+      answer = await apiGet(kubeConfig, path);
+    } catch (err) {
+      // apiGet's message names the server and the reason (ECONNREFUSED, a timeout): one line, no stack.
+      throw new CommandFailure(`cannot read ${what}: ${(err as Error).message}`);
+    }
+    const { status, body } = answer;
     if (status === 404 && pod !== undefined) throw new UsageError(`pod ${pod} is not in the cluster`);
     if (status !== 200) throw new UsageError(`reading ${what} from the API server: ${status} ${body.trim().slice(0, 200)}`);
     return JSON.parse(body) as T;

@@ -8,6 +8,7 @@ import type { FlowRecord } from '../observe/flow-log.js';
 import { parseFlowsQuery } from '../observe/flows-query.js';
 import type { Io } from './command-specs.js';
 import { configFrom, parseCommand, UsageError } from './context.js';
+import { CommandFailure } from './options.js';
 import { FlowsAnswerError, parseFlowsAnswer, readBoundedBody } from './flows-answer.js';
 import { formatRecord } from './flow-record-text.js';
 import { terminalSafe, terminalSafeJson } from './terminal-text.js';
@@ -70,7 +71,7 @@ async function fetchFlows(url: string): Promise<FlowRecord[]> {
   try {
     res = await fetch(url, { signal: AbortSignal.timeout(5000) });
   } catch (err) {
-    throw new UsageError(
+    throw new CommandFailure(
       `cannot reach the netfence daemon at ${new URL(url).origin} (${describeCause(err)}); is it running on this node? (--url)`,
     );
   }
@@ -92,6 +93,7 @@ function sigintSignal(): AbortSignal {
 
 /** fetch's own message is "fetch failed"; the reason (ECONNREFUSED, ENOTFOUND) is its cause. */
 function describeCause(err: unknown): string {
-  const e = err as Error;
-  return e.cause instanceof Error ? String(e.cause) : e.message;
+  // Not `instanceof Error`: the cause may come from another realm.
+  const e = err as { message?: unknown; cause?: { name?: unknown; message?: unknown } };
+  return typeof e.cause?.message === 'string' ? `${String(e.cause.name ?? 'Error')}: ${e.cause.message}` : String(e.message ?? err);
 }

@@ -23,7 +23,7 @@ export class FlowsAnswerError extends CommandFailure {
 export async function readBoundedBody(res: Response, url: string, limit = MAX_FLOWS_BODY_BYTES): Promise<string> {
   const tooLarge = (): FlowsAnswerError =>
     new FlowsAnswerError(
-      `the answer from ${url} is larger than ${limit} bytes (the most netfence drops reads); is that a netfence daemon?`,
+      `the answer from ${url} is larger than ${limit} bytes (the most netfence reads from a daemon); is that a netfence daemon?`,
     );
   const declared = Number(res.headers.get('content-length') ?? NaN);
   if (declared > limit) {

@@ -1,7 +1,7 @@
 // `--help` text, generated from the command registry and option definitions, wrapped to the terminal.
 
-import { COMMANDS, type CommandName } from './command-specs.js';
-import { CONFIG_OPTIONS, HELP_OPTION, type OptionDef } from './options.js';
+import { COMMANDS, type CommandName, type Exit } from './command-specs.js';
+import { configOptions, HELP_OPTION, type OptionDef } from './options.js';
 
 /** The terminal's width (stdout's columns, else $COLUMNS, else 80), kept readable: 60 to 120 columns. */
 export function helpWidth(columns: number | undefined = process.stdout.columns, env: NodeJS.ProcessEnv = process.env): number {
@@ -28,10 +28,20 @@ export function wrapWords(text: string, width: number): string[] {
   return lines;
 }
 
-/** `-h, --help`, `--resources PATH…`, `--node-name N` */
+/** `-h, --help`, `--resources PATH`, `--node-name N` */
 export function optionLabel(d: OptionDef): string {
-  const long = `--${d.name}${d.type === 'string' ? ` ${d.arg ?? 'VALUE'}${d.multiple ? '…' : ''}` : ''}`;
+  const long = `--${d.name}${d.type === 'string' ? ` ${d.arg ?? 'VALUE'}` : ''}`;
   return d.short !== undefined ? `-${d.short}, ${long}` : long;
+}
+
+/**
+ * The help of an option, saying how to give several values to one that takes them: one per flag
+ * (`--resources a.yaml b.yaml` would be one path and a stray argument).
+ */
+export function optionHelp(d: OptionDef): string {
+  if (!d.multiple) return d.help;
+  const arg = d.arg ?? 'VALUE';
+  return `${d.help}; for several, repeat the flag: --${d.name} ${arg} --${d.name} ${arg}`;
 }
 
 const LABEL_COLUMN = 28;
@@ -41,7 +51,7 @@ function optionLines(defs: readonly OptionDef[], width: number): string[] {
   const textWidth = Math.max(20, width - LABEL_COLUMN);
   for (const d of defs) {
     const label = `  ${optionLabel(d)}`;
-    const text = wrapWords(d.help, textWidth);
+    const text = wrapWords(optionHelp(d), textWidth);
     if (label.length + 2 > LABEL_COLUMN) {
       out.push(label);
       for (const t of text) out.push(`${' '.repeat(LABEL_COLUMN)}${t}`);
@@ -52,21 +62,39 @@ function optionLines(defs: readonly OptionDef[], width: number): string[] {
   return out;
 }
 
-export function commandHelp(name: CommandName, width: number): string {
+/** `0 in sync, 1 differs, 2 error: …` */
+export const exitText = (exits: readonly Exit[]): string => exits.map(([code, meaning]) => `${code} ${meaning}`).join('; ');
+
+/**
+ * A command's own options, then one line saying where its configuration flags are listed (they are the same
+ * for every command that reads them, and there are dozens). `prog`: `kubectl netfence` for the plugin.
+ */
+export function commandHelp(name: CommandName, width: number, prog = 'netfence'): string {
   const spec = COMMANDS[name];
-  const usage = `usage: netfence ${name}${spec.synopsis ? ` ${spec.synopsis}` : ''} [options]`;
+  const usage = `usage: ${prog} ${name}${spec.synopsis ? ` ${spec.synopsis}` : ''} [options]`;
+  const settings = configOptions(spec.settings).length - 1;
   return [
     ...wrapWords(usage, width),
     '',
     ...wrapWords(spec.summary, width),
     '',
     'Options:',
-    ...optionLines(spec.options, width),
+    ...optionLines([...spec.options, HELP_OPTION], width),
     '',
-    ...wrapWords('Configuration (flags win over env NETFENCE_*, which wins over the --config file, then defaults):', width),
-    ...optionLines(CONFIG_OPTIONS, width),
+    ...wrapWords(`Configuration flags (${settings} and --config FILE): netfence help config ${name}`, width),
     '',
-    ...optionLines([HELP_OPTION], width),
+    ...wrapWords(`Exit status: ${exitText(spec.exits)}.`, width),
+    '',
+  ].join('\n');
+}
+
+/** The configuration flags `name` reads (every one without a name), with their environment names and defaults. */
+export function configHelp(name: CommandName | undefined, width: number): string {
+  const defs = configOptions(name === undefined ? undefined : COMMANDS[name].settings);
+  const whose = name === undefined ? 'netfence' : `netfence ${name}`;
+  return [
+    ...wrapWords(`Configuration ${whose} reads (flags win over env NETFENCE_*, which wins over the --config file, then defaults):`, width),
+    ...optionLines(defs, width),
     '',
   ].join('\n');
 }
@@ -80,6 +108,13 @@ export function overviewHelp(width: number): string {
       lines.push(`${(i === 0 ? `  ${name}` : '').padEnd(column)}${t}`),
     );
   }
-  lines.push('', "Run 'netfence <command> --help' for a command's options.", '');
+  lines.push(
+    '',
+    ...wrapWords(
+      "Run 'netfence <command> --help' for a command's options, 'netfence help config [<command>]' for the configuration flags.",
+      width,
+    ),
+    '',
+  );
   return lines.join('\n');
 }

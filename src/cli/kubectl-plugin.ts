@@ -2,14 +2,36 @@
 // `kubectl netfence …`: kubectl runs `kubectl-netfence` from PATH with the words after `netfence`. The
 // plugin speaks kubectl's dialect — `-n/--namespace` is the namespace of bare pod names (default: the
 // context's namespace, else `default`), `--context`, `--kubeconfig`, else $KUBECONFIG, else
-// ~/.kube/config — and runs the netfence command with the user's own credentials.
+// ~/.kube/config — and runs the netfence command with the user's own credentials. It offers only the
+// commands that answer about the cluster through the API server: the others work on the kernel of the
+// machine they run on, which for a kubectl user is a workstation, not a node.
 
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
+import { COMMANDS, isCommandName, type CommandName, type Io } from './command-specs.js';
+import { commandHelp, helpWidth, wrapWords } from './help.js';
 import { main } from './main.js';
 import { parseIp } from '../model/address.js';
+import { didYouMean } from './usage-errors.js';
+
+/**
+ * The commands `kubectl netfence` offers, each with its options that name a pod (a bare name there gets
+ * kubectl's namespace). Offering another command is one entry here.
+ */
+export const PLUGIN_COMMANDS: Readonly<Partial<Record<CommandName, readonly string[]>>> = {
+  why: ['src', 'dst'],
+  drops: ['pod'],
+};
+
+const PROG = 'kubectl netfence';
+const offered = (): CommandName[] => (Object.keys(PLUGIN_COMMANDS) as CommandName[]).filter(isCommandName);
+
+/** A `kubectl netfence` command line that cannot run: one line, exit 2. */
+export class PluginUsageError extends Error {
+  override readonly name = 'PluginUsageError';
+}
 
 /** kubectl's own flags, as the plugin reads them. */
 interface KubectlFlags {
@@ -33,7 +55,10 @@ export interface PluginEnv {
   readonly contextNamespace: (kubeconfig: string | undefined, context: string | undefined) => string | undefined;
 }
 
-/** The netfence command line for a `kubectl netfence` one. */
+/**
+ * The netfence command line for a `kubectl netfence` one (help and version pass through unchanged); a
+ * command the plugin does not offer is a PluginUsageError.
+ */
 export function pluginArgv(argv: readonly string[], penv: PluginEnv): string[] {
   const flags: KubectlFlags = {};
   const rest: string[] = [];
@@ -47,11 +72,22 @@ export function pluginArgv(argv: readonly string[], penv: PluginEnv): string[] {
       continue;
     }
     const value = name !== arg ? arg.slice(eq + 1) : argv[++i];
-    if (value === undefined) throw new Error(`${name} needs a value`);
+    if (value === undefined) throw new PluginUsageError(`${name} needs a value`);
     flags[key] = value;
   }
   const [command, ...args] = rest;
-  if (command === undefined || !['why', 'drops'].includes(command)) return rest;
+  // An option first (`--help`, `--version`): main answers it.
+  if (
+    command === undefined ||
+    command.startsWith('--') ||
+    command === '-h' ||
+    command === '-V' ||
+    command === 'help' ||
+    command === 'version'
+  )
+    return rest;
+  const podOptions = isCommandName(command) ? PLUGIN_COMMANDS[command] : undefined;
+  if (podOptions === undefined) throw new PluginUsageError(refusal(command));
   const kubeconfig = flags.kubeconfig ?? nonEmpty(penv.env['KUBECONFIG']) ?? defaultKubeconfig(penv);
   const api = [
     ...(kubeconfig !== undefined ? ['--kubeconfig', kubeconfig] : []),
@@ -59,11 +95,73 @@ export function pluginArgv(argv: readonly string[], penv: PluginEnv): string[] {
   ];
   const namespace = () => flags.namespace ?? penv.contextNamespace(kubeconfig, flags.context) ?? 'default';
   const qualify = (ref: string): string => (isBareName(ref) ? `${namespace()}/${ref}` : ref);
-  const out = mapValues(args, command === 'why' ? ['src', 'dst'] : ['pod'], qualify);
+  const out = mapValues(args, podOptions, qualify);
   // `kubectl netfence drops -n shop`: kubectl's namespace is the one to show when no pod is named.
   if (command === 'drops' && flags.namespace !== undefined && !hasFlag(out, 'pod') && !hasFlag(out, 'namespace'))
     out.push('--namespace', flags.namespace);
   return [command, ...out, ...api];
+}
+
+function refusal(command: string): string {
+  const list = offered().join(', ');
+  if (isCommandName(command))
+    return `${command} is not offered through kubectl: it works on the kernel of the machine it runs on, not through the API server; run \`netfence ${command}\` on the node (kubectl netfence offers: ${list})`;
+  return `unknown command "${command}"${didYouMean(command, offered())}; kubectl netfence offers: ${list}`;
+}
+
+/** `kubectl netfence --help`: the plugin's commands and kubectl's flags it reads. */
+export function pluginHelp(width: number): string {
+  const names = offered();
+  const column = Math.max(...names.map((n) => n.length), 'kubectl netfence'.length) + 4;
+  const lines = [`usage: ${PROG} <command> [-n NS] [--context NAME] [--kubeconfig FILE] [options]`, '', 'Commands:'];
+  for (const name of names)
+    wrapWords(COMMANDS[name].summary, Math.max(20, width - column)).forEach((t, i) =>
+      lines.push(`${(i === 0 ? `  ${name}` : '').padEnd(column)}${t}`),
+    );
+  const flags: [string, string][] = [
+    ['-n, --namespace NS', "the namespace of bare pod names (default: the context's namespace, else default)"],
+    ['--context NAME', 'the kubeconfig context (default: its current context)'],
+    ['--kubeconfig FILE', 'the kubeconfig (default: $KUBECONFIG, else ~/.kube/config)'],
+  ];
+  lines.push('', "kubectl's flags:");
+  for (const [label, help] of flags)
+    wrapWords(help, Math.max(20, width - 24)).forEach((t, i) => lines.push(`${(i === 0 ? `  ${label}` : '').padEnd(24)}${t}`));
+  lines.push(
+    '',
+    ...wrapWords(
+      `Run '${PROG} <command> --help' for a command's options. The other netfence commands work on the kernel of the node they run on: run them there (netfence --help).`,
+      width,
+    ),
+    '',
+  );
+  return lines.join('\n');
+}
+
+/** Runs a `kubectl netfence` command line: the plugin's help, a refusal, or the netfence command it maps to. */
+export async function pluginMain(argv: readonly string[], io: Io, penv: PluginEnv, width = helpWidth()): Promise<number> {
+  let mapped: string[];
+  try {
+    mapped = pluginArgv(argv, penv);
+  } catch (err) {
+    if (!(err instanceof PluginUsageError)) throw err;
+    io.err(`${PROG}: ${err.message}\n`);
+    return 2;
+  }
+  const [first, second] = mapped;
+  const isHelp = (a: string | undefined) => a === '--help' || a === '-h' || a === 'help';
+  if (first === undefined || (isHelp(first) && second === undefined)) {
+    io.out(pluginHelp(width));
+    return first === undefined ? 2 : 0;
+  }
+  if (isHelp(first) && second !== undefined) {
+    if (!isCommandName(second) || PLUGIN_COMMANDS[second] === undefined) {
+      io.err(`${PROG} help: ${refusal(second)}\n`);
+      return 2;
+    }
+    io.out(commandHelp(second, width, PROG));
+    return 0;
+  }
+  return main(mapped, io, width, PROG);
 }
 
 /** `web`, `web:5432`: no namespace, and not an address. */
@@ -133,19 +231,12 @@ if (isEntry) {
   const io = { out: (t: string) => process.stdout.write(t), err: (t: string) => process.stderr.write(t) };
   const run = async (): Promise<number> => {
     const { parse } = await import('yaml');
-    let argv: string[];
-    try {
-      argv = pluginArgv(process.argv.slice(2), {
-        env: process.env,
-        home: homedir(),
-        exists: existsSync,
-        contextNamespace: contextNamespaceFrom(parse),
-      });
-    } catch (err) {
-      io.err(`kubectl netfence: ${(err as Error).message}\n`);
-      return 2;
-    }
-    return main(argv, io);
+    return pluginMain(process.argv.slice(2), io, {
+      env: process.env,
+      home: homedir(),
+      exists: existsSync,
+      contextNamespace: contextNamespaceFrom(parse),
+    });
   };
   run().then(
     (code) => (process.exitCode = code),

@@ -8,9 +8,10 @@ import { setFlagsFromString } from 'node:v8';
 import { DataplaneCommandError } from '../dataplane/errors.js';
 import { COMMANDS, isCommandName, type Io } from './command-specs.js';
 import { COMMAND_MODULES } from './commands.js';
-import { commandHelp, helpWidth, overviewHelp } from './help.js';
+import { commandHelp, configHelp, helpWidth, overviewHelp } from './help.js';
 import { remedyFor } from './hints.js';
 import { CommandFailure, UsageError } from './options.js';
+import { didYouMean } from './usage-errors.js';
 
 export type { Io } from './command-specs.js';
 
@@ -26,26 +27,25 @@ export function version(): string {
 
 const isHelp = (arg: string | undefined) => arg === '--help' || arg === '-h' || arg === 'help';
 
-export async function main(argv: readonly string[], io: Io, width = helpWidth()): Promise<number> {
+/**
+ * Runs one command line. `prog` names the program in messages (`kubectl netfence` for the plugin, which
+ * decides itself which commands it offers before calling this).
+ */
+export async function main(argv: readonly string[], io: Io, width = helpWidth(), prog = 'netfence'): Promise<number> {
   const [name, ...rest] = argv;
   if (name === '--version' || name === '-V' || name === 'version') {
     io.out(`${version()} (node ${process.version})\n`);
     return 0;
   }
-  if (name === undefined || isHelp(name)) {
-    const topic = rest[0];
-    io.out(topic !== undefined && isCommandName(topic) ? commandHelp(topic, width) : overviewHelp(width));
-    return name === undefined ? 2 : 0;
-  }
+  if (name === undefined || isHelp(name)) return helpTopic(name === undefined ? [] : rest, io, width, prog, name === undefined ? 2 : 0);
   if (!isCommandName(name)) {
-    io.err(`netfence: unknown command "${name}"\n`);
-    io.err(overviewHelp(width));
+    io.err(`${prog}: unknown command "${name}"${didYouMean(name, Object.keys(COMMANDS))}; '${prog} --help' lists the commands\n`);
     return 2;
   }
   // Anywhere before a lone `--`; parseArgs would accept --help too, but help must not need a valid config.
   const beforeDashes = rest.indexOf('--') === -1 ? rest : rest.slice(0, rest.indexOf('--'));
   if (beforeDashes.includes('--help') || beforeDashes.includes('-h')) {
-    io.out(commandHelp(name, width));
+    io.out(commandHelp(name, width, prog));
     return 0;
   }
   try {
@@ -53,28 +53,43 @@ export async function main(argv: readonly string[], io: Io, width = helpWidth())
       await COMMAND_MODULES[name]()
     )(rest, io);
   } catch (err) {
-    io.err(await errorText(name, err));
+    io.err(await errorText(`${prog} ${name}`, err));
     return 2;
   }
 }
 
-async function errorText(name: string, err: unknown): Promise<string> {
-  if (err instanceof UsageError) return `netfence ${name}: ${err.message}\n${overviewUsage(name)}`;
-  if (err instanceof CommandFailure) return `netfence ${name}: ${err.message}\n`;
+/** `netfence help`, `netfence help why`, `netfence help config [why]`. */
+function helpTopic(topics: readonly string[], io: Io, width: number, prog: string, code: number): number {
+  const [topic, sub] = topics;
+  if (topic === undefined) io.out(overviewHelp(width));
+  else if (isCommandName(topic)) io.out(commandHelp(topic, width, prog));
+  else if (topic === 'config' && (sub === undefined || isCommandName(sub))) io.out(configHelp(sub, width));
+  else {
+    const unknown = topic === 'config' ? (sub ?? '') : topic;
+    io.err(`${prog} help: no such command "${unknown}"${didYouMean(unknown, Object.keys(COMMANDS))}\n`);
+    return 2;
+  }
+  return code;
+}
+
+/** One line for anything a user can cause; a stack only for what must be a bug. */
+async function errorText(prefix: string, err: unknown): Promise<string> {
+  if (err instanceof UsageError) return `${prefix}: ${err.message} (${prefix} --help)\n`;
+  if (err instanceof CommandFailure) return `${prefix}: ${err.message}\n`;
   if (err instanceof DataplaneCommandError) {
     const remedy = remedyFor(err);
-    return `netfence ${name}: ${remedy ? `${remedy}\n  (${err.message.split('\n')[0]})` : err.message}\n`;
+    return `${prefix}: ${remedy ? `${remedy} (${err.message.split('\n')[0]})` : err.message}\n`;
   }
   // Loaded only on this path: config/load.ts brings ajv and yaml with it.
   const { ConfigError } = await import('../config/load.js');
-  if (err instanceof ConfigError) return `netfence ${name}: ${err.message}\n`;
-  return `netfence ${name}: ${(err as Error).stack ?? String(err)}\n`;
+  // One problem, one line; several are listed one per line under the first.
+  if (err instanceof ConfigError)
+    return `${prefix}: ${err.problems.length === 1 ? `invalid configuration: ${err.problems[0]!}` : err.message}\n`;
+  // A system call's failure (a file, a socket): its message says what and where.
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return `${prefix}: ${(err as Error).message}\n`;
+  return `${prefix}: ${(err as Error).stack ?? String(err)}\n`;
 }
-
-const overviewUsage = (name: string): string =>
-  isCommandName(name)
-    ? `usage: netfence ${name}${COMMANDS[name].synopsis ? ` ${COMMANDS[name].synopsis}` : ''} [options]  (netfence ${name} --help)\n`
-    : '';
 
 const isEntry = process.argv[1] !== undefined && import.meta.url === new URL(`file://${process.argv[1]}`).href;
 if (isEntry || process.argv[1]?.endsWith('/netfence')) {

@@ -62,7 +62,10 @@ export function parserOptions(defs: readonly OptionDef[]): Options {
 const CONFIG_HELP: { readonly [K in ConfigKey]: { readonly arg?: string; readonly help: string } } = {
   nodeName: { arg: 'N', help: 'this node' },
   bridge: { arg: 'IF', help: 'the bridge pods are attached to' },
-  podCidrs: { arg: 'CIDR', help: "this node's pod CIDR (repeatable; default: the Node's spec.podCIDRs, then flannel's subnet.env)" },
+  podCidrs: {
+    arg: 'CIDR',
+    help: "this node's pod CIDR (or several, comma-separated; default: the Node's spec.podCIDRs, then flannel's subnet.env)",
+  },
   unknownPods: {
     arg: UNKNOWN_POD_POLICIES.join('|'),
     help: "addresses of this node's pod CIDR that no known pod owns: dropped, or let through",
@@ -118,27 +121,73 @@ function defaultText(key: ConfigKey): string {
   return `; default ${String(value)}`;
 }
 
+const CONFIG_FILE_OPTION: OptionDef = {
+  name: 'config',
+  type: 'string',
+  arg: 'FILE',
+  help: `YAML or JSON configuration file (env ${CONFIG_FILE_ENV}); flags win over env NETFENCE_*, which wins over the file`,
+};
+
+/** A configuration key's flags (booleans also as `--no-…`), as config/load.ts reads them. */
+export function configKeyOptions(key: ConfigKey): readonly OptionDef[] {
+  const { kind, flag, env } = KEY_SPELLINGS[key];
+  const { arg, help } = CONFIG_HELP[key];
+  const text = `${help} (env ${env.join(', ')}${defaultText(key)})`;
+  if (kind === 'boolean') {
+    return [
+      { name: flag, type: 'boolean', help: text },
+      { name: `no-${flag}`, type: 'boolean', help: `turn --${flag} off` },
+    ];
+  }
+  return [{ name: flag, type: 'string', ...(kind === 'string-list' ? { multiple: true } : {}), arg: arg ?? 'VALUE', help: text }];
+}
+
+/** `--config` and the flags of the given configuration keys (every key when none are given), in CONFIG_KEYS order. */
+export function configOptions(keys: readonly ConfigKey[] = CONFIG_KEYS): readonly OptionDef[] {
+  return [CONFIG_FILE_OPTION, ...CONFIG_KEYS.filter((k) => keys.includes(k)).flatMap(configKeyOptions)];
+}
+
 /** `--config` and one flag per configuration key (booleans also as `--no-…`), as config/load.ts reads them. */
-export const CONFIG_OPTIONS: readonly OptionDef[] = [
-  {
-    name: 'config',
-    type: 'string',
-    arg: 'FILE',
-    help: `YAML or JSON configuration file (env ${CONFIG_FILE_ENV}); flags win over env NETFENCE_*, which wins over the file`,
-  },
-  ...CONFIG_KEYS.flatMap((key): OptionDef[] => {
-    const { kind, flag, env } = KEY_SPELLINGS[key];
-    const { arg, help } = CONFIG_HELP[key];
-    const text = `${help} (env ${env.join(', ')}${defaultText(key)})`;
-    if (kind === 'boolean') {
-      return [
-        { name: flag, type: 'boolean', help: text },
-        { name: `no-${flag}`, type: 'boolean', help: `turn --${flag} off` },
-      ];
-    }
-    return [{ name: flag, type: 'string', ...(kind === 'string-list' ? { multiple: true } : {}), arg: arg ?? 'VALUE', help: text }];
-  }),
-];
+export const CONFIG_OPTIONS: readonly OptionDef[] = configOptions();
+
+// ---- which configuration each command reads ------------------------------------------------------
+// A command is given only the flags of the settings it reads, so `why --revoke-established` or
+// `apply --dry-run` is refused instead of accepted and ignored. The file and NETFENCE_* environment may
+// hold every setting (the DaemonSet's ConfigMap serves `kubectl exec … netfence diff` too).
+
+/** Groups of settings, each read by one piece of the commands' plumbing (cli/context.ts, config/views.ts). */
+export const SETTING_GROUPS = {
+  /** What a node's ruleset is compiled from (config/load.ts toNodeSettings, cli/context.ts nodeSettings). */
+  ruleset: [
+    'nodeName',
+    'bridge',
+    'podCidrs',
+    'unknownPods',
+    'chainPrefix',
+    'ipsetPrefix',
+    'markMask',
+    'revokeEstablished',
+    'flannelSubnetEnv',
+    'flowLogs',
+    'flowLogGroup',
+    'flowLogRate',
+    'flowLogAllowed',
+    'budgetSetMembers',
+    'budgetRules',
+  ],
+  /** Which kernel objects and tools (config/views.ts kernelOptions, ownershipOf). */
+  kernel: ['backend', 'ipv6', 'chainPrefix', 'ipsetPrefix'],
+  /** Bounds of a `--resources` read (config/views.ts manifestLimits). */
+  manifests: ['manifestMaxFileBytes', 'manifestMaxTotalBytes'],
+  /**
+   * The level of the commands' loggers (cli/context.ts cliLogger). Every command that works on a node takes it,
+   * with the kernel group, so one set of flags serves a script's apply, diff, inspect, trace and cleanup.
+   */
+  log: ['logLevel'],
+  /** Where the daemon's HTTP endpoints are (`drops`, `why --live`). */
+  daemonAddress: ['listenAddress'],
+  every: CONFIG_KEYS,
+} as const satisfies Record<string, readonly ConfigKey[]>;
 
 // ---- the options of the commands ------------------------------------------------------------------
 
@@ -150,7 +199,7 @@ export const OPT = {
     type: 'string',
     multiple: true,
     arg: 'PATH',
-    help: 'manifest files or directories (*.yaml, *.yml, *.json; repeatable) instead of the API server',
+    help: 'a manifest file or directory (*.yaml, *.yml, *.json) to read instead of the API server',
   },
   kubeconfig: {
     name: 'kubeconfig',
@@ -165,7 +214,7 @@ export const OPT = {
     type: 'string',
     multiple: true,
     arg: 'FILE',
-    help: 'read iptables-save and/or ip6tables-save + ipset save output (or `netfence compile` output) instead of the live kernel; repeatable; each *filter table\'s family is told from its "# Generated by ip6tables-save" line (or its addresses)',
+    help: 'read iptables-save and/or ip6tables-save + ipset save output (or `netfence compile` output) instead of the live kernel; each *filter table\'s family is told from its "# Generated by ip6tables-save" line (or its addresses)',
   },
   json: { name: 'json', type: 'boolean', help: 'print JSON' },
 } as const satisfies Record<string, OptionDef>;

@@ -30,9 +30,10 @@ export function terminalSafe(s: string): string {
  * JSON text with the same value as JSON.stringify gives, but with the characters JSON leaves raw (C1,
  * bidi, separators) written as `\uXXXX`, so `--json` on a terminal is as safe as the text output.
  */
-export function terminalSafeJson(value: unknown): string {
+export function terminalSafeJson(value: unknown, indent?: number): string {
   let out = '';
-  // JSON.stringify escapes C0 itself; what it leaves raw is inside strings, where `\uXXXX` is the same character.
-  for (const c of JSON.stringify(value)) out += isUnsafe(c.codePointAt(0)!) ? `\\u${hex(c.codePointAt(0)!, 4)}` : c;
+  // JSON.stringify escapes C0 inside strings itself (outside them, C0 is only the indentation's newlines); what it leaves raw is inside strings, where `\uXXXX` is the same character.
+  for (const c of JSON.stringify(value, null, indent))
+    out += c.codePointAt(0)! > 0x1f && isUnsafe(c.codePointAt(0)!) ? `\\u${hex(c.codePointAt(0)!, 4)}` : c;
   return out;
 }

@@ -258,7 +258,7 @@ function resolve(ref: string, snapshot: ClusterSnapshot | undefined, report: Ins
   if (local) return { ip: local.ip, pod: ref };
   const hint = snapshot
     ? 'not in the cluster (--resources manifests or the API), or it has no IP yet'
-    : `not a local pod in the ruleset; pass --kubeconfig F (or run in the cluster) or --resources PATH… to name remote pods`;
+    : `not a local pod in the ruleset; pass --kubeconfig F (or run in the cluster) or --resources PATH (one per file or directory) to name remote pods`;
   throw new UsageError(`pod ${ref}: ${hint}`);
 }
 

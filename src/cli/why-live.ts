@@ -11,6 +11,8 @@ import type { FlowRecord } from '../observe/flow-log.js';
 import { wrap } from '../trace/index.js';
 import type { Answer } from '../why/index.js';
 import { kubeConfigFrom, resourcePaths, UsageError, type Parsed } from './context.js';
+import { FlowsAnswerError, MAX_FLOWS_BODY_BYTES, parseFlowsAnswer, readBoundedBody } from './flows-answer.js';
+import { terminalSafe } from './terminal-text.js';
 
 /** One GET on a node's daemon: the status and body, or a thrown error saying why it could not be asked. */
 export interface DaemonReach {
@@ -53,27 +55,34 @@ async function nodeLive(answer: Answer, node: string, reach: DaemonReach): Promi
       reach.get(node, `/flows${local ? `?pod=${encodeURIComponent(local)}` : ''}`),
     ]);
   } catch (err) {
-    return { node, error: (err as Error).message, disagreements: [], notes: [] };
+    // The message may quote the daemon's (or a proxy's) answer: shown, so made terminal-safe here.
+    return { node, error: terminalSafe((err as Error).message), disagreements: [], notes: [] };
   }
-  const ready = { ok: readyz.status === 200, text: readyz.body.trim() };
+  // Whatever answers on the daemon's port is untrusted (as for `netfence drops`): its text is shown escaped.
+  const ready = { ok: readyz.status === 200, text: terminalSafe(readyz.body.trim().slice(0, 300)) };
   const disagreements: string[] = [];
   const notes: string[] = [];
   if (!ready.ok)
     disagreements.push(`${node} is not in sync (/readyz ${readyz.status}: ${ready.text}): its kernel may not hold the desired rules yet`);
   let drops: FlowRecord[] = [];
   if (flows.status === 200) {
-    const records = (JSON.parse(flows.body) as { records?: FlowRecord[] }).records ?? [];
+    let records: FlowRecord[];
+    try {
+      records = parseFlowsAnswer(flows.body, `${node} /flows`);
+    } catch (err) {
+      return { node, error: (err as Error).message, ready, disagreements, notes };
+    }
     drops = records.filter(
       (r) => r.src.ip === src.ip && r.dst.ip === dst.ip && r.protocol === proto && r.port === port && r.reason !== 'allowed',
     );
-  } else notes.push(`no flow log from ${node} (/flows ${flows.status}: ${flows.body.trim()})`);
+  } else notes.push(`no flow log from ${node} (/flows ${flows.status}: ${terminalSafe(flows.body.trim().slice(0, 300))})`);
   for (const side of sides) {
     const seen = drops.filter((r) => r.direction === side.direction);
     const last = seen[seen.length - 1];
     const when = last ? `${new Date(last.lastSeen).toISOString()}${last.count > 1 ? ` (×${last.count})` : ''}` : '';
     if (side.verdict === 'allowed' && last)
       disagreements.push(
-        `${node}'s kernel dropped this connection (${side.direction}) at ${when} though the desired rules allow it: ${last.because}`,
+        `${node}'s kernel dropped this connection (${side.direction}) at ${when} though the desired rules allow it: ${terminalSafe(last.because)}`,
       );
     else if (side.verdict === 'dropped')
       notes.push(
@@ -131,25 +140,38 @@ export async function reachFor(parsed: Parsed, config: Pick<DaemonConfig, 'liste
 async function direct(url: string): Promise<{ status: number; body: string }> {
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(TIMEOUT_MS) });
-    return { status: res.status, body: await res.text() };
+    // Bounded as `netfence drops` reads it: an endless answer used to be read whole (400 MB took 1.36 GB).
+    return { status: res.status, body: await readBoundedBody(res, url) };
   } catch (err) {
-    const e = err as Error;
-    throw new Error(`${new URL(url).origin}: ${e.cause instanceof Error ? e.cause.message : e.message}`, { cause: err });
+    if (err instanceof FlowsAnswerError) throw err;
+    throw new Error(`${new URL(url).origin}: ${reasonOf(err)}`, { cause: err });
   }
 }
 
-/** One authenticated GET on the kubeconfig's API server: status and body, whatever the status. */
-export async function apiGet(kubeConfig: KubeConfig, path: string): Promise<{ status: number; body: string }> {
+/**
+ * One authenticated GET on the kubeconfig's API server: status and body, whatever the status. `limit`
+ * bounds the body read (the pod proxy's answers are a daemon's, untrusted, so bounded as `drops` bounds them).
+ */
+export async function apiGet(kubeConfig: KubeConfig, path: string, limit?: number): Promise<{ status: number; body: string }> {
   const cluster = kubeConfig.getCurrentCluster();
   if (!cluster) throw new Error('the kubeconfig has no current cluster');
   const init = await kubeConfig.applyToFetchOptions({});
   try {
     const res = await fetch(`${cluster.server}${path}`, { ...init, method: 'GET', signal: AbortSignal.timeout(TIMEOUT_MS) } as RequestInit);
-    return { status: res.status, body: await res.text() };
+    return {
+      status: res.status,
+      body: limit === undefined ? await res.text() : await readBoundedBody(res, `${cluster.server}${path}`, limit),
+    };
   } catch (err) {
-    const e = err as Error;
-    throw new Error(`the API server ${cluster.server}: ${e.cause instanceof Error ? e.cause.message : e.message}`, { cause: err });
+    if (err instanceof FlowsAnswerError) throw err;
+    throw new Error(`the API server ${cluster.server}: ${reasonOf(err)}`, { cause: err });
   }
+}
+
+/** fetch's own message is "fetch failed"; the reason (connect ECONNREFUSED …) is its cause's, from whatever realm it was made in. */
+function reasonOf(err: unknown): string {
+  const e = err as { message?: unknown; cause?: { message?: unknown } };
+  return typeof e.cause?.message === 'string' ? e.cause.message : String(e.message ?? err);
 }
 
 /**
@@ -160,7 +182,7 @@ export async function apiGet(kubeConfig: KubeConfig, path: string): Promise<{ st
 export function podProxy(kubeConfig: KubeConfig, namespace: string, config: Pick<DaemonConfig, 'listenAddress'>): DaemonReach {
   const port = parseListenAddress(config.listenAddress)?.port ?? 9476;
   const pods = new Map<string, Promise<string>>();
-  const request = (path: string) => apiGet(kubeConfig, path);
+  const request = (path: string) => apiGet(kubeConfig, path, MAX_FLOWS_BODY_BYTES);
   const podOn = (node: string): Promise<string> => {
     let pod = pods.get(node);
     if (!pod) {

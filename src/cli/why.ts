@@ -14,6 +14,7 @@ import { parseIp } from '../model/address.js';
 import { EndpointError, formatAnswer, whyConnection, type Answer } from '../why/index.js';
 import type { Io } from './command-specs.js';
 import { configFrom, loadCluster, manifestLimits, parseCommand, UsageError, type Parsed } from './context.js';
+import { terminalSafeJson } from './terminal-text.js';
 import { formatLive, liveReport, reachFor } from './why-live.js';
 
 const PROTOCOLS: readonly L4Protocol[] = ['tcp', 'udp', 'sctp'];
@@ -46,14 +47,14 @@ export async function whyCommand(argv: readonly string[], io: Io): Promise<numbe
     return desiredCode;
   }
   const live = await liveReport(answer, await reachFor(parsed, config));
-  io.out(json ? `${JSON.stringify({ ...answer, live }, null, 2)}\n` : `${formatAnswer(answer)}${formatLive(live)}`);
+  io.out(json ? `${terminalSafeJson({ ...answer, live }, 2)}\n` : `${formatAnswer(answer)}${formatLive(live)}`);
   const unreachable = live.nodes.filter((n) => n.error !== undefined);
   for (const n of unreachable) io.err(`netfence why --live: cannot reach the daemon on ${n.node}: ${n.error}\n`);
   return unreachable.length > 0 ? 2 : desiredCode;
 }
 
 /** Each node's settings as its own daemon would have them: this command's configuration, that node's name and pod CIDRs. */
-function settingsPerNode(config: DaemonConfig, snapshot: ClusterSnapshot): (node: string) => NodeSettings {
+export function settingsPerNode(config: DaemonConfig, snapshot: ClusterSnapshot): (node: string) => NodeSettings {
   const cache = new Map<string, NodeSettings>();
   return (node) => {
     let settings = cache.get(node);

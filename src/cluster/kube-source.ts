@@ -35,6 +35,7 @@ import { convert } from './convert.js';
 import { KindInformer } from './kind-informer.js';
 import { GuardedWatch } from './kube-watch.js';
 import {
+  InFlightObjects,
   isFieldSelectorRefusal,
   isWatchListRefusal,
   listPaged,
@@ -86,6 +87,12 @@ export interface KubeSourceOptions {
   readonly limits?: Partial<InitialStateLimits>;
   /** Called for every response refused for breaking a bound or the protocol (already logged). */
   readonly onRefused?: (refusal: StreamRefusal) => void;
+  /**
+   * Called for every failed list, watch or discovery before it is logged and retried. A one-shot command
+   * gives up on the errors retrying cannot mend (connection refused, unauthorized) and says so itself: it
+   * returns true, and the failure is not logged.
+   */
+  readonly onFailure?: (err: unknown) => boolean;
 }
 
 /** A refused response: which kind, which request, and why. */
@@ -97,7 +104,8 @@ export interface StreamRefusal {
 
 /**
  * Four kinds stream at once: a server flooding all four with small pods took the daemon to a 548 MiB peak at
- * 150,000 objects each (Kubernetes' own ceiling for pods; the DaemonSet's limit is 512Mi), 340 MiB at 100,000.
+ * 150,000 objects each (Kubernetes' own ceiling for pods; the DaemonSet's limit is 512Mi), 438 MiB at 100,000 on Node 24;
+ * all kinds together are held to 1.25 times the per-kind bound (KubeSource's InFlightObjects): 331–375 MiB.
  * 1 GiB of JSON is ~10 KiB for each of those. 120 s for a WatchList stream is the xl tier's (50,000 pods) many
  * times over; 60 s a page is the API server's own request timeout, past which it gives up on a list itself.
  * The daemon's configuration (initialList*, listPageTimeoutSeconds) carries the same defaults.
@@ -190,6 +198,7 @@ export class KubeSource implements ClusterSource {
   private readonly selectorStep = new Map<ObjectKind, number>();
   private readonly limits: InitialStateLimits;
   private readonly onRefused: (refusal: StreamRefusal) => void;
+  private readonly onFailure: (err: unknown) => boolean;
 
   constructor(opts: KubeSourceOptions) {
     this.watchTimeoutSeconds = opts.watchTimeoutSeconds;
@@ -204,8 +213,11 @@ export class KubeSource implements ClusterSource {
     this.goneConfirmIntervalMs = opts.goneConfirmIntervalMs ?? 5_000;
     this.onUnconfirmed = opts.onUnconfirmed ?? (() => undefined);
     this.watchList = opts.watchList ?? true;
-    this.limits = { ...DEFAULT_INITIAL_STATE_LIMITS, ...opts.limits };
+    const limits = { ...DEFAULT_INITIAL_STATE_LIMITS, ...opts.limits };
+    // All kinds together: room for the largest kind at its bound plus a quarter of that for the others.
+    this.limits = { ...limits, inFlight: new InFlightObjects(Math.ceil(limits.maxObjects * 1.25)) };
     this.onRefused = opts.onRefused ?? (() => undefined);
+    this.onFailure = opts.onFailure ?? (() => false);
 
     // Pods of all namespaces and all nodes: policy peers can be anywhere.
     const watches: readonly KindWatch[] = [
@@ -232,7 +244,8 @@ export class KubeSource implements ClusterSource {
     if (this.stopped) return;
     if (typeof answer !== 'boolean') {
       const delayMs = backoffDelay(this.discoveryAttempts++, this.initialMs, this.maxMs, this.random);
-      this.logger.warn('ClusterNetworkPolicy discovery failed; retrying', { delayMs, error: describeError(answer.error) });
+      if (!this.onFailure(answer.error))
+        this.logger.warn('ClusterNetworkPolicy discovery failed; retrying', { delayMs, error: describeError(answer.error) });
       this.scheduleDiscovery(delayMs);
       return;
     }
@@ -523,7 +536,8 @@ export class KubeSource implements ClusterSource {
     this.attempts.set(kind, attempt + 1);
     const delayMs = backoffDelay(attempt, this.initialMs, this.maxMs, this.random);
     // The store keeps the last state it saw: the kernel keeps enforcing it while the API is away.
-    this.logger.warn('informer failed; retrying', { kind, attempt: attempt + 1, delayMs, error: describeError(err) });
+    if (!this.onFailure(err))
+      this.logger.warn('informer failed; retrying', { kind, attempt: attempt + 1, delayMs, error: describeError(err) });
     this.retryTimers.set(
       kind,
       setTimeout(() => {

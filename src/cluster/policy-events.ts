@@ -7,7 +7,7 @@
 
 import { EventsV1Api, V1MicroTime, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../log.js';
-import { sha256, type Problem } from '../model/index.js';
+import { sha256, type ClusterSnapshot, type Problem } from '../model/index.js';
 
 /** The part of an events.k8s.io/v1 Event netfence writes. */
 export interface PolicyEvent {
@@ -121,6 +121,43 @@ export function policyEvent(problem: Problem, node: string, now: Date): PolicyEv
       name: about.name,
     },
   };
+}
+
+/**
+ * The problems this node writes Events for. Every node used to write one for every invalid policy of the
+ * cluster, so Events grew with the node count even for namespaces a node has no pod of. Now a
+ * NetworkPolicy's problem is reported by the nodes with a pod in its namespace (the only pods it can select:
+ * where it fails closed, and where a node budget can refuse it), and a ClusterNetworkPolicy's, the same on
+ * every node, by one elected reporter: the node whose name sorts first among the cluster's Nodes (this node
+ * itself while no Node is known). Everything is still logged, counted and shown by inspect on every node.
+ */
+export function problemsToReport(problems: readonly Problem[], snapshot: ClusterSnapshot, node: string): Problem[] {
+  const about = problems.map((p) => ({ p, about: regardingOf(p.object) })).filter((x) => x.about !== undefined);
+  if (about.length === 0) return [];
+  let localNamespaces: ReadonlySet<string> | undefined;
+  const hasLocalPods = (namespace: string): boolean => {
+    localNamespaces ??= namespacesWithPodsOn(snapshot.pods, node);
+    return localNamespaces.has(namespace);
+  };
+  const reporter = snapshot.nodes.reduce<string | undefined>(
+    (first, n) => (first === undefined || n.name < first ? n.name : first),
+    undefined,
+  );
+  return about
+    .filter(({ about: r }) => (r!.kind === 'NetworkPolicy' ? hasLocalPods(r!.namespace!) : (reporter ?? node) === node))
+    .map(({ p }) => p);
+}
+
+/** Every sync reports its problems; the pod list is walked again only when it changed (the same list is the same object). */
+const localNamespacesMemo = new WeakMap<ClusterSnapshot['pods'], { readonly node: string; readonly namespaces: ReadonlySet<string> }>();
+
+function namespacesWithPodsOn(pods: ClusterSnapshot['pods'], node: string): ReadonlySet<string> {
+  const memo = localNamespacesMemo.get(pods);
+  if (memo?.node === node) return memo.namespaces;
+  const namespaces = new Set<string>();
+  for (const pod of pods) if (pod.nodeName === node && !pod.hostNetwork) namespaces.add(pod.namespace);
+  localNamespacesMemo.set(pods, { node, namespaces });
+  return namespaces;
 }
 
 /**

@@ -4,7 +4,7 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeSource } from '../cluster/kube-source.js';
 import { ManifestSource, type SourceHealth } from '../cluster/manifest-source.js';
-import { kubeEventsClient, PolicyEvents } from '../cluster/policy-events.js';
+import { kubeEventsClient, PolicyEvents, problemsToReport } from '../cluster/policy-events.js';
 import type { ClusterSource } from '../cluster/source.js';
 import type { DaemonConfig } from '../config/schema.js';
 import { manifestLimits } from '../config/views.js';
@@ -63,8 +63,17 @@ export function openSource(
   });
 }
 
-/** Problems of NetworkPolicies become Warning Events on them (API sources only: manifests have no API). */
-export function policyEventsOf(config: DaemonConfig, kubeConfig: KubeConfig, metrics: Metrics, logger: Logger): SyncSubscriber {
+/**
+ * Problems of NetworkPolicies become Warning Events on them (API sources only: manifests have no API), from
+ * the nodes they concern (problemsToReport).
+ */
+export function policyEventsOf(
+  config: DaemonConfig,
+  kubeConfig: KubeConfig,
+  source: ClusterSource,
+  metrics: Metrics,
+  logger: Logger,
+): SyncSubscriber {
   const events = new PolicyEvents({
     client: kubeEventsClient(kubeConfig),
     node: config.nodeName,
@@ -72,5 +81,5 @@ export function policyEventsOf(config: DaemonConfig, kubeConfig: KubeConfig, met
     logger: logger.child({ component: 'events' }),
     onReports: (outcome, n) => metrics.countEventReports(outcome, n),
   });
-  return { problems: (problems) => void events.report(problems) };
+  return { problems: (problems) => void events.report(problemsToReport(problems, source.snapshot(), config.nodeName)) };
 }

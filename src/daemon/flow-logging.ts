@@ -40,13 +40,15 @@ export interface FlowLoggingOptions {
 
 export function createFlowLogging(opts: FlowLoggingOptions): FlowLogging {
   const { config, logger } = opts;
-  const flows = new FlowLog({ logger, now: opts.now, ...(opts.onDenied ? { onDenied: opts.onDenied } : {}) });
+  const node = config.nodeName;
+  const flows = new FlowLog({ logger, now: opts.now, node, ...(opts.onDenied ? { onDenied: opts.onDenied } : {}) });
   // Opt-in (flowLogAllowed): allowed connections are log lines only, kept apart from the denied ring.
-  const allowedFlows = new FlowLog({ logger, now: opts.now, message: 'allowed connection', capacity: 100 });
+  const allowedFlows = new FlowLog({ logger, now: opts.now, node, message: 'allowed connection', capacity: 100 });
   // Audit mode: connections an audited policy would change, a ring of their own (`drops --audit`).
   const auditedFlows = new FlowLog({
     logger,
     now: opts.now,
+    node,
     message: 'audited connection',
     ...(opts.onAudited ? { onAudited: opts.onAudited } : {}),
   });

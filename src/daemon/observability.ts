@@ -2,6 +2,8 @@
 // and the HTTP server that serves them. Started before anything else, so a probe is answered (not ready)
 // while the kernel is opened and the cluster listed.
 
+import type { KubeConfig } from '@kubernetes/client-node';
+import { kubeReviews, requestAuthorizer } from '../cluster/request-auth.js';
 import type { DaemonConfig } from '../config/schema.js';
 import type { Logger } from '../log.js';
 import type { AuditedFlow, DeniedFlow } from '../observe/flows.js';
@@ -18,10 +20,13 @@ export interface Observability {
   /** Undefined when flow logs are off, or in dry-run. */
   readonly flowLogging: FlowLogging | undefined;
   readonly listen: { host: string; port: number };
+  /** The loopback listener beside a node address (the kubelet's probes). */
+  readonly loopback?: { host: string; port: number };
   readonly server: ObserveServer;
 }
 
-export async function startObservability(config: DaemonConfig, logger: Logger): Promise<Observability> {
+/** `kubeConfig`: the API to check who asks for /flows from off the node; without one only loopback may. */
+export async function startObservability(config: DaemonConfig, logger: Logger, kubeConfig: KubeConfig | undefined): Promise<Observability> {
   const metrics = createMetrics({ processMetrics: true });
   const health = new HealthState({
     now: () => systemClock.now(),
@@ -34,7 +39,7 @@ export async function startObservability(config: DaemonConfig, logger: Logger): 
           config,
           logger: logger.child({ component: 'flow-log' }),
           now: () => Date.now(),
-          onDenied: (flow) => metrics.countDenied(deniedLabels(flow)),
+          onDenied: (flow) => countDenied(metrics, flow),
           onAudited: (flow) => countAudited(metrics, flow),
           onReaderError: () => metrics.countFlowLogReaderError(),
         })
@@ -44,15 +49,20 @@ export async function startObservability(config: DaemonConfig, logger: Logger): 
     metrics,
     logger: logger.child({ component: 'http' }),
     onConnectionRefused: (why) => metrics.countConnectionRefused(why),
+    onAuthRefused: (why) => metrics.countFlowsRequestRefused(why),
+    ...(kubeConfig ? { authorize: requestAuthorizer({ reviews: kubeReviews(kubeConfig), now: () => Date.now() }) } : {}),
     ...(flowLogging ? { flows: flowLogging.query } : {}),
   });
   const listen = await server.start(config.listenAddress);
-  return { metrics, health, flowLogging, listen, server };
+  return { metrics, health, flowLogging, listen, ...(server.loopback ? { loopback: server.loopback } : {}), server };
 }
 
-function deniedLabels(flow: DeniedFlow): DeniedLabels {
+/** One count per policy selecting the dropping pod (all of them refused the peer), as the audit series counts. */
+function countDenied(metrics: Metrics, flow: DeniedFlow): void {
   const [namespace = '', pod = ''] = flow.pod?.split('/') ?? [];
-  return { namespace, pod, direction: flow.direction, reason: flow.reason };
+  const labels: Omit<DeniedLabels, 'policy'> = { namespace, pod, direction: flow.direction, reason: flow.reason };
+  if (flow.policies.length === 0) return metrics.countDenied({ ...labels, policy: '' });
+  for (const policy of flow.policies) metrics.countDenied({ ...labels, policy });
 }
 
 function countAudited(metrics: Metrics, flow: AuditedFlow): void {

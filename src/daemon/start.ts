@@ -37,6 +37,8 @@ export interface RunningDaemon {
   readonly source: ClusterSource;
   readonly metrics: Metrics;
   readonly listen: { host: string; port: number };
+  /** The loopback listener beside a node address (the kubelet's probes); undefined when listen covers loopback. */
+  readonly loopback: { host: string; port: number } | undefined;
   /** Strict mode's conntrack marker; undefined when revokeEstablished is off. */
   readonly revoker: Revoker | undefined;
   /** The bridge table (port address binding when antiSpoofing is on, bridged traffic judging always); undefined in dry-run. */
@@ -47,7 +49,8 @@ export interface RunningDaemon {
 
 export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): Promise<RunningDaemon> {
   const { logger, netns } = inputs;
-  const { metrics, health, flowLogging, listen, server } = await startObservability(config, logger);
+  const kubeConfig = kubeConfigOf(inputs);
+  const { metrics, health, flowLogging, listen, loopback, server } = await startObservability(config, logger, kubeConfig);
 
   const kernel = await openKernel(kernelOptions(config, netns));
   logger.info('netfence starting', { node: config.nodeName, backend: kernel.backend.backend, why: kernel.backend.reason, netns });
@@ -55,7 +58,6 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   const preconditions = preconditionChecker({ health, metrics, netns, logger, ipv6: config.ipv6, settings: node.last });
   await preconditions.check();
 
-  const kubeConfig = kubeConfigOf(inputs);
   const source = openSource(
     config,
     inputs,
@@ -96,7 +98,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   const reports = reconciler.reports;
   reports.subscribe(preconditions);
   reports.subscribe(guards);
-  if (kubeConfig) reports.subscribe(policyEventsOf(config, kubeConfig, metrics, logger));
+  if (kubeConfig) reports.subscribe(policyEventsOf(config, kubeConfig, source, metrics, logger));
   if (flowLogging) reports.subscribe(flowLogging);
   reports.subscribe(latency);
   reports.subscribe(syncMetrics(metrics, health));
@@ -131,6 +133,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
     source,
     metrics,
     listen,
+    loopback,
     revoker,
     antiSpoof,
     stop: () =>

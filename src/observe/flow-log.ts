@@ -40,6 +40,8 @@ export interface FlowLogOptions {
   readonly onAudited?: (flow: AuditedFlow) => void;
   /** The log line's message: `denied connection` (default) or `allowed connection`. */
   readonly message?: string;
+  /** This node's name, on every line (a shipped line must say where it was seen). */
+  readonly node?: string;
 }
 
 export const DEFAULT_RING_CAPACITY = 1000;
@@ -79,7 +81,7 @@ export class FlowLog {
     this.open.set(key, record);
     this.ring.push(record);
     if (this.ring.length > this.capacity) this.ring.splice(0, this.ring.length - this.capacity);
-    this.opts.logger.info(this.opts.message ?? 'denied connection', fields(record));
+    this.opts.logger.info(this.opts.message ?? 'denied connection', fields(record, this.opts.node, 1));
   }
 
   /** Ends windows older than windowMs; a flow seen more than once gets a closing line with its count. */
@@ -89,7 +91,7 @@ export class FlowLog {
       this.open.delete(key);
       if (r.count > 1)
         this.opts.logger.info(`${this.opts.message ?? 'denied connection'} repeated`, {
-          ...fields(r),
+          ...fields(r, this.opts.node, r.count - 1),
           count: r.count,
           lastSeen: new Date(r.lastSeen).toISOString(),
         });
@@ -109,17 +111,36 @@ function matches(r: FlowRecord, f: FlowFilter): boolean {
   return true;
 }
 
-function fields(r: FlowRecord): Record<string, unknown> {
+/**
+ * One log line's fields: the readable `src`/`dst` and, for shipping, both ends as separate fields (`source`,
+ * `destination`: address, port, namespace, pod, labels) and `packets`, the packets this line adds (1 on the
+ * first line; the rest of the window on its `repeated` line, so summing `packets` over lines counts each
+ * logged packet once). docs/flow-record.schema.json is the schema; docs/operations.md explains it.
+ */
+function fields(r: FlowRecord, node: string | undefined, packets: number): Record<string, unknown> {
   return {
     component: 'flow-log',
+    ...(node !== undefined ? { node } : {}),
     time: new Date(r.time).toISOString(),
     src: endText(r.src),
     dst: endText(r.dst),
+    source: endFields(r.src, r.srcPort),
+    destination: endFields(r.dst, r.port),
     protocol: r.protocol,
     ...(r.port !== undefined ? { port: r.port } : {}),
     direction: r.direction,
     reason: r.reason,
     because: r.because,
     ...(r.policies.length > 0 ? { policies: r.policies } : {}),
+    packets,
+  };
+}
+
+function endFields(e: FlowEnd, port: number | undefined): Record<string, unknown> {
+  const [namespace, pod] = e.pod?.split('/') ?? [];
+  return {
+    ip: e.ip,
+    ...(port !== undefined ? { port } : {}),
+    ...(namespace !== undefined && pod !== undefined ? { namespace, pod, labels: e.labels ?? {} } : { where: e.where ?? 'unknown' }),
   };
 }

@@ -14,6 +14,8 @@ export interface FlowEnd {
   readonly ip: string;
   /** `namespace/name` when a pod owns the address. */
   readonly pod?: string;
+  /** That pod's labels (the flow-log line ships them; docs/flow-record.schema.json). */
+  readonly labels?: Readonly<Record<string, string>>;
   /** `outside the cluster` when no pod owns it (node addresses and the internet alike). */
   readonly where?: string;
 }
@@ -25,6 +27,8 @@ export interface DeniedFlow {
   readonly protocol: string;
   /** Destination port for TCP/UDP/SCTP. */
   readonly port?: number;
+  /** Source port for TCP/UDP/SCTP. */
+  readonly srcPort?: number;
   /** Whose policy dropped it: the destination's ingress or the source's egress. */
   readonly direction: PolicyDirection;
   readonly reason: DropReason;
@@ -69,6 +73,7 @@ export function explainDrop(packet: NflogPacket, ctx: FlowContext, pods: PodInde
     dst,
     protocol: PROTOCOL_NAMES[ip.protocol] ?? `proto-${ip.protocol}`,
     ...(ip.dstPort !== undefined ? { port: ip.dstPort } : {}),
+    ...(ip.srcPort !== undefined ? { srcPort: ip.srcPort } : {}),
   };
   if (code.kind === 'unknown-pod') {
     const direction: PolicyDirection = code.direction === 'to' ? 'ingress' : 'egress';
@@ -114,6 +119,7 @@ export function explainAllowed(packet: NflogPacket, ctx: Pick<FlowContext, 'desi
     dst: pods.end(ip.dst),
     protocol: PROTOCOL_NAMES[ip.protocol] ?? `proto-${ip.protocol}`,
     ...(ip.dstPort !== undefined ? { port: ip.dstPort } : {}),
+    ...(ip.srcPort !== undefined ? { srcPort: ip.srcPort } : {}),
     direction,
     reason: 'allowed',
     policies: [policy],
@@ -136,6 +142,7 @@ export function explainAudit(packet: NflogPacket, ctx: Pick<FlowContext, 'desire
     dst: pods.end(ip.dst),
     protocol: PROTOCOL_NAMES[ip.protocol] ?? `proto-${ip.protocol}`,
     ...(ip.dstPort !== undefined ? { port: ip.dstPort } : {}),
+    ...(ip.srcPort !== undefined ? { srcPort: ip.srcPort } : {}),
     direction,
     reason: code.kind,
     pod,
@@ -184,7 +191,7 @@ function policiesOf(desired: DesiredState | undefined, chain: Chain, audited = f
 /** Pods by address, rebuilt only when the snapshot's pod list changes. */
 export class PodIndex {
   private pods: readonly Pod[] | undefined;
-  private byIp = new Map<string, string>();
+  private byIp = new Map<string, Pod>();
 
   constructor(private readonly snapshot: () => ClusterSnapshot) {}
 
@@ -195,11 +202,10 @@ export class PodIndex {
       this.byIp = new Map();
       // hostNetwork pods share the node's address: they are not "the pod" behind it.
       for (const p of pods)
-        if (!p.hostNetwork && p.phase !== 'Succeeded' && p.phase !== 'Failed')
-          for (const a of p.ips) this.byIp.set(a, `${p.namespace}/${p.name}`);
+        if (!p.hostNetwork && p.phase !== 'Succeeded' && p.phase !== 'Failed') for (const a of p.ips) this.byIp.set(a, p);
     }
     const pod = this.byIp.get(ip);
-    return pod ? { ip, pod } : { ip, where: 'outside the cluster' };
+    return pod ? { ip, pod: `${pod.namespace}/${pod.name}`, labels: pod.labels } : { ip, where: 'outside the cluster' };
   }
 }
 

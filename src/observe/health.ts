@@ -9,6 +9,11 @@ export interface HealthChecks {
   liveness(): Check;
   /** Ready once this node enforces policy: the first full sync is programmed and bridged traffic reaches iptables. */
   readiness(): Check;
+  /**
+   * Started once the first full sync is programmed, whatever the bridge sysctls say (the kubelet's startupProbe:
+   * liveness is not asked before it passes, so a long first list is not a stalled loop). Absent: liveness answers.
+   */
+  startup?(): Check;
 }
 
 export interface HealthStateOptions {
@@ -121,6 +126,11 @@ export class HealthState implements HealthChecks {
       return { ok: false, reason: `sync loop silent for ${Math.round(silentMs)} ms (limit ${this.options.stallAfterMs} ms)` };
     }
     return OK;
+  }
+
+  startup(): Check {
+    if (this.stopped !== undefined) return { ok: false, reason: `sync loop stopped: ${this.stopped}` };
+    return this.programmed ? OK : { ok: false, reason: 'starting: first full sync not programmed yet' };
   }
 
   readiness(): Check {

@@ -1,11 +1,15 @@
-// The observability endpoints on the metrics port: /healthz (liveness), /readyz (readiness) and
-// /metrics (Prometheus text). Plain node:http: three read-only routes do not need a framework.
+// The observability endpoints on the metrics port: /healthz (liveness), /readyz (readiness),
+// /metrics (Prometheus text) and /flows. Plain node:http: four read-only routes do not need a framework.
+//
+// /flows names pods, addresses and policies: a client other than the node itself (loopback) must prove who
+// it is and be allowed (`authorize`: TokenReview and SubjectAccessReview, as kube-rbac-proxy does). On a
+// node address, the port is also served on loopback, where the kubelet probes from.
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { parseListenAddress, type ListenAddress } from '../config/listen-address.js';
 import { nullLogger, type Logger } from '../log.js';
-import { ConnectionAdmission, type AdmissionLimits } from './connection-admission.js';
+import { ConnectionAdmission, isLoopback, type AdmissionLimits } from './connection-admission.js';
 import type { Check, HealthChecks } from './health.js';
 import type { Metrics } from './metrics.js';
 import type { ConnectionRefusal } from './metrics-hostile.js';
@@ -26,7 +30,25 @@ export interface ObserveServerOptions {
   readonly isReservedPeer?: (address: string) => boolean;
   /** Told of every connection closed on arrival (logged once per thousand). */
   readonly onConnectionRefused?: (why: ConnectionRefusal) => void;
+  /**
+   * Decides a request for /flows from a peer other than loopback, from its bearer token (undefined: none
+   * sent). Absent: such requests are refused (403), since nothing can say who is asking.
+   */
+  readonly authorize?: RequestAuthorizer;
+  /** Told of every /flows request refused for want of authentication or authorisation. */
+  readonly onAuthRefused?: (why: AuthRefusal) => void;
 }
+
+/** What a bearer token may do on a path: allowed, or why not (`unauthenticated`: 401, `forbidden`: 403, `error`: 503). */
+export type AuthDecision =
+  { readonly allowed: true; readonly user: string } | { readonly allowed: false; readonly why: AuthRefusal; readonly message: string };
+export type AuthRefusal = 'unauthenticated' | 'forbidden' | 'error';
+export type RequestAuthorizer = (
+  token: string | undefined,
+  request: { readonly verb: 'get'; readonly path: string },
+) => Promise<AuthDecision>;
+
+const AUTH_STATUS: { readonly [K in AuthRefusal]: number } = { unauthenticated: 401, forbidden: 403, error: 503 };
 
 /** `maxConnections`: open connections at once (more are closed on arrival); probes and a scraper need a handful. */
 export interface ConnectionLimits extends AdmissionLimits {
@@ -56,9 +78,16 @@ export const CONNECTION_LIMITS: ConnectionLimits = {
   keepAliveMs: 5_000,
 };
 
+/** A host that already takes loopback connections (a wildcard, or loopback itself): no second listener is needed. */
+function coversLoopback(host: string): boolean {
+  return host === '' || host === '0.0.0.0' || host === '::' || host === 'localhost' || isLoopback(host);
+}
+
 export class ObserveServer {
-  private server: Server | undefined;
+  private servers: Server[] = [];
   private readonly logger: Logger;
+  /** Where the loopback listener bound, when the main address is a node address. */
+  loopback: ListenAddress | undefined;
 
   constructor(private readonly options: ObserveServerOptions) {
     this.logger = options.logger ?? nullLogger;
@@ -66,9 +95,30 @@ export class ObserveServer {
 
   /** Listens on `host:port` (port 0 picks a free one) and resolves to the address actually bound. */
   async start(listen: string | ListenAddress): Promise<ListenAddress> {
-    if (this.server) throw new Error('observe server already started');
+    if (this.servers.length > 0) throw new Error('observe server already started');
     const address = typeof listen === 'string' ? parseListenAddress(listen) : listen;
     if (!address) throw new Error(`listen address "${String(listen)}" is not host:port`);
+    const bound = await this.listen(address);
+    this.logger.info('serving /healthz /readyz /metrics', { address: bound.host, port: bound.port });
+    // The kubelet probes 127.0.0.1 (deploy/daemonset.yaml): a node address alone would fail every probe.
+    if (!coversLoopback(address.host)) {
+      try {
+        this.loopback = await this.listen({ host: '127.0.0.1', port: bound.port });
+      } catch (err) {
+        await this.stop();
+        throw new Error(
+          `listening on 127.0.0.1:${bound.port} beside ${address.host} (for the kubelet's probes): ${(err as Error).message}`,
+          {
+            cause: err,
+          },
+        );
+      }
+      this.logger.info('also serving on loopback, for the kubelet probes', { address: this.loopback.host, port: this.loopback.port });
+    }
+    return bound;
+  }
+
+  private async listen(address: ListenAddress): Promise<ListenAddress> {
     const limits = { ...CONNECTION_LIMITS, ...this.options.limits };
     const server = createServer(
       {
@@ -113,19 +163,20 @@ export class ObserveServer {
       else server.listen(address.port, address.host, onListening);
     });
     server.on('error', (err) => this.logger.error('observe server error', { err }));
-    this.server = server;
+    this.servers.push(server);
     const bound = server.address() as AddressInfo;
-    this.logger.info('serving /healthz /readyz /metrics', { address: bound.address, port: bound.port });
     return { host: bound.address, port: bound.port };
   }
 
   async stop(): Promise<void> {
-    const server = this.server;
-    if (!server) return;
-    this.server = undefined;
-    // Keep-alive connections (Prometheus keeps one) would otherwise hold close() open.
-    server.closeAllConnections();
-    await new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
+    const servers = this.servers;
+    this.servers = [];
+    this.loopback = undefined;
+    for (const server of servers) {
+      // Keep-alive connections (Prometheus keeps one) would otherwise hold close() open.
+      server.closeAllConnections();
+      await new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
+    }
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -139,6 +190,8 @@ export class ObserveServer {
         return sendCheck(res, this.options.health.liveness());
       case '/readyz':
         return sendCheck(res, this.options.health.readiness());
+      case '/startupz':
+        return sendCheck(res, this.options.health.startup?.() ?? this.options.health.liveness());
       case '/metrics':
         try {
           const text = await this.options.metrics.render();
@@ -149,12 +202,44 @@ export class ObserveServer {
         }
       case '/flows': {
         if (!this.options.flows) return send(res, 404, 'flow log is off (flowLogs: false)\n');
+        const refusal = await this.refusal(req, path);
+        if (refusal)
+          return send(
+            res,
+            AUTH_STATUS[refusal.why],
+            `${refusal.message}\n`,
+            refusal.why === 'unauthenticated' ? { 'WWW-Authenticate': 'Bearer' } : {},
+          );
         const answer = this.options.flows(url.searchParams);
         return send(res, 'error' in answer ? 400 : 200, `${JSON.stringify(answer)}\n`, { 'Content-Type': 'application/json' });
       }
       default:
         return send(res, 404, 'not found: try /healthz, /readyz or /metrics\n');
     }
+  }
+
+  /** Why a request may not read `path`, or undefined: loopback (the node itself) always may. */
+  private async refusal(req: IncomingMessage, path: string): Promise<{ why: AuthRefusal; message: string } | undefined> {
+    if (isLoopback(req.socket.remoteAddress ?? '')) return undefined;
+    const header = req.headers.authorization;
+    const token = header !== undefined && /^Bearer \S+$/i.test(header) ? header.slice('Bearer '.length).trim() : undefined;
+    let decision: AuthDecision;
+    if (!this.options.authorize)
+      decision = {
+        allowed: false,
+        why: 'forbidden',
+        message: `${path} is served to loopback only: no API server to authenticate others with`,
+      };
+    else {
+      try {
+        decision = await this.options.authorize(token, { verb: 'get', path });
+      } catch (err) {
+        decision = { allowed: false, why: 'error', message: `cannot check who is asking: ${(err as Error).message}` };
+      }
+    }
+    if (decision.allowed) return undefined;
+    this.options.onAuthRefused?.(decision.why);
+    return decision;
   }
 }
 

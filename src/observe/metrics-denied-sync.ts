@@ -1,5 +1,5 @@
-// The operator-facing daemon series beside metrics.ts's: denied connections from the flow log (labels
-// bounded to this node's pods), build info, the last successful sync, event → programmed latency, and
+// The operator-facing daemon series beside metrics.ts's: denied packets the flow log saw (labels bounded to
+// this node's pods and a cap on policies), build info, the last successful sync, event → programmed latency, and
 // tool invocations and failures per tool. Kept in their own module so the core metrics file stays small.
 
 import { readFileSync } from 'node:fs';
@@ -13,6 +13,8 @@ export interface DeniedLabels {
   readonly pod: string;
   readonly direction: 'ingress' | 'egress';
   readonly reason: DeniedReason;
+  /** A policy (`ns/name`) selecting that pod in that direction; empty when none does (an unknown address). */
+  readonly policy: string;
 }
 
 export interface VisibilityMetrics {
@@ -27,15 +29,19 @@ export interface VisibilityMetrics {
 
 /** More distinct pods than this and the rest share `pod="_other"`: a bound whatever the node runs. */
 export const MAX_DENIED_PODS = 1000;
+/** More distinct policies than this and the rest share `policy="_other"`. */
+export const MAX_DENIED_POLICIES = 1000;
 
 // An informer event reaches the kernel in one batch window plus one sync: ms on small clusters, s at 10k pods.
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
 export function createVisibilityMetrics(registers: Registry[]): VisibilityMetrics {
+  // Named for what it counts: the drop rules' log rules pass at most flowLogRate packets a second each (burst
+  // 5), so under a flood this is far below the packets dropped, and a retried connection counts each try.
   const denied = new Counter({
-    name: 'netfence_denied_connections_total',
-    help: 'New connections netfence dropped, as seen by the flow log (rate-limited per rule), by the dropping pod, direction and reason.',
-    labelNames: ['namespace', 'pod', 'direction', 'reason'] as const,
+    name: 'netfence_denied_packets_logged_total',
+    help: 'First packets of new connections netfence dropped that the flow log saw (rate-limited: flowLogRate per drop rule), by the dropping pod, direction, reason and each policy selecting that pod (policy="" when none).',
+    labelNames: ['namespace', 'pod', 'direction', 'reason', 'policy'] as const,
     registers,
   });
   const build = new Gauge({
@@ -74,12 +80,17 @@ export function createVisibilityMetrics(registers: Registry[]): VisibilityMetric
     registers,
   });
   const pods = new Set<string>();
+  const policies = new Set<string>();
   const seen: DeniedLabels[] = [];
   return {
     countDenied: (labels) => {
       const key = `${labels.namespace}/${labels.pod}`;
-      const bounded = pods.has(key) || pods.size < MAX_DENIED_PODS ? labels : { ...labels, namespace: '_other', pod: '_other' };
+      let bounded = pods.has(key) || pods.size < MAX_DENIED_PODS ? labels : { ...labels, namespace: '_other', pod: '_other' };
       if (bounded === labels) pods.add(key);
+      if (labels.policy !== '' && !policies.has(labels.policy)) {
+        if (policies.size < MAX_DENIED_POLICIES) policies.add(labels.policy);
+        else bounded = { ...bounded, policy: '_other' };
+      }
       if (!seen.some((s) => sameLabels(s, bounded))) seen.push(bounded);
       denied.inc({ ...bounded });
     },
@@ -104,7 +115,7 @@ export function createVisibilityMetrics(registers: Registry[]): VisibilityMetric
 }
 
 const sameLabels = (a: DeniedLabels, b: DeniedLabels): boolean =>
-  a.namespace === b.namespace && a.pod === b.pod && a.direction === b.direction && a.reason === b.reason;
+  a.namespace === b.namespace && a.pod === b.pod && a.direction === b.direction && a.reason === b.reason && a.policy === b.policy;
 
 function packageVersion(): string {
   try {

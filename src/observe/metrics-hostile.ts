@@ -11,6 +11,8 @@ export type ApiRequest = 'watch-list' | 'list' | 'watch';
 export type ApiRefusalReason = 'line-too-long' | 'too-many-objects' | 'too-many-bytes' | 'deadline' | 'not-an-event';
 /** Why the HTTP server closed a connection on arrival. */
 export type ConnectionRefusal = 'per-peer' | 'total';
+/** Why a /flows request from off the node was refused (http-server.ts AuthRefusal). */
+export type FlowsAuthRefusal = 'unauthenticated' | 'forbidden' | 'error';
 /** What became of a policy Event report that was not written as it came. */
 export type EventReportOutcome = 'coalesced' | 'dropped';
 
@@ -18,6 +20,7 @@ export interface HostileInputMetrics {
   countApiRefusal(request: ApiRequest, reason: ApiRefusalReason): void;
   countConnectionRefused(why: ConnectionRefusal): void;
   countEventReports(outcome: EventReportOutcome, n?: number): void;
+  countFlowsRequestRefused(why: FlowsAuthRefusal): void;
 }
 
 export function createHostileInputMetrics(registers: Registry[]): HostileInputMetrics {
@@ -39,11 +42,18 @@ export function createHostileInputMetrics(registers: Registry[]): HostileInputMe
     labelNames: ['outcome'] as const,
     registers,
   });
+  const flowsRefused = new Counter({
+    name: 'netfence_flows_requests_refused_total',
+    help: 'Requests for /flows from off the node refused: no or unknown bearer token (unauthenticated), not allowed by RBAC (forbidden), or the API server could not be asked (error).',
+    labelNames: ['reason'] as const,
+    registers,
+  });
   for (const reason of ['per-peer', 'total'] as const) connections.labels({ reason }).inc(0);
   for (const outcome of ['coalesced', 'dropped'] as const) eventReports.labels({ outcome }).inc(0);
   return {
     countApiRefusal: (request, reason) => apiRefusals.inc({ request, reason }),
     countConnectionRefused: (reason) => connections.inc({ reason }),
     countEventReports: (outcome, n = 1) => eventReports.inc({ outcome }, n),
+    countFlowsRequestRefused: (reason) => flowsRefused.inc({ reason }),
   };
 }

@@ -32,35 +32,82 @@ export function setMatches(set: SavedIpSet, packet: Packet, direction: SetDirect
   if (set.family !== addr.family) return member(false);
   switch (set.type) {
     case 'hash:ip':
-      return member(set.members.some((m) => containsEntry(entryOf(m).element, addr)));
+      return member(indexOf(set).hosts.has(addr.value) || indexOf(set).ranges.some((net) => containsIp(net, addr.family, addr.value)));
     case 'hash:net':
-      return member(longestPrefixMember(set.members.map(entryOf), addr));
+      return member(longestPrefixMember(indexOf(set).nets, addr));
     case 'hash:ip,port': {
       // One dimension given for a two-dimension set: the kernel refuses; we say we cannot tell.
       if (!portDim) return unknown(`${set.name} is hash:ip,port but the rule gives one direction`);
       const port = portDim === 'dst' ? packet.dport : packet.sport;
       if (port === undefined) return unknown('the packet has no source port');
-      return member(set.members.some((m) => ipPortMatches(entryOf(m).element, addr, packet.proto, port)));
+      return member((indexOf(set).ports.get(addr.value) ?? []).some((m) => ipPortMatches(m, addr, packet.proto, port)));
     }
     default:
       return unknown(`set type ${set.type} is not one netfence creates`);
   }
 }
 
-function containsEntry(element: string, addr: ParsedIp): boolean {
-  const net = parseCidrOrHost(element);
-  return net !== undefined && containsIp(net, addr.family, addr.value);
+/**
+ * A set's members read once (a map of thousands of packets asks the same sets again and again): plain
+ * addresses by value, `hash:ip,port` elements by address, `hash:net` entries as parsed. Rebuilt when the
+ * member list is another array or another length.
+ */
+interface SetIndex {
+  readonly members: readonly string[];
+  readonly length: number;
+  readonly hosts: ReadonlySet<bigint>;
+  readonly ports: ReadonlyMap<bigint, readonly string[]>;
+  /** `hash:ip` members given as a range (`10.0.0.0/30` adds every address of it). */
+  readonly ranges: readonly Cidr[];
+  readonly nets: readonly ParsedEntry[];
+}
+interface ParsedEntry {
+  readonly net: Cidr;
+  readonly nomatch: boolean;
+}
+const indexes = new WeakMap<SavedIpSet, SetIndex>();
+
+function indexOf(set: SavedIpSet): SetIndex {
+  const known = indexes.get(set);
+  if (known && known.members === set.members && known.length === set.members.length) return known;
+  const hosts = new Set<bigint>();
+  const ports = new Map<bigint, string[]>();
+  const ranges: Cidr[] = [];
+  const nets: ParsedEntry[] = [];
+  for (const { element, nomatch } of set.members.map(entryOf)) {
+    if (set.type === 'hash:net') {
+      const net = parseCidrOrHost(element);
+      if (net) nets.push({ net, nomatch });
+      continue;
+    }
+    if (set.type === 'hash:ip,port') {
+      const ip = parseIp(element.slice(0, Math.max(0, element.lastIndexOf(','))));
+      if (!ip) continue;
+      const list = ports.get(ip.value);
+      if (list) list.push(element);
+      else ports.set(ip.value, [element]);
+    } else if (set.type === 'hash:ip' && element.includes('/')) {
+      const net = parseCidrOrHost(element);
+      if (net) ranges.push(net);
+    } else if (set.type === 'hash:ip') {
+      const ip = parseIp(element);
+      if (ip) hosts.add(ip.value);
+    }
+  }
+  const index = { members: set.members, length: set.members.length, hosts, ports, ranges, nets };
+  indexes.set(set, index);
+  return index;
 }
 
 /**
  * hash:net: the most specific entry containing the address decides, and a `nomatch` entry makes the
  * test fail ("the element is a 'nomatch' exception of the set": ipset(8)); equal prefixes cannot both exist.
  */
-function longestPrefixMember(entries: readonly Entry[], addr: ParsedIp): boolean {
+function longestPrefixMember(entries: readonly ParsedEntry[], addr: ParsedIp): boolean {
   let best: { net: Cidr; nomatch: boolean } | undefined;
   for (const e of entries) {
-    const net = parseCidrOrHost(e.element);
-    if (!net || !containsIp(net, addr.family, addr.value)) continue;
+    const net = e.net;
+    if (!containsIp(net, addr.family, addr.value)) continue;
     if (!best || net.prefix > best.net.prefix) best = { net, nomatch: e.nomatch };
   }
   return best !== undefined && !best.nomatch;

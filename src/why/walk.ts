@@ -7,7 +7,7 @@
 // snapshot, exactly as that node's daemon would compile it; nothing is read from a kernel.
 
 import { compile } from '../compile/index.js';
-import type { ClusterSnapshot, IpFamily, L4Protocol, NodeSettings } from '../model/index.js';
+import type { Chain, ClusterSnapshot, FamilyState, IpFamily, L4Protocol, NodeSettings } from '../model/index.js';
 import {
   packetFor,
   rulesetOfDesired,
@@ -54,10 +54,12 @@ export interface Walk {
 }
 
 /** A node's desired ruleset as the tracer reads it, compiled on first use. */
-interface NodeRules {
+export interface NodeRules {
   readonly ruleset: Ruleset;
   readonly ipsets: IpSets;
   readonly layout: NodeLayout;
+  /** The compiled chains the ruleset was made from, with their roles (which pod, which policy). */
+  readonly chains: readonly Chain[];
 }
 
 /** Where flannel sends what leaves a node for another node or the outside; only the bridge is named by our rules. */
@@ -69,6 +71,16 @@ const UPLINK = 'eth0';
  */
 export type CompiledRules = Map<string, NodeRules>;
 
+/** The cache key of a node's rules of one family. */
+export const compiledKey = (family: IpFamily, node: string): string => `${family}/${node}`;
+
+/** A node's compiled family state as the tracer reads it, laid out as flannel places that node's pods. */
+export function nodeRulesOf(snapshot: ClusterSnapshot, settings: NodeSettings, node: string, state: FamilyState): NodeRules {
+  const { ruleset, ipsets } = rulesetOfDesired(state);
+  const layout = { bridge: settings.bridge, uplink: UPLINK, podCidrs: settings.podCidrs, localIps: localIps(snapshot, node) };
+  return { ruleset, ipsets, layout, chains: state.chains };
+}
+
 export function walkConnection(
   snapshot: ClusterSnapshot,
   settingsFor: (node: string) => NodeSettings,
@@ -78,14 +90,12 @@ export function walkConnection(
   const consulted = new Set<string>();
   const rulesOf = (node: string): NodeRules => {
     consulted.add(node);
-    const key = `${c.family}/${node}`;
+    const key = compiledKey(c.family, node);
     let rules = cache.get(key);
     if (!rules) {
       const settings = settingsFor(node);
       const desired = compile(snapshot, settings).desired;
-      const { ruleset, ipsets } = rulesetOfDesired(c.family === 6 ? desired.v6 : desired.v4);
-      const layout = { bridge: settings.bridge, uplink: UPLINK, podCidrs: settings.podCidrs, localIps: localIps(snapshot, node) };
-      rules = { ruleset, ipsets, layout };
+      rules = nodeRulesOf(snapshot, settings, node, c.family === 6 ? desired.v6 : desired.v4);
       cache.set(key, rules);
     }
     return rules;

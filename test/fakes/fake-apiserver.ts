@@ -28,6 +28,7 @@
 //   scriptDiscovery() answers the next discovery requests as scripted (listed, absent, or an HTTP status),
 //   whatever is installed, as an API server or aggregation layer that is restarting would.
 // Paged lists (`limit`/`continue`, see serveList), and large lists gzipped when asked (`compressLists`).
+// TokenReview and SubjectAccessReview (non-resource paths): answered from `tokens` and `nonResourceGrants`.
 // Not served: label selectors, writes over HTTP — except
 // events.k8s.io/v1 Events, which the daemon writes: POST creates (409 AlreadyExists on a taken name,
 // 422 when required fields are missing), PATCH applies a JSON Patch (add/replace) or a merge patch.
@@ -470,6 +471,9 @@ export class FakeApiServer {
     const route = parseRoute(url.pathname);
     const watch = query['watch'] === 'true' || query['watch'] === '1';
     this.requests.push({ method: req.method ?? 'GET', path: url.pathname, query, resource: route?.resource, watch });
+    if (req.method === 'POST' && url.pathname === '/apis/authentication.k8s.io/v1/tokenreviews') return this.serveTokenReview(req, res);
+    if (req.method === 'POST' && url.pathname === '/apis/authorization.k8s.io/v1/subjectaccessreviews')
+      return this.serveAccessReview(req, res);
     const eventRoute = /^\/apis\/events\.k8s\.io\/v1\/namespaces\/([^/]+)\/events(?:\/([^/]+))?$/.exec(url.pathname);
     if (eventRoute)
       return this.serveEventWrite(req, res, decodeURIComponent(eventRoute[1]!), eventRoute[2] && decodeURIComponent(eventRoute[2]));
@@ -525,6 +529,33 @@ export class FakeApiServer {
     }
     const gzip = this.compressLists && /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''));
     return this.serveList(res, route.resource, route.namespace, fields, query, false, gzip);
+  }
+
+  /** Bearer tokens the TokenReview endpoint knows, and whose they are. */
+  readonly tokens = new Map<string, { readonly username: string; readonly groups: readonly string[] }>();
+  /** RBAC for non-resource paths as SubjectAccessReview answers it: `user verb path` granted. */
+  readonly nonResourceGrants = new Set<string>();
+  /** TokenReviews and SubjectAccessReviews answered. */
+  reviews = 0;
+
+  private async serveTokenReview(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = JSON.parse(await readBody(req)) as { spec?: { token?: string } };
+    this.reviews++;
+    const user = this.tokens.get(body.spec?.token ?? '');
+    return json(res, 201, {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenReview',
+      spec: body.spec,
+      status: user ? { authenticated: true, user: { username: user.username, groups: user.groups } } : { authenticated: false },
+    });
+  }
+
+  private async serveAccessReview(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = JSON.parse(await readBody(req)) as { spec?: { user?: string; nonResourceAttributes?: { verb?: string; path?: string } } };
+    this.reviews++;
+    const attrs = body.spec?.nonResourceAttributes;
+    const allowed = attrs !== undefined && this.nonResourceGrants.has(`${body.spec?.user} ${attrs.verb} ${attrs.path}`);
+    return json(res, 201, { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: body.spec, status: { allowed } });
   }
 
   /** Events written through the API (events.k8s.io/v1), in creation order. */

@@ -20,6 +20,11 @@ jest.setTimeout(300_000);
 
 /** deploy/daemonset.yaml's memory limit (512Mi): past it the kubelet kills the container. */
 const MEMORY_LIMIT_BYTES = 512 * 1024 * 1024;
+/**
+ * A fifth of the limit kept free: a peak measured on one machine is not every node's (garbage collection timing,
+ * other Node builds). Endless events on every kind peaked at 438–445 MiB here before the kinds shared one bound.
+ */
+const MEMORY_MARGIN_BYTES = 0.8 * MEMORY_LIMIT_BYTES;
 const figures: string[] = [];
 
 /** VmRSS and VmHWM (peak RSS) of a process, in bytes; undefined once it is gone. */
@@ -131,7 +136,11 @@ describeKernel('the daemon against a hostile WatchList server', () => {
       });
       const programmedAfter = Date.now() - started;
       expect(await reaches('x/a', 'x/b')).toBe(true);
-      expect((await httpGet(`${url}/readyz`)).status).toBe(200);
+      // Ready follows the programmed rules within a sync or two (on a loaded machine, not at once).
+      let readyz = { status: 0, body: '' };
+      await waitUntil('/readyz 200', async () => (readyz = await httpGet(`${url}/readyz`)).status === 200, 30_000, 200).catch(() => {
+        throw new Error(`/readyz ${readyz.status}: ${readyz.body}`);
+      });
       const metrics = (await httpGet(`${url}/metrics`)).body;
       expect(metricValue(metrics, `netfence_api_responses_refused_total{request="watch-list",reason="${reason}"}`)).toBeGreaterThanOrEqual(
         1,
@@ -139,7 +148,7 @@ describeKernel('the daemon against a hostile WatchList server', () => {
       const memory = memoryOf(pid)!;
       clearInterval(sampler);
       expect(exited).toBeUndefined();
-      expect(memory.peak).toBeLessThan(MEMORY_LIMIT_BYTES);
+      expect(memory.peak).toBeLessThan(MEMORY_MARGIN_BYTES);
       figures.push(
         `  ${mode}: programmed ${(programmedAfter / 1000).toFixed(1)} s after start; RSS max sampled ${mib(maxRss)}, peak (VmHWM) ${mib(memory.peak)}, now ${mib(memory.rss)}`,
       );

@@ -28,6 +28,7 @@ import {
   waitUntil,
   type NodeDaemon,
 } from '../helpers/daemon-harness.js';
+import { flowLineErrors } from '../helpers/flow-record-schema.js';
 import { createNetns, describeKernel, type Netns } from '../helpers/netns.js';
 
 jest.setTimeout(90_000);
@@ -119,8 +120,18 @@ describeKernel('flow log of denied connections in the sandbox', () => {
     expect(probe.ok).toBe(false);
     const isDenied = (l: string): boolean => l.includes('"denied connection"') && l.includes('dev/api') && l.includes('prod/db');
     await waitUntil('the flow-log line on n1', () => n1().logs.some(isDenied), 2000);
-    const line = JSON.parse(n1().logs.find(isDenied)!) as Record<string, unknown>;
+    const text = n1().logs.find(isDenied)!;
+    const line = JSON.parse(text) as Record<string, unknown>;
     expect(line).toMatchObject({ protocol: 'tcp', port: 80, direction: 'ingress', reason: 'isolated', because: REASON });
+    // The line operators ship (docs/flow-record.schema.json): both ends field by field, the node, the packets.
+    expect(flowLineErrors(text)).toEqual([]);
+    expect(line).toMatchObject({
+      node: 'n1',
+      source: { ip: pod('dev/api').ip, namespace: 'dev', pod: 'api', labels: { app: 'api' } },
+      destination: { ip: pod('prod/db').ip, port: 80, namespace: 'prod', pod: 'db', labels: { app: 'db' } },
+      packets: 1,
+    });
+    expect((line['source'] as { port?: number }).port).toEqual(expect.any(Number));
     expect(line['src']).toBe(`dev/api (${pod('dev/api').ip})`);
     expect(line['dst']).toBe(`prod/db (${pod('prod/db').ip})`);
 
@@ -191,6 +202,10 @@ print(time.time() - t)
     expect(record[0]!.count).toBeGreaterThanOrEqual(1);
     expect(record[0]!.count).toBeLessThanOrEqual(5 + 10 * Math.ceil(elapsed + 2));
     expect(n1().logs.filter(isFlood).length).toBeLessThanOrEqual(2);
+    // Every flow-log line either daemon wrote so far (denied, allowed, repeated) conforms to the published schema.
+    const flowLines = daemons.flatMap((d) => d.logs.filter((l) => /"message":"(denied|allowed|audited) connection( repeated)?"/.test(l)));
+    expect(flowLines.length).toBeGreaterThanOrEqual(3);
+    expect(flowLines.map((l) => ({ l, errors: flowLineErrors(l) })).filter((x) => x.errors.length > 0)).toEqual([]);
     const counters = (await run('iptables-save', ['-c', '-t', 'filter'], { netns: n1().node.netns })).stdout;
     const dbChain = counters.split('\n').find((l) => l.includes('nf-tw-') && l.includes('prod/db isolated for ingress'));
     expect(dbChain).toBeDefined();
@@ -237,21 +252,46 @@ print(time.time() - t)
     });
   });
 
-  it('an invalid policy: one Warning Event per node on it, and its drops say it is invalid', async () => {
+  it('an invalid policy: a Warning Event on it from the nodes with pods in its namespace only, and its drops say it is invalid', async () => {
     server.create({
       apiVersion: 'networking.k8s.io/v1',
       kind: 'NetworkPolicy',
       metadata: { name: 'broken', namespace: 'dev' },
       spec: { podSelector: { matchLabels: { app: 'api' } }, ingress: [{ from: [{ ipBlock: { cidr: '10.0.0.0/33' } }] }] },
     });
-    const onBroken = () => server.events().filter((e) => (e['regarding'] as { name?: string }).name === 'broken');
-    await waitUntil('an Event from each node', () => onBroken().length === 2, 10_000);
-    expect(
-      onBroken()
+    // prod's pods are all on n1, dev's on n2. Every node used to write an Event for every invalid policy.
+    server.create({
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: { name: 'broken-too', namespace: 'prod' },
+      spec: { podSelector: { matchLabels: { app: 'none' } }, ingress: [{ from: [{ ipBlock: { cidr: '10.0.0.0/33' } }] }] },
+    });
+    const on = (name: string) => server.events().filter((e) => (e['regarding'] as { name?: string }).name === name);
+    const reporters = (name: string) =>
+      on(name)
         .map((e) => e['reportingInstance'])
-        .sort(),
-    ).toEqual(['netfence-n1', 'netfence-n2']);
-    expect(onBroken()[0]).toMatchObject({
+        .sort();
+    await waitUntil(
+      'an Event from n2 on dev/broken and from n1 on prod/broken-too',
+      () => on('broken').length > 0 && on('broken-too').length > 0,
+      10_000,
+    );
+    // Both daemons have seen both problems (each reports its whole problem list at once).
+    for (const d of daemons)
+      await waitUntil(
+        `${d.node.name} counts both problems`,
+        async () => {
+          const m = (await httpGet(`${d.url}/metrics`)).body;
+          return (
+            metricValue(m, 'netfence_policy_problems{policy="dev/broken"}') !== undefined &&
+            metricValue(m, 'netfence_policy_problems{policy="prod/broken-too"}') !== undefined
+          );
+        },
+        10_000,
+      );
+    expect(reporters('broken')).toEqual(['netfence-n2']);
+    expect(reporters('broken-too')).toEqual(['netfence-n1']);
+    expect(on('broken')[0]).toMatchObject({
       type: 'Warning',
       reason: 'PolicyNotEnforceable',
       regarding: { kind: 'NetworkPolicy', namespace: 'dev' },
@@ -286,17 +326,25 @@ print(time.time() - t)
     // Later syncs (another change) do not write the Event again.
     server.create(namespaceObject('later'));
     await new Promise((r) => setTimeout(r, 500));
-    expect(onBroken()).toHaveLength(2);
+    expect(on('broken')).toHaveLength(1);
     expect(server.requests.filter((r) => r.method === 'POST' && r.path.includes('/events')).length).toBe(2);
   });
 
   it('/metrics counts the denied connections and the daemon series', async () => {
     const metrics = (await httpGet(`${n1().url}/metrics`)).body;
+    // Logged denied packets, once for each policy selecting the dropping pod (both isolate prod/db).
+    for (const policy of ['prod/db', 'prod/default-deny'])
+      expect(
+        metricValue(
+          metrics,
+          `netfence_denied_packets_logged_total{namespace="prod",pod="db",direction="ingress",reason="isolated",policy="${policy}"}`,
+        ),
+      ).toBeGreaterThanOrEqual(2);
     expect(
-      metricValue(metrics, 'netfence_denied_connections_total{namespace="prod",pod="db",direction="ingress",reason="isolated"}'),
-    ).toBeGreaterThanOrEqual(2);
-    expect(
-      metricValue(metrics, 'netfence_denied_connections_total{namespace="prod",pod="web",direction="egress",reason="isolated"}'),
+      metricValue(
+        metrics,
+        'netfence_denied_packets_logged_total{namespace="prod",pod="web",direction="egress",reason="isolated",policy="prod/deny-web-egress"}',
+      ),
     ).toBeGreaterThanOrEqual(1);
     // Tools by their own names (the backend's iptables-nft-restore or iptables-legacy-restore, ipset, …).
     expect(metrics).toMatch(/^netfence_tool_invocations_total\{tool="iptables-(nft|legacy)-restore"\} [1-9]\d*$/m);

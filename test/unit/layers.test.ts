@@ -28,6 +28,7 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   inspect: ['model', 'render', 'trace', 'antispoof'],
   observe: ['model', 'compile', 'config', 'dataplane', 'trace', 'log'],
   why: ['model', 'compile', 'trace'],
+  map: ['model', 'compile', 'trace', 'why'],
   daemon: ['model', 'log', 'config', 'cluster', 'dataplane', 'render', 'plan', 'reconcile', 'revoke', 'antispoof', 'observe'],
   cli: ['*'],
 };

@@ -1,7 +1,11 @@
 // `kubectl netfence …` → the netfence command line: kubectl's -n/--namespace (bare pod names), --context,
 // --kubeconfig, $KUBECONFIG and ~/.kube/config, as kubectl itself reads them.
 
-import { pluginArgv, type PluginEnv } from '../../../src/cli/kubectl-plugin.js';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { COMMANDS, type CommandName } from '../../../src/cli/command-specs.js';
+import { commandHelp } from '../../../src/cli/help.js';
+import { PLUGIN_COMMANDS, pluginArgv, pluginHelp, pluginMain, type PluginEnv } from '../../../src/cli/kubectl-plugin.js';
 
 const env = (over: Partial<PluginEnv> = {}): PluginEnv => ({
   env: {},
@@ -52,7 +56,7 @@ describe('kubectl netfence: argument mapping', () => {
       want: ['why', '--src', 'a/b', '--dst', 'a/c', '--port', '1'],
     },
     {
-      name: 'other commands and --help pass through',
+      name: '--help passes through (the plugin answers it)',
       argv: ['--help'],
       want: ['--help'],
     },
@@ -62,5 +66,59 @@ describe('kubectl netfence: argument mapping', () => {
 
   it('a kubectl flag without its value is an error', () => {
     expect(() => pluginArgv(['why', '-n'], env())).toThrow('-n needs a value');
+  });
+});
+
+async function plugin(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await pluginMain(argv, { out: (t) => void (out += t), err: (t) => void (err += t) }, env({ exists: () => false }), 80);
+  return { code, out, err };
+}
+
+describe('kubectl netfence: the commands it offers', () => {
+  const offered = ['why', 'drops'];
+  const nodeOnly = (Object.keys(COMMANDS) as CommandName[]).filter((c) => !offered.includes(c));
+
+  it('offers exactly the commands that answer through the API server', () => {
+    expect(Object.keys(PLUGIN_COMMANDS).sort()).toEqual([...offered].sort());
+  });
+
+  it.each(nodeOnly)('refuses %s in one line, saying where it runs instead, exit 2', async (name) => {
+    const r = await plugin(name, '-n', 'shop');
+    expect(r).toEqual({
+      code: 2,
+      out: '',
+      err: `kubectl netfence: ${name} is not offered through kubectl: it works on the kernel of the machine it runs on, not through the API server; run \`netfence ${name}\` on the node (kubectl netfence offers: why, drops)\n`,
+    });
+  });
+
+  it('a mistyped command gets "did you mean"', async () => {
+    expect((await plugin('dorps')).err).toBe(
+      'kubectl netfence: unknown command "dorps" (did you mean drops?); kubectl netfence offers: why, drops\n',
+    );
+  });
+
+  it("--help prints the plugin's own help: its commands and the kubectl flags it reads", async () => {
+    const r = await plugin('--help');
+    expect(r).toEqual({ code: 0, out: pluginHelp(80), err: '' });
+    expect(r.out).toMatch(/^usage: kubectl netfence <command>/);
+    expect(r.out).toMatch(/^ {2}why /m);
+    expect(r.out).toMatch(/^ {2}drops /m);
+    expect(r.out).toMatch(/^ {2}-n, --namespace NS /m);
+    for (const name of nodeOnly) expect(r.out).not.toMatch(new RegExp(`^ {2}${name} `, 'm'));
+  });
+
+  it("<command> --help is that command's help, under the plugin's name", async () => {
+    expect(await plugin('why', '--help')).toEqual({ code: 0, out: commandHelp('why', 80, 'kubectl netfence'), err: '' });
+    expect(await plugin('help', 'drops')).toEqual({ code: 0, out: commandHelp('drops', 80, 'kubectl netfence'), err: '' });
+  });
+
+  it('the built plugin answers --help with its own help', () => {
+    const out = execFileSync(process.execPath, [join(process.cwd(), 'dist/cli/kubectl-plugin.js'), '--help'], {
+      encoding: 'utf8',
+      env: { ...process.env, COLUMNS: '80' },
+    });
+    expect(out).toMatch(/^usage: kubectl netfence <command>/);
   });
 });

@@ -49,6 +49,7 @@ describe('module loading per command', () => {
         'cli/hints.ts',
         'cli/main.ts',
         'cli/options.ts',
+        'cli/usage-errors.ts',
         'config/marks.ts',
         'config/schema.ts',
         'dataplane/errors.ts',

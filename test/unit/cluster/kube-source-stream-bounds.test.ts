@@ -111,6 +111,24 @@ describe('a hostile WatchList stream ends in paged lists', () => {
   });
 });
 
+describe('every kind flooded at once', () => {
+  // The four kinds stream at once: each under its own bound, together they held four times it (438 MiB peak
+  // at the default bound). Together they may hold 1.25 times the bound; the stream that passes it is refused.
+  it('the kinds share one bound of 1.25 × maxObjects; each refused stream ends in paged lists', async () => {
+    server.hostileWatchList('endless-events');
+    const s = startSource({ limits: { maxObjects: 2_000 } });
+    await s.synced;
+    expect(pods()).toEqual(['web']);
+    const shared = logged.filter(
+      (l) => l.level === 'warn' && JSON.stringify(l.meta).includes('2500 objects in the initial states of all kinds'),
+    );
+    expect(shared.length).toBeGreaterThanOrEqual(1);
+    expect(new Set(refusals.filter((r) => r.request === 'watch-list').map((r) => r.kind))).toEqual(
+      new Set(['Namespace', 'Pod', 'Node', 'NetworkPolicy']),
+    );
+  });
+});
+
 describe('the object bound is inclusive', () => {
   // A cluster of exactly initialListMaxObjects pods (100,000 by default: the largest benchmark tier) is served
   // in full, by the stream and by paged lists alike; only an object past it is refused.

@@ -8,11 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { convert } from '../../../src/cluster/convert.js';
-import { kubeEventsClient, microTime, PolicyEvents, policyEvent } from '../../../src/cluster/policy-events.js';
+import { kubeEventsClient, microTime, PolicyEvents, policyEvent, problemsToReport } from '../../../src/cluster/policy-events.js';
 import { clusterPolicyProblems } from '../../../src/compile/cluster-policy.js';
 import { nullLogger } from '../../../src/log.js';
 import type { Problem } from '../../../src/model/index.js';
 import { FakeApiServer } from '../../fakes/fake-apiserver.js';
+import { hostNetwork, makePod, onNode } from '../../helpers/builders.js';
 
 const badCidr: Problem = {
   object: 'NetworkPolicy prod/db',
@@ -252,5 +253,37 @@ describe('PolicyEvents against the fake API server', () => {
       await events.report([...eight, ...fresh]);
       expect(writes()).toBe(8);
     });
+  });
+});
+
+describe('problemsToReport: only what concerns this node', () => {
+  // Events used to scale with nodes: every node wrote one for every invalid policy of the cluster.
+  const snapshot = {
+    nodes: ['n2', 'n1', 'n3'].map((name) => ({ name, podCidrs: [], addresses: [] })),
+    namespaces: [],
+    pods: [
+      makePod('prod', 'db', '10.244.1.5', onNode('n1')),
+      makePod('prod', 'web', '10.244.2.5', onNode('n2')),
+      makePod('dev', 'agent', '192.168.0.3', onNode('n3'), hostNetwork),
+    ],
+    policies: [],
+  };
+  const cnpProblem = cnpProblems()[0]!;
+  const devProblem: Problem = { ...badSelector, object: 'NetworkPolicy dev/web' };
+  const all = [badCidr, devProblem, podProblem, cnpProblem];
+
+  it.each([
+    // n1: a pod in prod, and the first node by name: prod's problem and the CNP's.
+    { node: 'n1', reported: [badCidr, cnpProblem] },
+    // n2: a pod in prod, not the elected reporter.
+    { node: 'n2', reported: [badCidr] },
+    // n3: only a host-network pod (never selected by a policy): nothing.
+    { node: 'n3', reported: [] },
+  ])('$node reports $reported.length', ({ node, reported }) => {
+    expect(problemsToReport(all, snapshot, node)).toEqual(reported);
+  });
+
+  it('no Node known yet: a node reports the ClusterNetworkPolicy problems itself', () => {
+    expect(problemsToReport([cnpProblem], { ...snapshot, nodes: [] }, 'n9')).toEqual([cnpProblem]);
   });
 });

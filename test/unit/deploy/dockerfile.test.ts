@@ -139,7 +139,7 @@ describe('Dockerfile', () => {
     const sources = (build?.body ?? [])
       .filter((i) => i.op === 'COPY' && !i.args.startsWith('--from'))
       .flatMap((i) => i.args.split(' ').slice(0, -1));
-    expect(sources).toEqual(['package.json', 'package-lock.json', 'tsconfig.json', 'src']);
+    expect(sources).toEqual(['package.json', 'package-lock.json', 'tsconfig.json', 'src', 'scripts/lib/bin-modes.mjs']);
     for (const source of sources) {
       expect(existsSync(join(ROOT, source))).toBe(true);
       expect(inContext(ignore, source)).toBe(true);

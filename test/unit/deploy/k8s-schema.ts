@@ -6,7 +6,7 @@
 
 import * as k8s from '@kubernetes/client-node';
 import { ClusterRole, ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
-import { ConfigMap, ServiceAccount } from 'kubernetes-models/v1';
+import { ConfigMap, Service, ServiceAccount } from 'kubernetes-models/v1';
 import { DaemonSet } from 'kubernetes-models/apps/v1';
 
 interface Validatable {
@@ -16,6 +16,7 @@ interface Validatable {
 const MODELS: Record<string, { model: new (data: never) => Validatable; type: string }> = {
   'v1/ConfigMap': { model: ConfigMap, type: 'V1ConfigMap' },
   'v1/ServiceAccount': { model: ServiceAccount, type: 'V1ServiceAccount' },
+  'v1/Service': { model: Service, type: 'V1Service' },
   'apps/v1/DaemonSet': { model: DaemonSet, type: 'V1DaemonSet' },
   'rbac.authorization.k8s.io/v1/ClusterRole': { model: ClusterRole, type: 'V1ClusterRole' },
   'rbac.authorization.k8s.io/v1/ClusterRoleBinding': { model: ClusterRoleBinding, type: 'V1ClusterRoleBinding' },

@@ -2,15 +2,16 @@
 // `kubectl apply -k` applies; scripts/lib/prereqs.sh installs kubectl), not read file by file.
 
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { parseAllDocuments, parseDocument } from 'yaml';
+import { dirname, join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
 
 interface Container {
   name: string;
   image: string;
   livenessProbe?: { httpGet: { host?: string; path: string } };
+  startupProbe?: { httpGet: { host?: string; path: string }; periodSeconds?: number; failureThreshold?: number };
   readinessProbe?: { httpGet: { host?: string; path: string } };
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
   securityContext: {
@@ -82,6 +83,13 @@ describe('kubectl kustomize deploy/ and deploy/uninstall/', () => {
     expect(daemonContainer.readinessProbe?.httpGet).toMatchObject({ host: '127.0.0.1', path: '/readyz' });
   });
 
+  it('holds liveness back until the first sync is programmed, for longer than the first lists may take', () => {
+    const probe = daemonContainer.startupProbe;
+    expect(probe?.httpGet).toMatchObject({ host: '127.0.0.1', path: '/startupz' });
+    // A WatchList stream may take initialListTimeoutSeconds (120 s) before paged lists begin: ten minutes in all.
+    expect((probe?.periodSeconds ?? 10) * (probe?.failureThreshold ?? 3)).toBeGreaterThanOrEqual(600);
+  });
+
   it.each([
     { name: 'the daemon', container: daemonContainer },
     { name: 'cleanup', container: podOf(daemonSets(uninstall)[0]!).initContainers![0]! },
@@ -116,24 +124,33 @@ describe('kubectl kustomize deploy/ and deploy/uninstall/', () => {
   });
 });
 
-// What `kustomize edit set image netfence=<registry>/netfence:<tag>` writes, done on a copy (the edit needs the
-// standalone kustomize; Debian's kubectl only renders). Rendering the copy must put that image in every container.
-describe('pointing deploy/ at a registry (README "Deploy beside flannel")', () => {
+// The overlays docs/operations.md and the README tell an operator to write (their `cat > … <<'EOF'` blocks, with
+// a registry and tag filled in), beside a copy of deploy/: `kubectl kustomize` alone renders them (no kustomize
+// binary, which nothing installs), and every container runs the image they name.
+describe('an overlay naming the image (README and docs/operations.md "Deploying beside flannel")', () => {
+  const IMAGE = 'registry.example.com/ops/netfence:1.2.3';
+  const overlays = (doc: string) =>
+    [...readFileSync(join(ROOT, doc), 'utf8').matchAll(/^cat > (\S+) <<'EOF'\n([\s\S]*?)^EOF$/gm)].map((m) => ({ path: m[1]!, text: m[2]! }));
   let dir: string;
   beforeAll(() => {
-    dir = mkdtempSync(join(tmpdir(), 'netfence-image-'));
-    cpSync(join(ROOT, 'deploy'), dir, { recursive: true });
-    for (const file of ['kustomization.yaml', 'uninstall/kustomization.yaml']) {
-      const doc = parseDocument(readFileSync(join(dir, file), 'utf8'));
-      doc.setIn(['images'], [{ name: 'netfence', newName: 'registry.example.com/ops/netfence', newTag: '1.2.3' }]);
-      writeFileSync(join(dir, file), doc.toString());
-    }
+    dir = mkdtempSync(join(tmpdir(), 'netfence-overlay-'));
+    cpSync(join(ROOT, 'deploy'), join(dir, 'deploy'), { recursive: true });
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it.each(['.', 'uninstall'])('%s: every container runs the image the kustomization names', (sub) => {
-    const images = daemonSets(render(join(dir, sub))).flatMap((ds) => allContainers(podOf(ds)).map((c) => c.image));
-    expect(images.length).toBeGreaterThan(0);
-    expect(new Set(images)).toEqual(new Set(['registry.example.com/ops/netfence:1.2.3']));
+  it.each(['README.md', 'docs/operations.md'])('%s: no `kustomize edit`, and its overlays render with the image named', (doc) => {
+    expect(readFileSync(join(ROOT, doc), 'utf8')).not.toMatch(/kustomize edit/);
+    const found = overlays(doc);
+    expect(found.length).toBeGreaterThan(0);
+    for (const { path, text } of found) {
+      const file = join(dir, doc.replace(/\W/g, '-'), path);
+      // Each document's overlays sit beside deploy/ as its example does (`resources: [../deploy]`).
+      cpSync(join(dir, 'deploy'), join(dir, doc.replace(/\W/g, '-'), 'deploy'), { recursive: true });
+      mkdirSync(dirname(file), { recursive: true });
+      writeFileSync(file, text.replaceAll('<registry>', 'registry.example.com/ops').replaceAll('<tag>', '1.2.3'));
+      const images = daemonSets(render(dirname(file))).flatMap((ds) => allContainers(podOf(ds)).map((c) => c.image));
+      expect(images.length).toBeGreaterThan(0);
+      expect({ path, images: new Set(images) }).toEqual({ path, images: new Set([IMAGE]) });
+    }
   });
 });

@@ -59,10 +59,11 @@ describe('explainDrop', () => {
     const p = packet(dropPrefix({ kind: 'isolated', chain: workloadChain(desired, 'prod/db', 'ingress') }), '10.244.2.9', '10.244.1.5');
     expect(explainDrop(p, ctx(), new PodIndex(() => cluster))).toEqual({
       time: 1000,
-      src: { ip: '10.244.2.9', pod: 'dev/api' },
-      dst: { ip: '10.244.1.5', pod: 'prod/db' },
+      src: { ip: '10.244.2.9', pod: 'dev/api', labels: { app: 'api' } },
+      dst: { ip: '10.244.1.5', pod: 'prod/db', labels: { app: 'db' } },
       protocol: 'tcp',
       port: 80,
+      srcPort: 40000,
       direction: 'ingress',
       reason: 'isolated',
       pod: 'prod/db',

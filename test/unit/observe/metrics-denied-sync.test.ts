@@ -2,37 +2,59 @@
 // pruning of pods that left, tool runs and failures, build info.
 
 import { createMetrics } from '../../../src/observe/metrics.js';
-import { MAX_DENIED_PODS } from '../../../src/observe/metrics-denied-sync.js';
+import { MAX_DENIED_POLICIES, MAX_DENIED_PODS } from '../../../src/observe/metrics-denied-sync.js';
 
 const lines = async (m: ReturnType<typeof createMetrics>, family: string): Promise<string[]> =>
   (await m.render()).split('\n').filter((l) => l.startsWith(family) && !l.startsWith('#'));
 
 describe('visibility metrics', () => {
-  it('counts denied connections by pod, direction and reason', async () => {
+  it('counts logged denied packets by pod, direction, reason and policy', async () => {
     const m = createMetrics();
-    m.countDenied({ namespace: 'prod', pod: 'db', direction: 'ingress', reason: 'isolated' });
-    m.countDenied({ namespace: 'prod', pod: 'db', direction: 'ingress', reason: 'isolated' });
-    m.countDenied({ namespace: '', pod: '', direction: 'egress', reason: 'unknown-pod' });
-    expect(await lines(m, 'netfence_denied_connections_total')).toEqual([
-      'netfence_denied_connections_total{namespace="prod",pod="db",direction="ingress",reason="isolated"} 2',
-      'netfence_denied_connections_total{namespace="",pod="",direction="egress",reason="unknown-pod"} 1',
+    m.countDenied({ namespace: 'prod', pod: 'db', direction: 'ingress', reason: 'isolated', policy: 'prod/db' });
+    m.countDenied({ namespace: 'prod', pod: 'db', direction: 'ingress', reason: 'isolated', policy: 'prod/db' });
+    m.countDenied({ namespace: '', pod: '', direction: 'egress', reason: 'unknown-pod', policy: '' });
+    expect(await lines(m, 'netfence_denied_packets_logged_total')).toEqual([
+      'netfence_denied_packets_logged_total{namespace="prod",pod="db",direction="ingress",reason="isolated",policy="prod/db"} 2',
+      'netfence_denied_packets_logged_total{namespace="",pod="",direction="egress",reason="unknown-pod",policy=""} 1',
     ]);
   });
 
   it(`folds pods past ${MAX_DENIED_PODS} into _other, and drops pods that left the node`, async () => {
     const m = createMetrics();
-    for (let i = 0; i <= MAX_DENIED_PODS; i++) m.countDenied({ namespace: 'ns', pod: `p${i}`, direction: 'ingress', reason: 'isolated' });
-    const all = await lines(m, 'netfence_denied_connections_total');
+    for (let i = 0; i <= MAX_DENIED_PODS; i++)
+      m.countDenied({ namespace: 'ns', pod: `p${i}`, direction: 'ingress', reason: 'isolated', policy: 'prod/db' });
+    const all = await lines(m, 'netfence_denied_packets_logged_total');
     expect(all).toHaveLength(MAX_DENIED_PODS + 1);
-    expect(all).toContain('netfence_denied_connections_total{namespace="_other",pod="_other",direction="ingress",reason="isolated"} 1');
+    expect(all).toContain(
+      'netfence_denied_packets_logged_total{namespace="_other",pod="_other",direction="ingress",reason="isolated",policy="prod/db"} 1',
+    );
     m.keepDeniedPods(new Set(['ns/p0']));
-    expect(await lines(m, 'netfence_denied_connections_total')).toEqual([
-      'netfence_denied_connections_total{namespace="ns",pod="p0",direction="ingress",reason="isolated"} 1',
-      'netfence_denied_connections_total{namespace="_other",pod="_other",direction="ingress",reason="isolated"} 1',
+    expect(await lines(m, 'netfence_denied_packets_logged_total')).toEqual([
+      'netfence_denied_packets_logged_total{namespace="ns",pod="p0",direction="ingress",reason="isolated",policy="prod/db"} 1',
+      'netfence_denied_packets_logged_total{namespace="_other",pod="_other",direction="ingress",reason="isolated",policy="prod/db"} 1',
     ]);
     // Room again for a new pod once others left.
-    m.countDenied({ namespace: 'ns', pod: 'new', direction: 'egress', reason: 'invalid-policy' });
-    expect(await lines(m, 'netfence_denied_connections_total{namespace="ns",pod="new"')).toHaveLength(1);
+    m.countDenied({ namespace: 'ns', pod: 'new', direction: 'egress', reason: 'invalid-policy', policy: 'ns/broken' });
+    expect(await lines(m, 'netfence_denied_packets_logged_total{namespace="ns",pod="new"')).toHaveLength(1);
+  });
+
+  it(`folds policies past ${MAX_DENIED_POLICIES} into policy="_other" (the label's bound)`, async () => {
+    const m = createMetrics();
+    for (let i = 0; i <= MAX_DENIED_POLICIES; i++)
+      m.countDenied({ namespace: 'ns', pod: 'p', direction: 'ingress', reason: 'isolated', policy: `ns/pol-${i}` });
+    const all = await lines(m, 'netfence_denied_packets_logged_total');
+    expect(all).toHaveLength(MAX_DENIED_POLICIES + 1);
+    expect(all).toContain(
+      'netfence_denied_packets_logged_total{namespace="ns",pod="p",direction="ingress",reason="isolated",policy="_other"} 1',
+    );
+    // A policy already counted keeps its own series.
+    m.countDenied({ namespace: 'ns', pod: 'p', direction: 'ingress', reason: 'isolated', policy: 'ns/pol-0' });
+    expect(
+      await lines(
+        m,
+        'netfence_denied_packets_logged_total{namespace="ns",pod="p",direction="ingress",reason="isolated",policy="ns/pol-0"}',
+      ),
+    ).toEqual(['netfence_denied_packets_logged_total{namespace="ns",pod="p",direction="ingress",reason="isolated",policy="ns/pol-0"} 2']);
   });
 
   it('tool runs and failures per tool, the last sync time, latency and build info', async () => {

@@ -1,0 +1,142 @@
+// `netfence map`: the whole picture of what the policies allow, from manifests or the API, computed by
+// src/map (each node compiled, representative packets traced), printed or written in one format.
+// `--diff OLD NEW`: what a change opens and closes; exit 0 no change, 1 changes, 2 error.
+
+import { writeFileSync } from 'node:fs';
+import { incompleteRead, loadManifests } from '../cluster/manifests.js';
+import type { DaemonConfig } from '../config/schema.js';
+import { createLogger } from '../log.js';
+import { formatProblem, type IpFamily } from '../model/index.js';
+import {
+  buildMap,
+  diffClusters,
+  formatDiff,
+  formatDot,
+  formatHtml,
+  formatMarkdown,
+  formatSvg,
+  type ConnectivityMap,
+} from '../map/index.js';
+import { commandOptions, type Io } from './command-specs.js';
+import { CommandFailure } from './options.js';
+import { configFrom, loadCluster, manifestLimits, parseCommand, UsageError, type LoadedCluster, type Parsed } from './context.js';
+import { settingsPerNode } from './why.js';
+
+const MAP_FORMATS = ['html', 'svg', 'dot', 'md', 'json'] as const;
+const DIFF_FORMATS = ['md', 'json', 'text'] as const;
+/** Edges whose `why` text the HTML page carries (each is one more trace per port range). */
+const EXPLAIN_EDGES = 2000;
+const API_TIMEOUT_MS = 30_000;
+
+export async function mapCommand(argv: readonly string[], io: Io): Promise<number> {
+  const parsed = parseCommand('map', expandDiff(argv));
+  const config = configFrom(parsed, false);
+  const family = familyOf(parsed);
+  const groupBy = text(parsed, 'group-by');
+  const options = { ...(family !== undefined ? { family } : {}), ...(groupBy !== undefined ? { groupBy } : {}) };
+  if (parsed.values['diff'] === true || parsed.values['old'] !== undefined || parsed.values['new'] !== undefined) {
+    const format = formatOf(parsed, DIFF_FORMATS, 'md');
+    const [before, after] = await Promise.all([readSide(parsed, config, 'old'), readSide(parsed, config, 'new')]);
+    const { diff } = diffClusters(
+      { snapshot: before.snapshot, settingsFor: settingsPerNode(config, before.snapshot) },
+      { snapshot: after.snapshot, settingsFor: settingsPerNode(config, after.snapshot) },
+      options,
+    );
+    write(parsed, io, formatDiff(diff, format));
+    return diff.changes.length > 0 ? 1 : 0;
+  }
+  const format = formatOf(parsed, MAP_FORMATS, 'md');
+  const cluster = complete(
+    await loadCluster(parsed, createLogger({ level: 'error', format: 'text' }), manifestLimits(config), API_TIMEOUT_MS),
+    'the cluster',
+  );
+  const { map } = buildMap(cluster.snapshot, settingsPerNode(config, cluster.snapshot), {
+    ...options,
+    ...(format === 'html' ? { explain: EXPLAIN_EDGES } : {}),
+  });
+  write(parsed, io, render(map, format));
+  return 0;
+}
+
+function render(map: ConnectivityMap, format: (typeof MAP_FORMATS)[number]): string {
+  switch (format) {
+    case 'html':
+      return formatHtml(map);
+    case 'svg':
+      return formatSvg(map);
+    case 'dot':
+      return formatDot(map);
+    case 'md':
+      return formatMarkdown(map);
+    case 'json':
+      return `${JSON.stringify(map, null, 2)}\n`;
+  }
+}
+
+/** `--diff OLD NEW` is `--diff --old OLD --new NEW` (unless what follows --diff is another option). */
+function expandDiff(argv: readonly string[]): string[] {
+  const at = argv.indexOf('--diff');
+  if (at < 0) return [...argv];
+  const options = new Set(commandOptions('map').flatMap((o) => [`--${o.name}`, ...(o.short !== undefined ? [`-${o.short}`] : [])]));
+  const [a, b] = [argv[at + 1], argv[at + 2]];
+  if (a === undefined || b === undefined || options.has(a) || options.has(b)) return [...argv];
+  return [...argv.slice(0, at), '--diff', '--old', a, '--new', b, ...argv.slice(at + 3)];
+}
+
+async function readSide(parsed: Parsed, config: DaemonConfig, side: 'old' | 'new'): Promise<LoadedCluster> {
+  const paths = (parsed.values[side] as string[] | undefined) ?? [];
+  if (paths.length === 0) throw new UsageError(`--diff needs the ${side} cluster: --diff OLD NEW, or --${side} PATH (or "cluster")`);
+  const what = side === 'old' ? 'the old cluster' : 'the new cluster';
+  if (paths.length === 1 && paths[0] === 'cluster') {
+    const fromApi = { ...parsed, values: { ...parsed.values, resources: undefined } };
+    return complete(
+      await loadCluster(fromApi, createLogger({ level: 'error', format: 'text' }), manifestLimits(config), API_TIMEOUT_MS),
+      what,
+    );
+  }
+  if (paths.includes('cluster')) throw new UsageError(`--${side}: "cluster" (the API server) cannot be mixed with manifest paths`);
+  const loaded = loadManifests(paths, manifestLimits(config));
+  return complete({ snapshot: loaded.snapshot, problems: loaded.problems }, what);
+}
+
+/** A cluster read with errors would map as a smaller cluster than meant: refuse (exit 2), naming each problem. */
+function complete(cluster: LoadedCluster, what: string): LoadedCluster {
+  const errors = incompleteRead(cluster.problems);
+  if (errors.length > 0)
+    throw new CommandFailure(
+      `${errors.length} manifest error(s) in ${what}: it was not read completely, so no map is drawn\n${errors.map((p) => `  ${formatProblem(p)}`).join('\n')}`,
+    );
+  return cluster;
+}
+
+function write(parsed: Parsed, io: Io, output: string): void {
+  const file = text(parsed, 'output');
+  if (file === undefined) io.out(output);
+  else {
+    try {
+      writeFileSync(file, output);
+    } catch (err) {
+      throw new CommandFailure(`cannot write ${file}: ${(err as Error).message}`);
+    }
+    io.err(`netfence map: wrote ${file}\n`);
+  }
+}
+
+function text(parsed: Parsed, flag: string): string | undefined {
+  const v = parsed.values[flag];
+  return typeof v === 'string' && v !== '' ? v : undefined;
+}
+
+function formatOf<F extends string>(parsed: Parsed, formats: readonly F[], fallback: F): F {
+  const given = text(parsed, 'format') ?? fallback;
+  const format = formats.find((f) => f === given);
+  if (!format) throw new UsageError(`--format must be ${formats.join(', ')}, not "${given}"`);
+  return format;
+}
+
+function familyOf(parsed: Parsed): IpFamily | undefined {
+  const f = text(parsed, 'family');
+  if (f === undefined) return undefined;
+  if (f !== '4' && f !== '6') throw new UsageError(`--family must be 4 or 6, not "${f}"`);
+  return Number(f) as IpFamily;
+}

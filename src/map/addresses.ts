@@ -1,0 +1,70 @@
+// What the compiled rules can tell apart about an address: which ipsets hold it (and for `hash:ip,port` sets,
+// with which protocol and port). A set's name is the hash of what it stands for (a selector, an ipBlock, a
+// policy's named port), so one name means one thing cluster-wide; its members may differ by node (a
+// named-port set holds the node's own targets), so each name's members are the union over the nodes.
+// Membership is decided by the tracer's own `setMatches` for `hash:net` sets, by an index of the members for
+// the plain `hash:ip` and `hash:ip,port` sets.
+
+import type { IpFamily } from '../model/index.js';
+import { parseIp } from '../model/address.js';
+import { setMatches, type IpSets } from '../trace/index.js';
+
+export class AddressClasses {
+  private readonly byIp = new Map<string, string[]>();
+  private readonly nets: { name: string; set: Parameters<typeof setMatches>[0] }[] = [];
+  private readonly seen = new Set<string>();
+  private readonly entries = new Set<string>();
+  private readonly memo = new Map<string, string>();
+
+  constructor(private readonly family: IpFamily) {}
+
+  /** Adds a node's sets (members of a set another node has too are added to its). */
+  add(ipsets: IpSets): void {
+    for (const [name, set] of ipsets) {
+      if (set.family !== this.family) continue;
+      // A selector's or an ipBlock's set is the same on every node (its members are what the cluster and the
+      // policy say): read once. A named-port set holds the node's own targets: read on every node.
+      if (set.type !== 'hash:ip,port' && this.seen.has(name)) continue;
+      this.seen.add(name);
+      if (set.type === 'hash:net') {
+        this.nets.push({ name, set });
+        continue;
+      }
+      for (const member of set.members) {
+        const element = member.trim().split(/\s+/)[0] ?? '';
+        const comma = element.lastIndexOf(',');
+        const ipText = set.type === 'hash:ip,port' && comma >= 0 ? element.slice(0, comma) : element;
+        const ip = parseIp(ipText);
+        if (!ip) continue;
+        const entry = set.type === 'hash:ip,port' ? `${name}@${element.slice(comma + 1)}` : name;
+        const key = `${ip.value}`;
+        if (this.entries.has(`${key} ${entry}`)) continue;
+        this.entries.add(`${key} ${entry}`);
+        const list = this.byIp.get(key);
+        if (list) list.push(entry);
+        else this.byIp.set(key, [entry]);
+      }
+    }
+  }
+
+  /** The sets holding `ip`, sorted: `nf4s:abc`, `nf4n:def@tcp:80`. Its class key is these joined by spaces. */
+  classOf(ip: string): string {
+    let known = this.memo.get(ip);
+    if (known !== undefined) return known;
+    const parsed = parseIp(ip);
+    const entries = [...(parsed ? (this.byIp.get(`${parsed.value}`) ?? []) : [])];
+    const probe = { src: ip, dst: ip, proto: 'tcp' as const, dport: 0, inIface: '', outIface: '', ctstate: 'NEW' as const };
+    for (const { name, set } of this.nets) {
+      const answer = setMatches(set, probe, 'src');
+      if (answer.known && answer.member) entries.push(name);
+    }
+    known = [...new Set(entries)].sort().join(' ');
+    this.memo.set(ip, known);
+    return known;
+  }
+
+  /** Every CIDR the `hash:net` sets name (ipBlocks and their excepts, ClusterNetworkPolicy networks). */
+  netCidrs(): string[] {
+    return [...new Set(this.nets.flatMap(({ set }) => set.members.map((m) => m.trim().split(/\s+/)[0] ?? '')))].filter((c) => c !== '');
+  }
+}

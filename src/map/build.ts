@@ -1,0 +1,245 @@
+// `netfence map`: the groups (pods of one workload the compiled rules cannot tell apart; outside blocks with
+// the same set memberships) and every connection allowed between them, traced (judge.ts). A workload whose
+// pods the rules treat differently is drawn as several groups, and the map says why.
+
+import { podKey, type ClusterSnapshot, type IpFamily, type NodeSettings } from '../model/index.js';
+import { formatAnswer, whyConnection, type CompiledRules } from '../why/index.js';
+import { combine, Judge, type End } from './judge.js';
+import type { ConnectivityMap, EdgeReason, MapEdge, MapGroup, PortRange, Split } from './model.js';
+import { outsideBlocks } from './outside.js';
+import { joinRanges, rangeText } from './ports.js';
+import { defaultFamily, prepare, workloadOf, type PodView, type Prepared } from './prepare.js';
+
+export interface MapOptions {
+  readonly family?: IpFamily;
+  /** `labels` (default): a namespace and a label set are one workload; or a label key (`app`): its value is. */
+  readonly groupBy?: string;
+  /** Fill each edge's `why` (the text `netfence why` prints) for at most this many edges. */
+  readonly explain?: number;
+  /** CIDRs to cut the outside world at besides the map's own (a diff cuts both sides alike). */
+  readonly extraCidrs?: readonly string[];
+  /** False: groups only (a diff asks its own questions of the judge). Default true. */
+  readonly listEdges?: boolean;
+}
+
+/** A group with what the map needs to judge it: its pods, and the end traced for it. */
+export interface GroupState {
+  readonly group: MapGroup;
+  /** Two different members when there are (a group's connections to itself are between two of its pods). */
+  readonly ends: readonly End[];
+}
+
+/** A map, and what it was computed from (for a diff and for `why` on one of its edges). */
+export interface MapModel {
+  readonly map: ConnectivityMap;
+  readonly groups: readonly GroupState[];
+  readonly prepared: Prepared;
+  readonly judge: Judge;
+}
+
+export function buildMap(
+  snapshot: ClusterSnapshot,
+  settingsFor: (node: string) => NodeSettings,
+  options: MapOptions = {},
+  compiled: CompiledRules = new Map(),
+): MapModel {
+  const family = options.family ?? defaultFamily(snapshot);
+  return finishMap(prepare(snapshot, settingsFor, family, compiled), options);
+}
+
+/** The groups and edges of a prepared cluster. */
+export function finishMap(prepared: Prepared, options: MapOptions = {}): MapModel {
+  const classes = new Classes();
+  const { groups, splits } = podGroups(prepared, options.groupBy, classes);
+  const outside = outsideGroups(prepared, options.extraCidrs ?? [], classes);
+  const all = [...groups, ...outside];
+  const judge = new Judge(prepared, classes.list);
+  const edges: MapEdge[] = [];
+  for (const src of options.listEdges === false ? [] : all) {
+    const srcEnd = src.ends[0]!;
+    const egress = srcEnd.kind === 'pod' ? judge.side(srcEnd.pod, 'egress', srcEnd.cls) : undefined;
+    for (const dst of all) {
+      if (src.group.egress === 'open' && dst.group.ingress === 'open') continue;
+      // Most pairs are refused by one side: ask the sender's cached verdicts first, then build the edge.
+      if (egress && src !== dst && !judge.egress(egress, dst.ends[0]!).any) continue;
+      const edge = edgeOf(judge, src, dst);
+      if (edge) edges.push(edge);
+    }
+  }
+  if (options.explain !== undefined) explain(prepared, all, edges, options.explain);
+  const map: ConnectivityMap = {
+    family: prepared.family,
+    groups: all.map((g) => g.group),
+    edges,
+    openToOpen: true,
+    splits,
+    skipped: prepared.skipped,
+  };
+  return { map, groups: all, prepared, judge };
+}
+
+/** The connection from one group to another, unless nothing is allowed or both ends are open (implied). */
+export function edgeOf(judge: Judge, src: GroupState, dst: GroupState): MapEdge | undefined {
+  if (src.group.kind === 'outside' && dst.group.kind === 'outside') return undefined;
+  if (src.group.egress === 'open' && dst.group.ingress === 'open') return undefined;
+  const ends = endsOf(src, dst);
+  if (!ends) return undefined;
+  const { egress, ingress } = judge.both(ends[0], ends[1]);
+  if (!egress.any || !ingress.any) return undefined;
+  const cells = combine(egress.intervals, ingress.intervals).filter((c) => c.allowed);
+  if (cells.length === 0) return undefined;
+  const reasons = new Map<string, { ports: PortRange[]; egress: string; ingress: string }>();
+  for (const c of cells) {
+    const k = `${c.egress}\0${c.ingress}`;
+    const r = reasons.get(k) ?? { ports: [], egress: c.egress, ingress: c.ingress };
+    r.ports.push({ proto: c.proto, from: c.from, to: c.to });
+    reasons.set(k, r);
+  }
+  const because: EdgeReason[] = [...reasons.values()].map((r) => ({ ...r, ports: joinRanges(r.ports) }));
+  return {
+    from: src.group.id,
+    to: dst.group.id,
+    ports: joinRanges(cells.map((c) => ({ proto: c.proto, from: c.from, to: c.to }))),
+    because,
+  };
+}
+
+/** The two ends traced for a pair of groups: a group to itself is two of its pods (a pod to itself is always allowed). */
+export function endsOf(src: GroupState, dst: GroupState): [End, End] | undefined {
+  if (src !== dst) return [src.ends[0]!, dst.ends[0]!];
+  return src.ends.length >= 2 ? [src.ends[0]!, src.ends[1]!] : undefined;
+}
+
+/** Address classes by id, for the judge's tables. */
+class Classes {
+  readonly list: string[] = [];
+  private readonly ids = new Map<string, number>();
+
+  id(cls: string): number {
+    let id = this.ids.get(cls);
+    if (id === undefined) {
+      id = this.list.length;
+      this.list.push(cls);
+      this.ids.set(cls, id);
+    }
+    return id;
+  }
+}
+
+function podGroups(prepared: Prepared, groupBy: string | undefined, classes: Classes): { groups: GroupState[]; splits: Split[] } {
+  const workloads = new Map<string, { name: string; namespace: string; labels: Record<string, string>; pods: PodView[] }>();
+  for (const view of prepared.pods) {
+    const w = workloadOf(view.pod, groupBy);
+    const entry = workloads.get(w.key) ?? { name: w.name, namespace: view.pod.namespace, labels: w.labels, pods: [] };
+    entry.pods.push(view);
+    workloads.set(w.key, entry);
+  }
+  // Two label sets with one display name in a namespace: name both by their whole label set.
+  const names = new Map<string, number>();
+  for (const w of workloads.values()) names.set(`${w.namespace}/${w.name}`, (names.get(`${w.namespace}/${w.name}`) ?? 0) + 1);
+  const groups: GroupState[] = [];
+  const splits: Split[] = [];
+  for (const w of workloads.values()) {
+    const labelText = Object.entries(w.labels)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(',');
+    const name = names.get(`${w.namespace}/${w.name}`)! > 1 && labelText !== '' ? labelText : w.name;
+    const workload = `${w.namespace}/${name}`;
+    const bySignature = new Map<string, PodView[]>();
+    for (const p of w.pods) {
+      const sig = `${p.egress.key}\0${p.ingress.key}\0${p.addressClass}`;
+      const list = bySignature.get(sig);
+      if (list) list.push(p);
+      else bySignature.set(sig, [p]);
+    }
+    const parts = [...bySignature.values()];
+    const ids = parts.map((_, i) => (i === 0 ? workload : `${workload}#${i + 1}`));
+    parts.forEach((members, i) => {
+      const first = members[0]!;
+      groups.push({
+        group: {
+          id: ids[i]!,
+          kind: 'pods',
+          namespace: w.namespace,
+          workload,
+          labels: w.labels,
+          pods: members.map((m) => m.key),
+          egress: first.egress.open ? 'open' : 'policed',
+          ingress: first.ingress.open ? 'open' : 'policed',
+          policies: { egress: first.egress.policies, ingress: first.ingress.policies },
+        },
+        ends: members.slice(0, 2).map((pod) => ({ kind: 'pod', pod, cls: classes.id(pod.addressClass) })),
+      });
+    });
+    if (parts.length > 1) splits.push({ workload, groups: ids, why: splitReason(parts.map((p) => p[0]!)) });
+  }
+  return { groups, splits };
+}
+
+/** Why the rules tell a workload's pods apart, from the first pod of each part. */
+function splitReason(firsts: readonly PodView[]): string {
+  const reasons: string[] = [];
+  const differ = (f: (p: PodView) => string) => new Set(firsts.map(f)).size > 1;
+  const policyText = (ps: readonly string[]) => (ps.length === 0 ? 'none' : ps.join(', '));
+  if (differ((p) => p.egress.key))
+    reasons.push(`their egress is judged differently (policies: ${firsts.map((p) => policyText(p.egress.policies)).join(' / ')})`);
+  if (differ((p) => p.ingress.key))
+    reasons.push(`their ingress is judged differently (policies: ${firsts.map((p) => policyText(p.ingress.policies)).join(' / ')})`);
+  if (differ((p) => p.addressClass)) {
+    const sets = firsts.map((p) => new Set(p.addressClass.split(' ').filter((e) => e !== '')));
+    const all = new Set(sets.flatMap((s) => [...s]));
+    const notShared = [...all].filter((e) => !sets.every((s) => s.has(e)));
+    const ports = notShared.filter((e) => e.includes('@'));
+    reasons.push(
+      ports.length > 0
+        ? `a named port resolves differently (${ports.map((e) => e.split('@')[1]).join(' vs ')})`
+        : `policies select them differently as peers (${notShared.length} address set${notShared.length === 1 ? '' : 's'} hold some and not others)`,
+    );
+  }
+  return reasons.join('; ');
+}
+
+function outsideGroups(prepared: Prepared, extra: readonly string[], classes: Classes): GroupState[] {
+  const blocks = outsideBlocks(prepared.snapshot, prepared.family, [...prepared.addresses.netCidrs(), ...extra]);
+  const byClass = new Map<string, { cidrs: string[]; ip: string }>();
+  for (const b of blocks) {
+    const cls = prepared.addresses.classOf(b.ip);
+    const entry = byClass.get(cls) ?? { cidrs: [], ip: b.ip };
+    entry.cidrs.push(b.text);
+    byClass.set(cls, entry);
+  }
+  return [...byClass.entries()].map(([addressClass, { cidrs, ip }], i) => ({
+    group: {
+      id: `world:${i}`,
+      kind: 'outside',
+      workload: 'outside the cluster',
+      pods: [],
+      cidrs,
+      egress: 'open',
+      ingress: 'open',
+      policies: { egress: [], ingress: [] },
+    },
+    ends: [{ kind: 'outside', ip, cls: classes.id(addressClass) }],
+  }));
+}
+
+/** Each edge's reasons as `netfence why` words them, for one port of each (the first `limit` edges). */
+function explain(prepared: Prepared, groups: readonly GroupState[], edges: MapEdge[], limit: number): void {
+  const byId = new Map(groups.map((g) => [g.group.id, g]));
+  const refOf = (e: End): string => (e.kind === 'pod' ? podKey(e.pod.pod) : e.ip);
+  edges.slice(0, limit).forEach((edge, i) => {
+    const ends = endsOf(byId.get(edge.from)!, byId.get(edge.to)!);
+    if (!ends) return;
+    const why = edge.because.map((r) => {
+      const port = r.ports[0]!;
+      const answer = whyConnection(
+        prepared.snapshot,
+        prepared.settingsFor,
+        { src: refOf(ends[0]), dst: refOf(ends[1]), proto: port.proto, port: port.from, family: prepared.family },
+        prepared.compiled,
+      );
+      return `${rangeText(port)}:\n${formatAnswer(answer)}`;
+    });
+    edges[i] = { ...edge, why };
+  });
+}

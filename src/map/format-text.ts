@@ -1,0 +1,79 @@
+// The map as Markdown (for a pull-request comment or a CI log) and as Graphviz dot.
+
+import type { ConnectivityMap, MapEdge, MapGroup } from './model.js';
+import { rangesText } from './ports.js';
+
+const cell = (text: string): string => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+
+export function formatMarkdown(map: ConnectivityMap): string {
+  const pods = map.groups.filter((g) => g.kind === 'pods');
+  const outside = map.groups.filter((g) => g.kind === 'outside');
+  const lines: string[] = [
+    `# netfence map (IPv${map.family})`,
+    '',
+    `${pods.length} groups of pods in ${new Set(pods.map((g) => g.namespace)).size} namespaces, ${outside.length} outside blocks, ${map.edges.length} connections listed.`,
+    'Groups whose egress is open reach groups whose ingress is open on every port; those connections are not listed.',
+    '',
+    '## Groups',
+    '',
+    '| group | pods | egress | ingress | policies |',
+    '|---|---|---|---|---|',
+    ...map.groups.map(
+      (g) =>
+        `| ${cell(g.id)} | ${g.kind === 'outside' ? cell((g.cidrs ?? []).join('; ')) : g.pods.length} | ${g.egress} | ${g.ingress} | ${cell(policiesText(g))} |`,
+    ),
+    '',
+    '## Connections',
+    '',
+    '| from | to | allowed | because |',
+    '|---|---|---|---|',
+    ...map.edges.map((e) => `| ${cell(e.from)} | ${cell(e.to)} | ${cell(rangesText(e.ports))} | ${cell(becauseText(e))} |`),
+  ];
+  if (map.splits.length > 0) {
+    lines.push('', '## Workloads drawn as several groups', '');
+    for (const s of map.splits) lines.push(`- ${s.workload} → ${s.groups.join(', ')}: ${s.why}`);
+  }
+  if (map.skipped.length > 0) {
+    lines.push('', '## Pods left out', '');
+    for (const s of map.skipped) lines.push(`- ${s}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+export function policiesText(g: MapGroup): string {
+  const parts: string[] = [];
+  if (g.policies.egress.length > 0) parts.push(`egress: ${g.policies.egress.join(', ')}`);
+  if (g.policies.ingress.length > 0) parts.push(`ingress: ${g.policies.ingress.join(', ')}`);
+  return parts.join('; ');
+}
+
+export const becauseText = (e: MapEdge): string =>
+  e.because.map((b) => `${rangesText(b.ports)}: egress ${b.egress}; ingress ${b.ingress}`).join(' / ');
+
+const quote = (s: string): string => `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
+
+export function formatDot(map: ConnectivityMap): string {
+  const lines = ['digraph netfence_map {', '  rankdir=LR;', '  node [shape=box, style=rounded, fontname="sans-serif"];'];
+  const byNamespace = new Map<string, MapGroup[]>();
+  for (const g of map.groups) {
+    const ns = g.namespace ?? '(outside)';
+    byNamespace.set(ns, [...(byNamespace.get(ns) ?? []), g]);
+  }
+  let i = 0;
+  for (const [ns, groups] of byNamespace) {
+    lines.push(`  subgraph cluster_${i++} {`, `    label=${quote(ns)};`);
+    for (const g of groups) {
+      const label =
+        g.kind === 'outside'
+          ? (g.cidrs ?? []).join('\\n')
+          : `${g.id.slice(ns.length + 1)}\\n${g.pods.length} pod${g.pods.length === 1 ? '' : 's'}`;
+      lines.push(
+        `    ${quote(g.id)} [label=${quote(label).replace(/\\\\n/g, '\\n')}${g.ingress === 'policed' ? ', color=firebrick' : ''}];`,
+      );
+    }
+    lines.push('  }');
+  }
+  for (const e of map.edges) lines.push(`  ${quote(e.from)} -> ${quote(e.to)} [label=${quote(rangesText(e.ports))}];`);
+  lines.push('}');
+  return `${lines.join('\n')}\n`;
+}

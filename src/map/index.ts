@@ -1,0 +1,6 @@
+export { buildMap } from './build.js';
+export { diffClusters, formatDiff } from './diff.js';
+export { formatDot, formatMarkdown } from './format-text.js';
+export { formatSvg } from './format-svg.js';
+export { formatHtml } from './format-html.js';
+export { groupOfPod, mapAllows, type ConnectivityMap } from './model.js';

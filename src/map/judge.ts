@@ -1,0 +1,243 @@
+// The verdicts, traced: one packet per port interval through the compiled ruleset of the node that judges it,
+// with the same tracer `trace` and `why` use. A connection between pods on two nodes crosses FORWARD twice —
+// the sender's node judges its egress (bridge → uplink), the receiver's its ingress (uplink → bridge) — and
+// one between pods of one node is judged in one pass whose workload chains clear the mark on entry and
+// decide each direction alone (compile/static-chains.ts), so it is the same two verdicts ANDed. The
+// outcome of one direction depends only on the judging pod's profile and on what that profile's chains
+// see of the peer and of the pod itself (their address classes projected on the sets they match: a named-port
+// set holds the destination's own address), and is traced once per such triple.
+
+import { tracePacket, type TraceResult } from '../trace/index.js';
+import { compiledKey } from '../why/index.js';
+import { PROTOCOLS, type PortRange } from './model.js';
+import { intervalsOf } from './ports.js';
+import type { PodView, Prepared } from './prepare.js';
+import type { Profile } from './profiles.js';
+
+/** One port interval of one direction: allowed or not, and what decided, in words. */
+export interface Judged extends PortRange {
+  readonly allowed: boolean;
+  readonly by: string;
+}
+
+/** An end of a connection: a pod, or an outside address (judged by nobody on its side). `cls`: its address class's id. */
+export type End =
+  | { readonly kind: 'pod'; readonly pod: PodView; readonly cls: number }
+  | { readonly kind: 'outside'; readonly ip: string; readonly cls: number };
+
+/** One direction's verdicts for one kind of peer, per port interval. */
+export interface Outcome {
+  readonly intervals: readonly Judged[];
+  /** Some interval is allowed. */
+  readonly any: boolean;
+}
+
+/** The verdicts of one pod's profile in one direction, peer by peer (`row`), and how it sees each address class. */
+export interface Side {
+  readonly direction: 'egress' | 'ingress';
+  readonly pod: PodView;
+  readonly profile: Profile;
+  /** Address class id → the id of what this profile sees of it. */
+  readonly seen: Int32Array;
+  readonly row: (Outcome | undefined)[];
+}
+
+const open = (what: string): Outcome => ({
+  intervals: PROTOCOLS.map((proto) => ({ proto, from: 1, to: 65535, allowed: true, by: what })),
+  any: true,
+});
+const FROM_OUTSIDE = open('from outside the cluster: no egress judged');
+const TO_OUTSIDE = open('to outside the cluster: no ingress judged');
+
+export class Judge {
+  private readonly classEntries: readonly (readonly string[])[];
+  /** Set name → the classes holding it, each with its entry (`set` or `set@tcp:80`). */
+  private readonly holders = new Map<string, { cls: number; entry: string }[]>();
+  private readonly seenBy = new Map<string, { seen: Int32Array; ids: Map<string, number> }>();
+  private readonly rows = new Map<string, (Outcome | undefined)[]>();
+  private readonly sides = new Map<PodView, { egress?: Side; ingress?: Side }>();
+  /** Traces run, for the benchmark's account. */
+  traces = 0;
+
+  /** `classes`: every address class of the map, by id. */
+  constructor(
+    private readonly prepared: Prepared,
+    classes: readonly string[],
+  ) {
+    this.classEntries = classes.map((c) => (c === '' ? [] : c.split(' ')));
+    this.classEntries.forEach((entries, cls) => {
+      for (const entry of entries) {
+        const set = entry.split('@')[0]!;
+        const list = this.holders.get(set);
+        if (list) list.push({ cls, entry });
+        else this.holders.set(set, [{ cls, entry }]);
+      }
+    });
+  }
+
+  /** A pod's profile of one direction, with what it sees of every address class. */
+  side(pod: PodView, direction: 'egress' | 'ingress', cls: number): Side {
+    let entry = this.sides.get(pod);
+    if (!entry) this.sides.set(pod, (entry = {}));
+    const known = entry[direction];
+    if (known) return known;
+    const profile = pod[direction];
+    const view = this.seenOf(profile);
+    // The judged pod's own memberships count too: a named-port set holds the destination's address and port.
+    const rowKey = `${direction}\0${profile.key}\0${view.seen[cls]}`;
+    let row = this.rows.get(rowKey);
+    if (!row) this.rows.set(rowKey, (row = []));
+    const side = { direction, pod, profile, seen: view.seen, row };
+    entry[direction] = side;
+    return side;
+  }
+
+  /** What `profile` sees of each class: the entries of the sets its chains match, interned (0: none of them). */
+  private seenOf(profile: Profile): { seen: Int32Array; ids: Map<string, number> } {
+    let view = this.seenBy.get(profile.key);
+    if (view) return view;
+    const seen = new Int32Array(this.classEntries.length);
+    const ids = new Map<string, number>([['', 0]]);
+    const parts = new Map<number, string[]>();
+    for (const set of profile.sets)
+      for (const { cls, entry } of this.holders.get(set) ?? []) {
+        const list = parts.get(cls);
+        if (list) list.push(entry);
+        else parts.set(cls, [entry]);
+      }
+    for (const [cls, entries] of parts) {
+      const key = entries.sort().join(' ');
+      let id = ids.get(key);
+      if (id === undefined) ids.set(key, (id = ids.size));
+      seen[cls] = id;
+    }
+    view = { seen, ids };
+    this.seenBy.set(profile.key, view);
+    return view;
+  }
+
+  /** `src` → `dst` as the egress side `side` judges it (side.pod is the sender). */
+  egress(side: Side, dst: End): Outcome {
+    return this.cell(side, dst.cls, side.pod.ip, dst.kind === 'pod' ? dst.pod.ip : dst.ip);
+  }
+
+  /** `src` → `side.pod` as its ingress side judges it. */
+  ingress(side: Side, src: End): Outcome {
+    return this.cell(side, src.cls, src.kind === 'pod' ? src.pod.ip : src.ip, side.pod.ip);
+  }
+
+  /** Both directions of `src` → `dst`. */
+  both(src: End, dst: End): { egress: Outcome; ingress: Outcome } {
+    const egress = src.kind === 'pod' ? this.egress(this.side(src.pod, 'egress', src.cls), dst) : FROM_OUTSIDE;
+    const ingress = dst.kind === 'pod' ? this.ingress(this.side(dst.pod, 'ingress', dst.cls), src) : TO_OUTSIDE;
+    return { egress, ingress };
+  }
+
+  static readonly fromOutside = FROM_OUTSIDE;
+  static readonly toOutside = TO_OUTSIDE;
+
+  private cell(side: Side, peerCls: number, srcIp: string, dstIp: string): Outcome {
+    const seen = side.seen[peerCls]!;
+    const known = side.row[seen];
+    if (known) return known;
+    const outcome = this.traceAll(side, srcIp, dstIp);
+    side.row[seen] = outcome;
+    return outcome;
+  }
+
+  private traceAll(side: Side, srcIp: string, dstIp: string): Outcome {
+    const { direction, pod: judged, profile } = side;
+    const out: Judged[] = [];
+    const rules = this.prepared.compiled.get(compiledKey(this.prepared.family, judged.node));
+    if (!rules) throw new Error(`node ${judged.node} was not compiled`);
+    const { layout } = rules;
+    const chainPrefix = this.prepared.settingsFor(judged.node).chainPrefix;
+    for (const proto of PROTOCOLS) {
+      for (const [from, to] of intervalsOf(profile.cuts, proto)) {
+        const packet = {
+          src: srcIp,
+          dst: dstIp,
+          proto,
+          dport: from,
+          inIface: direction === 'egress' ? layout.bridge : layout.uplink,
+          outIface: direction === 'egress' ? layout.uplink : layout.bridge,
+          ctstate: 'NEW' as const,
+        };
+        this.traces++;
+        const t = tracePacket(rules.ruleset, rules.ipsets, packet, { chainPrefix });
+        const allowed = finalVerdict(t) === 'ACCEPT';
+        out.push({ proto, from, to, allowed, by: reason(t, direction, allowed) });
+      }
+    }
+    const intervals = joinSame(out);
+    return { intervals, any: intervals.some((j) => j.allowed) };
+  }
+}
+
+const finalVerdict = (t: TraceResult): 'ACCEPT' | 'DROP' => (t.verdict !== 'NO-VERDICT' ? t.verdict : (t.after?.verdict ?? 'ACCEPT'));
+
+/** What decided, in why's words: the policy rule that allowed or denied, the isolating policies, or "not isolated". */
+function reason(t: TraceResult, direction: 'egress' | 'ingress', allowed: boolean): string {
+  const named = (policy: string, rule: string): string =>
+    policy.startsWith('ClusterNetworkPolicy ') ? `${policy} rule ${rule}` : `NetworkPolicy ${policy} rule ${rule}`;
+  if (allowed) {
+    const mine = t.allowedBy.filter((a) => a.direction === direction && !(a.rule?.endsWith(' Pass') ?? false));
+    const who = mine[mine.length - 1];
+    if (who?.policy !== undefined && who.rule !== undefined) return named(who.policy, who.rule);
+    if (who?.pod !== undefined)
+      return `not isolated for ${direction}${who.comment?.includes('no tier decided') === true ? ' (no tier decided)' : ''}`;
+    return `no netfence rule for ${direction}`;
+  }
+  const d = t.decidedBy ?? t.after?.decidedBy;
+  if (d?.policy !== undefined && d.rule !== undefined) return named(d.policy, d.rule);
+  if (d?.pod !== undefined) {
+    const by = (d.policies ?? []).filter((p) => !p.startsWith('ClusterNetworkPolicy '));
+    const invalid = d.invalidPolicies ?? [];
+    return `isolated for ${direction}${by.length > 0 ? ` by ${by.join(', ')}` : ''}; no rule admits it${invalid.length > 0 ? ` (${invalid.join(', ')} invalid)` : ''}`;
+  }
+  return d?.comment ?? d?.text ?? 'dropped';
+}
+
+/** Neighbouring intervals with the same verdict and reason, joined. */
+function joinSame(list: readonly Judged[]): Judged[] {
+  const out: Judged[] = [];
+  for (const j of list) {
+    const last = out[out.length - 1];
+    if (last && last.proto === j.proto && last.allowed === j.allowed && last.by === j.by && last.to + 1 === j.from)
+      out[out.length - 1] = { ...last, to: j.to };
+    else out.push(j);
+  }
+  return out;
+}
+
+/** One port range of a connection: each direction's verdict and reason. */
+export interface Cell extends PortRange {
+  readonly allowed: boolean;
+  readonly egressAllowed: boolean;
+  readonly ingressAllowed: boolean;
+  readonly egress: string;
+  readonly ingress: string;
+}
+
+/** The two directions' intervals laid over each other: allowed where both allow. */
+export function combine(egress: readonly Judged[], ingress: readonly Judged[]): Cell[] {
+  const out: Cell[] = [];
+  for (const e of egress)
+    for (const i of ingress) {
+      if (e.proto !== i.proto) continue;
+      const from = Math.max(e.from, i.from);
+      const to = Math.min(e.to, i.to);
+      if (from > to) continue;
+      out.push({
+        proto: e.proto,
+        from,
+        to,
+        allowed: e.allowed && i.allowed,
+        egressAllowed: e.allowed,
+        ingressAllowed: i.allowed,
+        egress: e.by,
+        ingress: i.by,
+      });
+    }
+  return out;
+}

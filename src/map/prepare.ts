@@ -1,0 +1,161 @@
+// The first half of a map: every node that runs a pod compiled (exactly as its daemon would compile it),
+// each pod's two profiles (profiles.ts) and its address class (addresses.ts), the workloads the operator
+// thinks in, and the groups: the pods of one workload that the compiled rules cannot tell apart.
+
+import { Compiler } from '../compile/index.js';
+import { podKey, type ClusterSnapshot, type IpFamily, type NodeSettings, type Pod } from '../model/index.js';
+import { parseIp } from '../model/address.js';
+import type { IpSets } from '../trace/index.js';
+import { compiledKey, nodeRulesOf, type CompiledRules, type NodeRules } from '../why/index.js';
+import { AddressClasses } from './addresses.js';
+import { NodeProfiles, type Profile } from './profiles.js';
+
+/** A pod as the map sees it: where it runs, its address of the map's family, and what the rules see of it. */
+export interface PodView {
+  readonly key: string;
+  readonly pod: Pod;
+  readonly ip: string;
+  readonly node: string;
+  readonly egress: Profile;
+  readonly ingress: Profile;
+  /** Its address class (addresses.ts). */
+  readonly addressClass: string;
+}
+
+export interface Prepared {
+  readonly snapshot: ClusterSnapshot;
+  readonly family: IpFamily;
+  readonly settingsFor: (node: string) => NodeSettings;
+  readonly compiled: CompiledRules;
+  readonly pods: readonly PodView[];
+  readonly addresses: AddressClasses;
+  readonly skipped: readonly string[];
+}
+
+/** Labels that differ between replicas of one workload by construction (revision hashes, ordinals). */
+const PER_REPLICA_LABELS = new Set([
+  'pod-template-hash',
+  'controller-revision-hash',
+  'statefulset.kubernetes.io/pod-name',
+  'apps.kubernetes.io/pod-index',
+  'batch.kubernetes.io/job-completion-index',
+  'controller-uid',
+  'batch.kubernetes.io/controller-uid',
+]);
+
+/** The family to map when none is asked for: IPv4 when any pod has an IPv4 address. */
+export function defaultFamily(snapshot: ClusterSnapshot): IpFamily {
+  return snapshot.pods.some((p) => p.ips.some((ip) => parseIp(ip)?.family === 4)) ? 4 : 6;
+}
+
+export function prepare(
+  snapshot: ClusterSnapshot,
+  settingsFor: (node: string) => NodeSettings,
+  family: IpFamily,
+  compiled: CompiledRules = new Map(),
+): Prepared {
+  const skipped: string[] = [];
+  const running: { pod: Pod; ip: string }[] = [];
+  for (const pod of snapshot.pods) {
+    const why = leftOut(pod, family);
+    const ip = pod.ips.find((i) => parseIp(i)?.family === family);
+    if (why !== undefined || ip === undefined) skipped.push(`${podKey(pod)}: ${why ?? `no IPv${family} address`}`);
+    else running.push({ pod, ip });
+  }
+  // One long-lived compiler for every node, as the daemon keeps one: it gives the answer compile() gives
+  // (compile.ts), and reuses what does not depend on the node (selector matches), which is most of the work.
+  const compiler = new Compiler();
+  const addresses = new AddressClasses(family);
+  const nodes = [...new Set(running.map((r) => r.pod.nodeName))].sort();
+  const rulesOf = new Map<string, NodeRules>();
+  const shared = new Map<string, SavedIpSet>();
+  for (const node of nodes) {
+    const key = compiledKey(family, node);
+    let rules = compiled.get(key);
+    if (!rules) {
+      const settings = settingsFor(node);
+      const desired = compiler.compile(snapshot, settings).desired;
+      rules = shareSets(nodeRulesOf(snapshot, settings, node, family === 6 ? desired.v6 : desired.v4), shared);
+      compiled.set(key, rules);
+    }
+    rulesOf.set(node, rules);
+    addresses.add(rules.ipsets);
+  }
+  const pods: PodView[] = [];
+  for (const node of nodes) {
+    const rules = rulesOf.get(node)!;
+    const profiles = new NodeProfiles(rules.chains, rules.ipsets);
+    const chainsOf = new Map<string, { ingress?: Profile; egress?: Profile }>();
+    for (const chain of rules.chains) {
+      if (chain.role.kind !== 'workload') continue;
+      const entry = chainsOf.get(chain.role.pod) ?? {};
+      entry[chain.role.direction] = profiles.profileOf(chain);
+      chainsOf.set(chain.role.pod, entry);
+    }
+    for (const { pod, ip } of running) {
+      if (pod.nodeName !== node) continue;
+      const key = podKey(pod);
+      const chains = chainsOf.get(key);
+      if (!chains?.egress || !chains.ingress) {
+        skipped.push(`${key}: no chains of its own on ${node} (its address is shared with another pod, or it is not programmed)`);
+        continue;
+      }
+      pods.push({ key, pod, ip, node, egress: chains.egress, ingress: chains.ingress, addressClass: addresses.classOf(ip) });
+    }
+  }
+  pods.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return { snapshot, family, settingsFor, compiled, pods, addresses, skipped };
+}
+
+type SavedIpSet = IpSets extends ReadonlyMap<string, infer S> ? S : never;
+
+/**
+ * One object per selector, ipBlock and node set for all nodes: such a set's name is the hash of what it stands
+ * for and its members are the cluster's (compile/ipsets.ts), so every node's copy is the same; the tracer then
+ * indexes each once, not once per node. Named-port sets (`hash:ip,port`) hold each node's own targets: kept.
+ */
+function shareSets(rules: NodeRules, shared: Map<string, SavedIpSet>): NodeRules {
+  const ipsets = new Map<string, SavedIpSet>();
+  for (const [name, set] of rules.ipsets) {
+    if (set.type === 'hash:ip,port') {
+      ipsets.set(name, set);
+      continue;
+    }
+    const first = shared.get(name);
+    if (!first) shared.set(name, set);
+    ipsets.set(name, first ?? set);
+  }
+  return { ...rules, ipsets };
+}
+
+function leftOut(pod: Pod, family: IpFamily): string | undefined {
+  if (pod.hostNetwork) return 'host network (its address is its node’s)';
+  if (pod.phase === 'Succeeded' || pod.phase === 'Failed') return `${pod.phase.toLowerCase()}: not a peer any more`;
+  if (pod.nodeName === '') return 'not scheduled';
+  if (pod.ips.length === 0) return 'no address yet';
+  if (!pod.ips.some((ip) => parseIp(ip)?.family === family)) return `no IPv${family} address`;
+  return undefined;
+}
+
+/** The workload a pod belongs to in the operator's words: `ns` and its label set (or one label's value). */
+export function workloadOf(pod: Pod, groupBy: string | undefined): { key: string; name: string; labels: Record<string, string> } {
+  const labels = Object.fromEntries(
+    Object.entries(pod.labels)
+      .filter(([k]) => !PER_REPLICA_LABELS.has(k))
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+  );
+  if (groupBy !== undefined && groupBy !== 'labels') {
+    const value = pod.labels[groupBy];
+    return value === undefined
+      ? { key: `${pod.namespace}\0pod\0${pod.name}`, name: pod.name, labels }
+      : { key: `${pod.namespace}\0${groupBy}\0${value}`, name: value, labels: { [groupBy]: value } };
+  }
+  const text = Object.entries(labels)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
+  if (text === '') return { key: `${pod.namespace}\0pod\0${pod.name}`, name: pod.name, labels };
+  const values = Object.values(labels);
+  const name =
+    labels['app.kubernetes.io/name'] ?? labels['app'] ?? labels['k8s-app'] ?? labels['name'] ?? (values.length === 1 ? values[0]! : text);
+  return { key: `${pod.namespace}\0labels\0${text}`, name, labels };
+}
