@@ -53,6 +53,8 @@ describeKernel('ClusterNetworkPolicy egress to the local node goes through INPUT
   // The List manifest HouseCluster applies (its writer is private to that helper).
   const manifest = (): string => (c() as unknown as { write(): string }).write();
   const nodeArgs = () => ['--netns', n1().netns, '--node-name', 'n1', '--pod-cidr', n1().podCidr, '--log-level', 'error'];
+  // trace reads no --pod-cidr setting (it refuses settings it does not read): the node's comes from its Node object.
+  const traceArgs = () => ['--netns', n1().netns, '--node-name', 'n1', '--log-level', 'error'];
 
   beforeAll(async () => {
     cluster = await HouseCluster.create();
@@ -106,7 +108,7 @@ describeKernel('ClusterNetworkPolicy egress to the local node goes through INPUT
     const node1 = n1().underlayIp;
     const trace = await netfence([
       'trace',
-      ...nodeArgs(),
+      ...traceArgs(),
       '--resources',
       manifest(),
       '--src',
@@ -123,7 +125,7 @@ describeKernel('ClusterNetworkPolicy egress to the local node goes through INPUT
     expect(trace.text).toMatch(/verdict DROP: denied by ClusterNetworkPolicy deny-nodes rule egress:0 no-nodes\s+Deny/);
     const allowedTrace = await netfence([
       'trace',
-      ...nodeArgs(),
+      ...traceArgs(),
       '--to-node',
       '--src',
       pod('draco-malfoy-0'),
