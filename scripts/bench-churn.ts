@@ -1,4 +1,4 @@
-// The daemon under sustained churn: `npm run bench -- --churn [--minutes N --rate R --tier large|xl] [--quick]`.
+// The daemon under sustained churn: `npm run bench -- --churn [--minutes N --rate R --tier large|xl] [--quick] [--flips-only]`.
 //
 // A real `netfence daemon` process (dist/) programs a scratch network namespace from an in-process fake
 // list/watch API server holding a generated cluster (as scripts/bench-daemon.ts). Once it is ready, this
@@ -12,6 +12,7 @@
 //     from /proc/<pid>/stat), apply failures, the probes' latency drift (a growing backlog shows as a
 //     positive slope), and a final `netfence diff` against what the API server holds (exit 0 = in sync).
 
+import { spawn } from 'node:child_process';
 import { mkdtempSync, openSync, readSync, closeSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,7 +20,9 @@ import { generateCluster, TIERS, type Tier } from './bench-lib/generator.js';
 import { ChurnWriter, PEER_LABEL } from './bench-lib/churn-writes.js';
 import { histogramQuantile, leastSquaresSlope, percentile } from './bench-lib/stats.js';
 import { CLI, cpuMs, metric, podObject, policyObject, procStatusKiB, snapshotObjects, waitReady } from './bench-daemon.js';
+import { fileURLToPath } from 'node:url';
 import { run } from '../src/dataplane/exec.js';
+import { openIpsetNetlink } from '../src/dataplane/ipset-netlink.js';
 import type { NetworkPolicy, Pod } from '../src/model/index.js';
 import { FakeApiServer } from '../test/fakes/fake-apiserver.js';
 import { sleep, startDaemonProcess, type DaemonProcess } from './demo/daemon-process.js';
@@ -31,14 +34,30 @@ interface ChurnArgs {
   rate: number;
   seed: number;
   node: string;
+  /** Only label flips: every change is a set-only change (netlink, no process). */
+  flipsOnly: boolean;
+  /**
+   * Run the daemon inside the namespace (no `--netns`), as the DaemonSet runs in its node's: its netlink sockets
+   * are then its own, with no relay process. The API server must be reachable there, so this script runs
+   * itself again inside the namespace.
+   */
+  inNetns: boolean;
 }
 
 function parseArgs(argv: readonly string[]): ChurnArgs {
-  const args: ChurnArgs = { tier: 'large', minutes: 10, rate: 20, seed: 1, node: 'node-1' };
+  const args: ChurnArgs = { tier: 'large', minutes: 10, rate: 20, seed: 1, node: 'node-1', flipsOnly: false, inNetns: false };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     if (flag === '--quick') {
       args.minutes = 1;
+      continue;
+    }
+    if (flag === '--flips-only') {
+      args.flipsOnly = true;
+      continue;
+    }
+    if (flag === '--in-netns') {
+      args.inNetns = true;
       continue;
     }
     const value = argv[++i];
@@ -50,7 +69,8 @@ function parseArgs(argv: readonly string[]): ChurnArgs {
     else if (flag === '--rate') args.rate = Number(value);
     else if (flag === '--seed') args.seed = Number(value);
     else if (flag === '--node') args.node = value;
-    else throw new Error(`unknown flag ${flag} (--minutes N, --rate R, --tier T, --seed N, --node NAME, --quick)`);
+    else
+      throw new Error(`unknown flag ${flag} (--minutes N, --rate R, --tier T, --seed N, --node NAME, --quick, --flips-only, --in-netns)`);
   }
   if (!(args.minutes > 0) || !(args.rate > 0)) throw new Error('--minutes and --rate take positive numbers');
   return args;
@@ -150,8 +170,33 @@ function argsOrExit(argv: readonly string[]): ChurnArgs {
   }
 }
 
+/** Set (to the namespace's name) when this script runs again inside the namespace (`--in-netns`). */
+const INSIDE = 'BENCH_CHURN_INSIDE_NETNS'; // not NETFENCE_…: the daemon refuses settings it does not know
+
+/** `--in-netns`: creates the namespace, runs this script again inside it, and removes the namespace. */
+async function runInside(): Promise<number> {
+  const netns = `nft-bc-${Math.random().toString(16).slice(2, 8)}`;
+  await run('ip', ['netns', 'add', netns]);
+  try {
+    await run('ip', ['-n', netns, 'link', 'set', 'lo', 'up']);
+    const script = fileURLToPath(import.meta.url);
+    const child = spawn('ip', ['netns', 'exec', netns, process.execPath, ...process.execArgv, script, ...process.argv.slice(2)], {
+      stdio: 'inherit',
+      env: { ...process.env, [INSIDE]: netns },
+    });
+    return await new Promise<number>((resolve) => child.once('exit', (code) => resolve(code ?? 1)));
+  } finally {
+    await run('ip', ['netns', 'del', netns]).catch(() => undefined);
+  }
+}
+
 async function main(): Promise<void> {
   const args = argsOrExit(process.argv.slice(2));
+  if (args.inNetns && process.env[INSIDE] === undefined) {
+    process.exitCode = await runInside();
+    return;
+  }
+  const inside = process.env[INSIDE];
   const command = `npm run bench -- --churn ${process.argv.slice(2).join(' ')}`.trim();
   const loadAtStart = loadAverage();
   const { snapshot, stats } = generateCluster({ tier: args.tier, seed: args.seed, node: args.node });
@@ -186,14 +231,16 @@ async function main(): Promise<void> {
   const probeKey = (p: Pod): string => `${p.namespace}/${p.name}`;
 
   const tmp = mkdtempSync(join(tmpdir(), 'nft-bench-churn-'));
-  const netns = `nft-bc-${Math.random().toString(16).slice(2, 8)}`;
+  const netns = inside ?? `nft-bc-${Math.random().toString(16).slice(2, 8)}`;
   const server = new FakeApiServer();
   let daemon: DaemonProcess | undefined;
   const stop = (): void => void daemon?.stop();
   process.once('SIGINT', stop);
   try {
-    await run('ip', ['netns', 'add', netns]);
-    await run('ip', ['-n', netns, 'link', 'set', 'lo', 'up']);
+    if (!inside) {
+      await run('ip', ['netns', 'add', netns]);
+      await run('ip', ['-n', netns, 'link', 'set', 'lo', 'up']);
+    }
     await run('sysctl', ['-q', '-w', 'net.bridge.bridge-nf-call-iptables=1'], { netns });
     await server.start();
     for (const obj of snapshotObjects({ ...snapshot, policies: [...snapshot.policies, benchPolicy] })) server.create(obj);
@@ -205,7 +252,7 @@ async function main(): Promise<void> {
     daemon = await startDaemonProcess(
       CLI,
       [
-        ...['--node-name', args.node, '--kubeconfig', kubeconfig, '--netns', netns],
+        ...['--node-name', args.node, '--kubeconfig', kubeconfig, ...(inside ? [] : ['--netns', netns])],
         ...['--listen-address', `127.0.0.1:${port}`, '--log-format', 'json', '--flannel-subnet-env', join(tmp, 'none.env')],
       ],
       { netns: undefined, logFile },
@@ -224,6 +271,7 @@ async function main(): Promise<void> {
       seed: args.seed,
       podObject,
       policyObject,
+      flipsOnly: args.flipsOnly,
     });
 
     // Which set is the bench policy's peer set: the one the first probe pod joins when flipped on.
@@ -250,6 +298,21 @@ async function main(): Promise<void> {
       await inSet(netns, floorSet, first.ips[0]!);
       floorTest.push(performance.now() - t1);
     }
+    // The netlink floor: one acknowledged add/del request alone, through the same netns relay the daemon uses here,
+    // and in-process inside the namespace (the DaemonSet's daemon, in its own namespace, has no relay).
+    const floorNetlink: number[] = [];
+    const relayWriter = await openIpsetNetlink({ netns });
+    for (let i = 0; i < 200; i++) {
+      const t0 = performance.now();
+      await relayWriter.apply([{ set: floorSet, op: i % 2 === 0 ? 'add' : 'del', members: [first.ips[0]!] }]);
+      floorNetlink.push(performance.now() - t0);
+    }
+    await relayWriter.close();
+    const inProcess = await run('ip', [
+      ...['netns', 'exec', netns, process.execPath, '--import', fileURLToPath(new URL('./register-ts.mjs', import.meta.url))],
+      ...[fileURLToPath(new URL('./lib/netlink-floor.ts', import.meta.url)), floorSet, first.ips[0]!, '200'],
+    ]);
+    const floorInProcess = JSON.parse(inProcess.stdout) as number[];
     await run('ipset', ['destroy', floorSet], { netns });
 
     // ---- the churn ------------------------------------------------------------------------------------
@@ -328,6 +391,8 @@ async function main(): Promise<void> {
     const sorted = (xs: readonly number[]): number[] => [...xs].sort((a, b) => a - b);
     const out = sorted(outside.map((o) => o.ms));
     const fw = sorted(floorWrite);
+    const fn = sorted(floorNetlink);
+    const fi = sorted(floorInProcess);
     const ft = sorted(floorTest);
     const f1 = (n: number): string => n.toFixed(1);
     const delta = (name: string): number => metricSum(metricsAtEnd, name) - metricSum(metricsAtStart, name);
@@ -336,7 +401,9 @@ async function main(): Promise<void> {
     const drift = leastSquaresSlope(outside.filter((o) => o.atMs >= WARM_UP_MS).map((o) => ({ x: o.atMs / 60_000, y: o.ms })));
     const changes = total;
 
-    console.log(`## netfence churn benchmark: tier ${args.tier}, ${args.rate} changes/s for ${args.minutes} min, seed ${args.seed}`);
+    console.log(
+      `## netfence churn benchmark: tier ${args.tier}, ${args.rate} changes/s for ${args.minutes} min, seed ${args.seed}${args.flipsOnly ? ', label flips only (set-only changes)' : ''}${inside ? ', daemon inside the namespace (netlink in-process)' : ', daemon with --netns (netlink through a relay process)'}`,
+    );
     console.log('');
     console.log(`Command: ${command}`);
     console.log(
@@ -358,6 +425,10 @@ async function main(): Promise<void> {
       `| change written → kernel shows it, outside (ms, ${out.length} probes${probeTimeouts ? `, ${probeTimeouts} not seen in 30 s` : ''}) | ${f1(percentile(out, 50))} | ${f1(percentile(out, 99))} | ${f1(out.at(-1) ?? NaN)} | ipset add/del alone ${f1(percentile(fw, 50))} / ${f1(percentile(fw, 99))} (p50/p99); poll resolution (one ipset test) ${f1(percentile(ft, 50))} |`,
     );
     console.log(`| CPU per change (user+system ms) | ${f1(cpuChurn / changes)} | | | – |`);
+    const f3 = (n: number): string => n.toFixed(3);
+    console.log(
+      `| floor: one netlink set update round trip alone (ms, 200 add/del) | ${f3(percentile(fn, 50))} (through a netns relay${inside ? '' : ", the daemon's path here"}) / ${f3(percentile(fi, 50))} (in-process in the namespace${inside ? ", the daemon's path here" : ''}) | ${f3(percentile(fn, 99))} / ${f3(percentile(fi, 99))} | ${f3(fn.at(-1) ?? NaN)} / ${f3(fi.at(-1) ?? NaN)} | – |`,
+    );
     console.log('');
     console.log(
       `Daemon syncs during the churn: ${delta('netfence_sync_duration_seconds_count')} (${(delta('netfence_sync_duration_seconds_sum') * 1000).toFixed(0)} ms in compile + plan + apply, ${(delta('netfence_apply_duration_seconds_sum') * 1000).toFixed(0)} ms of it in ipset/iptables-restore), ${f1(changes / Math.max(1, delta('netfence_sync_duration_seconds_count')))} changes per sync; apply failures ${delta('netfence_apply_failures_total')}; drain after the last write ${drainMs} ms.`,
@@ -389,7 +460,7 @@ async function main(): Promise<void> {
     process.removeListener('SIGINT', stop);
     await daemon?.stop();
     await server.stop();
-    await run('ip', ['netns', 'del', netns]).catch(() => undefined);
+    if (!inside) await run('ip', ['netns', 'del', netns]).catch(() => undefined);
     rmSync(tmp, { recursive: true, force: true });
   }
 }

@@ -9,7 +9,7 @@
 #             go to that script.
 #   --churn: instead, the daemon under sustained changes (scripts/bench-churn.ts, root only): event → programmed
 #            from its histogram and from outside, RSS slope, CPU per change, a final diff; --minutes N (10),
-#            --rate R (20 a second), --tier large|xl, --quick (1 minute) go to that script.
+#            --rate R (20 a second), --tier large|xl, --quick (1 minute), --flips-only (set-only changes) go to that script.
 # Kernel, daemon and data-plane rows need root; without root they are skipped, and the table says so.
 set -euo pipefail
 cd "$(dirname "$0")/.."

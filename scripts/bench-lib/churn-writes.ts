@@ -31,6 +31,8 @@ interface ChurnInput {
   readonly seed: number;
   readonly podObject: (p: Pod) => KubeObject;
   readonly policyObject: (p: NetworkPolicy) => KubeObject;
+  /** Only label flips (the set-only path: no chain changes), instead of the mix. */
+  readonly flipsOnly?: boolean;
 }
 
 export const PEER_LABEL = 'bench-peer';
@@ -82,7 +84,7 @@ export class ChurnWriter {
   /** One change; returns its kind. */
   next(): ChurnKind {
     const roll = this.rng.int(10);
-    const kind: ChurnKind = roll < 4 ? 'label flip' : roll < 7 ? 'pod replaced' : 'policy port edit';
+    const kind: ChurnKind = roll < 4 || this.input.flipsOnly === true ? 'label flip' : roll < 7 ? 'pod replaced' : 'policy port edit';
     if (kind === 'label flip') this.flip(this.rng.pick(this.flippable));
     else if (kind === 'pod replaced') this.replace(this.rng.chance(1 / 3) ? this.rng.pick(this.local) : this.rng.pick(this.remote));
     else this.editPort(this.rng.pick(this.editable));

@@ -16,6 +16,7 @@ export async function applyWithTools(netns: string, plans: readonly FamilyPlan[]
   for (const p of plans) {
     if (p.ipsetRestore) await run('ipset', ['-exist', 'restore'], { netns, input: p.ipsetRestore });
     if (p.iptablesRestore) await run(iptablesTool(backend, p.family, 'restore'), ['--noflush'], { netns, input: p.iptablesRestore });
+    if (p.ipsetAfterRules) await run('ipset', ['-exist', 'restore'], { netns, input: p.ipsetAfterRules });
   }
   for (const p of plans) if (p.ipsetDestroy) await run('ipset', ['-exist', 'restore'], { netns, input: p.ipsetDestroy });
 }

@@ -107,7 +107,8 @@ export const COMMANDS = {
     synopsis: '--src IP|ns/pod --dst IP|ns/pod (--proto tcp|udp|sctp --port N | --proto icmp|icmpv6 --icmp-type N)',
     summary:
       'walk one new packet through the live (or saved) ruleset and name the rule that decided it; exit 0 allowed, 1 dropped, 2 error',
-    settings: ['nodeName', 'bridge', ...kernel, ...manifests, ...log],
+    // podCidrs: which addresses are this node's pods (config/load.ts podCidrsOf, as the daemon decides it).
+    settings: ['nodeName', 'podCidrs', 'bridge', ...kernel, ...manifests, ...log],
     exits: [[0, 'allowed'], [1, 'dropped'], EXIT_ERROR],
     options: [
       { name: 'src', type: 'string', arg: 'IP|NS/POD', help: 'source address or pod (required)' },

@@ -23,6 +23,8 @@ import { didYouMean } from './usage-errors.js';
 export const PLUGIN_COMMANDS: Readonly<Partial<Record<CommandName, readonly string[]>>> = {
   why: ['src', 'dst'],
   drops: ['pod'],
+  // The map of the cluster the kubeconfig points at (`--diff OLD cluster` for a change not applied yet).
+  map: [],
 };
 
 const PROG = 'kubectl netfence';

@@ -95,6 +95,7 @@ const CONFIG_HELP: { readonly [K in ConfigKey]: { readonly arg?: string; readonl
   },
   revokeEstablished: { help: 'strict mode: established flows a new deny refuses stop carrying packets (conntrack mark + DROP)' },
   antiSpoofing: { help: "bind each pod's bridge port to its addresses (IPv4/IPv6 source, ARP sender) with an nft bridge table" },
+  ipsetNetlink: { help: 'write set member changes over the ipset netlink protocol (no process per change); else ipset restore' },
   cniCacheDir: { arg: 'DIR', help: "libcni's cache directory, read to learn which bridge port belongs to which pod" },
   flowLogs: { help: 'send a rate-limited NFLOG copy of every denied new connection to the daemon (flow logs, netfence drops)' },
   flowLogGroup: { arg: 'N', help: 'the NFLOG group the flow-log rules use and the daemon reads' },

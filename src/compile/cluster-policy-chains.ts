@@ -22,23 +22,21 @@ import type {
   CnpProtocol,
   CnpRule,
   IpFamily,
-  IpSetName,
   Match,
   NodeSettings,
   Rule,
 } from '../model/index.js';
 import { CHAIN_KIND_TAG, chainName, ruleComment, taggedChainName } from '../model/index.js';
 import { parseCidr, formatCidr, type Cidr } from '../model/address.js';
-import type { ClusterState } from './cluster-state.js';
-import type { PodScope, SetRequest } from './ipsets.js';
+import { peerKey } from './cluster-state.js';
+import { SetNamer, type PodScope, type RenderedChain } from './ipsets.js';
 import { hash32 } from './names.js';
 import { cidrMember } from './peers-ports.js';
 import type { Direction } from './policy-chains.js';
 import { canonicalSelector } from './selectors.js';
 
-export interface CnpChainContext {
-  readonly state: Pick<ClusterState, 'peerKey'>;
-  readonly sets: { request(req: SetRequest): IpSetName };
+interface CnpChainContext {
+  readonly sets: SetNamer;
   readonly settings: NodeSettings;
 }
 
@@ -65,8 +63,19 @@ export function cnpChain(
   cnp: ClusterNetworkPolicy,
   direction: Direction,
   family: IpFamily,
-  ctx: CnpChainContext,
+  settings: NodeSettings,
   verdictOnly = false,
+): RenderedChain {
+  const sets = new SetNamer(settings.ipsetPrefix, family);
+  return { chain: renderCnpChain(cnp, direction, family, { sets, settings }, verdictOnly), sets: sets.requests };
+}
+
+function renderCnpChain(
+  cnp: ClusterNetworkPolicy,
+  direction: Direction,
+  family: IpFamily,
+  ctx: CnpChainContext,
+  verdictOnly: boolean,
 ): Chain {
   const { accept, pass } = ctx.settings.marks;
   const deny = denyBit(ctx.settings.marks);
@@ -178,7 +187,7 @@ function peerMatch(peer: CnpPeer, direction: Direction, family: IpFamily, ctx: C
         peer.kind === 'namespaces'
           ? { namespaceSelector: peer.namespaceSelector }
           : { namespaceSelector: peer.namespaceSelector, podSelector: peer.podSelector };
-      const key = ctx.state.peerKey(npPeer, '');
+      const key = peerKey(npPeer, '');
       const match = (): Match => ({
         kind: 'set',
         set: ctx.sets.request({ kind: 's', key, description: key, spec: { kind: 'selector', peer: npPeer, namespace: '' } }),
@@ -242,7 +251,7 @@ function protocolMatches(
   const out: Match[][] = [];
   for (const protocol of ['tcp', 'udp', 'sctp'] as const) {
     const scope: PodScope | undefined = direction === 'egress' ? (peer.kind === 'set' ? peer.scope : { kind: 'all' }) : undefined;
-    const who = direction === 'ingress' ? `subjects of cnp ${cnp.name}` : scopeText(scope!, ctx);
+    const who = direction === 'ingress' ? `subjects of cnp ${cnp.name}` : scopeText(scope!);
     const set = ctx.sets.request({
       kind: 'n',
       key: `${who} ${protocol}:${proto.name}`,
@@ -261,13 +270,13 @@ function protocolMatches(
   return out;
 }
 
-function scopeText(scope: PodScope, ctx: CnpChainContext): string {
+function scopeText(scope: PodScope): string {
   switch (scope.kind) {
     case 'all':
       return 'all pods';
     case 'selector':
       // The key NetworkPolicy named-port sets use for the same selector: the sets are shared.
-      return ctx.state.peerKey(scope.peer, scope.namespace);
+      return peerKey(scope.peer, scope.namespace);
     case 'cidrs':
       return `pods in ${scope.cidrs.map(formatCidr).sort().join(',')}`;
   }

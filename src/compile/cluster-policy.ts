@@ -1,6 +1,6 @@
-// ClusterNetworkPolicy in the compiler: which local pods each CNP selects, in which order the tiers
-// run, which chains that needs per address family, and the problems to report. The chains themselves
-// are built in cluster-policy-chains.ts; which CNPs select each pod is kept in resolution.ts, the per-pod
+// ClusterNetworkPolicy in the compiler: in which order the tiers run, which chains that needs per address
+// family, and the problems to report. Which local pods each CNP selects is kept in cluster-policy-subjects.ts,
+// the chains themselves are built in cluster-policy-chains.ts; which CNPs select each pod is kept in resolution.ts, the per-pod
 // tier layout in endpoint-chains.ts and workload-chains.ts.
 //
 // "Policy tiers are evaluated in this order: Admin, NetworkPolicy, Baseline"; within a tier "lower
@@ -9,14 +9,14 @@
 // stable. "CNPs with no ingress rules do not affect ingress traffic": a CNP joins a pod's chain only in
 // directions it has rules for. There is no implicit isolation from being a subject.
 
-import type { Chain, ChainName, ClusterNetworkPolicy, IpFamily, IpSetName, Labels, NodeSettings, Pod, Problem } from '../model/index.js';
+import type { Chain, ChainName, ClusterNetworkPolicy, IpFamily, NodeSettings, Pod, Problem } from '../model/index.js';
 import { parseCidr } from '../model/address.js';
 import { ipsOfFamily, type ClusterState } from './cluster-state.js';
 import { cnpChain, cnpInvalid } from './cluster-policy-chains.js';
-import type { IpSetRegistry, SetRequest } from './ipsets.js';
+import type { ChainCache } from './chain-cache.js';
+import { ClusterPolicySubjects } from './cluster-policy-subjects.js';
+import type { IpSetRegistry } from './ipsets.js';
 import type { Direction } from './policy-chains.js';
-import { selectorMatches } from './selectors.js';
-import { TupleMap } from './memo.js';
 
 export interface CnpFamilyResult {
   readonly chains: readonly Chain[];
@@ -55,13 +55,6 @@ export function sortClusterPolicies(cnps: readonly ClusterNetworkPolicy[]): Clus
   return [...cnps].sort(inEvaluationOrder);
 }
 
-/** "host-networked pods are not included in subject selection": local pods are never host-networked. */
-export function cnpSelects(cnp: ClusterNetworkPolicy, pod: Pod, namespaceLabels: (ns: string) => Labels): boolean {
-  const subject = cnp.subject;
-  if (!selectorMatches(subject.namespaceSelector, namespaceLabels(pod.namespace))) return false;
-  return subject.kind === 'namespaces' || selectorMatches(subject.podSelector, pod.labels);
-}
-
 /** The loader's problems, plus CIDRs of `networks` peers that do not parse (their rules fail closed). */
 export function clusterPolicyProblems(cnp: ClusterNetworkPolicy): Problem[] {
   const object = `ClusterNetworkPolicy ${cnp.name}`;
@@ -84,23 +77,13 @@ export function clusterPolicyProblems(cnp: ClusterNetworkPolicy): Problem[] {
   return out;
 }
 
-interface CachedChain {
-  readonly chain: Chain;
-  readonly requests: readonly SetRequest[];
-}
-
-/** Remembers chains per CNP object and subject lists per CNP, so unchanged CNPs cost a lookup. */
+/** Remembers the evaluation order, problems per CNP object and subject lists per CNP, so unchanged CNPs cost a lookup. */
 export class ClusterPolicyCompiler {
   private lastInput: readonly ClusterNetworkPolicy[] | undefined;
   private sorted: readonly ClusterNetworkPolicy[] = [];
   private problemsOf = new WeakMap<ClusterNetworkPolicy, readonly Problem[]>();
-  private chains = new WeakMap<ClusterNetworkPolicy, TupleMap<readonly [Direction, IpFamily, boolean], CachedChain>>();
-  private subjects = new Map<string, readonly Pod[]>();
-  private nextSubjects = new Map<string, readonly Pod[]>();
-
-  reset(): void {
-    this.chains = new WeakMap();
-  }
+  /** Which local pods each CNP selects, kept incrementally (cluster-policy-subjects.ts). */
+  private readonly subjects = new ClusterPolicySubjects();
 
   /** Call once per compile, before compileFamily. Returns the CNPs' problems. */
   update(cnps: readonly ClusterNetworkPolicy[] | undefined, state: ClusterState): Problem[] {
@@ -109,15 +92,7 @@ export class ClusterPolicyCompiler {
       this.lastInput = list;
       this.sorted = sortClusterPolicies(list);
     }
-    // Subjects: recomputed (pods × CNPs label checks), but handed out as the same array while equal,
-    // so named-port sets built from them are reused.
-    this.nextSubjects = new Map();
-    for (const cnp of this.sorted) {
-      const now = state.localPods.filter((p) => cnpSelects(cnp, p, (ns) => state.namespaceLabels(ns)));
-      const before = this.subjects.get(cnp.name);
-      this.nextSubjects.set(cnp.name, before && sameItems(before, now) ? before : now);
-    }
-    this.subjects = this.nextSubjects;
+    this.subjects.update(this.sorted, state);
     const problems: Problem[] = [];
     for (const cnp of this.sorted) {
       let found = this.problemsOf.get(cnp);
@@ -131,7 +106,7 @@ export class ClusterPolicyCompiler {
     return this.sorted.length > 0;
   }
 
-  subjectsOf = (cnp: ClusterNetworkPolicy): readonly Pod[] => this.subjects.get(cnp.name) ?? NO_PODS;
+  subjectsOf = (cnp: ClusterNetworkPolicy): readonly Pod[] => this.subjects.of(cnp.name);
 
   /** Every CNP that has a local subject, with its subjects (for resolution.ts). */
   *selecting(): Iterable<{ readonly item: ClusterNetworkPolicy; readonly targets: readonly Pod[] }> {
@@ -141,58 +116,34 @@ export class ClusterPolicyCompiler {
     }
   }
 
-  compileFamily(family: IpFamily, sets: IpSetRegistry, state: ClusterState, settings: NodeSettings): CnpFamilyResult {
-    const chains: Chain[] = [];
+  /** The CNP chains of one family, rendered through `chains` (one cache with the NetworkPolicy chains), their sets added to `sets`. */
+  compileFamily(family: IpFamily, sets: IpSetRegistry, chains: ChainCache, settings: NodeSettings): CnpFamilyResult {
+    const out: Chain[] = [];
     const sources = new Map<ChainName, { cnp: ClusterNetworkPolicy; direction: Direction }>();
     const verdicts = new Map<ChainName, ChainName>();
+    const render = (cnp: ClusterNetworkPolicy, direction: Direction, verdictOnly: boolean): Chain => {
+      const rendered = chains.get(cnp, [direction, family, verdictOnly], () => cnpChain(cnp, direction, family, settings, verdictOnly));
+      sets.add(rendered.sets);
+      out.push(rendered.chain);
+      return rendered.chain;
+    };
     const verdictOf = (name: ChainName): ChainName => {
       let found = verdicts.get(name);
       if (found === undefined) {
         const { cnp, direction } = sources.get(name)!;
-        const chain = this.chain(cnp, direction, family, sets, state, settings, true);
-        chains.push(chain);
-        verdicts.set(name, (found = chain.name));
+        verdicts.set(name, (found = render(cnp, direction, true).name));
       }
       return found;
     };
     for (const cnp of this.sorted) {
-      const subjects = this.subjectsOf(cnp).filter((p) => ipsOfFamily(p, family).length > 0);
-      if (subjects.length === 0) continue;
+      if (!this.subjectsOf(cnp).some((p) => ipsOfFamily(p, family).length > 0)) continue;
       for (const direction of ['ingress', 'egress'] as const) {
         if ((direction === 'ingress' ? cnp.ingress : cnp.egress).length === 0) continue;
-        const chain = this.chain(cnp, direction, family, sets, state, settings);
-        chains.push(chain);
-        sources.set(chain.name, { cnp, direction });
+        sources.set(render(cnp, direction, false).name, { cnp, direction });
       }
     }
-    return { chains, verdictOf };
-  }
-
-  private chain(
-    cnp: ClusterNetworkPolicy,
-    direction: Direction,
-    family: IpFamily,
-    sets: IpSetRegistry,
-    state: ClusterState,
-    settings: NodeSettings,
-    verdictOnly = false,
-  ): Chain {
-    let perCnp = this.chains.get(cnp);
-    if (!perCnp) this.chains.set(cnp, (perCnp = new TupleMap()));
-    const key = [direction, family, verdictOnly] as const;
-    let cached = perCnp.get(key);
-    if (!cached) {
-      const requests: SetRequest[] = [];
-      const recorder = { request: (req: SetRequest): IpSetName => (requests.push(req), sets.request(req)) };
-      const chain = cnpChain(cnp, direction, family, { state, sets: recorder, settings }, verdictOnly);
-      perCnp.set(key, (cached = { chain, requests }));
-    } else {
-      for (const req of cached.requests) sets.request(req);
-    }
-    return cached.chain;
+    return { chains: out, verdictOf };
   }
 }
 
 const NONE: readonly ClusterNetworkPolicy[] = [];
-const NO_PODS: readonly Pod[] = [];
-const sameItems = <T>(a: readonly T[], b: readonly T[]): boolean => a.length === b.length && a.every((v, i) => v === b[i]);

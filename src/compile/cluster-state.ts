@@ -37,6 +37,15 @@ export function ipsOfFamily(p: Pod, family: IpFamily): readonly string[] {
 // Built only for pods that changed (updatePods); not cached per pod, which cost a WeakMap entry per pod
 // kept for the daemon's lifetime for a string the maps below already hold.
 const keyOf = (p: { readonly namespace: string; readonly name: string }): string => `${p.namespace}/${p.name}`;
+/** The canonical text of a selector peer: its set's key, and the key its selection is kept under. */
+export function peerKey(peer: PolicyPeer, policyNamespace: string): string {
+  // Asked for by every rendered selector match: kept per peer object (a peer has one policy's namespace).
+  const known = peerKeys.get(peer);
+  if (known?.namespace === policyNamespace) return known.key;
+  const key = peerKeyText(peer, policyNamespace);
+  peerKeys.set(peer, { namespace: policyNamespace, key });
+  return key;
+}
 const peerKeys = new WeakMap<PolicyPeer, { readonly namespace: string; readonly key: string }>();
 function peerKeyText(peer: PolicyPeer, policyNamespace: string): string {
   // "If namespaceSelector is also set ... selects the Pods matching PodSelector in the Namespaces
@@ -231,18 +240,9 @@ export class ClusterState {
   }
 
   /** Canonical key of a selector peer (namespace scope + selectors). */
-  peerKey(peer: PolicyPeer, policyNamespace: string): string {
-    // Asked for on every set request of every compile: kept per peer object (a peer has one policy's namespace).
-    const known = peerKeys.get(peer);
-    if (known?.namespace === policyNamespace) return known.key;
-    const key = peerKeyText(peer, policyNamespace);
-    peerKeys.set(peer, { namespace: policyNamespace, key });
-    return key;
-  }
-
   /** The peer pods a selector peer matches (computed on first use, then kept current). */
   select(peer: PolicyPeer, policyNamespace: string): Selection {
-    const key = this.peerKey(peer, policyNamespace);
+    const key = peerKey(peer, policyNamespace);
     let entry = this.selections.get(key);
     if (!entry) {
       entry = new SelectionEntry(key, peer, policyNamespace, ++this.versionCounter);

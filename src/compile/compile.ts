@@ -10,38 +10,35 @@
 //     selection (endpoint-chains.ts), the dispatch trees (dispatch.ts), all pure functions of their inputs.
 // Rendered chains are remembered by the inputs they came from (memo.ts: typed keys) and set members per
 // selector version, so unchanged chains and sets come back as the same objects, which the renderer and
-// planner exploit.
+// planner exploit. All of that lives in one object made from the settings (render-memory.ts).
 
 import type {
   Chain,
   ClusterSnapshot,
   DesiredState,
   FamilyState,
-  Hook,
   IpFamily,
-  IpSetName,
   NetworkPolicy,
   NodeSettings,
   Pod,
   Problem,
-  Rule,
 } from '../model/index.js';
 import { emptyFamilyState } from '../model/index.js';
-import { formatCidr, parseCidr, podAddressProblem } from '../model/address.js';
+import { parseCidr, podAddressProblem } from '../model/address.js';
 import { admit, type BudgetUse } from './budget.js';
 import { ClusterPolicyCompiler, type CnpFamilyResult } from './cluster-policy.js';
 import { ClusterState, ipsOfFamily } from './cluster-state.js';
-import { dispatchChains, type DispatchEntry } from './dispatch.js';
-import { endpointChains, type EndpointChains, type EndpointRenderContext } from './endpoint-chains.js';
-import { flowLogRules } from './flow-log.js';
-import { IpSetBuilder, IpSetRegistry, type SetRequest } from './ipsets.js';
-import { ChainInterner, Memo, sameData, TupleMap } from './memo.js';
-import { chainNames, type ChainNames } from './names.js';
-import { policyChain, type Direction } from './policy-chains.js';
+import type { DispatchEntry } from './dispatch.js';
+import { dispatchSideChains } from './dispatch-sides.js';
+import { endpointChains, type EndpointRenderContext } from './endpoint-chains.js';
+import { IpSetRegistry, type SetRequest } from './ipsets.js';
+import { sameData } from './memo.js';
+import { policyChain } from './policy-chains.js';
 import { PolicyTargets, type CheckedPolicy } from './policy-targets.js';
-import { EndpointResolver, type ClusterPolicyRef, type PolicyRef, type Selecting } from './resolution.js';
+import { EndpointResolver, type Selecting } from './resolution.js';
+import { RenderMemory, type DispatchSide, type PolicyChains } from './render-memory.js';
 import { sharedAddressChains, sharedAddressProblems, type SharedAddresses } from './shared-addresses.js';
-import { forwardChain, forwardHook, hostPassChain, inputChain, inputHook } from './static-chains.js';
+import { forwardChain, hostPassChain, inputChain } from './static-chains.js';
 
 export interface CompileResult {
   readonly desired: DesiredState;
@@ -55,25 +52,16 @@ export function compile(snapshot: ClusterSnapshot, settings: NodeSettings): Comp
   return new Compiler().compile(snapshot, settings);
 }
 
-interface CachedPolicyChain {
-  readonly chain: Chain;
-  readonly requests: readonly SetRequest[];
-}
-
 export class Compiler {
   private readonly state = new ClusterState();
-  private settings: NodeSettings | undefined;
-  private names: ChainNames = chainNames('nf-');
-  private hooks: readonly Hook[] = [];
-  /** With ClusterNetworkPolicies: FORWARD and INPUT (pods to this node). */
-  private hooksWithInput: readonly Hook[] = [];
+  /** Everything rendered that the next compile may reuse, made from the settings (render-memory.ts). */
+  private memory = new RenderMemory(undefined);
   /** The snapshot compiled last: the next one of the same source can say what changed since. */
   private lastSnapshot: ClusterSnapshot | undefined;
   private podsVersion = -1;
   private podProblems: readonly Problem[] = [];
   /** Which local pods each NetworkPolicy selects (policy-targets.ts). */
   private readonly targets: PolicyTargets;
-  private policyChains = new WeakMap<NetworkPolicy, TupleMap<readonly [Direction, IpFamily, boolean], CachedPolicyChain>>();
   /** Which policies and CNPs select each local pod (resolution.ts). */
   private readonly resolver = new EndpointResolver();
   /** What the resolver was last given, made from the list of active policies it came from (the same while that is). */
@@ -81,40 +69,17 @@ export class Compiler {
     from: undefined,
     list: [],
   };
-  /** Each local pod's chains, per family, by what they were rendered from. */
-  private endpoints = new Memo<
-    readonly [IpFamily, boolean, string, string, string, readonly PolicyRef[], readonly ClusterPolicyRef[]],
-    EndpointChains
-  >();
-  private interned = new ChainInterner<Chain>();
-  private dispatch = new TupleMap<
-    readonly [IpFamily, DispatchSide],
-    { readonly entries: readonly DispatchEntry[]; readonly chains: readonly Chain[] }
-  >();
-  private fixed = new TupleMap<readonly ['forward' | 'input', IpFamily], Chain>();
-  private hostPass: Chain | undefined;
-  private readonly setBuilders = new Map<IpFamily, IpSetBuilder>();
   /** ClusterNetworkPolicy tiers (cluster-policy.ts). */
   private readonly cnp = new ClusterPolicyCompiler();
   private lastNodes: ClusterSnapshot['nodes'] = [];
-  /** The node budget's decision on the last list of active policies (the settings are fixed until reset). */
-  private admitted:
-    | {
-        readonly from: readonly CheckedPolicy[];
-        readonly policies: readonly CheckedPolicy[];
-        readonly budget: BudgetUse;
-        readonly problems: readonly Problem[];
-      }
-    | undefined;
-  /** Per family, the policy chains made from the last list of active policies. */
-  private readonly lastPolicyChains = new Map<IpFamily, PolicyChains>();
 
   constructor() {
     this.targets = new PolicyTargets(this.state);
   }
 
   compile(snapshot: ClusterSnapshot, settings: NodeSettings): CompileResult {
-    if (!sameData(settings, this.settings)) this.reset(settings);
+    // New settings: nothing rendered before is reused.
+    if (!sameData(settings, this.memory.settings)) this.memory = new RenderMemory(settings);
     const delta = this.lastSnapshot ? snapshot.changes?.since(this.lastSnapshot) : undefined;
     this.lastSnapshot = snapshot;
     this.state.update(snapshot, settings.nodeName, delta);
@@ -136,27 +101,10 @@ export class Compiler {
     this.lastNodes = snapshot.nodes;
     const v4 = this.compileFamily(4, policies, settings, shared);
     const v6 = this.wantsFamily(6, settings) ? this.compileFamily(6, policies, settings, shared) : emptyFamilyState(6);
-    this.endpoints.rotate();
-    this.interned.rotate();
+    this.memory.endpoints.rotate();
+    this.memory.interned.rotate();
     this.state.sweep();
     return { desired: { v4, v6 }, problems, ...(budget ? { budget } : {}) };
-  }
-
-  private reset(settings: NodeSettings): void {
-    this.settings = settings;
-    this.names = chainNames(settings.chainPrefix);
-    this.hooks = [forwardHook(this.names)];
-    this.hooksWithInput = [forwardHook(this.names), inputHook(this.names)];
-    this.policyChains = new WeakMap();
-    this.cnp.reset();
-    this.endpoints = new Memo();
-    this.interned = new ChainInterner();
-    this.dispatch = new TupleMap();
-    this.fixed = new TupleMap();
-    this.hostPass = undefined;
-    this.setBuilders.clear();
-    this.lastPolicyChains.clear();
-    this.admitted = undefined;
   }
 
   /**
@@ -179,9 +127,9 @@ export class Compiler {
   ): { policies: readonly CheckedPolicy[]; budget?: BudgetUse } {
     if (!settings.budget) return { policies };
     // Admission walks every policy: decided again only when the list of active policies moved.
-    if (this.admitted?.from !== policies) this.admitted = { from: policies, ...this.admit(policies, settings.budget) };
-    problems.push(...this.admitted.problems);
-    return { policies: this.admitted.policies, budget: this.admitted.budget };
+    if (this.memory.admitted?.from !== policies) this.memory.admitted = { from: policies, ...this.admit(policies, settings.budget) };
+    problems.push(...this.memory.admitted.problems);
+    return { policies: this.memory.admitted.policies, budget: this.memory.admitted.budget };
   }
 
   private admit(
@@ -210,26 +158,6 @@ export class Compiler {
     );
   }
 
-  /** A policy chain depends only on the policy, direction, family and validity: cached per policy object. */
-  private policyChain(cp: CheckedPolicy, direction: Direction, family: IpFamily, sets: SetRequester, settings: NodeSettings): Chain {
-    let perPolicy = this.policyChains.get(cp.policy);
-    if (!perPolicy) this.policyChains.set(cp.policy, (perPolicy = new TupleMap()));
-    const key = [direction, family, cp.valid] as const;
-    let cached = perPolicy.get(key);
-    if (!cached) {
-      const requests: SetRequest[] = [];
-      const recorder = { request: (req: SetRequest): IpSetName => (requests.push(req), sets.request(req)) };
-      const chain = policyChain(
-        { policy: cp.policy, direction, family, valid: cp.valid },
-        { state: this.state, sets: recorder, names: this.names, settings },
-      );
-      perPolicy.set(key, (cached = { chain, requests }));
-    } else {
-      for (const req of cached.requests) sets.request(req);
-    }
-    return cached.chain;
-  }
-
   private compileFamily(
     family: IpFamily,
     policies: readonly CheckedPolicy[],
@@ -238,21 +166,19 @@ export class Compiler {
   ): FamilyState {
     const sets = new IpSetRegistry(settings.ipsetPrefix, family);
     const { chains: policyChains, targetsByPolicy } = this.policyChainsOf(family, policies, sets, settings);
-    const cnp = this.cnp.active ? this.cnp.compileFamily(family, sets, this.state, settings) : undefined;
+    const cnp = this.cnp.active ? this.cnp.compileFamily(family, sets, this.memory.chains, settings) : undefined;
     // Pods → this node's own addresses (INPUT): only while some CNP exists. On IPv6 the chain first lets
     // the pod's neighbour discovery to the node through (static-chains.ts inputChain).
     const hostSide = cnp !== undefined;
-    const pods = this.endpointsOf({ family, names: this.names, settings, hostSide }, cnp, shared);
+    const pods = this.endpointsOf({ family, names: this.memory.names, settings, hostSide }, cnp, shared);
     const dispatch = [
       ...this.dispatchOf(family, 'from', pods.entries.from, settings),
       ...this.dispatchOf(family, 'to', pods.entries.to, settings),
     ];
-    const forward = this.fixedChain('forward', family, () => forwardChain(this.names, settings, family));
+    const forward = this.fixedChain('forward', family, () => forwardChain(this.memory.names, settings, family));
     const hostChains = hostSide ? this.toNodeChains(family, settings, pods) : [];
 
-    let builder = this.setBuilders.get(family);
-    if (!builder) this.setBuilders.set(family, (builder = new IpSetBuilder()));
-    const ipsets = builder.build(sets, {
+    const ipsets = this.memory.setBuilder(family).build(sets, {
       state: this.state,
       family,
       targetsOf: (policy) => targetsByPolicy.get(policy) ?? NO_PODS,
@@ -264,7 +190,7 @@ export class Compiler {
       family,
       ipsets,
       chains: [forward, ...dispatch, ...pods.workload, ...policyChains, ...(cnp?.chains ?? []), ...hostChains],
-      hooks: hostSide ? this.hooksWithInput : this.hooks,
+      hooks: hostSide ? this.memory.hooksWithInput : this.memory.hooks,
     };
   }
 
@@ -282,8 +208,8 @@ export class Compiler {
       // Interned when made (the memo keeps the interned objects) and again when used (then the same object
       // comes back at once): a pod re-rendered because an object selecting it was replaced keeps the chain
       // objects whose content stayed the same.
-      const intern = (chain: Chain): Chain => this.interned.intern(family, chain);
-      const chains = this.endpoints.get(key, () => {
+      const intern = (chain: Chain): Chain => this.memory.interned.intern(family, chain);
+      const chains = this.memory.endpoints.get(key, () => {
         const made = endpointChains({ podKey: `${pod.namespace}/${pod.name}`, ip }, selection, render);
         return { ...made, ingress: intern(made.ingress), egress: intern(made.egress), ...(made.host ? { host: intern(made.host) } : {}) };
       });
@@ -301,7 +227,7 @@ export class Compiler {
       // Dispatch concerns this node's pods only; the address is still left out of every peer set (ipsets.ts).
       if (owners.some((p) => p.nodeName === settings.nodeName) && ipsOfFamily(owners[0]!, family).includes(ip)) {
         for (const chain of sharedAddressChains(ip, owners, names)) {
-          out.workload.push(this.interned.intern(family, chain));
+          out.workload.push(this.memory.interned.intern(family, chain));
           const ingress = chain.role.kind === 'workload' && chain.role.direction === 'ingress';
           (ingress ? out.entries.to : out.entries.from).push({ ip, target: chain.name });
         }
@@ -315,11 +241,11 @@ export class Compiler {
    * (fail-closed), as in FORWARD; an address shared by two pods likewise.
    */
   private toNodeChains(family: IpFamily, settings: NodeSettings, pods: RenderedEndpoints): Chain[] {
-    const { hostPass } = this.names;
+    const { hostPass } = this.memory.names;
     return [
-      this.fixedChain('input', family, () => inputChain(this.names, settings, family)),
+      this.fixedChain('input', family, () => inputChain(this.memory.names, settings, family)),
       // Only while some local pod has no CNP egress tier (an unreferenced chain of ours reads as a leftover).
-      ...(pods.entries.host.some((e) => e.target === hostPass) ? [(this.hostPass ??= hostPassChain(this.names))] : []),
+      ...(pods.entries.host.some((e) => e.target === hostPass) ? [(this.memory.hostPass ??= hostPassChain(this.memory.names))] : []),
       ...this.dispatchOf(family, 'host', pods.entries.host, settings),
       ...pods.toNode,
     ];
@@ -329,25 +255,31 @@ export class Compiler {
   private policyChainsOf(family: IpFamily, policies: readonly CheckedPolicy[], sets: IpSetRegistry, settings: NodeSettings): PolicyChains {
     // The same policies as last time (policy-targets.ts hands over the same array): the same chains, and
     // their sets requested again in one pass, instead of a walk over every policy and direction.
-    const last = this.lastPolicyChains.get(family);
+    const last = this.memory.lastPolicyChains.get(family);
     if (last?.policies === policies) {
-      for (const req of last.requests) sets.request(req);
+      sets.add(last.requests);
       return last;
     }
     const chains: Chain[] = [];
     const targetsByPolicy = new Map<NetworkPolicy, readonly Pod[]>();
     const requests: SetRequest[] = [];
-    const recorder = { request: (req: SetRequest): IpSetName => (requests.push(req), sets.request(req)) };
+    const render = { names: this.memory.names, settings };
     for (const cp of policies) {
       const targets = targetsOfFamily(cp.targets, family);
       if (targets.length === 0) continue;
       targetsByPolicy.set(cp.policy, targets);
-      for (const direction of ['ingress', 'egress'] as const)
-        if (cp.types.includes(direction === 'ingress' ? 'Ingress' : 'Egress'))
-          chains.push(this.policyChain(cp, direction, family, recorder, settings));
+      for (const direction of ['ingress', 'egress'] as const) {
+        if (!cp.types.includes(direction === 'ingress' ? 'Ingress' : 'Egress')) continue;
+        const rendered = this.memory.chains.get(cp.policy, [direction, family, cp.valid], () =>
+          policyChain({ policy: cp.policy, direction, family, valid: cp.valid }, render),
+        );
+        chains.push(rendered.chain);
+        requests.push(...rendered.sets);
+      }
     }
+    sets.add(requests);
     const made = { policies, chains, targetsByPolicy, requests };
-    this.lastPolicyChains.set(family, made);
+    this.memory.lastPolicyChains.set(family, made);
     return made;
   }
 
@@ -357,43 +289,19 @@ export class Compiler {
    */
   private dispatchOf(family: IpFamily, side: DispatchSide, entries: readonly DispatchEntry[], settings: NodeSettings): readonly Chain[] {
     const key = [family, side] as const;
-    const last = this.dispatch.get(key);
-    if (last && sameEntries(last.entries, entries)) return last.chains.map((chain) => this.interned.intern(family, chain));
-    const names = this.names;
-    const direction = side === 'to' ? 'to' : 'from';
-    const podCidrs = settings.podCidrs.flatMap((c) => {
-      const parsed = parseCidr(c);
-      return parsed.ok && parsed.cidr.family === family ? [formatCidr(parsed.cidr)] : [];
-    });
-    const endRules: Rule[] =
-      settings.unknownPods === 'fail-open'
-        ? []
-        : podCidrs.flatMap((cidr): Rule[] => {
-            const match: Rule['match'] = [direction === 'from' ? { kind: 'src-net', cidr } : { kind: 'dst-net', cidr }];
-            return [
-              ...flowLogRules(settings.flowLog, { kind: 'unknown-pod', direction }, match),
-              { match, action: { kind: 'drop' }, comment: 'unknown local pod, fail-closed' },
-            ];
-          });
-    const built = dispatchChains({
-      root: side === 'host' ? names.hostDispatch : side === 'from' ? names.fromDispatch : names.toDispatch,
-      direction,
-      family,
-      entries,
-      childName: side === 'host' ? names.hostDispatchChild : side === 'from' ? names.fromDispatchChild : names.toDispatchChild,
-      endRules,
-    });
-    const chains = (side === 'host' ? built.map((chain): Chain => ({ ...chain, role: { kind: 'host-dispatch' } })) : built).map((chain) =>
-      this.interned.intern(family, chain),
+    const last = this.memory.dispatch.get(key);
+    if (last && sameEntries(last.entries, entries)) return last.chains.map((chain) => this.memory.interned.intern(family, chain));
+    const chains = dispatchSideChains(side, family, entries, this.memory.names, settings).map((chain) =>
+      this.memory.interned.intern(family, chain),
     );
-    this.dispatch.set(key, { entries, chains });
+    this.memory.dispatch.set(key, { entries, chains });
     return chains;
   }
 
   /** A chain that depends on the settings and the family only. */
   private fixedChain(kind: 'forward' | 'input', family: IpFamily, make: () => Chain): Chain {
-    let chain = this.fixed.get([kind, family]);
-    if (!chain) this.fixed.set([kind, family], (chain = make()));
+    let chain = this.memory.fixed.get([kind, family]);
+    if (!chain) this.memory.fixed.set([kind, family], (chain = make()));
     return chain;
   }
 }
@@ -428,18 +336,6 @@ function targetsOfFamily(targets: readonly Pod[], family: IpFamily): readonly Po
   let split = targetsByFamily.get(targets);
   if (!split) targetsByFamily.set(targets, (split = {}));
   return (split[family] ??= targets.filter((p) => ipsOfFamily(p, family).length > 0));
-}
-
-type DispatchSide = 'from' | 'to' | 'host';
-
-type SetRequester = Pick<IpSetRegistry, 'request'>;
-
-interface PolicyChains {
-  readonly policies: readonly CheckedPolicy[];
-  readonly chains: readonly Chain[];
-  readonly targetsByPolicy: ReadonlyMap<NetworkPolicy, readonly Pod[]>;
-  /** Every set the chains use, in the order they asked for them. */
-  readonly requests: readonly SetRequest[];
 }
 
 interface RenderedEndpoints {

@@ -5,6 +5,7 @@
 import {
   editSorted,
   recordMemberDelta,
+  type Chain,
   type ClusterNetworkPolicy,
   type ClusterNode,
   type IpFamily,
@@ -53,7 +54,32 @@ export interface SetRequest {
   readonly spec: MemberSpec;
 }
 
-/** What a compile asks of the sets: names now, members resolved at the end. */
+/**
+ * A chain with the sets its rules name, in the order they named them: what a chain renderer returns. A
+ * set's name is settled by its request alone (prefix, family, kind, key), so a renderer names its sets
+ * without asking anyone, and the caller registers them afterwards (or again, from a cached result).
+ */
+export interface RenderedChain {
+  readonly chain: Chain;
+  readonly sets: readonly SetRequest[];
+}
+
+/** One render's set names: lives inside a renderer call, so the renderer has no effect outside it. */
+export class SetNamer {
+  readonly requests: SetRequest[] = [];
+
+  constructor(
+    private readonly prefix: string,
+    private readonly family: IpFamily,
+  ) {}
+
+  request(req: SetRequest): IpSetName {
+    this.requests.push(req);
+    return nameOf(req, this.prefix, this.family);
+  }
+}
+
+/** What a compile asks of the sets: the requests of its chains, members resolved at the end. */
 export class IpSetRegistry {
   private readonly requests = new Map<IpSetName, SetRequest>();
 
@@ -62,10 +88,12 @@ export class IpSetRegistry {
     readonly family: IpFamily,
   ) {}
 
-  request(req: SetRequest): IpSetName {
-    const name = nameOf(req, this.prefix, this.family);
-    if (!this.requests.has(name)) this.requests.set(name, req);
-    return name;
+  /** The first request of a name describes the set (its description names the rule that asked first). */
+  add(requests: readonly SetRequest[]): void {
+    for (const req of requests) {
+      const name = nameOf(req, this.prefix, this.family);
+      if (!this.requests.has(name)) this.requests.set(name, req);
+    }
   }
 
   entries(): [IpSetName, SetRequest][] {
@@ -128,7 +156,16 @@ export class IpSetBuilder {
         // A patch says itself whether anything moved: no walk over the members to find out.
         const sameMembers = old && (patched ? members === old.set.members : sameList(old.set.members, members));
         const same = old && old.set.description === req.description && sameMembers;
-        const set = same ? old.set : { name, type: TYPE_OF[req.kind], family: ctx.family, members, description: req.description };
+        const set: IpSet = same
+          ? old.set
+          : {
+              name,
+              type: TYPE_OF[req.kind],
+              family: ctx.family,
+              members,
+              description: req.description,
+              ...(req.kind === 'x' ? { negated: true as const } : {}),
+            };
         if (old && patched && set !== old.set) recordMemberDelta(set, old.set, patched.delta);
         built = {
           stamp,

@@ -3,7 +3,7 @@
 
 import type { IpBlock, IpFamily, L4Protocol, PolicyPeer, PolicyPort, PortRange, Protocol } from '../model/index.js';
 import { contains, familyBits, formatCidr, parseCidr, type Cidr } from '../model/address.js';
-import type { ClusterState } from './cluster-state.js';
+import { peerKey } from './cluster-state.js';
 
 export type PeerAlt =
   | { readonly kind: 'any' }
@@ -35,18 +35,13 @@ const L4: Record<Protocol, L4Protocol> = { TCP: 'tcp', UDP: 'udp', SCTP: 'sctp' 
 /** iptables' multiport takes at most 15 ports, a range counting as two. */
 const MULTIPORT_SLOTS = 15;
 
-export function resolvePeers(
-  peers: readonly PolicyPeer[] | undefined,
-  policyNamespace: string,
-  family: IpFamily,
-  state: Pick<ClusterState, 'peerKey'>,
-): PeerAlt[] {
+export function resolvePeers(peers: readonly PolicyPeer[] | undefined, policyNamespace: string, family: IpFamily): PeerAlt[] {
   // "If this field is empty or missing, this rule matches all sources (traffic not restricted by source)."
   if (!peers || peers.length === 0) return [{ kind: 'any' }];
   const alts: PeerAlt[] = [];
   for (const peer of peers) {
     if (peer.ipBlock) continue;
-    alts.push({ kind: 'pods', key: state.peerKey(peer, policyNamespace), peer, namespace: policyNamespace });
+    alts.push({ kind: 'pods', key: peerKey(peer, policyNamespace), peer, namespace: policyNamespace });
   }
   alts.push(...ipBlockAlts(peers, family));
   return alts;

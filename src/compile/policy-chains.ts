@@ -13,8 +13,7 @@ import {
   type PolicyType,
   type Rule,
 } from '../model/index.js';
-import type { ClusterState } from './cluster-state.js';
-import type { PodScope, SetRequest } from './ipsets.js';
+import { SetNamer, type PodScope, type RenderedChain } from './ipsets.js';
 import type { ChainNames } from './names.js';
 import type { Cidr } from '../model/address.js';
 import { cidrMember, resolvePeers, resolvePorts, type PeerAlt, type PortAlt } from './peers-ports.js';
@@ -39,17 +38,28 @@ export interface PolicyChainInput {
 }
 
 /**
- * What a policy chain needs: set names for its matches (the sets' members are resolved later, from the
- * requests), chain names and mark bits. A chain depends on nothing else, so it can be cached per policy.
+ * What a policy chain needs besides the policy: chain names, mark bits and the set prefix. A chain depends
+ * on nothing else, so it can be cached per policy.
  */
-export interface PolicyChainContext {
-  readonly state: Pick<ClusterState, 'peerKey'>;
-  readonly sets: { request(req: SetRequest): IpSetName };
+export interface PolicyChainSettings {
   readonly names: ChainNames;
   readonly settings: NodeSettings;
 }
 
-export function policyChain(input: PolicyChainInput, ctx: PolicyChainContext): Chain {
+interface PolicyChainContext extends PolicyChainSettings {
+  readonly sets: SetNamer;
+}
+
+/**
+ * One policy's chain for one direction and family, with the sets it names (their members are resolved
+ * later, from the requests): a pure function of its arguments.
+ */
+export function policyChain(input: PolicyChainInput, settings: PolicyChainSettings): RenderedChain {
+  const sets = new SetNamer(settings.settings.ipsetPrefix, input.family);
+  return { chain: renderPolicyChain(input, { ...settings, sets }), sets: sets.requests };
+}
+
+function renderPolicyChain(input: PolicyChainInput, ctx: PolicyChainContext): Chain {
   const { policy, direction } = input;
   const key = `${policy.namespace}/${policy.name}`;
   const name = direction === 'ingress' ? ctx.names.policyIngress(key) : ctx.names.policyEgress(key);
@@ -83,7 +93,7 @@ export function policyChain(input: PolicyChainInput, ctx: PolicyChainContext): C
 
 /** The match lists (each one iptables rule) whose union is one NetworkPolicy rule. */
 function ruleBody(rule: PolicyRule, input: PolicyChainInput, ctx: PolicyChainContext): Match[][] {
-  const peers = resolvePeers(rule.peers, input.policy.namespace, input.family, ctx.state);
+  const peers = resolvePeers(rule.peers, input.policy.namespace, input.family);
   const ports = resolvePorts(rule.ports);
   const out: Match[][] = [];
   for (const peer of peers) {

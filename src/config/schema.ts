@@ -48,6 +48,11 @@ export interface DaemonConfig {
    * whose pod the CNI result cache does not name yet send nothing.
    */
   readonly antiSpoofing: boolean;
+  /**
+   * Write set member changes (the per-pod-change path) over the kernel's ipset netlink protocol, with no
+   * process; off: every ipset step through `ipset restore`. A kernel that refuses netlink falls back by itself.
+   */
+  readonly ipsetNetlink: boolean;
   /** libcni's cache directory (`results/` inside names each pod's host veth and addresses). */
   readonly cniCacheDir: string;
   /** `host:port` serving /healthz, /readyz and /metrics. */
@@ -143,6 +148,7 @@ export const KEY_SPELLINGS: { readonly [K in ConfigKey]: KeySpelling } = {
   conntrackFlush: spell('boolean', 'CONNTRACK_FLUSH', 'conntrack-flush'),
   revokeEstablished: spell('boolean', 'REVOKE_ESTABLISHED', 'revoke-established'),
   antiSpoofing: spell('boolean', 'ANTI_SPOOFING', 'anti-spoofing'),
+  ipsetNetlink: spell('boolean', 'IPSET_NETLINK', 'ipset-netlink'),
   cniCacheDir: spell('string', 'CNI_CACHE_DIR', 'cni-cache-dir'),
   listenAddress: spell('string', 'LISTEN_ADDRESS', 'listen-address'),
   logLevel: spell('string', 'LOG_LEVEL', 'log-level'),
@@ -190,6 +196,7 @@ export const DEFAULT_CONFIG: Omit<DaemonConfig, 'nodeName'> = {
   // "Implementation defined" by the spec; off keeps today's behaviour (see README, strict mode).
   revokeEstablished: false,
   antiSpoofing: true,
+  ipsetNetlink: true,
   cniCacheDir: '/var/lib/cni',
   // The node's loopback: on the host network any pod can reach a port bound to 0.0.0.0. Exposing it to a
   // scraper is an explicit choice (docs/operations.md "Scraping /metrics").
@@ -259,6 +266,7 @@ export const CONFIG_LAYER_SCHEMA = {
     conntrackFlush: { type: 'boolean' },
     revokeEstablished: { type: 'boolean' },
     antiSpoofing: { type: 'boolean' },
+    ipsetNetlink: { type: 'boolean' },
     cniCacheDir: { type: 'string', minLength: 1 },
     listenAddress: { type: 'string', format: 'listen-address' },
     logLevel: { type: 'string', enum: [...LOG_LEVELS] },

@@ -5,6 +5,7 @@
 
 import type { AntiSpoofGuard } from '../antispoof/guard.js';
 import type { ClusterSource } from '../cluster/source.js';
+import type { IpsetWriter } from '../dataplane/ipset-writer.js';
 import type { HealthState } from '../observe/health.js';
 import type { ObserveServer } from '../observe/http-server.js';
 import type { Reconciler } from '../reconcile/reconciler.js';
@@ -17,6 +18,8 @@ export interface DaemonParts {
   readonly unsubscribe: readonly (() => void)[];
   readonly guards: Pick<ServiceGuards, 'stop'>;
   readonly reconciler: Pick<Reconciler, 'stop'>;
+  /** The ipset writer's netlink socket (or its netns relay). */
+  readonly sets: Pick<IpsetWriter, 'close'>;
   readonly revoker: Pick<Revoker, 'stop'> | undefined;
   readonly antiSpoof: Pick<AntiSpoofGuard, 'stop'> | undefined;
   readonly flowLogging: Pick<FlowLogging, 'stop'> | undefined;
@@ -29,6 +32,7 @@ export async function shutdown(parts: DaemonParts): Promise<void> {
   for (const unsubscribe of parts.unsubscribe) unsubscribe();
   parts.guards.stop();
   parts.reconciler.stop();
+  await parts.sets.close();
   await parts.revoker?.stop();
   await parts.antiSpoof?.stop();
   await parts.flowLogging?.stop();

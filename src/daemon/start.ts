@@ -22,6 +22,7 @@ import { nodeSettingsSource } from './node-settings.js';
 import { startObservability } from './observability.js';
 import { preconditionChecker } from './preconditions.js';
 import { createServiceGuards } from './service-guards.js';
+import { openSetWriter } from './set-writer.js';
 import { shutdown } from './shutdown.js';
 import { syncMetrics } from './sync-metrics.js';
 
@@ -55,6 +56,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   const kernel = await openKernel(kernelOptions(config, netns));
   logger.info('netfence starting', { node: config.nodeName, backend: kernel.backend.backend, why: kernel.backend.reason, netns });
   const node = await nodeSettingsSource(config, logger);
+  const sets = await openSetWriter(config, kernel, netns, metrics, logger);
   const preconditions = preconditionChecker({ health, metrics, netns, logger, ipv6: config.ipv6, settings: node.last });
   await preconditions.check();
 
@@ -75,7 +77,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   const reconciler = new Reconciler({
     source,
     settings: (snapshot) => node.settings(snapshot),
-    syncer: new Syncer(kernel, ownershipOf(config), logger.child({ component: 'syncer' })),
+    syncer: new Syncer({ ...kernel, ipsetApply: (ops) => sets.apply(ops) }, ownershipOf(config), logger.child({ component: 'syncer' })),
     logger: logger.child({ component: 'reconciler' }),
     clock: systemClock,
     batchWindowMs: config.batchWindowMs,
@@ -141,6 +143,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
         unsubscribe: [unsubscribeSource, unsubscribeTools],
         guards,
         reconciler,
+        sets,
         revoker,
         antiSpoof,
         flowLogging,

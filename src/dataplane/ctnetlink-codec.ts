@@ -7,6 +7,7 @@
 // kernel, which the parser strips.
 
 import { ipFromBytes, ipToBytes, type IpFamily } from '../model/index.js';
+import { attr, be16, be32, nested, parseAttributes } from './netlink-attributes.js';
 
 const NFNL_SUBSYS_CTNETLINK = 1;
 export const IPCTNL_MSG_CT_NEW = (NFNL_SUBSYS_CTNETLINK << 8) | 0;
@@ -31,8 +32,6 @@ const CTA_IP_V6_DST = 4;
 const CTA_PROTO_NUM = 1;
 const CTA_PROTO_SRC_PORT = 2;
 const CTA_PROTO_DST_PORT = 3;
-
-const NLA_TYPE_MASK = 0x3fff; // strips NLA_F_NESTED and NLA_F_NET_BYTEORDER
 
 /** One direction of a conntrack entry. Ports only for protocols that have them (TCP, UDP, SCTP, …). */
 export interface CtTuple {
@@ -75,41 +74,6 @@ export const dumpRequest = (family: IpFamily): Buffer => nfgenmsg(family);
 
 // ---- attributes ---------------------------------------------------------------------------------
 
-function attr(type: number, value: Buffer): Buffer {
-  const len = 4 + value.length;
-  const out = Buffer.alloc((len + 3) & ~3);
-  out.writeUInt16LE(len, 0);
-  out.writeUInt16LE(type, 2);
-  value.copy(out, 4);
-  return out;
-}
-
-const nested = (type: number, parts: readonly Buffer[]): Buffer => attr(type | 0x8000, Buffer.concat(parts));
-
-function be16(n: number): Buffer {
-  const b = Buffer.alloc(2);
-  b.writeUInt16BE(n, 0);
-  return b;
-}
-
-function be32(n: number): Buffer {
-  const b = Buffer.alloc(4);
-  b.writeUInt32BE(n >>> 0, 0);
-  return b;
-}
-
-/** Splits an attribute stream into type → value (last one wins, as nla_parse does). */
-export function parseAttrs(buf: Buffer): Map<number, Buffer> {
-  const out = new Map<number, Buffer>();
-  for (let off = 0; off + 4 <= buf.length;) {
-    const len = buf.readUInt16LE(off);
-    if (len < 4 || off + len > buf.length) break;
-    out.set(buf.readUInt16LE(off + 2) & NLA_TYPE_MASK, buf.subarray(off + 4, off + len));
-    off += (len + 3) & ~3;
-  }
-  return out;
-}
-
 function tupleAttr(type: number, family: IpFamily, t: CtTuple): Buffer {
   const [srcType, dstType] = family === 6 ? [CTA_IP_V6_SRC, CTA_IP_V6_DST] : [CTA_IP_V4_SRC, CTA_IP_V4_DST];
   const proto = [attr(CTA_PROTO_NUM, Buffer.from([t.proto]))];
@@ -123,9 +87,9 @@ function tupleAttr(type: number, family: IpFamily, t: CtTuple): Buffer {
 
 function parseTuple(buf: Buffer | undefined): CtTuple | undefined {
   if (!buf) return undefined;
-  const top = parseAttrs(buf);
-  const ip = parseAttrs(top.get(CTA_TUPLE_IP) ?? Buffer.alloc(0));
-  const proto = parseAttrs(top.get(CTA_TUPLE_PROTO) ?? Buffer.alloc(0));
+  const top = parseAttributes(buf);
+  const ip = parseAttributes(top.get(CTA_TUPLE_IP) ?? Buffer.alloc(0));
+  const proto = parseAttributes(top.get(CTA_TUPLE_PROTO) ?? Buffer.alloc(0));
   const src = ip.get(CTA_IP_V4_SRC) ?? ip.get(CTA_IP_V6_SRC);
   const dst = ip.get(CTA_IP_V4_DST) ?? ip.get(CTA_IP_V6_DST);
   const num = proto.get(CTA_PROTO_NUM);
@@ -145,7 +109,7 @@ function parseTuple(buf: Buffer | undefined): CtTuple | undefined {
 export function parseEntry(payload: Buffer): CtEntry | undefined {
   if (payload.length < 4) return undefined;
   const family: IpFamily = payload.readUInt8(0) === AF_INET6 ? 6 : 4;
-  const attrs = parseAttrs(payload.subarray(4));
+  const attrs = parseAttributes(payload.subarray(4));
   const orig = parseTuple(attrs.get(CTA_TUPLE_ORIG));
   const reply = parseTuple(attrs.get(CTA_TUPLE_REPLY));
   if (!orig || !reply) return undefined;

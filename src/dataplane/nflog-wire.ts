@@ -2,6 +2,8 @@
 // configuration requests that bind a log group, and the packet messages the kernel sends back. No
 // socket here, so the same code parses real kernel messages in the daemon and byte fixtures in tests.
 
+import { attr, be32, parseAttributes } from './netlink-attributes.js';
+
 /** NFNL_SUBSYS_ULOG << 8 | NFULNL_MSG_*: the netlink message types of nfnetlink_log. */
 export const NFULNL_MSG_PACKET = (4 << 8) | 0;
 export const NFULNL_MSG_CONFIG = (4 << 8) | 1;
@@ -21,8 +23,6 @@ const NFULA_IFINDEX_INDEV = 4;
 const NFULA_IFINDEX_OUTDEV = 5;
 const NFULA_PAYLOAD = 9;
 const NFULA_PREFIX = 10;
-/** nla_type & NLA_TYPE_MASK drops the NESTED and NET_BYTEORDER flags. */
-const NLA_TYPE_MASK = 0x3fff;
 const AF_UNSPEC = 0;
 
 /** struct nfgenmsg: family, version (NFNETLINK_V0), resource id (the log group, big-endian). */
@@ -33,22 +33,6 @@ function nfgenmsg(family: number, group: number): Buffer {
   b.writeUInt16BE(group, 2);
   return b;
 }
-
-/** struct nlattr (host-endian length and type) + value, padded to 4 bytes. */
-function attr(type: number, value: Buffer): Buffer {
-  const len = 4 + value.length;
-  const b = Buffer.alloc((len + 3) & ~3);
-  b.writeUInt16LE(len, 0);
-  b.writeUInt16LE(type, 2);
-  value.copy(b, 4);
-  return b;
-}
-
-const u32be = (n: number): Buffer => {
-  const b = Buffer.alloc(4);
-  b.writeUInt32BE(n >>> 0, 0);
-  return b;
-};
 
 /** NFULNL_CFG_CMD_BIND for `group`: from then on the kernel unicasts that group's packets to this socket. */
 export const bindRequest = (group: number): Buffer =>
@@ -69,9 +53,9 @@ export function modeRequest(group: number, copyRange: number): Buffer {
   return Buffer.concat([
     nfgenmsg(AF_UNSPEC, group),
     attr(NFULA_CFG_MODE, mode),
-    attr(NFULA_CFG_QTHRESH, u32be(1)),
-    attr(NFULA_CFG_TIMEOUT, u32be(0)),
-    attr(NFULA_CFG_NLBUFSIZ, u32be(8192)),
+    attr(NFULA_CFG_QTHRESH, be32(1)),
+    attr(NFULA_CFG_TIMEOUT, be32(0)),
+    attr(NFULA_CFG_NLBUFSIZ, be32(8192)),
   ]);
 }
 
@@ -96,25 +80,11 @@ export interface IpHeader {
   readonly dstPort?: number;
 }
 
-/** Attributes of a message body after its 4-byte nfgenmsg, by type (the last one wins). */
-export function parseAttributes(body: Buffer, from = 4): Map<number, Buffer> {
-  const attrs = new Map<number, Buffer>();
-  let off = from;
-  while (off + 4 <= body.length) {
-    const len = body.readUInt16LE(off);
-    const type = body.readUInt16LE(off + 2) & NLA_TYPE_MASK;
-    if (len < 4 || off + len > body.length) break;
-    attrs.set(type, body.subarray(off + 4, off + len));
-    off += (len + 3) & ~3;
-  }
-  return attrs;
-}
-
 /** An NFULNL_MSG_PACKET body → the packet; undefined for any other message. */
 export function parseNflogMessage(type: number, body: Buffer, now: () => number = Date.now): NflogPacket | undefined {
   if (type !== NFULNL_MSG_PACKET || body.length < 4) return undefined;
   const group = body.readUInt16BE(2);
-  const attrs = parseAttributes(body);
+  const attrs = parseAttributes(body, 4);
   const prefixBytes = attrs.get(NFULA_PREFIX);
   const prefix = prefixBytes ? prefixBytes.toString('latin1').replace(/\0.*$/s, '') : '';
   const ts = attrs.get(NFULA_TIMESTAMP);

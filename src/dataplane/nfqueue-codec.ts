@@ -3,7 +3,7 @@
 // the kernel sends, and the verdicts that release them. No socket here (nfqueue.ts has it), so the same
 // code reads kernel messages and byte fixtures.
 
-import { parseAttributes } from './nflog-wire.js';
+import { attr, be32, parseAttributes } from './netlink-attributes.js';
 
 /** NFNL_SUBSYS_QUEUE (3) << 8 | NFQNL_MSG_*. */
 export const NFQNL_MSG_PACKET = (3 << 8) | 0;
@@ -52,22 +52,6 @@ function nfgenmsg(queue: number): Buffer {
   return b;
 }
 
-/** struct nlattr (host-endian length and type) + value, padded to 4 bytes. */
-function attr(type: number, value: Buffer): Buffer {
-  const len = 4 + value.length;
-  const b = Buffer.alloc((len + 3) & ~3);
-  b.writeUInt16LE(len, 0);
-  b.writeUInt16LE(type, 2);
-  value.copy(b, 4);
-  return b;
-}
-
-const u32be = (n: number): Buffer => {
-  const b = Buffer.alloc(4);
-  b.writeUInt32BE(n >>> 0, 0);
-  return b;
-};
-
 /** struct nfqnl_msg_config_cmd: u8 command, u8 pad, be16 pf (only the obsolete PF_(UN)BIND read it). */
 const command = (queue: number, cmd: number): Buffer => Buffer.concat([nfgenmsg(queue), attr(NFQA_CFG_CMD, Buffer.from([cmd, 0, 0, 0]))]);
 
@@ -97,9 +81,9 @@ export function configRequest(queue: number, c: QueueConfig): Buffer {
   return Buffer.concat([
     nfgenmsg(queue),
     attr(NFQA_CFG_PARAMS, params),
-    attr(NFQA_CFG_QUEUE_MAXLEN, u32be(c.maxLen)),
-    attr(NFQA_CFG_MASK, u32be(NFQA_CFG_F_FAIL_OPEN | NFQA_CFG_F_CONNTRACK)),
-    attr(NFQA_CFG_FLAGS, u32be(flags)),
+    attr(NFQA_CFG_QUEUE_MAXLEN, be32(c.maxLen)),
+    attr(NFQA_CFG_MASK, be32(NFQA_CFG_F_FAIL_OPEN | NFQA_CFG_F_CONNTRACK)),
+    attr(NFQA_CFG_FLAGS, be32(flags)),
   ]);
 }
 
@@ -132,17 +116,17 @@ export interface QueuedPacket {
 /** An NFQNL_MSG_PACKET body → the packet; undefined for any other message or one without its header. */
 export function parsePacketMessage(type: number, body: Buffer): QueuedPacket | undefined {
   if (type !== NFQNL_MSG_PACKET || body.length < 4) return undefined;
-  const attrs = parseAttributes(body);
+  const attrs = parseAttributes(body, 4);
   const hdr = attrs.get(NFQA_PACKET_HDR);
   // struct nfqnl_msg_packet_hdr is packed: be32 packet_id, be16 hw_protocol, u8 hook.
   if (!hdr || hdr.length < 7) return undefined;
-  const be32 = (t: number): number | undefined => {
+  const be32At = (t: number): number | undefined => {
     const v = attrs.get(t);
     return v && v.length >= 4 ? v.readUInt32BE(0) : undefined;
   };
-  const capLen = be32(NFQA_CAP_LEN);
-  const mark = be32(NFQA_MARK);
-  const ctinfo = be32(NFQA_CT_INFO);
+  const capLen = be32At(NFQA_CAP_LEN);
+  const mark = be32At(NFQA_MARK);
+  const ctinfo = be32At(NFQA_CT_INFO);
   return {
     queue: body.readUInt16BE(2),
     id: hdr.readUInt32BE(0),

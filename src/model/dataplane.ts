@@ -45,6 +45,11 @@ export interface IpSet {
   readonly members: readonly string[];
   /** What the set stands for, for humans (diff, inspect). Not written to the kernel. */
   readonly description: string;
+  /**
+   * Rules match it with `! --match-set` (an ipBlock's excepts): a member narrows what they allow instead of
+   * widening it, which decides on which side of a rule change its member changes go (plan.ts placeDeltas).
+   */
+  readonly negated?: true;
 }
 
 export type L4Protocol = 'tcp' | 'udp' | 'sctp';

@@ -40,8 +40,9 @@ export interface NodeSettings {
 
 /**
  * Sized for the DaemonSet's 512 MiB memory limit: a 50,000-pod cluster's daemon peaks near 290 MiB, a set
- * member costs up to ~0.9 KiB of RSS and a rule up to ~16 KiB while it is planned (BENCHMARKS.md, "Node
- * budget"). The generated 5,000-policy cluster uses 599 rules and 10 ipBlock members on a node.
+ * member costs up to ~0.9 KiB of RSS and a rule up to ~16 KiB while it is planned (BENCHMARKS.md,
+ * "ipBlock excepts and the node budget"). The generated 5,000-policy cluster uses 599 rules and 10 ipBlock
+ * members on a node.
  */
 export const DEFAULT_NODE_BUDGET: NodeBudget = { setMembers: 100_000, rules: 5_000 };
 

@@ -60,22 +60,32 @@ export interface SetStep {
   /** This set's lines of `ipsetRestore`. */
   readonly restore: string;
   /**
-   * The set rebuilt whole: a temp set with the desired members swapped in (atomic), for when its own lines
-   * fail (a member someone added with options the tools refuse to repeat, a set recreated with other
-   * options, …). Undefined for a set that did not exist: its lines create it.
+   * The set rebuilt whole: a temp set with the members this step leaves it holding swapped in (atomic), for when
+   * its own lines fail (a member someone added with options the tools refuse to repeat, a set recreated with
+   * other options, …). Undefined for a set that did not exist: its lines create it.
    */
   readonly rebuild: string | undefined;
 }
 
 export interface FamilyPlan {
   readonly family: IpFamily;
-  /** Step 1, `ipset -exist restore`: new sets, member deltas, temp-set swaps. Empty: nothing to do. */
+  /**
+   * Step 1, before the rules: new sets with their members, the member changes that narrow what is allowed, and
+   * (when no rule changes) every member change and temp-set swap. Ops, and the same as `ipset -exist restore`
+   * text (empty: nothing to do).
+   */
+  readonly ipsetOps: readonly IpsetOp[];
   readonly ipsetRestore: string;
   /** Step 1 set by set, rendered when first read (only after step 1 failed). */
   readonly setSteps: readonly SetStep[];
   /** Step 2, one `iptables-restore --noflush` transaction: changed chains, hooks, stale chains. */
   readonly iptablesRestore: string;
-  /** Step 3, `ipset -exist restore`: destroy sets nothing references any more. */
+  /** Step 2b, after the rules: the member changes that widen what is allowed, when the rules change too. */
+  readonly ipsetAfterOps: readonly IpsetOp[];
+  readonly ipsetAfterRules: string;
+  /** Step 2b set by set, as `setSteps`. */
+  readonly afterSetSteps: readonly SetStep[];
+  /** Step 3, `ipset -exist restore`: destroy sets nothing references any more (after every family's rules). */
   readonly ipsetDestroy: string;
   /** The sets `ipsetDestroy` destroys, by name. */
   readonly staleSets: readonly string[];
@@ -113,17 +123,18 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
     membersRemoved: 0,
   };
 
-  // Step 1: sets. Removals go before additions: every set we own widens what is allowed, so a
-  // half-applied delta may briefly deny more, never allow more.
+  // Step 1: sets. New sets are created with their members here (no rule uses them yet); member changes of
+  // existing sets are placed once we know whether the rules change too (placeDeltas below).
   const ipsetOps: IpsetOp[] = [];
-  const setOps: { set: IpSet; existed: boolean; from: number; to: number }[] = [];
+  const setOps: SetRange[] = [];
+  const deltas: SetDelta[] = [];
   const desiredSets = new Set(desired.ipsets.map((s) => s.name as string));
   for (const set of desired.ipsets) {
     if (known.has(set)) continue;
     const seen = observed.ipsets.get(set.name);
     const from = ipsetOps.length;
     planSet(set, seen);
-    if (ipsetOps.length > from) setOps.push({ set, existed: seen !== undefined, from, to: ipsetOps.length });
+    if (ipsetOps.length > from) setOps.push({ set, from, to: ipsetOps.length, rebuildWith: undefined });
   }
   function planSet(set: IpSet, seen: SavedIpSet | undefined): void {
     const owner = `set ${set.description}`;
@@ -160,18 +171,7 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
     );
     counts.membersAdded += adds.length;
     counts.membersRemoved += dels.length;
-    if (adds.length + dels.length > Math.max(SWAP_MIN_CHANGES, set.members.length / 2)) {
-      ipsetOps.push(...rebuildOps(set, tempSetName(set, own)));
-      counts.setsRewritten++;
-    } else {
-      // Priming with the set's own create line lets ipset batch the lines (limits.md §2); the observed
-      // maxelem keeps `-exist` from failing on a set created with another one.
-      ipsetOps.push(
-        { op: 'create', name: set.name, set, ...(seen.maxelem !== undefined ? { maxelem: seen.maxelem } : {}) },
-        { op: 'del', name: set.name, members: dels },
-        { op: 'add', name: set.name, members: adds },
-      );
-    }
+    deltas.push({ set, maxelem: seen.maxelem, adds, dels });
   }
   const staleSets = [...observed.ipsets.keys()].filter((name) => !desiredSets.has(name)).sort();
   for (const name of staleSets) {
@@ -237,19 +237,37 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
     counts.chainsDeleted++;
   }
   const iptablesRestore = filterTransaction([...declare, ...body, ...tail]);
+  const ipsetAfterOps: IpsetOp[] = [];
+  const afterSetOps: SetRange[] = [];
+  counts.setsRewritten += placeDeltas(
+    deltas,
+    iptablesRestore !== '',
+    own,
+    { ops: ipsetOps, ranges: setOps },
+    { ops: ipsetAfterOps, ranges: afterSetOps },
+  );
   let setSteps: SetStep[] | undefined;
+  let afterSetSteps: SetStep[] | undefined;
+  const stepsOf = (ops: readonly IpsetOp[], ranges: readonly SetRange[]): SetStep[] =>
+    ranges.map(({ set, from, to, rebuildWith }) => ({
+      name: set.name,
+      restore: renderIpsetOps(ops.slice(from, to)),
+      rebuild: rebuildWith ? renderIpsetOps(rebuildOps(set, tempSetName(set, own), rebuildWith())) : undefined,
+    }));
 
   return {
     family: desired.family,
+    ipsetOps,
     ipsetRestore: renderIpsetOps(ipsetOps),
     get setSteps() {
-      return (setSteps ??= setOps.map(({ set, existed, from, to }) => ({
-        name: set.name,
-        restore: renderIpsetOps(ipsetOps.slice(from, to)),
-        rebuild: existed ? renderIpsetOps(rebuildOps(set, tempSetName(set, own))) : undefined,
-      })));
+      return (setSteps ??= stepsOf(ipsetOps, setOps));
     },
     iptablesRestore,
+    ipsetAfterOps,
+    ipsetAfterRules: renderIpsetOps(ipsetAfterOps),
+    get afterSetSteps() {
+      return (afterSetSteps ??= stepsOf(ipsetAfterOps, afterSetOps));
+    },
     ipsetDestroy: renderIpsetOps(staleSets.map((name) => ({ op: 'destroy', name }))),
     staleSets,
     changes,
@@ -259,14 +277,93 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
   };
 }
 
-/** `set` filled afresh in `temp` and swapped in: one atomic step from the old members to the new. */
-const rebuildOps = (set: IpSet, temp: string): IpsetOp[] => [
+/** A member without its options: `10.0.0.5 nomatch` → `10.0.0.5`, the element `ipset` adds and deletes. */
+const elementOf = (member: string): string => {
+  const space = member.indexOf(' ');
+  return space < 0 ? member : member.slice(0, space);
+};
+
+/** `set` filled afresh in `temp` with `members` and swapped in: one atomic step from the old members to those. */
+const rebuildOps = (set: IpSet, temp: string, members: readonly string[] = set.members): IpsetOp[] => [
   { op: 'create', name: temp, set },
   { op: 'flush', name: temp },
-  { op: 'add', name: temp, members: set.members },
+  { op: 'add', name: temp, members },
   { op: 'swap', name: temp, with: set.name },
   { op: 'destroy', name: temp },
 ];
+
+/** One set's ops in a step (`from`…`to`), and the members a rebuild of it in that step must leave (undefined: none). */
+interface SetRange {
+  readonly set: IpSet;
+  readonly from: number;
+  readonly to: number;
+  readonly rebuildWith: (() => readonly string[]) | undefined;
+}
+
+/** Members an existing set gains and loses in this plan. */
+interface SetDelta {
+  readonly set: IpSet;
+  /** The maxelem the kernel's set was created with, kept when priming it (`create -exist` fails on another). */
+  readonly maxelem: number | undefined;
+  readonly adds: readonly string[];
+  readonly dels: readonly string[];
+}
+
+interface Step {
+  readonly ops: IpsetOp[];
+  readonly ranges: SetRange[];
+}
+
+/**
+ * Where each existing set's member changes go (docs/dataplane.md, "Order of a change"): no intermediate state may
+ * allow what neither the old nor the new state allows. A member of a set matched positively widens what rules
+ * allow, one of a set matched with `! --match-set` (an ipBlock's excepts) narrows it. So when the rules change in
+ * the same plan, the narrowing half goes before the rules and the widening half after them: the old rules then
+ * meet at most the old members, the new rules at most the new ones (a rebuild after a refused line keeps to the
+ * same: before the rules it leaves the old members minus the narrowing ones). When the rules do not change, both
+ * halves go before, narrowing first, and a set with more than half (and at least 64) of its members changed is
+ * rebuilt in a temp set and swapped in, atomically. Returns how many sets were rebuilt so.
+ */
+function placeDeltas(deltas: readonly SetDelta[], rulesChange: boolean, own: Ownership, before: Step, after: Step): number {
+  let swapped = 0;
+  const put = (step: Step, set: IpSet, ops: readonly IpsetOp[], rebuildWith: () => readonly string[]): void => {
+    const from = step.ops.length;
+    step.ops.push(...ops);
+    step.ranges.push({ set, from, to: step.ops.length, rebuildWith });
+  };
+  for (const { set, maxelem, adds, dels } of deltas) {
+    const negated = set.negated === true;
+    // A member re-added with other options (`10.0.0.5 nomatch` → `10.0.0.5`) is deleted first whatever the set's
+    // sense: both name the same element, and a delete after the add would remove it again.
+    const readded = new Set(adds.map(elementOf));
+    const redels = dels.filter((d) => readded.has(elementOf(d)));
+    const otherDels = redels.length > 0 ? dels.filter((d) => !readded.has(elementOf(d))) : dels;
+    const del = (members: readonly string[]): IpsetOp[] => (members.length > 0 ? [{ op: 'del', name: set.name, members }] : []);
+    const add = (members: readonly string[]): IpsetOp[] => (members.length > 0 ? [{ op: 'add', name: set.name, members }] : []);
+    const narrow = negated ? [...del(redels), ...add(adds)] : del(dels);
+    const widen = negated ? del(otherDels) : add(adds);
+    // Priming with the set's own create line lets ipset batch the lines (limits.md §2); the observed
+    // maxelem keeps `-exist` from failing on a set created with another one.
+    const prime: IpsetOp = { op: 'create', name: set.name, set, prime: true, ...(maxelem !== undefined ? { maxelem } : {}) };
+    const all = () => set.members;
+    if (rulesChange) {
+      // Between the two steps the set holds the new members without the widening ones (negated: with them).
+      const between = (): readonly string[] => {
+        if (negated) return [...set.members, ...otherDels];
+        const skip = new Set(adds);
+        return set.members.filter((m) => !skip.has(m));
+      };
+      if (narrow.length > 0) put(before, set, [prime, ...narrow], between);
+      if (widen.length > 0) put(after, set, [prime, ...widen], all);
+    } else if (adds.length + dels.length > Math.max(SWAP_MIN_CHANGES, set.members.length / 2)) {
+      put(before, set, rebuildOps(set, tempSetName(set, own)), all);
+      swapped++;
+    } else {
+      put(before, set, [prime, ...narrow, ...widen], all);
+    }
+  }
+  return swapped;
+}
 
 /** Our hooks must be exactly the desired ones, inserted ones at the very top, in order. */
 function planHooks(

@@ -13,8 +13,9 @@ import {
   type FamilyPlan,
   type ObservedFamily,
   type Ownership,
+  type SetStep,
 } from '../plan/index.js';
-import { saveWithoutComments } from '../render/index.js';
+import { saveWithoutComments, type IpsetOp } from '../render/index.js';
 import { detachObserved } from './detach.js';
 
 /** The kernel as the syncer needs it; src/dataplane provides the real one, tests may fake it. */
@@ -23,6 +24,11 @@ export interface KernelPort {
   restoreFilter(family: IpFamily, text: string): Promise<void>;
   ipsetSave(): Promise<string>;
   ipsetRestore(text: string): Promise<void>;
+  /**
+   * Writes one ipset step given as ops (the same as its restore text); the daemon's port sends member changes
+   * over netlink (dataplane/ipset-writer.ts). Absent: the step's text goes to `ipsetRestore`.
+   */
+  ipsetApply?(ops: readonly IpsetOp[]): Promise<void>;
   /** Whether this family can be programmed at all (ip6tables present, IPv6 enabled). */
   supports(family: IpFamily): boolean;
 }
@@ -106,6 +112,7 @@ export class Syncer {
       supports: (family) => kernel.supports(family),
       restoreFilter: (family, text) => kernel.restoreFilter(family, text).finally(written),
       ipsetRestore: (text) => kernel.ipsetRestore(text).finally(written),
+      ...(kernel.ipsetApply ? { ipsetApply: (ops: readonly IpsetOp[]) => kernel.ipsetApply!(ops).finally(written) } : {}),
     };
   }
 
@@ -153,8 +160,8 @@ export class Syncer {
   }
 
   /**
-   * Make the kernel hold `desired`. Order (DESIGN §5): sets, then one iptables transaction per family,
-   * then stale sets. A failing step throws and leaves the state before it; the next sync re-reads.
+   * Make the kernel hold `desired`. Order (DESIGN §5): sets, then one iptables transaction per family (with the
+   * member changes that widen what is allowed after it), then stale sets. A failing step throws and leaves the state before it; the next sync re-reads.
    */
   async sync(desired: DesiredState, opts: { readKernel?: boolean; afterRetype?: boolean } = {}): Promise<SyncResult> {
     const families = this.families();
@@ -190,8 +197,11 @@ export class Syncer {
       await this.inTurn(async () => {
         const failedSets: FailedSet[] = [];
         for (const plan of plans) {
-          if (plan.ipsetRestore) failedSets.push(...(await this.applySets(plan)));
+          // docs/dataplane.md, "Order of a change": what narrows before the rules, what widens after them.
+          if (plan.ipsetRestore) failedSets.push(...(await this.applySets(plan.ipsetOps, plan.ipsetRestore, () => plan.setSteps)));
           if (plan.iptablesRestore) await this.kernel.restoreFilter(plan.family, plan.iptablesRestore);
+          if (plan.ipsetAfterRules)
+            failedSets.push(...(await this.applySets(plan.ipsetAfterOps, plan.ipsetAfterRules, () => plan.afterSetSteps)));
         }
         for (const plan of plans) {
           if (plan.ipsetDestroy) undestroyed.push(...(await this.destroyStaleSets(plan.ipsetDestroy, plan.staleSets)));
@@ -272,18 +282,22 @@ export class Syncer {
    * Step 1 of a plan. `ipset restore` stops at the first line it refuses, and one set's failure must not hold
    * back every other set and the chains after them: when the whole fails on a line, each set is applied on its
    * own, and a set whose own lines fail is rebuilt whole (a temp set swapped in). Returns the sets that still
-   * failed. A failure that names no line (the tool hung or could not run) is thrown as it is.
+   * failed. A failure that names no line (the tool hung or could not run) is thrown as it is. The step goes to the
+   * port's ipsetApply when it has one (netlink for member changes); a member the kernel refused there counts as a
+   * refused line.
    */
-  private async applySets(plan: FamilyPlan): Promise<FailedSet[]> {
+  private async applySets(ops: readonly IpsetOp[], text: string, steps: () => readonly SetStep[]): Promise<FailedSet[]> {
     try {
-      await this.kernel.ipsetRestore(plan.ipsetRestore);
+      if (this.kernel.ipsetApply) await this.kernel.ipsetApply(ops);
+      else await this.kernel.ipsetRestore(text);
       return [];
     } catch (err) {
-      if ((err as { line?: unknown }).line === undefined) throw err;
-      this.logger.warn('ipset restore refused a line; applying each set on its own', { error: (err as Error).message });
+      const refusedLine = (err as { line?: unknown }).line !== undefined || (err as Error).name === 'IpsetNetlinkError';
+      if (!refusedLine) throw err;
+      this.logger.warn('ipset refused a line; applying each set on its own', { error: (err as Error).message });
     }
     const failed: FailedSet[] = [];
-    for (const step of plan.setSteps) {
+    for (const step of steps()) {
       let error: unknown;
       try {
         await this.kernel.ipsetRestore(step.restore);

@@ -17,6 +17,11 @@ export type IpsetOp =
       readonly set: Pick<IpSet, 'type' | 'family'>;
       /** The maxelem a set was created with (kept when priming an existing set); default IPSET_MAXELEM. */
       readonly maxelem?: number;
+      /**
+       * The set exists already: the line is written only so `ipset restore` batches the member lines after it
+       * (limits.md §2). A writer that does not batch by lines (netlink) skips it.
+       */
+      readonly prime?: true;
     }
   | { readonly op: 'add'; readonly name: string; readonly members: readonly string[] }
   | { readonly op: 'del'; readonly name: string; readonly members: readonly string[] }

@@ -160,13 +160,32 @@ describeKernel('apply: one change writes only its delta', () => {
       expect(ipsetTexts.flatMap(memberLines).sort()).toEqual([...want.members].sort());
       const destroyed = ipsetTexts.flatMap((t) => t.split('\n').flatMap((l) => /^destroy (\S+)$/.exec(l)?.[1] ?? []));
       expect(destroyed.sort()).toEqual([...want.destroyed].sort());
-      // Order (DESIGN §5): member changes, then rules, then destroying what no rule uses any more.
-      const order = kernel.writes.map((w) => (w.op === 'iptables-restore' ? 'rules' : /^destroy /m.test(w.text) ? 'destroy' : 'sets'));
-      expect(order).toEqual([
-        ...(want.members.length ? ['sets'] : []),
-        ...(want.chains.length ? ['rules'] : []),
-        ...(want.destroyed.length ? ['destroy'] : []),
-      ]);
+      // Order (DESIGN §5, docs/dataplane.md "Order of a change"): members leaving (narrowing) before the rules,
+      // members joining (widening) after them when the rules change too (before them when they do not), then
+      // destroying what no rule uses any more.
+      // A write that creates a set the old state did not have: new sets go before the rules, with their members.
+      const existed = setNames(before.v4);
+      const createsNew = (text: string): boolean =>
+        text.split('\n').some((l) => /^create (\S+) /.test(l) && !existed.has(l.split(' ')[1]!));
+      const kind = (text: string): string =>
+        /^destroy /m.test(text)
+          ? 'destroy'
+          : createsNew(text)
+            ? 'new sets'
+            : [/^del /m.test(text) ? 'dels' : '', /^add /m.test(text) ? 'adds' : ''].filter(Boolean).join('+');
+      const order = kernel.writes.map((w) => (w.op === 'iptables-restore' ? 'rules' : kind(w.text)));
+      const after = result.desired.v4.ipsets.filter((set) => existed.has(set.name)).map((set): string => set.name);
+      const inOld = (m: string): boolean => after.includes(m.split(' ')[1]!);
+      const dels = want.members.some((m) => m.startsWith('del ') && inOld(m));
+      const adds = want.members.some((m) => m.startsWith('add ') && inOld(m));
+      const fresh = want.members.some((m) => !inOld(m)) ? ['new sets'] : [];
+      const rules = want.chains.length > 0;
+      const destroy = want.destroyed.length ? ['destroy'] : [];
+      expect(order).toEqual(
+        rules
+          ? [...(dels || fresh.length ? [fresh.length ? 'new sets' : 'dels'] : []), 'rules', ...(adds ? ['adds'] : []), ...destroy]
+          : [...(dels || adds ? [[dels ? 'dels' : '', adds ? 'adds' : ''].filter(Boolean).join('+')] : []), ...destroy],
+      );
 
       // And the kernel now holds exactly the new desired state.
       const filter = parseFilter(await iptablesSave(ns.name, backend, 'filter'));

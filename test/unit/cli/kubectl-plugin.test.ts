@@ -77,7 +77,7 @@ async function plugin(...argv: string[]): Promise<{ code: number; out: string; e
 }
 
 describe('kubectl netfence: the commands it offers', () => {
-  const offered = ['why', 'drops'];
+  const offered = ['why', 'drops', 'map'];
   const nodeOnly = (Object.keys(COMMANDS) as CommandName[]).filter((c) => !offered.includes(c));
 
   it('offers exactly the commands that answer through the API server', () => {
@@ -89,13 +89,13 @@ describe('kubectl netfence: the commands it offers', () => {
     expect(r).toEqual({
       code: 2,
       out: '',
-      err: `kubectl netfence: ${name} is not offered through kubectl: it works on the kernel of the machine it runs on, not through the API server; run \`netfence ${name}\` on the node (kubectl netfence offers: why, drops)\n`,
+      err: `kubectl netfence: ${name} is not offered through kubectl: it works on the kernel of the machine it runs on, not through the API server; run \`netfence ${name}\` on the node (kubectl netfence offers: why, drops, map)\n`,
     });
   });
 
   it('a mistyped command gets "did you mean"', async () => {
     expect((await plugin('dorps')).err).toBe(
-      'kubectl netfence: unknown command "dorps" (did you mean drops?); kubectl netfence offers: why, drops\n',
+      'kubectl netfence: unknown command "dorps" (did you mean drops?); kubectl netfence offers: why, drops, map\n',
     );
   });
 

@@ -1,7 +1,8 @@
 // ctnetlink bytes: an update request carries the tuple, mark and mask the kernel expects (layout from
 // include/uapi/linux/netfilter/nfnetlink_conntrack.h), and a dumped entry parses back to the same flow.
 
-import { entryFromWire, entryToWire, markUpdateRequest, parseAttrs, parseEntry } from '../../../src/dataplane/ctnetlink-codec.js';
+import { entryFromWire, entryToWire, markUpdateRequest, parseEntry } from '../../../src/dataplane/ctnetlink-codec.js';
+import { parseAttributes } from '../../../src/dataplane/netlink-attributes.js';
 
 const tcp = { src: '10.244.1.2', dst: '10.244.1.3', proto: 6, sport: 40000, dport: 80 };
 
@@ -13,16 +14,16 @@ describe('markUpdateRequest', () => {
   });
 
   it('carries CTA_MARK and CTA_MARK_MASK big-endian, and no CTA_ZONE for zone 0', () => {
-    const attrs = parseAttrs(bytes.subarray(4));
+    const attrs = parseAttributes(bytes.subarray(4));
     expect(attrs.get(8)?.readUInt32BE(0)).toBe(0x100000);
     expect(attrs.get(21)?.readUInt32BE(0)).toBe(0x100000);
     expect(attrs.has(18)).toBe(false);
   });
 
   it('nests the original tuple: addresses, protocol number and ports in network order', () => {
-    const tuple = parseAttrs(parseAttrs(bytes.subarray(4)).get(1)!);
-    const ip = parseAttrs(tuple.get(1)!);
-    const proto = parseAttrs(tuple.get(2)!);
+    const tuple = parseAttributes(parseAttributes(bytes.subarray(4)).get(1)!);
+    const ip = parseAttributes(tuple.get(1)!);
+    const proto = parseAttributes(tuple.get(2)!);
     expect([...ip.get(1)!]).toEqual([10, 244, 1, 2]);
     expect([...ip.get(2)!]).toEqual([10, 244, 1, 3]);
     expect(proto.get(1)?.readUInt8(0)).toBe(6);
@@ -33,9 +34,9 @@ describe('markUpdateRequest', () => {
   it('uses the IPv6 attributes for family 6', () => {
     const v6 = markUpdateRequest({ family: 6, orig: { ...tcp, src: 'fd00::2', dst: 'fd00::3' }, zone: 3, value: 0, mask: 0x100000 });
     expect(v6.readUInt8(0)).toBe(10);
-    const attrs = parseAttrs(v6.subarray(4));
+    const attrs = parseAttributes(v6.subarray(4));
     expect(attrs.get(18)?.readUInt16BE(0)).toBe(3);
-    const ip = parseAttrs(parseAttrs(attrs.get(1)!).get(1)!);
+    const ip = parseAttributes(parseAttributes(attrs.get(1)!).get(1)!);
     expect(ip.get(3)).toHaveLength(16);
   });
 });
@@ -45,9 +46,9 @@ describe('parseEntry', () => {
     // A dump message is CT_NEW-shaped: nfgenmsg, CTA_TUPLE_ORIG, CTA_TUPLE_REPLY, CTA_MARK. Build one
     // from two update requests' tuples (same encoding) and a mark.
     const orig = markUpdateRequest({ family: 4, orig: tcp, zone: 0, value: 0, mask: 0 }).subarray(4);
-    const origTuple = parseAttrs(orig).get(1)!;
+    const origTuple = parseAttributes(orig).get(1)!;
     const reply = { src: '10.244.1.3', dst: '10.244.1.2', proto: 6, sport: 80, dport: 40000 };
-    const replyTuple = parseAttrs(markUpdateRequest({ family: 4, orig: reply, zone: 0, value: 0, mask: 0 }).subarray(4)).get(1)!;
+    const replyTuple = parseAttributes(markUpdateRequest({ family: 4, orig: reply, zone: 0, value: 0, mask: 0 }).subarray(4)).get(1)!;
     const attr = (type: number, value: Buffer) => {
       const out = Buffer.alloc((4 + value.length + 3) & ~3);
       out.writeUInt16LE(4 + value.length, 0);

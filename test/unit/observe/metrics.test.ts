@@ -30,6 +30,8 @@ describe('createMetrics', () => {
         'netfence_http_connections_refused_total counter',
         'netfence_flows_requests_refused_total counter',
         'netfence_ipset_members_programmed gauge',
+        'netfence_ipset_netlink_writes_total counter',
+        'netfence_ipset_writer gauge',
         'netfence_ipsets_programmed gauge',
         'netfence_kube_proxy_ipvs gauge',
         'netfence_kernel_precondition gauge',
@@ -67,8 +69,24 @@ describe('createMetrics', () => {
     {
       name: 'programmed gauges',
       act: (m) => m.setProgrammed({ rules: 120, ipsets: 7, ipsetMembers: 4000 }),
-      family: 'netfence_i',
-      expect: ['netfence_ipsets_programmed 7', 'netfence_ipset_members_programmed 4000'],
+      family: 'netfence_ipset',
+      expect: ['netfence_ipsets_programmed 7', 'netfence_ipset_members_programmed 4000', 'netfence_ipset_netlink_writes_total 0'],
+    },
+    {
+      name: 'ipset writer mode: netlink, then restore after a fallback; netlink writes counted',
+      act: (m) => {
+        m.setIpsetWriter('netlink');
+        m.countIpsetNetlinkWrite();
+        m.countIpsetNetlinkWrite();
+        m.setIpsetWriter('restore');
+      },
+      family: 'netfence_ipset_',
+      expect: [
+        'netfence_ipset_members_programmed 0',
+        'netfence_ipset_writer{mode="netlink"} 0',
+        'netfence_ipset_writer{mode="restore"} 1',
+        'netfence_ipset_netlink_writes_total 2',
+      ],
     },
     {
       name: 'rules gauge',

@@ -1,0 +1,75 @@
+// What the Compiler remembers of its rendering from one compile to the next. Everything here is decided by
+// the node settings as well as by the cluster, so it lives in one object made from the settings: new
+// settings get a new object (compile.ts), and nothing has to be cleared field by field.
+
+import type { Chain, Hook, IpFamily, NetworkPolicy, NodeSettings, Pod, Problem } from '../model/index.js';
+import type { BudgetUse } from './budget.js';
+import { ChainCache } from './chain-cache.js';
+import type { DispatchEntry } from './dispatch.js';
+import type { EndpointChains } from './endpoint-chains.js';
+import { IpSetBuilder, type SetRequest } from './ipsets.js';
+import { ChainInterner, Memo, TupleMap } from './memo.js';
+import { chainNames, type ChainNames } from './names.js';
+import type { CheckedPolicy } from './policy-targets.js';
+import type { ClusterPolicyRef, PolicyRef } from './resolution.js';
+import { forwardHook, inputHook } from './static-chains.js';
+
+export type DispatchSide = 'from' | 'to' | 'host';
+
+/** The policy chains made from one list of active policies, for one family. */
+export interface PolicyChains {
+  readonly policies: readonly CheckedPolicy[];
+  readonly chains: readonly Chain[];
+  readonly targetsByPolicy: ReadonlyMap<NetworkPolicy, readonly Pod[]>;
+  /** Every set the chains use, in the order they asked for them. */
+  readonly requests: readonly SetRequest[];
+}
+
+/** The node budget's decision on one list of active policies. */
+export interface Admitted {
+  readonly from: readonly CheckedPolicy[];
+  readonly policies: readonly CheckedPolicy[];
+  readonly budget: BudgetUse;
+  readonly problems: readonly Problem[];
+}
+
+export class RenderMemory {
+  readonly names: ChainNames;
+  readonly hooks: readonly Hook[];
+  /** With ClusterNetworkPolicies: FORWARD and INPUT (pods to this node). */
+  readonly hooksWithInput: readonly Hook[];
+  /** Policy chains, NetworkPolicy and CNP, by the object and what else they were rendered from. */
+  readonly chains = new ChainCache();
+  /** Each local pod's chains, per family, by what they were rendered from. */
+  readonly endpoints = new Memo<
+    readonly [IpFamily, boolean, string, string, string, readonly PolicyRef[], readonly ClusterPolicyRef[]],
+    EndpointChains
+  >();
+  readonly interned = new ChainInterner<Chain>();
+  /** Each dispatch tree with the entries it was built from. */
+  readonly dispatch = new TupleMap<
+    readonly [IpFamily, DispatchSide],
+    { readonly entries: readonly DispatchEntry[]; readonly chains: readonly Chain[] }
+  >();
+  /** Chains that depend on the settings and the family only. */
+  readonly fixed = new TupleMap<readonly ['forward' | 'input', IpFamily], Chain>();
+  hostPass: Chain | undefined;
+  readonly setBuilders = new Map<IpFamily, IpSetBuilder>();
+  /** Per family, the policy chains made from the last list of active policies. */
+  readonly lastPolicyChains = new Map<IpFamily, PolicyChains>();
+  /** The node budget's decision on the last list of active policies. */
+  admitted: Admitted | undefined;
+
+  /** `settings` undefined: nothing compiled yet (the default chain prefix, no hooks). */
+  constructor(readonly settings: NodeSettings | undefined) {
+    this.names = chainNames(settings?.chainPrefix ?? 'nf-');
+    this.hooks = settings ? [forwardHook(this.names)] : [];
+    this.hooksWithInput = settings ? [forwardHook(this.names), inputHook(this.names)] : [];
+  }
+
+  setBuilder(family: IpFamily): IpSetBuilder {
+    let builder = this.setBuilders.get(family);
+    if (!builder) this.setBuilders.set(family, (builder = new IpSetBuilder()));
+    return builder;
+  }
+}
