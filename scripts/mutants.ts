@@ -266,9 +266,9 @@ const MUTANTS: readonly Mutant[] = [
   },
   {
     name: 'cnp-subjects-grow-unseen',
-    file: 'src/compile/cluster-policy.ts',
-    find: '=> a.length === b.length && a.every((v, i) => v === b[i]);',
-    replace: '=> a.every((v, i) => v === b[i]);',
+    file: 'src/compile/cluster-policy-subjects.ts',
+    find: 'a === b || (a.length === b.length && a.every((v, i) => v === b[i]))',
+    replace: 'a === b || a.every((v, i) => v === b[i])',
     why: "a pod that joins a ClusterNetworkPolicy's subjects after the ones it had is not judged by it",
     unit: ['test/unit/compile/cluster-policy.test.ts', 'test/unit/compile/incremental.test.ts'],
   },
@@ -340,7 +340,7 @@ const MUTANTS: readonly Mutant[] = [
   {
     name: 'one-set-holds-back-the-sync',
     file: 'src/reconcile/syncer.ts',
-    find: 'if ((err as { line?: unknown }).line === undefined) throw err;',
+    find: 'if (!refusedLine) throw err;',
     replace: 'throw err;',
     why: 'one set ipset refuses fails the whole sync: every other set and every chain change wait',
     unit: ['test/unit/reconcile/set-repair.test.ts'],
