@@ -146,14 +146,32 @@ export class Oracle {
   private tieredAllows(pod: Pod, direction: 'Ingress' | 'Egress', pkt: OraclePacket): boolean {
     const admin = this.tierVerdict('Admin', pod, direction, pkt);
     if (admin !== 'next') return admin === 'accept';
-    const selectedByNp = this.cluster.policies.some(
+    if (this.selectedByNp(pod, direction)) return this.directionAllows(pod, direction, pkt);
+    return this.tierVerdict('Baseline', pod, direction, pkt) !== 'deny';
+  }
+
+  /**
+   * A new connection from the pod at `pkt.src` to an address of the node it runs on (`pkt.dst`). Only the
+   * pod's egress judges it (the node is no pod), and where a NetworkPolicy selects the pod for egress, that
+   * tier decides allow: "traffic to and from the node where a Pod is running is always allowed, regardless
+   * of the IP address of the Pod or the node" (Kubernetes NetworkPolicy docs). Admin first, Baseline last.
+   */
+  allowsToOwnNode(pkt: OraclePacket): boolean {
+    const pod = this.podByIp(pkt.src);
+    if (!pod) throw new Error(`${pkt.src} is no pod's address`);
+    const admin = this.tierVerdict('Admin', pod, 'Egress', pkt);
+    if (admin !== 'next') return admin === 'accept';
+    if (this.selectedByNp(pod, 'Egress')) return true;
+    return this.tierVerdict('Baseline', pod, 'Egress', pkt) !== 'deny';
+  }
+
+  private selectedByNp(pod: Pod, direction: 'Ingress' | 'Egress'): boolean {
+    return this.cluster.policies.some(
       (p) =>
         p.namespace === pod.namespace &&
         matches(p.podSelector, pod.labels) &&
         (p.policyTypes?.length ? p.policyTypes : p.egress?.length ? ['Ingress', 'Egress'] : ['Ingress']).includes(direction),
     );
-    if (selectedByNp) return this.directionAllows(pod, direction, pkt);
-    return this.tierVerdict('Baseline', pod, direction, pkt) !== 'deny';
   }
 
   /** First matching rule of the tier's CNPs selecting `pod`, by (priority, name), rules in order. */

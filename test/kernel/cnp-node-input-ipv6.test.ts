@@ -115,9 +115,7 @@ describeKernel('ClusterNetworkPolicy egress to the local node over IPv6 goes thr
       n1.netns,
       '--node-name',
       'n1',
-      ...c()
-        .podCidrs('n1')
-        .flatMap((x) => ['--pod-cidr', x]),
+      // No --pod-cidr: trace reads the node's from its Node object (and refuses settings it does not read).
       '--log-level',
       'error',
       '--resources',

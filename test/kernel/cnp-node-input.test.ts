@@ -32,6 +32,8 @@ function adminEgress(name: string, priority: number, egress: readonly Record<str
   };
 }
 
+const audited = (doc: CnpDoc): CnpDoc => ({ ...doc, metadata: { ...doc.metadata, annotations: { 'netfence.io/mode': 'audit' } } });
+
 /** Runs a netfence command in-process: its exit code and everything it printed. */
 async function netfence(argv: readonly string[]): Promise<{ code: number; text: string }> {
   let text = '';
@@ -51,6 +53,8 @@ describeKernel('ClusterNetworkPolicy egress to the local node goes through INPUT
   // The List manifest HouseCluster applies (its writer is private to that helper).
   const manifest = (): string => (c() as unknown as { write(): string }).write();
   const nodeArgs = () => ['--netns', n1().netns, '--node-name', 'n1', '--pod-cidr', n1().podCidr, '--log-level', 'error'];
+  // trace reads no --pod-cidr setting (it refuses settings it does not read): the node's comes from its Node object.
+  const traceArgs = () => ['--netns', n1().netns, '--node-name', 'n1', '--log-level', 'error'];
 
   beforeAll(async () => {
     cluster = await HouseCluster.create();
@@ -104,7 +108,7 @@ describeKernel('ClusterNetworkPolicy egress to the local node goes through INPUT
     const node1 = n1().underlayIp;
     const trace = await netfence([
       'trace',
-      ...nodeArgs(),
+      ...traceArgs(),
       '--resources',
       manifest(),
       '--src',
@@ -121,7 +125,7 @@ describeKernel('ClusterNetworkPolicy egress to the local node goes through INPUT
     expect(trace.text).toMatch(/verdict DROP: denied by ClusterNetworkPolicy deny-nodes rule egress:0 no-nodes\s+Deny/);
     const allowedTrace = await netfence([
       'trace',
-      ...nodeArgs(),
+      ...traceArgs(),
       '--to-node',
       '--src',
       pod('draco-malfoy-0'),
@@ -208,6 +212,28 @@ describeKernel('ClusterNetworkPolicy egress to the local node goes through INPUT
     await c().apply();
     await expectCells('TCP', 80, [[pod('harry-potter-0'), 'node:n1', false]]);
     await expectCells('TCP', 8080, [[pod('harry-potter-0'), 'node:n1', true]]);
+  });
+
+  // Audit mode (docs/audit.md): an audited CNP is programmed but not enforced, on the way to the own node
+  // too. An audited Deny drops nothing; an audited Accept above an enforced Deny lets nothing through it.
+  it('audit mode: an audited Deny of every node drops nothing; an audited Accept of n1 above an enforced Deny opens nothing', async () => {
+    c().setClusterPolicies([audited(adminEgress('audit-deny-nodes', 10, [{ name: 'no-nodes', action: 'Deny', to: [ALL_NODES] }]))]);
+    await c().apply();
+    expect(await save()).toMatch(/^-A INPUT .*-j nf-INPUT$/m);
+    await expectCells('TCP', 80, [
+      [pod('harry-potter-0'), 'node:n1', true],
+      [pod('harry-potter-1'), 'node:n1', true],
+    ]);
+    c().setClusterPolicies([
+      audited(adminEgress('audit-accept-n1', 5, [{ name: 'n1', action: 'Accept', to: [nodeNamed('n1')] }])),
+      adminEgress('deny-nodes', 10, [{ name: 'no-nodes', action: 'Deny', to: [ALL_NODES] }]),
+    ]);
+    await c().apply();
+    await expectCells('TCP', 80, [
+      [pod('harry-potter-0'), 'node:n1', false],
+      [pod('harry-potter-1'), 'node:n1', false],
+      [pod('draco-malfoy-0'), 'node:n1', true],
+    ]);
   });
 
   it('every CNP deleted: the INPUT jump and chains are removed in the same apply, and the node is open again', async () => {

@@ -76,7 +76,8 @@ export const pod = (name: string): string => {
 export interface CnpDoc {
   readonly apiVersion: 'policy.networking.k8s.io/v1alpha2';
   readonly kind: 'ClusterNetworkPolicy';
-  readonly metadata: { readonly name: string };
+  /** `annotations`: e.g. `netfence.io/mode: audit`. */
+  readonly metadata: { readonly name: string; readonly annotations?: Readonly<Record<string, string>> };
   readonly spec: {
     readonly tier: 'Admin' | 'Baseline';
     readonly priority: number;

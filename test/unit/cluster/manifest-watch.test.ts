@@ -136,6 +136,70 @@ describe('manifest watches', () => {
     // Once at start, once after the first read; a read per failure would be ~25 by now (20 ms debounce).
     expect(attempts).toBeLessThanOrEqual(3);
   });
+
+  it('a folder that could not be watched (out of inotify watches) is watched once it can be: its edits are followed', async () => {
+    const sub = join(dir, 'sub');
+    mkdirSync(sub);
+    writeFileSync(join(sub, 'a.yaml'), ns(0));
+    let exhausted = true;
+    const limited: OpenWatch = (watched, onEvent, onError) => {
+      if (exhausted && watched === sub) throw new Error('ENOSPC: System limit for number of file watchers reached');
+      return openFsWatch(watched, onEvent, onError);
+    };
+    const s = start([dir], { ...WATCH_ONLY, openWatch: limited });
+    await s.synced;
+    // Watches are freed elsewhere; the next read (an edit another watch reports) gets the folder its watch.
+    exhausted = false;
+    writeFileSync(join(dir, 'other.yaml'), 'apiVersion: v1\nkind: Namespace\nmetadata: {name: other}\n');
+    await waitFor('the edit beside it read', () => s.snapshot().namespaces.some((n) => n.name === 'other'));
+    for (let i = 1; i <= 2; i++) {
+      replaceByRename(join(sub, 'a.yaml'), ns(i));
+      await waitFor(`edit ${i} in the once unwatchable folder followed`, () => version(s) === String(i));
+    }
+  });
+
+  it('a folder whose watch failed while open is watched again: its later edits are followed', async () => {
+    const sub = join(dir, 'sub');
+    mkdirSync(sub);
+    const file = join(sub, 'a.yaml');
+    writeFileSync(file, ns(0));
+    let failSub: ((err: unknown) => void) | undefined;
+    const failable: OpenWatch = (watched, onEvent, onError) => {
+      if (watched === sub) failSub = onError;
+      return openFsWatch(watched, onEvent, onError);
+    };
+    const s = start([dir], { ...WATCH_ONLY, openWatch: failable });
+    await s.synced;
+    // What fs.watch reports when its inotify watch breaks (the folder's file system went away, an EIO…).
+    failSub!(new Error('EIO: watch failed'));
+    // The failure itself is worth a read: an edit made around it is found either way.
+    writeFileSync(file, ns(1));
+    await waitFor('the edit around the failure read', () => version(s) === '1');
+    for (let i = 2; i <= 3; i++) {
+      replaceByRename(file, ns(i));
+      await waitFor(`edit ${i} after the failure followed`, () => version(s) === String(i));
+    }
+  });
+
+  it('a file written into a new folder before its watch opened is read at once, not at the periodic check', async () => {
+    writeFileSync(join(dir, 'a.yaml'), ns(0));
+    const fresh = join(dir, 'new');
+    // The write lands after the read that found the folder (empty) and before its watch opens: the one
+    // window no watch can report.
+    let written = false;
+    const writesFirst: OpenWatch = (watched, onEvent, onError) => {
+      if (watched === fresh && !written) {
+        written = true;
+        writeFileSync(join(fresh, 'b.yaml'), 'apiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n');
+      }
+      return openFsWatch(watched, onEvent, onError);
+    };
+    const s = start([dir], { ...WATCH_ONLY, openWatch: writesFirst });
+    await s.synced;
+    mkdirSync(fresh);
+    await waitFor('the file written before the watch opened read', () => s.snapshot().namespaces.some((n) => n.name === 'b'));
+    expect(written).toBe(true);
+  });
 });
 
 describe('the periodic content check', () => {

@@ -55,6 +55,20 @@ describe('manifest size limits', () => {
     ]);
   });
 
+  it('the limits are maxima: a file of exactly the per-file limit, and files making exactly the total, are read', () => {
+    for (const name of ['a', 'b']) writeFileSync(join(dir, `${name}.yaml`), ns(name));
+    // Each file is 51 bytes.
+    const exact = loadManifests([dir], { maxFileBytes: 51, maxTotalBytes: 102 });
+    expect(exact.problems).toEqual([]);
+    expect(exact.snapshot.namespaces.map((n) => n.name)).toEqual(['a', 'b']);
+    // One byte less of either limit refuses a file.
+    expect(loadManifests([dir], { maxFileBytes: 50, maxTotalBytes: 102 }).problems.map((p) => p.object)).toEqual([
+      join(dir, 'a.yaml'),
+      join(dir, 'b.yaml'),
+    ]);
+    expect(loadManifests([dir], { maxFileBytes: 51, maxTotalBytes: 101 }).problems.map((p) => p.object)).toEqual([join(dir, 'b.yaml')]);
+  });
+
   it('compile with a file above --manifest-max-file-bytes: exit 2, the file and limit named, nothing printed', async () => {
     writeFileSync(join(dir, 'big.yaml'), ns('a').padEnd(2000, '#'));
     const r = await run(['compile', '--node-name', 'node-1', '--resources', dir, '--manifest-max-file-bytes', '1000']);

@@ -28,7 +28,19 @@ import {
   tcp,
   types,
 } from '../../helpers/builders.js';
-import { cnp, cRule, house, houseNamespaces, housePods, nsPeerC, nsSubject } from '../../helpers/cnp-builders.js';
+import { rulesetOfDesired, packetFor, tracePacket } from '../../../src/trace/index.js';
+import {
+  cnp,
+  cRule,
+  cTcp,
+  house,
+  houseNamespaces,
+  housePods,
+  networks,
+  nodesPeer,
+  nsPeerC,
+  nsSubject,
+} from '../../helpers/cnp-builders.js';
 import { evaluateCluster, type Hop } from '../../helpers/eval-desired.js';
 import { Oracle } from '../../helpers/oracle.js';
 
@@ -184,5 +196,101 @@ describe('audit mode: audited objects are absent for the verdict and present for
     const snap = cluster([defaultDeny('gryffindor')]);
     const rules = compile(snap, settings({ nodeName: 'node-1', podCidrs: ['10.244.1.0/24'] })).desired.v4.chains.flatMap((c) => c.rules);
     expect(rules.filter((r) => r.action.kind === 'nflog' && r.action.prefix.startsWith('nf:aud:'))).toEqual([]);
+  });
+});
+
+// A pod's connection to its own node is delivered through INPUT, where netfence runs the pod's CNP egress
+// tiers while some ClusterNetworkPolicy exists (cluster-policy-host.test.ts). Audited objects are not
+// enforced there either ("audited CNPs are not enforced there", docs/audit.md): the verdict on the way to
+// the own node (INPUT) and to the other node (FORWARD) is the oracle's without the audited objects. An
+// audited Deny drops nothing; an audited Accept or Pass lets nothing past an enforced Deny below it; an
+// audited NetworkPolicy does not stand in for the pod's NetworkPolicy tier.
+describe("audit mode on the way to a pod's node (INPUT to its own, FORWARD to the other)", () => {
+  const NODE1 = NODES[0]!.addresses[0]!;
+  const NODE2 = NODES[1]!.addresses[0]!;
+  const LAYOUT = { bridge: 'cni0', uplink: 'eth0', podCidrs: ['10.244.1.0/24'] };
+  const EVERY_NODE = nodesPeer({ matchLabels: {}, matchExpressions: [] });
+
+  /** node-1's verdict on a new TCP connection from one of its pods to a node address, walked as the kernel delivers it. */
+  function delivered(state: FamilyState, src: string, dst: string, port: number): boolean {
+    const { ruleset, ipsets } = rulesetOfDesired(state);
+    const local = dst === NODE1;
+    if (local && !ruleset.chains.has('INPUT')) return true; // nothing of netfence's in INPUT
+    const packet = { ...packetFor({ src, dst, proto: 'tcp', dport: port }, LAYOUT), ...(local ? { outIface: '' } : {}) };
+    const result = tracePacket(ruleset, ipsets, packet, local ? { startChain: 'INPUT' } : {});
+    // INPUT: netfence only ever drops; what it returns goes on to the rest of INPUT (policy ACCEPT here).
+    if (result.verdict === 'NO-VERDICT') return result.after?.verdict !== 'DROP';
+    return result.verdict === 'ACCEPT';
+  }
+
+  /** Every node-1 pod to both nodes on 80 and 8080: enforced as the oracle without the audited objects. Returns the cells the audited objects would change. */
+  function expectEnforcedWithoutAudited(policies: readonly NetworkPolicy[], cnps: readonly ClusterNetworkPolicy[]): number {
+    const snap = cluster(policies, cnps);
+    const state = compile(snap, settings({ nodeName: 'node-1', podCidrs: ['10.244.1.0/24'] })).desired.v4;
+    const without = new Oracle(
+      cluster(
+        policies.filter((p) => !p.audit),
+        cnps.filter((c) => !c.audit),
+      ),
+    );
+    const withThem = new Oracle(
+      cluster(
+        policies.map(({ audit: _a, ...p }) => p),
+        cnps.map(({ audit: _a, ...c }) => c),
+      ),
+    );
+    const verdict = (oracle: Oracle, pkt: { src: string; dst: string; proto: 'tcp'; port: number }) =>
+      pkt.dst === NODE1 ? oracle.allowsToOwnNode(pkt) : oracle.allows(pkt);
+    const wrong: string[] = [];
+    let changed = 0;
+    for (const pod of snap.pods.filter((p) => alive(p) && p.nodeName === 'node-1'))
+      for (const dst of [NODE1, NODE2])
+        for (const port of [80, 8080]) {
+          const pkt = { src: pod.ips[0]!, dst, proto: 'tcp' as const, port };
+          const want = verdict(without, pkt);
+          const got = delivered(state, pkt.src, dst, port);
+          if (got !== want)
+            wrong.push(`${pod.name} → ${dst === NODE1 ? 'own node' : 'node-2'} tcp/${port}: enforced ${got}, oracle ${want}`);
+          if (verdict(withThem, pkt) !== want) changed++;
+        }
+    expect(wrong).toEqual([]);
+    return changed;
+  }
+
+  const denyNodes = (name: string, tier: 'Admin' | 'Baseline', priority: number) =>
+    cnp(name, tier, priority, nsSubject(G), { egress: [cRule('Deny', [EVERY_NODE])] });
+
+  it('an audited Admin Deny of every node drops nothing', () => {
+    expect(expectEnforcedWithoutAudited([], [audited(denyNodes('deny-nodes', 'Admin', 10))])).toBeGreaterThan(0);
+  });
+
+  it('an audited Admin Accept of every node above an enforced Admin Deny: the Deny still drops', () => {
+    const accept = audited(cnp('accept-nodes', 'Admin', 1, nsSubject(G), { egress: [cRule('Accept', [EVERY_NODE])] }));
+    expect(expectEnforcedWithoutAudited([], [accept, denyNodes('deny-nodes', 'Admin', 10)])).toBeGreaterThan(0);
+  });
+
+  it('an audited Admin Pass above an enforced Admin Deny: the Deny still drops', () => {
+    const pass = audited(cnp('pass-nodes', 'Admin', 1, nsSubject(G), { egress: [cRule('Pass', [EVERY_NODE])] }));
+    expect(expectEnforcedWithoutAudited([], [pass, denyNodes('deny-nodes', 'Admin', 10)])).toBeGreaterThan(0);
+  });
+
+  it('an audited Admin Accept above an enforced Baseline Deny: the Baseline Deny still drops', () => {
+    const accept = audited(cnp('accept-nodes', 'Admin', 1, nsSubject(G), { egress: [cRule('Accept', [EVERY_NODE])] }));
+    expect(expectEnforcedWithoutAudited([], [accept, denyNodes('baseline-nodes', 'Baseline', 10)])).toBeGreaterThan(0);
+  });
+
+  it("an audited NetworkPolicy does not take the NetworkPolicy tier's place: the Baseline Deny still drops to the own node", () => {
+    const np = audited(makePolicy(NS('gryffindor'), 'egress-80', types('Egress'), egress(rule(undefined, [tcp(80)]))));
+    expect(expectEnforcedWithoutAudited([np], [denyNodes('baseline-nodes', 'Baseline', 10)])).toBeGreaterThan(0);
+  });
+
+  it('an audited Deny of one port beside an enforced Deny of another, on a networks peer', () => {
+    const audited80 = audited(
+      cnp('deny-80', 'Admin', 5, nsSubject(G), { egress: [cRule('Deny', [networks('192.168.0.0/24')], [cTcp(80)])] }),
+    );
+    const enforced8080 = cnp('deny-8080', 'Admin', 6, nsSubject(G), {
+      egress: [cRule('Deny', [networks('192.168.0.0/24')], [cTcp(8080)])],
+    });
+    expect(expectEnforcedWithoutAudited([], [audited80, enforced8080])).toBeGreaterThan(0);
   });
 });

@@ -72,6 +72,13 @@ const badCases: BadCase[] = [
     field: 'spec.ingress[0].from[0].ipBlock.except[0]',
     isolates: ['ingress'],
   },
+  {
+    // The same base address: only the prefix lengths tell that 10.0.0.0/8 is not inside 10.0.0.0/16.
+    name: 'except wider than its cidr',
+    policy: badIngress([blockPeer('10.0.0.0/16', '10.0.0.0/8')]),
+    field: 'spec.ingress[0].from[0].ipBlock.except[0]',
+    isolates: ['ingress'],
+  },
   { name: 'port 0', policy: badIngress(undefined, [tcp(0)]), field: 'spec.ingress[0].ports[0].port', isolates: ['ingress'] },
   { name: 'port 70000', policy: badIngress(undefined, [tcp(70000)]), field: 'spec.ingress[0].ports[0].port', isolates: ['ingress'] },
   {

@@ -276,6 +276,18 @@ describe('incremental Compiler', () => {
     for (const s of changed) expect(text(compiler.compile(start, s).desired)).toBe(text(compile(start, s).desired));
   });
 
+  it('follows settings that gain or lose an optional key (flow logs, strict mode, the node budget switched on or off)', () => {
+    const { flowLog: _flowLog, ...noFlowLog } = settings;
+    const { budget: _budget, ...noBudget } = settings;
+    expect(settings.flowLog).toBeDefined();
+    const sequence: NodeSettings[] = [noFlowLog, settings, { ...settings, revokeMark: 0x100000 }, settings, noBudget, settings];
+    const compiler = new Compiler();
+    compiler.compile(start, settings);
+    sequence.forEach((s, step) =>
+      expect({ step, text: text(compiler.compile(start, s).desired) }).toEqual({ step, text: text(compile(start, s).desired) }),
+    );
+  });
+
   it('returns the very same chain and set objects for what a remote pod change did not touch', () => {
     const compiler = new Compiler();
     const before = compiler.compile(start, settings).desired.v4;

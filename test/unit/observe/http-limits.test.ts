@@ -116,4 +116,48 @@ describe('ObserveServer connection limits', () => {
       await server.stop();
     }
   });
+
+  it('gives closed connections their slots back: peers that fill the share, leave and come back are served again', async () => {
+    // 4 − 2 reserved: two non-reserved connections at once, whoever holds them.
+    const server = new ObserveServer({
+      health: checks,
+      metrics: createMetrics(),
+      limits: { maxConnections: 4, maxPerPeer: 2, reservedForLoopback: 2, idleMs: 60_000, headersMs: 60_000, requestMs: 60_000 },
+      isReservedPeer: (address) => address === '127.0.0.1',
+    });
+    const { port } = await server.start('127.0.0.1:0');
+    const open: { socket: Socket; closed: Promise<void> }[] = [];
+    /** A connection from `from` the server keeps (it refuses by closing at once); retried until the deadline. */
+    const kept = async (from: string): Promise<{ socket: Socket; closed: Promise<void> }> => {
+      const deadline = Date.now() + 5_000;
+      for (;;) {
+        const c = await idleConnection(port, from);
+        open.push(c);
+        const refused = await Promise.race([c.closed.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 300))]);
+        if (!refused) return c;
+        if (Date.now() > deadline) throw new Error(`${from}: still refused 5 s after the earlier connections closed`);
+      }
+    };
+    try {
+      for (let round = 0; round < 3; round++) {
+        const peer = `127.0.0.${round + 2}`;
+        const share = [await kept(peer), await kept(peer)];
+        // The kubelet's probes come and go meanwhile.
+        expect(await healthz(port)).toBe(200);
+        for (const c of share) c.socket.destroy();
+        await Promise.all(share.map((c) => c.closed));
+      }
+      // The reserve is still whole: two non-reserved connections at most, however many probes came and went.
+      await kept('127.0.0.9');
+      await kept('127.0.0.10');
+      const extra = await idleConnection(port, '127.0.0.11');
+      open.push(extra);
+      expect(await Promise.race([extra.closed.then(() => 'refused'), new Promise((r) => setTimeout(() => r('kept'), 3_000))])).toBe(
+        'refused',
+      );
+    } finally {
+      for (const c of open) c.socket.destroy();
+      await server.stop();
+    }
+  });
 });

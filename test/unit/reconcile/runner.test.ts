@@ -116,6 +116,22 @@ describe('BoundedFrequencyRunner', () => {
     runner.stop();
   });
 
+  it('a success resets the backoff: a failure after it is retried after the base delay, not the last one', async () => {
+    const { runs, runner, advance, tick } = harness(['fail', 'fail', 'fail', 'ok', 'fail', 'ok'], 60_000);
+    runner.start();
+    runner.request();
+    await tick();
+    await advance(8_000, 100);
+    // Three failures (retried after 1 s, 2 s), then the third retry succeeds at 7 s.
+    expect(runs.map((r) => `${r.reason}@${r.at}`)).toEqual(['change@0', 'retry@1000', 'retry@3000', 'retry@7000']);
+    // A new change fails: the first failure since the success, retried after 1 s again.
+    runner.request();
+    await tick();
+    await advance(5_000, 100);
+    expect(runs.slice(4).map((r) => `${r.reason}@${r.at}`)).toEqual(['change@8000', 'retry@9000']);
+    runner.stop();
+  });
+
   it('a request during a run is served by one more run after it', async () => {
     const { clock, runs, runner, advance } = harness();
     let release: () => void = () => undefined;
