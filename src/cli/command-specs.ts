@@ -46,6 +46,13 @@ const EXIT_ERROR: Exit = [2, 'error: a usage or configuration error, unreadable 
 
 const { ruleset, kernel, manifests, log, daemonAddress } = SETTING_GROUPS;
 
+/**
+ * What compiling every node of a cluster reads (`why`, `map`): each node is compiled with its own name and pod
+ * CIDRs, so those are not settings here; strict mode and the flannel lease change nothing about a new connection.
+ */
+const perNode: readonly ConfigKey[] = ['nodeName', 'podCidrs', 'revokeEstablished', 'flannelSubnetEnv'];
+const clusterRuleset: readonly ConfigKey[] = ruleset.filter((key) => !perNode.includes(key));
+
 export const COMMANDS = {
   daemon: {
     synopsis: '--node-name N [--kubeconfig F | --resources PATH [--resources PATH…]]',
@@ -157,22 +164,7 @@ export const COMMANDS = {
     synopsis: '--src NS/POD|IP --dst NS/POD|IP[:PORT] [--proto tcp|udp|sctp] [--port N]',
     summary:
       "one answer for a connection across the cluster: compile each node it crosses, walk the packet through the source's egress and the destination's ingress, name the tier, policy and rule that decided; exit 0 allowed, 1 dropped, 2 error",
-    // Each node is compiled with its own name and pod CIDRs; strict mode and the flannel lease change nothing about a new connection.
-    settings: [
-      'bridge',
-      'unknownPods',
-      'chainPrefix',
-      'ipsetPrefix',
-      'markMask',
-      'flowLogs',
-      'flowLogGroup',
-      'flowLogRate',
-      'flowLogAllowed',
-      'budgetSetMembers',
-      'budgetRules',
-      ...manifests,
-      ...daemonAddress,
-    ],
+    settings: [...clusterRuleset, ...manifests, ...daemonAddress],
     exits: [
       [0, 'allowed'],
       [1, 'dropped'],
@@ -217,21 +209,7 @@ export const COMMANDS = {
     synopsis: '[--resources PATH… | --kubeconfig F] [--format html|svg|dot|md|json] [-o FILE] | --diff OLD NEW',
     summary:
       "the connections the policies allow between workloads (and to and from the outside world), per protocol and port, traced through each node's compiled rules; --diff: what a change opens and closes, exit 0 no change, 1 changes, 2 error",
-    // Each node is compiled with its own name and pod CIDRs, as `why` does.
-    settings: [
-      'bridge',
-      'unknownPods',
-      'chainPrefix',
-      'ipsetPrefix',
-      'markMask',
-      'flowLogs',
-      'flowLogGroup',
-      'flowLogRate',
-      'flowLogAllowed',
-      'budgetSetMembers',
-      'budgetRules',
-      ...manifests,
-    ],
+    settings: [...clusterRuleset, ...manifests],
     exits: [[0, 'the map is written; --diff: nothing opened or closed'], [1, '--diff: some connection opened or closed'], EXIT_ERROR],
     options: [
       OPT.resources,
