@@ -7,7 +7,6 @@
 // on its own namespace opens it in-process; for `--netns NAME` (tests, sandbox) a small worker
 // (ctnetlink-worker.ts) is started once with `ip netns exec NAME` and asked over JSON lines.
 
-import { fileURLToPath } from 'node:url';
 import type { IpFamily } from '../model/cluster.js';
 import {
   dumpRequest,
@@ -21,7 +20,7 @@ import {
   type MarkUpdate,
   type WireEntry,
 } from './ctnetlink-codec.js';
-import { startJsonLineProcess, type JsonLineProcess } from './process.js';
+import { dataplaneModuleCommand, startJsonLineProcess, type JsonLineProcess } from './process.js';
 
 export type { CtEntry, CtTuple, MarkUpdate } from './ctnetlink-codec.js';
 
@@ -101,20 +100,10 @@ export async function openInProcess(): Promise<ConntrackTable> {
   };
 }
 
-/** The worker module beside this one: the built .js, or under a TypeScript loader (tests) the .ts. */
-function workerCommand(): { file: string; args: string[] } {
-  const self = fileURLToPath(import.meta.url);
-  if (self.endsWith('.ts')) {
-    const loader = fileURLToPath(new URL('../../scripts/register-ts.mjs', import.meta.url));
-    return { file: process.execPath, args: ['--import', loader, self.replace(/ctnetlink\.ts$/, 'ctnetlink-worker.ts')] };
-  }
-  return { file: process.execPath, args: [self.replace(/ctnetlink\.js$/, 'ctnetlink-worker.js')] };
-}
-
 const WORKER_TIMEOUT_MS = 120_000;
 
 async function openWorker(netns: string, onStderr?: (line: string) => void): Promise<ConntrackTable> {
-  const { file, args } = workerCommand();
+  const { file, args } = dataplaneModuleCommand('ctnetlink-worker');
   const proc: JsonLineProcess = await startJsonLineProcess({
     file,
     args,

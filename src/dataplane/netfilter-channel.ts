@@ -6,9 +6,8 @@
 // (netfilter-channel-worker.ts) is started once with `ip netns exec NAME` and the datagrams go to it as JSON
 // lines, as for ctnetlink. Either way no process starts per request.
 
-import { fileURLToPath } from 'node:url';
 import { splitMessages } from './ipset-wire.js';
-import { startJsonLineProcess } from './process.js';
+import { dataplaneModuleCommand, startJsonLineProcess } from './process.js';
 
 const NETLINK_NETFILTER = 12;
 /** An error reply echoes its request (up to ~16 KiB, ipset-wire.ts); leave room for a batch of them. */
@@ -109,18 +108,8 @@ export async function openInProcess(): Promise<NetfilterChannel> {
   };
 }
 
-/** The relay module beside this one: the built .js, or under a TypeScript loader (tests) the .ts. */
-function relayCommand(): { file: string; args: string[] } {
-  const self = fileURLToPath(import.meta.url);
-  if (self.endsWith('.ts')) {
-    const loader = fileURLToPath(new URL('../../scripts/register-ts.mjs', import.meta.url));
-    return { file: process.execPath, args: ['--import', loader, self.replace(/netfilter-channel\.ts$/, 'netfilter-channel-worker.ts')] };
-  }
-  return { file: process.execPath, args: [self.replace(/netfilter-channel\.js$/, 'netfilter-channel-worker.js')] };
-}
-
 async function openRelay(netns: string, onStderr?: (line: string) => void): Promise<NetfilterChannel> {
-  const { file, args } = relayCommand();
+  const { file, args } = dataplaneModuleCommand('netfilter-channel-worker');
   let proc;
   try {
     proc = await startJsonLineProcess({ file, args, netns, readyTimeoutMs: 20_000, ...(onStderr ? { onStderr } : {}) });

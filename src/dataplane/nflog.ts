@@ -3,9 +3,7 @@
 // namespace (`--netns`, the sandbox) the socket is opened by a small child started with `ip netns exec`
 // (nflog-child.ts), which forwards each parsed packet as a JSON line; otherwise it is opened here.
 
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { startJsonLineProcess } from './process.js';
+import { dataplaneModuleCommand, startJsonLineProcess } from './process.js';
 import { bindRequest, modeRequest, NFULNL_MSG_CONFIG, parseNflogMessage, unbindRequest, type NflogPacket } from './nflog-wire.js';
 
 export type { NflogPacket } from './nflog-wire.js';
@@ -77,9 +75,10 @@ function bindFailure(group: number, err: Error & { errno?: number; code?: string
 }
 
 async function openInNetns(opts: NflogReaderOptions, netns: string): Promise<NflogReader> {
+  const child = dataplaneModuleCommand('nflog-child');
   const proc = await startJsonLineProcess({
-    ...childCommand(),
-    args: [...childCommand().args, String(opts.group)],
+    file: child.file,
+    args: [...child.args, String(opts.group)],
     netns,
     onStderr: (line) => opts.onError?.(line),
     onMessage: (msg) => {
@@ -95,13 +94,4 @@ async function openInNetns(opts: NflogReaderOptions, netns: string): Promise<Nfl
       await proc.stop();
     },
   };
-}
-
-/** `node dist/dataplane/nflog-child.js`, or the TypeScript source through the dev loader when running from src/. */
-function childCommand(): { file: string; args: string[] } {
-  const built = fileURLToPath(new URL('./nflog-child.js', import.meta.url));
-  if (existsSync(built)) return { file: process.execPath, args: [built] };
-  const source = fileURLToPath(new URL('./nflog-child.ts', import.meta.url));
-  const loader = fileURLToPath(new URL('../../scripts/register-ts.mjs', import.meta.url));
-  return { file: process.execPath, args: ['--import', loader, source] };
 }

@@ -4,6 +4,7 @@
 
 import { spawn, spawnSync } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 
 export type JsonObject = { readonly [key: string]: unknown };
 
@@ -180,4 +181,16 @@ export function killPid(pid: number, signal: NodeJS.Signals = 'SIGKILL'): void {
  */
 export function runSyncBestEffort(file: string, args: readonly string[], input?: string): void {
   spawnSync(file, [...args], { input: input ?? '', stdio: ['pipe', 'ignore', 'ignore'], timeout: 10_000 });
+}
+
+/**
+ * The command that runs one of this folder's modules as its own process (a worker inside another network
+ * namespace, the NFLOG reader): `node <module>.js` beside this file when built, or under the TypeScript loader
+ * (tests) the `.ts` source through the dev loader.
+ */
+export function dataplaneModuleCommand(module: string): { file: string; args: string[] } {
+  if (!fileURLToPath(import.meta.url).endsWith('.ts'))
+    return { file: process.execPath, args: [fileURLToPath(new URL(`./${module}.js`, import.meta.url))] };
+  const loader = fileURLToPath(new URL('../../scripts/register-ts.mjs', import.meta.url));
+  return { file: process.execPath, args: ['--import', loader, fileURLToPath(new URL(`./${module}.ts`, import.meta.url))] };
 }
