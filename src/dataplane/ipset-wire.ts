@@ -10,7 +10,7 @@
 // member. Without NLM_F_EXCL the kernel sets IPSET_FLAG_EXIST: re-adding a present member or deleting an
 // absent one is no error (`ipset -exist`).
 
-import ipaddr from 'ipaddr.js';
+import { ipToBytes, parseIp } from '../model/index.js';
 import { attr, be32, nested, NLA_F_NESTED, NLA_F_NET_BYTEORDER, parseAttributes } from './netlink-attributes.js';
 
 const NFNL_SUBSYS_IPSET = 6;
@@ -99,26 +99,6 @@ export function parseProtocolReply(payload: Buffer): { readonly max: number; rea
   return { max: max.readUInt8(0), min: min && min.length >= 1 ? min.readUInt8(0) : max.readUInt8(0) };
 }
 
-/** Dotted-decimal IPv4 as inet_pton reads it (what `ipset` itself accepts), into `out` at `at`; false if it is not one. */
-function putIpv4(text: string, out: Buffer, at: number): boolean {
-  let part = 0;
-  let digits = 0;
-  let parts = 0;
-  for (let i = 0; i <= text.length; i++) {
-    const c = i < text.length ? text.charCodeAt(i) : 46; // a final '.' closes the last part
-    if (c >= 48 && c <= 57) {
-      part = part * 10 + (c - 48);
-      if (++digits > 3 || part > 255) return false;
-    } else if (c === 46) {
-      if (digits === 0 || parts === 4) return false;
-      out[at + parts++] = part;
-      part = 0;
-      digits = 0;
-    } else return false;
-  }
-  return parts === 4;
-}
-
 /** Writes one attribute header at `at` and returns where its value starts. */
 function putHeader(out: Buffer, at: number, len: number, type: number): number {
   out.writeUInt16LE(len, at);
@@ -143,18 +123,12 @@ export function memberData(text: string, lineno: number): Buffer {
   const out = Buffer.alloc(80);
   // DATA { IP { IPADDR_IPV4|IPV6 }, CIDR?, PORT?, PROTO?, CADT_FLAGS?, LINENO }
   let at = 4;
-  let v6 = false;
-  if (!putIpv4(ipText, out, at + 8)) {
-    let bytes: number[];
-    try {
-      bytes = ipaddr.IPv6.parse(ipText).toByteArray();
-    } catch {
-      throw new IpsetMemberSyntaxError(`ipset member "${text}": "${ipText}" is not an IP address`);
-    }
-    Buffer.from(bytes).copy(out, at + 8);
-    v6 = true;
-  }
-  const ipLen = v6 ? 16 : 4;
+  // Members come from the compiler, whose addresses model/address.ts already read: the same reader here.
+  if (parseIp(ipText) === undefined) throw new IpsetMemberSyntaxError(`ipset member "${text}": "${ipText}" is not an IP address`);
+  const bytes = ipToBytes(ipText);
+  bytes.copy(out, at + 8);
+  const v6 = bytes.length === 16;
+  const ipLen = bytes.length;
   putHeader(out, at, 8 + ipLen, IPSET_ATTR_IP | NLA_F_NESTED);
   putHeader(out, at + 4, 4 + ipLen, (v6 ? IPSET_ATTR_IPADDR_IPV6 : IPSET_ATTR_IPADDR_IPV4) | NLA_F_NET_BYTEORDER);
   at += 8 + ipLen;
