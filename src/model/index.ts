@@ -12,3 +12,4 @@ export * from './chain-kinds.js';
 export * from './rule-comments.js';
 export * from './address.js';
 export * from './digest.js';
+export * from './dns-egress.js';
