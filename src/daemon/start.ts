@@ -18,7 +18,7 @@ import { BridgedPolicingSource, LocalPods, spoofDropSource, startAntiSpoof } fro
 import { kubeConfigOf, openSource, policyEventsOf } from './cluster-source.js';
 import { createRevoker, establishedFlows } from './established-flows.js';
 import { eventKind, eventLatency } from './event-latency.js';
-import { nodeSettingsSource } from './node-settings.js';
+import { nodeSettingsSource } from '../config/node-settings.js';
 import { startObservability } from './observability.js';
 import { preconditionChecker } from './preconditions.js';
 import { createServiceGuards } from './service-guards.js';
