@@ -50,6 +50,7 @@ describe('module loading per command', () => {
         'cli/main.ts',
         'cli/options.ts',
         'cli/usage-errors.ts',
+        'commands/errors.ts',
         // "did you mean" (no imports of its own).
         'config/edit-distance.ts',
         'config/marks.ts',
