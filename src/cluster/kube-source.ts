@@ -29,7 +29,8 @@
 // likewise. Servers before 1.28 do not know `spec.hostNetwork` (400): the selector falls back to the phase
 // alone, and without that to none.
 
-import { CustomObjectsApi, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import { ClusterPolicyDiscovery, type DiscoveryHost } from './cnp-discovery.js';
 import type { ClusterSnapshot, Problem } from '../model/index.js';
 import { convert } from './convert.js';
 import { KindInformer } from './kind-informer.js';
@@ -49,7 +50,6 @@ import {
   CNP_API,
   DEFAULT_INITIAL_STATE_LIMITS,
   describeError,
-  GONE_CONFIRMATIONS,
   keyOf,
   LIST_PAGE_SIZE,
   PEER_POD_SELECTORS,
@@ -82,18 +82,7 @@ export class KubeSource implements ClusterSource {
   private readonly random: () => number;
   private readonly watchTimeoutSeconds: number | undefined;
   private readonly kubeConfig: KubeConfig;
-  private readonly crdRecheckMs: number;
-  /** True until discovery has said whether the ClusterNetworkPolicy API exists (sync waits for that). */
-  private discovering = true;
-  private cnpAbsentLogged = false;
-  private discoveryTimer: NodeJS.Timeout | undefined;
-  private discoveryAttempts = 0;
-  private readonly goneConfirmIntervalMs: number;
-  private readonly onUnconfirmed: (reason: string | undefined) => void;
-  /** The ClusterNetworkPolicy API answered 404 and is not yet confirmed gone: absent answers so far, since when. */
-  private suspect: { absent: number; since: Date; timer: NodeJS.Timeout | undefined } | undefined;
-  /** Discovery listed it again: settled once its watch is connected (a second 404 before that suspects it again). */
-  private resuming = false;
+  private readonly discovery: ClusterPolicyDiscovery;
   /** Cleared for good once the server refuses WatchList (422): then every kind lists. */
   private watchList: boolean;
   /** Per kind, which of its fieldSelectors is in use. */
@@ -111,15 +100,14 @@ export class KubeSource implements ClusterSource {
     this.random = opts.random ?? Math.random;
     this.synced = new Promise<void>((resolve) => (this.markSynced = resolve));
     this.kubeConfig = opts.kubeConfig;
-    this.crdRecheckMs = opts.crdRecheckMs ?? 60_000;
-    this.goneConfirmIntervalMs = opts.goneConfirmIntervalMs ?? 5_000;
-    this.onUnconfirmed = opts.onUnconfirmed ?? (() => undefined);
     this.watchList = opts.watchList ?? true;
     const limits = { ...DEFAULT_INITIAL_STATE_LIMITS, ...opts.limits };
     // All kinds together: room for the largest kind at its bound plus a quarter of that for the others.
     this.limits = { ...limits, inFlight: new InFlightObjects(Math.ceil(limits.maxObjects * 1.25)) };
     this.onRefused = opts.onRefused ?? (() => undefined);
     this.onFailure = opts.onFailure ?? (() => false);
+
+    this.discovery = new ClusterPolicyDiscovery(this.discoveryHost(opts));
 
     // Pods of all namespaces and all nodes: policy peers can be anywhere.
     const watches: readonly KindWatch[] = [
@@ -130,146 +118,45 @@ export class KubeSource implements ClusterSource {
     ];
     for (const w of watches) this.informers.set(w.kind, this.makeInformer(opts.kubeConfig, w));
     for (const kind of this.informers.keys()) this.startInformer(kind);
-    void this.discoverClusterPolicies();
+    void this.discovery.discover();
   }
 
-  /**
-   * Watches ClusterNetworkPolicies once discovery lists them. A cluster without the CRD gets a 404:
-   * that is logged once and looked at again every `crdRecheckMs` (installing the CRD later is picked up),
-   * never retried as an error. Other failures retry with backoff, and sync waits: programming without
-   * the admin tier's Denies would open traffic they close.
-   */
-  private async discoverClusterPolicies(): Promise<void> {
-    this.discoveryTimer = undefined;
-    if (this.stopped) return;
-    const answer = await this.askDiscovery();
-    if (this.stopped) return;
-    if (typeof answer !== 'boolean') {
-      const delayMs = backoffDelay(this.discoveryAttempts++, this.initialMs, this.maxMs, this.random);
-      if (!this.onFailure(answer.error))
-        this.logger.warn('ClusterNetworkPolicy discovery failed; retrying', { delayMs, error: describeError(answer.error) });
-      this.scheduleDiscovery(delayMs);
-      return;
-    }
-    const installed = answer;
-    this.discoveryAttempts = 0;
-    if (installed && !this.informers.has('ClusterNetworkPolicy')) {
-      this.logger.info('ClusterNetworkPolicy API found; watching it', { api: `${CNP_API.group}/${CNP_API.version}` });
-      this.cnpAbsentLogged = false;
-      this.informers.set('ClusterNetworkPolicy', this.makeInformer(this.kubeConfig, this.cnpWatch()));
-      this.startInformer('ClusterNetworkPolicy');
-    } else if (!installed) {
-      if (!this.cnpAbsentLogged) {
-        this.logger.info('ClusterNetworkPolicy API not installed; enforcing NetworkPolicy only', {
-          api: `${CNP_API.group}/${CNP_API.version}`,
-        });
-        this.cnpAbsentLogged = true;
-      }
-      this.scheduleDiscovery(this.crdRecheckMs);
-    }
-    this.discovering = false;
-    this.maybeSynced();
-  }
-
-  /** Whether discovery lists the ClusterNetworkPolicy resource (a 404 for its group-version: no); other failures as they are. */
-  private async askDiscovery(): Promise<boolean | { error: unknown }> {
-    try {
-      const custom = this.kubeConfig.makeApiClient(CustomObjectsApi);
-      const list = await custom.getAPIResources({ group: CNP_API.group, version: CNP_API.version });
-      return (list.resources ?? []).some((r) => r.name === CNP_API.plural);
-    } catch (err) {
-      return statusOf(err) === 404 ? false : { error: err };
-    }
-  }
-
-  /**
-   * The ClusterNetworkPolicy list or watch answered 404. Nothing is forgotten yet: the informer stays stopped,
-   * the policies last seen stay in the store (so in the kernel), the daemon is told (not ready), and discovery
-   * is asked every `goneConfirmIntervalMs`: GONE_CONFIRMATIONS absent answers in a row drop the policies; an
-   * answer that lists the resource restarts the informer (resuming its watch).
-   */
-  private suspectGone(err: unknown): void {
-    if (this.suspect) return;
-    this.resuming = false;
-    this.suspect = { absent: 0, since: new Date(), timer: undefined };
-    this.logger.warn('the ClusterNetworkPolicy API answered 404; confirming through discovery, still enforcing its policies', {
-      confirmations: GONE_CONFIRMATIONS,
-      intervalMs: this.goneConfirmIntervalMs,
-      error: describeError(err),
-    });
-    this.reportSuspect();
-    this.scheduleConfirm();
-  }
-
-  private reportSuspect(): void {
-    if (!this.suspect) return this.onUnconfirmed(undefined);
-    this.onUnconfirmed(
-      `the ClusterNetworkPolicy API answered 404 at ${this.suspect.since.toISOString()}; confirming it is gone ` +
-        `(${this.suspect.absent} of ${GONE_CONFIRMATIONS} absent answers from discovery), its last policies still enforced`,
-    );
-  }
-
-  private scheduleConfirm(): void {
-    if (this.stopped || !this.suspect) return;
-    this.suspect.timer = setTimeout(() => void this.confirmGone(), this.goneConfirmIntervalMs);
-    this.suspect.timer.unref();
-  }
-
-  private async confirmGone(): Promise<void> {
-    if (this.stopped || !this.suspect) return;
-    const answer = await this.askDiscovery();
-    if (this.stopped || !this.suspect) return;
-    if (answer === true) {
-      this.logger.info('discovery lists the ClusterNetworkPolicy API again; watching it again', { absentAnswers: this.suspect.absent });
-      this.suspect = undefined;
-      // Still not settled: ready again only once its watch is connected (onConnected in makeInformer).
-      this.resuming = true;
-      if (this.informers.has('ClusterNetworkPolicy')) this.startInformer('ClusterNetworkPolicy');
-      return;
-    }
-    // A failed discovery request says nothing either way: the count stands and discovery is asked again.
-    if (answer === false) this.suspect.absent++;
-    else
-      this.logger.warn('ClusterNetworkPolicy discovery failed while confirming the API is gone; asking again', {
-        error: describeError(answer.error),
-      });
-    if (this.suspect.absent < GONE_CONFIRMATIONS) {
-      this.reportSuspect();
-      return this.scheduleConfirm();
-    }
-    this.suspect = undefined;
-    this.dropClusterPolicies();
-    this.reportSuspect();
-  }
-
-  private scheduleDiscovery(delayMs: number): void {
-    if (this.stopped) return;
-    this.discoveryTimer = setTimeout(() => void this.discoverClusterPolicies(), delayMs);
-    this.discoveryTimer.unref();
-  }
-
-  private cnpWatch(): KindWatch {
-    return { kind: 'ClusterNetworkPolicy', path: `/apis/${CNP_API.group}/${CNP_API.version}/${CNP_API.plural}` };
-  }
-
-  /** The CRD went away (its objects with it): forget them and go back to discovery. */
-  private dropClusterPolicies(): void {
-    const informer = this.informers.get('ClusterNetworkPolicy');
-    this.informers.delete('ClusterNetworkPolicy');
-    this.listed.delete('ClusterNetworkPolicy');
-    this.attempts.delete('ClusterNetworkPolicy');
-    clearTimeout(this.retryTimers.get('ClusterNetworkPolicy'));
-    this.retryTimers.delete('ClusterNetworkPolicy');
-    void informer?.stop().catch(() => undefined);
-    for (const key of this.store.keys('ClusterNetworkPolicy')) {
-      this.setProblems('ClusterNetworkPolicy', key, []);
-      this.changes.emit(this.store.delete('ClusterNetworkPolicy', key));
-    }
-    this.logger.warn('ClusterNetworkPolicy API gone (discovery confirmed it); its policies are no longer enforced', {
-      confirmations: GONE_CONFIRMATIONS,
-      intervalMs: this.goneConfirmIntervalMs,
-    });
-    this.scheduleDiscovery(this.crdRecheckMs);
+  /** The informer of a ClusterNetworkPolicy API discovery found, and what becomes of it when the API goes. */
+  private discoveryHost(opts: KubeSourceOptions): DiscoveryHost {
+    const cnp = 'ClusterNetworkPolicy';
+    return {
+      kubeConfig: this.kubeConfig,
+      logger: this.logger,
+      crdRecheckMs: opts.crdRecheckMs ?? 60_000,
+      goneConfirmIntervalMs: opts.goneConfirmIntervalMs ?? 5_000,
+      onUnconfirmed: opts.onUnconfirmed ?? (() => undefined),
+      onFailure: this.onFailure,
+      backoff: (attempt) => backoffDelay(attempt, this.initialMs, this.maxMs, this.random),
+      isStopped: () => this.stopped,
+      watching: () => this.informers.has(cnp),
+      watch: () => {
+        const path = `/apis/${CNP_API.group}/${CNP_API.version}/${CNP_API.plural}`;
+        this.informers.set(cnp, this.makeInformer(this.kubeConfig, { kind: cnp, path }));
+        this.startInformer(cnp);
+      },
+      resume: () => {
+        if (this.informers.has(cnp)) this.startInformer(cnp);
+      },
+      forget: () => {
+        const informer = this.informers.get(cnp);
+        this.informers.delete(cnp);
+        this.listed.delete(cnp);
+        this.attempts.delete(cnp);
+        clearTimeout(this.retryTimers.get(cnp));
+        this.retryTimers.delete(cnp);
+        void informer?.stop().catch(() => undefined);
+        for (const key of this.store.keys(cnp)) {
+          this.setProblems(cnp, key, []);
+          this.changes.emit(this.store.delete(cnp, key));
+        }
+      },
+      settled: () => this.maybeSynced(),
+    };
   }
 
   snapshot(): ClusterSnapshot {
@@ -287,8 +174,7 @@ export class KubeSource implements ClusterSource {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.discoveryTimer);
-    clearTimeout(this.suspect?.timer);
+    this.discovery.stop();
     for (const timer of this.retryTimers.values()) clearTimeout(timer);
     this.retryTimers.clear();
     await Promise.all([...this.informers.values()].map((i) => i.stop()));
@@ -303,11 +189,7 @@ export class KubeSource implements ClusterSource {
       onWatchStart: () => this.markListed(w.kind),
       onConnected: () => {
         this.attempts.set(w.kind, 0);
-        if (w.kind === 'ClusterNetworkPolicy' && this.resuming) {
-          this.resuming = false;
-          this.logger.info('watching ClusterNetworkPolicies again; their API is confirmed served');
-          this.onUnconfirmed(undefined);
-        }
+        if (w.kind === 'ClusterNetworkPolicy') this.discovery.connected();
       },
       timeoutSeconds: () => this.watchTimeoutSeconds ?? 300 + Math.floor(this.random() * 300),
       onDecodeError: (line) => {
@@ -433,7 +315,7 @@ export class KubeSource implements ClusterSource {
   private onInformerError(kind: ObjectKind, err: unknown): void {
     // A ClusterNetworkPolicy informer dropped with its CRD still reports its stop: nothing to restart.
     if (this.stopped || this.retryTimers.has(kind) || !this.informers.has(kind)) return;
-    if (kind === 'ClusterNetworkPolicy' && statusOf(err) === 404) return this.suspectGone(err);
+    if (kind === 'ClusterNetworkPolicy' && statusOf(err) === 404) return this.discovery.suspectGone(err);
     const attempt = this.attempts.get(kind) ?? 0;
     this.attempts.set(kind, attempt + 1);
     const delayMs = backoffDelay(attempt, this.initialMs, this.maxMs, this.random);
@@ -458,7 +340,7 @@ export class KubeSource implements ClusterSource {
 
   private syncedOnce = false;
   private maybeSynced(): void {
-    if (this.syncedOnce || this.discovering) return;
+    if (this.syncedOnce || this.discovery.discovering) return;
     if (this.listed.size === this.informers.size) {
       this.syncedOnce = true;
       this.logger.info('cluster synced', { nodes: this.snapshot().nodes.length, pods: this.snapshot().pods.length });
