@@ -2,7 +2,7 @@
 // then the problems. Every line fits 80 columns.
 
 import { wrap } from '../trace/index.js';
-import type { InspectProblem, InspectReport, PeerView, PodView, PolicyRuleView, PolicyView, SetView, WorkloadView } from './model.js';
+import type { InspectProblem, InspectReport, PeerView, PodView, PolicyRuleView, PolicyView, SetView, WorkloadView } from './report.js';
 
 export interface FormatOptions {
   /** Print policy blocks (with the pods using them) instead of pod blocks: `--policy`. */
