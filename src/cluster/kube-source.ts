@@ -24,7 +24,7 @@
 //
 // The pod informer may narrow what it receives with a field selector (option `peerPodsOnly`): pods that
 // are Succeeded or Failed, or on the host network, never count in NetworkPolicy (DESIGN.md §3, countsAsPeer
-// in compile/cluster-state.ts), so they need not cross the wire. A pod that stops matching (a Job's pod
+// in compile/pod-peers.ts), so they need not cross the wire. A pod that stops matching (a Job's pod
 // completing) arrives as a DELETED event, as the API server's watch cache filters; a relist drops it
 // likewise. Servers before 1.28 do not know `spec.hostNetwork` (400): the selector falls back to the phase
 // alone, and without that to none.
