@@ -1,6 +1,7 @@
 // This node's settings for each compile: configuration, with the pod CIDRs podCidrsOf chooses (the Node
 // object in the snapshot may bring them late; flannel's lease is read once, when the source is made). The
-// daemon and the one-shot commands both read them here, so both learn the lease and warn alike.
+// daemon and the one-shot commands both read them here, so both learn the lease and warn alike. `why` and
+// `map`, compiling every node, read each node's here too (settingsPerNode).
 
 import { readFlannelSubnetEnv } from './flannel.js';
 import { podCidrsOf, toNodeSettings } from './load.js';
@@ -50,4 +51,19 @@ export async function nodeSettingsSource(config: DaemonConfig, log?: NodeSetting
 /** One compile's settings (a one-shot command): the lease read, the warning given if no pod CIDR is known. */
 export async function nodeSettingsOnce(config: DaemonConfig, snapshot: ClusterSnapshot, log?: NodeSettingsLog): Promise<NodeSettings> {
   return (await nodeSettingsSource(config, log)).settings(snapshot);
+}
+
+/** Each node's settings as its own daemon would have them: this command's configuration, that node's name and pod CIDRs. */
+export function settingsPerNode(config: DaemonConfig, snapshot: ClusterSnapshot): (node: string) => NodeSettings {
+  const cache = new Map<string, NodeSettings>();
+  return (node) => {
+    let settings = cache.get(node);
+    if (!settings) {
+      // --pod-cidr names one node's range; every node here takes its own from its Node object.
+      const nodeConfig = { ...config, nodeName: node, podCidrs: [] };
+      settings = toNodeSettings(nodeConfig, podCidrsOf(nodeConfig, snapshot));
+      cache.set(node, settings);
+    }
+    return settings;
+  };
 }

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../../src/config/load.js';
-import { NO_POD_CIDR, nodeSettingsOnce, nodeSettingsSource } from '../../../src/config/node-settings.js';
+import { NO_POD_CIDR, nodeSettingsOnce, nodeSettingsSource, settingsPerNode } from '../../../src/config/node-settings.js';
 import type { ClusterSnapshot } from '../../../src/model/index.js';
 
 const snapshot = (podCidrs: string[] = []): ClusterSnapshot =>
@@ -71,5 +71,20 @@ describe('node settings', () => {
   it('a one-shot command without a log only reads', async () => {
     const settings = await nodeSettingsOnce(configWith('FLANNEL_SUBNET=10.244.1.1/24\n'), snapshot());
     expect(settings.podCidrs).toEqual(['10.244.1.0/24']);
+  });
+
+  it("why and map: each node takes its own Node's podCIDRs, not this command's --pod-cidr", () => {
+    const config = loadConfig({ env: { NODE_NAME: 'n1', NETFENCE_POD_CIDRS: '10.1.0.0/24' } }).config;
+    const cluster = {
+      ...snapshot(),
+      nodes: [
+        { name: 'a', podCidrs: ['10.2.0.0/24'] },
+        { name: 'b', podCidrs: ['10.3.0.0/24'] },
+      ],
+    } as unknown as ClusterSnapshot;
+    const settingsFor = settingsPerNode(config, cluster);
+    expect([settingsFor('a').nodeName, settingsFor('a').podCidrs]).toEqual(['a', ['10.2.0.0/24']]);
+    expect(settingsFor('b').podCidrs).toEqual(['10.3.0.0/24']);
+    expect(settingsFor('a')).toBe(settingsFor('a'));
   });
 });
