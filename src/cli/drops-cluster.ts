@@ -9,7 +9,7 @@ import type { Io } from './command-specs.js';
 import { configFrom, kubeConfigFrom, UsageError, type Parsed } from './context.js';
 import { CommandFailure } from './options.js';
 import { formatRecord } from './flow-record-text.js';
-import { apiGet, podProxy } from './why-live.js';
+import { apiGet, podProxy } from '../commands/why-live.js';
 
 export async function clusterDrops(parsed: Parsed, io: Io): Promise<number> {
   const v = parsed.values;

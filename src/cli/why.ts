@@ -13,7 +13,7 @@ import { parseIp } from '../model/address.js';
 import { EndpointError, formatAnswer, whyConnection, type Answer } from '../why/index.js';
 import type { Io } from './command-specs.js';
 import { configFrom, loadCluster, manifestLimits, parseCommand, UsageError, type Parsed } from './context.js';
-import { terminalSafeJson } from './terminal-text.js';
+import { terminalSafeJson } from '../commands/terminal-text.js';
 import { formatLive, liveReport, reachFor } from './why-live.js';
 
 // `map` compiles every node as `why` does.

@@ -31,7 +31,22 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   why: ['model', 'compile', 'trace'],
   map: ['model', 'compile', 'trace', 'why'],
   daemon: ['model', 'log', 'config', 'cluster', 'dataplane', 'render', 'plan', 'reconcile', 'revoke', 'antispoof', 'observe'],
-  commands: ['model', 'log', 'config', 'cluster', 'compile', 'render', 'dataplane', 'plan', 'reconcile', 'trace', 'inspect', 'antispoof'],
+  commands: [
+    'model',
+    'log',
+    'config',
+    'cluster',
+    'compile',
+    'render',
+    'dataplane',
+    'plan',
+    'reconcile',
+    'trace',
+    'inspect',
+    'antispoof',
+    'observe',
+    'why',
+  ],
   cli: ['commands', 'model', 'log', 'log-levels', 'config', 'cluster', 'inspect', 'trace', 'observe', 'why', 'map', 'daemon'],
 };
 /** What only commands/ may reach for cli/: the kernel, the compiler, the planner, the text layer. */
