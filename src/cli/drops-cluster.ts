@@ -6,6 +6,7 @@
 import { clusterFlows } from '../commands/drops-cluster.js';
 import type { Io } from './command-specs.js';
 import { configFrom, kubeConfigFrom, UsageError, type Parsed } from './context.js';
+import { terminalSafeJson } from '../commands/terminal-text.js';
 import { formatRecord } from './flow-record-text.js';
 
 export async function clusterDrops(parsed: Parsed, io: Io): Promise<number> {
@@ -26,7 +27,7 @@ export async function clusterDrops(parsed: Parsed, io: Io): Promise<number> {
     config,
   });
   const json = v['json'] === true;
-  for (const { node, record } of records) io.out(json ? `${JSON.stringify({ node, ...record })}\n` : `[${node}] ${formatRecord(record)}`);
+  for (const { node, record } of records) io.out(json ? `${terminalSafeJson({ node, ...record })}\n` : `[${node}] ${formatRecord(record)}`);
   if (!json && records.length === 0) io.out(`no denied connections recorded on ${nodes.join(', ') || 'any node'}\n`);
   const failed = results.filter((r) => r.error !== undefined);
   for (const f of failed) io.err(`netfence drops: cannot read the flow log of ${f.node}: ${f.error}\n`);

@@ -6,6 +6,8 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { DaemonConfig } from '../config/schema.js';
 import type { FlowRecord } from '../observe/flow-log.js';
 import { CommandFailure, UsageError } from './errors.js';
+import { parseFlowsAnswer } from './flows-answer.js';
+import { terminalSafe } from './terminal-text.js';
 import { apiGet, podProxy } from './why-live.js';
 
 export interface ClusterFlowsRequest {
@@ -34,10 +36,12 @@ export async function clusterFlows(kubeConfig: KubeConfig, request: ClusterFlows
     nodes.map(async (node) => {
       try {
         const { status, body } = await reach.get(node, `/flows?${query.toString()}`);
-        if (status !== 200) return { node, error: `answered ${status}: ${body.trim().slice(0, 200)}`, records: [] };
-        return { node, records: (JSON.parse(body) as { records?: FlowRecord[] }).records ?? [] };
+        // A daemon's answer is untrusted (anything on its port, or a proxy between): quoted made safe, and read
+        // as `netfence drops` reads one node's, checked as a flow list.
+        if (status !== 200) return { node, error: `answered ${status}: ${terminalSafe(body.trim().slice(0, 200))}`, records: [] };
+        return { node, records: parseFlowsAnswer(body, `${node} /flows`) };
       } catch (err) {
-        return { node, error: (err as Error).message, records: [] };
+        return { node, error: terminalSafe((err as Error).message), records: [] };
       }
     }),
   );
