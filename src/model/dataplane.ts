@@ -2,6 +2,7 @@
 // Rendering to restore text happens in src/render/; nothing here knows about text formats.
 
 import type { IpFamily } from './cluster.js';
+import type { DnsLearningPlan } from './dns-egress.js';
 
 export type ChainName = string & { readonly __brand: 'ChainName' };
 export type IpSetName = string & { readonly __brand: 'IpSetName' };
@@ -162,6 +163,8 @@ export interface FamilyState {
 export interface DesiredState {
   readonly v4: FamilyState;
   readonly v6: FamilyState;
+  /** What the DNS agent learns into which set (ClusterNetworkPolicy `domainNames`); absent when no rule asks. */
+  readonly dns?: DnsLearningPlan;
 }
 
 export const emptyFamilyState = (family: IpFamily): FamilyState => ({ family, ipsets: [], chains: [], hooks: [] });
