@@ -85,16 +85,18 @@ export async function openInProcess(opts: Omit<DnsSocketOptions, 'netns'>): Prom
   const held = new Set<number>();
   socket.on('message', (datagram: Buffer) => {
     for (const m of splitMessages(datagram)) {
+      // A request's first reply (a data reply such as the ipset protocol's, or the ACK); the kernel's own
+      // messages (queued and logged packets) carry sequence number 0, which no request uses.
+      const w = m.seq !== 0 ? waiting.get(m.seq) : undefined;
+      if (w) {
+        waiting.delete(m.seq);
+        w(m.raw);
+        continue;
+      }
       if (m.type === NLMSG_ERROR) {
-        const w = waiting.get(m.seq);
-        if (w) {
-          waiting.delete(m.seq);
-          w(m.raw);
-        } else {
-          // A verdict is sent without an ack; the kernel still answers one that failed.
-          const { errno } = parseError(m.payload);
-          if (errno !== 0) opts.onError(`netlink error ${errno} on an unacknowledged message`);
-        }
+        // A verdict is sent without an ack; the kernel still answers one that failed.
+        const { errno } = parseError(m.payload);
+        if (errno !== 0) opts.onError(`netlink error ${errno} on an unacknowledged message`);
         continue;
       }
       const packet = parsePacketMessage(m.type, m.payload);

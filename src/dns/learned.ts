@@ -10,7 +10,8 @@ export class LearnedEntries {
   private readonly expiresAt = new Map<string, number>();
   private nextSweep = 0;
 
-  constructor(private readonly perNodeMax: number) {}
+  /** The bound follows the plan's settings (a lower one refuses new addresses until enough expire). */
+  constructor(public perNodeMax: number) {}
 
   get size(): number {
     return this.expiresAt.size;

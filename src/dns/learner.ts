@@ -105,6 +105,7 @@ export class DnsLearner {
     for (const list of this.byPod.values()) for (const c of list) if (!kept.has(c.set.setName)) this.learned.forgetSet(c.set.setName);
     this.byPod = next;
     if (plan.settings.pendingPerPod !== this.settings.pendingPerPod) this.pending = this.newPending(plan.settings.pendingPerPod);
+    this.learned.perNodeMax = plan.settings.perNodeMax;
     this.settings = plan.settings;
   }
 
@@ -144,10 +145,8 @@ export class DnsLearner {
         refused = { refused: 'message', reason: msg.reason };
         continue;
       }
-      const query: SentQuery | undefined = this.pending.find(
-        { pod: s.dst, podPort: s.dstPort, server: s.src, id: msg.value.header.id },
-        now,
-      );
+      const key = { pod: s.dst, podPort: s.dstPort, server: s.src, id: msg.value.header.id };
+      const query: SentQuery | undefined = this.pending.find(key, now);
       if (!query) {
         refused = { refused: 'unsolicited', reason: `no pending query ${msg.value.header.id} from ${s.dst}:${s.dstPort} to ${s.src}` };
         continue;
@@ -157,6 +156,7 @@ export class DnsLearner {
         refused = { refused: 'mismatch', reason: grant.reason };
         continue;
       }
+      this.pending.answered(key);
       const matching = sets.filter((c) => c.patterns.some((p) => domainMatches(p, grant.value.name)));
       if (matching.length === 0) unmatched++;
       for (const c of matching)

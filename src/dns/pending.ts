@@ -48,13 +48,19 @@ export class PendingQueries {
     return 'recorded';
   }
 
-  /**
-   * The pending query this answer replies to, if any. Not removed: a resolver may get several answers to one
-   * query (a retransmit, a TCP answer split in messages), and the entry expires on its own.
-   */
+  /** The pending query this answer replies to, if any (left pending until `answered`). */
   find(key: QueryKey, now: number): SentQuery | undefined {
     this.expire(now);
     return this.entries.get(keyOf(key))?.query;
+  }
+
+  /**
+   * The query got its answer: no longer pending, so it frees its place under the bounds at once. Only an
+   * answer that matched its question ends it: a forged one with the right id but another question does not
+   * take the real answer's place.
+   */
+  answered(key: QueryKey): void {
+    this.remove(keyOf(key));
   }
 
   private remove(k: string): void {

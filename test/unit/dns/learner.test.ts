@@ -153,6 +153,22 @@ describe('bounds', () => {
     expect(l.answer(answer(POD_A, 1, 3, 'good.example', [A('good.example', '198.51.100.1')]), T0).refused).toBe('unsolicited');
   });
 
+  it('an answered query frees its place at once: many lookups in a row all grant under a small per-pod bound', () => {
+    const l = new DnsLearner(plan([set('a4', POD_A, ['*.good.example'])], { pendingPerPod: 2 }));
+    for (let i = 0; i < 100; i++) {
+      expect(l.query(query(POD_A, 1000 + i, i, `n${i}.good.example`), T0 + i)).toBe('recorded');
+      expect(l.answer(answer(POD_A, 1000 + i, i, `n${i}.good.example`, [A(`n${i}.good.example`, `198.51.101.${i}`)]), T0 + i).adds).toHaveLength(1);
+    }
+    expect(l.pendingQueries).toBe(0);
+  });
+
+  it('an answer with the right id but another question does not end the query: the real answer still grants', () => {
+    const l = new DnsLearner(plan([set('a4', POD_A, ['good.example'])]));
+    l.query(query(POD_A, 1, 1, 'good.example'), T0);
+    expect(l.answer(answer(POD_A, 1, 1, 'evil.example', [A('evil.example', '203.0.113.1')]), T0).refused).toBe('mismatch');
+    expect(l.answer(answer(POD_A, 1, 1, 'good.example', [A('good.example', '198.51.100.1')]), T0).adds).toHaveLength(1);
+  });
+
   it('pending queries per node', () => {
     const l = new DnsLearner(plan([set('a4', POD_A, ['good.example']), set('b4', POD_B, ['good.example'])]), { pendingPerNode: 1 });
     expect(l.query(query(POD_A, 1, 1, 'good.example'), T0)).toBe('recorded');
