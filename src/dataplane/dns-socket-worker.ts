@@ -24,15 +24,14 @@ try {
   writeLine({ ready: true, error: (err as Error).message });
 }
 
-const close = async (): Promise<void> => {
-  await socket?.close();
-  socket = undefined;
-};
+// Stdin closing and SIGTERM both end here (the parent sends both): one close, which the exit waits for.
+let closing: Promise<void> | undefined;
+const close = (): Promise<void> => (closing ??= socket?.close() ?? Promise.resolve());
 process.once('SIGTERM', () => void close().finally(() => process.exit(0)));
 
 serveJsonLines(
   async (request) => {
-    if (!socket) throw new Error('the socket is closed');
+    if (!socket || closing) throw new Error('the socket is closed');
     const packetId = request['packetId'] as number;
     if (request.op === 'release') {
       socket.release(packetId);

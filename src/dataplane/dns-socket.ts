@@ -159,6 +159,7 @@ export async function openInProcess(opts: Omit<DnsSocketOptions, 'netns'>): Prom
   }
 
   let open = true;
+  let closing: Promise<void> | undefined;
   const release = (packetId: number): void => {
     if (!open || !held.delete(packetId)) return;
     socket.send(nlmsg(NFQNL_MSG_VERDICT, NLM_F_REQUEST, nextSeq(), verdictRequest(opts.queue, packetId, 'accept')), {}, (err) => {
@@ -185,13 +186,24 @@ export async function openInProcess(opts: Omit<DnsSocketOptions, 'netns'>): Prom
       release(packetId);
       return outcome;
     },
-    async close() {
-      if (!open) return;
-      for (const id of [...held]) release(id);
-      open = false;
-      await request(NFQNL_MSG_CONFIG, queueUnbind(opts.queue), 'unbind').catch(() => undefined);
-      await request(NFULNL_MSG_CONFIG, logUnbind(opts.nflogGroup), 'unbind').catch(() => undefined);
-      socket.close();
+    close() {
+      closing ??= (async () => {
+        // A queue of length 0 fails open: from the kernel's acknowledgement on, new answers pass unheld, and every
+        // answer queued before it is already in this socket (the kernel sends a packet's message as it queues it).
+        await request(
+          NFQNL_MSG_CONFIG,
+          configRequest(opts.queue, { copyRange: COPY_RANGE, maxLen: 0, failOpen: true, conntrack: false }),
+          'drain',
+        ).catch(() => undefined);
+        // Then the held ones are released; unbinding first would drop them (the kernel flushes a destroyed queue
+        // with NF_DROP). The unbind goes out after the verdicts, in order, and its acknowledgement follows them.
+        for (const id of [...held]) release(id);
+        open = false;
+        await request(NFQNL_MSG_CONFIG, queueUnbind(opts.queue), 'unbind').catch(() => undefined);
+        await request(NFULNL_MSG_CONFIG, logUnbind(opts.nflogGroup), 'unbind').catch(() => undefined);
+        socket.close();
+      })();
+      return closing;
     },
   };
 }
