@@ -4,6 +4,7 @@
 
 import { learnedComment, readComment, ruleComment } from '../../../src/model/index.js';
 import { parseIpsetSave } from '../../../src/render/index.js';
+import { formatReport, inspectRuleset } from '../../../src/inspect/index.js';
 import { formatTrace, loadRuleset, packetFor, tracePacket } from '../../../src/trace/index.js';
 import { loadGoldenCase } from '../../helpers/golden.js';
 
@@ -59,5 +60,23 @@ describe('trace through a domainNames rule', () => {
     const comment = ruleComment.cnpLearned('cnp p egress:0', 'x/a', many);
     expect(comment.length).toBeLessThanOrEqual(200);
     expect(readComment(comment)).toMatchObject({ learned: { pod: 'x/a', names: expect.arrayContaining(['...']) } });
+  });
+});
+
+describe('inspect on a domainNames rule', () => {
+  it('lists what each pod learned per rule: the address, the name, the time left; or nothing yet', () => {
+    const report = inspectRuleset(ruleset, withLearned, { chainPrefix: 'nf-' });
+    const rules = report.policies.find((p) => p.policy === 'ClusterNetworkPolicy shop-egress')!.rules;
+    expect(rules.filter((r) => r.learned).map((r) => r.learned)).toEqual([
+      {
+        pod: 'shop/client-0',
+        names: ['good.example', '*.cdn.example'],
+        addresses: [{ address: '198.51.100.10', name: 'good.example', learnedAt: LEARNED_AT, remainingSeconds: 30 }],
+      },
+      { pod: 'shop/client-1', names: ['good.example', '*.cdn.example'], addresses: [] },
+    ]);
+    const text = formatReport(report).replace(/\s+/g, ' ');
+    expect(text).toContain('learned by shop/client-0 for good.example, *.cdn.example: 198.51.100.10 (good.example, 30 s left)');
+    expect(text).toContain('learned by shop/client-1 for good.example, *.cdn.example: nothing learned yet');
   });
 });
