@@ -59,13 +59,6 @@ if (!values.inside) {
   await inside();
 }
 
-/** The name's labels from a query (offset 12, no compression in a query). */
-function nameOf(msg: Buffer): string {
-  const labels: string[] = [];
-  for (let off = 12; off < msg.length && msg[off]! > 0; off += 1 + msg[off]!) labels.push(msg.subarray(off + 1, off + 1 + msg[off]!).toString('latin1'));
-  return labels.join('.');
-}
-
 function query(id: number, name: string): Buffer {
   const labels = name.split('.').map((l) => Buffer.concat([Buffer.from([l.length]), Buffer.from(l)]));
   const h = Buffer.alloc(12);
@@ -190,7 +183,8 @@ async function inside(): Promise<void> {
   const heap0 = process.memoryUsage().heapUsed;
   const entries = new LearnedEntries(1 << 20);
   const N = 100_000;
-  for (let i = 0; i < N; i++) entries.learn(`nf4d:abcdefghij${i % 50}klmnopqrst`, `10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`, Date.now() + 60_000, Date.now());
+  for (let i = 0; i < N; i++)
+    entries.learn(`nf4d:abcdefghij${i % 50}klmnopqrst`, `10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`, Date.now() + 60_000, Date.now());
   gc?.();
   // Read while `entries` is still used below (after its last use the collector may take it back).
   const agentBytes = (process.memoryUsage().heapUsed - heap0) / entries.size;
@@ -202,10 +196,18 @@ async function inside(): Promise<void> {
   console.log(row('without the queue', baseline));
   console.log(row('floor: queued, released at once', floor));
   console.log(row(`agent: learned (+${Number(values.sets)} other sets)`, agentSeries));
-  console.log(`  added by the agent over the floor: p50 ${(pct(agentSeries, 50) - pct(floor, 50)).toFixed(3)}  p99 ${(pct(agentSeries, 99) - pct(floor, 99)).toFixed(3)}`);
+  console.log(
+    `  added by the agent over the floor: p50 ${(pct(agentSeries, 50) - pct(floor, 50)).toFixed(3)}  p99 ${(pct(agentSeries, 99) - pct(floor, 99)).toFixed(3)}`,
+  );
   console.log(`  addresses learned in the agent series: ${learned} of ${count + warm}; released on error: ${errors}`);
-  console.log(`  memory per learned entry: kernel ${(kernelBytes / members).toFixed(0)} B (set of ${members}), agent ${agentBytes.toFixed(0)} B (count of ${entries.size})`);
-  console.log(`  load average: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  console.log(
+    `  memory per learned entry: kernel ${(kernelBytes / members).toFixed(0)} B (set of ${members}), agent ${agentBytes.toFixed(0)} B (count of ${entries.size})`,
+  );
+  console.log(
+    `  load average: ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
   server.close();
   client.close();
 }

@@ -437,7 +437,12 @@ async function dnsEgressStep(sandbox: Sandbox, watched: string, tmp: string, sta
           subject: { namespaces: { matchLabels: { 'kubernetes.io/metadata.name': 'dev' } } },
           egress: [
             { name: 'dns', action: 'Accept', to: [{ pods: { namespaceSelector: {}, podSelector: { matchLabels: { app: 'resolver' } } } }] },
-            { name: 'web', action: 'Accept', to: [{ domainNames: ['web.other.example'] }], protocols: [{ tcp: { destinationPort: { number: PORT } } }] },
+            {
+              name: 'web',
+              action: 'Accept',
+              to: [{ domainNames: ['web.other.example'] }],
+              protocols: [{ tcp: { destinationPort: { number: PORT } } }],
+            },
             { name: 'nothing-else', action: 'Deny', to: [{ networks: ['0.0.0.0/0'] }] },
           ],
         },
@@ -455,12 +460,28 @@ async function dnsEgressStep(sandbox: Sandbox, watched: string, tmp: string, sta
     timeoutMs: 500,
   });
   out(`    before any lookup: dev/client -> other/web:${PORT} ${blocked.ok ? 'blocked' : 'NOT blocked'}`);
-  const dig = await run('dig', [`@${resolver.ip}`, 'web.other.example', '+short', '+tries=1', '+time=2'], { netns: sandbox.podNetns('dev/client') });
+  const dig = await run('dig', [`@${resolver.ip}`, 'web.other.example', '+short', '+tries=1', '+time=2'], {
+    netns: sandbox.podNetns('dev/client'),
+  });
   out(`    dig @${resolver.ip} web.other.example +short (from dev/client): ${dig.stdout.trim()}`);
   const probe = await sandbox.probe('dev/client', { protocol: 'TCP', port: PORT, ip: web, timeoutMs: 1000 });
   out(`    then dev/client -> ${web}:${PORT}: ${probe.ok ? 'connected' : 'blocked'} (the answer was held until its address was learned)`);
   const n2 = sandbox.nodes()[1]!;
-  const trace = await netfence(['trace', '--netns', n2.netns, '--node-name', n2.name, '--src', client, '--dst', web, '--proto', 'tcp', '--port', String(PORT)]);
+  const trace = await netfence([
+    'trace',
+    '--netns',
+    n2.netns,
+    '--node-name',
+    n2.name,
+    '--src',
+    client,
+    '--dst',
+    web,
+    '--proto',
+    'tcp',
+    '--port',
+    String(PORT),
+  ]);
   const lines = trace.output.split('\n');
   const verdict = lines.findIndex((l) => l.startsWith('verdict'));
   out(`    netfence trace dev/client -> other/web on n2: exit ${trace.code}`);

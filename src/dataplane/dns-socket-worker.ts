@@ -29,21 +29,14 @@ let closing: Promise<void> | undefined;
 const close = (): Promise<void> => (closing ??= socket?.close() ?? Promise.resolve());
 process.once('SIGTERM', () => void close().finally(() => process.exit(0)));
 
-serveJsonLines(
-  async (request) => {
-    if (!socket || closing) throw new Error('the socket is closed');
-    const packetId = request['packetId'] as number;
-    if (request.op === 'release') {
-      socket.release(packetId);
-      return {};
-    }
-    if (request.op !== 'grant') throw new Error(`unknown op ${String(request.op)}`);
-    const outcome: GrantOutcome = await socket.grant(
-      packetId,
-      request['changes'] as SetMembersChange[],
-      request['deadlineMs'] as number,
-    );
-    return { outcome };
-  },
-  close,
-);
+serveJsonLines(async (request) => {
+  if (!socket || closing) throw new Error('the socket is closed');
+  const packetId = request['packetId'] as number;
+  if (request.op === 'release') {
+    socket.release(packetId);
+    return {};
+  }
+  if (request.op !== 'grant') throw new Error(`unknown op ${String(request.op)}`);
+  const outcome: GrantOutcome = await socket.grant(packetId, request['changes'] as SetMembersChange[], request['deadlineMs'] as number);
+  return { outcome };
+}, close);

@@ -171,7 +171,10 @@ export async function openInProcess(opts: Omit<DnsSocketOptions, 'netns'>): Prom
     async grant(packetId, changes, deadlineMs) {
       let timer: NodeJS.Timeout | undefined;
       const deadline = new Promise<GrantOutcome>((resolve) => {
-        timer = setTimeout(() => resolve({ ok: false, kind: 'deadline', message: `no acknowledgement within ${deadlineMs} ms` }), deadlineMs);
+        timer = setTimeout(
+          () => resolve({ ok: false, kind: 'deadline', message: `no acknowledgement within ${deadlineMs} ms` }),
+          deadlineMs,
+        );
       });
       const write = ipset.apply(changes).then(
         (): GrantOutcome => ({ ok: true }),

@@ -74,7 +74,10 @@ export class DnsLearner {
   private readonly learned: LearnedEntries;
   private readonly tcp = new TcpStreams();
 
-  constructor(plan: DnsLearningPlan, private readonly options: LearnerOptions = {}) {
+  constructor(
+    plan: DnsLearningPlan,
+    private readonly options: LearnerOptions = {},
+  ) {
     this.settings = plan.settings;
     this.learned = new LearnedEntries(plan.settings.perNodeMax);
     this.pending = this.newPending();

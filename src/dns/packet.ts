@@ -70,7 +70,15 @@ export function parseSegment(p: Buffer): Parsed<Segment> {
     if (udpLength < 8 || at + udpLength > end) return { ok: false, reason: 'UDP length does not fit the packet' };
     return {
       ok: true,
-      value: { family, protocol: 'udp', src, dst, srcPort: p.readUInt16BE(at), dstPort: p.readUInt16BE(at + 2), payload: p.subarray(at + 8, at + udpLength) },
+      value: {
+        family,
+        protocol: 'udp',
+        src,
+        dst,
+        srcPort: p.readUInt16BE(at),
+        dstPort: p.readUInt16BE(at + 2),
+        payload: p.subarray(at + 8, at + udpLength),
+      },
     };
   }
   if (protocol === TCP) {

@@ -28,9 +28,7 @@ export class PendingQueries {
   private readonly entries = new Map<string, Entry>();
   private readonly perPod = new Map<string, number>();
 
-  constructor(
-    private readonly bounds: { readonly perPod: number; readonly perNode: number; readonly ttlMs: number },
-  ) {}
+  constructor(private readonly bounds: { readonly perPod: number; readonly perNode: number; readonly ttlMs: number }) {}
 
   get size(): number {
     return this.entries.size;

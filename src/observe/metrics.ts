@@ -28,13 +28,7 @@ export interface ProgrammedCounts {
   readonly ipsetMembers: number;
 }
 
-export interface Metrics
-  extends VisibilityMetrics,
-    AuditMetrics,
-    HardeningMetrics,
-    HostileInputMetrics,
-    IpsetWriterMetrics,
-    DnsMetrics {
+export interface Metrics extends VisibilityMetrics, AuditMetrics, HardeningMetrics, HostileInputMetrics, IpsetWriterMetrics, DnsMetrics {
   observeSync(kind: SyncKind, seconds: number): void;
   observeApply(seconds: number): void;
   countEvent(kind: EventKind, n?: number): void;

@@ -13,7 +13,13 @@ export interface TestRecord {
 const TYPE = { A: 1, AAAA: 28, CNAME: 5 } as const;
 
 const encodeName = (name: string): Buffer =>
-  Buffer.concat([...name.split('.').filter(Boolean).map((l) => Buffer.concat([Buffer.from([l.length]), Buffer.from(l, 'latin1')])), Buffer.from([0])]);
+  Buffer.concat([
+    ...name
+      .split('.')
+      .filter(Boolean)
+      .map((l) => Buffer.concat([Buffer.from([l.length]), Buffer.from(l, 'latin1')])),
+    Buffer.from([0]),
+  ]);
 
 const u16 = (n: number): Buffer => Buffer.from([n >> 8, n & 255]);
 const u32 = (n: number): Buffer => {

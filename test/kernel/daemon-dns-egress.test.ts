@@ -63,7 +63,12 @@ describeKernel('daemon: a domainNames rule allows what the subject pod’s own l
               subject: { pods: { namespaceSelector: {}, podSelector: { matchLabels: { role: 'client' } } } },
               egress: [
                 { name: 'dns', action: 'Accept', to: [{ pods: { namespaceSelector: {}, podSelector: { matchLabels: { app: 'dns' } } } }] },
-                { name: 'good', action: 'Accept', to: [{ domainNames: ['good.example', '*.cdn.example'] }], protocols: [{ tcp: { destinationPort: { number: 80 } } }] },
+                {
+                  name: 'good',
+                  action: 'Accept',
+                  to: [{ domainNames: ['good.example', '*.cdn.example'] }],
+                  protocols: [{ tcp: { destinationPort: { number: 80 } } }],
+                },
                 { name: 'nothing-else', action: 'Deny', to: [{ networks: ['0.0.0.0/0'] }] },
               ],
             },
@@ -72,7 +77,11 @@ describeKernel('daemon: a domainNames rule allows what the subject pod’s own l
       }),
     );
     for (const name of Object.keys(pods) as (keyof typeof pods)[])
-      peers[name] = await startJsonLineProcess({ file: 'python3', args: ['-u', `${ROOT}/test/helpers/dns-peer.py`], netns: pods[name].netns });
+      peers[name] = await startJsonLineProcess({
+        file: 'python3',
+        args: ['-u', `${ROOT}/test/helpers/dns-peer.py`],
+        netns: pods[name].netns,
+      });
     await ask('dns', {
       op: 'serve-dns',
       addrs: [pods.dns.ip],
@@ -98,7 +107,14 @@ describeKernel('daemon: a domainNames rule allows what the subject pod’s own l
     // The agent binds once the sync that created the learned sets reported; until then answers pass unheld.
     await waitUntilLogged(daemon, 'dns egress: holding DNS answers');
     expect(await connect('client', pods.web.ip)).toBe(false);
-    const r = await ask('client', { op: 'lookup-connect', server: pods.dns.ip, name: 'good.example', port: 80, count: 20, timeoutMs: 1000 });
+    const r = await ask('client', {
+      op: 'lookup-connect',
+      server: pods.dns.ip,
+      name: 'good.example',
+      port: 80,
+      count: 20,
+      timeoutMs: 1000,
+    });
     expect(r).toMatchObject({ ok: 20, failures: [], addresses: [pods.web.ip] });
     expect(await connect('other', pods.web.ip)).toBe(false);
     const metrics = (await httpGet(`${daemon.url}/metrics`)).body;
@@ -107,7 +123,14 @@ describeKernel('daemon: a domainNames rule allows what the subject pod’s own l
   });
 
   it('a name matched through the queried name only: www.shop.example (a CNAME into *.cdn.example) allows nothing', async () => {
-    const r = await ask('other', { op: 'lookup-connect', server: pods.dns.ip, name: 'www.shop.example', port: 80, count: 1, timeoutMs: 500 });
+    const r = await ask('other', {
+      op: 'lookup-connect',
+      server: pods.dns.ip,
+      name: 'www.shop.example',
+      port: 80,
+      count: 1,
+      timeoutMs: 500,
+    });
     expect(r).toMatchObject({ ok: 0, addresses: [pods.web.ip] });
     expect(await connect('other', pods.web.ip)).toBe(false);
   });

@@ -39,7 +39,15 @@ const learnedSet = (setName: string, pod: 'a' | 'b', family: 4 | 6, domainNames:
   domainNames,
 });
 const SETS: DnsLearnedSet[] = [
-  learnedSet('la4', 'a', 4, ['good.example', '*.wild.example', 'shop.example', 'sneaky.example', 'short.example', 'late.example', 'tcp.example']),
+  learnedSet('la4', 'a', 4, [
+    'good.example',
+    '*.wild.example',
+    'shop.example',
+    'sneaky.example',
+    'short.example',
+    'late.example',
+    'tcp.example',
+  ]),
   learnedSet('la6', 'a', 6, ['good.example']),
   learnedSet('lb4', 'b', 4, ['good.example']),
   learnedSet('lfull4', 'a', 4, ['many.example']),
@@ -105,22 +113,70 @@ describeKernel('the DNS agent learns addresses from each pod’s own answers, by
     await node.exec('ip', ['-6', 'route', 'add', '2001:db8:100::/64', 'via', v6('web')]);
 
     // The learned sets as the compiler creates them, and the node's FORWARD chain in both families.
-    for (const [name, family, maxelem] of [['la4', 'inet', 4096], ['la6', 'inet6', 4096], ['lb4', 'inet', 4096], ['lb6', 'inet6', 4096], ['lfull4', 'inet', 3]] as const)
+    for (const [name, family, maxelem] of [
+      ['la4', 'inet', 4096],
+      ['la6', 'inet6', 4096],
+      ['lb4', 'inet', 4096],
+      ['lb6', 'inet6', 4096],
+      ['lfull4', 'inet', 3],
+    ] as const)
       await node.exec('ipset', ['create', name, 'hash:ip', 'family', family, 'timeout', '30', 'maxelem', String(maxelem), 'comment']);
-    for (const [tool, fam, la, lb] of [['iptables', 4, 'la4', 'lb4'], ['ip6tables', 6, 'la6', 'lb6']] as const) {
+    for (const [tool, fam, la, lb] of [
+      ['iptables', 4, 'la4', 'lb4'],
+      ['ip6tables', 6, 'la6', 'lb6'],
+    ] as const) {
       const addr = fam === 4 ? v4 : v6;
       const subjects = `${addr('a')},${addr('b')}`;
       const rules = [
         ['-P', 'FORWARD', 'DROP'],
         ...['udp', 'tcp'].flatMap((proto) => [
-          ['-A', 'FORWARD', '-p', proto, '--sport', '53', '-d', subjects, '-m', 'conntrack', '--ctstate', 'ESTABLISHED', '--ctdir', 'REPLY', '-j', 'NFQUEUE', '--queue-num', String(QUEUE), '--queue-bypass'],
-          ['-A', 'FORWARD', '-p', proto, '--dport', '53', '-s', subjects, '-m', 'conntrack', '--ctdir', 'ORIGINAL', '-j', 'NFLOG', '--nflog-group', String(GROUP)],
+          [
+            '-A',
+            'FORWARD',
+            '-p',
+            proto,
+            '--sport',
+            '53',
+            '-d',
+            subjects,
+            '-m',
+            'conntrack',
+            '--ctstate',
+            'ESTABLISHED',
+            '--ctdir',
+            'REPLY',
+            '-j',
+            'NFQUEUE',
+            '--queue-num',
+            String(QUEUE),
+            '--queue-bypass',
+          ],
+          [
+            '-A',
+            'FORWARD',
+            '-p',
+            proto,
+            '--dport',
+            '53',
+            '-s',
+            subjects,
+            '-m',
+            'conntrack',
+            '--ctdir',
+            'ORIGINAL',
+            '-j',
+            'NFLOG',
+            '--nflog-group',
+            String(GROUP),
+          ],
         ]),
         ['-A', 'FORWARD', '-m', 'conntrack', '--ctstate', 'ESTABLISHED,RELATED', '-j', 'ACCEPT'],
         ['-A', 'FORWARD', '-p', 'udp', '--dport', '53', '-d', addr('dns'), '-j', 'ACCEPT'],
         ['-A', 'FORWARD', '-p', 'tcp', '--dport', '53', '-d', addr('dns'), '-j', 'ACCEPT'],
         ['-A', 'FORWARD', '-s', addr('a'), '-p', 'tcp', '--dport', '80', '-m', 'set', '--match-set', la, 'dst', '-j', 'ACCEPT'],
-        ...(fam === 4 ? [['-A', 'FORWARD', '-s', addr('a'), '-p', 'tcp', '--dport', '80', '-m', 'set', '--match-set', 'lfull4', 'dst', '-j', 'ACCEPT']] : []),
+        ...(fam === 4
+          ? [['-A', 'FORWARD', '-s', addr('a'), '-p', 'tcp', '--dport', '80', '-m', 'set', '--match-set', 'lfull4', 'dst', '-j', 'ACCEPT']]
+          : []),
         ['-A', 'FORWARD', '-s', addr('b'), '-p', 'tcp', '--dport', '80', '-m', 'set', '--match-set', lb, 'dst', '-j', 'ACCEPT'],
         ['-A', 'FORWARD', '-s', addr('forger'), '-j', 'ACCEPT'],
       ];
@@ -129,7 +185,12 @@ describeKernel('the DNS agent learns addresses from each pod’s own answers, by
 
     for (const p of Object.keys(PODS) as PodName[])
       peers[p] = await startJsonLineProcess({ file: 'python3', args: ['-u', `${ROOT}/test/helpers/dns-peer.py`], netns: pods[p].name });
-    await ask('dns', { op: 'serve-dns', addrs: [v4('dns'), v6('dns')], records: RECORDS, unsolicited: { 'sneaky.example': [A(target(31))] } });
+    await ask('dns', {
+      op: 'serve-dns',
+      addrs: [v4('dns'), v6('dns')],
+      records: RECORDS,
+      unsolicited: { 'sneaky.example': [A(target(31))] },
+    });
     await ask('web', { op: 'listen-tcp', addrs: ['0.0.0.0', '::'], port: 80 });
 
     metrics = createMetrics();

@@ -47,7 +47,10 @@ describe('an answer grants only in reply to the pod’s own query', () => {
   it('query, then its answer: the addresses go to the pod’s set with the clamped TTL and the provenance comment', () => {
     const l = new DnsLearner(plan(sets));
     expect(l.query(query(POD_A, 40000, 7, 'Good.Example'), T0)).toBe('recorded');
-    const d = l.answer(answer(POD_A, 40000, 7, 'good.example', [A('good.example', '198.51.100.10', 5), A('good.example', '198.51.100.11', 600)]), T0 + 1);
+    const d = l.answer(
+      answer(POD_A, 40000, 7, 'good.example', [A('good.example', '198.51.100.10', 5), A('good.example', '198.51.100.11', 600)]),
+      T0 + 1,
+    );
     expect(d.refused).toBeUndefined();
     expect(d.adds).toEqual([
       {
@@ -64,11 +67,7 @@ describe('an answer grants only in reply to the pod’s own query', () => {
     ['no query at all', () => undefined, answer(POD_A, 40000, 7, 'good.example', [A('good.example', '198.51.100.10')])],
     ['another transaction id', 8, answer(POD_A, 40000, 7, 'good.example', [A('good.example', '198.51.100.10')])],
     ['another pod port', 7, answer(POD_A, 40001, 7, 'good.example', [A('good.example', '198.51.100.10')])],
-    [
-      'another server',
-      7,
-      answer(POD_A, 40000, 7, 'good.example', [A('good.example', '198.51.100.10')], 'A', '10.0.9.10'),
-    ],
+    ['another server', 7, answer(POD_A, 40000, 7, 'good.example', [A('good.example', '198.51.100.10')], 'A', '10.0.9.10')],
   ])('%s: unsolicited, grants nothing', (_, id, packet) => {
     const l = new DnsLearner(plan(sets));
     if (typeof id === 'number') l.query(query(POD_A, 40000, id, 'good.example'), T0);
@@ -157,7 +156,9 @@ describe('bounds', () => {
     const l = new DnsLearner(plan([set('a4', POD_A, ['*.good.example'])], { pendingPerPod: 2 }));
     for (let i = 0; i < 100; i++) {
       expect(l.query(query(POD_A, 1000 + i, i, `n${i}.good.example`), T0 + i)).toBe('recorded');
-      expect(l.answer(answer(POD_A, 1000 + i, i, `n${i}.good.example`, [A(`n${i}.good.example`, `198.51.101.${i}`)]), T0 + i).adds).toHaveLength(1);
+      expect(
+        l.answer(answer(POD_A, 1000 + i, i, `n${i}.good.example`, [A(`n${i}.good.example`, `198.51.101.${i}`)]), T0 + i).adds,
+      ).toHaveLength(1);
     }
     expect(l.pendingQueries).toBe(0);
   });
@@ -179,7 +180,16 @@ describe('bounds', () => {
     const l = new DnsLearner(plan([set('a4', POD_A, ['good.example'])], { perNodeMax: 2, minTtlSeconds: 0 }));
     const lookup = (id: number, addresses: string[], at: number, ttl = 60) => {
       l.query(query(POD_A, 1, id, 'good.example'), at);
-      return l.answer(answer(POD_A, 1, id, 'good.example', addresses.map((a) => A('good.example', a, ttl))), at);
+      return l.answer(
+        answer(
+          POD_A,
+          1,
+          id,
+          'good.example',
+          addresses.map((a) => A('good.example', a, ttl)),
+        ),
+        at,
+      );
     };
     expect(lookup(1, ['198.51.100.1', '198.51.100.2'], T0).nodeBound).toBe(0);
     const third = lookup(2, ['198.51.100.1', '198.51.100.3'], T0);
@@ -198,7 +208,9 @@ describe('bounds', () => {
 describe('DNS over TCP', () => {
   const l = (): DnsLearner => new DnsLearner(plan([set('a4', POD_A, ['good.example'])]));
   const q = tcpFramed(dnsMessage({ id: 5, response: false, name: 'good.example', type: 'A' }));
-  const r = tcpFramed(dnsMessage({ id: 5, response: true, name: 'good.example', type: 'A', answers: [A('good.example', '198.51.100.40')] }));
+  const r = tcpFramed(
+    dnsMessage({ id: 5, response: true, name: 'good.example', type: 'A', answers: [A('good.example', '198.51.100.40')] }),
+  );
 
   it('a query and an answer each split over two segments, read from the streams’ SYNs', () => {
     const agent = l();
