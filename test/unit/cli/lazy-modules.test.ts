@@ -60,6 +60,8 @@ describe('module loading per command', () => {
         'model/node.ts',
         // The configuration's default manifest limits (no imports of its own).
         'model/manifest-limits.ts',
+        // The dnsEgress defaults (type imports only).
+        'model/dns-egress.ts',
       ].sort(),
     );
   });
