@@ -19,6 +19,8 @@ export interface DnsEgressOptions {
   readonly metrics: DnsMetrics;
   /** Wall-clock milliseconds (the learned comment's timestamp, query and entry lifetimes). */
   readonly now?: () => number;
+  /** Opens the socket (default: dataplane/dns-socket.ts); tests pass one. */
+  readonly open?: typeof openDnsSocket;
 }
 
 export interface DnsEgress extends SyncSubscriber {
@@ -131,7 +133,7 @@ export function createDnsEgress(opts: DnsEgressOptions): DnsEgress {
       // Answers may arrive before the socket is handed back (right after the bind): kept until it is.
       let opened: DnsSocket | undefined;
       const early: [number, Buffer][] = [];
-      const s = await openDnsSocket({
+      const s = await (opts.open ?? openDnsSocket)({
         queue: want.queue,
         nflogGroup: want.group,
         netns: opts.netns,
