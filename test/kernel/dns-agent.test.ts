@@ -48,7 +48,7 @@ const SETS: DnsLearnedSet[] = [
     'late.example',
     'tcp.example',
   ]),
-  learnedSet('la6', 'a', 6, ['good.example']),
+  learnedSet('la6', 'a', 6, ['good.example', 'tcp6.example']),
   learnedSet('lb4', 'b', 4, ['good.example']),
   learnedSet('lfull4', 'a', 4, ['many.example']),
 ];
@@ -66,6 +66,7 @@ const RECORDS: Record<string, unknown[]> = {
   'short.example': [A(target(40), 1)],
   'late.example': [A(target(50))],
   'tcp.example': [A(target(60))],
+  'tcp6.example': [{ type: 'AAAA', value: '2001:db8:100::60', ttl: 300 }],
   'other.example': [A(target(70))],
   'many.example': [1, 2, 3, 4, 5].map((i) => A(target(100 + i))),
   ...Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`n${i}.wild.example`, [A(target(256 + i))]])),
@@ -218,12 +219,16 @@ describeKernel('the DNS agent learns addresses from each pod’s own answers, by
     expect((await node.exec('ipset', ['save', 'lb4'])).stdout).not.toContain(target(10));
   });
 
-  it('IPv6 (AAAA over an IPv6 server) and DNS over TCP (an answer in two segments)', async () => {
+  it('IPv6 (AAAA over an IPv6 server) and DNS over TCP (an answer in two segments), both families', async () => {
     expect(await lookupConnect('a', 'good.example', { type: 'AAAA', server: v6('dns') })).toMatchObject({
       ok: 1,
       addresses: ['2001:db8:100::10'],
     });
     expect(await lookupConnect('a', 'tcp.example', { tcp: true })).toMatchObject({ ok: 1, addresses: [target(60)] });
+    expect(await lookupConnect('a', 'tcp6.example', { tcp: true, type: 'AAAA', server: v6('dns') })).toMatchObject({
+      ok: 1,
+      addresses: ['2001:db8:100::60'],
+    });
   });
 
   it('a CNAME chain grants the final address to the rule of the queried name; a wildcard matches a subdomain', async () => {
