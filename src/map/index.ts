@@ -4,3 +4,4 @@ export { formatDot, formatMarkdown } from './format-text.js';
 export { formatSvg } from './format-svg.js';
 export { formatHtml } from './format-html.js';
 export { groupOfPod, mapAllows, type ConnectivityMap } from './model.js';
+export { liveOverlay, type LiveOverlay, type NodeFlows } from './live.js';
