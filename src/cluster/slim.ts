@@ -25,6 +25,11 @@ export function slimObject(kind: ObjectKind, obj: KubernetesObject): KubernetesO
   switch (kind) {
     case 'Pod': {
       const spec = rec(o['spec']);
+      // Only the controller reference, and of it only what convert() reads (the map groups pods by it).
+      const refs = rec(o['metadata'])?.['ownerReferences'];
+      const controller = Array.isArray(refs) ? refs.map(rec).find((r) => r?.['controller'] === true) : undefined;
+      if (controller)
+        head['metadata'] = { ...(head['metadata'] as Json), ownerReferences: [pick(controller, ['kind', 'name', 'controller'])] };
       const containers = Array.isArray(spec?.['containers'])
         ? (spec['containers'] as unknown[]).map((c) => pick(rec(c), ['name', 'ports']) ?? c)
         : spec?.['containers'];
