@@ -41,3 +41,10 @@ export class OwnerInterner extends WeakInterner<PodOwner> {
     return this.share(`${kind}/${name}`, () => ({ kind, name }));
   }
 }
+
+/** What slimming keeps of a pod's controller reference, one array per owner (the informer's cache holds every pod). */
+export class ControllerRefInterner extends WeakInterner<readonly Readonly<Record<string, unknown>>[]> {
+  intern(kind: string, name: string): readonly Readonly<Record<string, unknown>>[] {
+    return this.share(`${kind}/${name}`, () => Object.freeze([Object.freeze({ kind, name, controller: true })]));
+  }
+}
