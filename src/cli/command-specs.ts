@@ -230,8 +230,8 @@ export const COMMANDS = {
       {
         name: 'group-by',
         type: 'string',
-        arg: 'labels|KEY',
-        help: "what makes pods one workload: their namespace and label set (default), or one label's value (e.g. app); a workload whose pods the rules treat differently is drawn as several groups, and the map says why",
+        arg: 'owner|labels|KEY',
+        help: "what makes pods one workload, in a namespace: their controller (owner, the default: a Deployment, StatefulSet, DaemonSet, Job…; pods without one by their label set), their label set (labels), or one label's value (e.g. app); a workload whose pods the rules treat differently is drawn as several groups, and the map says why",
       },
       {
         name: 'diff',

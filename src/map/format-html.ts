@@ -44,7 +44,7 @@ const SCRIPT = `
     var split = data.splits.filter(function(s){ return s.groups.indexOf(id)>=0; });
     var h = '<h2>'+esc(g.id)+'</h2>';
     if (g.kind==='outside') h += '<div>'+esc((g.cidrs||[]).join('; '))+'</div>';
-    else h += '<div>'+g.pods.length+' pod(s): '+esc(g.pods.join(', '))+'</div><div>labels: '+esc(Object.keys(g.labels||{}).map(function(k){return k+'='+g.labels[k];}).join(', ')||'none')+'</div>';
+    else h += (g.owner?'<div>owner: '+esc(g.owner.kind+' '+g.owner.name)+'</div>':'')+'<div>'+g.pods.length+' pod(s): '+esc(g.pods.join(', '))+'</div><div>labels: '+esc(Object.keys(g.labels||{}).map(function(k){return k+'='+g.labels[k];}).join(', ')||'none')+'</div>';
     h += '<div>egress: <b>'+g.egress+'</b>'+(g.policies.egress.length?' by '+esc(g.policies.egress.join(', ')):'')+'</div>';
     h += '<div>ingress: <b>'+g.ingress+'</b>'+(g.policies.ingress.length?' by '+esc(g.policies.ingress.join(', ')):'')+'</div>';
     split.forEach(function(s){ h += '<p class="note">'+esc(s.workload)+' is drawn as '+s.groups.length+' groups: '+esc(s.why)+'</p>'; });
