@@ -3,13 +3,16 @@
 // sets it names (ipsets.ts RenderedChain), so a cached result is reused by registering those sets again:
 // nothing about the renderer's calls has to be recorded and replayed.
 
-import type { ClusterNetworkPolicy, IpFamily, NetworkPolicy } from '../model/index.js';
+import type { ClusterNetworkPolicy, IpFamily, NetworkPolicy, Pod } from '../model/index.js';
 import type { RenderedChain } from './ipsets.js';
 import { TupleMap } from './memo.js';
 import type { Direction } from './policy-chains.js';
 
-/** Direction, family, and a flag the renderer takes: a NetworkPolicy's validity, a CNP chain's verdict-only copy. */
-type ChainKey = readonly [Direction, IpFamily, boolean];
+/**
+ * Direction, family, and a flag the renderer takes: a NetworkPolicy's validity, a CNP chain's verdict-only copy;
+ * last, the subject pods of a CNP whose `domainNames` rules match per pod (the same array while they are the same).
+ */
+type ChainKey = readonly [Direction, IpFamily, boolean, readonly Pod[] | null];
 
 export class ChainCache {
   private readonly byObject = new WeakMap<NetworkPolicy | ClusterNetworkPolicy, TupleMap<ChainKey, RenderedChain>>();

@@ -199,6 +199,11 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
         if (wouldBe) audit.push({ wouldBe, chain: chain.name, policies: auditedPolicies(chain, ruleset), ...judgedBy(chain) });
         break;
       }
+      case 'nfqueue': {
+        // Held for the DNS agent, which releases every answer unchanged (docs/dns-egress-design.md): accepted.
+        record('match', `held on NFQUEUE ${action.queue}, then released`);
+        return finish({ ...ref, action: 'ACCEPT', owned: isOwned, ...attributionOf(comment) });
+      }
       case 'return':
         record('match');
         frames.pop();
