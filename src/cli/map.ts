@@ -15,7 +15,10 @@ import {
   formatHtml,
   formatMarkdown,
   formatSvg,
+  defaultFamily,
   liveOverlay,
+  nameLookups,
+  withLookups,
   type ConnectivityMap,
   type LiveOverlay,
 } from '../map/index.js';
@@ -53,10 +56,20 @@ export async function mapCommand(argv: readonly string[], io: Io): Promise<numbe
     await loadCluster(parsed, createLogger({ level: 'error', format: 'text' }), manifestLimits(config), API_TIMEOUT_MS),
     'the cluster',
   );
-  const { map } = buildMap(cluster.snapshot, settingsPerNode(config, cluster.snapshot), {
-    ...options,
-    ...(format === 'html' ? { explain: EXPLAIN_EDGES } : {}),
-  });
+  const settingsFor = settingsPerNode(config, cluster.snapshot);
+  // ClusterNetworkPolicy domainNames peers: traced as after a lookup (src/map/domains.ts).
+  const lookups = withLookups(cluster.snapshot, settingsFor, family ?? defaultFamily(cluster.snapshot));
+  const built = buildMap(
+    cluster.snapshot,
+    settingsFor,
+    {
+      ...options,
+      ...(format === 'html' ? { explain: EXPLAIN_EDGES } : {}),
+      ...(lookups.cidrs.length > 0 ? { extraCidrs: lookups.cidrs } : {}),
+    },
+    lookups.compiled,
+  );
+  const map = nameLookups(built.map, lookups);
   if (parsed.values['live'] !== true) {
     write(parsed, io, render(map, format));
     return 0;

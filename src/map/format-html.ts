@@ -43,7 +43,8 @@ const SCRIPT = `
     var out = data.edges.filter(function(e){ return e.from===id; }), inn = data.edges.filter(function(e){ return e.to===id; });
     var split = data.splits.filter(function(s){ return s.groups.indexOf(id)>=0; });
     var h = '<h2>'+esc(g.id)+'</h2>';
-    if (g.kind==='outside') h += '<div>'+esc((g.cidrs||[]).join('; '))+'</div>';
+    if (g.domainNames) h += '<div>ClusterNetworkPolicy domainNames: '+esc(g.domainNames.join(', '))+'</div><p class="note">The addresses a lookup of these names answered (each subject pod learns its own). Traced with a stand-in address outside every CIDR the policies name.</p>';
+    else if (g.kind==='outside') h += '<div>'+esc((g.cidrs||[]).join('; '))+'</div>';
     else h += (g.owner?'<div>owner: '+esc(g.owner.kind+' '+g.owner.name)+'</div>':'')+'<div>'+g.pods.length+' pod(s): '+esc(g.pods.join(', '))+'</div><div>labels: '+esc(Object.keys(g.labels||{}).map(function(k){return k+'='+g.labels[k];}).join(', ')||'none')+'</div>';
     h += '<div>egress: <b>'+g.egress+'</b>'+(g.policies.egress.length?' by '+esc(g.policies.egress.join(', ')):'')+'</div>';
     h += '<div>ingress: <b>'+g.ingress+'</b>'+(g.policies.ingress.length?' by '+esc(g.policies.ingress.join(', ')):'')+'</div>';

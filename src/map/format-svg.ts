@@ -138,8 +138,12 @@ export function formatSvg(map: ConnectivityMap, standalone = true, live?: LiveOv
   out.push('</g><g id="groups">');
   for (const g of map.groups) {
     const p = l.at.get(g.id)!;
-    const name = g.kind === 'outside' ? (g.cidrs ?? []).join('; ') : g.id.slice((g.namespace ?? '').length + 1);
-    const count = g.kind === 'outside' ? 'outside' : `${g.pods.length} pod${g.pods.length === 1 ? '' : 's'}`;
+    const name = g.kind === 'outside' ? outsideText(g, '; ') : g.id.slice((g.namespace ?? '').length + 1);
+    const count = g.domainNames
+      ? 'after a lookup'
+      : g.kind === 'outside'
+        ? 'outside'
+        : `${g.pods.length} pod${g.pods.length === 1 ? '' : 's'}`;
     out.push(
       `<g class="group" data-id="${escapeXml(g.id)}" data-ns="${escapeXml(g.namespace ?? 'outside the cluster')}" tabindex="0"><title>${escapeXml(`${g.id} (${count})`)}</title>` +
         `<circle cx="${p.x}" cy="${p.y}" r="${R}" fill="${g.kind === 'outside' ? '#d9cfb5' : '#bcd3ea'}" stroke="${g.ingress === 'policed' ? '#b22222' : '#5a7897'}" stroke-width="${g.ingress === 'policed' ? 2.5 : 1.2}"/>` +
@@ -157,3 +161,6 @@ export function liveSummary(l: LiveEdge): string {
   if (l.contradictions > 0) parts.push(`${l.contradictions} ${l.contradictions === 1 ? 'disagrees' : 'disagree'} with the map`);
   return parts.filter((p) => p !== '').join(', ');
 }
+
+/** What an outside group stands for: its blocks, or the `domainNames` a lookup answered. */
+export const outsideText = (g: MapGroup, join: string): string => (g.domainNames ? g.domainNames.join(join) : (g.cidrs ?? []).join(join));

@@ -1,6 +1,6 @@
 // The map as Markdown (for a pull-request comment or a CI log) and as Graphviz dot.
 
-import { liveSummary } from './format-svg.js';
+import { liveSummary, outsideText } from './format-svg.js';
 import type { LiveEdge, LiveOverlay } from './live.js';
 import type { ConnectivityMap, MapEdge, MapGroup } from './model.js';
 import { rangesText } from './ports.js';
@@ -22,7 +22,7 @@ export function formatMarkdown(map: ConnectivityMap, live?: LiveOverlay): string
     '|---|---|---|---|---|',
     ...map.groups.map(
       (g) =>
-        `| ${cell(g.id)} | ${g.kind === 'outside' ? cell((g.cidrs ?? []).join('; ')) : g.pods.length} | ${g.egress} | ${g.ingress} | ${cell(policiesText(g))} |`,
+        `| ${cell(g.id)} | ${g.kind === 'outside' ? cell(g.domainNames ? `${g.domainNames.join(', ')} (after a lookup)` : outsideText(g, '; ')) : g.pods.length} | ${g.egress} | ${g.ingress} | ${cell(policiesText(g))} |`,
     ),
     '',
     '## Connections',
@@ -97,7 +97,7 @@ export function formatDot(map: ConnectivityMap, live?: LiveOverlay): string {
     for (const g of groups) {
       const label =
         g.kind === 'outside'
-          ? (g.cidrs ?? []).join('\\n')
+          ? `${outsideText(g, '\\n')}${g.domainNames ? '\\n(after a lookup)' : ''}`
           : `${g.id.slice(ns.length + 1)}\\n${g.pods.length} pod${g.pods.length === 1 ? '' : 's'}`;
       lines.push(
         `    ${quote(g.id)} [label=${quote(label).replace(/\\\\n/g, '\\n')}${g.ingress === 'policed' ? ', color=firebrick' : ''}];`,

@@ -25,6 +25,8 @@ export interface MapGroup {
   readonly pods: readonly string[];
   /** Outside blocks: `0.0.0.0/0 except 10.0.0.0/8`. */
   readonly cidrs?: readonly string[];
+  /** A ClusterNetworkPolicy `domainNames` peer: what a lookup of these names answered (domains.ts). */
+  readonly domainNames?: readonly string[];
   /** `open`: no policy judges this direction of these pods, so everything is allowed there. */
   readonly egress: 'open' | 'policed';
   readonly ingress: 'open' | 'policed';
