@@ -41,6 +41,13 @@ interface CnpChainContext {
   readonly settings: NodeSettings;
   /** The CNP's local subject pods: a `domainNames` rule matches each one's own learned set. */
   readonly subjects: readonly Pod[];
+  /** The alternatives of `domainNames` rules, with the pod and names their comments name. */
+  readonly learnedOf: Map<readonly Match[], Learned>;
+}
+
+interface Learned {
+  readonly pod: string;
+  readonly names: readonly string[];
 }
 
 /** Chain of one CNP and direction: `<prefix>ci-<hash>` (ingress) or `<prefix>ce-<hash>` (egress). */
@@ -71,7 +78,10 @@ export function cnpChain(
   subjects: readonly Pod[] = NO_PODS,
 ): RenderedChain {
   const sets = new SetNamer(settings.ipsetPrefix, family);
-  return { chain: renderCnpChain(cnp, direction, family, { sets, settings, subjects }, verdictOnly), sets: sets.requests };
+  return {
+    chain: renderCnpChain(cnp, direction, family, { sets, settings, subjects, learnedOf: new Map() }, verdictOnly),
+    sets: sets.requests,
+  };
 }
 
 const NO_PODS: readonly Pod[] = [];
@@ -111,6 +121,10 @@ function renderCnpChain(
     }
     if (body.length === 0) continue;
     const comment = ruleComment.cnpRule(label, action);
+    const commentOf = (match: readonly Match[]): string => {
+      const learned = ctx.learnedOf.get(match);
+      return learned ? ruleComment.cnpLearned(label, learned.pod, learned.names) : comment;
+    };
     switch (action) {
       case 'Deny':
         if (!verdictOnly) {
@@ -121,7 +135,11 @@ function renderCnpChain(
         rules.push({ match: [{ kind: 'mark', value: deny, mask: deny }], action: { kind: 'return' } });
         break;
       case 'Accept':
-        rules.push(...body.map((match) => ({ match, action: { kind: 'set-mark', value: accept, mask: accept }, comment }) as const));
+        rules.push(
+          ...body.map(
+            (match) => ({ match, action: { kind: 'set-mark', value: accept, mask: accept }, comment: commentOf(match) }) as const,
+          ),
+        );
         rules.push({ match: [{ kind: 'mark', value: accept, mask: accept }], action: { kind: 'return' } });
         break;
       case 'Pass':
@@ -150,7 +168,7 @@ const roleOf = (cnp: ClusterNetworkPolicy, direction: Direction, verdictOnly: bo
 /** `match` is asked for only when used, so an egress named port does not create the peer's unused set. */
 type PeerMatch =
   | { readonly kind: 'any' }
-  | { readonly kind: 'set'; readonly match: () => Match[]; readonly scope: PodScope | undefined }
+  | { readonly kind: 'set'; readonly match: () => Match[]; readonly scope: PodScope | undefined; readonly learned?: Learned }
   | { readonly kind: 'none' };
 
 /** The match lists whose union is the rule in this family, or 'broken' when the rule must fail closed. */
@@ -177,14 +195,14 @@ function ruleMatches(
   const out: Match[][] = [];
   for (const peer of peers) {
     if (peer.kind === 'none') continue;
+    const from = out.length;
     const peerMatches = (): Match[] => (peer.kind === 'set' ? peer.match() : []);
     const protocols = rule.protocols ?? [];
     // "If protocols is unset or empty, this rule matches all protocols and ports."
-    if (protocols.length === 0) {
-      out.push(peerMatches());
-      continue;
-    }
-    for (const proto of protocols) out.push(...protocolMatches(proto, peer, peerMatches, cnp, direction, ctx));
+    if (protocols.length === 0) out.push(peerMatches());
+    else for (const proto of protocols) out.push(...protocolMatches(proto, peer, peerMatches, cnp, direction, ctx));
+    // A `domainNames` pod's alternatives name the pod and the names in their comments.
+    if (peer.kind === 'set' && peer.learned) for (const alt of out.slice(from)) ctx.learnedOf.set(alt, peer.learned);
   }
   return out;
 }
@@ -306,7 +324,7 @@ function learnedPeers(
         direction: 'dst',
       },
     ];
-    out.push({ kind: 'set', match, scope: undefined });
+    out.push({ kind: 'set', match, scope: undefined, learned: { pod: podKey, names } });
   }
   return out;
 }

@@ -84,11 +84,10 @@ describeKernel('domainNames: a learned address opens the way for its own pod onl
     return set.setName;
   };
   const ipset = (...args: string[]) => run('ipset', args, { netns: n().netns });
-  const members = async (set: string): Promise<string[]> =>
-    (await ipset('list', set)).stdout
-      .split('\n')
-      .slice((await ipset('list', set)).stdout.split('\n').indexOf('Members:') + 1)
-      .filter((l) => l.trim() !== '');
+  const members = async (set: string): Promise<string[]> => {
+    const lines = (await ipset('list', set)).stdout.split('\n');
+    return lines.slice(lines.indexOf('Members:') + 1).filter((l) => l.trim() !== '');
+  };
 
   beforeAll(async () => {
     if (!isRoot()) return;
@@ -119,6 +118,40 @@ describeKernel('domainNames: a learned address opens the way for its own pod onl
     await ipset('add', set, n().ip('b'), 'timeout', '600', 'comment', comment);
     await waitUntil('a reaches b once b is learned for a', () => n().reachesServer('a'), 10_000);
     expect(await n().reachesServer('c')).toBe(false);
+
+    // trace reads the member, its comment and its remaining timeout from the live kernel.
+    const trace = (from: string) =>
+      netfence([
+        'trace',
+        '--netns',
+        n().netns,
+        '--node-name',
+        NODE,
+        '--log-level',
+        'error',
+        '--resources',
+        file,
+        '--src',
+        from,
+        '--dst',
+        n().ip('b'),
+        '--proto',
+        'tcp',
+        '--port',
+        '80',
+      ]);
+    const allowed = await trace('x/a');
+    expect(allowed.code).toBe(0);
+    expect(allowed.text.replace(/\s+/g, ' ')).toMatch(
+      new RegExp(
+        `allowed: ${n().ip('b').replace(/\./g, '\\.')} learned for good\\.example from x/a's lookup at \\d\\d:\\d\\d:\\d\\d, until \\d\\d:\\d\\d:\\d\\d`,
+      ),
+    );
+    const refused = await trace('x/c');
+    expect(refused.code).toBe(1);
+    expect(refused.text.replace(/\s+/g, ' ')).toContain(
+      'would be allowed by ClusterNetworkPolicy by-name rule egress:0 good Accept, after x/c looks up good.example',
+    );
   });
 
   it('the learned member is no drift: diff is in sync, a second apply keeps it, a still connects', async () => {
@@ -130,6 +163,11 @@ describeKernel('domainNames: a learned address opens the way for its own pod onl
       expect.stringMatching(new RegExp(`^${n().ip('b').replace(/\./g, '\\.')} timeout \\d+ comment "\\d+ good\\.example"$`)),
     ]);
     expect(await n().reachesServer('a')).toBe(true);
+    // inspect lists what a learned, per rule and pod, from the live kernel.
+    const inspect = await netfence(['inspect', '--netns', n().netns, '--log-level', 'error', '--pod', 'x/a']);
+    expect(inspect.text.replace(/\s+/g, ' ')).toMatch(
+      new RegExp(`learned by x/a for good\\.example: ${n().ip('b').replace(/\./g, '\\.')} \\(good\\.example, \\d+ s left\\)`),
+    );
   });
 
   it('expiry: new connections are dropped again, an established one keeps flowing both ways', async () => {

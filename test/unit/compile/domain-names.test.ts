@@ -7,6 +7,7 @@
 
 import { compile, Compiler } from '../../../src/compile/index.js';
 import {
+  AUDIT_PREFIX,
   defaultDnsLearningSettings,
   type ClusterNetworkPolicy,
   type DesiredState,
@@ -173,9 +174,27 @@ describe('domainNames: which set a pod gets', () => {
     expect(name(make(), 'shop/a')).not.toBe(name(base, 'shop/a'));
   });
 
-  it('an audited policy learns like any other, and says so', () => {
+  it('an audited policy learns like any other, says so, and its verdict is logged, not enforced', () => {
     const { desired } = build([client('a', '10.244.1.10')], [guard({ audit: true })]);
     expect(setOf(desired, 'shop/a')).toMatchObject({ audited: true });
+    // Audit mode (docs/audit.md): allowed now either way; "would be dropped" only while nothing is learned.
+    const pkt = { src: '10.244.1.10', dst: '198.51.100.10', proto: 'tcp' as const, dport: 443, inIface: 'cni0', outIface: 'eth0' };
+    const wouldDeny = (state: FamilyState) => {
+      const r = evaluate(state, pkt);
+      const logged = r.path.some((step) => {
+        const [chain, i] = step.split('#');
+        const action = state.chains.find((c) => c.name === chain)?.rules[Number(i)]?.action;
+        return action?.kind === 'nflog' && action.prefix.startsWith(AUDIT_PREFIX.wouldDeny);
+      });
+      return { verdict: r.verdict, logged };
+    };
+    expect(wouldDeny(desired.v4)).toEqual({ verdict: 'ACCEPT', logged: true });
+    const setA = setOf(desired, 'shop/a')!.setName;
+    const filled: FamilyState = {
+      ...desired.v4,
+      ipsets: desired.v4.ipsets.map((s) => (s.name === setA ? { ...s, members: ['198.51.100.10'] } : s)),
+    };
+    expect(wouldDeny(filled)).toEqual({ verdict: 'ACCEPT', logged: false });
   });
 
   it('no domainNames rule: no learned set, no DNS rule, no OUTPUT hook, no plan', () => {
