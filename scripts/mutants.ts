@@ -103,7 +103,7 @@ const MUTANTS: readonly Mutant[] = [
   {
     name: 'drift-check-on-hash-only',
     file: 'src/plan/rule-identity.ts',
-    find: ' && canonicalRuleForm(seen) === canonicalRuleForm(want);',
+    find: ' && observed.form === rendered.form;',
     replace: ';',
     why: 'a rule edited in place with its nf: comment kept is taken for ours and never repaired',
     unit: ['test/unit/plan/rule-identity.test.ts'],

@@ -3,8 +3,8 @@
 // parsed filter table and ipsets come in, a plain JSON-able report comes out.
 
 import type { Match, Rule } from '../model/index.js';
-import type { SavedChain, SavedRule } from '../render/index.js';
-import { chainKind, readComment, targetOf, type Direction, type IpSets, type Ruleset } from '../trace/index.js';
+import { targetOf, type SavedChain, type SavedRule } from '../render/index.js';
+import { chainKind, readComment, type Direction, type IpSets, type Ruleset } from '../trace/index.js';
 
 export interface RuleRef {
   readonly chain: string;

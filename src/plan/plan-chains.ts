@@ -3,16 +3,17 @@
 
 import type { Chain, ChainRole, FamilyState, Hook, KernelChainName } from '../model/index.js';
 import {
+  appendLines,
   declareChainLine,
   deleteChainLine,
   filterTransaction,
   renderChain,
-  renderHookArgs,
+  renderHook,
   ruleLine,
-  ruleOfLine,
+  type RuleRecord,
 } from '../render/index.js';
 import type { Change, ChangeAction, PlanCounts } from './change.js';
-import type { ObservedFamily } from './observed.js';
+import type { ObservedFamily, ObservedHook } from './observed.js';
 import { sameRule, sameRules } from './rule-identity.js';
 
 export interface ChainsPlan {
@@ -32,17 +33,17 @@ export function planChains(desired: FamilyState, observed: ObservedFamily, known
   for (const chain of desired.chains) {
     if (known.has(chain)) continue;
     const rendered = renderChain(chain);
-    const after = rendered.lines.map((l) => ruleOfLine(chain.name, l));
+    const after = rendered.rules;
     const before = observed.chains.get(chain.name);
     if (before && sameRules(before, after)) continue;
     declare.push(declareChainLine(chain.name));
-    body.push(...rendered.lines);
+    body.push(...appendLines(rendered));
     changes.push({
       object: 'chain',
       name: chain.name,
       action: before ? 'update' : 'create',
-      before: before ?? [],
-      after,
+      before: textsOf(before ?? []),
+      after: textsOf(after),
       owner: ownerOf(chain),
     });
     rulesWritten += after.length;
@@ -72,7 +73,14 @@ export function planChains(desired: FamilyState, observed: ObservedFamily, known
     // Flush every stale chain first and delete them after: they may refer to each other.
     declare.push(declareChainLine(name));
     tail.push(deleteChainLine(name));
-    changes.push({ object: 'chain', name, action: 'delete', before: observed.chains.get(name)!, after: [], owner: 'no longer needed' });
+    changes.push({
+      object: 'chain',
+      name,
+      action: 'delete',
+      before: textsOf(observed.chains.get(name)!),
+      after: [],
+      owner: 'no longer needed',
+    });
   }
   return {
     restore: filterTransaction([...declare, ...body, ...tail]),
@@ -85,25 +93,27 @@ export function planChains(desired: FamilyState, observed: ObservedFamily, known
 function planHooks(
   chain: KernelChainName,
   desired: readonly Hook[],
-  observed: readonly { position: number; text: string }[],
+  observed: readonly ObservedHook[],
 ): { lines: string[]; action: ChangeAction; before: string[]; after: string[] } | undefined {
-  const wantInserted = desired.filter((h) => h.position === 'insert').map(renderHookArgs);
-  const wantAppended = desired.filter((h) => h.position === 'append').map(renderHookArgs);
-  const before = observed.map((o) => `${o.position}: ${o.text}`);
-  const insertedOk = wantInserted.every((text, i) => observed[i]?.position === i + 1 && sameRule(observed[i]!.text, text));
+  const wantInserted = desired.filter((h) => h.position === 'insert').map(renderHook);
+  const wantAppended = desired.filter((h) => h.position === 'append').map(renderHook);
+  const before = observed.map((o) => `${o.position}: ${o.rule.text}`);
+  const insertedOk = wantInserted.every((rule, i) => observed[i]?.position === i + 1 && sameRule(observed[i]!.rule, rule));
   const appendedOk = sameRules(
-    observed.slice(wantInserted.length).map((o) => o.text),
+    observed.slice(wantInserted.length).map((o) => o.rule),
     wantAppended,
   );
   if (insertedOk && appendedOk && observed.length === desired.length) return undefined;
   const lines = [
-    ...observed.map((o) => ruleLine('delete', chain, o.text)),
-    ...[...wantInserted].reverse().map((text) => ruleLine('insert-first', chain, text)),
-    ...wantAppended.map((text) => ruleLine('append', chain, text)),
+    ...observed.map((o) => ruleLine('delete', chain, o.rule.text)),
+    ...[...wantInserted].reverse().map((r) => ruleLine('insert-first', chain, r.text)),
+    ...wantAppended.map((r) => ruleLine('append', chain, r.text)),
   ];
-  const after = [...wantInserted.map((t, i) => `${i + 1}: ${t}`), ...wantAppended.map((t) => `end: ${t}`)];
+  const after = [...wantInserted.map((r, i) => `${i + 1}: ${r.text}`), ...wantAppended.map((r) => `end: ${r.text}`)];
   return { lines, action: observed.length === 0 ? 'create' : desired.length === 0 ? 'delete' : 'update', before, after };
 }
+
+const textsOf = (rules: readonly RuleRecord[]): string[] => rules.map((r) => r.text);
 
 function ownerOf(chain: Chain): string {
   const role: ChainRole = chain.role;

@@ -479,7 +479,7 @@ export function sameObserved(a: ObservedFamily, b: ObservedFamily): boolean {
   for (const [chain, hooks] of a.hooks) {
     const other = b.hooks.get(chain);
     if (other?.length !== hooks.length) return false;
-    if (!hooks.every((h, i) => other[i]!.position === h.position && sameRule(other[i]!.text, h.text))) return false;
+    if (!hooks.every((h, i) => other[i]!.position === h.position && sameRule(other[i]!.rule, h.rule))) return false;
   }
   return true;
 }
