@@ -21,6 +21,10 @@ const TEXT_MARKERS: readonly { readonly pattern: RegExp; readonly what: string }
   { pattern: /\*filter(?:\\n|\n|$)|\^\\\*|^\*\w+\\n/, what: 'a table header (*filter)' },
   { pattern: /^COMMIT$|\nCOMMIT|\\nCOMMIT|\^COMMIT/, what: 'a table end (COMMIT)' },
   { pattern: /\^\(?(?:create|add)\b|\^\(\?:create|^(?:create|add) $/, what: 'an ipset save line (create/add)' },
+  {
+    pattern: /^(?:destroy|flush|swap|del|-X|-F) (?:\S|$)|\^\(?(?:\?:)?(?:destroy|flush|swap|del)\b/,
+    what: 'an ipset restore command or a chain flush/delete (destroy/flush/swap/del, -X/-F)',
+  },
   { pattern: /^\^#/, what: "a save's comment lines" },
   { pattern: /# Table `/, what: "iptables-nft's note on a table it cannot show" },
   { pattern: /-m comment --comment "/, what: 'the rule comment as printed' },
@@ -86,6 +90,12 @@ describe('one netfilter text layer', () => {
     ['const m = /^create (\\S+) \\S+(.*)$/.exec(l);', 1],
     ["const content = save.replace(/^#.*\\n?/gm, '');", 1],
     ['const bare = text.replace(/\\s*-m comment --comment "[^"]*"/, \'\');', 1],
+    ['await kernel.ipsetRestore(`destroy ${name}\\n`);', 1],
+    ['const text = `flush ${temp}\\nswap ${temp} ${name}\\n`;', 1],
+    ["const line = 'del nf4s:abc 10.0.0.1';", 1],
+    ['const lines = names.map((n) => `-X ${n}`);', 1],
+    ['const gone = /^(?:destroy|swap) (\\S+)/.exec(line);', 1],
+    ["const op: IpsetOp = { op: 'destroy', name };", 0],
     ["// iptables-save prints '-A FORWARD …' and COMMIT\nthrow new Error('no *filter table in the input');", 0],
   ])('%s → %d finding(s)', (code, n) => {
     expect(textParsingIn(join(SRC, 'example.ts'), code)).toHaveLength(n);
