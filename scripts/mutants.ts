@@ -112,8 +112,8 @@ const MUTANTS: readonly Mutant[] = [
   {
     name: 'limit-reorderable',
     file: 'src/render/rule-form.ts',
-    find: "  'length',\n]);",
-    replace: "  'length',\n  'limit',\n]);",
+    find: "  limit: { name: 'limit', defaults",
+    replace: "  limit: { name: 'limit', stateless: true, defaults",
     why: 'a limit moved above the matches that bounded it (it now spends tokens on packets they refuse) is taken for the same rule',
     unit: ['test/unit/render/rule-form.test.ts'],
   },
