@@ -11,3 +11,4 @@ export * from './restore-lines.js';
 export * from './legacy-listing.js';
 export * from './tokenize.js';
 export * from './rule-record.js';
+export * from './nft-json.js';
