@@ -11,7 +11,7 @@ import { planChains } from './plan-chains.js';
 import { planSets } from './plan-sets.js';
 import { placeDeltas, stepsOf, type SetStep, type Step } from './set-order.js';
 
-export type { Change, ChangeAction, ChangeObject, PlanCounts } from './change.js';
+export type { Change, PlanCounts } from './change.js';
 export type { SetStep } from './set-order.js';
 
 export interface FamilyPlan {
