@@ -196,7 +196,6 @@ function renderChainUncached(chain: Chain): RenderedChain {
 
 const renderedHooks = new WeakMap<Hook, RuleRecord>();
 
-
 /** The hook's rule as iptables-save prints it after `-A <chain>`, with its hash. */
 export function renderHook(hook: Hook): RuleRecord {
   let out = renderedHooks.get(hook);
