@@ -103,27 +103,25 @@ function sideChain(side: 'to' | 'from', ports: readonly PortJudgement[], drop: D
     name: `${side}-pods`,
     rules: [
       ...(open.length > 0 ? [ret({ field: iface, value: { set: open } })] : []),
-      ...ports
-        .filter(judged)
-        .flatMap((p) => [
-          ...(p.ipv4.length > 0
-            ? [
-                ret({ field: iface, value: p.port }, ether('ip'), {
-                  field: side === 'to' ? 'ip-daddr' : 'ip-saddr',
-                  value: { set: p.ipv4 },
-                }),
-              ]
-            : []),
-          ...(p.ipv6.length > 0
-            ? [
-                ret({ field: iface, value: p.port }, ether('ip6'), {
-                  field: side === 'to' ? 'ip6-daddr' : 'ip6-saddr',
-                  value: { set: p.ipv6 },
-                }),
-              ]
-            : []),
-          drop(bridgedDropComment(side, p.port), { field: iface, value: p.port }),
-        ]),
+      ...ports.filter(judged).flatMap((p) => [
+        ...(p.ipv4.length > 0
+          ? [
+              ret({ field: iface, value: p.port }, ether('ip'), {
+                field: side === 'to' ? 'ip-daddr' : 'ip-saddr',
+                value: { set: p.ipv4 },
+              }),
+            ]
+          : []),
+        ...(p.ipv6.length > 0
+          ? [
+              ret({ field: iface, value: p.port }, ether('ip6'), {
+                field: side === 'to' ? 'ip6-daddr' : 'ip6-saddr',
+                value: { set: p.ipv6 },
+              }),
+            ]
+          : []),
+        drop(bridgedDropComment(side, p.port), { field: iface, value: p.port }),
+      ]),
       // A veth port no CNI cache entry names yet (or created since this table was written): fail closed.
       drop(bridgedDropComment(side), { field: side === 'to' ? 'oifkind' : 'iifkind', value: 'veth' }),
     ],
