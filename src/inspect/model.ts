@@ -3,8 +3,8 @@
 // parsed filter table and ipsets come in, a plain JSON-able report comes out.
 
 import type { Match } from '../model/index.js';
-import type { SavedChain, SavedRule } from '../render/index.js';
-import { chainKind, readComment, targetOf, type IpSets, type Ruleset } from '../trace/index.js';
+import { targetOf, type SavedChain, type SavedRule } from '../render/index.js';
+import { chainKind, readComment, type IpSets, type Ruleset } from '../trace/index.js';
 import { clusterPolicyView, policyView, setViewer } from './policy-views.js';
 import { inputHookProblems, unexpectedOwnedRules, unreferencedChains } from './problems.js';
 import type { InspectOptions, InspectProblem, InspectReport, PodView, PolicyView, RuleRef, WorkloadView } from './report.js';
@@ -82,7 +82,10 @@ export function inspectRuleset(ruleset: Ruleset, ipsets: IpSets, opts: InspectOp
       policyViews.set(c.name, { ...policyView(c, kind === 'policy-ingress' ? 'ingress' : 'egress', sets), usedBy: [] });
     // ClusterNetworkPolicy chains: a workload chain jumps to them in tier order (Admin, NetworkPolicy, Baseline).
     if (kind === 'cluster-policy-ingress' || kind === 'cluster-policy-egress') {
-      policyViews.set(c.name, { ...clusterPolicyView(c, kind === 'cluster-policy-ingress' ? 'ingress' : 'egress', sets), usedBy: [] });
+      policyViews.set(c.name, {
+        ...clusterPolicyView(c, kind === 'cluster-policy-ingress' ? 'ingress' : 'egress', sets, ipsets),
+        usedBy: [],
+      });
     }
   }
 

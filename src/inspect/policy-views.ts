@@ -1,10 +1,10 @@
 // One policy chain as `inspect` shows it: each NetworkPolicy rule's (peer, port) alternatives, or each
 // ClusterNetworkPolicy rule with its action, and the ipsets they match, read back from our rule comments.
 
-import type { Match, Rule } from '../model/index.js';
-import type { SavedChain } from '../render/index.js';
+import { parseLearnedComment, type Match, type Rule } from '../model/index.js';
+import { savedEntryOf, type SavedChain } from '../render/index.js';
 import { readComment, type Direction, type IpSets } from '../trace/index.js';
-import type { InspectProblem, PeerView, PolicyRuleView, PolicyView, SetView } from './report.js';
+import type { InspectProblem, LearnedAddress, LearnedView, PeerView, PolicyRuleView, PolicyView, SetView } from './report.js';
 
 export function policyView(chain: SavedChain, direction: Direction, sets: (m: Extract<Match, { kind: 'set' }>) => SetView): PolicyView {
   let policy: string | undefined;
@@ -40,6 +40,7 @@ export function clusterPolicyView(
   chain: SavedChain,
   direction: Direction,
   sets: (m: Extract<Match, { kind: 'set' }>) => SetView,
+  ipsets: IpSets,
 ): PolicyView {
   let policy: string | undefined;
   let note: string | undefined;
@@ -52,8 +53,10 @@ export function clusterPolicyView(
     }
     if (meaning?.kind !== 'cluster-policy-rule') return;
     policy ??= meaning.policy;
-    if (r.rule?.action.kind === 'set-mark' || r.rule?.action.kind === 'drop')
-      rules.push(ruleView(r.rule, i + 1, `${meaning.rule} ${meaning.action}`, direction, sets));
+    if (r.rule?.action.kind === 'set-mark' || r.rule?.action.kind === 'drop') {
+      const view = ruleView(r.rule, i + 1, `${meaning.rule} ${meaning.action}`, direction, sets);
+      rules.push(meaning.learned ? { ...view, learned: learnedView(r.rule, meaning.learned, ipsets) } : view);
+    }
   });
   return {
     policy: policy ?? `? (${chain.name})`,
@@ -116,4 +119,19 @@ export function setViewer(ipsets: IpSets, sample: number, problems: InspectProbl
     }
     return { set: m.set, direction: m.direction, type: set.type, members: set.members.length, sample: set.members.slice(0, sample) };
   };
+}
+
+/** What a `domainNames` rule's set holds: each learned address, the name it was learned for, its time left. */
+function learnedView(rule: Rule, learned: { readonly pod: string; readonly names: readonly string[] }, ipsets: IpSets): LearnedView {
+  const set = rule.match.find((m): m is Extract<Match, { kind: 'set' }> => m.kind === 'set' && m.direction === 'dst');
+  const addresses = (set ? (ipsets.get(set.set)?.members ?? []) : []).map((member): LearnedAddress => {
+    const entry = savedEntryOf(member);
+    const provenance = entry.comment !== undefined ? parseLearnedComment(entry.comment) : undefined;
+    return {
+      address: entry.element,
+      ...(provenance ? { name: provenance.name, learnedAt: provenance.learnedAt } : {}),
+      ...(entry.timeout !== undefined ? { remainingSeconds: entry.timeout } : {}),
+    };
+  });
+  return { pod: learned.pod, names: learned.names, addresses };
 }

@@ -1,7 +1,8 @@
 // What `inspect` flags in our chains: the INPUT hook behind a foreign rule, rules netfence did not write as
 // they are, and owned chains nothing jumps to.
 
-import { targetOf, type Ruleset } from '../trace/index.js';
+import { targetOf } from '../render/index.js';
+import type { Ruleset } from '../trace/index.js';
 import type { InspectProblem } from './report.js';
 
 /** When our INPUT chain exists (ClusterNetworkPolicies), INPUT must jump to it before any foreign rule. */

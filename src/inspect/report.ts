@@ -41,6 +41,23 @@ export interface PolicyRuleView {
   readonly namedPorts?: SetView;
   /** Packets this rule allowed (`iptables-save -c`), when the ruleset was read with counters. */
   readonly packets?: number;
+  /** A ClusterNetworkPolicy `domainNames` Accept: the pod whose lookups fill its set, the names, what it learned. */
+  readonly learned?: LearnedView;
+}
+
+export interface LearnedView {
+  readonly pod: string;
+  readonly names: readonly string[];
+  readonly addresses: readonly LearnedAddress[];
+}
+
+/** One member the DNS agent learned, with its provenance comment and remaining timeout as the kernel holds them. */
+export interface LearnedAddress {
+  readonly address: string;
+  readonly name?: string;
+  /** Seconds since the epoch. */
+  readonly learnedAt?: number;
+  readonly remainingSeconds?: number;
 }
 
 export interface PolicyView {

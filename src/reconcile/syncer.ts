@@ -12,7 +12,7 @@ import {
   type Ownership,
   type SetStep,
 } from '../plan/index.js';
-import type { IpsetOp } from '../render/index.js';
+import { renderIpsetOps, type IpsetOp } from '../render/index.js';
 import { KernelReads } from './kernel-reads.js';
 import type { KernelPort, SyncLogger } from './kernel-port.js';
 
@@ -304,7 +304,7 @@ export class Syncer {
 
   private async destroySet(name: string): Promise<boolean> {
     try {
-      await this.kernel.ipsetRestore(`destroy ${name}\n`);
+      await this.kernel.ipsetRestore(renderIpsetOps([{ op: 'destroy', name }]));
       return true;
     } catch (err) {
       this.logger.debug('stale ipset still in use; will retry', { set: name, error: (err as Error).message });
