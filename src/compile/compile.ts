@@ -78,8 +78,12 @@ export class Compiler {
   }
 
   compile(snapshot: ClusterSnapshot, settings: NodeSettings): CompileResult {
-    // New settings: nothing rendered before is reused.
-    if (!sameData(settings, this.memory.settings)) this.memory = new RenderMemory(settings);
+    // New settings: nothing rendered before is reused, except what every node renders alike when only the
+    // node changed (a compiler asked for each node of a cluster in turn).
+    if (!sameData(settings, this.memory.settings)) {
+      const wide = this.memory.clusterWide;
+      this.memory = new RenderMemory(settings, wide.fits(settings) ? wide : undefined);
+    }
     const delta = this.lastSnapshot ? snapshot.changes?.since(this.lastSnapshot) : undefined;
     this.lastSnapshot = snapshot;
     this.state.update(snapshot, settings.nodeName, delta);
@@ -178,13 +182,17 @@ export class Compiler {
     const forward = this.fixedChain('forward', family, () => forwardChain(this.memory.names, settings, family));
     const hostChains = hostSide ? this.toNodeChains(family, settings, pods) : [];
 
-    const ipsets = this.memory.setBuilder(family).build(sets, {
-      state: this.state,
-      family,
-      targetsOf: (policy) => targetsByPolicy.get(policy) ?? NO_PODS,
-      nodes: this.lastNodes,
-      subjectsOf: this.cnp.subjectsOf,
-    });
+    const ipsets = this.memory.setBuilder(family).build(
+      sets,
+      {
+        state: this.state,
+        family,
+        targetsOf: (policy) => targetsByPolicy.get(policy) ?? NO_PODS,
+        nodes: this.lastNodes,
+        subjectsOf: this.cnp.subjectsOf,
+      },
+      settings.nodeName,
+    );
 
     return {
       family,

@@ -5,10 +5,10 @@
 import { Compiler } from '../compile/index.js';
 import { podKey, type ClusterSnapshot, type IpFamily, type NodeSettings, type Pod } from '../model/index.js';
 import { parseIp } from '../model/address.js';
-import type { IpSets } from '../trace/index.js';
+import { SavedForms, type IpSets } from '../trace/index.js';
 import { compiledKey, nodeRulesOf, type CompiledRules, type NodeRules } from '../why/index.js';
 import { AddressClasses } from './addresses.js';
-import { NodeProfiles, type Profile } from './profiles.js';
+import { NodeProfiles, SubtreeCache, type Profile } from './profiles.js';
 
 /** A pod as the map sees it: where it runs, its address of the map's family, and what the rules see of it. */
 export interface PodView {
@@ -69,22 +69,24 @@ export function prepare(
   const nodes = [...new Set(running.map((r) => r.pod.nodeName))].sort();
   const rulesOf = new Map<string, NodeRules>();
   const shared = new Map<string, SavedIpSet>();
+  const forms = new SavedForms();
   for (const node of nodes) {
     const key = compiledKey(family, node);
     let rules = compiled.get(key);
     if (!rules) {
       const settings = settingsFor(node);
       const desired = compiler.compile(snapshot, settings).desired;
-      rules = shareSets(nodeRulesOf(snapshot, settings, node, family === 6 ? desired.v6 : desired.v4), shared);
+      rules = shareSets(nodeRulesOf(snapshot, settings, node, family === 6 ? desired.v6 : desired.v4, forms), shared);
       compiled.set(key, rules);
     }
     rulesOf.set(node, rules);
     addresses.add(rules.ipsets);
   }
   const pods: PodView[] = [];
+  const subtrees = new SubtreeCache();
   for (const node of nodes) {
     const rules = rulesOf.get(node)!;
-    const profiles = new NodeProfiles(rules.chains, rules.ipsets);
+    const profiles = new NodeProfiles(rules.chains, rules.ipsets, subtrees);
     const chainsOf = new Map<string, { ingress?: Profile; egress?: Profile }>();
     for (const chain of rules.chains) {
       if (chain.role.kind !== 'workload') continue;

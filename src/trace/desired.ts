@@ -3,7 +3,7 @@
 // their structured rules, and our ipsets. Strict mode judges conntrack entries against this, so the
 // verdict is the one the rules just programmed give a new flow.
 
-import type { FamilyState, Rule } from '../model/index.js';
+import type { Chain, FamilyState, IpSet, Rule } from '../model/index.js';
 import { joinArgs, ruleArgs, type SavedChain, type SavedIpSet, type SavedRule } from '../render/index.js';
 import type { IpSets } from './ipsets.js';
 import type { Ruleset } from './ruleset.js';
@@ -13,7 +13,16 @@ const saved = (rule: Rule): SavedRule => {
   return { text: joinArgs(args), args, rule, ...(rule.comment !== undefined ? { comment: rule.comment } : {}) };
 };
 
-export function rulesetOfDesired(state: FamilyState): { ruleset: Ruleset; ipsets: IpSets } {
+/**
+ * Saved forms already made, by the compiled object they were made from: a caller reading the states of many
+ * nodes (a map of the cluster) gets one saved form of a chain or set the compiler handed every node alike.
+ */
+export class SavedForms {
+  readonly chains = new WeakMap<Chain, SavedChain>();
+  readonly sets = new WeakMap<IpSet, SavedIpSet>();
+}
+
+export function rulesetOfDesired(state: FamilyState, forms?: SavedForms): { ruleset: Ruleset; ipsets: IpSets } {
   const chains = new Map<string, SavedChain>();
   const hooks = (chain: string, position: 'insert' | 'append') =>
     state.hooks.filter((h) => h.chain === chain && h.position === position).map((h) => saved(h.rule));
@@ -21,9 +30,23 @@ export function rulesetOfDesired(state: FamilyState): { ruleset: Ruleset; ipsets
   // INPUT (local pods to this node) only when something hooks it: ClusterNetworkPolicy egress.
   if (state.hooks.some((h) => h.chain === 'INPUT'))
     chains.set('INPUT', { name: 'INPUT', policy: 'ACCEPT', rules: [...hooks('INPUT', 'insert'), ...hooks('INPUT', 'append')] });
-  for (const chain of state.chains) chains.set(chain.name, { name: chain.name, policy: '-', rules: chain.rules.map(saved) });
+  for (const chain of state.chains) {
+    let form = forms?.chains.get(chain);
+    if (!form) {
+      form = { name: chain.name, policy: '-', rules: chain.rules.map(saved) };
+      forms?.chains.set(chain, form);
+    }
+    chains.set(chain.name, form);
+  }
   const ipsets = new Map<string, SavedIpSet>(
-    state.ipsets.map((s) => [s.name, { name: s.name, type: s.type, family: s.family, members: [...s.members] }]),
+    state.ipsets.map((s) => {
+      let form = forms?.sets.get(s);
+      if (!form) {
+        form = { name: s.name, type: s.type, family: s.family, members: [...s.members] };
+        forms?.sets.set(s, form);
+      }
+      return [s.name, form];
+    }),
   );
   return { ruleset: { name: 'filter', chains }, ipsets };
 }

@@ -288,6 +288,27 @@ describe('incremental Compiler', () => {
     );
   });
 
+  it('asked for each node of a cluster in turn (map, why), equals compile() of each node', () => {
+    // The policy chains and resolved sets are kept from one node to the next (render-memory.ts
+    // ClusterWideMemory); the dispatch tree and the fixed chains are each node's own. Nodes are asked for
+    // forward then back, so a set kept from a node compiled earlier is reused by one compiled later.
+    const withCnps: ClusterSnapshot = { ...start, clusterPolicies: generateClusterPolicies(start, 5, 12) };
+    const nodes = start.nodes.map((n) => n.name);
+    expect(nodes.length).toBeGreaterThan(5);
+    const settingsOf = (node: string): NodeSettings => ({
+      ...settings,
+      nodeName: node,
+      podCidrs: start.nodes.find((n) => n.name === node)!.podCidrs,
+    });
+    for (const snap of [start, withCnps]) {
+      const compiler = new Compiler();
+      for (const node of [...nodes, ...[...nodes].reverse()]) {
+        const s = settingsOf(node);
+        expect({ node, text: text(compiler.compile(snap, s).desired) }).toEqual({ node, text: text(compile(snap, s).desired) });
+      }
+    }
+  });
+
   it('returns the very same chain and set objects for what a remote pod change did not touch', () => {
     const compiler = new Compiler();
     const before = compiler.compile(start, settings).desired.v4;
