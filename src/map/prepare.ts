@@ -48,11 +48,23 @@ export function defaultFamily(snapshot: ClusterSnapshot): IpFamily {
   return snapshot.pods.some((p) => p.ips.some((ip) => parseIp(ip)?.family === 4)) ? 4 : 6;
 }
 
+/**
+ * What prepares of related clusters (a diff's two sides) share: one compiler, which follows one snapshot to
+ * the next as a daemon does (what did not change is not rendered or resolved again), and the saved forms and
+ * profile subtrees of the chains and sets it hands back again.
+ */
+export class PrepareCache {
+  readonly compiler = new Compiler();
+  readonly forms = new SavedForms();
+  readonly subtrees = new SubtreeCache();
+}
+
 export function prepare(
   snapshot: ClusterSnapshot,
   settingsFor: (node: string) => NodeSettings,
   family: IpFamily,
   compiled: CompiledRules = new Map(),
+  cache: PrepareCache = new PrepareCache(),
 ): Prepared {
   const skipped: string[] = [];
   const running: { pod: Pod; ip: string }[] = [];
@@ -64,12 +76,11 @@ export function prepare(
   }
   // One long-lived compiler for every node, as the daemon keeps one: it gives the answer compile() gives
   // (compile.ts), and reuses what does not depend on the node (selector matches), which is most of the work.
-  const compiler = new Compiler();
+  const { compiler, forms, subtrees } = cache;
   const addresses = new AddressClasses(family);
   const nodes = [...new Set(running.map((r) => r.pod.nodeName))].sort();
   const rulesOf = new Map<string, NodeRules>();
   const shared = new Map<string, SavedIpSet>();
-  const forms = new SavedForms();
   for (const node of nodes) {
     const key = compiledKey(family, node);
     let rules = compiled.get(key);
@@ -83,7 +94,6 @@ export function prepare(
     addresses.add(rules.ipsets);
   }
   const pods: PodView[] = [];
-  const subtrees = new SubtreeCache();
   for (const node of nodes) {
     const rules = rulesOf.get(node)!;
     const profiles = new NodeProfiles(rules.chains, rules.ipsets, subtrees);

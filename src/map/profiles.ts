@@ -32,12 +32,14 @@ interface Subtree {
 const hash = (text: string): string => createHash('sha1').update(text).digest('base64url').slice(0, 22);
 
 /**
- * Subtrees of chains that are not a pod's own (policy chains), kept across the nodes of a cluster: the
- * compiler hands every node the same object for a policy's chain, so it is read once, not once per node. A
- * subtree holds for a node whose chains of those names (the jumps it followed) are the same objects.
+ * Subtrees by chain object, kept across the nodes of a cluster and the two clusters of a diff: the compiler
+ * hands every node the same object for a policy's chain, and a diff's new cluster the same object for what
+ * did not change, so each is read once. A subtree holds for a node whose chains of those names (the jumps it
+ * followed) and named-port sets are the same objects. (A pod's own chain names its pod: its placeholders
+ * come from the chain itself.)
  */
 export class SubtreeCache {
-  readonly byChain = new WeakMap<Chain, { readonly tree: Subtree; readonly uses: Uses }>();
+  readonly byChain = new WeakMap<Chain, { readonly tree: Subtree; readonly uses: Uses; readonly own: boolean }>();
 }
 
 /** What a subtree read of its node besides the chain itself: the chains it jumped to and the named-port sets. */
@@ -67,10 +69,8 @@ export class NodeProfiles {
   }
 
   private subtree(chain: Chain, self: { chain: string; pod: string; ip: string } | undefined): Subtree {
-    if (!self) {
-      const known = this.cache.byChain.get(chain);
-      if (known && this.stillHolds(known.uses)) return known.tree;
-    }
+    const known = this.cache.byChain.get(chain);
+    if (known && known.own === (self !== undefined) && this.stillHolds(known.uses)) return known.tree;
     const sets = new Set<string>();
     const cuts = new CutBuilder();
     const policies: string[] = [];
@@ -95,7 +95,7 @@ export class NodeProfiles {
     // The pod's own chain, name and address as placeholders, in the whole text at once (none holds a newline).
     const text = self ? withPlaceholders(parts.join('\n'), self) : parts.join('\n');
     const tree = { key: hash(text), sets, cuts: cuts.build(), policies };
-    if (!self) this.cache.byChain.set(chain, { tree, uses });
+    this.cache.byChain.set(chain, { tree, uses, own: self !== undefined });
     return tree;
   }
 
