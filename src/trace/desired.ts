@@ -8,10 +8,30 @@ import { joinArgs, ruleArgs, type SavedChain, type SavedIpSet, type SavedRule } 
 import type { IpSets } from './ipsets.js';
 import type { Ruleset } from './ruleset.js';
 
-const saved = (rule: Rule): SavedRule => {
-  const args = ruleArgs(rule);
-  return { text: joinArgs(args), args, rule, ...(rule.comment !== undefined ? { comment: rule.comment } : {}) };
-};
+/**
+ * A compiled rule as the tracer reads it. Its iptables words and line are made when first read: the tracer
+ * reads them only for the rules a packet meets, and a map of the cluster holds every pod's rules while it
+ * traces a few pods of each kind.
+ */
+class DesiredRule implements SavedRule {
+  readonly comment?: string;
+  private words: readonly string[] | undefined;
+  private line: string | undefined;
+
+  constructor(readonly rule: Rule) {
+    if (rule.comment !== undefined) this.comment = rule.comment;
+  }
+
+  get args(): readonly string[] {
+    return (this.words ??= ruleArgs(this.rule));
+  }
+
+  get text(): string {
+    return (this.line ??= joinArgs(this.args));
+  }
+}
+
+const saved = (rule: Rule): SavedRule => new DesiredRule(rule);
 
 /**
  * Saved forms already made, by the compiled object they were made from: a caller reading the states of many
