@@ -31,7 +31,7 @@
 
 import { CustomObjectsApi, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
 import type { ClusterSnapshot, Problem } from '../model/index.js';
-import { convert } from './convert.js';
+import { convert, type Converted, type ModelOf } from './convert.js';
 import { KindInformer } from './kind-informer.js';
 import { GuardedWatch } from './kube-watch.js';
 import {
@@ -394,7 +394,7 @@ export class KubeSource implements ClusterSource {
 
   private makeInformer(kubeConfig: KubeConfig, w: KindWatch): KindInformer {
     const watch = new GuardedWatch(kubeConfig, {
-      slim: (obj) => slimObject(w.kind, obj),
+      slim: (obj) => arrive(w.kind, obj),
       isStopped: () => this.stopped,
       // The informer watches only after its list has been processed, so the first watch of a kind
       // means that kind's first full list is in the store.
@@ -462,7 +462,7 @@ export class KubeSource implements ClusterSource {
    * informer is restarted with backoff).
    */
   private async initialState(w: KindWatch): Promise<InitialState> {
-    const slim = (obj: KubernetesObject) => slimObject(w.kind, obj);
+    const slim = (obj: KubernetesObject) => arrive(w.kind, obj);
     for (;;) {
       const fieldSelector = this.fieldSelectorOf(w);
       const query = { fieldSelector };
@@ -566,7 +566,7 @@ export class KubeSource implements ClusterSource {
 
   private upsert(kind: ObjectKind, obj: KubernetesObject): void {
     const key = keyOf(kind, obj);
-    const result = convert(kind, obj);
+    const result = (obj as Partial<Arrived>).converted ?? convert(kind, obj);
     // A policy's problems travel on the policy; other kinds' problems are kept here.
     this.setProblems(kind, key, result.ok && (kind === 'NetworkPolicy' || kind === 'ClusterNetworkPolicy') ? [] : result.problems);
     if (!result.ok) {
@@ -603,6 +603,27 @@ export class KubeSource implements ClusterSource {
     else this.objectProblems.set(id, problems);
     this.problemList = undefined;
   }
+}
+
+/** An object as the informer holds it between its arrival and its turn: its names, and what it converted to. */
+interface Arrived extends KubernetesObject {
+  readonly converted: Converted<ModelOf[ObjectKind]>;
+}
+
+/**
+ * Converted as it is decoded, not when the informer applies it: a list's objects wait until the whole list
+ * has arrived (a list that fails halfway applies nothing), and 100,000 pods waiting as slimmed API objects
+ * were most of the daemon's heap at that moment, each one promoted and marked again by every collection
+ * while the list grew. What waits now is the model object the store keeps anyway. The conversion is the same
+ * as applying it would do (of the slimmed object); its problems are reported when it is applied.
+ */
+function arrive(kind: ObjectKind, obj: KubernetesObject): Arrived {
+  const slim = slimObject(kind, obj);
+  const meta = slim.metadata;
+  return {
+    metadata: { name: meta?.name, namespace: meta?.namespace, resourceVersion: meta?.resourceVersion },
+    converted: convert(kind, slim),
+  } as Arrived;
 }
 
 function keyOf(kind: ObjectKind, obj: KubernetesObject): string {
