@@ -75,6 +75,7 @@ export interface FamilyPlan {
    * text (empty: nothing to do).
    */
   readonly ipsetOps: readonly IpsetOp[];
+  /** `ipsetOps` as text, rendered when first read. */
   readonly ipsetRestore: string;
   /** Step 1 set by set, rendered when first read (only after step 1 failed). */
   readonly setSteps: readonly SetStep[];
@@ -248,6 +249,8 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
   );
   let setSteps: SetStep[] | undefined;
   let afterSetSteps: SetStep[] | undefined;
+  let ipsetRestore: string | undefined;
+  let ipsetAfterRules: string | undefined;
   const stepsOf = (ops: readonly IpsetOp[], ranges: readonly SetRange[]): SetStep[] =>
     ranges.map(({ set, from, to, rebuildWith }) => ({
       name: set.name,
@@ -258,13 +261,19 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
   return {
     family: desired.family,
     ipsetOps,
-    ipsetRestore: renderIpsetOps(ipsetOps),
+    // Rendered when first read: the daemon's writer takes the ops (netlink, or its own text), and at 100,000
+    // pods a first sync's text is 13 MB.
+    get ipsetRestore() {
+      return (ipsetRestore ??= renderIpsetOps(ipsetOps));
+    },
     get setSteps() {
       return (setSteps ??= stepsOf(ipsetOps, setOps));
     },
     iptablesRestore,
     ipsetAfterOps,
-    ipsetAfterRules: renderIpsetOps(ipsetAfterOps),
+    get ipsetAfterRules() {
+      return (ipsetAfterRules ??= renderIpsetOps(ipsetAfterOps));
+    },
     get afterSetSteps() {
       return (afterSetSteps ??= stepsOf(ipsetAfterOps, afterSetOps));
     },
