@@ -324,6 +324,8 @@ export async function runDaemonBench(args: Args, command: string, hooks: DaemonB
     await hooks.afterFirstSync?.(daemon, url);
 
     const bytesBeforeEvents = server.bytesSent;
+    const cpuBeforeEvents = cpuMs(daemon.pid);
+    const eventsStartedAt = Date.now();
     const latencies: { kind: 'pod label' | 'policy edit'; ms: number }[] = [];
     const flipped = new Set<string>();
     for (let i = 0; i < args.events; i++) {
@@ -342,6 +344,8 @@ export async function runDaemonBench(args: Args, command: string, hooks: DaemonB
         latencies.push({ kind: 'policy edit', ms: (await log.nextProgrammed(t0, eventTimeoutMs, 'editing the bench policy')) - t0 });
       }
     }
+    const cpuPerEventMs = (cpuMs(daemon.pid) - cpuBeforeEvents) / Math.max(1, args.events);
+    const eventsMs = Date.now() - eventsStartedAt;
     const rssAfter = procStatusKiB(daemon.pid, 'VmRSS');
     const bytesPerEvent = (server.bytesSent - bytesBeforeEvents) / Math.max(1, args.events);
     const hwm = procStatusKiB(daemon.pid, 'VmHWM');
@@ -399,6 +403,9 @@ export async function runDaemonBench(args: Args, command: string, hooks: DaemonB
     console.log('');
     console.log(
       `Daemon's own incremental syncs (compile + plan + apply): ${syncCount}, mean ${((syncSum / syncCount) * 1000).toFixed(0)} ms (netfence_sync_duration_seconds); the rest of the latency is watch delivery, conversion and the batch window.`,
+    );
+    console.log(
+      `Daemon CPU (user+sys, /proc/<pid>/stat, 10 ms ticks) during the events: ${cpuPerEventMs.toFixed(1)} ms per event (${args.events} events in ${eventsMs} ms, idle timers included).`,
     );
     console.log(
       `Daemon process memory (/proc/<pid>/status): VmRSS ${mib(rssReady)} with everything programmed, ${mib(rssAfter)} after ${args.events} events; peak VmHWM ${mib(hwm)}${hooks.afterFirstSync ? ' (includes what the heap snapshot after the first sync took)' : ''}; peak before the events ${mib(hwmProgrammed)}.`,
