@@ -8,6 +8,7 @@ import {
   type Chain,
   type ClusterNetworkPolicy,
   type ClusterNode,
+  type DnsLearnedSet,
   type IpFamily,
   type IpSet,
   type IpSetName,
@@ -15,6 +16,7 @@ import {
   type MemberDelta,
   type L4Protocol,
   type LabelSelector,
+  type LearnedSetOptions,
   type NetworkPolicy,
   type Pod,
   type PolicyPeer,
@@ -24,7 +26,7 @@ import { ipsOfFamily, type ClusterState, type Selection } from './cluster-state.
 import { ipSetNameFor, type SetKind } from './names.js';
 import { selectorMatches } from './selectors.js';
 
-const TYPE_OF: Record<SetKind, IpSetType> = { s: 'hash:ip', n: 'hash:ip,port', b: 'hash:net', x: 'hash:net' };
+const TYPE_OF: Record<SetKind, IpSetType> = { s: 'hash:ip', n: 'hash:ip,port', b: 'hash:net', x: 'hash:net', d: 'hash:ip', q: 'hash:ip' };
 
 /** Destinations of an egress named port: all peer pods, a selector's pods, or the pods inside an ipBlock. */
 export type PodScope =
@@ -45,7 +47,14 @@ export type MemberSpec =
   /** `nodes` peer: InternalIP/ExternalIP addresses of the nodes whose labels match. */
   | { readonly kind: 'node-ips'; readonly nodeSelector: LabelSelector }
   /** Ingress `destinationNamedPort`: the CNP's local subjects define the number. */
-  | { readonly kind: 'named-subjects'; readonly cnp: ClusterNetworkPolicy; readonly protocol: L4Protocol; readonly name: string };
+  | { readonly kind: 'named-subjects'; readonly cnp: ClusterNetworkPolicy; readonly protocol: L4Protocol; readonly name: string }
+  /**
+   * `domainNames`: what one subject pod learns for one rule, filled at run time by the DNS agent; the
+   * compiler's members are none (model/dns-egress.ts). `learnedFor` is the agent's entry without the set's name.
+   */
+  | { readonly kind: 'learned'; readonly options: LearnedSetOptions; readonly learnedFor: Omit<DnsLearnedSet, 'setName' | 'family'> }
+  /** Addresses listed by the compile itself (the subject pods whose DNS answers are held). */
+  | { readonly kind: 'listed'; readonly members: readonly string[] };
 
 export interface SetRequest {
   readonly kind: SetKind;
@@ -165,6 +174,7 @@ export class IpSetBuilder {
               members,
               description: req.description,
               ...(req.kind === 'x' ? { negated: true as const } : {}),
+              ...(req.spec.kind === 'learned' ? { learned: req.spec.options } : {}),
             };
         if (old && patched && set !== old.set) recordMemberDelta(set, old.set, patched.delta);
         built = {
@@ -193,7 +203,8 @@ function objectId(o: object): number {
 
 /** A string that changes whenever the members might. */
 function stampOf(spec: MemberSpec, ctx: MemberContext): string {
-  return spec.kind === 'cidrs' ? 'fixed' : `${podStampOf(spec, ctx)}x${ctx.state.sharedVersion}`;
+  if (spec.kind === 'listed') return spec.members.join(',');
+  return spec.kind === 'cidrs' || spec.kind === 'learned' ? 'fixed' : `${podStampOf(spec, ctx)}x${ctx.state.sharedVersion}`;
 }
 
 function podStampOf(spec: MemberSpec, ctx: MemberContext): string {
@@ -201,6 +212,8 @@ function podStampOf(spec: MemberSpec, ctx: MemberContext): string {
     case 'selector':
       return `s${ctx.state.select(spec.peer, spec.namespace).version}`;
     case 'cidrs':
+    case 'learned':
+    case 'listed':
       return 'fixed';
     case 'named-targets':
       return `t${objectId(ctx.targetsOf(spec.policy))}`;
@@ -229,7 +242,11 @@ function membersOf(spec: MemberSpec, ctx: MemberContext): string[] {
     case 'selector':
       return [...ctx.state.select(spec.peer, spec.namespace).pods.values()].flatMap((p) => peerIps(p, ctx.family, ctx.state));
     case 'cidrs':
+    case 'listed':
       return [...spec.members];
+    // The agent's, never the compiler's (plan.ts leaves them alone).
+    case 'learned':
+      return [];
     case 'named-targets':
       return namedMembers(ctx.targetsOf(spec.policy), spec.protocol, spec.name, ctx.family, ctx.state);
     case 'named-pods':

@@ -113,7 +113,20 @@ export function expectedObserved(desired: FamilyState): ObservedFamily {
   const savedOf = (s: IpSet): SavedIpSet => {
     let saved = savedSets.get(s);
     if (!saved)
-      savedSets.set(s, (saved = { name: s.name, type: s.type, family: s.family, maxelem: IPSET_MAXELEM, members: savedMembersOf(s) }));
+      savedSets.set(
+        s,
+        (saved = s.learned
+          ? {
+              name: s.name,
+              type: s.type,
+              family: s.family,
+              maxelem: s.learned.maxelem,
+              timeout: s.learned.timeout,
+              comment: true,
+              members: [],
+            }
+          : { name: s.name, type: s.type, family: s.family, maxelem: IPSET_MAXELEM, members: savedMembersOf(s) }),
+      );
     return saved;
   };
   const chains = new Map(desired.chains.map((c) => [c.name as string, linesOf(c)]));

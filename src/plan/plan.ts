@@ -146,7 +146,7 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
       counts.membersAdded += set.members.length;
       return;
     }
-    if (seen.type !== set.type || seen.family !== set.family) {
+    if (seen.type !== set.type || seen.family !== set.family || !sameLearnedOptions(set, seen)) {
       // Someone recreated it with another type: rebuilt by the retype steps before this plan runs.
       retype.push(set);
       changes.push({
@@ -160,6 +160,9 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
       counts.setsRewritten++;
       return;
     }
+    // A learned set's members are the DNS agent's, each counting down its own timeout: never diffed, flushed
+    // or repaired here (model/dns-egress.ts). Only the set itself and its options are ours.
+    if (set.learned) return;
     const { adds, dels } = memberDelta(seen.members, set, previousSets.get(set.name));
     if (adds.length === 0 && dels.length === 0) return;
     // Observed members are sorted; the lines a diff shows are computed only if someone reads them.
@@ -284,6 +287,17 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
     retype,
     errors,
   };
+}
+
+/**
+ * Whether the kernel's set has the options a learned set is created with (timeout, maxelem, comment); other
+ * sets have none of them. Another maxelem or timeout recreates the set (retype.ts): `create -exist` would
+ * refuse it, and the learned entries it loses are learned again at the pods' next lookups (fail closed).
+ */
+function sameLearnedOptions(set: IpSet, seen: SavedIpSet): boolean {
+  const learned = set.learned;
+  if (!learned) return seen.timeout === undefined && seen.comment === undefined;
+  return seen.timeout === learned.timeout && seen.maxelem === learned.maxelem && seen.comment === true;
 }
 
 /** A member without its options: `10.0.0.5 nomatch` → `10.0.0.5`, the element `ipset` adds and deletes. */

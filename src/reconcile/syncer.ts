@@ -487,7 +487,11 @@ export function sameObserved(a: ObservedFamily, b: ObservedFamily): boolean {
   for (const [name, rules] of a.chains) if (!sameRules(b.chains.get(name), rules)) return false;
   for (const [name, set] of a.ipsets) {
     const other = b.ipsets.get(name);
-    if (set.type !== other?.type || set.family !== other.family || !sameList(set.members, other.members)) return false;
+    if (set.type !== other?.type || set.family !== other.family) return false;
+    // A learned set (timeout and comment): its members are the DNS agent's, its options are ours.
+    if (set.timeout !== undefined || other.timeout !== undefined) {
+      if (set.timeout !== other.timeout || set.maxelem !== other.maxelem || set.comment !== other.comment) return false;
+    } else if (!sameList(set.members, other.members)) return false;
   }
   for (const [chain, hooks] of a.hooks) {
     const other = b.hooks.get(chain);

@@ -227,9 +227,9 @@ function parseModule(name: string, args: readonly string[], start: number): { ma
       // `-p tcp -m tcp` with no further option: the implicit protocol module.
       return { next: start };
     case 'multiport': {
-      if (opt !== '--dports') return undefined;
+      if ((opt !== '--dports' && opt !== '--sports') || negate) return undefined;
       const ports = parsePorts(args[i + 1] ?? '');
-      return ports && { match: { kind: 'dports', ports }, next: i + 2 };
+      return ports && { match: { kind: opt === '--dports' ? 'dports' : 'sports', ports }, next: i + 2 };
     }
     case 'set': {
       const set = args[i + 1];
@@ -255,6 +255,9 @@ function parseModule(name: string, args: readonly string[], start: number): { ma
       return opt === '--mark' && mark ? { match: { kind: 'connmark', ...mark, ...(negate ? { negate } : {}) }, next: i + 2 } : undefined;
     }
     case 'conntrack': {
+      const dir = args[i + 1];
+      if (opt === '--ctdir' && !negate && (dir === 'ORIGINAL' || dir === 'REPLY'))
+        return { match: { kind: 'ctdir', direction: dir }, next: i + 2 };
       if (opt !== '--ctstate' || negate) return undefined;
       const states = (args[i + 1] ?? '').split(',') as ConntrackState[];
       return { match: { kind: 'ctstate', states }, next: i + 2 };
@@ -312,9 +315,19 @@ function parseTarget(flag: string, target: string, args: readonly string[], i: n
     }
     case 'NFLOG': {
       if (args[i] !== '--nflog-prefix' || args[i + 1] === undefined) return undefined;
-      const group = args[i + 2] === '--nflog-group' ? Number(args[i + 3]) : 0;
-      if (!Number.isInteger(group)) return undefined;
-      return { action: { kind: 'nflog', group, prefix: args[i + 1]! }, next: args[i + 2] === '--nflog-group' ? i + 4 : i + 2 };
+      const prefix = args[i + 1]!;
+      let at = i + 2;
+      const group = args[at] === '--nflog-group' ? Number(args[at + 1]) : 0;
+      if (args[at] === '--nflog-group') at += 2;
+      const threshold = args[at] === '--nflog-threshold' ? Number(args[at + 1]) : undefined;
+      if (threshold !== undefined) at += 2;
+      if (!Number.isInteger(group) || (threshold !== undefined && !Number.isInteger(threshold))) return undefined;
+      return { action: { kind: 'nflog', group, prefix, ...(threshold !== undefined ? { threshold } : {}) }, next: at };
+    }
+    case 'NFQUEUE': {
+      const queue = args[i] === '--queue-num' ? Number(args[i + 1]) : undefined;
+      if (queue === undefined || !Number.isInteger(queue) || args[i + 2] !== '--queue-bypass') return undefined;
+      return { action: { kind: 'nfqueue', queue }, next: i + 3 };
     }
     default:
       return /^[A-Z]+$/.test(target) ? undefined : { action: { kind: 'jump', target: target as ChainName }, next: i };

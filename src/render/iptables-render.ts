@@ -3,7 +3,16 @@
 // target), so a saved line usually equals the rendered one byte for byte: the drift check's fast path. A
 // rule printed another way is compared by hash and meaning instead (plan/rule-identity.ts).
 
-import { sha256 as sha256Of, type Action, type Chain, type FamilyState, type Hook, type Match, type Rule } from '../model/index.js';
+import {
+  sha256 as sha256Of,
+  type Action,
+  type Chain,
+  type FamilyState,
+  type Hook,
+  type Match,
+  type PortRange,
+  type Rule,
+} from '../model/index.js';
 
 export const HASH_PREFIX = 'nf:';
 const HASH_LENGTH = 16;
@@ -27,10 +36,12 @@ const renderMatch: { [K in Match['kind']]: (m: Extract<Match, { kind: K }>) => s
   'in-iface': (m) => [...not(m.negate), '-i', m.name],
   'out-iface': (m) => [...not(m.negate), '-o', m.name],
   protocol: (m) => ['-p', m.protocol],
-  dports: (m) => ['-m', 'multiport', '--dports', m.ports.map((r) => (r.from === r.to ? `${r.from}` : `${r.from}:${r.to}`)).join(',')],
+  dports: (m) => ['-m', 'multiport', '--dports', portList(m.ports)],
+  sports: (m) => ['-m', 'multiport', '--sports', portList(m.ports)],
   set: (m) => ['-m', 'set', ...not(m.negate), '--match-set', m.set, m.direction],
   mark: (m) => ['-m', 'mark', ...not(m.negate), '--mark', markArg(m.value, m.mask)],
   ctstate: (m) => ['-m', 'conntrack', '--ctstate', CONNTRACK_ORDER.filter((s) => m.states.includes(s)).join(',')],
+  ctdir: (m) => ['-m', 'conntrack', '--ctdir', m.direction],
   physdev: (m) => [
     '-m',
     'physdev',
@@ -60,8 +71,18 @@ const renderAction: { [K in Action['kind']]: (a: Extract<Action, { kind: K }>) =
   goto: (a) => ['-g', a.target],
   'set-mark': (a) => ['-j', 'MARK', '--set-xmark', markArg(a.value, a.mask)],
   // iptables-save prints the prefix before the group and leaves out group 0.
-  nflog: (a) => ['-j', 'NFLOG', '--nflog-prefix', a.prefix, ...(a.group !== 0 ? ['--nflog-group', `${a.group}`] : [])],
+  nflog: (a) => [
+    '-j',
+    'NFLOG',
+    '--nflog-prefix',
+    a.prefix,
+    ...(a.group !== 0 ? ['--nflog-group', `${a.group}`] : []),
+    ...(a.threshold !== undefined ? ['--nflog-threshold', `${a.threshold}`] : []),
+  ],
+  nfqueue: (a) => ['-j', 'NFQUEUE', '--queue-num', `${a.queue}`, '--queue-bypass'],
 };
+
+const portList = (ports: readonly PortRange[]): string => ports.map((r) => (r.from === r.to ? `${r.from}` : `${r.from}:${r.to}`)).join(',');
 
 const matchArgs = (m: Match): string[] => (renderMatch[m.kind] as (m: Match) => string[])(m);
 const actionArgs = (a: Action): string[] => (renderAction[a.kind] as (a: Action) => string[])(a);

@@ -29,7 +29,7 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   observe: ['model', 'compile', 'config', 'dataplane', 'trace', 'log'],
   why: ['model', 'compile', 'trace'],
   map: ['model', 'compile', 'trace', 'why'],
-  daemon: ['model', 'log', 'config', 'cluster', 'dataplane', 'render', 'plan', 'reconcile', 'revoke', 'antispoof', 'observe'],
+  daemon: ['model', 'log', 'config', 'cluster', 'dataplane', 'render', 'plan', 'reconcile', 'revoke', 'antispoof', 'observe', 'dns'],
   cli: ['*'],
 };
 /** STYLE rule 4: exactly one module runs processes or touches the kernel. */

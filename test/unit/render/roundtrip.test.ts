@@ -208,6 +208,31 @@ const handWritten: [string, Rule][] = [
     },
   ],
   [
+    'DNS query of a watched pod: NFLOG with a threshold',
+    {
+      match: m(
+        { kind: 'protocol', protocol: 'udp' },
+        { kind: 'dports', ports: [{ from: 53, to: 53 }] },
+        { kind: 'set', set, direction: 'src' },
+        { kind: 'ctdir', direction: 'ORIGINAL' },
+      ),
+      action: { kind: 'nflog', group: 4101, prefix: 'dns-query', threshold: 1 },
+    },
+  ],
+  [
+    'DNS answer to a watched pod: held on NFQUEUE',
+    {
+      match: m(
+        { kind: 'protocol', protocol: 'tcp' },
+        { kind: 'sports', ports: [{ from: 53, to: 53 }] },
+        { kind: 'set', set, direction: 'dst' },
+        { kind: 'ctstate', states: ['ESTABLISHED'] },
+        { kind: 'ctdir', direction: 'REPLY' },
+      ),
+      action: { kind: 'nfqueue', queue: 4100 },
+    },
+  ],
+  [
     'ICMPv6 ND allowance',
     {
       match: m(
@@ -369,6 +394,31 @@ describe('flow-log rules print as iptables-save prints them (checked by hand aga
       'default burst left out, prefix quoted because of ":"',
       { match: m({ kind: 'limit', perSecond: 10, burst: 5 }), action: { kind: 'nflog', group: 5, prefix: 'nf:isolated' } },
       '-m limit --limit 10/sec -j NFLOG --nflog-prefix "nf:isolated" --nflog-group 5',
+    ],
+    [
+      'DNS query: NFLOG threshold after the group',
+      {
+        match: m(
+          { kind: 'protocol', protocol: 'udp' },
+          { kind: 'dports', ports: [{ from: 53, to: 53 }] },
+          { kind: 'ctdir', direction: 'ORIGINAL' },
+        ),
+        action: { kind: 'nflog', group: 4101, prefix: 'dns-query', threshold: 1 },
+      },
+      '-p udp -m multiport --dports 53 -m conntrack --ctdir ORIGINAL -j NFLOG --nflog-prefix dns-query --nflog-group 4101 --nflog-threshold 1',
+    ],
+    [
+      'DNS answer: NFQUEUE with bypass, state and direction as two conntrack matches',
+      {
+        match: m(
+          { kind: 'protocol', protocol: 'udp' },
+          { kind: 'sports', ports: [{ from: 53, to: 53 }] },
+          { kind: 'ctstate', states: ['ESTABLISHED'] },
+          { kind: 'ctdir', direction: 'REPLY' },
+        ),
+        action: { kind: 'nfqueue', queue: 4100 },
+      },
+      '-p udp -m multiport --sports 53 -m conntrack --ctstate ESTABLISHED -m conntrack --ctdir REPLY -j NFQUEUE --queue-num 4100 --queue-bypass',
     ],
     [
       'burst shown, group 0 left out, bare prefix',
