@@ -3,8 +3,8 @@
 // parsed filter table and ipsets come in, a plain JSON-able report comes out.
 
 import { parseLearnedComment, type Match, type Rule } from '../model/index.js';
-import { savedEntryOf, type SavedChain, type SavedRule } from '../render/index.js';
-import { chainKind, readComment, targetOf, type Direction, type IpSets, type Ruleset } from '../trace/index.js';
+import { savedEntryOf, targetOf, type SavedChain, type SavedRule } from '../render/index.js';
+import { chainKind, readComment, type Direction, type IpSets, type Ruleset } from '../trace/index.js';
 
 export interface RuleRef {
   readonly chain: string;

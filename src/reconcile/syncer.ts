@@ -15,7 +15,7 @@ import {
   type Ownership,
   type SetStep,
 } from '../plan/index.js';
-import { saveWithoutComments, writesIpsetLines, type IpsetOp } from '../render/index.js';
+import { renderIpsetOps, saveWithoutComments, writesIpsetLines, type IpsetOp } from '../render/index.js';
 import { detachObserved } from './detach.js';
 
 /** The kernel as the syncer needs it; src/dataplane provides the real one, tests may fake it. */
@@ -351,7 +351,7 @@ export class Syncer {
 
   private async destroySet(name: string): Promise<boolean> {
     try {
-      await this.kernel.ipsetRestore(`destroy ${name}\n`);
+      await this.kernel.ipsetRestore(renderIpsetOps([{ op: 'destroy', name }]));
       return true;
     } catch (err) {
       this.logger.debug('stale ipset still in use; will retry', { set: name, error: (err as Error).message });
@@ -496,7 +496,7 @@ export function sameObserved(a: ObservedFamily, b: ObservedFamily): boolean {
   for (const [chain, hooks] of a.hooks) {
     const other = b.hooks.get(chain);
     if (other?.length !== hooks.length) return false;
-    if (!hooks.every((h, i) => other[i]!.position === h.position && sameRule(other[i]!.text, h.text))) return false;
+    if (!hooks.every((h, i) => other[i]!.position === h.position && sameRule(other[i]!.rule, h.rule))) return false;
   }
   return true;
 }

@@ -63,6 +63,13 @@ const elementOf = (member: string): string => {
   return space < 0 ? member : member.slice(0, space);
 };
 
+/** `ipset list -n`: one set name a line. */
+export const parseIpsetNames = (text: string): string[] =>
+  text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
+
 /** `ipset restore` input for `ops`, one line each (a newline after the last); '' for none. */
 export function renderIpsetOps(ops: readonly IpsetOp[]): string {
   const out: string[] = [];

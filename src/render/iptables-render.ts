@@ -13,6 +13,7 @@ import {
   type PortRange,
   type Rule,
 } from '../model/index.js';
+import { ruleRecord, type RuleRecord } from './rule-record.js';
 
 export const HASH_PREFIX = 'nf:';
 const HASH_LENGTH = 16;
@@ -172,10 +173,13 @@ export const hookHash = (hook: Hook): string => ruleHashes(`${hook.chain}*hook`,
 
 export interface RenderedChain {
   readonly name: string;
-  /** `-A <chain> …` lines, exactly as iptables-save prints them. */
-  readonly lines: readonly string[];
-  readonly hashes: readonly string[];
+  /** Each rule exactly as iptables-save prints it after `-A <chain>`, with its hash. */
+  readonly rules: readonly RuleRecord[];
 }
+
+// joinArgs builds a text piece by piece, which V8 keeps as a rope, and comparing a rope walks it on every compare.
+// Sliced off a fresh concatenation it is one flat string: the drift check's one string compare per rule stays one.
+const flat = (text: string): string => (' ' + text).slice(1);
 
 // Chains are immutable values; the compiler hands back the same object while a chain is unchanged, so a
 // chain is hashed and rendered once however many plans and trackers look at it.
@@ -201,18 +205,27 @@ function renderChainUncached(chain: Chain): RenderedChain {
     texts.push(joinArgs(p.options.concat(p.modules)));
   }
   const hashes = chainedHashes(chain.name, texts);
-  const lines: string[] = [];
+  const records: RuleRecord[] = [];
   for (let i = 0; i < rules.length; i++) {
     const rule = rules[i]!;
     const comment = sanitizeComment(`${HASH_PREFIX}${hashes[i]!}${rule.comment ? ` ${rule.comment}` : ''}`);
     const args = parts[i]!.options.concat(['-m', 'comment', '--comment', comment], parts[i]!.modules);
-    lines.push(ruleLine('append', chain.name, joinArgs(args)));
+    records.push(ruleRecord(flat(joinArgs(args)), hashes[i]));
   }
-  return { name: chain.name, lines, hashes };
+  return { name: chain.name, rules: records };
 }
 
-/** The hook's rule as iptables-save prints it, without the `-A <chain>` head. */
-export const renderHookArgs = (hook: Hook): string => joinArgs(ruleArgsWithComment(hook.rule, hookHash(hook)));
+const renderedHooks = new WeakMap<Hook, RuleRecord>();
+
+/** The hook's rule as iptables-save prints it after `-A <chain>`, with its hash. */
+export function renderHook(hook: Hook): RuleRecord {
+  let out = renderedHooks.get(hook);
+  if (!out) {
+    const hash = hookHash(hook);
+    renderedHooks.set(hook, (out = ruleRecord(flat(joinArgs(ruleArgsWithComment(hook.rule, hash))), hash)));
+  }
+  return out;
+}
 
 // ---- restore text: every line netfence hands to iptables-restore is written by one of these ----------
 
@@ -234,8 +247,8 @@ export function ruleLine(edit: 'append' | 'insert-first' | 'delete', chain: stri
       return `-D ${chain} ${rule}`;
   }
 }
-/** The text of one `-A <chain> …` line after its head: what `iptables-save` lists for the rule. */
-export const ruleOfLine = (chain: string, line: string): string => line.slice(`-A ${chain} `.length);
+/** A rendered chain's rules as `-A <chain> <rule>` lines. */
+export const appendLines = (chain: RenderedChain): string[] => chain.rules.map((r) => ruleLine('append', chain.name, r.text));
 /** One filter-table transaction around `lines`; '' when there is nothing to write. */
 export const filterTransaction = (lines: readonly string[]): string =>
   lines.length > 0 ? ['*filter', ...lines, 'COMMIT', ''].join('\n') : '';
@@ -243,8 +256,8 @@ export const filterTransaction = (lines: readonly string[]): string =>
 /** Everything a family needs, as one `iptables-restore --noflush` input that programs it from scratch. */
 export function renderFullRestore(state: FamilyState): string {
   const chains = state.chains.map(renderChain);
-  const out = [...chains.map((c) => declareChainLine(c.name)), ...chains.flatMap((c) => c.lines)];
+  const out = [...chains.map((c) => declareChainLine(c.name)), ...chains.flatMap(appendLines)];
   for (const hook of state.hooks)
-    out.push(ruleLine(hook.position === 'insert' ? 'insert-first' : 'append', hook.chain, renderHookArgs(hook)));
+    out.push(ruleLine(hook.position === 'insert' ? 'insert-first' : 'append', hook.chain, renderHook(hook).text));
   return filterTransaction(out);
 }

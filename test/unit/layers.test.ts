@@ -24,7 +24,7 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   dns: ['model'],
   reconcile: ['model', 'compile', 'plan', 'render'],
   revoke: ['model', 'dataplane', 'trace', 'log'],
-  antispoof: ['model', 'dataplane', 'log'],
+  antispoof: ['model', 'render', 'dataplane', 'log'],
   inspect: ['model', 'render', 'trace', 'antispoof'],
   observe: ['model', 'compile', 'config', 'dataplane', 'trace', 'log'],
   why: ['model', 'compile', 'trace'],

@@ -11,7 +11,8 @@ import {
   parseSavedRule,
   renderChain,
   renderFullRestore,
-  renderHookArgs,
+  renderHook,
+  appendLines,
   ruleArgs,
   ruleArgsWithComment,
   ruleHashes,
@@ -110,12 +111,12 @@ describe('render → parse: every rule the compiler emits', () => {
     // With the comment, as a saved line: the structured rule and its comment come back.
     for (const chain of state.chains) {
       const rendered = renderChain(chain);
-      const back = rendered.lines.map((line) => {
+      const back = appendLines(rendered).map((line) => {
         const args = tokenize(line);
         return parseSavedRule(line.slice(`-A ${chain.name} `.length), args.slice(2));
       });
       expect({ chain: chain.name, rules: back.map((b) => b.rule) }).toEqual({ chain: chain.name, rules: chain.rules });
-      expect(back.map((b) => b.hash)).toEqual(rendered.hashes);
+      expect(back.map((b) => b.hash)).toEqual(rendered.rules.map((r) => r.hash));
     }
   });
 });
@@ -306,14 +307,14 @@ describe('parseIptablesSave(renderFullRestore(state))', () => {
       const saved = filter.chains.get(chain.name)!;
       const rendered = renderChain(chain);
       expect(saved.policy).toBe('-');
-      expect(saved.rules.map((r) => `-A ${chain.name} ${r.text}`)).toEqual(rendered.lines);
-      expect(saved.rules.map((r) => r.hash)).toEqual(rendered.hashes);
+      expect(saved.rules.map((r) => `-A ${chain.name} ${r.text}`)).toEqual(appendLines(rendered));
+      expect(saved.rules.map((r) => r.hash)).toEqual(rendered.rules.map((r) => r.hash));
       expect(saved.rules.map((r) => r.rule)).toEqual(chain.rules);
     }
   });
 
   it.each(compiledStates)('%s: hooks as iptables-save prints them come back with their hash', (_name, state) => {
-    const hooks = state.hooks.map((h) => `-A ${h.chain} ${renderHookArgs(h)}`);
+    const hooks = state.hooks.map((h) => `-A ${h.chain} ${renderHook(h).text}`);
     const text = ['*filter', ':FORWARD ACCEPT [0:0]', '-A FORWARD -s 1.1.1.1/32 -j ACCEPT', ...hooks, 'COMMIT', ''].join('\n');
     const forward = parseIptablesSave(text).get('filter')!.chains.get('FORWARD')!;
     expect(forward.policy).toBe('ACCEPT');
@@ -379,11 +380,11 @@ describe('comments', () => {
     expect(clean).not.toMatch(/["'\\\n\t`$]/);
     const r: Rule = { match: [], action: { kind: 'accept' }, comment: text };
     const chain: Chain = { name: 'nf-c' as ChainName, rules: [r], role: { kind: 'static' } };
-    const [line] = renderChain(chain).lines;
+    const [line] = appendLines(renderChain(chain));
     const args = tokenize(line!);
     const comment = args[args.indexOf('--comment') + 1]!;
     expect(comment.length).toBeLessThanOrEqual(256);
-    expect(comment).toBe(`nf:${renderChain(chain).hashes[0]} ${clean}`.slice(0, comment.length));
+    expect(comment).toBe(`nf:${renderChain(chain).rules[0]!.hash} ${clean}`.slice(0, comment.length));
     expect(args.at(-1)).toBe('ACCEPT');
   });
 });
