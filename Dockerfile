@@ -38,7 +38,8 @@ COPY --from=build /app/dist ./dist
 RUN chmod +x /app/dist/cli/main.js && ln -s /app/dist/cli/main.js /usr/local/bin/netfence
 # Runs as root: iptables needs uid 0 with NET_ADMIN, which the DaemonSet grants (not privileged).
 # The daemon's environment and V8 flags: src/cli/node-flags.ts (DAEMON_ENV, DAEMON_NODE_FLAGS: two malloc
-# arenas, a fixed mmap threshold so large freed blocks go back to the kernel, a small young generation).
+# arenas, a fixed mmap threshold so large freed blocks go back to the kernel, a small young generation, an old
+# generation that grows by half between full collections).
 ENV MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=131072
-ENTRYPOINT ["node", "--max-semi-space-size=2", "--optimize-for-size", "/app/dist/cli/main.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=2", "--optimize-for-size", "--heap-growing-percent=50", "/app/dist/cli/main.js"]
 CMD ["--help"]

@@ -3,10 +3,12 @@
 // Usage (root): npm run --silent build && node --import ./scripts/register-ts.mjs scripts/bench-daemon.ts \
 //                 [--tier large] [--seed 1] [--events 60] [--node node-1]
 //                 [--completed-jobs SHARE] [--watch-list on|off] [--field-selectors on|off] [--gzip on|off]
+//                 [--node-flags '<V8 flags>']
 // --completed-jobs adds Succeeded Job pods as that share of all pods (0.2: one pod in five); --watch-list
 // turns the fake API server's WatchList gate on (default off, as before Kubernetes 1.32); --field-selectors
 // off makes it refuse pod field selectors, as a server without them would (the daemon then reads every pod);
 // --gzip on makes it compress large list responses as a real API server does (watch streams stay plain).
+// --node-flags adds node/V8 flags after the daemon's own (src/cli/node-flags.ts), to compare GC settings.
 //
 // A real `netfence daemon` process (dist/cli/main.js) runs in the root namespace with `--netns` pointing
 // at a scratch namespace it programs, and watches an in-process fake API server (test/fakes) that holds
@@ -41,6 +43,8 @@ export interface Args {
   watchList: boolean;
   fieldSelectors: boolean;
   gzip: boolean;
+  /** Added after DAEMON_NODE_FLAGS (a later V8 flag overrides an earlier one). */
+  nodeFlags: readonly string[];
 }
 
 function onOff(flag: string, value: string): boolean {
@@ -58,6 +62,7 @@ export function parseArgs(argv: readonly string[]): Args {
     watchList: false,
     fieldSelectors: true,
     gzip: false,
+    nodeFlags: [],
   };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
@@ -71,6 +76,7 @@ export function parseArgs(argv: readonly string[]): Args {
     else if (flag === '--watch-list') args.watchList = onOff(flag, value);
     else if (flag === '--field-selectors') args.fieldSelectors = onOff(flag, value);
     else if (flag === '--gzip') args.gzip = onOff(flag, value);
+    else if (flag === '--node-flags') args.nodeFlags = value.split(/\s+/).filter(Boolean);
     else throw new Error(`unknown flag ${flag}`);
   }
   return args;
@@ -302,7 +308,7 @@ export async function runDaemonBench(args: Args, command: string, hooks: DaemonB
         '--flannel-subnet-env',
         join(tmp, 'none.env'),
       ],
-      { netns: undefined, logFile, extraNodeFlags: hooks.extraNodeFlags },
+      { netns: undefined, logFile, extraNodeFlags: [...args.nodeFlags, ...(hooks.extraNodeFlags ?? [])] },
     );
     await waitReady(daemon, url, startedAt, 50);
     const readyMs = Date.now() - startedAt;
@@ -333,6 +339,8 @@ export async function runDaemonBench(args: Args, command: string, hooks: DaemonB
     await hooks.afterFirstSync?.(daemon, url);
 
     const bytesBeforeEvents = server.bytesSent;
+    const cpuBeforeEvents = cpuMs(daemon.pid);
+    const eventsStartedAt = Date.now();
     const latencies: { kind: 'pod label' | 'policy edit'; ms: number }[] = [];
     const flipped = new Set<string>();
     for (let i = 0; i < args.events; i++) {
@@ -351,6 +359,8 @@ export async function runDaemonBench(args: Args, command: string, hooks: DaemonB
         latencies.push({ kind: 'policy edit', ms: (await log.nextProgrammed(t0, eventTimeoutMs, 'editing the bench policy')) - t0 });
       }
     }
+    const cpuPerEventMs = (cpuMs(daemon.pid) - cpuBeforeEvents) / Math.max(1, args.events);
+    const eventsMs = Date.now() - eventsStartedAt;
     const rssAfter = procStatusKiB(daemon.pid, 'VmRSS');
     const bytesPerEvent = (server.bytesSent - bytesBeforeEvents) / Math.max(1, args.events);
     const hwm = procStatusKiB(daemon.pid, 'VmHWM');
@@ -408,6 +418,9 @@ export async function runDaemonBench(args: Args, command: string, hooks: DaemonB
     console.log('');
     console.log(
       `Daemon's own incremental syncs (compile + plan + apply): ${syncCount}, mean ${((syncSum / syncCount) * 1000).toFixed(0)} ms (netfence_sync_duration_seconds); the rest of the latency is watch delivery, conversion and the batch window.`,
+    );
+    console.log(
+      `Daemon CPU (user+sys, /proc/<pid>/stat, 10 ms ticks) during the events: ${cpuPerEventMs.toFixed(1)} ms per event (${args.events} events in ${eventsMs} ms, idle timers included).`,
     );
     console.log(
       `Daemon process memory (/proc/<pid>/status): VmRSS ${mib(rssReady)} with everything programmed, ${mib(rssAfter)} after ${args.events} events; peak VmHWM ${mib(hwm)}${hooks.afterFirstSync ? ' (includes what the heap snapshot after the first sync took)' : ''}; peak before the events ${mib(hwmProgrammed)}.`,

@@ -33,6 +33,7 @@ import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { ClusterPolicyDiscovery, type DiscoveryHost } from './cnp-discovery.js';
 import type { ClusterSnapshot, Problem } from '../model/index.js';
 import { convert } from './convert.js';
+import { arrive, type Arrived } from './arrival.js';
 import { KindInformer } from './kind-informer.js';
 import { GuardedWatch } from './kube-watch.js';
 import {
@@ -59,7 +60,6 @@ import {
   type KubeSourceOptions,
   type StreamRefusal,
 } from './kube-source-options.js';
-import { slimObject } from './slim.js';
 import type { ObjectKind } from './object-kind.js';
 import { ChangeEmitter, ObjectStore, type ClusterChange, type ClusterSource, type Logger } from './source.js';
 
@@ -182,7 +182,7 @@ export class KubeSource implements ClusterSource {
 
   private makeInformer(kubeConfig: KubeConfig, w: KindWatch): KindInformer {
     const watch = new GuardedWatch(kubeConfig, {
-      slim: (obj) => slimObject(w.kind, obj),
+      slim: (obj) => arrive(w.kind, obj),
       isStopped: () => this.stopped,
       // The informer watches only after its list has been processed, so the first watch of a kind
       // means that kind's first full list is in the store.
@@ -246,7 +246,7 @@ export class KubeSource implements ClusterSource {
    * informer is restarted with backoff).
    */
   private async initialState(w: KindWatch): Promise<InitialState> {
-    const slim = (obj: KubernetesObject) => slimObject(w.kind, obj);
+    const slim = (obj: KubernetesObject) => arrive(w.kind, obj);
     for (;;) {
       const fieldSelector = this.fieldSelectorOf(w);
       const query = { fieldSelector };
@@ -350,7 +350,7 @@ export class KubeSource implements ClusterSource {
 
   private upsert(kind: ObjectKind, obj: KubernetesObject): void {
     const key = keyOf(kind, obj);
-    const result = convert(kind, obj);
+    const result = (obj as Partial<Arrived>).converted ?? convert(kind, obj);
     // A policy's problems travel on the policy; other kinds' problems are kept here.
     this.setProblems(kind, key, result.ok && (kind === 'NetworkPolicy' || kind === 'ClusterNetworkPolicy') ? [] : result.problems);
     if (!result.ok) {

@@ -22,6 +22,7 @@ export interface FamilyPlan {
    * text (empty: nothing to do).
    */
   readonly ipsetOps: readonly IpsetOp[];
+  /** `ipsetOps` as text, rendered when first read. */
   readonly ipsetRestore: string;
   /** Step 1 set by set, rendered when first read (only after step 1 failed). */
   readonly setSteps: readonly SetStep[];
@@ -59,16 +60,24 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
   const swapped = placeDeltas(sets.deltas, chains.restore !== '', own, before, after);
   let setSteps: SetStep[] | undefined;
   let afterSetSteps: SetStep[] | undefined;
+  let ipsetRestore: string | undefined;
+  let ipsetAfterRules: string | undefined;
   return {
     family: desired.family,
     ipsetOps: before.ops,
-    ipsetRestore: renderIpsetOps(before.ops),
+    // Rendered when first read: the daemon's writer takes the ops (netlink, or its own text), and at 100,000
+    // pods a first sync's text is 13 MB.
+    get ipsetRestore() {
+      return (ipsetRestore ??= renderIpsetOps(before.ops));
+    },
     get setSteps() {
       return (setSteps ??= stepsOf(before, own));
     },
     iptablesRestore: chains.restore,
     ipsetAfterOps: after.ops,
-    ipsetAfterRules: renderIpsetOps(after.ops),
+    get ipsetAfterRules() {
+      return (ipsetAfterRules ??= renderIpsetOps(after.ops));
+    },
     get afterSetSteps() {
       return (afterSetSteps ??= stepsOf(after, own));
     },

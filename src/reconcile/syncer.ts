@@ -12,7 +12,7 @@ import {
   type Ownership,
   type SetStep,
 } from '../plan/index.js';
-import { renderIpsetOps, type IpsetOp } from '../render/index.js';
+import { renderIpsetOps, writesIpsetLines, type IpsetOp } from '../render/index.js';
 import { KernelReads } from './kernel-reads.js';
 import type { KernelPort, SyncLogger } from './kernel-port.js';
 
@@ -164,10 +164,23 @@ export class Syncer {
         const failedSets: FailedSet[] = [];
         for (const plan of plans) {
           // docs/dataplane.md, "Order of a change": what narrows before the rules, what widens after them.
-          if (plan.ipsetRestore) failedSets.push(...(await this.applySets(plan.ipsetOps, plan.ipsetRestore, () => plan.setSteps)));
+          if (writesIpsetLines(plan.ipsetOps))
+            failedSets.push(
+              ...(await this.applySets(
+                plan.ipsetOps,
+                () => plan.ipsetRestore,
+                () => plan.setSteps,
+              )),
+            );
           if (plan.iptablesRestore) await this.kernel.restoreFilter(plan.family, plan.iptablesRestore);
-          if (plan.ipsetAfterRules)
-            failedSets.push(...(await this.applySets(plan.ipsetAfterOps, plan.ipsetAfterRules, () => plan.afterSetSteps)));
+          if (writesIpsetLines(plan.ipsetAfterOps))
+            failedSets.push(
+              ...(await this.applySets(
+                plan.ipsetAfterOps,
+                () => plan.ipsetAfterRules,
+                () => plan.afterSetSteps,
+              )),
+            );
         }
         for (const plan of plans) {
           if (plan.ipsetDestroy) undestroyed.push(...(await this.destroyStaleSets(plan.ipsetDestroy, plan.staleSets)));
@@ -252,10 +265,10 @@ export class Syncer {
    * port's ipsetApply when it has one (netlink for member changes); a member the kernel refused there counts as a
    * refused line.
    */
-  private async applySets(ops: readonly IpsetOp[], text: string, steps: () => readonly SetStep[]): Promise<FailedSet[]> {
+  private async applySets(ops: readonly IpsetOp[], text: () => string, steps: () => readonly SetStep[]): Promise<FailedSet[]> {
     try {
       if (this.kernel.ipsetApply) await this.kernel.ipsetApply(ops);
-      else await this.kernel.ipsetRestore(text);
+      else await this.kernel.ipsetRestore(text());
       return [];
     } catch (err) {
       const refusedLine = (err as { line?: unknown }).line !== undefined || (err as Error).name === 'IpsetNetlinkError';

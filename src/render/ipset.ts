@@ -77,6 +77,10 @@ export function renderIpsetOps(ops: readonly IpsetOp[]): string {
   return out.length ? `${out.join('\n')}\n` : '';
 }
 
+/** Whether `renderIpsetOps(ops)` writes any line: every op is one line, except an add or del of no members. */
+export const writesIpsetLines = (ops: readonly IpsetOp[]): boolean =>
+  ops.some((o) => (o.op !== 'add' && o.op !== 'del') || o.members.length > 0);
+
 /** Create `set` (under `name`, e.g. a temp set) and fill it with the set's members. */
 export const createWithMembers = (
   set: Pick<IpSet, 'name' | 'type' | 'family' | 'members' | 'learned'>,

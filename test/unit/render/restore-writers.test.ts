@@ -10,6 +10,7 @@ import {
   parseIptablesSave,
   renderIpsetOps,
   ruleLine,
+  writesIpsetLines,
   type IpsetOp,
 } from '../../../src/render/index.js';
 
@@ -41,8 +42,20 @@ describe('renderIpsetOps', () => {
       text: 'flush nf4t:a\nswap nf4t:a nf4s:a\ndestroy nf4t:a\n',
     },
     { name: 'nothing to do', ops: [{ op: 'add', name: 'nf4s:a', members: [] }], text: '' },
+    {
+      name: 'empty member changes beside one line',
+      ops: [
+        { op: 'add', name: 'nf4s:a', members: [] },
+        { op: 'del', name: 'nf4s:a', members: [] },
+        { op: 'destroy', name: 'nf4s:b' },
+      ],
+      text: 'destroy nf4s:b\n',
+    },
+    { name: 'no ops', ops: [], text: '' },
   ])('$name', ({ ops, text }) => {
     expect(renderIpsetOps(ops)).toBe(text);
+    // The syncer asks this instead of rendering the text it may never send.
+    expect(writesIpsetLines(ops)).toBe(text !== '');
   });
 
   it('what it creates, parseIpsetSave reads back', () => {
