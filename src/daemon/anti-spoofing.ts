@@ -49,7 +49,8 @@ export function startAntiSpoof(
  */
 export class BridgedPolicingSource implements SyncSubscriber {
   private current: BridgedPolicing = UNKNOWN_POLICING;
-  private key = '';
+  /** Whether the listener heard of a sync yet (the first one is always told). */
+  private told = false;
   private listener: (() => void) | undefined;
 
   /** `programs`: whether the kernel is programmed for a family at all (`ipv6: false`, or no ip6tables). */
@@ -57,10 +58,9 @@ export class BridgedPolicingSource implements SyncSubscriber {
 
   synced(result: Pick<SyncReport, 'desired'>): void {
     const next = bridgedPolicing(result.desired, this.programs);
-    const key = JSON.stringify([[...next.pods], [...next.families]]);
-    if (key === this.key) return;
+    if (this.told && samePolicing(next, this.current)) return;
+    this.told = true;
     this.current = next;
-    this.key = key;
     this.listener?.();
   }
 
@@ -88,8 +88,34 @@ function bridgedPolicing(desired: DesiredState, programs: (family: 4 | 6) => boo
   return { pods: pods as ReadonlyMap<string, PodOpenness>, families };
 }
 
-const isOpen = (chain: Chain, pod: string, direction: 'ingress' | 'egress'): boolean =>
-  chain.rules.some((r) => r.comment === ruleComment.workloadOpen(pod, direction));
+/**
+ * Whether a workload chain ends open, once per chain object: every sync hands over every chain, and the
+ * compiler returns the same object for a chain that did not change.
+ */
+const openness = new WeakMap<Chain, boolean>();
+function isOpen(chain: Chain, pod: string, direction: 'ingress' | 'egress'): boolean {
+  let open = openness.get(chain);
+  if (open === undefined) {
+    const comment = ruleComment.workloadOpen(pod, direction);
+    openness.set(chain, (open = chain.rules.some((r) => r.comment === comment)));
+  }
+  return open;
+}
+
+/** Same pods with the same openness, same families (in the order they were found). */
+function samePolicing(a: BridgedPolicing, b: BridgedPolicing): boolean {
+  if (a.pods.size !== b.pods.size || a.families.size !== b.families.size) return false;
+  const aPods = [...a.pods];
+  const bPods = [...b.pods];
+  for (let i = 0; i < aPods.length; i++) {
+    const [ip, x] = aPods[i]!;
+    const [otherIp, y] = bPods[i]!;
+    if (ip !== otherIp || x.ingress !== y.ingress || x.egress !== y.egress) return false;
+  }
+  const aFamilies = [...a.families];
+  const bFamilies = [...b.families];
+  return aFamilies.every((f, i) => f === bFamilies[i]);
+}
 
 /** Reads the bridge table's drop counters at scrape time; a port's pod is found by the addresses bound to it. */
 export function spoofDropSource(guard: AntiSpoofGuard, netns: string | undefined, pods: () => ReadonlyMap<string, PodRef>) {
@@ -106,14 +132,18 @@ export function spoofDropSource(guard: AntiSpoofGuard, netns: string | undefined
 
 /** A sync subscriber: local pods by address as last programmed, which the drop series name a port by. */
 export class LocalPods implements SyncSubscriber {
-  private byIp: ReadonlyMap<string, PodRef> = new Map();
+  private desired: DesiredState | undefined;
+  private byIp: ReadonlyMap<string, PodRef> | undefined;
 
+  /** Only remembered: the map is made when a scrape asks for it, not on every sync. */
   synced(result: Pick<SyncReport, 'desired'>): void {
-    this.byIp = localPodsByIp(result.desired);
+    if (result.desired === this.desired) return;
+    this.desired = result.desired;
+    this.byIp = undefined;
   }
 
   get(): ReadonlyMap<string, PodRef> {
-    return this.byIp;
+    return (this.byIp ??= this.desired ? localPodsByIp(this.desired) : new Map());
   }
 }
 

@@ -116,13 +116,16 @@ export function expectedObserved(desired: FamilyState): ObservedFamily {
       savedSets.set(s, (saved = { name: s.name, type: s.type, family: s.family, maxelem: IPSET_MAXELEM, members: savedMembersOf(s) }));
     return saved;
   };
-  const chains = new Map(desired.chains.map((c) => [c.name as string, linesOf(c)]));
+  // Filled in loops: every sync derives this from the whole state, and a pair array per entry was its garbage.
+  const chains = new Map<string, readonly string[]>();
+  for (const c of desired.chains) chains.set(c.name, linesOf(c));
   const hooks = new Map<KernelChainName, ObservedHook[]>();
   for (const hook of desired.hooks) {
     const list = hooks.get(hook.chain) ?? [];
     list.push({ position: list.length + 1, text: renderHookArgs(hook) });
     hooks.set(hook.chain, list);
   }
-  const ipsets = new Map<string, SavedIpSet>(desired.ipsets.map((s) => [s.name as string, savedOf(s)]));
+  const ipsets = new Map<string, SavedIpSet>();
+  for (const s of desired.ipsets) ipsets.set(s.name, savedOf(s));
   return { family: desired.family, chains, hooks, policies: new Map(), ipsets, foreignAbove: new Map() };
 }

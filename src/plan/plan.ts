@@ -106,8 +106,13 @@ const SWAP_MIN_CHANGES = 64;
  * which keeps an incremental plan proportional to the change, not to the ruleset.
  */
 export function planFamily(desired: FamilyState, observed: ObservedFamily, own: Ownership, previous?: FamilyState): FamilyPlan {
-  const known = new Set<object>(previous ? [...previous.chains, ...previous.ipsets] : []);
-  const previousSets = new Map(previous?.ipsets.map((s) => [s.name as string, s]));
+  // Filled in loops (no spread or pair arrays): an incremental plan builds these from the whole state.
+  const known = new Set<object>(previous?.chains);
+  const previousSets = new Map<string, IpSet>();
+  for (const s of previous?.ipsets ?? []) {
+    known.add(s);
+    previousSets.set(s.name, s);
+  }
   const changes: Change[] = [];
   const errors: string[] = [];
   const retype: IpSet[] = [];
@@ -128,7 +133,8 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
   const ipsetOps: IpsetOp[] = [];
   const setOps: SetRange[] = [];
   const deltas: SetDelta[] = [];
-  const desiredSets = new Set(desired.ipsets.map((s) => s.name as string));
+  const desiredSets = new Set<string>();
+  for (const s of desired.ipsets) desiredSets.add(s.name);
   for (const set of desired.ipsets) {
     if (known.has(set)) continue;
     const seen = observed.ipsets.get(set.name);
@@ -190,7 +196,8 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
   const declare: string[] = [];
   const body: string[] = [];
   const tail: string[] = [];
-  const desiredChains = new Set(desired.chains.map((c) => c.name as string));
+  const desiredChains = new Set<string>();
+  for (const c of desired.chains) desiredChains.add(c.name);
   for (const chain of desired.chains) {
     if (known.has(chain)) continue;
     const rendered = renderChain(chain);

@@ -191,7 +191,13 @@ function renderChainUncached(chain: Chain): RenderedChain {
 }
 
 /** The hook's rule as iptables-save prints it, without the `-A <chain>` head. */
-export const renderHookArgs = (hook: Hook): string => joinArgs(ruleArgsWithComment(hook.rule, hookHash(hook)));
+export function renderHookArgs(hook: Hook): string {
+  // Once per hook object: the planner and the tracker ask on every sync, and the hash is a SHA-256.
+  let args = hookArgs.get(hook);
+  if (args === undefined) hookArgs.set(hook, (args = joinArgs(ruleArgsWithComment(hook.rule, hookHash(hook)))));
+  return args;
+}
+const hookArgs = new WeakMap<Hook, string>();
 
 // ---- restore text: every line netfence hands to iptables-restore is written by one of these ----------
 
