@@ -130,7 +130,7 @@ const gcKinds = new Map<number, { n: number; ms: number }>();
 const gc = new PerformanceObserver((list) => {
   for (const e of list.getEntries()) {
     gcMs += e.duration;
-    const kind = (e.detail as { kind: number }).kind;
+    const kind = ((e as PerformanceEntry & { detail?: { kind: number } }).detail?.kind ?? -1);
     const k = gcKinds.get(kind) ?? { n: 0, ms: 0 };
     k.n++;
     k.ms += e.duration;
