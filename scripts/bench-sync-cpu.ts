@@ -140,10 +140,16 @@ const gc = new PerformanceObserver((list) => {
 gc.observe({ entryTypes: ['gc'] });
 // BENCH_SYNC_HEAP_PROFILE=<file>: a sampling profile of every allocation of the measured changes, garbage included.
 const heapProfile = process.env.BENCH_SYNC_HEAP_PROFILE;
-const inspector = heapProfile ? new (await import('node:inspector/promises')).Session() : undefined;
-if (inspector) {
-  inspector.connect();
-  await inspector.post('HeapProfiler.startSampling', {
+// BENCH_SYNC_CPU_PROFILE=<file>: a CPU profile of the measured changes only (no start-up).
+const cpuProfile = process.env.BENCH_SYNC_CPU_PROFILE;
+const inspector = heapProfile || cpuProfile ? new (await import('node:inspector/promises')).Session() : undefined;
+inspector?.connect();
+if (cpuProfile) {
+  await inspector!.post('Profiler.enable');
+  await inspector!.post('Profiler.start');
+}
+if (heapProfile) {
+  await inspector!.post('HeapProfiler.startSampling', {
     samplingInterval: 8192,
     includeObjectsCollectedByMajorGC: true,
     includeObjectsCollectedByMinorGC: true,
@@ -165,9 +171,13 @@ for (let i = 0; i < args.changes; i++) {
   byKind.set(k, entry);
 }
 const total = process.cpuUsage(start);
-if (inspector) {
-  const { profile } = await inspector.post('HeapProfiler.stopSampling');
-  (await import('node:fs')).writeFileSync(heapProfile!, JSON.stringify(profile));
+if (heapProfile) {
+  const { profile } = await inspector!.post('HeapProfiler.stopSampling');
+  (await import('node:fs')).writeFileSync(heapProfile, JSON.stringify(profile));
+}
+if (cpuProfile) {
+  const { profile } = await inspector!.post('Profiler.stop');
+  (await import('node:fs')).writeFileSync(cpuProfile, JSON.stringify(profile));
 }
 await new Promise((r) => setTimeout(r, 50));
 gc.disconnect();

@@ -99,6 +99,13 @@ export class IpSetRegistry {
   entries(): [IpSetName, SetRequest][] {
     return [...this.requests].sort(([a], [b]) => (a < b ? -1 : 1));
   }
+
+  /** Whether `entries` (an earlier entries()) names exactly these requests: then it is this registry's entries() too. */
+  holdsExactly(entries: readonly (readonly [IpSetName, SetRequest])[]): boolean {
+    if (entries.length !== this.requests.size) return false;
+    for (const [name, req] of entries) if (this.requests.get(name) !== req) return false;
+    return true;
+  }
 }
 
 // Cached policy chains re-request every set they use on each compile: the name is kept with the request
@@ -125,7 +132,7 @@ export interface MemberContext {
 
 /** A resolved set, with the stamp of the inputs it was built from (cache key across compiles). */
 interface Built {
-  readonly stamp: string;
+  readonly stamp: Stamp;
   readonly set: IpSet;
   /** For pod-selector sets: the selection version the members reflect. */
   readonly version?: number;
@@ -136,15 +143,19 @@ interface Built {
 /** Resolves set requests into IpSets, reusing the previous compile's object when its inputs did not move. */
 export class IpSetBuilder {
   private previous = new Map<string, Built>();
+  /** The sorted requests of the last build. */
+  private entries: readonly (readonly [IpSetName, SetRequest])[] | undefined;
 
   build(registry: IpSetRegistry, ctx: MemberContext): IpSet[] {
     const next = new Map<string, Built>();
     const out: IpSet[] = [];
-    for (const [name, req] of registry.entries()) {
+    // The same requests as last time (the usual case: the policy chains did not move) need no sort.
+    if (!(this.entries && registry.holdsExactly(this.entries))) this.entries = registry.entries();
+    for (const [name, req] of this.entries) {
       const stamp = stampOf(req.spec, ctx);
       const old = this.previous.get(name);
       let built: Built;
-      if (old && old.stamp === stamp && old.set.description === req.description) {
+      if (old && sameStamp(old.stamp, stamp) && old.set.description === req.description) {
         built = old;
       } else {
         const selection = req.spec.kind === 'selector' ? ctx.state.select(req.spec.peer, req.spec.namespace) : undefined;
@@ -191,27 +202,39 @@ function objectId(o: object): number {
   return id;
 }
 
-/** A string that changes whenever the members might. */
-function stampOf(spec: MemberSpec, ctx: MemberContext): string {
-  return spec.kind === 'cidrs' ? 'fixed' : `${podStampOf(spec, ctx)}x${ctx.state.sharedVersion}`;
+/**
+ * A value that changes whenever the members might: what they are made from (a version or an object's number,
+ * tagged by its kind) and the shared-address version. Two numbers, not a string built per set per compile.
+ */
+interface Stamp {
+  readonly of: number;
+  readonly shared: number;
+}
+const FIXED: Stamp = { of: -1, shared: -1 };
+const sameStamp = (a: Stamp, b: Stamp): boolean => a.of === b.of && a.shared === b.shared;
+
+function stampOf(spec: MemberSpec, ctx: MemberContext): Stamp {
+  return spec.kind === 'cidrs' ? FIXED : { of: podStampOf(spec, ctx), shared: ctx.state.sharedVersion };
 }
 
-function podStampOf(spec: MemberSpec, ctx: MemberContext): string {
+/** The number of what the members are made from, times 8, plus its kind (so two kinds never compare equal). */
+function podStampOf(spec: MemberSpec, ctx: MemberContext): number {
+  const tagged = (kind: number, n: number): number => n * 8 + kind;
   switch (spec.kind) {
     case 'selector':
-      return `s${ctx.state.select(spec.peer, spec.namespace).version}`;
+      return tagged(0, ctx.state.select(spec.peer, spec.namespace).version);
     case 'cidrs':
-      return 'fixed';
+      return -1;
     case 'named-targets':
-      return `t${objectId(ctx.targetsOf(spec.policy))}`;
+      return tagged(1, objectId(ctx.targetsOf(spec.policy)));
     case 'named-pods':
       return spec.scope.kind === 'selector'
-        ? `s${ctx.state.select(spec.scope.peer, spec.scope.namespace).version}`
-        : `a${ctx.state.allPodsVersion}`;
+        ? tagged(0, ctx.state.select(spec.scope.peer, spec.scope.namespace).version)
+        : tagged(2, ctx.state.allPodsVersion);
     case 'node-ips':
-      return `n${objectId(ctx.nodes ?? NO_NODES)}`;
+      return tagged(3, objectId(ctx.nodes ?? NO_NODES));
     case 'named-subjects':
-      return `t${objectId(ctx.subjectsOf?.(spec.cnp) ?? NO_PODS)}`;
+      return tagged(1, objectId(ctx.subjectsOf?.(spec.cnp) ?? NO_PODS));
   }
 }
 

@@ -51,12 +51,20 @@ export class BridgedPolicingSource implements SyncSubscriber {
   private current: BridgedPolicing = UNKNOWN_POLICING;
   /** Whether the listener heard of a sync yet (the first one is always told). */
   private told = false;
+  /** The workload chains and families (familiesOf) `current` was worked out from. */
+  private workloads: readonly Chain[] = [];
+  private families = 0;
   private listener: (() => void) | undefined;
 
   /** `programs`: whether the kernel is programmed for a family at all (`ipv6: false`, or no ip6tables). */
   constructor(private readonly programs: (family: 4 | 6) => boolean) {}
 
   synced(result: Pick<SyncReport, 'desired'>): void {
+    // The same workload chain objects as last time (a change that moved no local pod's chains): the same answer.
+    const families = familiesOf(result.desired, this.programs);
+    if (this.told && families === this.families && sameWorkloadChains(result.desired, this.workloads)) return;
+    this.families = families;
+    this.workloads = workloadChains(result.desired);
     const next = bridgedPolicing(result.desired, this.programs);
     if (this.told && samePolicing(next, this.current)) return;
     this.told = true;
@@ -71,6 +79,24 @@ export class BridgedPolicingSource implements SyncSubscriber {
   onChange(listener: () => void): void {
     this.listener = listener;
   }
+}
+
+/** The families programmed (bit 1: IPv4, bit 2: IPv6), as bridgedPolicing counts them. */
+const familiesOf = (desired: DesiredState, programs: (family: 4 | 6) => boolean): number =>
+  (desired.v4.chains.length > 0 && programs(4) ? 1 : 0) | (desired.v6.chains.length > 0 && programs(6) ? 2 : 0);
+
+function workloadChains(desired: DesiredState): Chain[] {
+  const out: Chain[] = [];
+  for (const f of [desired.v4, desired.v6]) for (const c of f.chains) if (c.role.kind === 'workload') out.push(c);
+  return out;
+}
+
+/** Whether the state's workload chains are exactly these objects, in this order (no list built to tell). */
+function sameWorkloadChains(desired: DesiredState, chains: readonly Chain[]): boolean {
+  let i = 0;
+  for (const c of desired.v4.chains) if (c.role.kind === 'workload' && chains[i++] !== c) return false;
+  for (const c of desired.v6.chains) if (c.role.kind === 'workload' && chains[i++] !== c) return false;
+  return i === chains.length;
 }
 
 function bridgedPolicing(desired: DesiredState, programs: (family: 4 | 6) => boolean): BridgedPolicing {
@@ -105,16 +131,16 @@ function isOpen(chain: Chain, pod: string, direction: 'ingress' | 'egress'): boo
 /** Same pods with the same openness, same families (in the order they were found). */
 function samePolicing(a: BridgedPolicing, b: BridgedPolicing): boolean {
   if (a.pods.size !== b.pods.size || a.families.size !== b.families.size) return false;
-  const aPods = [...a.pods];
-  const bPods = [...b.pods];
-  for (let i = 0; i < aPods.length; i++) {
-    const [ip, x] = aPods[i]!;
-    const [otherIp, y] = bPods[i]!;
-    if (ip !== otherIp || x.ingress !== y.ingress || x.egress !== y.egress) return false;
+  const otherIps = b.pods.keys();
+  for (const ip of a.pods.keys()) {
+    if (otherIps.next().value !== ip) return false;
+    const x = a.pods.get(ip)!;
+    const y = b.pods.get(ip)!;
+    if (x.ingress !== y.ingress || x.egress !== y.egress) return false;
   }
-  const aFamilies = [...a.families];
-  const bFamilies = [...b.families];
-  return aFamilies.every((f, i) => f === bFamilies[i]);
+  const families = b.families.values();
+  for (const f of a.families) if (families.next().value !== f) return false;
+  return true;
 }
 
 /** Reads the bridge table's drop counters at scrape time; a port's pod is found by the addresses bound to it. */

@@ -133,8 +133,6 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
   const ipsetOps: IpsetOp[] = [];
   const setOps: SetRange[] = [];
   const deltas: SetDelta[] = [];
-  const desiredSets = new Set<string>();
-  for (const s of desired.ipsets) desiredSets.add(s.name);
   for (const set of desired.ipsets) {
     if (known.has(set)) continue;
     const seen = observed.ipsets.get(set.name);
@@ -179,7 +177,7 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
     counts.membersRemoved += dels.length;
     deltas.push({ set, maxelem: seen.maxelem, adds, dels });
   }
-  const staleSets = [...observed.ipsets.keys()].filter((name) => !desiredSets.has(name)).sort();
+  const staleSets = staleNames(observed.ipsets, desired.ipsets);
   for (const name of staleSets) {
     changes.push({
       object: 'set',
@@ -196,8 +194,6 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
   const declare: string[] = [];
   const body: string[] = [];
   const tail: string[] = [];
-  const desiredChains = new Set<string>();
-  for (const c of desired.chains) desiredChains.add(c.name);
   for (const chain of desired.chains) {
     if (known.has(chain)) continue;
     const rendered = renderChain(chain);
@@ -235,7 +231,7 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
     });
     counts.hooksWritten++;
   }
-  const staleChains = [...observed.chains.keys()].filter((name) => !desiredChains.has(name)).sort();
+  const staleChains = staleNames(observed.chains, desired.chains);
   for (const name of staleChains) {
     // Flush every stale chain first and delete them after: they may refer to each other.
     declare.push(declareChainLine(name));
@@ -282,6 +278,21 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
     retype,
     errors,
   };
+}
+
+/**
+ * Names `observed` holds that no desired object has, sorted. Names are unique on both sides, so when every
+ * desired name is observed and the counts agree there are none, found without a set of names (the usual sync).
+ */
+function staleNames(observed: ReadonlyMap<string, unknown>, desired: readonly { readonly name: string }[]): string[] {
+  let found = 0;
+  for (const d of desired) if (observed.has(d.name)) found++;
+  if (found === observed.size) return [];
+  const wanted = new Set<string>();
+  for (const d of desired) wanted.add(d.name);
+  const stale: string[] = [];
+  for (const name of observed.keys()) if (!wanted.has(name)) stale.push(name);
+  return stale.sort();
 }
 
 /** A member without its options: `10.0.0.5 nomatch` → `10.0.0.5`, the element `ipset` adds and deletes. */
