@@ -9,7 +9,7 @@
 // policing). One change per sync, the most the daemon does. Reports CPU (user+system) per change, split by
 // what was written, and the time in garbage collection.
 
-import { PerformanceObserver, constants } from 'node:perf_hooks';
+import { PerformanceObserver, constants, type PerformanceEntry } from 'node:perf_hooks';
 import { ObjectStore } from '../src/cluster/source.js';
 import { Compiler } from '../src/compile/index.js';
 import { BridgedPolicingSource, LocalPods } from '../src/daemon/anti-spoofing.js';
@@ -115,7 +115,15 @@ const syncOnce = async (): Promise<void> => {
   for (const policy of delta ? delta.policies.values() : s.policies) if (policy) compiler.prepare(policy);
   const { desired } = compiler.compile(s, settings);
   const result = await syncer.sync(desired);
-  const report = { reason: 'change', readKernel: result.readKernel, seconds: 0, applySeconds: 0, plans: result.plans, drift: false, desired };
+  const report = {
+    reason: 'change',
+    readKernel: result.readKernel,
+    seconds: 0,
+    applySeconds: 0,
+    plans: result.plans,
+    drift: false,
+    desired,
+  };
   for (const sub of subscribers) sub.synced?.(report as SyncReport);
 };
 
@@ -130,7 +138,7 @@ const gcKinds = new Map<number, { n: number; ms: number }>();
 const gc = new PerformanceObserver((list) => {
   for (const e of list.getEntries()) {
     gcMs += e.duration;
-    const kind = ((e as PerformanceEntry & { detail?: { kind: number } }).detail?.kind ?? -1);
+    const kind = (e as PerformanceEntry & { detail?: { kind: number } }).detail?.kind ?? -1;
     const k = gcKinds.get(kind) ?? { n: 0, ms: 0 };
     k.n++;
     k.ms += e.duration;
@@ -182,10 +190,17 @@ if (cpuProfile) {
 await new Promise((r) => setTimeout(r, 50));
 gc.disconnect();
 const ms = (us: number): string => (us / 1000).toFixed(3);
-console.log(`## sync-path CPU per change: tier ${args.tier}, ${args.changes} changes, seed ${args.seed}${args.flipsOnly ? ', label flips only' : ''}`);
+console.log(
+  `## sync-path CPU per change: tier ${args.tier}, ${args.changes} changes, seed ${args.seed}${args.flipsOnly ? ', label flips only' : ''}`,
+);
 console.log('');
 console.log(`Command: node --import ./scripts/register-ts.mjs scripts/bench-sync-cpu.ts ${argv.join(' ')}`.trim());
-console.log(`Load average: ${(await import('node:os')).loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+console.log(
+  `Load average: ${(await import('node:os'))
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`,
+);
 console.log('');
 console.log('| change | changes | CPU per change (ms) |');
 console.log('|---|---|---|');

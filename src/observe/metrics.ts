@@ -95,7 +95,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
   // Counted at scrape time from the last state given: a sync under churn would otherwise walk every chain and set.
   let programmed: ProgrammedCounts | (() => ProgrammedCounts) = { rules: 0, ipsets: 0, ipsetMembers: 0 };
   const programmedNow = (): ProgrammedCounts => (typeof programmed === 'function' ? (programmed = programmed()) : programmed);
-  const rules = new Gauge({
+  new Gauge({
     name: 'netfence_rules_programmed',
     help: 'iptables rules netfence owns, as last programmed.',
     registers,
@@ -103,7 +103,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       this.set(programmedNow().rules);
     },
   });
-  const ipsets = new Gauge({
+  new Gauge({
     name: 'netfence_ipsets_programmed',
     help: 'ipsets netfence owns, as last programmed.',
     registers,
@@ -111,7 +111,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       this.set(programmedNow().ipsets);
     },
   });
-  const ipsetMembers = new Gauge({
+  new Gauge({
     name: 'netfence_ipset_members_programmed',
     help: 'Members across all ipsets netfence owns, as last programmed.',
     registers,

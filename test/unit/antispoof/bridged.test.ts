@@ -150,7 +150,9 @@ describe('BridgedPolicingSource: the bridge table is rewritten only when isolati
     const source = new BridgedPolicingSource(() => true);
     let told = 0;
     source.onChange(() => told++);
-    source.synced({ desired: { v4: { family: 4, chains: [], ipsets: [], hooks: [] }, v6: { family: 6, chains: [], ipsets: [], hooks: [] } } });
+    source.synced({
+      desired: { v4: { family: 4, chains: [], ipsets: [], hooks: [] }, v6: { family: 6, chains: [], ipsets: [], hooks: [] } },
+    });
     expect(told).toBe(1);
   });
 });
