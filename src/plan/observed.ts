@@ -103,6 +103,25 @@ function savedMembersOf(set: IpSet): string[] {
 
 const byCodeUnits = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
+/** A set as `ipset save` will show it once programmed (cached per set object). */
+export function savedOf(s: IpSet): SavedIpSet {
+  let saved = savedSets.get(s);
+  if (!saved)
+    savedSets.set(s, (saved = { name: s.name, type: s.type, family: s.family, maxelem: IPSET_MAXELEM, members: savedMembersOf(s) }));
+  return saved;
+}
+
+/** Our hooks as the save will show them, per kernel chain. */
+export function expectedHooks(desired: FamilyState): Map<KernelChainName, ObservedHook[]> {
+  const hooks = new Map<KernelChainName, ObservedHook[]>();
+  for (const hook of desired.hooks) {
+    const list = hooks.get(hook.chain) ?? [];
+    list.push({ position: list.length + 1, text: renderHookArgs(hook) });
+    hooks.set(hook.chain, list);
+  }
+  return hooks;
+}
+
 export function expectedObserved(desired: FamilyState): ObservedFamily {
   // Cached per chain and set object: the compiler returns the same objects for what did not change.
   const linesOf = (c: Chain): readonly string[] => {
@@ -110,21 +129,10 @@ export function expectedObserved(desired: FamilyState): ObservedFamily {
     if (!lines) savedLines.set(c, (lines = renderChain(c).lines.map((l) => ruleOfLine(c.name, l))));
     return lines;
   };
-  const savedOf = (s: IpSet): SavedIpSet => {
-    let saved = savedSets.get(s);
-    if (!saved)
-      savedSets.set(s, (saved = { name: s.name, type: s.type, family: s.family, maxelem: IPSET_MAXELEM, members: savedMembersOf(s) }));
-    return saved;
-  };
   // Filled in loops: every sync derives this from the whole state, and a pair array per entry was its garbage.
   const chains = new Map<string, readonly string[]>();
   for (const c of desired.chains) chains.set(c.name, linesOf(c));
-  const hooks = new Map<KernelChainName, ObservedHook[]>();
-  for (const hook of desired.hooks) {
-    const list = hooks.get(hook.chain) ?? [];
-    list.push({ position: list.length + 1, text: renderHookArgs(hook) });
-    hooks.set(hook.chain, list);
-  }
+  const hooks = expectedHooks(desired);
   const ipsets = new Map<string, SavedIpSet>();
   for (const s of desired.ipsets) ipsets.set(s.name, savedOf(s));
   return { family: desired.family, chains, hooks, policies: new Map(), ipsets, foreignAbove: new Map() };

@@ -4,6 +4,7 @@
 
 import { sha256, type DesiredState, type FamilyState, type IpFamily } from '../model/index.js';
 import {
+  expectedAfter,
   expectedObserved,
   observeFamily,
   planFamily,
@@ -171,6 +172,8 @@ export class Syncer {
     const reads = read === 'as believed' ? undefined : read;
     let drift = false;
     const plans: FamilyPlan[] = [];
+    /** Per family, the expected state a plan was made against (not a kernel read): what it patches once applied. */
+    const against = new Map<IpFamily, ObservedFamily>();
     for (const family of families) {
       const state = desired[family === 4 ? 'v4' : 'v6'];
       let previous = this.lastDesired.get(family);
@@ -187,6 +190,7 @@ export class Syncer {
           previous = undefined;
         }
       }
+      if (previous !== undefined) against.set(family, observed!);
       plans.push(planFamily(state, observed!, this.own, previous));
     }
     this.inSync = false;
@@ -219,6 +223,12 @@ export class Syncer {
       this.lastDesired.clear();
       this.leftovers = { names: undestroyed, desired, clean };
     } else {
+      // What the kernel now holds, patched from what the plans were made against (O(change), not O(ruleset)).
+      for (const plan of plans) {
+        const state = desired[plan.family === 4 ? 'v4' : 'v6'];
+        const before = against.get(plan.family);
+        if (before && !this.expected.has(state)) this.expected.set(state, expectedAfter(before, plan, state));
+      }
       this.programmed(desired, clean);
     }
     for (const plan of plans) for (const e of plan.errors) this.logger.error(e);
