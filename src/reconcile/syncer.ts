@@ -71,7 +71,9 @@ export class Syncer {
   /**
    * What we last programmed, per family: the planner skips unchanged objects by identity against it, and what
    * the kernel should hold (`programmedOf`) is derived from it when a sync first needs it. Not after every
-   * write: a one-shot `apply` never needs it, and it renders every chain and sorts every set once more.
+   * write: a one-shot `apply` never needs it, and it renders every chain and sorts every set once more. A sync
+   * planned against that derivation patches it with its own changes instead (expectedAfter), which is what
+   * keeps a one-pod change under churn from costing a walk of the whole ruleset.
    */
   private lastDesired = new Map<IpFamily, FamilyState>();
   private readonly expected = new WeakMap<FamilyState, ObservedFamily>();
