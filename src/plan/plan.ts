@@ -25,6 +25,7 @@ import {
   type IpsetOp,
   type SavedIpSet,
 } from '../render/index.js';
+import { byNameIn, knownFlags } from './known.js';
 import type { ObservedFamily, Ownership } from './observed.js';
 import { tempSetName } from './retype.js';
 import { sameRule, sameRules } from './rule-identity.js';
@@ -106,13 +107,10 @@ const SWAP_MIN_CHANGES = 64;
  * which keeps an incremental plan proportional to the change, not to the ruleset.
  */
 export function planFamily(desired: FamilyState, observed: ObservedFamily, own: Ownership, previous?: FamilyState): FamilyPlan {
-  // Filled in loops (no spread or pair arrays): an incremental plan builds these from the whole state.
-  const known = new Set<object>(previous?.chains);
-  const previousSets = new Map<string, IpSet>();
-  for (const s of previous?.ipsets ?? []) {
-    known.add(s);
-    previousSets.set(s.name, s);
-  }
+  // Found without a set of every previous object (known.ts): an incremental plan's cost follows the change.
+  const knownSets = knownFlags(desired.ipsets, previous?.ipsets);
+  const knownChains = knownFlags(desired.chains, previous?.chains);
+  const previousSet = byNameIn(previous?.ipsets);
   const changes: Change[] = [];
   const errors: string[] = [];
   const retype: IpSet[] = [];
@@ -133,8 +131,9 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
   const ipsetOps: IpsetOp[] = [];
   const setOps: SetRange[] = [];
   const deltas: SetDelta[] = [];
-  for (const set of desired.ipsets) {
-    if (known.has(set)) continue;
+  for (let i = 0; i < desired.ipsets.length; i++) {
+    const set = desired.ipsets[i]!;
+    if (knownSets[i] === 1) continue;
     const seen = observed.ipsets.get(set.name);
     const from = ipsetOps.length;
     planSet(set, seen);
@@ -163,7 +162,7 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
       counts.setsRewritten++;
       return;
     }
-    const { adds, dels } = memberDelta(seen.members, set, previousSets.get(set.name));
+    const { adds, dels } = memberDelta(seen.members, set, previousSet(set.name));
     if (adds.length === 0 && dels.length === 0) return;
     // Observed members are sorted; the lines a diff shows are computed only if someone reads them.
     changes.push(
@@ -194,8 +193,9 @@ export function planFamily(desired: FamilyState, observed: ObservedFamily, own: 
   const declare: string[] = [];
   const body: string[] = [];
   const tail: string[] = [];
-  for (const chain of desired.chains) {
-    if (known.has(chain)) continue;
+  for (let i = 0; i < desired.chains.length; i++) {
+    const chain = desired.chains[i]!;
+    if (knownChains[i] === 1) continue;
     const rendered = renderChain(chain);
     const after = rendered.lines.map((l) => ruleOfLine(chain.name, l));
     const before = observed.chains.get(chain.name);
