@@ -120,11 +120,26 @@ export function policyObject(p: NetworkPolicy): KubeObject {
   };
 }
 
+/**
+ * A pod as a real API server holds it: owned by its workload's ReplicaSet (the generator's pods carry no
+ * owner; the name is the app's, a `-<hash>` suffix as the Deployment controller writes it).
+ */
 export function podObject(p: Pod, labels = p.labels): KubeObject {
+  const app = p.labels['app'] ?? p.labels['app.kubernetes.io/name'] ?? p.name;
+  const ownerReferences = [
+    {
+      apiVersion: 'apps/v1',
+      kind: 'ReplicaSet',
+      name: `${app}-6d4cf56db6`,
+      uid: `rs-${p.namespace}-${app}`,
+      controller: true,
+      blockOwnerDeletion: true,
+    },
+  ];
   return {
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: { name: p.name, namespace: p.namespace, labels: { ...labels } },
+    metadata: { name: p.name, namespace: p.namespace, labels: { ...labels }, ownerReferences },
     spec: {
       nodeName: p.nodeName,
       hostNetwork: p.hostNetwork,

@@ -51,3 +51,10 @@ node --import ./scripts/register-ts.mjs scripts/bench-cnp.ts --tier "$cnp_tier" 
 if [ "$(id -u)" = "0" ]; then
   node --import ./scripts/register-ts.mjs scripts/bench-cnp-kernel.ts --tier "$cnp_tier" --runs "$cnp_kernel_runs"
 fi
+
+# Egress by DNS name: the time the DNS agent holds an answer at 200 answers/s, beside the same queue's floor
+# (scripts/bench-dns-hold.ts, root only: a scratch network namespace).
+if [ "$(id -u)" = "0" ]; then
+  echo
+  node --import ./scripts/register-ts.mjs scripts/bench-dns-hold.ts --rate 200 --count 2000
+fi

@@ -27,6 +27,9 @@ const SETS = [
   'create n6 hash:net family inet6',
   'create p4 hash:ip,port family inet',
   'create p6 hash:ip,port family inet6',
+  // Learned sets of egress by DNS name: members with their own timeout and a provenance comment.
+  'create t4 hash:ip family inet timeout 30 maxelem 2 comment',
+  'create t6 hash:ip family inet6 timeout 30 comment',
 ];
 
 const CASES: readonly Case[] = [
@@ -49,6 +52,17 @@ const CASES: readonly Case[] = [
     args: ['-exist', 'restore'],
     input: 'add n4 10.20.0.0/16\nadd n4 10.0.0.0/0\nadd n4 10.21.0.0/16\n',
   },
+  {
+    name: 'restore hash:ip inet timeout comment',
+    args: ['-exist', 'restore'],
+    input: 'add t4 10.1.2.3 timeout 60 comment "1764000000 good.example"\nadd t4 10.1.2.4 timeout 86400 comment "1764000001 a.b.example"\n',
+  },
+  {
+    name: 'restore hash:ip inet6 timeout comment',
+    args: ['-exist', 'restore'],
+    input: 'add t6 fd00::1 timeout 30 comment "1764000000 good.example"\n',
+  },
+  { name: 'add to a full set (maxelem 2)', args: ['-exist', 'add', 't4', '10.1.2.5', 'timeout', '60', 'comment', '1764000002 x.example'] },
   { name: 'del of an absent member without -exist', args: ['del', 's4', '10.99.0.1'] },
   { name: 'add to a set that does not exist', args: ['add', 'nosuchset', '10.1.2.3'] },
 ];

@@ -5,7 +5,8 @@
 // one Baseline default) show the tiers around NetworkPolicy, with `netfence trace` naming the CNP; last, a
 // default-deny in audit mode shows the flows it would break (`netfence drops --audit`), then is enforced; the
 // demo ends with a map of its cluster written to a file (`netfence map --format html`) and a `netfence map
-// --diff` of that last change. Everything it creates (namespaces, daemons, temp files; not the map) is removed at the end, also on
+// --diff` of that last change, and one ClusterNetworkPolicy `domainNames` rule at work (a DNS server pod, a
+// lookup with `dig`, the connection it allows, `netfence trace` naming the learned address). Everything it creates (namespaces, daemons, temp files; not the map) is removed at the end, also on
 // failure and Ctrl-C. Exit 0 only when every expected matrix was reached.
 //
 // `--dual-stack`: the same cluster dual-stack, as flannel's EnableIPv6 builds it (an IPv6 /64 per node
@@ -182,6 +183,7 @@ async function main(): Promise<number> {
   mkdirSync(watched);
   const daemons: DaemonProcess[] = [];
   let sandbox: Sandbox | undefined;
+  let resolverPid: number | undefined;
 
   // Ctrl-C: stop the daemons by pid and drop the temp dir; exiting runs the sandbox's own exit
   // handler, which kills its agents and deletes its namespaces.
@@ -359,11 +361,15 @@ async function main(): Promise<number> {
       out('    unexpected: the map should be written and the diff should name dev/default-deny closing the connections the audit named');
       ok = false;
     }
+
+    heading(11, 'Egress by DNS name: dev may reach web.other.example, and only after looking it up');
+    ok = (await dnsEgressStep(sandbox, watched, tmp, (pid) => (resolverPid = pid))) && ok;
   } catch (err) {
     out(`\nFAILED: ${(err as Error).message}`);
     ok = false;
   } finally {
-    heading(11, 'Cleaning up');
+    heading(12, 'Cleaning up');
+    if (resolverPid !== undefined) await run('kill', [String(resolverPid)]).catch(() => undefined);
     const stopped = await Promise.all(daemons.map((d) => d.stop()));
     if (!ok)
       for (const d of daemons)
@@ -382,6 +388,114 @@ async function main(): Promise<number> {
   }
   out(`\n${ok ? 'OK: every expected matrix was reached' : 'FAILED: see above'} (${((Date.now() - demoStart) / 1000).toFixed(1)} s)`);
   return ok ? 0 : 1;
+}
+
+/**
+ * One ClusterNetworkPolicy with a `domainNames` rule: dev's pods may reach web.other.example on TCP 80 (and the
+ * resolver), nothing else. A DNS server pod (dnsmasq) answers web.other.example with other/web's address. Before
+ * the lookup dev/client cannot connect; `dig` from dev/client, and the connection it allows goes through; the
+ * trace on the node names the learned address, its name, the pod whose lookup it was and until when.
+ */
+async function dnsEgressStep(sandbox: Sandbox, watched: string, tmp: string, started: (pid: number) => void): Promise<boolean> {
+  const resolver = await sandbox.addPod({ namespace: 'dns', name: 'resolver', node: 'n1' });
+  const web = sandbox.addressOf('other/web');
+  const client = sandbox.addressOf('dev/client');
+  const pidFile = join(tmp, 'dnsmasq.pid');
+  await run(
+    'dnsmasq',
+    [
+      '--no-resolv',
+      '--no-hosts',
+      '--bind-interfaces',
+      `--listen-address=${resolver.ip}`,
+      `--address=/web.other.example/${web}`,
+      '--local-ttl=60',
+      `--pid-file=${pidFile}`,
+    ],
+    { netns: resolver.netns },
+  );
+  started(Number((await run('cat', [pidFile])).stdout.trim()));
+  out(`    dns/resolver on n1 (${resolver.ip}): dnsmasq answering web.other.example with other/web's address ${web}, TTL 60 s`);
+  writeFileSync(
+    join(watched, '95-dev-egress-by-name.yaml'),
+    [
+      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'dns' } },
+      {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'resolver', namespace: 'dns', labels: { app: 'resolver' } },
+        spec: { nodeName: 'n1' },
+        status: { phase: 'Running', podIP: resolver.ip, podIPs: [{ ip: resolver.ip }] },
+      },
+      {
+        apiVersion: 'policy.networking.k8s.io/v1alpha2',
+        kind: 'ClusterNetworkPolicy',
+        metadata: { name: 'dev-egress-by-name' },
+        spec: {
+          tier: 'Admin',
+          priority: 20,
+          subject: { namespaces: { matchLabels: { 'kubernetes.io/metadata.name': 'dev' } } },
+          egress: [
+            { name: 'dns', action: 'Accept', to: [{ pods: { namespaceSelector: {}, podSelector: { matchLabels: { app: 'resolver' } } } }] },
+            {
+              name: 'web',
+              action: 'Accept',
+              to: [{ domainNames: ['web.other.example'] }],
+              protocols: [{ tcp: { destinationPort: { number: PORT } } }],
+            },
+            { name: 'nothing-else', action: 'Deny', to: [{ networks: ['0.0.0.0/0'] }] },
+          ],
+        },
+      },
+    ]
+      .map((d) => stringify(d))
+      .join('---\n'),
+  );
+  out('    + 95-dev-egress-by-name.yaml: Admin ClusterNetworkPolicy for dev: Accept the resolver, Accept domainNames');
+  out(`      [web.other.example] on TCP ${PORT}, Deny everything else`);
+  const blocked = await waitForMatrix(sandbox, matrixOf(['dev/client'], ['other/web'], false), {
+    protocol: 'TCP',
+    port: PORT,
+    deadlineMs: 15_000,
+    timeoutMs: 500,
+  });
+  out(`    before any lookup: dev/client -> other/web:${PORT} ${blocked.ok ? 'blocked' : 'NOT blocked'}`);
+  const dig = await run('dig', [`@${resolver.ip}`, 'web.other.example', '+short', '+tries=1', '+time=2'], {
+    netns: sandbox.podNetns('dev/client'),
+  });
+  out(`    dig @${resolver.ip} web.other.example +short (from dev/client): ${dig.stdout.trim()}`);
+  const probe = await sandbox.probe('dev/client', { protocol: 'TCP', port: PORT, ip: web, timeoutMs: 1000 });
+  out(`    then dev/client -> ${web}:${PORT}: ${probe.ok ? 'connected' : 'blocked'} (the answer was held until its address was learned)`);
+  const n2 = sandbox.nodes()[1]!;
+  const trace = await netfence([
+    'trace',
+    '--netns',
+    n2.netns,
+    '--node-name',
+    n2.name,
+    '--src',
+    client,
+    '--dst',
+    web,
+    '--proto',
+    'tcp',
+    '--port',
+    String(PORT),
+  ]);
+  const lines = trace.output.split('\n');
+  const verdict = lines.findIndex((l) => l.startsWith('verdict'));
+  out(`    netfence trace dev/client -> other/web on n2: exit ${trace.code}`);
+  const learned = lines.findIndex((l) => l.includes('learned for'));
+  for (const line of [lines[verdict], ...(learned >= 0 ? lines.slice(learned, learned + 2) : [])]) out(`    | ${line ?? ''}`);
+  const other = await sandbox.probe('dev/client', { protocol: 'TCP', port: PORT, ip: sandbox.addressOf('prod/web'), timeoutMs: 500 });
+  out(`    dev/client -> prod/web:${PORT} (no name of the rule resolves to it): ${other.ok ? 'connected' : 'blocked'}`);
+  const named = trace.output.replace(/\s+/g, ' ').includes(`${web} learned for web.other.example from dev/client's lookup`);
+  if (!blocked.ok || dig.stdout.trim() !== web || !probe.ok || other.ok || trace.code !== 0 || !named) {
+    out('    unexpected: blocked before the lookup, the lookup answered, connected after it, the trace naming the learned address');
+    for (const line of lines.slice(-20)) out(`    | ${line}`);
+    return false;
+  }
+  return true;
 }
 
 process.exitCode = await main();

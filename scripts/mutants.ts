@@ -94,7 +94,7 @@ const MUTANTS: readonly Mutant[] = [
   },
   {
     name: 'plan-skips-changed-chains',
-    file: 'src/plan/plan.ts',
+    file: 'src/plan/plan-chains.ts',
     find: 'if (before && sameRules(before, after)) continue;',
     replace: 'if (before) continue;',
     why: 'a chain that exists is never rewritten, whatever changed in it',
@@ -103,7 +103,7 @@ const MUTANTS: readonly Mutant[] = [
   {
     name: 'drift-check-on-hash-only',
     file: 'src/plan/rule-identity.ts',
-    find: ' && canonicalRuleForm(seen) === canonicalRuleForm(want);',
+    find: ' && observed.form === rendered.form;',
     replace: ';',
     why: 'a rule edited in place with its nf: comment kept is taken for ours and never repaired',
     unit: ['test/unit/plan/rule-identity.test.ts'],
@@ -112,8 +112,8 @@ const MUTANTS: readonly Mutant[] = [
   {
     name: 'limit-reorderable',
     file: 'src/render/rule-form.ts',
-    find: "  'length',\n]);",
-    replace: "  'length',\n  'limit',\n]);",
+    find: "  limit: { name: 'limit', defaults",
+    replace: "  limit: { name: 'limit', stateless: true, defaults",
     why: 'a limit moved above the matches that bounded it (it now spends tokens on packets they refuse) is taken for the same rule',
     unit: ['test/unit/render/rule-form.test.ts'],
   },
@@ -209,7 +209,7 @@ const MUTANTS: readonly Mutant[] = [
   },
   {
     name: 'member-delta-trusts-previous',
-    file: 'src/plan/plan.ts',
+    file: 'src/plan/plan-sets.ts',
     find: 'if (previous && previous.members.length === observed.length) {',
     replace: 'if (previous) {',
     why: 'a set whose observed members are not the previous apply (another size) is patched from the wrong base',
@@ -217,7 +217,7 @@ const MUTANTS: readonly Mutant[] = [
   },
   {
     name: 'retype-ignores-family',
-    file: 'src/plan/plan.ts',
+    file: 'src/plan/plan-sets.ts',
     find: 'seen.type !== set.type || seen.family !== set.family',
     replace: 'seen.type !== set.type',
     why: 'a set of ours recreated with the other address family is patched instead of rebuilt',

@@ -19,6 +19,7 @@
 // iptables' FORWARD still judges what passes. It only drops.
 
 import { LINK_ICMPV6 } from '../model/link-icmpv6.js';
+import type { NftChain, NftMatch, NftRule } from '../render/nft-script.js';
 import { addressKey, type AntiSpoofState, type PortBinding } from './model.js';
 
 /** Whether a local pod is open (no policy judges it) in each direction, as last programmed. */
@@ -74,37 +75,57 @@ export function portJudgements(state: AntiSpoofState, policing: BridgedPolicing)
 /** Comments the drop counters are read back by. */
 export const bridgedDropComment = (side: 'to' | 'from', port?: string): string => `nf:bridged ${side} ${port ?? 'unknown-port'}`;
 
-const quote = (s: string): string => `"${s}"`;
-const set = (items: readonly string[]): string => `{ ${items.join(', ')} }`;
+/** A counted, commented drop after `match` (the counter carried over from the table being replaced). */
+export type Drop = (comment: string, ...match: NftMatch[]) => NftRule;
+
+const accept = (...match: NftMatch[]): NftRule => ({ match, verdict: 'accept' });
+const ret = (...match: NftMatch[]): NftRule => ({ match, verdict: 'return' });
+const ether = (type: 'ip' | 'ip6' | 'arp'): NftMatch => ({ field: 'ether-type', value: type });
 
 /** The ND/MLD allowance, rule for rule the IPv6 nf-FORWARD's (bridged frames keep their hop limit). */
-function linkIcmpv6Accepts(): string[] {
-  return LINK_ICMPV6.map((m) => {
-    const sources = m.sources ? ` ip6 saddr ${set(m.sources)}` : '';
-    return `    ether type ip6${sources} icmpv6 type ${m.type} ip6 hoplimit ${m.hopLimit} accept`;
-  });
+function linkIcmpv6Accepts(): NftRule[] {
+  return LINK_ICMPV6.map((m) =>
+    accept(
+      ether('ip6'),
+      ...(m.sources ? [{ field: 'ip6-saddr', value: { set: m.sources } } as const] : []),
+      { field: 'icmpv6-type', value: m.type },
+      { field: 'ip6-hoplimit', value: m.hopLimit },
+    ),
+  );
 }
 
 /** One side's chain: to a port (by destination) or from it (by source). */
-function sideChain(side: 'to' | 'from', ports: readonly PortJudgement[], drop: (comment: string) => string): string[] {
+function sideChain(side: 'to' | 'from', ports: readonly PortJudgement[], drop: Drop): NftChain {
   const iface = side === 'to' ? 'oifname' : 'iifname';
-  const addr = side === 'to' ? 'daddr' : 'saddr';
   const judged = (p: PortJudgement) => (side === 'to' ? p.judgeTo : p.judgeFrom);
-  const open = ports.filter((p) => !judged(p)).map((p) => quote(p.port));
-  return [
-    `  chain ${side}-pods {`,
-    ...(open.length > 0 ? [`    ${iface} ${set(open)} return`] : []),
-    ...ports
-      .filter(judged)
-      .flatMap((p) => [
-        ...(p.ipv4.length > 0 ? [`    ${iface} ${quote(p.port)} ether type ip ip ${addr} ${set(p.ipv4)} return`] : []),
-        ...(p.ipv6.length > 0 ? [`    ${iface} ${quote(p.port)} ether type ip6 ip6 ${addr} ${set(p.ipv6)} return`] : []),
-        `    ${iface} ${quote(p.port)} ${drop(bridgedDropComment(side, p.port))}`,
+  const open = ports.filter((p) => !judged(p)).map((p) => p.port);
+  return {
+    name: `${side}-pods`,
+    rules: [
+      ...(open.length > 0 ? [ret({ field: iface, value: { set: open } })] : []),
+      ...ports.filter(judged).flatMap((p) => [
+        ...(p.ipv4.length > 0
+          ? [
+              ret({ field: iface, value: p.port }, ether('ip'), {
+                field: side === 'to' ? 'ip-daddr' : 'ip-saddr',
+                value: { set: p.ipv4 },
+              }),
+            ]
+          : []),
+        ...(p.ipv6.length > 0
+          ? [
+              ret({ field: iface, value: p.port }, ether('ip6'), {
+                field: side === 'to' ? 'ip6-daddr' : 'ip6-saddr',
+                value: { set: p.ipv6 },
+              }),
+            ]
+          : []),
+        drop(bridgedDropComment(side, p.port), { field: iface, value: p.port }),
       ]),
-    // A veth port no CNI cache entry names yet (or created since this table was written): fail closed.
-    `    meta ${side === 'to' ? 'oifkind' : 'iifkind'} "veth" ${drop(bridgedDropComment(side))}`,
-    '  }',
-  ];
+      // A veth port no CNI cache entry names yet (or created since this table was written): fail closed.
+      drop(bridgedDropComment(side), { field: side === 'to' ? 'oifkind' : 'iifkind', value: 'veth' }),
+    ],
+  };
 }
 
 /**
@@ -112,20 +133,24 @@ function sideChain(side: 'to' | 'from', ports: readonly PortJudgement[], drop: (
  * reach it, never traffic routed by the node (to or from other nodes, Services through the node's
  * address, the node itself).
  */
-export function bridgedChains(state: AntiSpoofState, policing: BridgedPolicing, drop: (comment: string) => string): string[] {
+export function bridgedChains(state: AntiSpoofState, policing: BridgedPolicing, drop: Drop): NftChain[] {
   const ports = portJudgements(state, policing);
+  const jump = (chain: string): NftRule => ({ match: [], verdict: { jump: chain } });
   return [
-    ...sideChain('to', ports, drop),
-    ...sideChain('from', ports, drop),
-    '  chain forward {',
-    '    type filter hook forward priority filter; policy accept;',
-    ...(state.otherPorts.length > 0 ? [`    iifname ${set(state.otherPorts.map(quote))} accept`] : []),
-    // ARP is anti-spoofing's business. Any other frame (a VLAN-tagged one too: br_netfilter shows tagged
-    // frames to no iptables, and a receiver reads a VLAN 0 priority tag as untagged) is judged below like IP.
-    '    ether type arp accept',
-    ...linkIcmpv6Accepts(),
-    '    jump to-pods',
-    '    jump from-pods',
-    '  }',
+    sideChain('to', ports, drop),
+    sideChain('from', ports, drop),
+    {
+      name: 'forward',
+      hook: { hook: 'forward', priority: 'filter' },
+      rules: [
+        ...(state.otherPorts.length > 0 ? [accept({ field: 'iifname', value: { set: state.otherPorts } })] : []),
+        // ARP is anti-spoofing's business. Any other frame (a VLAN-tagged one too: br_netfilter shows tagged
+        // frames to no iptables, and a receiver reads a VLAN 0 priority tag as untagged) is judged below like IP.
+        accept(ether('arp')),
+        ...linkIcmpv6Accepts(),
+        jump('to-pods'),
+        jump('from-pods'),
+      ],
+    },
   ];
 }

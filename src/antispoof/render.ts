@@ -1,6 +1,5 @@
-// The anti-spoofing state as an `nft -f` script: one `bridge` family table, replaced whole in one
-// transaction (the leading `table …` + `delete table …` make it exist, then drop it, so a script that
-// fails leaves the previous table in place — nft applies a file atomically or not at all).
+// The anti-spoofing state as an nft table (typed data, written by render/nft-script.ts): one `bridge` family
+// table, replaced whole in one transaction.
 //
 // Why an nft bridge table (research upstream-behaviour §4.1): a prerouting hook at priority -300 sees every
 // frame entering a bridge port before conntrack, br_netfilter's iptables pass or the bridge's own
@@ -11,8 +10,8 @@
 // (bridged.ts); it is written whether anti-spoofing is on or not.
 
 import type { NftCount } from '../dataplane/nft.js';
-import { parseIp } from '../model/address.js';
-import { bridgedChains, UNKNOWN_POLICING, type BridgedPolicing } from './bridged.js';
+import { renderNftTable, renderNftTableDelete, type NftChain, type NftMatch, type NftRule } from '../render/nft-script.js';
+import { bridgedChains, UNKNOWN_POLICING, type BridgedPolicing, type Drop } from './bridged.js';
 import { allowedSources, type AntiSpoofState, type PortBinding } from './model.js';
 
 export const ANTISPOOF_TABLE = 'netfence';
@@ -23,55 +22,52 @@ export const ANTISPOOF_FAMILY = 'bridge';
 export const dropComment = (kind: 'arp' | 'ipv4' | 'ipv6' | 'nd' | 'router' | 'other' | 'unknown-port', port?: string): string =>
   `nf:spoof ${kind}${port !== undefined ? ` ${port}` : ''}`;
 
-const quote = (s: string): string => `"${s}"`;
-
 /** Counts carried over from the table being replaced. */
 export type CarriedCounts = ReadonlyMap<string, NftCount>;
 
 /**
- * A counted, commented drop. A rewrite replaces the whole table, so the counts so far are written back
- * as the new counter's start (`counter packets N bytes M`): drops stay counted across pod churn and the
- * periodic re-assert rather than restarting from zero.
+ * A rewrite replaces the whole table, so each drop's counts so far are written back as the new counter's start:
+ * drops stay counted across pod churn and the periodic re-assert rather than restarting from zero.
  */
-function drop(comment: string, counts: CarriedCounts): string {
-  const c = counts.get(comment);
-  const counter = c && c.packets > 0 ? `counter packets ${c.packets} bytes ${c.bytes}` : 'counter';
-  return `${counter} drop comment ${quote(comment)}`;
-}
+const dropWith =
+  (counts: CarriedCounts): Drop =>
+  (comment, ...match) => ({ match, counter: counts.get(comment) ?? { packets: 0, bytes: 0 }, verdict: 'drop', comment });
 
-const set = (items: readonly string[]): string => `{ ${items.join(', ')} }`;
 export const portChain = (port: string): string => `port-${port}`;
 
-/** An IPv6 address as the 128-bit integer a raw payload match compares (nft 1.0.6 names no ND target field). */
-const v6Integer = (ip: string): string => `0x${(parseIp(ip)?.value ?? 0n).toString(16).padStart(32, '0')}`;
+const ether = (type: 'ip' | 'ip6' | 'arp'): NftMatch => ({ field: 'ether-type', value: type });
+const set = (items: readonly string[]): { readonly set: readonly string[] } => ({ set: items });
 
 /**
  * IPv6's ARP is ICMPv6 (RFC 4861): a Neighbour Advertisement speaks for the address in its *target*
- * field (bytes 8-23 of the ICMPv6 message, `@th,64,128`), whatever its source, so a pod may advertise
+ * field (bytes 8-23 of the ICMPv6 message), whatever its source, so a pod may advertise
  * only its own addresses or a link-local one (which the CNI result does not name). A pod is never a
  * router of the pod network: Router Advertisements and Redirects from it would make it its
  * neighbours' default gateway or next hop, so they are dropped outright.
  */
-function ndRules(b: PortBinding, counts: CarriedCounts): string[] {
-  const own = b.ipv6.length > 0 ? ` @th,64,128 != ${set(b.ipv6.map(v6Integer))}` : '';
+function ndRules(b: PortBinding, drop: Drop): NftRule[] {
+  const own: NftMatch[] = b.ipv6.length > 0 ? [{ field: 'nd-target', negate: true, value: set(b.ipv6) }] : [];
   return [
-    `    ether type ip6 icmpv6 type { nd-router-advert, nd-redirect } ${drop(dropComment('router', b.port), counts)}`,
-    `    ether type ip6 icmpv6 type nd-neighbor-advert${own} @th,64,16 & 0xffc0 != 0xfe80 ${drop(dropComment('nd', b.port), counts)}`,
+    drop(dropComment('router', b.port), ether('ip6'), { field: 'icmpv6-type', value: set(['nd-router-advert', 'nd-redirect']) }),
+    drop(dropComment('nd', b.port), ether('ip6'), { field: 'icmpv6-type', value: 'nd-neighbor-advert' }, ...own, {
+      field: 'nd-target-prefix',
+      negate: true,
+      value: 0xfe80,
+    }),
   ];
 }
 
-function portRules(b: PortBinding, counts: CarriedCounts): string[] {
-  const arp = allowedSources(b, 'arp');
-  const v6 = [...allowedSources(b, 'ipv6'), 'fe80::/10'];
+function portRules(b: PortBinding, drop: Drop): NftRule[] {
+  const accept = (...match: NftMatch[]): NftRule => ({ match, verdict: 'accept' });
   return [
-    `    ether type arp arp saddr ip ${set(arp)} accept`,
-    ...(b.ipv4.length > 0 ? [`    ether type ip ip saddr ${set(b.ipv4)} accept`] : []),
-    ...ndRules(b, counts),
-    `    ether type ip6 ip6 saddr ${set(v6)} accept`,
-    `    ether type arp ${drop(dropComment('arp', b.port), counts)}`,
-    `    ether type ip ${drop(dropComment('ipv4', b.port), counts)}`,
-    `    ether type ip6 ${drop(dropComment('ipv6', b.port), counts)}`,
-    `    ${drop(dropComment('other', b.port), counts)}`,
+    accept(ether('arp'), { field: 'arp-sender-ip', value: set(allowedSources(b, 'arp')) }),
+    ...(b.ipv4.length > 0 ? [accept(ether('ip'), { field: 'ip-saddr', value: set(b.ipv4) })] : []),
+    ...ndRules(b, drop),
+    accept(ether('ip6'), { field: 'ip6-saddr', value: set([...allowedSources(b, 'ipv6'), 'fe80::/10']) }),
+    drop(dropComment('arp', b.port), ether('arp')),
+    drop(dropComment('ipv4', b.port), ether('ip')),
+    drop(dropComment('ipv6', b.port), ether('ip6')),
+    drop(dropComment('other', b.port)),
   ];
 }
 
@@ -91,30 +87,31 @@ export function renderAntiSpoof(
   counts: CarriedCounts = new Map(),
   options: TableOptions = ANTI_SPOOFING_ONLY,
 ): string {
-  const prerouting = [
-    ...state.bindings.flatMap((b) => [`  chain ${portChain(b.port)} {`, ...portRules(b, counts), '  }']),
-    '  chain prerouting {',
-    '    type filter hook prerouting priority -300; policy accept;',
-    // This kernel has no bridge meta expressions (`meta ibrname` is EOPNOTSUPP without
-    // CONFIG_NFT_BRIDGE_META), so ports of other bridges are let through by name instead.
-    ...(state.otherPorts.length > 0 ? [`    iifname ${set(state.otherPorts.map(quote))} accept`] : []),
-    ...state.bindings.map((b) => `    iifname ${quote(b.port)} jump ${portChain(b.port)}`),
-    // Fail closed: a veth port whose pod the cache has not named yet, including one created after this
-    // table was written, sends nothing until the next rewrite names it.
-    `    meta iifkind "veth" ${drop(dropComment('unknown-port'), counts)}`,
-    '  }',
+  const drop = dropWith(counts);
+  const prerouting: NftChain[] = [
+    ...state.bindings.map((b): NftChain => ({ name: portChain(b.port), rules: portRules(b, drop) })),
+    {
+      name: 'prerouting',
+      hook: { hook: 'prerouting', priority: -300 },
+      rules: [
+        // This kernel has no bridge meta expressions (`meta ibrname` is EOPNOTSUPP without
+        // CONFIG_NFT_BRIDGE_META), so ports of other bridges are let through by name instead.
+        ...(state.otherPorts.length > 0
+          ? [{ match: [{ field: 'iifname', value: set(state.otherPorts) }], verdict: 'accept' } as const]
+          : []),
+        ...state.bindings.map((b): NftRule => ({ match: [{ field: 'iifname', value: b.port }], verdict: { jump: portChain(b.port) } })),
+        // Fail closed: a veth port whose pod the cache has not named yet, including one created after this
+        // table was written, sends nothing until the next rewrite names it.
+        drop(dropComment('unknown-port'), { field: 'iifkind', value: 'veth' }),
+      ],
+    },
   ];
-  const lines = [
-    `table ${ANTISPOOF_FAMILY} ${ANTISPOOF_TABLE}`,
-    `delete table ${ANTISPOOF_FAMILY} ${ANTISPOOF_TABLE}`,
-    `table ${ANTISPOOF_FAMILY} ${ANTISPOOF_TABLE} {`,
-    ...bridgedChains(state, options.policing, (comment) => drop(comment, counts)),
-    ...(options.antiSpoofing ? prerouting : []),
-    '}',
-  ];
-  return `${lines.join('\n')}\n`;
+  return renderNftTable({
+    family: ANTISPOOF_FAMILY,
+    name: ANTISPOOF_TABLE,
+    chains: [...bridgedChains(state, options.policing, drop), ...(options.antiSpoofing ? prerouting : [])],
+  });
 }
 
 /** The table removed (cleanup, or anti-spoofing turned off): tolerant of a table that is not there. */
-export const renderAntiSpoofDelete = (): string =>
-  `table ${ANTISPOOF_FAMILY} ${ANTISPOOF_TABLE}\ndelete table ${ANTISPOOF_FAMILY} ${ANTISPOOF_TABLE}\n`;
+export const renderAntiSpoofDelete = (): string => renderNftTableDelete(ANTISPOOF_FAMILY, ANTISPOOF_TABLE);

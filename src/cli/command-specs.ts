@@ -209,8 +209,12 @@ export const COMMANDS = {
     synopsis: '[--resources PATH… | --kubeconfig F] [--format html|svg|dot|md|json] [-o FILE] | --diff OLD NEW',
     summary:
       "the connections the policies allow between workloads (and to and from the outside world), per protocol and port, traced through each node's compiled rules; --diff: what a change opens and closes, exit 0 no change, 1 changes, 2 error",
-    settings: [...clusterRuleset, ...manifests],
-    exits: [[0, 'the map is written; --diff: nothing opened or closed'], [1, '--diff: some connection opened or closed'], EXIT_ERROR],
+    settings: [...clusterRuleset, ...manifests, ...daemonAddress],
+    exits: [
+      [0, 'the map is written; --diff: nothing opened or closed'],
+      [1, '--diff: some connection opened or closed'],
+      [2, "error, or --live could not read a node's flow log (after the map is written, naming the node)"],
+    ],
     options: [
       OPT.resources,
       OPT.kubeconfig,
@@ -226,8 +230,8 @@ export const COMMANDS = {
       {
         name: 'group-by',
         type: 'string',
-        arg: 'labels|KEY',
-        help: "what makes pods one workload: their namespace and label set (default), or one label's value (e.g. app); a workload whose pods the rules treat differently is drawn as several groups, and the map says why",
+        arg: 'owner|labels|KEY',
+        help: "what makes pods one workload, in a namespace: their controller (owner, the default: a Deployment, StatefulSet, DaemonSet, Job…; pods without one by their label set), their label set (labels), or one label's value (e.g. app); a workload whose pods the rules treat differently is drawn as several groups, and the map says why",
       },
       {
         name: 'diff',
@@ -247,6 +251,24 @@ export const COMMANDS = {
         multiple: true,
         arg: 'PATH|cluster',
         help: '--diff: the cluster after the change (manifests, or "cluster")',
+      },
+      {
+        name: 'live',
+        type: 'boolean',
+        help: "also read each node's flow log (its daemon's /flows: drops, and audited policies' would-deny) and place every record on the pair of groups it belongs to, flagging those the map disagrees with: through --daemon-url, else the API server's pod proxy (where /flows answers 401: see docs/map.md)",
+      },
+      {
+        name: 'daemon-url',
+        type: 'string',
+        multiple: true,
+        arg: 'NODE=URL',
+        help: "--live: this node's daemon is at URL (e.g. n1=http://10.0.0.1:9476)",
+      },
+      {
+        name: 'daemon-namespace',
+        type: 'string',
+        arg: 'NS',
+        help: '--live through the API: the namespace of the netfence DaemonSet (default kube-system)',
       },
     ],
   },

@@ -15,7 +15,12 @@ import {
   formatHtml,
   formatMarkdown,
   formatSvg,
+  defaultFamily,
+  liveOverlay,
+  nameLookups,
+  withLookups,
   type ConnectivityMap,
+  type LiveOverlay,
 } from '../map/index.js';
 import { commandOptions, type Io } from './command-specs.js';
 import { CommandFailure } from './options.js';
@@ -35,6 +40,7 @@ export async function mapCommand(argv: readonly string[], io: Io): Promise<numbe
   const groupBy = text(parsed, 'group-by');
   const options = { ...(family !== undefined ? { family } : {}), ...(groupBy !== undefined ? { groupBy } : {}) };
   if (parsed.values['diff'] === true || parsed.values['old'] !== undefined || parsed.values['new'] !== undefined) {
+    if (parsed.values['live'] === true) throw new UsageError('--live overlays the flow logs on one map, not on --diff');
     const format = formatOf(parsed, DIFF_FORMATS, 'md');
     const [before, after] = await Promise.all([readSide(parsed, config, 'old'), readSide(parsed, config, 'new')]);
     const { diff } = diffClusters(
@@ -50,26 +56,47 @@ export async function mapCommand(argv: readonly string[], io: Io): Promise<numbe
     await loadCluster(parsed, createLogger({ level: 'error', format: 'text' }), manifestLimits(config), API_TIMEOUT_MS),
     'the cluster',
   );
-  const { map } = buildMap(cluster.snapshot, settingsPerNode(config, cluster.snapshot), {
-    ...options,
-    ...(format === 'html' ? { explain: EXPLAIN_EDGES } : {}),
-  });
-  write(parsed, io, render(map, format));
-  return 0;
+  const settingsFor = settingsPerNode(config, cluster.snapshot);
+  // ClusterNetworkPolicy domainNames peers: traced as after a lookup (src/map/domains.ts).
+  const lookups = withLookups(cluster.snapshot, settingsFor, family ?? defaultFamily(cluster.snapshot));
+  const built = buildMap(
+    cluster.snapshot,
+    settingsFor,
+    {
+      ...options,
+      ...(format === 'html' ? { explain: EXPLAIN_EDGES } : {}),
+      ...(lookups.cidrs.length > 0 ? { extraCidrs: lookups.cidrs } : {}),
+    },
+    lookups.compiled,
+  );
+  const map = nameLookups(built.map, lookups);
+  if (parsed.values['live'] !== true) {
+    write(parsed, io, render(map, format));
+    return 0;
+  }
+  const { snapshot } = cluster;
+  const nodes = [...new Set([...snapshot.nodes.map((n) => n.name), ...snapshot.pods.map((p) => p.nodeName)])]
+    .filter((n) => n !== '')
+    .sort();
+  const live = liveOverlay(map, snapshot, await (await import('./map-live.js')).readFlows(parsed, config, nodes));
+  write(parsed, io, render(map, format, live));
+  const unread = live.nodes.filter((n) => n.error !== undefined);
+  for (const n of unread) io.err(`netfence map --live: cannot read the flow log of ${n.node}: ${n.error}\n`);
+  return unread.length > 0 ? 2 : 0;
 }
 
-function render(map: ConnectivityMap, format: (typeof MAP_FORMATS)[number]): string {
+function render(map: ConnectivityMap, format: (typeof MAP_FORMATS)[number], live?: LiveOverlay): string {
   switch (format) {
     case 'html':
-      return formatHtml(map);
+      return formatHtml(map, live);
     case 'svg':
-      return formatSvg(map);
+      return formatSvg(map, true, live);
     case 'dot':
-      return formatDot(map);
+      return formatDot(map, live);
     case 'md':
-      return formatMarkdown(map);
+      return formatMarkdown(map, live);
     case 'json':
-      return `${JSON.stringify(map, null, 2)}\n`;
+      return `${JSON.stringify(live ? { ...map, live } : map, null, 2)}\n`;
   }
 }
 

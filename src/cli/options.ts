@@ -112,6 +112,20 @@ const CONFIG_HELP: { readonly [K in ConfigKey]: { readonly arg?: string; readonl
   initialListMaxMiB: { arg: 'MIB', help: "MiB of JSON one kind's initial stream or list may carry before it is refused" },
   initialListTimeoutSeconds: { arg: 'S', help: 'deadline of a WatchList stream; past it, paged lists are used instead' },
   listPageTimeoutSeconds: { arg: 'S', help: 'deadline of each list page (refused and retried past it)' },
+  dnsEgressQueueNum: { arg: 'N', help: 'domainNames egress: the NFQUEUE number DNS answers to watched pods are held on' },
+  dnsEgressNflogGroup: {
+    arg: 'N',
+    help: "domainNames egress: the NFLOG group watched pods' DNS queries are copied to (not the flow-log group)",
+  },
+  dnsEgressMinTtlSeconds: { arg: 'S', help: 'domainNames egress: a learned address lives max(answer TTL, this) seconds' },
+  dnsEgressMaxTtlSeconds: { arg: 'S', help: 'domainNames egress: a learned address lives at most this long, whatever the answer says' },
+  dnsEgressPerSetMax: { arg: 'N', help: 'domainNames egress: learned addresses per pod, rule and family (more are refused)' },
+  dnsEgressPerNodeMax: { arg: 'N', help: 'domainNames egress: learned addresses on this node (more are refused)' },
+  dnsEgressPendingPerPod: { arg: 'N', help: 'domainNames egress: DNS queries per pod awaiting their answer' },
+  dnsEgressHoldDeadlineMs: {
+    arg: 'MS',
+    help: 'domainNames egress: an answer held longer than this for its set writes is released, granting nothing',
+  },
 };
 
 function defaultText(key: ConfigKey): string {
@@ -175,6 +189,21 @@ export const SETTING_GROUPS = {
     'flowLogAllowed',
     'budgetSetMembers',
     'budgetRules',
+    'dnsEgressQueueNum',
+    'dnsEgressNflogGroup',
+    'dnsEgressMinTtlSeconds',
+    'dnsEgressPerSetMax',
+  ],
+  /** Egress by DNS name: the compiler's part is in `ruleset`; the DNS agent reads all of them (model/dns-egress.ts). */
+  dnsEgress: [
+    'dnsEgressQueueNum',
+    'dnsEgressNflogGroup',
+    'dnsEgressMinTtlSeconds',
+    'dnsEgressMaxTtlSeconds',
+    'dnsEgressPerSetMax',
+    'dnsEgressPerNodeMax',
+    'dnsEgressPendingPerPod',
+    'dnsEgressHoldDeadlineMs',
   ],
   /** Which kernel objects and tools (config/views.ts kernelOptions, ownershipOf). */
   kernel: ['backend', 'ipv6', 'chainPrefix', 'ipsetPrefix'],

@@ -169,7 +169,9 @@ export async function traceCommand(argv: readonly string[], io: Io): Promise<num
           `${wrap(`${antiSpoof.verdict.toUpperCase()}${before}: ${antiSpoof.why}`, `anti-spoofing on ${inPort}: `, '  ').join('\n')}\n`,
         );
       }
-      io.out(formatTrace(result, packet, { ruleset, chainPrefix: config.chainPrefix, srcLabel: label(src), dstLabel: label(dst) }));
+      // A live read: a learned entry's remaining seconds count from now (a saved dump's from when it was taken).
+      const now = parsed.values['saved'] === undefined ? { now: Date.now() } : {};
+      io.out(formatTrace(result, packet, { ruleset, chainPrefix: config.chainPrefix, srcLabel: label(src), dstLabel: label(dst), ...now }));
       io.out(`${wrap(established, 'established: ', '  ').join('\n')}\n`);
     }
     return exitCodeOf(result);

@@ -8,6 +8,7 @@
 // - an unreadable tier reads as Admin, an unreadable priority as 0 (first), an unreadable subject as
 //   every namespace, an unreadable action as Deny; the compiler then treats the whole object as invalid.
 
+import { domainNameProblem } from '../model/domain-name.js';
 import type {
   ClusterNetworkPolicy,
   CnpAction,
@@ -43,7 +44,7 @@ export function readClusterPolicy(
     priority,
     subject: readSubject(spec['subject'], readSelector, report),
     ingress: readRules(spec['ingress'], 'ingress', readSelector, report),
-    egress: readRules(spec['egress'], 'egress', readSelector, report),
+    egress: readRules(spec['egress'], 'egress', readSelector, report).map((rule, i) => domainRuleChecked(rule, i, tier, report)),
   };
 }
 
@@ -95,7 +96,7 @@ function readPeer(
   const peer = record(v);
   if (!peer) return { kind: 'unknown', what: `${at} unreadable` };
   const set = Object.keys(peer).filter((k) => peer[k] !== undefined && peer[k] !== null);
-  const known = direction === 'ingress' ? ['namespaces', 'pods'] : ['namespaces', 'pods', 'networks', 'nodes'];
+  const known = direction === 'ingress' ? ['namespaces', 'pods'] : ['namespaces', 'pods', 'networks', 'nodes', 'domainNames'];
   const ours = set.filter((k) => known.includes(k));
   if (ours.length !== 1 || set.length !== 1) {
     // "If a peer has no known field set, the CRD is newer than the implementation": not an error of the
@@ -119,9 +120,46 @@ function readPeer(
       const cidrs = Array.isArray(peer['networks']) ? peer['networks'].filter((c): c is string => typeof c === 'string') : [];
       return { kind: 'networks', cidrs };
     }
+    case 'domainNames':
+      return readDomainNames(peer['domainNames'], `${at}.domainNames`, report);
     default:
       return { kind: 'nodes', nodeSelector: readSelector(peer['nodes']) };
   }
+}
+
+/** "DomainNames can have up to 25 domain names specified in one rule" (MinItems=1, MaxItems=25), each a DomainName. */
+function readDomainNames(v: unknown, at: string, report: Report): CnpPeer {
+  if (!Array.isArray(v) || v.length === 0 || v.length > 25) {
+    report(at, 'must list 1 to 25 domain names; the rule fails closed');
+    return { kind: 'unknown', what: 'domainNames' };
+  }
+  for (const [k, name] of v.entries()) {
+    const problem = typeof name === 'string' ? domainNameProblem(name) : 'not a string';
+    if (problem === undefined) continue;
+    report(`${at}[${k}]`, `${problem}; the rule fails closed`);
+    return { kind: 'unknown', what: 'domainNames' };
+  }
+  return { kind: 'domainNames', names: [...new Set(v as string[])] };
+}
+
+/**
+ * "DomainNames is only supported for Accept rules": on a Deny or Pass rule the peer is an error and the rule
+ * fails closed (a Deny-all). In the Baseline tier netfence does not learn names (the API offers name-based
+ * egress to cluster admins, NPEP-133): a warning, and the rule matches nothing.
+ */
+function domainRuleChecked(rule: CnpRule, i: number, tier: ClusterNetworkPolicy['tier'], report: Report): CnpRule {
+  if (!rule.peers.some((p) => p.kind === 'domainNames')) return rule;
+  const refuse = (j: number, message: string, severity?: Problem['severity']): CnpPeer => {
+    report(`spec.egress[${i}].to[${j}].domainNames`, `${message}; the rule fails closed`, severity);
+    return { kind: 'unknown', what: 'domainNames' };
+  };
+  const peers = rule.peers.map((p, j): CnpPeer => {
+    if (p.kind !== 'domainNames') return p;
+    if (rule.action !== 'Accept') return refuse(j, 'domainNames is only supported for Accept rules');
+    if (tier !== 'Admin') return refuse(j, 'domainNames is supported by netfence in the Admin tier only', 'warning');
+    return p;
+  });
+  return { ...rule, peers };
 }
 
 const L4: Readonly<Record<string, Protocol>> = { tcp: 'TCP', udp: 'UDP', sctp: 'SCTP' };

@@ -4,6 +4,7 @@
 
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { ObjectKind } from './object-kind.js';
+import { ControllerRefInterner } from './intern.js';
 import { MODE_ANNOTATION } from './policy-mode.js';
 
 type Json = Record<string, unknown>;
@@ -16,6 +17,8 @@ function pick(obj: Json | undefined, keys: readonly string[]): Json | undefined 
   return out;
 }
 
+const controllerRefs = new ControllerRefInterner();
+
 const META = ['name', 'namespace', 'uid', 'resourceVersion', 'labels', 'deletionTimestamp'] as const;
 
 export function slimObject(kind: ObjectKind, obj: KubernetesObject): KubernetesObject {
@@ -25,6 +28,14 @@ export function slimObject(kind: ObjectKind, obj: KubernetesObject): KubernetesO
   switch (kind) {
     case 'Pod': {
       const spec = rec(o['spec']);
+      // Only the controller reference, and of it only what convert() reads (the map groups pods by it), one
+      // array shared by the pods of one owner (intern.ts): the cache holds every pod.
+      const refs = rec(o['metadata'])?.['ownerReferences'];
+      const controller = Array.isArray(refs) ? refs.map(rec).find((r) => r?.['controller'] === true) : undefined;
+      const [kind, name] = [controller?.['kind'], controller?.['name']];
+      // A malformed one is of no use to convert() (it leaves it out): not kept.
+      if (typeof kind === 'string' && typeof name === 'string')
+        head['metadata'] = { ...(head['metadata'] as Json), ownerReferences: controllerRefs.intern(kind, name) };
       const containers = Array.isArray(spec?.['containers'])
         ? (spec['containers'] as unknown[]).map((c) => pick(rec(c), ['name', 'ports']) ?? c)
         : spec?.['containers'];

@@ -3,22 +3,35 @@
 // sets it names (ipsets.ts RenderedChain), so a cached result is reused by registering those sets again:
 // nothing about the renderer's calls has to be recorded and replayed.
 
-import type { ClusterNetworkPolicy, IpFamily, NetworkPolicy } from '../model/index.js';
+import type { ClusterNetworkPolicy, IpFamily, NetworkPolicy, Pod } from '../model/index.js';
 import type { RenderedChain } from './ipsets.js';
 import { TupleMap } from './memo.js';
 import type { Direction } from './policy-chains.js';
 
-/** Direction, family, and a flag the renderer takes: a NetworkPolicy's validity, a CNP chain's verdict-only copy. */
-type ChainKey = readonly [Direction, IpFamily, boolean];
+/**
+ * Direction, family, and a flag the renderer takes: a NetworkPolicy's validity, a CNP chain's verdict-only copy;
+ * last, the subject pods of a CNP whose `domainNames` rules match per pod (the same array while they are the
+ * same), else null.
+ */
+type ChainKey = readonly [Direction, IpFamily, boolean, readonly Pod[] | null];
 
 export class ChainCache {
-  private readonly byObject = new WeakMap<NetworkPolicy | ClusterNetworkPolicy, TupleMap<ChainKey, RenderedChain>>();
+  private readonly byObject = new WeakMap<NetworkPolicy | ClusterNetworkPolicy, TupleMap<readonly [Direction, IpFamily, boolean], Entry>>();
 
   get(object: NetworkPolicy | ClusterNetworkPolicy, key: ChainKey, render: () => RenderedChain): RenderedChain {
+    const [direction, family, flag, subjects] = key;
     let perObject = this.byObject.get(object);
     if (!perObject) this.byObject.set(object, (perObject = new TupleMap()));
-    let found = perObject.get(key);
-    if (!found) perObject.set(key, (found = render()));
-    return found;
+    const found = perObject.get([direction, family, flag]);
+    // Only the latest subjects are kept: a long-lived CNP's pods come and go, its old chains must not pile up.
+    if (found && found.subjects === subjects) return found.rendered;
+    const rendered = render();
+    perObject.set([direction, family, flag], { subjects, rendered });
+    return rendered;
   }
+}
+
+interface Entry {
+  readonly subjects: readonly Pod[] | null;
+  readonly rendered: RenderedChain;
 }

@@ -24,11 +24,12 @@ import type {
   IpFamily,
   Match,
   NodeSettings,
+  Pod,
   Rule,
 } from '../model/index.js';
-import { CHAIN_KIND_TAG, chainName, ruleComment, taggedChainName } from '../model/index.js';
+import { CHAIN_KIND_TAG, chainName, defaultDnsLearningSettings, ruleComment, taggedChainName } from '../model/index.js';
 import { parseCidr, formatCidr, type Cidr } from '../model/address.js';
-import { peerKey } from './cluster-state.js';
+import { ipsOfFamily, peerKey } from './cluster-state.js';
 import { SetNamer, type PodScope, type RenderedChain } from './ipsets.js';
 import { hash32 } from './names.js';
 import { cidrMember } from './peers-ports.js';
@@ -38,6 +39,15 @@ import { canonicalSelector } from './selectors.js';
 interface CnpChainContext {
   readonly sets: SetNamer;
   readonly settings: NodeSettings;
+  /** The CNP's local subject pods: a `domainNames` rule matches each one's own learned set. */
+  readonly subjects: readonly Pod[];
+  /** The alternatives of `domainNames` rules, with the pod and names their comments name. */
+  readonly learnedOf: Map<readonly Match[], Learned>;
+}
+
+interface Learned {
+  readonly pod: string;
+  readonly names: readonly string[];
 }
 
 /** Chain of one CNP and direction: `<prefix>ci-<hash>` (ingress) or `<prefix>ce-<hash>` (egress). */
@@ -65,10 +75,19 @@ export function cnpChain(
   family: IpFamily,
   settings: NodeSettings,
   verdictOnly = false,
+  subjects: readonly Pod[] = NO_PODS,
 ): RenderedChain {
   const sets = new SetNamer(settings.ipsetPrefix, family);
-  return { chain: renderCnpChain(cnp, direction, family, { sets, settings }, verdictOnly), sets: sets.requests };
+  return {
+    chain: renderCnpChain(cnp, direction, family, { sets, settings, subjects, learnedOf: new Map() }, verdictOnly),
+    sets: sets.requests,
+  };
 }
+
+const NO_PODS: readonly Pod[] = [];
+
+/** Whether a CNP's chains depend on its subjects: a `domainNames` rule matches per subject pod. */
+export const learnsNames = (cnp: ClusterNetworkPolicy): boolean => cnp.egress.some((r) => r.peers.some((p) => p.kind === 'domainNames'));
 
 function renderCnpChain(
   cnp: ClusterNetworkPolicy,
@@ -88,7 +107,7 @@ function renderCnpChain(
     const label = ruleComment.cnpRuleLabel(cnp.name, direction, i, rule.name);
     // An unreadable action reads as Deny; an invalid object's Pass denies (it may not skip the tier's Denies).
     const action = rule.action === undefined || (invalid && rule.action === 'Pass') ? 'Deny' : rule.action;
-    const body = ruleMatches(cnp, rule, direction, family, ctx);
+    const body = ruleMatches(cnp, i, rule, direction, family, ctx);
     if (body === 'broken' || (invalid && action === 'Accept')) {
       if (action === 'Accept') continue;
       const failClosed = ruleComment.cnpFailClosed(label, action);
@@ -102,6 +121,10 @@ function renderCnpChain(
     }
     if (body.length === 0) continue;
     const comment = ruleComment.cnpRule(label, action);
+    const commentOf = (match: readonly Match[]): string => {
+      const learned = ctx.learnedOf.get(match);
+      return learned ? ruleComment.cnpLearned(label, learned.pod, learned.names) : comment;
+    };
     switch (action) {
       case 'Deny':
         if (!verdictOnly) {
@@ -112,7 +135,11 @@ function renderCnpChain(
         rules.push({ match: [{ kind: 'mark', value: deny, mask: deny }], action: { kind: 'return' } });
         break;
       case 'Accept':
-        rules.push(...body.map((match) => ({ match, action: { kind: 'set-mark', value: accept, mask: accept }, comment }) as const));
+        rules.push(
+          ...body.map(
+            (match) => ({ match, action: { kind: 'set-mark', value: accept, mask: accept }, comment: commentOf(match) }) as const,
+          ),
+        );
         rules.push({ match: [{ kind: 'mark', value: accept, mask: accept }], action: { kind: 'return' } });
         break;
       case 'Pass':
@@ -141,12 +168,13 @@ const roleOf = (cnp: ClusterNetworkPolicy, direction: Direction, verdictOnly: bo
 /** `match` is asked for only when used, so an egress named port does not create the peer's unused set. */
 type PeerMatch =
   | { readonly kind: 'any' }
-  | { readonly kind: 'set'; readonly match: () => Match; readonly scope: PodScope | undefined }
+  | { readonly kind: 'set'; readonly match: () => Match[]; readonly scope: PodScope | undefined; readonly learned?: Learned }
   | { readonly kind: 'none' };
 
 /** The match lists whose union is the rule in this family, or 'broken' when the rule must fail closed. */
 function ruleMatches(
   cnp: ClusterNetworkPolicy,
+  index: number,
   rule: CnpRule,
   direction: Direction,
   family: IpFamily,
@@ -154,6 +182,11 @@ function ruleMatches(
 ): Match[][] | 'broken' {
   const peers: PeerMatch[] = [];
   for (const peer of rule.peers) {
+    if (peer.kind === 'domainNames') {
+      if (direction === 'ingress') return 'broken';
+      peers.push(...learnedPeers(cnp, index, rule, peer.names, family, ctx));
+      continue;
+    }
     const m = peerMatch(peer, direction, family, ctx);
     if (m === 'broken') return 'broken';
     peers.push(m);
@@ -162,14 +195,14 @@ function ruleMatches(
   const out: Match[][] = [];
   for (const peer of peers) {
     if (peer.kind === 'none') continue;
-    const peerMatches = (): Match[] => (peer.kind === 'set' ? [peer.match()] : []);
+    const from = out.length;
+    const peerMatches = (): Match[] => (peer.kind === 'set' ? peer.match() : []);
     const protocols = rule.protocols ?? [];
     // "If protocols is unset or empty, this rule matches all protocols and ports."
-    if (protocols.length === 0) {
-      out.push(peerMatches());
-      continue;
-    }
-    for (const proto of protocols) out.push(...protocolMatches(proto, peer, peerMatches, cnp, direction, ctx));
+    if (protocols.length === 0) out.push(peerMatches());
+    else for (const proto of protocols) out.push(...protocolMatches(proto, peer, peerMatches, cnp, direction, ctx));
+    // A `domainNames` pod's alternatives name the pod and the names in their comments.
+    if (peer.kind === 'set' && peer.learned) for (const alt of out.slice(from)) ctx.learnedOf.set(alt, peer.learned);
   }
   return out;
 }
@@ -188,11 +221,13 @@ function peerMatch(peer: CnpPeer, direction: Direction, family: IpFamily, ctx: C
           ? { namespaceSelector: peer.namespaceSelector }
           : { namespaceSelector: peer.namespaceSelector, podSelector: peer.podSelector };
       const key = peerKey(npPeer, '');
-      const match = (): Match => ({
-        kind: 'set',
-        set: ctx.sets.request({ kind: 's', key, description: key, spec: { kind: 'selector', peer: npPeer, namespace: '' } }),
-        direction: dir,
-      });
+      const match = (): Match[] => [
+        {
+          kind: 'set',
+          set: ctx.sets.request({ kind: 's', key, description: key, spec: { kind: 'selector', peer: npPeer, namespace: '' } }),
+          direction: dir,
+        },
+      ];
       return { kind: 'set', match, scope: { kind: 'selector', peer: npPeer, namespace: '' } };
     }
     case 'networks': {
@@ -208,24 +243,90 @@ function peerMatch(peer: CnpPeer, direction: Direction, family: IpFamily, ctx: C
       if (cidrs.some((c) => c.prefix === 0)) return { kind: 'any' };
       const unique = [...new Map(cidrs.map((c) => [formatCidr(c), c])).values()];
       const key = unique.map(formatCidr).sort().join(',');
-      const match = (): Match => ({
-        kind: 'set',
-        set: ctx.sets.request({ kind: 'b', key, description: `networks ${key}`, spec: { kind: 'cidrs', members: unique.map(cidrMember) } }),
-        direction: 'dst',
-      });
+      const match = (): Match[] => [
+        {
+          kind: 'set',
+          set: ctx.sets.request({
+            kind: 'b',
+            key,
+            description: `networks ${key}`,
+            spec: { kind: 'cidrs', members: unique.map(cidrMember) },
+          }),
+          direction: 'dst',
+        },
+      ];
       return { kind: 'set', match, scope: { kind: 'cidrs', cidrs: unique, excepts: [] } };
     }
     case 'nodes': {
       if (direction === 'ingress') return 'broken';
       const key = `nodes ${canonicalSelector(peer.nodeSelector)}`;
-      const match = (): Match => ({
-        kind: 'set',
-        set: ctx.sets.request({ kind: 's', key, description: key, spec: { kind: 'node-ips', nodeSelector: peer.nodeSelector } }),
-        direction: 'dst',
-      });
+      const match = (): Match[] => [
+        {
+          kind: 'set',
+          set: ctx.sets.request({ kind: 's', key, description: key, spec: { kind: 'node-ips', nodeSelector: peer.nodeSelector } }),
+          direction: 'dst',
+        },
+      ];
       return { kind: 'set', match, scope: undefined };
     }
+    case 'domainNames':
+      // Expanded per subject pod by ruleMatches (learnedPeers); never reached.
+      return 'broken';
   }
+}
+
+/**
+ * A `domainNames` peer, one alternative per local subject pod of the family: from that pod, to an address in
+ * the set its own DNS answers filled for this rule (docs/dns-egress-design.md, "Where learned addresses go").
+ * One set per (rule, pod, family), named from the pod's address too, so a pod that leaves takes its set
+ * along and a later pod given the same address starts empty. The names and the set options are in the
+ * key as well: a rule naming other domains, or other bounds, starts a new set (the old one is destroyed
+ * with its members) instead of keeping addresses learned for names it no longer lists.
+ */
+function learnedPeers(
+  cnp: ClusterNetworkPolicy,
+  index: number,
+  rule: CnpRule,
+  names: readonly string[],
+  family: IpFamily,
+  ctx: CnpChainContext,
+): PeerMatch[] {
+  const dns = ctx.settings.dnsEgress ?? defaultDnsLearningSettings;
+  const options = { timeout: dns.minTtlSeconds, maxelem: dns.perSetMax };
+  const sortedNames = [...names].sort();
+  const out: PeerMatch[] = [];
+  for (const pod of ctx.subjects) {
+    const ip = ipsOfFamily(pod, family)[0];
+    if (ip === undefined) continue;
+    const podKey = `${pod.namespace}/${pod.name}`;
+    const match = (): Match[] => [
+      { kind: 'src-net', cidr: `${ip}/${family === 4 ? 32 : 128}` },
+      {
+        kind: 'set',
+        set: ctx.sets.request({
+          kind: 'd',
+          key: [cnp.name, index, sortedNames.join(','), podKey, ip, options.timeout, options.maxelem].join('|'),
+          description: `learned by ${podKey} for cnp ${cnp.name} egress:${index} (${sortedNames.join(', ')})`,
+          spec: {
+            kind: 'learned',
+            options,
+            learnedFor: {
+              pod: podKey,
+              podAddress: ip,
+              policy: cnp.name,
+              ruleIndex: index,
+              ...(rule.name !== undefined ? { ruleName: rule.name } : {}),
+              domainNames: names,
+              ...(cnp.audit ? { audited: true as const } : {}),
+            },
+          },
+        }),
+        direction: 'dst',
+      },
+    ];
+    out.push({ kind: 'set', match, scope: undefined, learned: { pod: podKey, names } });
+  }
+  return out;
 }
 
 const L4 = { TCP: 'tcp', UDP: 'udp', SCTP: 'sctp' } as const;

@@ -12,7 +12,7 @@
 import type { Chain, ChainName, ClusterNetworkPolicy, IpFamily, NodeSettings, Pod, Problem } from '../model/index.js';
 import { parseCidr } from '../model/address.js';
 import { ipsOfFamily, type ClusterState } from './cluster-state.js';
-import { cnpChain, cnpInvalid } from './cluster-policy-chains.js';
+import { cnpChain, cnpInvalid, learnsNames } from './cluster-policy-chains.js';
 import type { ChainCache } from './chain-cache.js';
 import { ClusterPolicySubjects } from './cluster-policy-subjects.js';
 import type { IpSetRegistry } from './ipsets.js';
@@ -122,7 +122,11 @@ export class ClusterPolicyCompiler {
     const sources = new Map<ChainName, { cnp: ClusterNetworkPolicy; direction: Direction }>();
     const verdicts = new Map<ChainName, ChainName>();
     const render = (cnp: ClusterNetworkPolicy, direction: Direction, verdictOnly: boolean): Chain => {
-      const rendered = chains.get(cnp, [direction, family, verdictOnly], () => cnpChain(cnp, direction, family, settings, verdictOnly));
+      // A `domainNames` rule matches each subject pod's own learned set: its chain follows the subjects.
+      const subjects = learnsNames(cnp) && direction === 'egress' ? this.subjectsOf(cnp) : undefined;
+      const rendered = chains.get(cnp, [direction, family, verdictOnly, subjects ?? null], () =>
+        cnpChain(cnp, direction, family, settings, verdictOnly, subjects),
+      );
       sets.add(rendered.sets);
       out.push(rendered.chain);
       return rendered.chain;

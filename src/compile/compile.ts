@@ -16,6 +16,7 @@ import type {
   Chain,
   ClusterSnapshot,
   DesiredState,
+  DnsLearnedSet,
   FamilyState,
   IpFamily,
   NetworkPolicy,
@@ -23,7 +24,7 @@ import type {
   Pod,
   Problem,
 } from '../model/index.js';
-import { emptyFamilyState } from '../model/index.js';
+import { defaultDnsLearningSettings, emptyFamilyState } from '../model/index.js';
 import { parseCidr, podAddressProblem } from '../model/address.js';
 import { admit, type BudgetUse } from './budget.js';
 import { ClusterPolicyCompiler, type CnpFamilyResult } from './cluster-policy.js';
@@ -31,14 +32,15 @@ import { ClusterState, ipsOfFamily } from './cluster-state.js';
 import type { DispatchEntry } from './dispatch.js';
 import { dispatchSideChains } from './dispatch-sides.js';
 import { endpointChains, type EndpointRenderContext } from './endpoint-chains.js';
-import { IpSetRegistry, type SetRequest } from './ipsets.js';
+import { IpSetRegistry, sortMembers, type SetRequest } from './ipsets.js';
+import { ipSetNameFor } from './names.js';
 import { sameData } from './memo.js';
 import { policyChain } from './policy-chains.js';
 import { PolicyTargets, type CheckedPolicy } from './policy-targets.js';
 import { EndpointResolver, type Selecting } from './resolution.js';
 import { RenderMemory, type DispatchSide, type PodEndpoint, type PolicyChains } from './render-memory.js';
 import { sharedAddressChains, sharedAddressProblems, type SharedAddresses } from './shared-addresses.js';
-import { forwardChain, hostPassChain, inputChain } from './static-chains.js';
+import { forwardChain, hostPassChain, inputChain, outputChain, type DnsWatch } from './static-chains.js';
 
 export interface CompileResult {
   readonly desired: DesiredState;
@@ -100,12 +102,15 @@ export class Compiler {
       this.selecting = { from: policies, list: policies.map((cp) => ({ item: cp.policy, targets: cp.targets })) };
     this.resolver.update(this.selecting.list, this.cnp.selecting());
     this.lastNodes = snapshot.nodes;
-    const v4 = this.compileFamily(4, policies, settings, shared);
-    const v6 = this.wantsIpv6(settings) ? this.compileFamily(6, policies, settings, shared) : emptyFamilyState(6);
+    const learned: DnsLearnedSet[] = [];
+    const v4 = this.compileFamily(4, policies, settings, shared, learned);
+    const v6 = this.wantsIpv6(settings) ? this.compileFamily(6, policies, settings, shared, learned) : emptyFamilyState(6);
     this.memory.endpoints.rotate();
     this.memory.interned.rotate();
     this.state.sweep();
-    return { desired: { v4, v6 }, problems, ...(budget ? { budget } : {}) };
+    // The DNS agent's part (model/dns-egress.ts): present only while some rule learns names.
+    const dns = learned.length > 0 ? { settings: settings.dnsEgress ?? defaultDnsLearningSettings, sets: learned } : undefined;
+    return { desired: { v4, v6, ...(dns ? { dns } : {}) }, problems, ...(budget ? { budget } : {}) };
   }
 
   /**
@@ -172,10 +177,12 @@ export class Compiler {
     policies: readonly CheckedPolicy[],
     settings: NodeSettings,
     shared: SharedAddresses,
+    learned: DnsLearnedSet[],
   ): FamilyState {
     const sets = new IpSetRegistry(settings.ipsetPrefix, family);
     const { chains: policyChains, targetsByPolicy } = this.policyChainsOf(family, policies, sets, settings);
     const cnp = this.cnp.active ? this.cnp.compileFamily(family, sets, this.memory.chains, settings) : undefined;
+    const dns = this.dnsWatch(family, sets, settings, learned);
     // Pods → this node's own addresses (INPUT): only while some CNP exists. On IPv6 the chain first lets
     // the pod's neighbour discovery to the node through (static-chains.ts inputChain).
     const hostSide = cnp !== undefined;
@@ -184,8 +191,11 @@ export class Compiler {
       ...this.dispatchOf(family, 'from', pods.entries.from, settings),
       ...this.dispatchOf(family, 'to', pods.entries.to, settings),
     ];
-    const forward = this.fixedChain('forward', family, () => forwardChain(this.memory.names, settings, family));
-    const hostChains = hostSide ? this.toNodeChains(family, settings, pods) : [];
+    const forward = dns
+      ? this.fixedChain('forward-dns', family, () => forwardChain(this.memory.names, settings, family, dns))
+      : this.fixedChain('forward', family, () => forwardChain(this.memory.names, settings, family));
+    const hostChains = hostSide ? this.toNodeChains(family, settings, pods, dns) : [];
+    const output = dns ? [this.fixedChain('output-dns', family, () => outputChain(this.memory.names, dns))] : [];
 
     const ipsets = this.memory.setBuilder(family).build(sets, {
       state: this.state,
@@ -198,9 +208,27 @@ export class Compiler {
     return {
       family,
       ipsets,
-      chains: [forward, ...dispatch, ...pods.workload, ...policyChains, ...(cnp?.chains ?? []), ...hostChains],
-      hooks: hostSide ? this.memory.hooksWithInput : this.memory.hooks,
+      chains: [forward, ...dispatch, ...pods.workload, ...policyChains, ...(cnp?.chains ?? []), ...hostChains, ...output],
+      hooks: dns ? this.memory.hooksWithDns : hostSide ? this.memory.hooksWithInput : this.memory.hooks,
     };
+  }
+
+  /**
+   * The learned sets the CNP chains asked for (one per `domainNames` rule, subject pod and family), added to
+   * `learned` for the DNS agent, and the set of those pods' addresses whose DNS the rules watch; undefined
+   * when no rule learns names in this family.
+   */
+  private dnsWatch(family: IpFamily, sets: IpSetRegistry, settings: NodeSettings, learned: DnsLearnedSet[]): DnsWatch | undefined {
+    const pods = new Set<string>();
+    for (const [setName, req] of sets.entries()) {
+      if (req.spec.kind !== 'learned') continue;
+      learned.push({ setName, family, ...req.spec.learnedFor });
+      pods.add(req.spec.learnedFor.podAddress);
+    }
+    if (pods.size === 0) return undefined;
+    const key = 'pods with domainNames egress';
+    sets.add([{ kind: 'q', key, description: key, spec: { kind: 'listed', members: sortMembers(pods) } }]);
+    return { subjects: ipSetNameFor(settings.ipsetPrefix, family, 'q', key), settings: settings.dnsEgress ?? defaultDnsLearningSettings };
   }
 
   /** Every local pod of the family rendered from its resolved selection, and the dispatch entries to its chains. */
@@ -275,10 +303,12 @@ export class Compiler {
    * INPUT's chains: an address of this node's pod CIDR that no programmed pod has is dropped here too
    * (fail-closed), as in FORWARD; an address shared by two pods likewise.
    */
-  private toNodeChains(family: IpFamily, settings: NodeSettings, pods: RenderedEndpoints): Chain[] {
+  private toNodeChains(family: IpFamily, settings: NodeSettings, pods: RenderedEndpoints, dns: DnsWatch | undefined): Chain[] {
     const { hostPass } = this.memory.names;
     return [
-      this.fixedChain('input', family, () => inputChain(this.memory.names, settings, family)),
+      dns
+        ? this.fixedChain('input-dns', family, () => inputChain(this.memory.names, settings, family, dns))
+        : this.fixedChain('input', family, () => inputChain(this.memory.names, settings, family)),
       // Only while some local pod has no CNP egress tier (an unreferenced chain of ours reads as a leftover).
       ...(pods.entries.host.some((e) => e.target === hostPass) ? [(this.memory.hostPass ??= hostPassChain(this.memory.names))] : []),
       ...this.dispatchOf(family, 'host', pods.entries.host, settings),
@@ -305,7 +335,7 @@ export class Compiler {
       targetsByPolicy.set(cp.policy, targets);
       for (const direction of ['ingress', 'egress'] as const) {
         if (!cp.types.includes(direction === 'ingress' ? 'Ingress' : 'Egress')) continue;
-        const rendered = this.memory.chains.get(cp.policy, [direction, family, cp.valid], () =>
+        const rendered = this.memory.chains.get(cp.policy, [direction, family, cp.valid, null], () =>
           policyChain({ policy: cp.policy, direction, family, valid: cp.valid }, render),
         );
         chains.push(rendered.chain);
@@ -334,7 +364,7 @@ export class Compiler {
   }
 
   /** A chain that depends on the settings and the family only. */
-  private fixedChain(kind: 'forward' | 'input', family: IpFamily, make: () => Chain): Chain {
+  private fixedChain(kind: 'forward' | 'input' | 'forward-dns' | 'input-dns' | 'output-dns', family: IpFamily, make: () => Chain): Chain {
     let chain = this.memory.fixed.get([kind, family]);
     if (!chain) this.memory.fixed.set([kind, family], (chain = make()));
     return chain;

@@ -8,6 +8,7 @@ import {
   type Chain,
   type ClusterNetworkPolicy,
   type ClusterNode,
+  type DnsLearnedSet,
   type IpFamily,
   type IpSet,
   type IpSetName,
@@ -15,6 +16,7 @@ import {
   type MemberDelta,
   type L4Protocol,
   type LabelSelector,
+  type LearnedSetOptions,
   type NetworkPolicy,
   type Pod,
   type PolicyPeer,
@@ -24,7 +26,7 @@ import { ipsOfFamily, type ClusterState, type Selection } from './cluster-state.
 import { ipSetNameFor, type SetKind } from './names.js';
 import { selectorMatches } from './selectors.js';
 
-const TYPE_OF: Record<SetKind, IpSetType> = { s: 'hash:ip', n: 'hash:ip,port', b: 'hash:net', x: 'hash:net' };
+const TYPE_OF: Record<SetKind, IpSetType> = { s: 'hash:ip', n: 'hash:ip,port', b: 'hash:net', x: 'hash:net', d: 'hash:ip', q: 'hash:ip' };
 
 /** Destinations of an egress named port: all peer pods, a selector's pods, or the pods inside an ipBlock. */
 export type PodScope =
@@ -45,7 +47,14 @@ export type MemberSpec =
   /** `nodes` peer: InternalIP/ExternalIP addresses of the nodes whose labels match. */
   | { readonly kind: 'node-ips'; readonly nodeSelector: LabelSelector }
   /** Ingress `destinationNamedPort`: the CNP's local subjects define the number. */
-  | { readonly kind: 'named-subjects'; readonly cnp: ClusterNetworkPolicy; readonly protocol: L4Protocol; readonly name: string };
+  | { readonly kind: 'named-subjects'; readonly cnp: ClusterNetworkPolicy; readonly protocol: L4Protocol; readonly name: string }
+  /**
+   * `domainNames`: what one subject pod learns for one rule, filled at run time by the DNS agent; the
+   * compiler's members are none (model/dns-egress.ts). `learnedFor` is the agent's entry without the set's name.
+   */
+  | { readonly kind: 'learned'; readonly options: LearnedSetOptions; readonly learnedFor: Omit<DnsLearnedSet, 'setName' | 'family'> }
+  /** Addresses listed by the compile itself (the subject pods whose DNS answers are held). */
+  | { readonly kind: 'listed'; readonly members: readonly string[] };
 
 export interface SetRequest {
   readonly kind: SetKind;
@@ -99,13 +108,6 @@ export class IpSetRegistry {
   entries(): [IpSetName, SetRequest][] {
     return [...this.requests].sort(([a], [b]) => (a < b ? -1 : 1));
   }
-
-  /** Whether `entries` (an earlier entries()) names exactly these requests: then it is this registry's entries() too. */
-  holdsExactly(entries: readonly (readonly [IpSetName, SetRequest])[]): boolean {
-    if (entries.length !== this.requests.size) return false;
-    for (const [name, req] of entries) if (this.requests.get(name) !== req) return false;
-    return true;
-  }
 }
 
 // Cached policy chains re-request every set they use on each compile: the name is kept with the request
@@ -132,7 +134,7 @@ export interface MemberContext {
 
 /** A resolved set, with the stamp of the inputs it was built from (cache key across compiles). */
 interface Built {
-  readonly stamp: Stamp;
+  readonly stamp: string;
   readonly set: IpSet;
   /** For pod-selector sets: the selection version the members reflect. */
   readonly version?: number;
@@ -143,19 +145,15 @@ interface Built {
 /** Resolves set requests into IpSets, reusing the previous compile's object when its inputs did not move. */
 export class IpSetBuilder {
   private previous = new Map<string, Built>();
-  /** The sorted requests of the last build. */
-  private entries: readonly (readonly [IpSetName, SetRequest])[] | undefined;
 
   build(registry: IpSetRegistry, ctx: MemberContext): IpSet[] {
     const next = new Map<string, Built>();
     const out: IpSet[] = [];
-    // The same requests as last time (the usual case: the policy chains did not move) need no sort.
-    if (!(this.entries && registry.holdsExactly(this.entries))) this.entries = registry.entries();
-    for (const [name, req] of this.entries) {
+    for (const [name, req] of registry.entries()) {
       const stamp = stampOf(req.spec, ctx);
       const old = this.previous.get(name);
       let built: Built;
-      if (old && sameStamp(old.stamp, stamp) && old.set.description === req.description) {
+      if (old && old.stamp === stamp && old.set.description === req.description) {
         built = old;
       } else {
         const selection = req.spec.kind === 'selector' ? ctx.state.select(req.spec.peer, req.spec.namespace) : undefined;
@@ -176,6 +174,7 @@ export class IpSetBuilder {
               members,
               description: req.description,
               ...(req.kind === 'x' ? { negated: true as const } : {}),
+              ...(req.spec.kind === 'learned' ? { learned: req.spec.options } : {}),
             };
         if (old && patched && set !== old.set) recordMemberDelta(set, old.set, patched.delta);
         built = {
@@ -202,39 +201,30 @@ function objectId(o: object): number {
   return id;
 }
 
-/**
- * A value that changes whenever the members might: what they are made from (a version or an object's number,
- * tagged by its kind) and the shared-address version. Two numbers, not a string built per set per compile.
- */
-interface Stamp {
-  readonly of: number;
-  readonly shared: number;
-}
-const FIXED: Stamp = { of: -1, shared: -1 };
-const sameStamp = (a: Stamp, b: Stamp): boolean => a.of === b.of && a.shared === b.shared;
-
-function stampOf(spec: MemberSpec, ctx: MemberContext): Stamp {
-  return spec.kind === 'cidrs' ? FIXED : { of: podStampOf(spec, ctx), shared: ctx.state.sharedVersion };
+/** A string that changes whenever the members might. */
+function stampOf(spec: MemberSpec, ctx: MemberContext): string {
+  if (spec.kind === 'listed') return spec.members.join(',');
+  return spec.kind === 'cidrs' || spec.kind === 'learned' ? 'fixed' : `${podStampOf(spec, ctx)}x${ctx.state.sharedVersion}`;
 }
 
-/** The number of what the members are made from, times 8, plus its kind (so two kinds never compare equal). */
-function podStampOf(spec: MemberSpec, ctx: MemberContext): number {
-  const tagged = (kind: number, n: number): number => n * 8 + kind;
+function podStampOf(spec: MemberSpec, ctx: MemberContext): string {
   switch (spec.kind) {
     case 'selector':
-      return tagged(0, ctx.state.select(spec.peer, spec.namespace).version);
+      return `s${ctx.state.select(spec.peer, spec.namespace).version}`;
     case 'cidrs':
-      return -1;
+    case 'learned':
+    case 'listed':
+      return 'fixed';
     case 'named-targets':
-      return tagged(1, objectId(ctx.targetsOf(spec.policy)));
+      return `t${objectId(ctx.targetsOf(spec.policy))}`;
     case 'named-pods':
       return spec.scope.kind === 'selector'
-        ? tagged(0, ctx.state.select(spec.scope.peer, spec.scope.namespace).version)
-        : tagged(2, ctx.state.allPodsVersion);
+        ? `s${ctx.state.select(spec.scope.peer, spec.scope.namespace).version}`
+        : `a${ctx.state.allPodsVersion}`;
     case 'node-ips':
-      return tagged(3, objectId(ctx.nodes ?? NO_NODES));
+      return `n${objectId(ctx.nodes ?? NO_NODES)}`;
     case 'named-subjects':
-      return tagged(1, objectId(ctx.subjectsOf?.(spec.cnp) ?? NO_PODS));
+      return `t${objectId(ctx.subjectsOf?.(spec.cnp) ?? NO_PODS)}`;
   }
 }
 
@@ -252,7 +242,11 @@ function membersOf(spec: MemberSpec, ctx: MemberContext): string[] {
     case 'selector':
       return [...ctx.state.select(spec.peer, spec.namespace).pods.values()].flatMap((p) => peerIps(p, ctx.family, ctx.state));
     case 'cidrs':
+    case 'listed':
       return [...spec.members];
+    // The agent's, never the compiler's (plan.ts leaves them alone).
+    case 'learned':
+      return [];
     case 'named-targets':
       return namedMembers(ctx.targetsOf(spec.policy), spec.protocol, spec.name, ctx.family, ctx.state);
     case 'named-pods':

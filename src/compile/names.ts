@@ -46,6 +46,8 @@ export interface ChainNames {
   toWorkload(podKey: string): ChainName;
   /** INPUT side (ClusterNetworkPolicy egress to this node's own addresses). */
   readonly input: ChainName;
+  /** OUTPUT side: DNS answers of node-local resolvers to pods with `domainNames` egress. */
+  readonly output: ChainName;
   readonly hostDispatch: ChainName;
   /** The target of local pods with no CNP egress tier in the host dispatch: returns at once. */
   readonly hostPass: ChainName;
@@ -73,6 +75,7 @@ export function chainNames(prefix: string): ChainNames {
     fromDispatch: chainName(`${prefix}${FIXED_CHAIN.fromDispatch}`),
     toDispatch: chainName(`${prefix}${FIXED_CHAIN.toDispatch}`),
     input: chainName(`${prefix}${FIXED_CHAIN.input}`),
+    output: chainName(`${prefix}${FIXED_CHAIN.output}`),
     hostDispatch: chainName(`${prefix}${FIXED_CHAIN.hostDispatch}`),
     hostPass: chainName(`${prefix}${FIXED_CHAIN.hostPass}`),
     hostDispatchChild: (key) => hashed(CHAIN_KIND_TAG.hostDispatchChild, key, 12),
@@ -86,8 +89,11 @@ export function chainNames(prefix: string): ChainNames {
   };
 }
 
-/** Set kinds: `s` selector (pod IPs), `n` named port (IP,proto:port), `b` ipBlock (CIDRs), `x` ipBlock excepts (CIDRs). */
-export type SetKind = 's' | 'n' | 'b' | 'x';
+/**
+ * Set kinds: `s` selector (pod IPs), `n` named port (IP,proto:port), `b` ipBlock (CIDRs), `x` ipBlock excepts
+ * (CIDRs), `d` addresses one pod learned from DNS for one `domainNames` rule, `q` the pods whose DNS is watched.
+ */
+export type SetKind = 's' | 'n' | 'b' | 'x' | 'd' | 'q';
 
 const setNames = new Map<string, IpSetName>();
 export function ipSetNameFor(prefix: string, family: IpFamily, kind: SetKind, canonicalKey: string): IpSetName {

@@ -12,7 +12,7 @@ import { ChainInterner, Memo, TupleMap } from './memo.js';
 import { chainNames, type ChainNames } from './names.js';
 import type { CheckedPolicy } from './policy-targets.js';
 import type { ClusterPolicyRef, PolicyRef } from './resolution.js';
-import { forwardHook, inputHook } from './static-chains.js';
+import { forwardHook, inputHook, outputHook } from './static-chains.js';
 
 export type DispatchSide = 'from' | 'to' | 'host';
 
@@ -50,6 +50,8 @@ export class RenderMemory {
   readonly hooks: readonly Hook[];
   /** With ClusterNetworkPolicies: FORWARD and INPUT (pods to this node). */
   readonly hooksWithInput: readonly Hook[];
+  /** With `domainNames` rules: also OUTPUT (answers of node-local resolvers). */
+  readonly hooksWithDns: readonly Hook[];
   /** Policy chains, NetworkPolicy and CNP, by the object and what else they were rendered from. */
   readonly chains = new ChainCache();
   /** Each local pod's chains, per family, by what they were rendered from. */
@@ -66,7 +68,7 @@ export class RenderMemory {
     { readonly entries: readonly DispatchEntry[]; readonly chains: readonly Chain[] }
   >();
   /** Chains that depend on the settings and the family only. */
-  readonly fixed = new TupleMap<readonly ['forward' | 'input', IpFamily], Chain>();
+  readonly fixed = new TupleMap<readonly ['forward' | 'input' | 'forward-dns' | 'input-dns' | 'output-dns', IpFamily], Chain>();
   hostPass: Chain | undefined;
   readonly setBuilders = new Map<IpFamily, IpSetBuilder>();
   /** Per family, the policy chains made from the last list of active policies. */
@@ -79,6 +81,7 @@ export class RenderMemory {
     this.names = chainNames(settings?.chainPrefix ?? 'nf-');
     this.hooks = settings ? [forwardHook(this.names)] : [];
     this.hooksWithInput = settings ? [forwardHook(this.names), inputHook(this.names)] : [];
+    this.hooksWithDns = settings ? [...this.hooksWithInput, outputHook(this.names)] : [];
   }
 
   setBuilder(family: IpFamily): IpSetBuilder {

@@ -1,7 +1,7 @@
 // Fixed wiring as typed data: the hook into FORWARD and the nf-FORWARD chain that fans out to dispatch.
 // These go through the same renderer, hasher and tracer as every generated chain.
 
-import type { Chain, Hook, IpFamily, NodeSettings, Rule } from '../model/index.js';
+import type { Chain, DnsLearningSettings, Hook, IpFamily, IpSetName, Match, NodeSettings, Rule } from '../model/index.js';
 import { hostLinkIcmpv6Rules, linkIcmpv6Rules } from './icmpv6.js';
 import type { ChainNames } from './names.js';
 
@@ -21,7 +21,7 @@ export function forwardHook(names: ChainNames): Hook {
  * The RELATED half of the conntrack accepts also carries ICMP(v6) errors about an allowed flow (packet
  * too big, destination unreachable, time exceeded), so path MTU discovery works through any policy.
  */
-export function forwardChain(names: ChainNames, settings: NodeSettings, family: IpFamily): Chain {
+export function forwardChain(names: ChainNames, settings: NodeSettings, family: IpFamily, dns?: DnsWatch): Chain {
   const { accept, all } = settings.marks;
   const bridge = settings.bridge;
   return {
@@ -29,6 +29,8 @@ export function forwardChain(names: ChainNames, settings: NodeSettings, family: 
     role: { kind: 'static' },
     rules: [
       ...revokedFlowRules(settings),
+      // Above the ESTABLISHED accepts: a DNS answer is established traffic and would never reach the queue.
+      ...(dns ? [...dnsQueryRules(dns), ...dnsAnswerRules(dns)] : []),
       // "Connections are judged on their first packet": later packets of a flow to or from a local pod
       // pass here, before the dispatch trees, so only a connection's first packet walks the policy.
       ...(['in-iface', 'out-iface'] as const).map((kind) => ({
@@ -97,12 +99,14 @@ export function inputHook(names: ChainNames): Hook {
  * This chain never accepts: it only drops what a CNP denies, and the rest of INPUT (the host's own
  * firewall) still decides everything else.
  */
-export function inputChain(names: ChainNames, settings: NodeSettings, family: IpFamily): Chain {
+export function inputChain(names: ChainNames, settings: NodeSettings, family: IpFamily, dns?: DnsWatch): Chain {
   const bridge = settings.bridge;
   return {
     name: names.input,
     role: { kind: 'static' },
     rules: [
+      // Queries to a node-local resolver (NodeLocal DNSCache, a host-network CoreDNS) arrive here.
+      ...(dns ? dnsQueryRules(dns) : []),
       // Judged on the first packet, as in FORWARD; later packets and replies to host-opened flows pass.
       {
         match: [
@@ -131,4 +135,66 @@ export function hostPassChain(names: ChainNames): Chain {
     role: { kind: 'static' },
     rules: [{ match: [], action: { kind: 'return' }, comment: 'no ClusterNetworkPolicy egress rule of this pod can match a node address' }],
   };
+}
+
+// ---- DNS of pods with `domainNames` egress (docs/dns-egress-design.md, "Which packets are queued") -------
+
+/** What the DNS rules need: the set of the pods whose DNS is watched, and the queue and log group the agent binds. */
+export interface DnsWatch {
+  readonly subjects: IpSetName;
+  readonly settings: Pick<DnsLearningSettings, 'queueNum' | 'nflogGroup'>;
+}
+
+const DNS_PROTOCOLS = ['udp', 'tcp'] as const;
+const DNS_PORT = [{ from: 53, to: 53 }];
+
+/**
+ * A watched pod's query, copied (not held) to the agent's NFLOG group as it leaves: the answer is matched
+ * to it (same transaction, same question). Threshold 1: each query is sent at once, so it reaches the
+ * agent's socket before its answer can be queued.
+ */
+function dnsQueryRules(dns: DnsWatch): Rule[] {
+  return DNS_PROTOCOLS.map((protocol) => ({
+    match: [
+      { kind: 'protocol', protocol },
+      { kind: 'dports', ports: DNS_PORT },
+      { kind: 'set', set: dns.subjects, direction: 'src' },
+      { kind: 'ctdir', direction: 'ORIGINAL' },
+    ] satisfies Match[],
+    action: { kind: 'nflog', group: dns.settings.nflogGroup, prefix: 'dns-query', threshold: 1 },
+    comment: 'dns query of a pod with domainNames egress',
+  }));
+}
+
+/**
+ * An answer to a watched pod, held on the agent's queue until what it grants is programmed. Only the reply
+ * direction of a flow the pod opened: an unsolicited datagram from port 53 is NEW and never queued.
+ * `--queue-bypass`: with no agent bound the answer passes unchanged and grants nothing.
+ */
+function dnsAnswerRules(dns: DnsWatch): Rule[] {
+  return DNS_PROTOCOLS.map((protocol) => ({
+    match: [
+      { kind: 'protocol', protocol },
+      { kind: 'sports', ports: DNS_PORT },
+      { kind: 'set', set: dns.subjects, direction: 'dst' },
+      { kind: 'ctstate', states: ['ESTABLISHED'] },
+      { kind: 'ctdir', direction: 'REPLY' },
+    ] satisfies Match[],
+    action: { kind: 'nfqueue', queue: dns.settings.queueNum },
+    comment: 'dns answer to a pod with domainNames egress',
+  }));
+}
+
+/** Only while some pod has `domainNames` egress: answers of node-local resolvers leave through OUTPUT. */
+export function outputHook(names: ChainNames): Hook {
+  return {
+    chain: 'OUTPUT',
+    position: 'insert',
+    rule: { match: [], action: { kind: 'jump', target: names.output }, comment: 'netfence dns answers from this node' },
+  };
+}
+
+/** nf-OUTPUT: answers of a resolver on this node to watched pods, held like those crossing FORWARD. */
+export function outputChain(names: ChainNames, dns: DnsWatch): Chain {
+  return { name: names.output, role: { kind: 'static' }, rules: dnsAnswerRules(dns) };
 }

@@ -8,7 +8,7 @@ import type { ParseArgsConfig } from 'node:util';
 import type * as AjvModule from 'ajv';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import type * as Yaml from 'yaml';
-import { DEFAULT_FLOW_LOG, type ClusterSnapshot, type NodeSettings } from '../model/index.js';
+import { DEFAULT_FLOW_LOG, type ClusterSnapshot, type DnsLearningSettings, type NodeSettings } from '../model/index.js';
 import { canonicalCidr, isCidr } from '../model/address.js';
 import { editDistance } from './edit-distance.js';
 import { layerFits, type Formats } from './fits-schema.js';
@@ -140,6 +140,7 @@ export function toNodeSettings(config: DaemonConfig, podCidrs: readonly string[]
     marks: allocateMarks(config.markMask),
     ...(config.revokeEstablished ? { revokeMark: revokeMarkOf(config.markMask) } : {}),
     budget: { setMembers: config.budgetSetMembers, rules: config.budgetRules },
+    dnsEgress: dnsEgressOf(config),
     flowLog: config.flowLogs
       ? {
           group: config.flowLogGroup,
@@ -148,6 +149,29 @@ export function toNodeSettings(config: DaemonConfig, podCidrs: readonly string[]
           ...(config.flowLogAllowed ? { allowed: true } : {}),
         }
       : undefined,
+  };
+}
+
+/** The `dnsEgress*` keys as the compiler and the DNS agent read them, with the checks across keys. */
+function dnsEgressOf(config: DaemonConfig): DnsLearningSettings {
+  const errors: string[] = [];
+  if (config.dnsEgressMinTtlSeconds > config.dnsEgressMaxTtlSeconds)
+    errors.push(
+      `/dnsEgressMinTtlSeconds: ${config.dnsEgressMinTtlSeconds} is above dnsEgressMaxTtlSeconds ${config.dnsEgressMaxTtlSeconds}`,
+    );
+  // One reader per group and namespace: the flow log's reader would take the queries, or the other way round.
+  if (config.flowLogs && config.dnsEgressNflogGroup === config.flowLogGroup)
+    errors.push(`/dnsEgressNflogGroup: ${config.dnsEgressNflogGroup} is the flow-log group; each needs its own NFLOG group`);
+  if (errors.length > 0) throw new ConfigError(errors);
+  return {
+    queueNum: config.dnsEgressQueueNum,
+    nflogGroup: config.dnsEgressNflogGroup,
+    minTtlSeconds: config.dnsEgressMinTtlSeconds,
+    maxTtlSeconds: config.dnsEgressMaxTtlSeconds,
+    perSetMax: config.dnsEgressPerSetMax,
+    perNodeMax: config.dnsEgressPerNodeMax,
+    pendingPerPod: config.dnsEgressPendingPerPod,
+    holdDeadlineMs: config.dnsEgressHoldDeadlineMs,
   };
 }
 

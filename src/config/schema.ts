@@ -1,6 +1,7 @@
 // The daemon's configuration: its keys, defaults, how each key is spelled in the environment and on
 // the command line, and the JSON Schema every layer (file, environment, flags) is checked against.
 
+import { defaultDnsLearningSettings as DNS } from '../model/dns-egress.js';
 import { DEFAULT_FLOW_LOG } from '../model/flow-log.js';
 import { DEFAULT_MANIFEST_LIMITS } from '../model/manifest-limits.js';
 import type { UnknownPodPolicy } from '../model/index.js';
@@ -110,6 +111,22 @@ export interface DaemonConfig {
   readonly initialListTimeoutSeconds: number;
   /** Deadline of each list page (the API server's own --request-timeout is 60 s). */
   readonly listPageTimeoutSeconds: number;
+  // Egress by DNS name (ClusterNetworkPolicy `domainNames`; model/dns-egress.ts DnsLearningSettings, docs/cluster-policy.md).
+  /** NFQUEUE number the DNS answers to pods with `domainNames` egress are held on. */
+  readonly dnsEgressQueueNum: number;
+  /** NFLOG group those pods' DNS queries are copied to; not the flow-log group. */
+  readonly dnsEgressNflogGroup: number;
+  /** A learned address lives max(answer TTL, this), at most dnsEgressMaxTtlSeconds. */
+  readonly dnsEgressMinTtlSeconds: number;
+  readonly dnsEgressMaxTtlSeconds: number;
+  /** Learned addresses per pod, rule and family (the set's maxelem). */
+  readonly dnsEgressPerSetMax: number;
+  /** Learned addresses on the node; past it new ones are refused. */
+  readonly dnsEgressPerNodeMax: number;
+  /** DNS queries per pod awaiting their answer. */
+  readonly dnsEgressPendingPerPod: number;
+  /** How long an answer may be held for its set writes before it is released ungranted. */
+  readonly dnsEgressHoldDeadlineMs: number;
 }
 
 export type ConfigKey = keyof DaemonConfig;
@@ -170,6 +187,14 @@ export const KEY_SPELLINGS: { readonly [K in ConfigKey]: KeySpelling } = {
   initialListMaxMiB: spell('integer', 'INITIAL_LIST_MAX_MIB', 'initial-list-max-mib'),
   initialListTimeoutSeconds: spell('integer', 'INITIAL_LIST_TIMEOUT_SECONDS', 'initial-list-timeout-seconds'),
   listPageTimeoutSeconds: spell('integer', 'LIST_PAGE_TIMEOUT_SECONDS', 'list-page-timeout-seconds'),
+  dnsEgressQueueNum: spell('integer', 'DNS_EGRESS_QUEUE_NUM', 'dns-egress-queue-num'),
+  dnsEgressNflogGroup: spell('integer', 'DNS_EGRESS_NFLOG_GROUP', 'dns-egress-nflog-group'),
+  dnsEgressMinTtlSeconds: spell('integer', 'DNS_EGRESS_MIN_TTL_SECONDS', 'dns-egress-min-ttl-seconds'),
+  dnsEgressMaxTtlSeconds: spell('integer', 'DNS_EGRESS_MAX_TTL_SECONDS', 'dns-egress-max-ttl-seconds'),
+  dnsEgressPerSetMax: spell('integer', 'DNS_EGRESS_PER_SET_MAX', 'dns-egress-per-set-max'),
+  dnsEgressPerNodeMax: spell('integer', 'DNS_EGRESS_PER_NODE_MAX', 'dns-egress-per-node-max'),
+  dnsEgressPendingPerPod: spell('integer', 'DNS_EGRESS_PENDING_PER_POD', 'dns-egress-pending-per-pod'),
+  dnsEgressHoldDeadlineMs: spell('integer', 'DNS_EGRESS_HOLD_DEADLINE_MS', 'dns-egress-hold-deadline-ms'),
 };
 
 export const CONFIG_KEYS = Object.keys(KEY_SPELLINGS) as readonly ConfigKey[];
@@ -224,6 +249,15 @@ export const DEFAULT_CONFIG: Omit<DaemonConfig, 'nodeName'> = {
   initialListMaxMiB: 1024,
   initialListTimeoutSeconds: 120,
   listPageTimeoutSeconds: 60,
+  // Why these values: docs/dns-egress-design.md, "Bounds".
+  dnsEgressQueueNum: DNS.queueNum,
+  dnsEgressNflogGroup: DNS.nflogGroup,
+  dnsEgressMinTtlSeconds: DNS.minTtlSeconds,
+  dnsEgressMaxTtlSeconds: DNS.maxTtlSeconds,
+  dnsEgressPerSetMax: DNS.perSetMax,
+  dnsEgressPerNodeMax: DNS.perNodeMax,
+  dnsEgressPendingPerPod: DNS.pendingPerPod,
+  dnsEgressHoldDeadlineMs: DNS.holdDeadlineMs,
 };
 
 /** Readable hints for `pattern` failures, which ajv would report as a bare regular expression. */
@@ -288,5 +322,14 @@ export const CONFIG_LAYER_SCHEMA = {
     initialListMaxMiB: { type: 'integer', minimum: 1, maximum: 65536 },
     initialListTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 3600 },
     listPageTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 3600 },
+    dnsEgressQueueNum: { type: 'integer', minimum: 0, maximum: 65535 },
+    dnsEgressNflogGroup: { type: 'integer', minimum: 0, maximum: 65535 },
+    // ipset's own limit on a timeout is 2147483 s (about 24 days).
+    dnsEgressMinTtlSeconds: { type: 'integer', minimum: 0, maximum: 86_400 },
+    dnsEgressMaxTtlSeconds: { type: 'integer', minimum: 1, maximum: 2_147_483 },
+    dnsEgressPerSetMax: { type: 'integer', minimum: 1, maximum: 1_048_576 },
+    dnsEgressPerNodeMax: { type: 'integer', minimum: 1, maximum: 10_000_000 },
+    dnsEgressPendingPerPod: { type: 'integer', minimum: 1, maximum: 65_536 },
+    dnsEgressHoldDeadlineMs: { type: 'integer', minimum: 1, maximum: 10_000 },
   },
 } as const;

@@ -12,7 +12,7 @@ import type { Logger } from '../log.js';
 import type { DesiredState, IpFamily } from '../model/index.js';
 import type { HealthState } from '../observe/health.js';
 import type { Metrics } from '../observe/metrics.js';
-import { renderHookArgs, ruleLine } from '../render/index.js';
+import { renderHook, type RuleRecord } from '../render/index.js';
 import { HookWatch } from '../reconcile/hook-watch.js';
 import type { Reconciler } from '../reconcile/reconciler.js';
 import { systemClock, type Clock } from '../reconcile/runner.js';
@@ -49,7 +49,7 @@ export const IPVS_REFUSAL =
 
 export function createServiceGuards(inputs: ServiceGuardsInputs): ServiceGuards {
   const { kernel, logger } = inputs;
-  let expected: { family: IpFamily; chain: string; rule: string }[] = [];
+  let expected: { family: IpFamily; chain: string; rule: RuleRecord }[] = [];
   const watch = new HookWatch({
     firstRule: (family, chain) => kernel.firstRule(family, chain),
     expected: () => expected,
@@ -80,7 +80,7 @@ export function createServiceGuards(inputs: ServiceGuardsInputs): ServiceGuards 
         for (const hook of state.hooks) {
           if (hook.position !== 'insert' || seen.has(hook.chain)) continue;
           seen.add(hook.chain);
-          next.push({ family: state.family, chain: hook.chain, rule: ruleLine('append', hook.chain, renderHookArgs(hook)) });
+          next.push({ family: state.family, chain: hook.chain, rule: renderHook(hook) });
         }
       }
       expected = next;

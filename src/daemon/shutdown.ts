@@ -10,6 +10,7 @@ import type { HealthState } from '../observe/health.js';
 import type { ObserveServer } from '../observe/http-server.js';
 import type { Reconciler } from '../reconcile/reconciler.js';
 import type { Revoker } from '../revoke/revoker.js';
+import type { DnsEgress } from './dns-egress.js';
 import type { FlowLogging } from './flow-logging.js';
 import type { ServiceGuards } from './service-guards.js';
 
@@ -23,6 +24,8 @@ export interface DaemonParts {
   readonly revoker: Pick<Revoker, 'stop'> | undefined;
   readonly antiSpoof: Pick<AntiSpoofGuard, 'stop'> | undefined;
   readonly flowLogging: Pick<FlowLogging, 'stop'> | undefined;
+  /** The DNS agent: releases every answer it holds before it unbinds. */
+  readonly dnsEgress?: Pick<DnsEgress, 'stop'> | undefined;
   readonly health: Pick<HealthState, 'loopStopped'>;
   readonly source: Pick<ClusterSource, 'stop'>;
   readonly server: Pick<ObserveServer, 'stop'>;
@@ -36,6 +39,7 @@ export async function shutdown(parts: DaemonParts): Promise<void> {
   await parts.revoker?.stop();
   await parts.antiSpoof?.stop();
   await parts.flowLogging?.stop();
+  await parts.dnsEgress?.stop();
   parts.health.loopStopped('stopped');
   await parts.source.stop();
   await parts.server.stop();

@@ -16,6 +16,7 @@ import { Syncer } from '../reconcile/syncer.js';
 import type { Revoker } from '../revoke/revoker.js';
 import { BridgedPolicingSource, LocalPods, spoofDropSource, startAntiSpoof } from './anti-spoofing.js';
 import { kubeConfigOf, openSource, policyEventsOf } from './cluster-source.js';
+import { createDnsEgress } from './dns-egress.js';
 import { createRevoker, establishedFlows } from './established-flows.js';
 import { eventKind, eventLatency } from './event-latency.js';
 import { nodeSettingsSource } from './node-settings.js';
@@ -105,6 +106,9 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   reports.subscribe(latency);
   reports.subscribe(syncMetrics(metrics, health));
   reports.subscribe(establishedFlows({ config, revoker, settings: node.last, netns, logger }));
+  // Egress by DNS name: idle (no socket) until a compiled plan has learned sets on this node.
+  const dnsEgress = config.dryRun ? undefined : createDnsEgress({ netns, logger: logger.child({ component: 'dns-egress' }), metrics });
+  if (dnsEgress) reports.subscribe(dnsEgress);
 
   await guards.checkIpvs();
   // The bridge table also judges bridged pod traffic no pod address explains, so it runs with anti-spoofing off too.
@@ -147,6 +151,7 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
         revoker,
         antiSpoof,
         flowLogging,
+        dnsEgress,
         health,
         source,
         server,

@@ -9,6 +9,7 @@ import {
   IPSET_PROTOCOL,
   IPSET_PROTOCOL_MIN,
   memberRequests,
+  memberText,
   NLMSG_ERROR,
   nlmsg,
   parseError,
@@ -16,16 +17,17 @@ import {
   protocolRequest,
   splitMessages,
   type MemberOp,
+  type SetMember,
 } from './ipset-wire.js';
 import { NetfilterChannelError, openNetfilterChannel, type NetfilterChannel } from './netfilter-channel.js';
 
 export { IpsetMemberSyntaxError } from './ipset-wire.js';
 
-/** Members to add to, or delete from, one named set. */
+/** Members to add to, or delete from, one named set (with their own timeout and comment for a learned set). */
 export interface SetMembersChange {
   readonly set: string;
   readonly op: MemberOp;
-  readonly members: readonly string[];
+  readonly members: readonly SetMember[];
 }
 
 /** The kernel refused a member change: which set, operation and member, and the kernel's reason. */
@@ -159,7 +161,8 @@ export async function openIpsetNetlink(opts: IpsetNetlinkOptions = {}): Promise<
           const { errno, lineno } = message?.type === NLMSG_ERROR ? parseError(message.payload) : { errno: 0, lineno: undefined };
           if (errno === 0) continue;
           if (REFUSALS.has(errno)) throw new IpsetNetlinkRefused(`${b.change.op} ${b.change.set}: ${errorText(errno)}`);
-          const member = lineno !== undefined && lineno >= 1 ? b.change.members[lineno - 1] : undefined;
+          const refused = lineno !== undefined && lineno >= 1 ? b.change.members[lineno - 1] : undefined;
+          const member = refused === undefined ? undefined : memberText(refused);
           throw new IpsetNetlinkError(b.change.set, b.change.op, member, errno);
         }
       }

@@ -36,10 +36,15 @@ const IPSET_ATTR_PROTOCOL_MIN = 10;
 const IPSET_ATTR_IP = 1;
 const IPSET_ATTR_CIDR = 3;
 const IPSET_ATTR_PORT = 4;
+const IPSET_ATTR_TIMEOUT = 6;
 const IPSET_ATTR_PROTO = 7;
 const IPSET_ATTR_CADT_FLAGS = 8;
 /** enum ipset_cadt_flags: a hash:net entry that matches nothing (`ipset add S 10.0.0.0/24 nomatch`). */
 const IPSET_FLAG_NOMATCH = 1 << 2;
+/** IPSET_ATTR_CADT_MAX (16) + 10: a member's comment, for sets created with `comment`. */
+const IPSET_ATTR_COMMENT = 26;
+/** The kernel's IPSET_MAX_COMMENT_SIZE (bytes before the NUL). */
+const MAX_COMMENT_BYTES = 255;
 // Inside IPSET_ATTR_IP
 const IPSET_ATTR_IPADDR_IPV4 = 1;
 const IPSET_ATTR_IPADDR_IPV6 = 2;
@@ -60,6 +65,23 @@ const MAX_ADT_BYTES = 16 * 1024;
 const PROTOCOL_NUMBER: Readonly<Record<string, number>> = { tcp: 6, udp: 17, sctp: 132 };
 
 export type MemberOp = 'add' | 'del';
+
+/**
+ * A member with its own lifetime and comment (`add S 10.0.0.1 timeout 60 comment "…"`), for sets created with
+ * `timeout` and `comment`: the learned sets of egress by DNS name.
+ */
+export interface TimedMember {
+  readonly member: string;
+  /** Seconds until the kernel removes the member; adding it again restarts the count. */
+  readonly timeout: number;
+  readonly comment?: string;
+}
+
+/** A member as `ipset restore` writes it, or one with its own timeout and comment. */
+export type SetMember = string | TimedMember;
+
+/** The member's element text (what an error names and a delete sends). */
+export const memberText = (m: SetMember): string => (typeof m === 'string' ? m : m.member);
 
 export class IpsetMemberSyntaxError extends Error {
   override readonly name = 'IpsetMemberSyntaxError';
@@ -113,15 +135,17 @@ function putHeader(out: Buffer, at: number, len: number, type: number): number {
  * prints such an entry. Anything else throws IpsetMemberSyntaxError: nothing is sent. Written straight into one
  * buffer: a pod change encodes one member, a start-up batch tens of thousands.
  */
-export function memberData(text: string, lineno: number): Buffer {
+export function memberData(text: string, lineno: number, extensions?: Omit<TimedMember, 'member'>): Buffer {
   const nomatch = text.endsWith(' nomatch');
   const member = nomatch ? text.slice(0, -' nomatch'.length) : text;
   const comma = member.indexOf(',');
   const address = comma < 0 ? member : member.slice(0, comma);
   const slash = address.indexOf('/');
   const ipText = slash < 0 ? address : address.slice(0, slash);
-  const out = Buffer.alloc(80);
-  // DATA { IP { IPADDR_IPV4|IPV6 }, CIDR?, PORT?, PROTO?, CADT_FLAGS?, LINENO }
+  const comment = extensions?.comment === undefined ? undefined : commentBytes(extensions.comment);
+  const out = Buffer.alloc(80 + (extensions ? 8 : 0) + (comment ? comment.length + 8 : 0));
+  // DATA { IP { IPADDR_IPV4|IPV6 }, CIDR?, PORT?, PROTO?, CADT_FLAGS?, TIMEOUT?, COMMENT?, LINENO } (the kernel reads
+  // them by type; for hash:ip with timeout and comment this is libipset's order, byte for byte).
   let at = 4;
   // Members come from the compiler, whose addresses model/address.ts already read: the same reader here.
   if (parseIp(ipText) === undefined) throw new IpsetMemberSyntaxError(`ipset member "${text}": "${ipText}" is not an IP address`);
@@ -154,11 +178,31 @@ export function memberData(text: string, lineno: number): Buffer {
     out.writeUInt32BE(IPSET_FLAG_NOMATCH, putHeader(out, at, 8, IPSET_ATTR_CADT_FLAGS | NLA_F_NET_BYTEORDER));
     at += 8;
   }
+  if (extensions) {
+    const t = extensions.timeout;
+    if (!Number.isInteger(t) || t < 0 || t > 0xffffffff) throw new IpsetMemberSyntaxError(`ipset member "${text}": bad timeout ${t}`);
+    out.writeUInt32BE(t, putHeader(out, at, 8, IPSET_ATTR_TIMEOUT | NLA_F_NET_BYTEORDER));
+    at += 8;
+  }
+  if (comment) {
+    putHeader(out, at, 4 + comment.length, IPSET_ATTR_COMMENT);
+    comment.copy(out, at + 4);
+    at += (4 + comment.length + 3) & ~3;
+  }
   out.writeUInt32BE(lineno >>> 0, putHeader(out, at, 8, IPSET_ATTR_LINENO | NLA_F_NET_BYTEORDER));
   at += 8;
   putHeader(out, 0, at, IPSET_ATTR_DATA | NLA_F_NESTED);
   return out.subarray(0, at);
 }
+
+/** A comment as the kernel takes it: NUL-terminated, at most 255 bytes before the NUL (longer is refused, not cut). */
+function commentBytes(comment: string): Buffer {
+  const bytes = Buffer.from(comment, 'utf8');
+  if (bytes.includes(0) || bytes.length > MAX_COMMENT_BYTES)
+    throw new IpsetMemberSyntaxError(`ipset comment must be at most ${MAX_COMMENT_BYTES} bytes without NUL: "${comment.slice(0, 40)}…"`);
+  return Buffer.concat([bytes, nulByte]);
+}
+const nulByte = Buffer.from([0]);
 
 /** One add/del request: its payload, and which members (by index into the call's list) it carries. */
 export interface MemberRequest {
@@ -175,11 +219,17 @@ export interface MemberRequest {
  * members are re-added and absent ones deleted without error. Throws IpsetMemberSyntaxError before building
  * anything when a member or the name is malformed.
  */
-export function memberRequests(op: MemberOp, set: string, members: readonly string[], protocol = IPSET_PROTOCOL): MemberRequest[] {
+export function memberRequests(op: MemberOp, set: string, members: readonly SetMember[], protocol = IPSET_PROTOCOL): MemberRequest[] {
   if (set.length === 0 || Buffer.byteLength(set) > MAX_SET_NAME)
     throw new IpsetMemberSyntaxError(`ipset name "${set}" must be 1–${MAX_SET_NAME} bytes`);
   // `ipset del` takes the element alone (a saved member may carry options: `10.0.0.5 nomatch`), as the tool does.
-  const datas = members.map((m, i) => memberData(op === 'del' ? m.split(' ')[0]! : m, i + 1));
+  const datas = members.map((m, i) =>
+    op === 'del'
+      ? memberData(memberText(m).split(' ')[0]!, i + 1)
+      : typeof m === 'string'
+        ? memberData(m, i + 1)
+        : memberData(m.member, i + 1, m),
+  );
   const out: MemberRequest[] = [];
   for (let first = 0; first < datas.length;) {
     let end = first;

@@ -1,5 +1,6 @@
 // Runs `ipset` for the sets of one network namespace (ipsets are per netns, like iptables tables).
 
+import { parseIpsetNames } from '../render/index.js';
 import { run } from './exec.js';
 
 export interface IpsetRunner {
@@ -28,11 +29,7 @@ export function createIpsetRunner(opts: IpsetRunnerOptions = {}): IpsetRunner {
       return (await run('ipset', ['save'], base)).stdout;
     },
     async listNames() {
-      const { stdout } = await run('ipset', ['list', '-n'], base);
-      return stdout
-        .split('\n')
-        .map((l) => l.trim())
-        .filter((l) => l !== '');
+      return parseIpsetNames((await run('ipset', ['list', '-n'], base)).stdout);
     },
     async restore(text) {
       await run('ipset', ['-exist', 'restore'], { ...base, input: text, lineOf: ipsetErrorLine });

@@ -108,6 +108,12 @@ export function parseNflogMessage(type: number, body: Buffer, now: () => number 
   };
 }
 
+/** The logged packet itself (from its network header on, `copyRange` bytes at most), for a reader that needs more than its header. */
+export function nflogPayload(type: number, body: Buffer): Buffer | undefined {
+  if (type !== NFULNL_MSG_PACKET || body.length < 4) return undefined;
+  return parseAttributes(body, 4).get(NFULA_PAYLOAD);
+}
+
 const PORT_PROTOCOLS = new Set([6, 17, 132, 136]); // tcp, udp, sctp, udplite: ports are the first 4 bytes
 
 /** The IPv4/IPv6 header (and L4 ports) at the start of a logged packet. */

@@ -7,10 +7,8 @@
 //   "`*.kubernetes.io` matches subdomains of kubernetes.io. "www.kubernetes.io", "blog.kubernetes.io", and
 //    "latest.blog.kubernetes.io" match, however "kubernetes.io", and "wikipedia.org" do not."
 
+import { domainNameProblem } from '../model/domain-name.js';
 import { sameName, type DnsName } from './wire.js';
-
-/** The CRD's validation pattern for a DomainName, verbatim: anything else is refused (the rule then fails closed). */
-const DOMAIN_NAME = /^(\*\.)?([a-zA-Z0-9]([-a-zA-Z0-9_]*[a-zA-Z0-9])?\.)+[a-zA-Z0-9]([-a-zA-Z0-9_]*[a-zA-Z0-9])?\.?$/;
 
 export interface DomainPattern {
   /** The entry as written. */
@@ -22,7 +20,9 @@ export interface DomainPattern {
 
 /** One `domainNames` entry → its pattern, or why it is not a valid DomainName. */
 export function parseDomainPattern(text: string): { ok: true; value: DomainPattern } | { ok: false; reason: string } {
-  if (!DOMAIN_NAME.test(text)) return { ok: false, reason: `"${text}" is not a domain name (optionally with a leading "*.")` };
+  // The CRD's validation pattern: anything else is refused (the rule then fails closed).
+  const problem = domainNameProblem(text);
+  if (problem !== undefined) return { ok: false, reason: problem };
   const wildcard = text.startsWith('*.');
   // A trailing dot (the fully qualified form) names the same domain.
   const body = (wildcard ? text.slice(2) : text).replace(/\.$/, '');

@@ -2,7 +2,18 @@
 // then the problems. Every line fits 80 columns.
 
 import { wrap } from '../trace/index.js';
-import type { InspectProblem, InspectReport, PeerView, PodView, PolicyRuleView, PolicyView, SetView, WorkloadView } from './model.js';
+import type {
+  InspectProblem,
+  InspectReport,
+  LearnedAddress,
+  LearnedView,
+  PeerView,
+  PodView,
+  PolicyRuleView,
+  PolicyView,
+  SetView,
+  WorkloadView,
+} from './model.js';
 
 export interface FormatOptions {
   /** Print policy blocks (with the pods using them) instead of pod blocks: `--policy`. */
@@ -97,8 +108,20 @@ function policyBlock(p: PolicyView, pad: string, withUsers = true): string[] {
       out.push(...wrap(`except ${membersText(r.peer.excepts)}`, `${hang}  `, `${hang}    `));
     }
     if (r.namedPorts) out.push(...wrap(membersText(r.namedPorts), `${hang}  `, `${hang}    `));
+    if (r.learned) out.push(...wrap(learnedText(r.learned), `${hang}  `, `${hang}    `));
   }
   return out;
+}
+
+/** `learned by x/a for good.example, *.cdn.example: 198.51.100.10 (good.example, 17 s left)`, or `nothing learned yet`. */
+function learnedText(l: LearnedView): string {
+  const head = `learned by ${l.pod} for ${l.names.join(', ')}`;
+  if (l.addresses.length === 0) return `${head}: nothing learned yet`;
+  const one = (a: LearnedAddress): string => {
+    const notes = [a.name, a.remainingSeconds !== undefined ? `${a.remainingSeconds} s left` : undefined].filter((x) => x !== undefined);
+    return notes.length > 0 ? `${a.address} (${notes.join(', ')})` : a.address;
+  };
+  return `${head}: ${l.addresses.map(one).join(', ')}`;
 }
 
 function ruleText(r: PolicyRuleView, dir: 'ingress' | 'egress'): string {

@@ -2,9 +2,9 @@
 // chains → policy chains → rules, mapped back to `namespace/name` through our rule comments. Pure: the
 // parsed filter table and ipsets come in, a plain JSON-able report comes out.
 
-import type { Match, Rule } from '../model/index.js';
-import type { SavedChain, SavedRule } from '../render/index.js';
-import { chainKind, readComment, targetOf, type Direction, type IpSets, type Ruleset } from '../trace/index.js';
+import { parseLearnedComment, type Match, type Rule } from '../model/index.js';
+import { savedEntryOf, targetOf, type SavedChain, type SavedRule } from '../render/index.js';
+import { chainKind, readComment, type Direction, type IpSets, type Ruleset } from '../trace/index.js';
 
 export interface RuleRef {
   readonly chain: string;
@@ -44,6 +44,23 @@ export interface PolicyRuleView {
   readonly namedPorts?: SetView;
   /** Packets this rule allowed (`iptables-save -c`), when the ruleset was read with counters. */
   readonly packets?: number;
+  /** A ClusterNetworkPolicy `domainNames` Accept: the pod whose lookups fill its set, the names, what it learned. */
+  readonly learned?: LearnedView;
+}
+
+export interface LearnedView {
+  readonly pod: string;
+  readonly names: readonly string[];
+  readonly addresses: readonly LearnedAddress[];
+}
+
+/** One member the DNS agent learned, with its provenance comment and remaining timeout as the kernel holds them. */
+export interface LearnedAddress {
+  readonly address: string;
+  readonly name?: string;
+  /** Seconds since the epoch. */
+  readonly learnedAt?: number;
+  readonly remainingSeconds?: number;
 }
 
 export interface PolicyView {
@@ -183,7 +200,10 @@ export function inspectRuleset(ruleset: Ruleset, ipsets: IpSets, opts: InspectOp
       policyViews.set(c.name, { ...policyView(c, kind === 'policy-ingress' ? 'ingress' : 'egress', sets), usedBy: [] });
     // ClusterNetworkPolicy chains: a workload chain jumps to them in tier order (Admin, NetworkPolicy, Baseline).
     if (kind === 'cluster-policy-ingress' || kind === 'cluster-policy-egress') {
-      policyViews.set(c.name, { ...clusterPolicyView(c, kind === 'cluster-policy-ingress' ? 'ingress' : 'egress', sets), usedBy: [] });
+      policyViews.set(c.name, {
+        ...clusterPolicyView(c, kind === 'cluster-policy-ingress' ? 'ingress' : 'egress', sets, ipsets),
+        usedBy: [],
+      });
     }
   }
 
@@ -313,7 +333,12 @@ function policyView(chain: SavedChain, direction: Direction, sets: (m: Extract<M
 }
 
 /** A ClusterNetworkPolicy chain: every Accept/Pass (set-mark) and Deny (DROP) rule, labelled `ingress:0 name Deny`. */
-function clusterPolicyView(chain: SavedChain, direction: Direction, sets: (m: Extract<Match, { kind: 'set' }>) => SetView): PolicyView {
+function clusterPolicyView(
+  chain: SavedChain,
+  direction: Direction,
+  sets: (m: Extract<Match, { kind: 'set' }>) => SetView,
+  ipsets: IpSets,
+): PolicyView {
   let policy: string | undefined;
   let note: string | undefined;
   const rules: PolicyRuleView[] = [];
@@ -325,8 +350,10 @@ function clusterPolicyView(chain: SavedChain, direction: Direction, sets: (m: Ex
     }
     if (meaning?.kind !== 'cluster-policy-rule') return;
     policy ??= meaning.policy;
-    if (r.rule?.action.kind === 'set-mark' || r.rule?.action.kind === 'drop')
-      rules.push(ruleView(r.rule, i + 1, `${meaning.rule} ${meaning.action}`, direction, sets));
+    if (r.rule?.action.kind === 'set-mark' || r.rule?.action.kind === 'drop') {
+      const view = ruleView(r.rule, i + 1, `${meaning.rule} ${meaning.action}`, direction, sets);
+      rules.push(meaning.learned ? { ...view, learned: learnedView(r.rule, meaning.learned, ipsets) } : view);
+    }
   });
   return {
     policy: policy ?? `? (${chain.name})`,
@@ -460,4 +487,19 @@ export function filterReport(report: InspectReport, filter: { readonly pod?: str
     pods = pods.filter((p) => [...(p.egress?.policyChains ?? []), ...(p.ingress?.policyChains ?? [])].some((c) => chains.has(c)));
   }
   return { ...report, pods, policies };
+}
+
+/** What a `domainNames` rule's set holds: each learned address, the name it was learned for, its time left. */
+function learnedView(rule: Rule, learned: { readonly pod: string; readonly names: readonly string[] }, ipsets: IpSets): LearnedView {
+  const set = rule.match.find((m): m is Extract<Match, { kind: 'set' }> => m.kind === 'set' && m.direction === 'dst');
+  const addresses = (set ? (ipsets.get(set.set)?.members ?? []) : []).map((member): LearnedAddress => {
+    const entry = savedEntryOf(member);
+    const provenance = entry.comment !== undefined ? parseLearnedComment(entry.comment) : undefined;
+    return {
+      address: entry.element,
+      ...(provenance ? { name: provenance.name, learnedAt: provenance.learnedAt } : {}),
+      ...(entry.timeout !== undefined ? { remainingSeconds: entry.timeout } : {}),
+    };
+  });
+  return { pod: learned.pod, names: learned.names, addresses };
 }

@@ -57,6 +57,24 @@ const policyRule = {
     peer,
     namedPorts: setView,
     packets: int,
+    learned: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['pod', 'names', 'addresses'],
+      properties: {
+        pod: str,
+        names: strings,
+        addresses: {
+          type: 'array',
+          items: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['address'],
+            properties: { address: str, name: str, learnedAt: int, remainingSeconds: int },
+          },
+        },
+      },
+    },
   },
 } as const;
 

@@ -8,11 +8,11 @@ import { combine, Judge, type End } from './judge.js';
 import type { ConnectivityMap, EdgeReason, MapEdge, MapGroup, PortRange, Split } from './model.js';
 import { outsideBlocks } from './outside.js';
 import { joinRanges, rangeText } from './ports.js';
-import { defaultFamily, prepare, workloadOf, type PodView, type Prepared } from './prepare.js';
+import { defaultFamily, prepare, workloadOf, type PodView, type Prepared, type Workload } from './prepare.js';
 
 export interface MapOptions {
   readonly family?: IpFamily;
-  /** `labels` (default): a namespace and a label set are one workload; or a label key (`app`): its value is. */
+  /** `owner` (default): a pod's controller, else its label set, is its workload; `labels`: its label set; or a label key (`app`): its value. */
   readonly groupBy?: string;
   /** Fill each edge's `why` (the text `netfence why` prints) for at most this many edges. */
   readonly explain?: number;
@@ -127,23 +127,20 @@ class Classes {
 }
 
 function podGroups(prepared: Prepared, groupBy: string | undefined, classes: Classes): { groups: GroupState[]; splits: Split[] } {
-  const workloads = new Map<string, { name: string; namespace: string; labels: Record<string, string>; pods: PodView[] }>();
+  const workloads = new Map<string, Workload & { namespace: string; pods: PodView[] }>();
   for (const view of prepared.pods) {
     const w = workloadOf(view.pod, groupBy);
-    const entry = workloads.get(w.key) ?? { name: w.name, namespace: view.pod.namespace, labels: w.labels, pods: [] };
+    const entry = workloads.get(w.key) ?? { ...w, namespace: view.pod.namespace, pods: [] };
     entry.pods.push(view);
     workloads.set(w.key, entry);
   }
-  // Two label sets with one display name in a namespace: name both by their whole label set.
+  // Two workloads with one display name in a namespace: name both by their other name (kind and owner, label set).
   const names = new Map<string, number>();
   for (const w of workloads.values()) names.set(`${w.namespace}/${w.name}`, (names.get(`${w.namespace}/${w.name}`) ?? 0) + 1);
   const groups: GroupState[] = [];
   const splits: Split[] = [];
   for (const w of workloads.values()) {
-    const labelText = Object.entries(w.labels)
-      .map(([k, v]) => `${k}=${v}`)
-      .join(',');
-    const name = names.get(`${w.namespace}/${w.name}`)! > 1 && labelText !== '' ? labelText : w.name;
+    const name = names.get(`${w.namespace}/${w.name}`)! > 1 ? w.alt : w.name;
     const workload = `${w.namespace}/${name}`;
     const bySignature = new Map<string, PodView[]>();
     for (const p of w.pods) {
@@ -162,6 +159,7 @@ function podGroups(prepared: Prepared, groupBy: string | undefined, classes: Cla
           kind: 'pods',
           namespace: w.namespace,
           workload,
+          ...(w.owner ? { owner: w.owner } : {}),
           labels: w.labels,
           pods: members.map((m) => m.key),
           egress: first.egress.open ? 'open' : 'policed',

@@ -1,7 +1,10 @@
 // The map drawn: one box per namespace (and one for the outside world), its groups in a grid inside, each
 // connection an arrow. Laid out here, so the SVG file and the HTML page (which adds filtering and details
-// on click) show the same picture. Groups whose ingress a policy judges are drawn with a red ring.
+// on click) show the same picture. Groups whose ingress a policy judges are drawn with a red ring. With the
+// live overlay, a connection the flow logs recorded drops on is red (orange for audit would-deny only, thick
+// when a record disagrees with the map), and a pair with records but no listed connection is a dashed arrow.
 
+import type { LiveEdge, LiveOverlay } from './live.js';
 import type { ConnectivityMap, MapGroup } from './model.js';
 import { rangesText } from './ports.js';
 
@@ -70,8 +73,28 @@ export const escapeXml = (s: string): string =>
 
 const short = (s: string, n: number): string => (s.length <= n ? s : `${s.slice(0, n - 1)}…`);
 
-/** The SVG document (`standalone`: with its XML declaration and white background). */
-export function formatSvg(map: ConnectivityMap, standalone = true): string {
+/** The path of an arrow from a to b (a loop when they are one group); it stops at the target's edge. */
+function arrowPath(a: { x: number; y: number }, b: { x: number; y: number }, self: boolean): string {
+  if (self) return `M${a.x - 6},${a.y - R} C${a.x - 30},${a.y - 48} ${a.x + 30},${a.y - 48} ${a.x + 6},${a.y - R}`;
+  // Bend a little so A→B and B→A stay apart.
+  const dx = b.x - a.x;
+  const dy = b.y - a.y;
+  const len = Math.max(1, Math.hypot(dx, dy));
+  const ex = b.x - (dx / len) * (R + 2);
+  const ey = b.y - (dy / len) * (R + 2);
+  const mx = (a.x + ex) / 2 - (dy / len) * 18;
+  const my = (a.y + ey) / 2 + (dx / len) * 18;
+  return `M${a.x.toFixed(1)},${a.y.toFixed(1)} Q${mx.toFixed(1)},${my.toFixed(1)} ${ex.toFixed(1)},${ey.toFixed(1)}`;
+}
+
+/** Classes and stroke of a connection with flow-log records: red for drops, orange for would-deny only. */
+function liveLook(l: LiveEdge): { cls: string; stroke: string; width: number } {
+  const cls = ['live', l.drops > 0 ? 'dropped' : 'audited', ...(l.contradictions > 0 ? ['disagrees'] : [])].join(' ');
+  return { cls, stroke: l.drops > 0 ? '#d62728' : '#ff8c00', width: l.contradictions > 0 ? 3.5 : 2 };
+}
+
+/** The SVG document (`standalone`: with its XML declaration and white background); `live`: the flow-log overlay. */
+export function formatSvg(map: ConnectivityMap, standalone = true, live?: LiveOverlay): string {
   const l = layout(map);
   const out: string[] = [];
   out.push(
@@ -85,34 +108,42 @@ export function formatSvg(map: ConnectivityMap, standalone = true): string {
         `<text x="${b.x + 10}" y="${b.y + 17}" font-weight="bold" font-size="13">${escapeXml(short(b.name, Math.floor(b.w / 8)))}</text></g>`,
     );
   out.push('<g id="edges">');
+  const nsOf = (id: string) => escapeXml(map.groups.find((g) => g.id === id)?.namespace ?? 'outside the cluster');
+  const liveAt = new Map((live?.edges ?? []).map((e, i) => [`${e.from}\0${e.to}`, i]));
   map.edges.forEach((e, i) => {
-    const a = l.at.get(e.from)!;
-    const b = l.at.get(e.to)!;
-    const nsOf = (id: string) => escapeXml(map.groups.find((g) => g.id === id)?.namespace ?? 'outside the cluster');
-    const attrs = `class="edge" data-edge="${i}" data-from="${escapeXml(e.from)}" data-to="${escapeXml(e.to)}" data-ns-from="${nsOf(e.from)}" data-ns-to="${nsOf(e.to)}"`;
-    const title = `<title>${escapeXml(`${e.from} → ${e.to}: ${rangesText(e.ports)}`)}</title>`;
-    let d: string;
-    if (e.from === e.to) d = `M${a.x - 6},${a.y - R} C${a.x - 30},${a.y - 48} ${a.x + 30},${a.y - 48} ${a.x + 6},${a.y - R}`;
-    else {
-      // Stop at the target's edge; bend a little so A→B and B→A stay apart.
-      const dx = b.x - a.x;
-      const dy = b.y - a.y;
-      const len = Math.max(1, Math.hypot(dx, dy));
-      const ex = b.x - (dx / len) * (R + 2);
-      const ey = b.y - (dy / len) * (R + 2);
-      const mx = (a.x + ex) / 2 - (dy / len) * 18;
-      const my = (a.y + ey) / 2 + (dx / len) * 18;
-      d = `M${a.x.toFixed(1)},${a.y.toFixed(1)} Q${mx.toFixed(1)},${my.toFixed(1)} ${ex.toFixed(1)},${ey.toFixed(1)}`;
-    }
+    const d = arrowPath(l.at.get(e.from)!, l.at.get(e.to)!, e.from === e.to);
+    const li = liveAt.get(`${e.from}\0${e.to}`);
+    const lv = li !== undefined ? live!.edges[li]! : undefined;
+    const look = lv ? liveLook(lv) : undefined;
+    const attrs = `class="edge${look ? ` ${look.cls}` : ''}" data-edge="${i}"${li !== undefined ? ` data-live="${li}"` : ''} data-from="${escapeXml(e.from)}" data-to="${escapeXml(e.to)}" data-ns-from="${nsOf(e.from)}" data-ns-to="${nsOf(e.to)}"`;
+    const title = `<title>${escapeXml(`${e.from} → ${e.to}: ${rangesText(e.ports)}${lv ? ` (${liveSummary(lv)})` : ''}`)}</title>`;
+    const stroke = look
+      ? `stroke="${look.stroke}" stroke-opacity="0.9" stroke-width="${look.width}"`
+      : 'stroke="#4a6fa5" stroke-opacity="0.55" stroke-width="1.3"';
     out.push(
-      `<g ${attrs}>${title}<path d="${d}" fill="none" stroke="#4a6fa5" stroke-opacity="0.55" stroke-width="1.3" marker-end="url(#arrow)"/><path class="hit" d="${d}" fill="none" stroke="transparent" stroke-width="9"/></g>`,
+      `<g ${attrs}>${title}<path d="${d}" fill="none" ${stroke} marker-end="url(#arrow)"/><path class="hit" d="${d}" fill="none" stroke="transparent" stroke-width="9"/></g>`,
+    );
+  });
+  // Pairs the flow logs name that the map lists no connection for (denied there, or open to open).
+  (live?.edges ?? []).forEach((lv, li) => {
+    if (lv.onMap === 'edge') return;
+    const d = arrowPath(l.at.get(lv.from)!, l.at.get(lv.to)!, lv.from === lv.to);
+    const look = liveLook(lv);
+    const attrs = `class="edge ${look.cls} unlisted" data-live="${li}" data-from="${escapeXml(lv.from)}" data-to="${escapeXml(lv.to)}" data-ns-from="${nsOf(lv.from)}" data-ns-to="${nsOf(lv.to)}"`;
+    const title = `<title>${escapeXml(`${lv.from} → ${lv.to}: no connection listed (${liveSummary(lv)})`)}</title>`;
+    out.push(
+      `<g ${attrs}>${title}<path d="${d}" fill="none" stroke="${look.stroke}" stroke-opacity="0.9" stroke-width="${look.width}" stroke-dasharray="5 3" marker-end="url(#arrow)"/><path class="hit" d="${d}" fill="none" stroke="transparent" stroke-width="9"/></g>`,
     );
   });
   out.push('</g><g id="groups">');
   for (const g of map.groups) {
     const p = l.at.get(g.id)!;
-    const name = g.kind === 'outside' ? (g.cidrs ?? []).join('; ') : g.id.slice((g.namespace ?? '').length + 1);
-    const count = g.kind === 'outside' ? 'outside' : `${g.pods.length} pod${g.pods.length === 1 ? '' : 's'}`;
+    const name = g.kind === 'outside' ? outsideText(g, '; ') : g.id.slice((g.namespace ?? '').length + 1);
+    const count = g.domainNames
+      ? 'after a lookup'
+      : g.kind === 'outside'
+        ? 'outside'
+        : `${g.pods.length} pod${g.pods.length === 1 ? '' : 's'}`;
     out.push(
       `<g class="group" data-id="${escapeXml(g.id)}" data-ns="${escapeXml(g.namespace ?? 'outside the cluster')}" tabindex="0"><title>${escapeXml(`${g.id} (${count})`)}</title>` +
         `<circle cx="${p.x}" cy="${p.y}" r="${R}" fill="${g.kind === 'outside' ? '#d9cfb5' : '#bcd3ea'}" stroke="${g.ingress === 'policed' ? '#b22222' : '#5a7897'}" stroke-width="${g.ingress === 'policed' ? 2.5 : 1.2}"/>` +
@@ -123,3 +154,13 @@ export function formatSvg(map: ConnectivityMap, standalone = true): string {
   out.push('</g></svg>');
   return `${standalone ? '<?xml version="1.0" encoding="UTF-8"?>\n' : ''}${out.join('\n')}\n`;
 }
+
+/** `dropped 3, would deny 1, 1 disagrees with the map`. */
+export function liveSummary(l: LiveEdge): string {
+  const parts = [l.drops > 0 ? `dropped ${l.drops}` : '', l.wouldDeny > 0 ? `would deny ${l.wouldDeny}` : ''];
+  if (l.contradictions > 0) parts.push(`${l.contradictions} ${l.contradictions === 1 ? 'disagrees' : 'disagree'} with the map`);
+  return parts.filter((p) => p !== '').join(', ');
+}
+
+/** What an outside group stands for: its blocks, or the `domainNames` a lookup answered. */
+export const outsideText = (g: MapGroup, join: string): string => (g.domainNames ? g.domainNames.join(join) : (g.cidrs ?? []).join(join));

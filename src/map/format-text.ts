@@ -1,11 +1,13 @@
 // The map as Markdown (for a pull-request comment or a CI log) and as Graphviz dot.
 
+import { liveSummary, outsideText } from './format-svg.js';
+import type { LiveEdge, LiveOverlay } from './live.js';
 import type { ConnectivityMap, MapEdge, MapGroup } from './model.js';
 import { rangesText } from './ports.js';
 
 const cell = (text: string): string => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 
-export function formatMarkdown(map: ConnectivityMap): string {
+export function formatMarkdown(map: ConnectivityMap, live?: LiveOverlay): string {
   const pods = map.groups.filter((g) => g.kind === 'pods');
   const outside = map.groups.filter((g) => g.kind === 'outside');
   const lines: string[] = [
@@ -20,7 +22,7 @@ export function formatMarkdown(map: ConnectivityMap): string {
     '|---|---|---|---|---|',
     ...map.groups.map(
       (g) =>
-        `| ${cell(g.id)} | ${g.kind === 'outside' ? cell((g.cidrs ?? []).join('; ')) : g.pods.length} | ${g.egress} | ${g.ingress} | ${cell(policiesText(g))} |`,
+        `| ${cell(g.id)} | ${g.kind === 'outside' ? cell(g.domainNames ? `${g.domainNames.join(', ')} (after a lookup)` : outsideText(g, '; ')) : g.pods.length} | ${g.egress} | ${g.ingress} | ${cell(policiesText(g))} |`,
     ),
     '',
     '## Connections',
@@ -37,7 +39,37 @@ export function formatMarkdown(map: ConnectivityMap): string {
     lines.push('', '## Pods left out', '');
     for (const s of map.skipped) lines.push(`- ${s}`);
   }
+  if (live) lines.push('', ...liveMarkdown(live));
   return `${lines.join('\n')}\n`;
+}
+
+/** What the map says of a pair the flow logs name. */
+export const onMapText = (e: LiveEdge): string =>
+  e.onMap === 'edge' ? 'listed connection' : e.onMap === 'open' ? 'allowed (open to open)' : 'nothing allowed';
+
+function liveMarkdown(live: LiveOverlay): string[] {
+  const lines = ['## Live: the flow logs', ''];
+  for (const n of live.nodes)
+    lines.push(n.error !== undefined ? `- ${n.node}: **not read**: ${cell(n.error)}` : `- ${n.node}: ${n.records} records read`);
+  lines.push(
+    '',
+    `${live.edges.length} pairs of groups with drops or audit would-deny records; ${live.edges.filter((e) => e.contradictions > 0).length} disagree with the map.`,
+    '',
+    '| from | to | on the map | dropped | would deny | disagrees | latest |',
+    '|---|---|---|---|---|---|---|',
+    ...live.edges.map((e) => {
+      const s = e.samples[0];
+      const latest = s
+        ? `${s.connection} ${s.reason} on ${s.node} at ${s.seen}${s.contradicts !== undefined ? `: ${s.contradicts}` : ''}`
+        : '';
+      return `| ${cell(e.from)} | ${cell(e.to)} | ${onMapText(e)} | ${e.drops} | ${e.wouldDeny} | ${e.contradictions > 0 ? `**${e.contradictions}**` : '0'} | ${cell(latest)} |`;
+    }),
+  );
+  if (live.unplacedCount > 0) {
+    lines.push('', `### Records on no pair of groups (${live.unplacedCount})`, '');
+    for (const u of live.unplaced) lines.push(`- ${u.connection} ${u.src} -> ${u.dst} ${u.reason} on ${u.node}: ${u.why}`);
+  }
+  return lines;
 }
 
 export function policiesText(g: MapGroup): string {
@@ -52,7 +84,7 @@ export const becauseText = (e: MapEdge): string =>
 
 const quote = (s: string): string => `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 
-export function formatDot(map: ConnectivityMap): string {
+export function formatDot(map: ConnectivityMap, live?: LiveOverlay): string {
   const lines = ['digraph netfence_map {', '  rankdir=LR;', '  node [shape=box, style=rounded, fontname="sans-serif"];'];
   const byNamespace = new Map<string, MapGroup[]>();
   for (const g of map.groups) {
@@ -65,7 +97,7 @@ export function formatDot(map: ConnectivityMap): string {
     for (const g of groups) {
       const label =
         g.kind === 'outside'
-          ? (g.cidrs ?? []).join('\\n')
+          ? `${outsideText(g, '\\n')}${g.domainNames ? '\\n(after a lookup)' : ''}`
           : `${g.id.slice(ns.length + 1)}\\n${g.pods.length} pod${g.pods.length === 1 ? '' : 's'}`;
       lines.push(
         `    ${quote(g.id)} [label=${quote(label).replace(/\\\\n/g, '\\n')}${g.ingress === 'policed' ? ', color=firebrick' : ''}];`,
@@ -73,7 +105,20 @@ export function formatDot(map: ConnectivityMap): string {
     }
     lines.push('  }');
   }
-  for (const e of map.edges) lines.push(`  ${quote(e.from)} -> ${quote(e.to)} [label=${quote(rangesText(e.ports))}];`);
+  const liveOf = new Map((live?.edges ?? []).map((e) => [`${e.from}\0${e.to}`, e]));
+  for (const e of map.edges) {
+    const l = liveOf.get(`${e.from}\0${e.to}`);
+    lines.push(
+      `  ${quote(e.from)} -> ${quote(e.to)} [label=${quote(`${rangesText(e.ports)}${l ? `\n${liveSummary(l)}` : ''}`).replace(/\n/g, '\\n')}${l ? liveStyle(l) : ''}];`,
+    );
+  }
+  // Pairs the flow logs name that the map lists no connection for: dashed.
+  for (const l of live?.edges ?? [])
+    if (l.onMap !== 'edge')
+      lines.push(`  ${quote(l.from)} -> ${quote(l.to)} [style=dashed, label=${quote(liveSummary(l))}${liveStyle(l)}];`);
   lines.push('}');
   return `${lines.join('\n')}\n`;
 }
+
+const liveStyle = (l: LiveEdge): string =>
+  `, color=${l.drops > 0 ? 'red' : 'darkorange'}, fontcolor=${l.drops > 0 ? 'red' : 'darkorange'}${l.contradictions > 0 ? ', penwidth=3' : ''}`;

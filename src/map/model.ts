@@ -17,12 +17,16 @@ export interface MapGroup {
   readonly id: string;
   readonly kind: 'pods' | 'outside';
   readonly namespace?: string;
-  /** The workload the pods were grouped by (their namespace and label set, or one label's value). */
+  /** The workload the pods were grouped by (their owner, label set, or one label's value). */
   readonly workload: string;
+  /** The pods' controller, when they were grouped by it (`Deployment web`). */
+  readonly owner?: { readonly kind: string; readonly name: string };
   readonly labels?: Readonly<Record<string, string>>;
   readonly pods: readonly string[];
   /** Outside blocks: `0.0.0.0/0 except 10.0.0.0/8`. */
   readonly cidrs?: readonly string[];
+  /** A ClusterNetworkPolicy `domainNames` peer: what a lookup of these names answered (domains.ts). */
+  readonly domainNames?: readonly string[];
   /** `open`: no policy judges this direction of these pods, so everything is allowed there. */
   readonly egress: 'open' | 'policed';
   readonly ingress: 'open' | 'policed';

@@ -3,7 +3,7 @@
 // thinks in, and the groups: the pods of one workload that the compiled rules cannot tell apart.
 
 import { Compiler } from '../compile/index.js';
-import { podKey, type ClusterSnapshot, type IpFamily, type NodeSettings, type Pod } from '../model/index.js';
+import { podKey, type ClusterSnapshot, type IpFamily, type NodeSettings, type Pod, type PodOwner } from '../model/index.js';
 import { parseIp } from '../model/address.js';
 import type { IpSets } from '../trace/index.js';
 import { compiledKey, nodeRulesOf, type CompiledRules, type NodeRules } from '../why/index.js';
@@ -137,25 +137,51 @@ function leftOut(pod: Pod, family: IpFamily): string | undefined {
   return undefined;
 }
 
-/** The workload a pod belongs to in the operator's words: `ns` and its label set (or one label's value). */
-export function workloadOf(pod: Pod, groupBy: string | undefined): { key: string; name: string; labels: Record<string, string> } {
+/** A workload as the operator names it: its key, its display name, another name for when two share one, its labels. */
+export interface Workload {
+  readonly key: string;
+  readonly name: string;
+  /** The name when another workload of the namespace has the same one: `StatefulSet/web`, `app=web,tier=db`, `Pod/x`. */
+  readonly alt: string;
+  readonly labels: Record<string, string>;
+  readonly owner?: PodOwner;
+}
+
+/**
+ * The workload a pod belongs to in the operator's words, in its namespace: by default (`owner`) its
+ * controller (a Deployment, StatefulSet, DaemonSet, Job…; cluster/convert.ts), else its label set; with
+ * `labels` its label set; with a label key that label's value. A pod with none of these is its own workload.
+ * The groups drawn are cut finer where the rules tell the pods apart (build.ts), so this never joins pods
+ * the rules treat differently.
+ */
+export function workloadOf(pod: Pod, groupBy: string | undefined): Workload {
   const labels = Object.fromEntries(
     Object.entries(pod.labels)
       .filter(([k]) => !PER_REPLICA_LABELS.has(k))
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
   );
-  if (groupBy !== undefined && groupBy !== 'labels') {
+  const alone: Workload = { key: `${pod.namespace}\0pod\0${pod.name}`, name: pod.name, alt: `Pod/${pod.name}`, labels };
+  if (groupBy !== undefined && groupBy !== 'labels' && groupBy !== 'owner') {
     const value = pod.labels[groupBy];
     return value === undefined
-      ? { key: `${pod.namespace}\0pod\0${pod.name}`, name: pod.name, labels }
-      : { key: `${pod.namespace}\0${groupBy}\0${value}`, name: value, labels: { [groupBy]: value } };
+      ? alone
+      : { key: `${pod.namespace}\0${groupBy}\0${value}`, name: value, alt: `${groupBy}=${value}`, labels: { [groupBy]: value } };
   }
+  const owner = groupBy === 'labels' ? undefined : pod.owner;
+  if (owner !== undefined)
+    return {
+      key: `${pod.namespace}\0owner\0${owner.kind}/${owner.name}`,
+      name: owner.name,
+      alt: `${owner.kind}/${owner.name}`,
+      labels,
+      owner,
+    };
   const text = Object.entries(labels)
     .map(([k, v]) => `${k}=${v}`)
     .join(',');
-  if (text === '') return { key: `${pod.namespace}\0pod\0${pod.name}`, name: pod.name, labels };
+  if (text === '') return alone;
   const values = Object.values(labels);
   const name =
     labels['app.kubernetes.io/name'] ?? labels['app'] ?? labels['k8s-app'] ?? labels['name'] ?? (values.length === 1 ? values[0]! : text);
-  return { key: `${pod.namespace}\0labels\0${text}`, name, labels };
+  return { key: `${pod.namespace}\0labels\0${text}`, name, alt: text, labels };
 }

@@ -25,6 +25,8 @@ export const FIXED_CHAIN = {
   fromDispatch: 'from-wl-dispatch',
   toDispatch: 'to-wl-dispatch',
   input: 'INPUT',
+  /** DNS answers a node-local resolver sends to pods with `domainNames` egress (held for the DNS agent). */
+  output: 'OUTPUT',
   hostDispatch: 'to-host-dispatch',
   hostPass: 'to-host-pass',
 } as const;
@@ -71,6 +73,7 @@ const KIND_OF_FIXED: { readonly [N in (typeof FIXED_CHAIN)[keyof typeof FIXED_CH
   'from-wl-dispatch': 'dispatch-from',
   'to-wl-dispatch': 'dispatch-to',
   INPUT: 'input',
+  OUTPUT: 'owned-other',
   'to-host-dispatch': 'dispatch-host',
   // The shared "no CNP egress tier" return of the host dispatch: ours, but no pod's or policy's.
   'to-host-pass': 'owned-other',

@@ -27,6 +27,12 @@ export type CnpPeer =
   | { readonly kind: 'networks'; readonly cidrs: readonly string[] }
   /** Egress only: the InternalIP/ExternalIP addresses of matching nodes. */
   | { readonly kind: 'nodes'; readonly nodeSelector: LabelSelector }
+  /**
+   * Egress only, Accept rules of the Admin tier only: the addresses DNS answers gave each subject pod for
+   * names it queried that match an entry (exact, or `*.` and one or more labels). Entries as written, every
+   * one valid (model/domain-name.ts); learned at run time (docs/dns-egress-design.md).
+   */
+  | { readonly kind: 'domainNames'; readonly names: readonly string[] }
   | { readonly kind: 'unknown'; readonly what: string };
 
 export interface CnpPortRange {

@@ -33,6 +33,18 @@ export interface Pod {
   /** status.podIPs (or status.podIP), canonical text, v4 and/or v6. Empty until the CNI assigned one. */
   readonly ips: readonly string[];
   readonly ports: readonly ContainerPort[];
+  /**
+   * The pod's controller (its `ownerReferences` entry with `controller: true`), the Deployment for a
+   * Deployment's ReplicaSet (convert.ts says how that is told). Nothing in policy depends on it: `netfence
+   * map` groups pods by it. One object per owner, shared by its pods (cluster/intern.ts).
+   */
+  readonly owner?: PodOwner | undefined;
+}
+
+export interface PodOwner {
+  /** `Deployment`, `StatefulSet`, `DaemonSet`, `ReplicaSet`, `Job`, … */
+  readonly kind: string;
+  readonly name: string;
 }
 
 export type SelectorOperator = 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';

@@ -2,6 +2,7 @@
 // Rendering to restore text happens in src/render/; nothing here knows about text formats.
 
 import type { IpFamily } from './cluster.js';
+import type { DnsLearningPlan } from './dns-egress.js';
 
 export type ChainName = string & { readonly __brand: 'ChainName' };
 export type IpSetName = string & { readonly __brand: 'IpSetName' };
@@ -50,6 +51,19 @@ export interface IpSet {
    * widening it, which decides on which side of a rule change its member changes go (plan.ts placeDeltas).
    */
   readonly negated?: true;
+  /**
+   * A set learned at run time (ClusterNetworkPolicy `domainNames`, model/dns-egress.ts): created with
+   * `timeout <timeout> maxelem <maxelem> comment`, its members are the DNS agent's (each with its own
+   * counting-down timeout and a provenance comment). The planner creates and destroys it, never diffs, flushes
+   * or repairs its members (`members` is always empty).
+   */
+  readonly learned?: LearnedSetOptions;
+}
+
+export interface LearnedSetOptions {
+  /** The set's default entry timeout in seconds (an entry added without one lives this long). */
+  readonly timeout: number;
+  readonly maxelem: number;
 }
 
 export type L4Protocol = 'tcp' | 'udp' | 'sctp';
@@ -79,9 +93,13 @@ export type Match =
   /** `-m hl --hl-eq N`: ND travels with hop limit 255 and MLD with 1, so a routed packet can never pose as either. */
   | { readonly kind: 'hop-limit'; readonly value: number }
   | { readonly kind: 'dports'; readonly ports: readonly PortRange[] }
+  /** `-m multiport --sports …`: DNS answers come from port 53. */
+  | { readonly kind: 'sports'; readonly ports: readonly PortRange[] }
   | { readonly kind: 'set'; readonly set: IpSetName; readonly direction: SetDirection; readonly negate?: boolean }
   | { readonly kind: 'mark'; readonly value: number; readonly mask: number; readonly negate?: boolean }
   | { readonly kind: 'ctstate'; readonly states: readonly ConntrackState[] }
+  /** `-m conntrack --ctdir ORIGINAL|REPLY`: which way of its flow the packet travels (a query, or its answer). */
+  | { readonly kind: 'ctdir'; readonly direction: 'ORIGINAL' | 'REPLY' }
   | { readonly kind: 'physdev'; readonly in?: string; readonly out?: string; readonly isBridged?: boolean }
   /** `-m connmark --mark value/mask`: the flow's conntrack mark (strict mode's revoke bit). */
   | { readonly kind: 'connmark'; readonly value: number; readonly mask: number; readonly negate?: boolean }
@@ -105,7 +123,18 @@ export type Action =
    * netlink log group G and goes on to the next rule (not a verdict). The prefix names the drop, so the
    * reader can explain it (see compile/flow-log.ts).
    */
-  | { readonly kind: 'nflog'; readonly group: number; readonly prefix: string };
+  | {
+      readonly kind: 'nflog';
+      readonly group: number;
+      readonly prefix: string;
+      /** `--nflog-threshold N`: queue at most N packets in the kernel before sending (1: each at once). */
+      readonly threshold?: number;
+    }
+  /**
+   * `-j NFQUEUE --queue-num Q --queue-bypass`: holds the packet for the userspace reader of queue Q, which
+   * decides it (DNS answers, held until what they grant is programmed). With no reader bound the packet passes.
+   */
+  | { readonly kind: 'nfqueue'; readonly queue: number };
 
 export interface Rule {
   readonly match: readonly Match[];
@@ -162,6 +191,8 @@ export interface FamilyState {
 export interface DesiredState {
   readonly v4: FamilyState;
   readonly v6: FamilyState;
+  /** What the DNS agent learns into which set (ClusterNetworkPolicy `domainNames`); absent when no rule asks. */
+  readonly dns?: DnsLearningPlan;
 }
 
 export const emptyFamilyState = (family: IpFamily): FamilyState => ({ family, ipsets: [], chains: [], hooks: [] });

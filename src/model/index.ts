@@ -13,3 +13,4 @@ export * from './rule-comments.js';
 export * from './address.js';
 export * from './digest.js';
 export * from './dns-egress.js';
+export * from './domain-name.js';

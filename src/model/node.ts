@@ -1,5 +1,6 @@
 // Settings of the node being programmed: everything the compiler needs besides the cluster snapshot.
 
+import { defaultDnsLearningSettings, type DnsLearningSettings } from './dns-egress.js';
 import { DEFAULT_FLOW_LOG, type FlowLogSettings } from './flow-log.js';
 
 export type UnknownPodPolicy = 'fail-closed' | 'fail-open';
@@ -36,6 +37,8 @@ export interface NodeSettings {
   readonly flowLog?: FlowLogSettings | undefined;
   /** What NetworkPolicies may make this node program in all (compile/budget.ts); absent: no node-wide limit. */
   readonly budget?: NodeBudget | undefined;
+  /** Egress by DNS name (ClusterNetworkPolicy `domainNames`); absent: defaultDnsLearningSettings. */
+  readonly dnsEgress?: DnsLearningSettings | undefined;
 }
 
 /**
@@ -74,4 +77,5 @@ export const defaultNodeSettings = (nodeName: string, podCidrs: readonly string[
   marks: DEFAULT_MARKS,
   flowLog: DEFAULT_FLOW_LOG,
   budget: DEFAULT_NODE_BUDGET,
+  dnsEgress: defaultDnsLearningSettings,
 });

@@ -20,9 +20,28 @@ export const ruleComment = {
   cnpRuleLabel: (cnp: string, direction: CommentDirection, index: number, ruleName?: string): string =>
     `cnp ${cnp} ${direction}:${index}${ruleName ? ` ${ruleName}` : ''}`,
   cnpRule: (label: string, action: CnpVerdict): string => `${label} ${action}`,
+  /**
+   * A `domainNames` Accept for one subject pod: `<label> Accept learned by <ns/pod> for <names>`, so the tools
+   * name the rule, the pod and what it would have to look up from the kernel alone. Names that do not fit
+   * the comment end in `...`; with no room for any, the plain cnpRule comment.
+   */
+  cnpLearned: (label: string, pod: string, names: readonly string[]): string => {
+    const head = `${label} Accept learned by ${pod} for `;
+    const room = LEARNED_ROOM - head.length;
+    let list = '';
+    for (const name of names) {
+      const next = list === '' ? name : `${list},${name}`;
+      if (next.length > room - 4) return list === '' ? `${label} Accept` : `${head}${list},...`;
+      list = next;
+    }
+    return `${head}${list}`;
+  },
   cnpFailClosed: (label: string, action: CnpVerdict): string => `${label} ${action}: fails closed, denies all`,
   cnpNone: (cnp: string, direction: CommentDirection): string => `cnp ${cnp}: no ${direction} rule can match`,
 } as const;
+
+/** What the human part of a comment may hold: iptables allows 256 bytes, the hash and sanitizing take the rest. */
+const LEARNED_ROOM = 200;
 
 /** What a comment says, read back. */
 export type CommentMeaning =
@@ -36,6 +55,8 @@ export type CommentMeaning =
       readonly direction: CommentDirection;
       readonly rule: string;
       readonly action: CnpVerdict;
+      /** A `domainNames` Accept: the pod whose lookups fill its set, and the names (a `...` last: more not shown). */
+      readonly learned?: { readonly pod: string; readonly names: readonly string[] };
     }
   | { readonly kind: 'cluster-policy-empty'; readonly policy: string; readonly direction: CommentDirection }
   | { readonly kind: 'other'; readonly text: string };
@@ -46,6 +67,7 @@ const POLICY_NONE = new RegExp(`^no (ingress|egress) rule of ${KEY} can match$`)
 const POLICY_INVALID = new RegExp(`^${KEY} is invalid: allows nothing$`);
 const WORKLOAD = new RegExp(`^${KEY} (not isolated|isolated) for (ingress|egress)`);
 const CNP_RULE = /^cnp ([a-z0-9.-]+) (ingress|egress):(\d+)(?: (.*?))? (Accept|Deny|Pass)(?:: fails closed, denies all)?$/;
+const CNP_LEARNED = new RegExp(`^cnp ([a-z0-9.-]+) (egress):(\\d+)(?: (.*?))? (Accept) learned by ${KEY} for (\\S+)$`);
 const CNP_NONE = /^cnp ([a-z0-9.-]+): no (ingress|egress) rule can match$/;
 
 export function readComment(text: string): CommentMeaning {
@@ -55,6 +77,18 @@ export function readComment(text: string): CommentMeaning {
   if ((m = POLICY_INVALID.exec(text))) return { kind: 'policy-empty', policy: m[1]!, why: 'invalid: allows nothing' };
   if ((m = WORKLOAD.exec(text)))
     return { kind: 'workload', pod: m[1]!, direction: m[3] as CommentDirection, isolated: m[2] === 'isolated' };
+  if ((m = CNP_LEARNED.exec(text))) {
+    // Sanitized comments keep no `*`: a wildcard entry reads back from `_.` (no label may start with `_`).
+    const names = m[7]!.split(',').map((n) => (n.startsWith('_.') ? `*${n.slice(1)}` : n));
+    return {
+      kind: 'cluster-policy-rule',
+      policy: `ClusterNetworkPolicy ${m[1]!}`,
+      direction: 'egress',
+      rule: `${m[2]}:${m[3]}${m[4] ? ` ${m[4]}` : ''}`,
+      action: 'Accept',
+      learned: { pod: m[6]!, names },
+    };
+  }
   if ((m = CNP_RULE.exec(text))) {
     const rule = `${m[2]}:${m[3]}${m[4] ? ` ${m[4]}` : ''}`;
     return {

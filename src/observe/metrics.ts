@@ -7,6 +7,7 @@ import type { BudgetUse } from '../compile/index.js';
 import { createAuditMetrics, type AuditMetrics } from './metrics-audit.js';
 import { createHardeningMetrics, type HardeningMetrics } from './metrics-antispoof-revoke.js';
 import { createHostileInputMetrics, type HostileInputMetrics } from './metrics-hostile.js';
+import { createDnsMetrics, type DnsMetrics } from './metrics-dns.js';
 import { createIpsetWriterMetrics, type IpsetWriterMetrics } from './metrics-ipset-writer.js';
 import { createVisibilityMetrics, type VisibilityMetrics } from './metrics-denied-sync.js';
 
@@ -27,7 +28,7 @@ export interface ProgrammedCounts {
   readonly ipsetMembers: number;
 }
 
-export interface Metrics extends VisibilityMetrics, AuditMetrics, HardeningMetrics, HostileInputMetrics, IpsetWriterMetrics {
+export interface Metrics extends VisibilityMetrics, AuditMetrics, HardeningMetrics, HostileInputMetrics, IpsetWriterMetrics, DnsMetrics {
   observeSync(kind: SyncKind, seconds: number): void;
   observeApply(seconds: number): void;
   countEvent(kind: EventKind, n?: number): void;
@@ -182,6 +183,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     ...hardening,
     ...createHostileInputMetrics(registers),
     ...createIpsetWriterMetrics(registers),
+    ...createDnsMetrics(registers),
     observeSync: (kind, seconds) => syncDuration.observe({ kind }, seconds),
     observeApply: (seconds) => applyDuration.observe(seconds),
     countEvent: (kind, n = 1) => events.inc({ kind }, n),

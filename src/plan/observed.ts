@@ -4,7 +4,6 @@ import {
   editSorted,
   KERNEL_CHAINS,
   recordedMemberDelta,
-  type Chain,
   type FamilyState,
   type IpFamily,
   type IpSet,
@@ -15,8 +14,9 @@ import {
   parseIpsetSave,
   parseIptablesSave,
   renderChain,
-  renderHookArgs,
-  ruleOfLine,
+  renderHook,
+  targetOf,
+  type RuleRecord,
   type SavedIpSet,
   type SavedRule,
 } from '../render/index.js';
@@ -24,21 +24,19 @@ import {
 export interface ObservedHook {
   /** 1-based position in the kernel chain. */
   readonly position: number;
-  readonly text: string;
+  readonly rule: RuleRecord;
 }
 
 export interface ObservedFamily {
   readonly family: IpFamily;
-  /** Our chains (by prefix): rule texts as saved, without `-A <chain> `. */
-  readonly chains: ReadonlyMap<string, readonly string[]>;
+  /** Our chains (by prefix): their rules, each with its text as saved and its identity. */
+  readonly chains: ReadonlyMap<string, readonly RuleRecord[]>;
   /** Our rules (by hash comment) inside kernel chains. */
   readonly hooks: ReadonlyMap<KernelChainName, readonly ObservedHook[]>;
   /** Built-in chain policies (`FORWARD` → `ACCEPT`), to notice someone flipping them. */
   readonly policies: ReadonlyMap<string, string>;
   /** Our ipsets (by prefix) of this family, members sorted. */
   readonly ipsets: ReadonlyMap<string, SavedIpSet>;
-  /** Rules in kernel chains above our first hook that are not ours (foreign rules that run before us). */
-  readonly foreignAbove: ReadonlyMap<KernelChainName, readonly string[]>;
 }
 
 export interface Ownership {
@@ -52,44 +50,34 @@ const escapeRe = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 
 export function observeFamily(family: IpFamily, iptablesSave: string, ipsetSave: string, own: Ownership): ObservedFamily {
   const filter = parseIptablesSave(iptablesSave).get('filter');
-  const chains = new Map<string, string[]>();
+  const chains = new Map<string, readonly RuleRecord[]>();
   const hooks = new Map<KernelChainName, ObservedHook[]>();
-  const foreignAbove = new Map<KernelChainName, string[]>();
   const policies = new Map<string, string>();
   for (const chain of filter?.chains.values() ?? []) {
     if ((KERNEL_CHAINS as readonly string[]).includes(chain.name)) {
       const name = chain.name as KernelChainName;
       policies.set(name, chain.policy);
-      const ours = chain.rules.flatMap((r: SavedRule, i) => (isOurs(r, own) ? [{ position: i + 1, text: r.text }] : []));
+      const ours = chain.rules.flatMap((rule: SavedRule, i) => (isOurs(rule, own) ? [{ position: i + 1, rule }] : []));
       if (ours.length > 0) hooks.set(name, ours);
-      const firstOurs = ours[0]?.position ?? 1;
-      foreignAbove.set(
-        name,
-        chain.rules.slice(0, firstOurs - 1).map((r) => r.text),
-      );
     } else if (ownsChain(chain.name, own)) {
-      chains.set(
-        chain.name,
-        chain.rules.map((r) => r.text),
-      );
+      chains.set(chain.name, chain.rules);
     }
   }
   const ipsets = new Map<string, SavedIpSet>();
   for (const set of parseIpsetSave(ipsetSave).values()) {
     if (set.family === family && ownsIpSet(set.name, own)) ipsets.set(set.name, { ...set, members: [...set.members].sort() });
   }
-  return { family, chains, hooks, policies, ipsets, foreignAbove };
+  return { family, chains, hooks, policies, ipsets };
 }
 
 /** A rule in a kernel chain is ours if it carries our hash comment and jumps to one of our chains. */
 function isOurs(rule: SavedRule, own: Ownership): boolean {
   if (rule.hash === undefined) return false;
-  const target = rule.args[rule.args.indexOf('-j') + 1] ?? rule.args[rule.args.indexOf('-g') + 1];
+  const target = targetOf(rule.args)?.target;
   return target !== undefined && ownsChain(target, own);
 }
 
 /** What reading the kernel back will show once `desired` is applied: the tracker's "programmed" state. */
-const savedLines = new WeakMap<Chain, readonly string[]>();
 const savedSets = new WeakMap<IpSet, SavedIpSet>();
 
 /** A set's members in `ipset save` order: the set it was patched from, edited by the same change, else sorted whole. */
@@ -107,7 +95,20 @@ const byCodeUnits = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 
 export function savedOf(s: IpSet): SavedIpSet {
   let saved = savedSets.get(s);
   if (!saved)
-    savedSets.set(s, (saved = { name: s.name, type: s.type, family: s.family, maxelem: IPSET_MAXELEM, members: savedMembersOf(s) }));
+    savedSets.set(
+      s,
+      (saved = s.learned
+        ? {
+            name: s.name,
+            type: s.type,
+            family: s.family,
+            maxelem: s.learned.maxelem,
+            timeout: s.learned.timeout,
+            comment: true,
+            members: [],
+          }
+        : { name: s.name, type: s.type, family: s.family, maxelem: IPSET_MAXELEM, members: savedMembersOf(s) }),
+    );
   return saved;
 }
 
@@ -116,24 +117,18 @@ export function expectedHooks(desired: FamilyState): Map<KernelChainName, Observ
   const hooks = new Map<KernelChainName, ObservedHook[]>();
   for (const hook of desired.hooks) {
     const list = hooks.get(hook.chain) ?? [];
-    list.push({ position: list.length + 1, text: renderHookArgs(hook) });
+    list.push({ position: list.length + 1, rule: renderHook(hook) });
     hooks.set(hook.chain, list);
   }
   return hooks;
 }
 
 export function expectedObserved(desired: FamilyState): ObservedFamily {
-  // Cached per chain and set object: the compiler returns the same objects for what did not change.
-  const linesOf = (c: Chain): readonly string[] => {
-    let lines = savedLines.get(c);
-    if (!lines) savedLines.set(c, (lines = renderChain(c).lines.map((l) => ruleOfLine(c.name, l))));
-    return lines;
-  };
-  // Filled in loops: every sync derives this from the whole state, and a pair array per entry was its garbage.
-  const chains = new Map<string, readonly string[]>();
-  for (const c of desired.chains) chains.set(c.name, linesOf(c));
-  const hooks = expectedHooks(desired);
+  // Cached per chain (renderChain) and set object: the compiler returns the same objects for what did not change.
+  // Filled in loops: every sync that is not planned from the last one derives this from the whole state.
+  const chains = new Map<string, readonly RuleRecord[]>();
+  for (const c of desired.chains) chains.set(c.name, renderChain(c).rules);
   const ipsets = new Map<string, SavedIpSet>();
   for (const s of desired.ipsets) ipsets.set(s.name, savedOf(s));
-  return { family: desired.family, chains, hooks, policies: new Map(), ipsets, foreignAbove: new Map() };
+  return { family: desired.family, chains, hooks: expectedHooks(desired), policies: new Map(), ipsets };
 }

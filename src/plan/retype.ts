@@ -10,7 +10,7 @@
 // which holds the right members, and the error names the set.
 
 import type { IpSet } from '../model/index.js';
-import { createWithMembers, declareChainLine, filterTransaction, renderIpsetOps, ruleLine } from '../render/index.js';
+import { createWithMembers, declareChainLine, filterTransaction, renderIpsetOps, ruleLine, withSetRenamed } from '../render/index.js';
 import type { ObservedFamily, Ownership } from './observed.js';
 
 export interface RetypeSteps {
@@ -28,13 +28,13 @@ export function tempSetName(set: Pick<IpSet, 'name' | 'family'>, own: Ownership)
 
 export function retypeSteps(set: IpSet, observed: ObservedFamily, own: Ownership): RetypeSteps {
   const temp = tempSetName(set, own);
-  const uses = ` --match-set ${set.name} `;
   const declare: string[] = [];
   const body: string[] = [];
   for (const [chain, rules] of observed.chains) {
-    if (!rules.some((r) => `${r} `.includes(uses))) continue;
+    const renamed = rules.map((r) => withSetRenamed(r.text, set.name, temp));
+    if (renamed.every((r) => r === undefined)) continue;
     declare.push(declareChainLine(chain));
-    body.push(...rules.map((r) => ruleLine('append', chain, `${r} `.replaceAll(uses, ` --match-set ${temp} `).trimEnd())));
+    body.push(...rules.map((r, i) => ruleLine('append', chain, renamed[i] ?? r.text)));
   }
   return {
     createTemp: renderIpsetOps([

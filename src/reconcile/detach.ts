@@ -6,6 +6,7 @@
 // Copying the few thousand long strings costs a few milliseconds next to the parse itself.
 
 import type { ObservedFamily, ObservedHook } from '../plan/index.js';
+import { ruleRecord, type RuleRecord } from '../render/index.js';
 
 /** Strings shorter than this are copied by `slice` anyway (V8's SlicedString minimum length). */
 const SLICE_MIN = 13;
@@ -14,6 +15,11 @@ const SLICE_MIN = 13;
 export const ownString = (text: string): string => (text.length < SLICE_MIN ? text : (' ' + text).slice(1));
 
 const strings = (list: readonly string[]): string[] => list.map(ownString);
+
+/** A rule's text and hash in storage of their own; its canonical form, when needed, is read from that copy. */
+const ownRule = (rule: RuleRecord): RuleRecord =>
+  ruleRecord(ownString(rule.text), rule.hash === undefined ? undefined : ownString(rule.hash));
+const rules = (list: readonly RuleRecord[]): RuleRecord[] => list.map(ownRule);
 
 function mapValues<K extends string, V, W>(map: ReadonlyMap<K, V>, f: (value: V) => W): Map<K, W> {
   const out = new Map<K, W>();
@@ -25,8 +31,8 @@ function mapValues<K extends string, V, W>(map: ReadonlyMap<K, V>, f: (value: V)
 export function detachObserved(observed: ObservedFamily): ObservedFamily {
   return {
     family: observed.family,
-    chains: mapValues(observed.chains, strings),
-    hooks: mapValues(observed.hooks, (hooks): ObservedHook[] => hooks.map((h) => ({ position: h.position, text: ownString(h.text) }))),
+    chains: mapValues(observed.chains, rules),
+    hooks: mapValues(observed.hooks, (hooks): ObservedHook[] => hooks.map((h) => ({ position: h.position, rule: ownRule(h.rule) }))),
     policies: mapValues(observed.policies, ownString),
     ipsets: mapValues(observed.ipsets, (set) => ({
       ...set,
@@ -34,6 +40,5 @@ export function detachObserved(observed: ObservedFamily): ObservedFamily {
       type: ownString(set.type),
       members: strings(set.members),
     })),
-    foreignAbove: mapValues(observed.foreignAbove, strings),
   };
 }

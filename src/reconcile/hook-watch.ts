@@ -6,14 +6,15 @@
 // ~10 ms, so it can run every second; when the first rule is not ours, a full resync repairs it.
 
 import type { IpFamily } from '../model/index.js';
-import { sameRuleLine } from '../plan/index.js';
+import { sameRule } from '../plan/index.js';
+import { parseRuleLine, type RuleRecord } from '../render/index.js';
 import type { Clock } from './runner.js';
 
 export interface HookWatchOptions {
   /** The first rule of `chain` as iptables-save prints it, undefined when the chain is empty. */
   readonly firstRule: (family: IpFamily, chain: string) => Promise<string | undefined>;
-  /** What must be first, per family and chain (`-A FORWARD …`); empty until the first sync programmed it. */
-  readonly expected: () => readonly { readonly family: IpFamily; readonly chain: string; readonly rule: string }[];
+  /** What must be first, per family and chain (the rendered hook); empty until the first sync programmed it. */
+  readonly expected: () => readonly { readonly family: IpFamily; readonly chain: string; readonly rule: RuleRecord }[];
   /**
    * A jump is not first (`found` is what is first instead). Called on every tick while it is displaced,
    * so a failed repair is asked for again; `firstSeen` is true on the tick it went from first to not.
@@ -57,7 +58,8 @@ export class HookWatch {
       const key = `${want.family} ${want.chain}`;
       try {
         const found = await this.opts.firstRule(want.family, want.chain);
-        if (found !== undefined && sameRuleLine(found, want.rule)) continue;
+        const first = found === undefined ? undefined : parseRuleLine(found);
+        if (first !== undefined && first.chain === want.chain && sameRule(first.rule, want.rule)) continue;
         now.add(key);
         this.opts.onDisplaced({ family: want.family, chain: want.chain, found, firstSeen: !this.displaced.has(key) });
       } catch (err) {

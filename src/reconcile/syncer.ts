@@ -16,7 +16,7 @@ import {
   type Ownership,
   type SetStep,
 } from '../plan/index.js';
-import { saveWithoutComments, type IpsetOp } from '../render/index.js';
+import { renderIpsetOps, saveWithoutComments, type IpsetOp } from '../render/index.js';
 import { detachObserved } from './detach.js';
 
 /** The kernel as the syncer needs it; src/dataplane provides the real one, tests may fake it. */
@@ -350,7 +350,7 @@ export class Syncer {
 
   private async destroySet(name: string): Promise<boolean> {
     try {
-      await this.kernel.ipsetRestore(`destroy ${name}\n`);
+      await this.kernel.ipsetRestore(renderIpsetOps([{ op: 'destroy', name }]));
       return true;
     } catch (err) {
       this.logger.debug('stale ipset still in use; will retry', { set: name, error: (err as Error).message });
@@ -486,12 +486,16 @@ export function sameObserved(a: ObservedFamily, b: ObservedFamily): boolean {
   for (const [name, rules] of a.chains) if (!sameRules(b.chains.get(name), rules)) return false;
   for (const [name, set] of a.ipsets) {
     const other = b.ipsets.get(name);
-    if (set.type !== other?.type || set.family !== other.family || !sameList(set.members, other.members)) return false;
+    if (set.type !== other?.type || set.family !== other.family) return false;
+    // A learned set (timeout and comment): its members are the DNS agent's, its options are ours.
+    if (set.timeout !== undefined || other.timeout !== undefined) {
+      if (set.timeout !== other.timeout || set.maxelem !== other.maxelem || set.comment !== other.comment) return false;
+    } else if (!sameList(set.members, other.members)) return false;
   }
   for (const [chain, hooks] of a.hooks) {
     const other = b.hooks.get(chain);
     if (other?.length !== hooks.length) return false;
-    if (!hooks.every((h, i) => other[i]!.position === h.position && sameRule(other[i]!.text, h.text))) return false;
+    if (!hooks.every((h, i) => other[i]!.position === h.position && sameRule(other[i]!.rule, h.rule))) return false;
   }
   return true;
 }

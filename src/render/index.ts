@@ -9,3 +9,6 @@ export * from './rule-text.js';
 export * from './whole-save.js';
 export * from './restore-lines.js';
 export * from './legacy-listing.js';
+export * from './tokenize.js';
+export * from './rule-record.js';
+export * from './nft-json.js';

@@ -14,7 +14,7 @@ export type IpsetOp =
   | {
       readonly op: 'create';
       readonly name: string;
-      readonly set: Pick<IpSet, 'type' | 'family'>;
+      readonly set: Pick<IpSet, 'type' | 'family' | 'learned'>;
       /** The maxelem a set was created with (kept when priming an existing set); default IPSET_MAXELEM. */
       readonly maxelem?: number;
       /**
@@ -31,8 +31,11 @@ export type IpsetOp =
 
 const renderIpsetOp: { [K in IpsetOp['op']]: (o: Extract<IpsetOp, { op: K }>, out: string[]) => void } = {
   create: (o, out) => {
+    const learned = o.set.learned;
+    // A learned set: entries time out on their own and carry their provenance as a comment (model/dns-egress.ts).
+    const options = learned ? ` timeout ${learned.timeout} comment` : '';
     out.push(
-      `create ${o.name} ${o.set.type} family ${o.set.family === 4 ? 'inet' : 'inet6'} hashsize 1024 maxelem ${o.maxelem ?? IPSET_MAXELEM}`,
+      `create ${o.name} ${o.set.type} family ${o.set.family === 4 ? 'inet' : 'inet6'} hashsize 1024 maxelem ${o.maxelem ?? learned?.maxelem ?? IPSET_MAXELEM}${options}`,
     );
   },
   add: (o, out) => {
@@ -60,6 +63,13 @@ const elementOf = (member: string): string => {
   return space < 0 ? member : member.slice(0, space);
 };
 
+/** `ipset list -n`: one set name a line. */
+export const parseIpsetNames = (text: string): string[] =>
+  text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
+
 /** `ipset restore` input for `ops`, one line each (a newline after the last); '' for none. */
 export function renderIpsetOps(ops: readonly IpsetOp[]): string {
   const out: string[] = [];
@@ -68,7 +78,10 @@ export function renderIpsetOps(ops: readonly IpsetOp[]): string {
 }
 
 /** Create `set` (under `name`, e.g. a temp set) and fill it with the set's members. */
-export const createWithMembers = (set: Pick<IpSet, 'name' | 'type' | 'family' | 'members'>, name: string = set.name): IpsetOp[] => [
+export const createWithMembers = (
+  set: Pick<IpSet, 'name' | 'type' | 'family' | 'members' | 'learned'>,
+  name: string = set.name,
+): IpsetOp[] => [
   { op: 'create', name, set },
   { op: 'add', name, members: set.members },
 ];
@@ -84,7 +97,34 @@ export interface SavedIpSet {
   readonly type: string;
   readonly family: IpFamily;
   readonly maxelem?: number;
+  /** `timeout N` on the create line: the set's entries expire (learned sets). */
+  readonly timeout?: number;
+  /** `comment` on the create line: its entries carry a comment. */
+  readonly comment?: true;
   readonly members: string[];
+}
+
+/** One saved member of a set with timeouts and comments: `198.51.100.10 timeout 42 comment "1700000000 good.example"`. */
+export interface SavedEntry {
+  readonly element: string;
+  /** Seconds left before the kernel removes it (a counting-down value: never compared as drift). */
+  readonly timeout?: number;
+  readonly comment?: string;
+}
+
+/** A saved member taken apart: the element, its remaining timeout and its comment (unquoted). */
+export function savedEntryOf(member: string): SavedEntry {
+  const text = member.trim();
+  const space = text.search(/\s/);
+  if (space < 0) return { element: text };
+  const rest = text.slice(space);
+  const timeout = /\stimeout\s+(\d+)/.exec(rest);
+  const comment = /\scomment\s+"((?:[^"\\]|\\.)*)"/.exec(rest);
+  return {
+    element: text.slice(0, space),
+    ...(timeout ? { timeout: Number(timeout[1]) } : {}),
+    ...(comment ? { comment: comment[1]!.replace(/\\(.)/g, '$1') } : {}),
+  };
 }
 
 export class IpsetParseError extends Error {
@@ -138,7 +178,15 @@ function setOfCreate(words: readonly string[]): Omit<SavedIpSet, 'members'> | un
     return at > 0 ? words[at + 1] : undefined;
   };
   const maxelem = opt('maxelem');
-  return { name: name as IpSetName, type, family: opt('family') === 'inet6' ? 6 : 4, ...(maxelem ? { maxelem: Number(maxelem) } : {}) };
+  const timeout = opt('timeout');
+  return {
+    name: name as IpSetName,
+    type,
+    family: opt('family') === 'inet6' ? 6 : 4,
+    ...(maxelem ? { maxelem: Number(maxelem) } : {}),
+    ...(timeout ? { timeout: Number(timeout) } : {}),
+    ...(words.includes('comment') ? { comment: true as const } : {}),
+  };
 }
 
 /** Each set's family, from the `create` lines of an `ipset save`; other lines are skipped, never an error. */

@@ -3,13 +3,12 @@
 
 import type { Action, ChainName, ConntrackState, IpSetName, Match, MatchProtocol, PortRange, Rule, SetDirection } from '../model/index.js';
 import { DEFAULT_LIMIT_BURST, HASH_PREFIX } from './iptables-render.js';
+import { canonicalRuleForm } from './rule-form.js';
+import type { RuleRecord } from './rule-record.js';
+import { tokenize } from './tokenize.js';
 
-export interface SavedRule {
-  /** The line as saved, without the leading `-A <chain> `. */
-  readonly text: string;
+export interface SavedRule extends RuleRecord {
   readonly args: readonly string[];
-  /** Our hash, when the rule carries an `nf:` comment. */
-  readonly hash?: string;
   /** The human part of our comment. */
   readonly comment?: string;
   /** The structured rule, when every part of it is something netfence emits. */
@@ -44,33 +43,6 @@ export class SaveParseError extends Error {
     super(`iptables-save input line ${line}: ${message}`);
   }
 }
-
-// A word: bare characters and double-quoted parts (backslash escapes inside quotes), as many as touch.
-const WORD = /(?:[^ \t"]+|"(?:[^"\\]|\\[^])*")+/g;
-const QUOTED = /"((?:[^"\\]|\\[^])*)"/g;
-const ESCAPED = /\\([^])/g;
-
-/**
- * Split a saved rule like a shell would for the quoting iptables-save uses (double quotes, backslash).
- * Regular expressions rather than a character loop: the one-shot commands run unoptimised (cli/main.ts),
- * where a loop over 400 KB of rules costs tens of milliseconds and these run as native code.
- */
-export function tokenize(text: string): string[] {
-  const out: string[] = [];
-  let end = 0;
-  WORD.lastIndex = 0;
-  for (let m = WORD.exec(text); m !== null; m = WORD.exec(text)) {
-    // Only a quote that never closes is skipped by WORD: anything else between words is blank.
-    if (m.index > end && text.slice(end, m.index).includes('"')) throw new Error('unterminated quote');
-    const word = m[0];
-    out.push(word.includes('"') ? word.replace(QUOTED, unquote) : word);
-    end = WORD.lastIndex;
-  }
-  if (end < text.length && text.slice(end).includes('"')) throw new Error('unterminated quote');
-  return out;
-}
-
-const unquote = (_quoted: string, inner: string): string => (inner.includes('\\') ? inner.replace(ESCAPED, '$1') : inner);
 
 export function parseIptablesSave(text: string): Map<string, SavedTable> {
   const tables = new Map<string, SavedTable>();
@@ -132,7 +104,26 @@ function addRule(table: SavedTable, ruleLine: string, n: number, counters: RuleC
 export function parseSavedRule(text: string, args: readonly string[], counters?: RuleCounters): SavedRule {
   let commentAt = args.indexOf('--comment');
   while (commentAt >= 0 && !args[commentAt + 1]?.startsWith(HASH_PREFIX)) commentAt = args.indexOf('--comment', commentAt + 1);
-  if (commentAt < 0) return counters ? { text, args, counters } : { text, args };
+  // The canonical form is read on first use: a drift check compares texts first and seldom needs it.
+  let form: string | undefined;
+  const formOf = () => (form ??= canonicalRuleForm(args));
+  if (commentAt < 0)
+    return counters
+      ? {
+          text,
+          args,
+          counters,
+          get form() {
+            return formOf();
+          },
+        }
+      : {
+          text,
+          args,
+          get form() {
+            return formOf();
+          },
+        };
   const full = args[commentAt + 1]!.slice(HASH_PREFIX.length);
   const space = full.indexOf(' ');
   const hash = space < 0 ? full : full.slice(0, space);
@@ -149,7 +140,34 @@ export function parseSavedRule(text: string, args: readonly string[], counters?:
       if (rule === null) rule = toRule(args, comment);
       return rule;
     },
+    get form() {
+      return formOf();
+    },
   };
+}
+
+/**
+ * One `-A <chain> <rule>` line as `iptables -S` prints it, its chain and its rule parsed; undefined for anything
+ * else (a `-P` policy line, an unterminated quote).
+ */
+export function parseRuleLine(line: string): { readonly chain: string; readonly rule: SavedRule } | undefined {
+  const head = /^-A (\S+) /.exec(line);
+  if (!head) return undefined;
+  const text = line.slice(head[0].length);
+  try {
+    return { chain: head[1]!, rule: parseSavedRule(text, tokenize(text)) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** `-j X` / `-g X` target of a saved rule, from its arguments. */
+export function targetOf(args: readonly string[]): { readonly flag: '-j' | '-g'; readonly target: string } | undefined {
+  for (let i = args.length - 2; i >= 0; i--) {
+    if ((args[i] === '-j' || args[i] === '-g') && args[i - 1] !== '--comment')
+      return { flag: args[i] as '-j' | '-g', target: args[i + 1]! };
+  }
+  return undefined;
 }
 
 /** Structured form of a rule netfence wrote; undefined if it contains anything we never emit. */
@@ -227,9 +245,9 @@ function parseModule(name: string, args: readonly string[], start: number): { ma
       // `-p tcp -m tcp` with no further option: the implicit protocol module.
       return { next: start };
     case 'multiport': {
-      if (opt !== '--dports') return undefined;
+      if ((opt !== '--dports' && opt !== '--sports') || negate) return undefined;
       const ports = parsePorts(args[i + 1] ?? '');
-      return ports && { match: { kind: 'dports', ports }, next: i + 2 };
+      return ports && { match: { kind: opt === '--dports' ? 'dports' : 'sports', ports }, next: i + 2 };
     }
     case 'set': {
       const set = args[i + 1];
@@ -255,6 +273,9 @@ function parseModule(name: string, args: readonly string[], start: number): { ma
       return opt === '--mark' && mark ? { match: { kind: 'connmark', ...mark, ...(negate ? { negate } : {}) }, next: i + 2 } : undefined;
     }
     case 'conntrack': {
+      const dir = args[i + 1];
+      if (opt === '--ctdir' && !negate && (dir === 'ORIGINAL' || dir === 'REPLY'))
+        return { match: { kind: 'ctdir', direction: dir }, next: i + 2 };
       if (opt !== '--ctstate' || negate) return undefined;
       const states = (args[i + 1] ?? '').split(',') as ConntrackState[];
       return { match: { kind: 'ctstate', states }, next: i + 2 };
@@ -312,9 +333,19 @@ function parseTarget(flag: string, target: string, args: readonly string[], i: n
     }
     case 'NFLOG': {
       if (args[i] !== '--nflog-prefix' || args[i + 1] === undefined) return undefined;
-      const group = args[i + 2] === '--nflog-group' ? Number(args[i + 3]) : 0;
-      if (!Number.isInteger(group)) return undefined;
-      return { action: { kind: 'nflog', group, prefix: args[i + 1]! }, next: args[i + 2] === '--nflog-group' ? i + 4 : i + 2 };
+      const prefix = args[i + 1]!;
+      let at = i + 2;
+      const group = args[at] === '--nflog-group' ? Number(args[at + 1]) : 0;
+      if (args[at] === '--nflog-group') at += 2;
+      const threshold = args[at] === '--nflog-threshold' ? Number(args[at + 1]) : undefined;
+      if (threshold !== undefined) at += 2;
+      if (!Number.isInteger(group) || (threshold !== undefined && !Number.isInteger(threshold))) return undefined;
+      return { action: { kind: 'nflog', group, prefix, ...(threshold !== undefined ? { threshold } : {}) }, next: at };
+    }
+    case 'NFQUEUE': {
+      const queue = args[i] === '--queue-num' ? Number(args[i + 1]) : undefined;
+      if (queue === undefined || !Number.isInteger(queue) || args[i + 2] !== '--queue-bypass') return undefined;
+      return { action: { kind: 'nfqueue', queue }, next: i + 3 };
     }
     default:
       return /^[A-Z]+$/.test(target) ? undefined : { action: { kind: 'jump', target: target as ChainName }, next: i };

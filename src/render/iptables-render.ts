@@ -3,7 +3,17 @@
 // target), so a saved line usually equals the rendered one byte for byte: the drift check's fast path. A
 // rule printed another way is compared by hash and meaning instead (plan/rule-identity.ts).
 
-import { sha256 as sha256Of, type Action, type Chain, type FamilyState, type Hook, type Match, type Rule } from '../model/index.js';
+import {
+  sha256 as sha256Of,
+  type Action,
+  type Chain,
+  type FamilyState,
+  type Hook,
+  type Match,
+  type PortRange,
+  type Rule,
+} from '../model/index.js';
+import { ruleRecord, type RuleRecord } from './rule-record.js';
 
 export const HASH_PREFIX = 'nf:';
 const HASH_LENGTH = 16;
@@ -27,10 +37,12 @@ const renderMatch: { [K in Match['kind']]: (m: Extract<Match, { kind: K }>) => s
   'in-iface': (m) => [...not(m.negate), '-i', m.name],
   'out-iface': (m) => [...not(m.negate), '-o', m.name],
   protocol: (m) => ['-p', m.protocol],
-  dports: (m) => ['-m', 'multiport', '--dports', m.ports.map((r) => (r.from === r.to ? `${r.from}` : `${r.from}:${r.to}`)).join(',')],
+  dports: (m) => ['-m', 'multiport', '--dports', portList(m.ports)],
+  sports: (m) => ['-m', 'multiport', '--sports', portList(m.ports)],
   set: (m) => ['-m', 'set', ...not(m.negate), '--match-set', m.set, m.direction],
   mark: (m) => ['-m', 'mark', ...not(m.negate), '--mark', markArg(m.value, m.mask)],
   ctstate: (m) => ['-m', 'conntrack', '--ctstate', CONNTRACK_ORDER.filter((s) => m.states.includes(s)).join(',')],
+  ctdir: (m) => ['-m', 'conntrack', '--ctdir', m.direction],
   physdev: (m) => [
     '-m',
     'physdev',
@@ -60,8 +72,18 @@ const renderAction: { [K in Action['kind']]: (a: Extract<Action, { kind: K }>) =
   goto: (a) => ['-g', a.target],
   'set-mark': (a) => ['-j', 'MARK', '--set-xmark', markArg(a.value, a.mask)],
   // iptables-save prints the prefix before the group and leaves out group 0.
-  nflog: (a) => ['-j', 'NFLOG', '--nflog-prefix', a.prefix, ...(a.group !== 0 ? ['--nflog-group', `${a.group}`] : [])],
+  nflog: (a) => [
+    '-j',
+    'NFLOG',
+    '--nflog-prefix',
+    a.prefix,
+    ...(a.group !== 0 ? ['--nflog-group', `${a.group}`] : []),
+    ...(a.threshold !== undefined ? ['--nflog-threshold', `${a.threshold}`] : []),
+  ],
+  nfqueue: (a) => ['-j', 'NFQUEUE', '--queue-num', `${a.queue}`, '--queue-bypass'],
 };
+
+const portList = (ports: readonly PortRange[]): string => ports.map((r) => (r.from === r.to ? `${r.from}` : `${r.from}:${r.to}`)).join(',');
 
 const matchArgs = (m: Match): string[] => (renderMatch[m.kind] as (m: Match) => string[])(m);
 const actionArgs = (a: Action): string[] => (renderAction[a.kind] as (a: Action) => string[])(a);
@@ -151,10 +173,13 @@ export const hookHash = (hook: Hook): string => ruleHashes(`${hook.chain}*hook`,
 
 export interface RenderedChain {
   readonly name: string;
-  /** `-A <chain> …` lines, exactly as iptables-save prints them. */
-  readonly lines: readonly string[];
-  readonly hashes: readonly string[];
+  /** Each rule exactly as iptables-save prints it after `-A <chain>`, with its hash. */
+  readonly rules: readonly RuleRecord[];
 }
+
+// joinArgs builds a text piece by piece, which V8 keeps as a rope, and comparing a rope walks it on every compare.
+// Sliced off a fresh concatenation it is one flat string: the drift check's one string compare per rule stays one.
+const flat = (text: string): string => (' ' + text).slice(1);
 
 // Chains are immutable values; the compiler hands back the same object while a chain is unchanged, so a
 // chain is hashed and rendered once however many plans and trackers look at it.
@@ -180,24 +205,27 @@ function renderChainUncached(chain: Chain): RenderedChain {
     texts.push(joinArgs(p.options.concat(p.modules)));
   }
   const hashes = chainedHashes(chain.name, texts);
-  const lines: string[] = [];
+  const records: RuleRecord[] = [];
   for (let i = 0; i < rules.length; i++) {
     const rule = rules[i]!;
     const comment = sanitizeComment(`${HASH_PREFIX}${hashes[i]!}${rule.comment ? ` ${rule.comment}` : ''}`);
     const args = parts[i]!.options.concat(['-m', 'comment', '--comment', comment], parts[i]!.modules);
-    lines.push(ruleLine('append', chain.name, joinArgs(args)));
+    records.push(ruleRecord(flat(joinArgs(args)), hashes[i]));
   }
-  return { name: chain.name, lines, hashes };
+  return { name: chain.name, rules: records };
 }
 
-/** The hook's rule as iptables-save prints it, without the `-A <chain>` head. */
-export function renderHookArgs(hook: Hook): string {
-  // Once per hook object: the planner and the tracker ask on every sync, and the hash is a SHA-256.
-  let args = hookArgs.get(hook);
-  if (args === undefined) hookArgs.set(hook, (args = joinArgs(ruleArgsWithComment(hook.rule, hookHash(hook)))));
-  return args;
+const renderedHooks = new WeakMap<Hook, RuleRecord>();
+
+/** The hook's rule as iptables-save prints it after `-A <chain>`, with its hash. */
+export function renderHook(hook: Hook): RuleRecord {
+  let out = renderedHooks.get(hook);
+  if (!out) {
+    const hash = hookHash(hook);
+    renderedHooks.set(hook, (out = ruleRecord(flat(joinArgs(ruleArgsWithComment(hook.rule, hash))), hash)));
+  }
+  return out;
 }
-const hookArgs = new WeakMap<Hook, string>();
 
 // ---- restore text: every line netfence hands to iptables-restore is written by one of these ----------
 
@@ -219,8 +247,8 @@ export function ruleLine(edit: 'append' | 'insert-first' | 'delete', chain: stri
       return `-D ${chain} ${rule}`;
   }
 }
-/** The text of one `-A <chain> …` line after its head: what `iptables-save` lists for the rule. */
-export const ruleOfLine = (chain: string, line: string): string => line.slice(`-A ${chain} `.length);
+/** A rendered chain's rules as `-A <chain> <rule>` lines. */
+export const appendLines = (chain: RenderedChain): string[] => chain.rules.map((r) => ruleLine('append', chain.name, r.text));
 /** One filter-table transaction around `lines`; '' when there is nothing to write. */
 export const filterTransaction = (lines: readonly string[]): string =>
   lines.length > 0 ? ['*filter', ...lines, 'COMMIT', ''].join('\n') : '';
@@ -228,8 +256,8 @@ export const filterTransaction = (lines: readonly string[]): string =>
 /** Everything a family needs, as one `iptables-restore --noflush` input that programs it from scratch. */
 export function renderFullRestore(state: FamilyState): string {
   const chains = state.chains.map(renderChain);
-  const out = [...chains.map((c) => declareChainLine(c.name)), ...chains.flatMap((c) => c.lines)];
+  const out = [...chains.map((c) => declareChainLine(c.name)), ...chains.flatMap(appendLines)];
   for (const hook of state.hooks)
-    out.push(ruleLine(hook.position === 'insert' ? 'insert-first' : 'append', hook.chain, renderHookArgs(hook)));
+    out.push(ruleLine(hook.position === 'insert' ? 'insert-first' : 'append', hook.chain, renderHook(hook).text));
   return filterTransaction(out);
 }

@@ -12,7 +12,7 @@
 // ListingMismatchError (the caller reads both again).
 
 import { HASH_PREFIX } from './iptables-render.js';
-import { tokenize } from './iptables-parse.js';
+import { tokenize } from './tokenize.js';
 
 export class ListingMismatchError extends Error {
   override readonly name = 'ListingMismatchError';

@@ -18,6 +18,8 @@
 // - packet counters (`-c <packets> <bytes>`).
 // Anything not understood is kept verbatim and in place: an unknown print is a change, never ignored.
 
+import type { Action, Match } from '../model/index.js';
+
 /** Address, interface and protocol options, by every spelling iptables accepts, to their short form. */
 const HEADER_OPTIONS: Readonly<Record<string, string>> = {
   '-s': '-s',
@@ -43,34 +45,92 @@ const PROTOCOL_NAMES: Readonly<Record<string, string>> = {
   icmpv6: 'ipv6-icmp',
 };
 
-/** Matches that only test the packet or connection: their order in a rule cannot change a verdict. */
-const STATELESS_MODULES = new Set([
-  'set',
-  'multiport',
-  'tcp',
-  'udp',
-  'sctp',
-  'icmp',
-  'icmp6',
-  'mark',
-  'connmark',
-  'conntrack',
-  'state',
-  'physdev',
-  'hl',
-  'ttl',
-  'addrtype',
-  'iprange',
-  'mac',
-  'pkttype',
-  'length',
-]);
+/** How the canonical form reads a module netfence writes: its name, and what its options mean. */
+interface ModuleForm {
+  /** The `-m <module>` or `-j <TARGET>` name iptables prints. */
+  readonly name: string;
+  /** It only tests the packet or connection: its place among the other such matches cannot change a verdict. */
+  readonly stateless?: true;
+  /** Options whose value is a list in which order means nothing. */
+  readonly lists?: readonly string[];
+  /** Options whose value is `value[/mask]`, a missing mask meaning all ones. */
+  readonly marks?: readonly string[];
+  /** `option value` the module may or may not print: its default, left out of the form. */
+  readonly defaults?: readonly string[];
+}
 
+/** An address, interface or protocol option: tested before any match (HEADER_OPTIONS reads every spelling). */
+interface HeaderForm {
+  readonly header: '-s' | '-d' | '-i' | '-o' | '-p';
+}
+
+// One entry per kind of match and target netfence renders (render/iptables-render.ts): a kind added to
+// `Match` or `Action` does not compile until this reader says how its prints compare.
+const MATCH_FORMS: { readonly [K in Match['kind']]: ModuleForm | HeaderForm } = {
+  'src-net': { header: '-s' },
+  'dst-net': { header: '-d' },
+  'in-iface': { header: '-i' },
+  'out-iface': { header: '-o' },
+  protocol: { header: '-p' },
+  'icmpv6-type': { name: 'icmp6', stateless: true },
+  'hop-limit': { name: 'hl', stateless: true },
+  dports: { name: 'multiport', stateless: true, lists: ['--dports'] },
+  sports: { name: 'multiport', stateless: true, lists: ['--sports'] },
+  set: { name: 'set', stateless: true, defaults: ['--update-counters', '--update-subcounters'] },
+  mark: { name: 'mark', stateless: true, marks: ['--mark'] },
+  ctstate: { name: 'conntrack', stateless: true, lists: ['--ctstate'] },
+  ctdir: { name: 'conntrack', stateless: true },
+  physdev: { name: 'physdev', stateless: true },
+  connmark: { name: 'connmark', stateless: true, marks: ['--mark'] },
+  // Stateful: whether it counts a packet depends on the matches before it.
+  limit: { name: 'limit', defaults: ['--limit-burst 5'] },
+};
+
+/** Jumps and gotos name a chain: nothing but the name to compare. */
+const CHAIN_TARGET: ModuleForm = { name: '' };
+
+const ACTION_FORMS: { readonly [K in Action['kind']]: ModuleForm } = {
+  accept: { name: 'ACCEPT' },
+  drop: { name: 'DROP' },
+  reject: { name: 'REJECT', defaults: ['--reject-with icmp-port-unreachable', '--reject-with icmp6-port-unreachable'] },
+  return: { name: 'RETURN' },
+  jump: CHAIN_TARGET,
+  goto: CHAIN_TARGET,
+  'set-mark': { name: 'MARK', marks: ['--set-xmark'] },
+  nflog: { name: 'NFLOG', defaults: ['--nflog-group 0'] },
+  nfqueue: { name: 'NFQUEUE', defaults: ['--queue-num 0'] },
+};
+
+/** Modules netfence never writes that an operator's or another release's print may hold, read as precisely. */
+const OTHER_MODULES: readonly ModuleForm[] = [
+  { name: 'tcp', stateless: true, lists: ['--ports'] },
+  { name: 'udp', stateless: true },
+  { name: 'sctp', stateless: true },
+  { name: 'icmp', stateless: true },
+  { name: 'state', stateless: true, lists: ['--state'] },
+  { name: 'ttl', stateless: true },
+  { name: 'addrtype', stateless: true },
+  { name: 'iprange', stateless: true },
+  { name: 'mac', stateless: true },
+  { name: 'pkttype', stateless: true },
+  { name: 'length', stateless: true },
+  // multiport's other spellings.
+  { name: 'multiport', stateless: true, lists: ['--destination-ports', '--source-ports'] },
+];
+
+const MODULES: readonly ModuleForm[] = [
+  ...Object.values<ModuleForm | HeaderForm>(MATCH_FORMS).filter((f): f is ModuleForm => 'name' in f),
+  ...Object.values(ACTION_FORMS),
+  ...OTHER_MODULES,
+];
+
+/** Matches that only test the packet or connection: their order in a rule cannot change a verdict. */
+const STATELESS_MODULES: ReadonlySet<string> = new Set(MODULES.filter((m) => m.stateless).map((m) => m.name));
 /** Options whose value is a list in which order means nothing. */
-const LIST_OPTIONS = new Set(['--ctstate', '--state', '--dports', '--sports', '--ports', '--destination-ports', '--source-ports']);
+const LIST_OPTIONS: ReadonlySet<string> = new Set(MODULES.flatMap((m) => m.lists ?? []));
 const OPTION_ALIASES: Readonly<Record<string, string>> = { '--destination-ports': '--dports', '--source-ports': '--sports' };
 /** Options whose value is `value[/mask]`, a missing mask meaning all ones. */
-const MARK_OPTIONS = new Set(['--mark', '--set-xmark']);
+const MARK_OPTIONS: ReadonlySet<string> = new Set(MODULES.flatMap((m) => m.marks ?? []));
 const RATE_UNITS: Readonly<Record<string, string>> = {
   s: 'sec',
   sec: 'sec',
@@ -85,14 +145,7 @@ const RATE_UNITS: Readonly<Record<string, string>> = {
 };
 
 /** `module option` or `TARGET option` followed by the value each is left out with. */
-const DEFAULTS: ReadonlySet<string> = new Set([
-  'limit --limit-burst 5',
-  'NFLOG --nflog-group 0',
-  'REJECT --reject-with icmp-port-unreachable',
-  'REJECT --reject-with icmp6-port-unreachable',
-  'set --update-counters',
-  'set --update-subcounters',
-]);
+const DEFAULTS: ReadonlySet<string> = new Set(MODULES.flatMap((m) => (m.defaults ?? []).map((d) => `${m.name} ${d}`)));
 
 interface Group {
   /** `-m <module>`, `-j <target>`, `-g <chain>`, or `?` for words that belong to nothing we know. */

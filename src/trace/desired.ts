@@ -4,13 +4,21 @@
 // verdict is the one the rules just programmed give a new flow.
 
 import type { FamilyState, Rule } from '../model/index.js';
-import { joinArgs, ruleArgs, type SavedChain, type SavedIpSet, type SavedRule } from '../render/index.js';
+import { canonicalRuleForm, joinArgs, ruleArgs, type SavedChain, type SavedIpSet, type SavedRule } from '../render/index.js';
 import type { IpSets } from './ipsets.js';
 import type { Ruleset } from './ruleset.js';
 
 const saved = (rule: Rule): SavedRule => {
   const args = ruleArgs(rule);
-  return { text: joinArgs(args), args, rule, ...(rule.comment !== undefined ? { comment: rule.comment } : {}) };
+  return {
+    text: joinArgs(args),
+    args,
+    rule,
+    ...(rule.comment !== undefined ? { comment: rule.comment } : {}),
+    get form() {
+      return canonicalRuleForm(args);
+    },
+  };
 };
 
 export function rulesetOfDesired(state: FamilyState): { ruleset: Ruleset; ipsets: IpSets } {

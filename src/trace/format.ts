@@ -4,6 +4,7 @@
 import type { Packet } from './packet.js';
 import { ruleTextWithoutComment } from '../render/index.js';
 import { chainLabel, type Ruleset } from './ruleset.js';
+import type { AfterLookup, LearnedGrant } from './learned.js';
 import type { Allowance, DecidedBy, Step, TraceResult } from './trace.js';
 import { isolatedReason } from './reasons.js';
 import { wrap } from './wrap.js';
@@ -14,6 +15,8 @@ export interface FormatContext {
   /** How each end of the packet was resolved (`default/db`, `local pod`, …), for the header. */
   readonly srcLabel?: string;
   readonly dstLabel?: string;
+  /** When the ruleset was read (ms since the epoch): a learned entry's remaining timeout becomes a time of day. */
+  readonly now?: number;
 }
 
 const RESULT_WORD: Record<Step['result'], string> = { match: 'yes', 'no-match': 'no', 'not-evaluated': '??', policy: 'end' };
@@ -50,7 +53,7 @@ export function formatTrace(result: TraceResult, packet: Packet, ctx: FormatCont
     }
     out.push(...formatStep(step, `${pad}  `));
   }
-  out.push('', ...formatVerdict(result));
+  out.push('', ...formatVerdict(result), ...learnedLines(result, ctx.now));
   if (result.warnings.length > 0) {
     out.push('', 'warnings:');
     for (const w of result.warnings) out.push(...wrap(w, '  - ', '    '));
@@ -125,4 +128,35 @@ function allowanceText(a: Allowance): string {
   if (a.policy && a.rule) return `${policyWords(a.policy)} rule ${a.rule}`;
   if (a.pod && a.direction) return `${a.pod} is not isolated for ${a.direction}`;
   return a.comment ?? '';
+}
+
+/** UTC time of day, `12:00:01`. */
+const clock = (ms: number): string => new Date(ms).toISOString().slice(11, 19);
+
+/** `198.51.100.10 learned for good.example from x/a's lookup at 12:00:01, until 12:01:01`. */
+export function learnedText(g: LearnedGrant, now?: number): string {
+  const what = g.name !== undefined ? ` for ${g.name}` : '';
+  const when = g.learnedAt !== undefined ? ` at ${clock(g.learnedAt * 1000)}` : '';
+  const until =
+    g.remainingSeconds === undefined
+      ? ''
+      : now !== undefined
+        ? `, until ${clock(now + g.remainingSeconds * 1000)}`
+        : `, ${g.remainingSeconds} s left`;
+  return `${g.address} learned${what} from ${g.pod}'s lookup${when}${until}`;
+}
+
+/** `ClusterNetworkPolicy p rule egress:0 api Accept, after x/a looks up good.example or *.cdn.example`. */
+export function afterLookupText(a: AfterLookup): string {
+  const names = a.names.at(-1) === '...' ? [...a.names.slice(0, -1), 'another of its names'] : a.names;
+  return `${policyWords(a.policy)} rule ${a.rule}, after ${a.pod} looks up ${names.join(' or ')}`;
+}
+
+/** Under the verdict: the learned destination that allowed the packet, or the rules a lookup would open. */
+function learnedLines(result: TraceResult, now: number | undefined): string[] {
+  if (result.verdict === 'ACCEPT') {
+    const grants = result.allowedBy.flatMap((a) => (a.learned ? [a.learned] : []));
+    return grants.flatMap((g) => wrap(`allowed: ${learnedText(g, now)}`, '        '));
+  }
+  return (result.afterLookup ?? []).flatMap((a) => wrap(`would be allowed by ${afterLookupText(a)}`, '        '));
 }

@@ -7,3 +7,4 @@ export * from './trace.js';
 export * from './wrap.js';
 export * from './desired.js';
 export * from './icmp.js';
+export * from './learned.js';

@@ -46,6 +46,12 @@ const evaluate: { [K in Match['kind']]: (m: Extract<Match, { kind: K }>, ctx: Ma
     packet.proto !== 'ipv6-icmp' &&
     packet.proto !== 'icmp' &&
     m.ports.some((r) => packet.dport >= r.from && packet.dport <= r.to),
+  sports: (m, { packet }) =>
+    packet.icmp === undefined && packet.proto !== 'ipv6-icmp' && packet.proto !== 'icmp'
+      ? packet.sport === undefined
+        ? { unknown: 'the packet has no source port' }
+        : m.ports.some((r) => packet.sport! >= r.from && packet.sport! <= r.to)
+      : false,
   set: (m, { packet, ipsets }) => {
     const set = ipsets.get(m.set);
     if (!set) return { unknown: `ipset ${m.set} is not in the ipset dump` };
@@ -55,6 +61,8 @@ const evaluate: { [K in Match['kind']]: (m: Extract<Match, { kind: K }>, ctx: Ma
   // `-m mark --mark value/mask`: (mark & mask) == value.
   mark: (m, { mark }) => flip((mark & m.mask) >>> 0 === m.value >>> 0, m.negate),
   ctstate: (m, { packet }) => m.states.includes(packet.ctstate),
+  // A traced packet opens its flow: it travels the flow's original direction (an answer is never traced).
+  ctdir: (m) => m.direction === 'ORIGINAL',
   physdev: (m, { packet }) =>
     (m.in === undefined || ifaceMatches(m.in, packet.physIn)) &&
     (m.out === undefined || ifaceMatches(m.out, packet.physOut)) &&
@@ -79,7 +87,9 @@ export const describe: { [K in Match['kind']]: (m: Extract<Match, { kind: K }>) 
   dports: (m) => `dport ${m.ports.map((r) => (r.from === r.to ? `${r.from}` : `${r.from}-${r.to}`)).join(',')}`,
   set: (m) => `${m.direction} ${not(m.negate)}in set ${m.set}`,
   mark: (m) => `mark ${not(m.negate)}0x${m.value.toString(16)}/0x${m.mask.toString(16)}`,
+  sports: (m) => `sport ${m.ports.map((r) => (r.from === r.to ? `${r.from}` : `${r.from}-${r.to}`)).join(',')}`,
   ctstate: (m) => `ctstate ${m.states.join(',')}`,
+  ctdir: (m) => `ctdir ${m.direction}`,
   physdev: (m) => `physdev${m.in ? ` in ${m.in}` : ''}${m.out ? ` out ${m.out}` : ''}${m.isBridged ? ' bridged' : ''}`,
   connmark: (m) => `connmark ${not(m.negate)}0x${m.value.toString(16)}/0x${m.mask.toString(16)}`,
   limit: (m) => `at most ${m.perSecond}/s (burst ${m.burst})`,

@@ -85,15 +85,6 @@ export type Direction = CommentDirection;
 /** Classifies a chain by the names src/compile/names.ts gives (`nf-fw-…`, `nf-fd-…`, …). */
 export const chainKind = (name: string, prefix: string): ChainKind => chainKindOf(name, prefix, KERNEL_CHAINS);
 
-/** `-j X` / `-g X` target of a saved rule, from its arguments. */
-export function targetOf(args: readonly string[]): { readonly flag: '-j' | '-g'; readonly target: string } | undefined {
-  for (let i = args.length - 2; i >= 0; i--) {
-    if ((args[i] === '-j' || args[i] === '-g') && args[i - 1] !== '--comment')
-      return { flag: args[i] as '-j' | '-g', target: args[i + 1]! };
-  }
-  return undefined;
-}
-
 /** A few words on what one of our chains is for, read from its kind and its comments. */
 export function chainLabel(chain: SavedChain, prefix: string): string {
   const kind = chainKind(chain.name, prefix);

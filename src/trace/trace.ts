@@ -5,6 +5,7 @@
 import { AUDIT_PREFIX, type Rule } from '../model/index.js';
 import { toRule, type SavedChain, type SavedRule } from '../render/index.js';
 import type { IpSets } from './ipsets.js';
+import { afterLookup, learnedGrant, type AfterLookup, type LearnedGrant } from './learned.js';
 import { evaluateMatches } from './match.js';
 import type { Packet } from './packet.js';
 import { readComment, type Direction, type Ruleset } from './ruleset.js';
@@ -51,6 +52,8 @@ export interface DecidedBy extends StepRef, Attribution {
 /** A rule that set mark bits on the way (a policy rule allowing, or a pod that is not isolated). */
 export interface Allowance extends StepRef, Attribution {
   readonly value: number;
+  /** A `domainNames` rule: the learned destination that let the packet through. */
+  readonly learned?: LearnedGrant;
 }
 
 /** Audit mode: an NFLOG rule the packet met saying the audited objects would decide otherwise. */
@@ -79,6 +82,8 @@ export interface TraceResult {
   readonly finalMark: number;
   /** Audit mode: where the audited objects would change the verdict (empty: nowhere). */
   readonly audit: readonly AuditNote[];
+  /** `domainNames` rules the packet missed only for want of a learned destination (absent: none). */
+  readonly afterLookup?: readonly AfterLookup[];
 }
 
 export interface TraceOptions {
@@ -107,6 +112,7 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
   const warnings: string[] = [];
   const allowedBy: Allowance[] = [];
   const audit: AuditNote[] = [];
+  const lookups: AfterLookup[] = [];
   const hookFound = start.rules.some((r) => targetChain(r) !== undefined && owned(targetChain(r)!));
   const frames: Frame[] = [{ chain: start, next: 0 }];
   let mark = packet.mark ?? 0;
@@ -114,7 +120,7 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
   const maxSteps = opts.maxSteps ?? 10000;
 
   const finish = (decided: DecidedBy): TraceResult => {
-    const base = { allowedBy, steps, warnings, hookFound, finalMark: mark, audit };
+    const base = { allowedBy, steps, warnings, hookFound, finalMark: mark, audit, ...(lookups.length > 0 ? { afterLookup: lookups } : {}) };
     // A foreign rule above our hook takes the decision away from us; say so rather than hide it in NO-VERDICT.
     const aboveHook = !decided.owned && phase === 'before-hook' && hookFound && decided.ruleIndex > 0;
     if (aboveHook)
@@ -162,6 +168,8 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
     const matched = evaluateMatches(rule.match, { packet, mark, ipsets });
     if (matched.result === 'no-match') {
       record('no-match', matched.failed);
+      const missed = isOwned ? afterLookup(rule, comment, { packet, mark, ipsets }) : undefined;
+      if (missed) lookups.push(missed);
       continue;
     }
     if (matched.result === 'unknown') {
@@ -184,8 +192,10 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
       case 'set-mark': {
         mark = ((mark & ~action.mask) ^ action.value) >>> 0;
         record('match', `mark is now 0x${mark.toString(16)}`);
-        if (action.value !== 0 && !frame.auditPass && !inAuditPass(chain, ruleIndex - 1))
-          allowedBy.push({ ...ref, value: action.value, ...attributionOf(comment) });
+        if (action.value !== 0 && !frame.auditPass && !inAuditPass(chain, ruleIndex - 1)) {
+          const learned = learnedGrant(rule, comment, packet, ipsets);
+          allowedBy.push({ ...ref, value: action.value, ...attributionOf(comment), ...(learned ? { learned } : {}) });
+        }
         break;
       }
       case 'nflog': {
@@ -198,6 +208,11 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
             : undefined;
         if (wouldBe) audit.push({ wouldBe, chain: chain.name, policies: auditedPolicies(chain, ruleset), ...judgedBy(chain) });
         break;
+      }
+      case 'nfqueue': {
+        // Held for the DNS agent, which releases every answer unchanged (docs/dns-egress-design.md): accepted.
+        record('match', `held on NFQUEUE ${action.queue}, then released`);
+        return finish({ ...ref, action: 'ACCEPT', owned: isOwned, ...attributionOf(comment) });
       }
       case 'return':
         record('match');

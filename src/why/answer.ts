@@ -2,7 +2,7 @@
 // rule that decided) in words, read from the walk's traces; an isolation drop also names the closest rule.
 
 import { podKey, type ClusterSnapshot, type CnpTier, type Pod } from '../model/index.js';
-import { auditClause, type Allowance, type DecidedBy, type TraceResult } from '../trace/index.js';
+import { afterLookupText, auditClause, type Allowance, type DecidedBy, type TraceResult } from '../trace/index.js';
 import { closestRules, type ClosestRule } from './closest.js';
 import { cnpTier, policyRule, ruleText, selectorText } from './describe.js';
 import type { Endpoint } from './endpoints.js';
@@ -22,6 +22,12 @@ export interface Side {
   readonly closest?: readonly ClosestRule[];
   /** Audit mode: what the audited objects would make of this side (`would be DROPPED by … (audit)`). */
   readonly audit?: string;
+  /**
+   * A dropped egress that a ClusterNetworkPolicy `domainNames` rule would allow once the pod looks up one of
+   * its names (`would be allowed by … after x/a looks up good.example`): what is learned lives in one node's
+   * kernel, which `why` does not read (`netfence trace` on that node does).
+   */
+  readonly afterLookup?: string;
 }
 
 export interface Answer {
@@ -57,6 +63,8 @@ export function answerOf(snapshot: ClusterSnapshot, c: Connection, walk: Walk): 
       else side = allowSide(snapshot, hop.node, direction, hop.trace);
       const note = dropped && side.verdict === 'not reached' ? undefined : hop.trace.audit.find((a) => a.direction === direction);
       if (note) side = { ...side, audit: auditClause({ audit: [note] }).replace(/^; /, '') };
+      const lookup = side.verdict === 'dropped' && direction === 'egress' ? hop.trace.afterLookup?.[0] : undefined;
+      if (lookup) side = { ...side, afterLookup: `would be allowed by ${afterLookupText(lookup)}` };
       sides.push(side);
       if (side.verdict === 'dropped') dropped ??= side;
     }

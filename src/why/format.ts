@@ -40,6 +40,7 @@ function sideLines(s: Side, nodeWidth: number): string[] {
   const hang = ' '.repeat(lead.length);
   const lines = wrap(s.because, lead, hang);
   if (s.audit !== undefined) lines.push(...wrap(`${s.verdict === 'dropped' ? 'dropped' : 'allowed'} now; ${s.audit}`, hang));
+  if (s.afterLookup !== undefined) lines.push(...wrap(s.afterLookup, hang));
   for (const c of s.closest ?? [])
     lines.push(...wrap(`(closest rule: ${c.policy} ${c.rule} admits ${c.admits}; it differs in ${c.differs})`, hang));
   return lines;

@@ -5,7 +5,9 @@
 // hash:net set, a swap of sets of different types, destroying a set a rule still uses, a `del` with member
 // options ("Unknown argument: `nomatch'"), `nomatch` on a set type without it. Members are kept as
 // `ipset save` prints them: host bits masked, a full-length prefix printed bare, IPv6 compressed, `nomatch`
-// after the element; adding an element again with -exist replaces its options, as the kernel does.
+// after the element; adding an element again with -exist replaces its options, as the kernel does. A set
+// created with `timeout N` and `comment` (a learned set) takes `timeout T comment "…"` on its members and
+// saves them so (the fake does not count timeouts down); one created without refuses them, as ipset does.
 
 import ipaddr from 'ipaddr.js';
 import type { IpFamily } from '../../src/model/index.js';
@@ -15,6 +17,10 @@ interface FakeSet {
   readonly type: string;
   readonly family: IpFamily;
   readonly maxelem: number;
+  /** `timeout N` on the create line (learned sets). */
+  readonly timeout?: number;
+  /** `comment` on the create line. */
+  readonly comment?: true;
   /** By element (`10.0.0.5`), each as saved (`10.0.0.5 nomatch`). */
   members: Map<string, string>;
 }
@@ -41,7 +47,7 @@ export class FakeIpset {
     const out: string[] = [];
     for (const [name, set] of this.sets) {
       out.push(
-        `create ${name} ${set.type} family ${set.family === 4 ? 'inet' : 'inet6'} hashsize 1024 maxelem ${set.maxelem} bucketsize 12 initval 0x00000000`,
+        `create ${name} ${set.type} family ${set.family === 4 ? 'inet' : 'inet6'} hashsize 1024 maxelem ${set.maxelem}${set.timeout !== undefined ? ` timeout ${set.timeout}` : ''}${set.comment ? ' comment' : ''} bucketsize 12 initval 0x00000000`,
       );
       for (const member of set.members.values()) out.push(`add ${name} ${member}`);
     }
@@ -53,7 +59,7 @@ export class FakeIpset {
     text.split('\n').forEach((raw, i) => {
       const line = raw.trim();
       if (line === '' || line.startsWith('#')) return;
-      this.command(line.split(/\s+/), i + 1);
+      this.command(line.match(/"[^"]*"|\S+/g) ?? [], i + 1);
     });
   }
 
@@ -68,7 +74,14 @@ export class FakeIpset {
     switch (verb) {
       case 'create': {
         const wanted = parseCreate(rest, fail);
-        if (set && (set.type !== wanted.type || set.family !== wanted.family || set.maxelem !== wanted.maxelem)) {
+        if (
+          set &&
+          (set.type !== wanted.type ||
+            set.family !== wanted.family ||
+            set.maxelem !== wanted.maxelem ||
+            set.timeout !== wanted.timeout ||
+            set.comment !== wanted.comment)
+        ) {
           fail('Set cannot be created: set with the same name already exists');
         }
         if (!set) this.sets.set(name!, { ...wanted, members: new Map() });
@@ -78,7 +91,16 @@ export class FakeIpset {
         const s = need();
         const [element, ...options] = rest;
         const member = canonicalMember(s, element ?? '', fail);
-        for (const option of options) if (option !== 'nomatch' || s.type !== 'hash:net') fail(`Unknown argument: \`${option}'`);
+        for (let k = 0; k < options.length; k++) {
+          const option = options[k]!;
+          if (option === 'timeout' || option === 'comment') {
+            if (option === 'timeout' && s.timeout === undefined) fail('Kernel error received: set was created without timeout support');
+            if (option === 'comment' && !s.comment) fail('Kernel error received: set was created without comment support');
+            k++;
+            continue;
+          }
+          if (option !== 'nomatch' || s.type !== 'hash:net') fail(`Unknown argument: \`${option}'`);
+        }
         if (!s.members.has(member) && s.members.size >= s.maxelem) fail('Hash is full, cannot add more elements');
         s.members.set(member, [member, ...options].join(' '));
         return;
@@ -121,7 +143,14 @@ function parseCreate(words: readonly string[], fail: (msg: string) => never): Om
   };
   const family = opt('family') ?? 'inet';
   if (family !== 'inet' && family !== 'inet6') fail(`Syntax error: unknown family ${family}`);
-  return { type: type!, family: family === 'inet6' ? 6 : 4, maxelem: Number(opt('maxelem') ?? 65536) };
+  const timeout = opt('timeout');
+  return {
+    type: type!,
+    family: family === 'inet6' ? 6 : 4,
+    maxelem: Number(opt('maxelem') ?? 65536),
+    ...(timeout !== undefined ? { timeout: Number(timeout) } : {}),
+    ...(opts.includes('comment') ? { comment: true as const } : {}),
+  };
 }
 
 /** The member as `ipset save` prints it, or a failure naming what the real tool would. */

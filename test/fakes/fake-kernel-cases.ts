@@ -108,4 +108,12 @@ export const TOOL_CASES: readonly ToolCase[] = [
     refused: 'ipset',
   },
   { name: 'nomatch in a hash:ip set', ipset: 'add nfk4s:base 10.0.0.2 nomatch\n', refused: 'ipset' },
+  {
+    name: 'a learned set: created with timeout and comment, a member added with both',
+    ipset:
+      'create nfk4d:dns hash:ip family inet hashsize 1024 maxelem 4096 timeout 30 comment\nadd nfk4d:dns 198.51.100.10 timeout 600 comment "1700000000 good.example"\n',
+    refused: false,
+  },
+  { name: 'a member timeout in a set created without timeout', ipset: 'add nfk4s:base 10.0.0.2 timeout 30\n', refused: 'ipset' },
+  { name: 'a member comment in a set created without comment', ipset: 'add nfk4s:base 10.0.0.2 comment "x"\n', refused: 'ipset' },
 ];

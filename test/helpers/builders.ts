@@ -44,6 +44,11 @@ export const labels =
   (l: Record<string, string>): Tweak<Pod> =>
   (p) =>
     void (p.labels = l);
+/** The pod's controller (as convert() reads it from ownerReferences). */
+export const ownedBy =
+  (kind: string, name: string): Tweak<Pod> =>
+  (p) =>
+    void (p.owner = { kind, name });
 export const onNode =
   (node: string): Tweak<Pod> =>
   (p) =>

@@ -95,3 +95,4 @@ export function housePods(): Pod[] {
   });
   return out;
 }
+export const domains = (...names: string[]): CnpPeer => ({ kind: 'domainNames', names });

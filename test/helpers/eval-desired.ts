@@ -63,6 +63,14 @@ export function evaluate(state: FamilyState, pkt: EvalPacket): EvalResult {
         if (!rule.match.some((x) => x.kind === 'protocol')) throw new Error(`multiport without -p in ${JSON.stringify(rule)}`);
         return m.ports.some((r) => pkt.dport >= r.from && pkt.dport <= r.to);
       }
+      case 'sports': {
+        if (!rule.match.some((x) => x.kind === 'protocol')) throw new Error(`multiport without -p in ${JSON.stringify(rule)}`);
+        // Only DNS answers (replies) are matched by source port; the packets evaluated here open flows.
+        return false;
+      }
+      case 'ctdir':
+        // The packets evaluated here open their flows: the original direction.
+        return m.direction === 'ORIGINAL';
       case 'set': {
         const set = sets.get(m.set);
         if (!set) throw new Error(`rule refers to missing set ${m.set}`);
@@ -119,6 +127,9 @@ export function evaluate(state: FamilyState, pkt: EvalPacket): EvalResult {
         case 'nflog':
           // A copy to the flow log; the walk goes on.
           break;
+        case 'nfqueue':
+          // Held for the DNS agent, which releases every answer.
+          return 'ACCEPT';
         case 'set-mark':
           mark = (((mark & ~a.mask) >>> 0) ^ a.value) >>> 0;
           break;

@@ -243,6 +243,9 @@ export class Oracle {
       case 'nodes':
         if (direction === 'Ingress') return 'broken';
         return this.cluster.nodes.some((n) => matches(peer.nodeSelector, n.labels ?? {}) && n.addresses.includes(ip));
+      case 'domainNames':
+        // Addresses are learned from each pod's own lookups at run time: before any, the peer matches nothing.
+        return direction === 'Ingress' ? 'broken' : false;
     }
   }
 

@@ -44,10 +44,12 @@ describeKernel('apply: golden cases on a real kernel', () => {
       const forward = filter.rules.get('FORWARD') ?? [];
       expect(forward).toEqual(expected.hooks.get('FORWARD'));
       expect(expected.hooks.get('FORWARD')).toHaveLength(1);
-      // INPUT holds our one jump only while ClusterNetworkPolicies exist (pods to this node); OUTPUT never anything.
+      // INPUT holds our one jump only while ClusterNetworkPolicies exist (pods to this node); OUTPUT only while a
+      // domainNames rule does (DNS answers of a resolver on the node).
       expect(filter.rules.get('INPUT') ?? []).toEqual(expected.hooks.get('INPUT') ?? []);
       expect((expected.hooks.get('INPUT') ?? []).length).toBe(golden.result.desired.v4.hooks.some((h) => h.chain === 'INPUT') ? 1 : 0);
-      expect(filter.rules.get('OUTPUT') ?? []).toEqual([]);
+      expect(filter.rules.get('OUTPUT') ?? []).toEqual(expected.hooks.get('OUTPUT') ?? []);
+      expect((expected.hooks.get('OUTPUT') ?? []).length).toBe(golden.result.desired.dns ? 1 : 0);
 
       // A dual-stack case: the IPv6 chains and hook too, exactly as expected6.rules.
       if (golden.v6) {

@@ -7,7 +7,7 @@ import { compile } from '../../src/compile/index.js';
 import { openKernel } from '../../src/dataplane/kernel.js';
 import type { ClusterSnapshot, DesiredState, FamilyState, IpFamily } from '../../src/model/index.js';
 import { Syncer } from '../../src/reconcile/syncer.js';
-import { renderChain, renderFullRestore, renderIpsetRestore } from '../../src/render/index.js';
+import { appendLines, renderChain, renderFullRestore, renderIpsetRestore } from '../../src/render/index.js';
 import {
   blockPeer,
   egress,
@@ -150,7 +150,7 @@ describeKernel('apply: shapes beyond the golden corpus', () => {
 
         await syncer.sync(after, { readKernel: false });
 
-        const lines = (s: FamilyState) => new Map(s.chains.map((c) => [c.name as string, renderChain(c).lines.join('\n')]));
+        const lines = (s: FamilyState) => new Map(s.chains.map((c) => [c.name as string, appendLines(renderChain(c)).join('\n')]));
         const old = lines(before.v4);
         const changed = [...lines(after.v4)].filter(([name, text]) => old.get(name) !== text).map(([name]) => name);
         const newPod = after.v4.chains

@@ -125,6 +125,30 @@ describeKernel('ipset over netlink, real kernel', () => {
     expect(await members('s6')).not.toContain('10.1.2.3');
   });
 
+  it('learned sets: each member with its own timeout and comment, as ipset save prints them; re-adding refreshes; full is named', async () => {
+    await ns.exec('ipset', ['create', 'l4', 'hash:ip', 'family', 'inet', 'timeout', '30', 'maxelem', '2', 'comment']);
+    await ns.exec('ipset', ['create', 'l6', 'hash:ip', 'family', 'inet6', 'timeout', '30', 'comment']);
+    await writer.apply([
+      { set: 'l4', op: 'add', members: [{ member: '198.51.100.10', timeout: 600, comment: '1764000000 good.example' }] },
+      { set: 'l6', op: 'add', members: [{ member: '2001:db8::10', timeout: 86400, comment: '1764000001 a.good.example' }] },
+    ]);
+    const saved = (await ns.exec('ipset', ['save'])).stdout;
+    // The kernel counts down from the timeout given: at most one second gone by the time it is read.
+    expect(saved).toMatch(/^add l4 198\.51\.100\.10 timeout (600|599) comment "1764000000 good\.example"$/m);
+    expect(saved).toMatch(/^add l6 2001:db8::10 timeout (86400|86399) comment "1764000001 a\.good\.example"$/m);
+    // Added again (`-exist`): the new timeout and comment replace the old.
+    await writer.apply([
+      { set: 'l4', op: 'add', members: [{ member: '198.51.100.10', timeout: 5000, comment: '1764000002 good.example' }] },
+    ]);
+    expect((await ns.exec('ipset', ['save', 'l4'])).stdout).toMatch(
+      /^add l4 198\.51\.100\.10 timeout (5000|4999) comment "1764000002 good\.example"$/m,
+    );
+    await writer.apply([{ set: 'l4', op: 'add', members: [{ member: '198.51.100.11', timeout: 60, comment: 'x' }] }]);
+    await expect(
+      writer.apply([{ set: 'l4', op: 'add', members: [{ member: '198.51.100.12', timeout: 60, comment: 'y' }] }]),
+    ).rejects.toMatchObject({ name: 'IpsetNetlinkError', set: 'l4', member: '198.51.100.12', errno: 4352 });
+  });
+
   it('a malformed member fails the whole call before anything is sent', async () => {
     await expect(writer.apply([{ set: 's4', op: 'add', members: ['10.3.0.1', '10.3.0.300'] }])).rejects.toBeInstanceOf(
       IpsetMemberSyntaxError,

@@ -24,12 +24,12 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   dns: ['model'],
   reconcile: ['model', 'compile', 'plan', 'render'],
   revoke: ['model', 'dataplane', 'trace', 'log'],
-  antispoof: ['model', 'dataplane', 'log'],
+  antispoof: ['model', 'render', 'dataplane', 'log'],
   inspect: ['model', 'render', 'trace', 'antispoof'],
   observe: ['model', 'compile', 'config', 'dataplane', 'trace', 'log'],
   why: ['model', 'compile', 'trace'],
   map: ['model', 'compile', 'trace', 'why'],
-  daemon: ['model', 'log', 'config', 'cluster', 'dataplane', 'render', 'plan', 'reconcile', 'revoke', 'antispoof', 'observe'],
+  daemon: ['model', 'log', 'config', 'cluster', 'dataplane', 'render', 'plan', 'reconcile', 'revoke', 'antispoof', 'observe', 'dns'],
   cli: ['*'],
 };
 /** STYLE rule 4: exactly one module runs processes or touches the kernel. */

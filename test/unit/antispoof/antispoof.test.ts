@@ -5,7 +5,7 @@
 import { antiSpoofState, judgeFrame, type Frame } from '../../../src/antispoof/model.js';
 import { renderAntiSpoof } from '../../../src/antispoof/render.js';
 import { parseCniResult, type CniBinding } from '../../../src/dataplane/cni-cache.js';
-import { countersFromJson } from '../../../src/dataplane/nft.js';
+import { nftCountsByComment, parseNftListing } from '../../../src/render/index.js';
 import { cniResult } from '../../../sandbox/cni-cache.js';
 
 const A: CniBinding = { key: 'cbr0-aaa-eth0', containerId: 'aaa', hostVeth: 'veth0a', ips: ['10.244.1.2', 'fd00::2'] };
@@ -151,8 +151,8 @@ describe('parseCniResult', () => {
   });
 });
 
-describe('countersFromJson', () => {
-  it('reads packets per rule comment', () => {
+describe('nftCountsByComment', () => {
+  it('reads packets and bytes per rule comment', () => {
     const json = JSON.stringify({
       nftables: [
         { metainfo: {} },
@@ -160,6 +160,6 @@ describe('countersFromJson', () => {
         { rule: { expr: [{ accept: null }] } },
       ],
     });
-    expect([...countersFromJson(json)]).toEqual([['nf:spoof ipv4 veth0a', 3]]);
+    expect([...nftCountsByComment(parseNftListing(json))]).toEqual([['nf:spoof ipv4 veth0a', { packets: 3, bytes: 90 }]]);
   });
 });

@@ -58,8 +58,12 @@ describe('module loading per command', () => {
         'log-levels.ts',
         'model/flow-log.ts',
         'model/node.ts',
+        // The default domainNames learning settings, beside the node's other defaults (no imports but types).
+        'model/dns-egress.ts',
         // The configuration's default manifest limits (no imports of its own).
         'model/manifest-limits.ts',
+        // The dnsEgress defaults (type imports only).
+        'model/dns-egress.ts',
       ].sort(),
     );
   });

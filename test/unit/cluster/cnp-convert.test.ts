@@ -89,7 +89,7 @@ describe('ClusterNetworkPolicy conversion', () => {
         egress: [
           {
             action: 'Accept',
-            to: [{ domainNames: ['*.example.com'] }],
+            to: [{ domainNames: ['*.example.com', 'www.*.example.com'] }],
             protocols: [{ tcp: { destinationPort: { range: { start: 90, end: 80 } } } }],
           },
         ],
@@ -105,7 +105,7 @@ describe('ClusterNetworkPolicy conversion', () => {
         'error spec.subject',
         'error spec.ingress[0].action',
         'error spec.ingress[0].from[0]',
-        'warning spec.egress[0].to[0]',
+        'error spec.egress[0].to[0].domainNames[1]',
         'error spec.egress[0].protocols[0].tcp.destinationPort',
       ]),
     );
@@ -115,6 +115,72 @@ describe('ClusterNetworkPolicy conversion', () => {
     expect(r.value.ingress[0]).toEqual({ peers: [{ kind: 'unknown', what: 'networks' }] });
     expect(r.value.egress[0]?.peers).toEqual([{ kind: 'unknown', what: 'domainNames' }]);
     expect(r.value.problems).toHaveLength(r.problems.length);
+  });
+
+  // "DomainNames provides a way to specify domain names as peers. DomainNames is only supported for Accept
+  // rules. … DomainNames can have up to 25 domain names specified in one rule." (v1alpha2, experimental)
+  describe('egress domainNames', () => {
+    const egress = (rule: Record<string, unknown>, tier = 'Admin') =>
+      convert('ClusterNetworkPolicy', cnp({ tier, priority: 1, subject: { namespaces: {} }, egress: [rule] }));
+    const fields = (r: ReturnType<typeof egress>) => r.problems.map((p) => `${p.severity} ${p.field}: ${p.message}`);
+
+    it('reads an Admin Accept peer: exact, wildcard and fully qualified entries, repeats once', () => {
+      const r = egress({
+        name: 'api',
+        action: 'Accept',
+        to: [{ domainNames: ['good.example', '*.cdn.example', 'fq.example.', 'good.example'] }],
+      });
+      expect(r.problems).toEqual([]);
+      if (!r.ok) throw new Error('refused');
+      expect(r.value.egress[0]).toEqual({
+        name: 'api',
+        action: 'Accept',
+        peers: [{ kind: 'domainNames', names: ['good.example', '*.cdn.example', 'fq.example.'] }],
+      });
+    });
+
+    it.each([
+      ['a Deny rule', { action: 'Deny', to: [{ domainNames: ['good.example'] }] }, 'Admin', 'error', 'only supported for Accept rules'],
+      ['a Pass rule', { action: 'Pass', to: [{ domainNames: ['good.example'] }] }, 'Admin', 'error', 'only supported for Accept rules'],
+      ['the Baseline tier', { action: 'Accept', to: [{ domainNames: ['good.example'] }] }, 'Baseline', 'warning', 'Admin tier only'],
+      [
+        'a wildcard inside a name',
+        { action: 'Accept', to: [{ domainNames: ['www.*.example'] }] },
+        'Admin',
+        'error',
+        'is not a domain name',
+      ],
+      ['a partial wildcard', { action: 'Accept', to: [{ domainNames: ['*blog.example'] }] }, 'Admin', 'error', 'is not a domain name'],
+      ['a bare label', { action: 'Accept', to: [{ domainNames: ['localhost'] }] }, 'Admin', 'error', 'is not a domain name'],
+      ['no entry', { action: 'Accept', to: [{ domainNames: [] }] }, 'Admin', 'error', '1 to 25'],
+      [
+        '26 entries',
+        { action: 'Accept', to: [{ domainNames: Array.from({ length: 26 }, (_, i) => `n${i}.example`) }] },
+        'Admin',
+        'error',
+        '1 to 25',
+      ],
+    ])('refuses it on %s: the rule fails closed', (_name, rule, tier, severity, message) => {
+      const r = egress(rule, tier);
+      expect(fields(r)).toEqual([
+        expect.stringMatching(new RegExp(`^${severity} spec\\.egress\\[0\\]\\.to\\[0\\]\\.domainNames.*${message}.*fails closed`)),
+      ]);
+      const value = r.ok ? r.value : undefined;
+      if (value) expect(value.egress[0]?.peers).toEqual([{ kind: 'unknown', what: 'domainNames' }]);
+    });
+
+    it('refuses it as an ingress peer', () => {
+      const r = convert(
+        'ClusterNetworkPolicy',
+        cnp({
+          tier: 'Admin',
+          priority: 1,
+          subject: { namespaces: {} },
+          ingress: [{ action: 'Accept', from: [{ domainNames: ['good.example'] }] }],
+        }),
+      );
+      expect(fields(r)).toEqual([expect.stringMatching(/^error spec\.ingress\[0\]\.from\[0\]: peer domainNames is not supported/)]);
+    });
   });
 
   it('loads from manifests with apiVersion policy.networking.k8s.io/v1alpha2 and refuses another version', () => {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CONFIG_FLAG_OPTIONS, ConfigError, loadConfig, toNodeSettings, type LoadConfigInput } from '../../../src/config/load.js';
 import { DEFAULT_CONFIG } from '../../../src/config/schema.js';
-import { DEFAULT_NODE_BUDGET, defaultNodeSettings } from '../../../src/model/index.js';
+import { DEFAULT_NODE_BUDGET, defaultDnsLearningSettings, defaultNodeSettings } from '../../../src/model/index.js';
 
 const file = (text: string, path = '/etc/netfence/config.yaml') => ({ path, text });
 const flags = (...argv: string[]) => parseArgs({ args: argv, options: CONFIG_FLAG_OPTIONS, strict: true }).values;
@@ -274,7 +274,32 @@ describe('toNodeSettings', () => {
       ipsetPrefix: 'xy',
       marks: { accept: 0x1000000, pass: 0x2000000, scratch0: 0x4000000, all: 0xf000000 },
       flowLog: { group: 9476, perSecond: 10, burst: 5 },
+      dnsEgress: defaultDnsLearningSettings,
     });
+  });
+
+  it('reads the dnsEgress keys, and refuses a minimum TTL above the maximum or the flow-log group', () => {
+    const { config } = loadConfig({
+      env: { NODE_NAME: 'n', NETFENCE_DNS_EGRESS_QUEUE_NUM: '7' },
+      file: file('dnsEgressMinTtlSeconds: 5\ndnsEgressPerSetMax: 100'),
+      argvFlags: flags('--dns-egress-nflog-group', '8'),
+    });
+    expect(toNodeSettings(config, []).dnsEgress).toEqual({
+      ...defaultDnsLearningSettings,
+      queueNum: 7,
+      nflogGroup: 8,
+      minTtlSeconds: 5,
+      perSetMax: 100,
+    });
+    expect(() => toNodeSettings({ ...config, dnsEgressMinTtlSeconds: 90, dnsEgressMaxTtlSeconds: 60 }, [])).toThrow(
+      /dnsEgressMinTtlSeconds/,
+    );
+    expect(() => toNodeSettings({ ...config, dnsEgressNflogGroup: config.flowLogGroup }, [])).toThrow(
+      /dnsEgressNflogGroup: .*flow-log group/,
+    );
+    expect(() => loadConfig({ env: { NODE_NAME: 'n' }, argvFlags: flags('--dns-egress-per-set-max', '0') })).toThrow(
+      /dnsEgressPerSetMax|dns-egress-per-set-max/,
+    );
   });
 
   it('strict mode takes the fifth bit of the mask as its conntrack mark', () => {

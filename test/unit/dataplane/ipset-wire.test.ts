@@ -71,6 +71,33 @@ describe('member requests, byte for byte as libipset builds them', () => {
     expect(whole.toString('hex')).toBe(c.request);
   });
 
+  it.each(['restore hash:ip inet timeout comment', 'restore hash:ip inet6 timeout comment'])(
+    '%s: members with their own timeout and comment (learned sets)',
+    (name) => {
+      const c = captured(name);
+      // `add t4 10.1.2.3 timeout 60 comment "1764000000 good.example"`
+      const lines = c
+        .input!.trim()
+        .split('\n')
+        .map((l) => /^add (\S+) (\S+) timeout (\d+) comment "([^"]*)"$/.exec(l)!);
+      const members = lines.map((m) => ({ member: m[2]!, timeout: Number(m[3]), comment: m[4]! }));
+      const [request, ...more] = memberRequests('add', lines[0]![1]!, members);
+      expect(more).toHaveLength(0);
+      const sent = splitMessages(bytes(c.request))[0]!;
+      expect(nlmsg(request!.type, request!.flags, sent.seq, request!.payload).toString('hex')).toBe(c.request);
+    },
+  );
+
+  it('refuses a timeout or comment the kernel would not take, before building anything', () => {
+    expect(() => memberRequests('add', 't4', [{ member: '10.0.0.1', timeout: -1 }])).toThrow(IpsetMemberSyntaxError);
+    expect(() => memberRequests('add', 't4', [{ member: '10.0.0.1', timeout: 1.5 }])).toThrow(IpsetMemberSyntaxError);
+    expect(() => memberRequests('add', 't4', [{ member: '10.0.0.1', timeout: 60, comment: 'x'.repeat(256) }])).toThrow(
+      IpsetMemberSyntaxError,
+    );
+    expect(() => memberRequests('add', 't4', [{ member: '10.0.0.1', timeout: 60, comment: 'a\0b' }])).toThrow(IpsetMemberSyntaxError);
+    expect(memberRequests('add', 't4', [{ member: '10.0.0.1', timeout: 60, comment: 'x'.repeat(255) }])).toHaveLength(1);
+  });
+
   it("one member's IPSET_ATTR_DATA is that of `ipset add` (which sends line number 0)", () => {
     const sent = splitMessages(bytes(captured('add one').request))[0]!;
     const payload = sent.payload.subarray(4);
@@ -151,6 +178,12 @@ describe('replies', () => {
     expect(c.stderr).toMatch(/Error in line 2/);
     const reply = splitMessages(bytes(c.replies[0]!))[0]!;
     expect(parseError(reply.payload)).toEqual({ errno: 4104, lineno: 2 });
+  });
+
+  it('adding to a full set (maxelem reached) is IPSET_ERR_HASH_FULL', () => {
+    const c = captured('add to a full set');
+    expect(c.stderr).toMatch(/Hash is full/);
+    expect(parseError(splitMessages(bytes(c.replies[0]!))[0]!.payload).errno).toBe(4352);
   });
 
   it('deleting an absent member without -exist is IPSET_ERR_EXIST; a missing set is ENOENT', () => {

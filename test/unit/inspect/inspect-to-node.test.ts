@@ -4,7 +4,7 @@
 import { compile } from '../../../src/compile/index.js';
 import { formatReport, inspectRuleset } from '../../../src/inspect/index.js';
 import type { ClusterNode } from '../../../src/model/index.js';
-import { parseIpsetSave, renderFullRestore, renderIpsetRestore } from '../../../src/render/index.js';
+import { parseIpsetSave, parseSavedRule, renderFullRestore, renderIpsetRestore } from '../../../src/render/index.js';
 import { loadRuleset } from '../../../src/trace/index.js';
 import { settings, snapshot } from '../../helpers/builders.js';
 import { cnp, cRule, house, houseNamespaces, housePods, nodesPeer, nsSubject } from '../../helpers/cnp-builders.js';
@@ -48,7 +48,7 @@ describe('inspect: pods to their own node', () => {
       'missing-hook INPUT',
       'unreferenced-chain nf-INPUT',
     ]);
-    const foreign = { text: '-j ACCEPT', args: ['-j', 'ACCEPT'], rule: { match: [], action: { kind: 'accept' as const } } };
+    const foreign = { ...parseSavedRule('-j ACCEPT', ['-j', 'ACCEPT']), rule: { match: [], action: { kind: 'accept' as const } } };
     ruleset.chains.set('INPUT', { ...input, rules: [foreign, ...input.rules] });
     expect(inspectRuleset(ruleset, ipsets, { chainPrefix: 'nf-' }).problems.map((p) => `${p.kind} ${p.chain} #${p.ruleIndex}`)).toEqual([
       'foreign-above-hook INPUT #1',

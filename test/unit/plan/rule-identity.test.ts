@@ -8,7 +8,7 @@ import { observeFamily, planFamily, type FamilyPlan } from '../../../src/plan/in
 import { HookWatch } from '../../../src/reconcile/hook-watch.js';
 import { systemClock } from '../../../src/reconcile/runner.js';
 import { Syncer } from '../../../src/reconcile/syncer.js';
-import { renderFullRestore } from '../../../src/render/index.js';
+import { parseRuleLine, renderFullRestore } from '../../../src/render/index.js';
 import { FakeKernel } from '../../fakes/fake-kernel.js';
 import { loadGoldenCase } from '../../helpers/golden.js';
 import { memoryLogger, OWN } from '../../helpers/kernel-asserts.js';
@@ -185,7 +185,7 @@ describe('the hook watch', () => {
     let displaced = 0;
     const watch = new HookWatch({
       firstRule: async () => first,
-      expected: () => [{ family: 4, chain: 'FORWARD', rule: HOOK_RULE }],
+      expected: () => [{ family: 4, chain: 'FORWARD', rule: parseRuleLine(HOOK_RULE)!.rule }],
       onDisplaced: () => displaced++,
       intervalMs: 0,
       clock: systemClock,

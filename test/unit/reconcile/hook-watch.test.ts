@@ -1,6 +1,7 @@
 import type { IpFamily } from '../../../src/model/index.js';
 import { HookWatch } from '../../../src/reconcile/hook-watch.js';
 import type { Clock } from '../../../src/reconcile/runner.js';
+import { parseRuleLine } from '../../../src/render/index.js';
 
 const OURS = '-A FORWARD -m comment --comment "nf:abc netfence policy" -j nf-FORWARD';
 const KUBE = '-A FORWARD -m comment --comment "kubernetes forwarding rules" -j KUBE-FORWARD';
@@ -41,7 +42,7 @@ function setup(heads: (string | undefined)[], intervalMs = 1000) {
       reads.push(`${family} ${chain}`);
       return heads.length > 1 ? heads.shift() : heads[0];
     },
-    expected: () => [{ family: 4, chain: 'FORWARD', rule: OURS }],
+    expected: () => [{ family: 4, chain: 'FORWARD', rule: parseRuleLine(OURS)!.rule }],
     onDisplaced: (info) => calls.push(info),
     intervalMs,
     clock,

@@ -11,7 +11,8 @@ import {
   parseSavedRule,
   renderChain,
   renderFullRestore,
-  renderHookArgs,
+  renderHook,
+  appendLines,
   ruleArgs,
   ruleArgsWithComment,
   ruleHashes,
@@ -110,12 +111,12 @@ describe('render → parse: every rule the compiler emits', () => {
     // With the comment, as a saved line: the structured rule and its comment come back.
     for (const chain of state.chains) {
       const rendered = renderChain(chain);
-      const back = rendered.lines.map((line) => {
+      const back = appendLines(rendered).map((line) => {
         const args = tokenize(line);
         return parseSavedRule(line.slice(`-A ${chain.name} `.length), args.slice(2));
       });
       expect({ chain: chain.name, rules: back.map((b) => b.rule) }).toEqual({ chain: chain.name, rules: chain.rules });
-      expect(back.map((b) => b.hash)).toEqual(rendered.hashes);
+      expect(back.map((b) => b.hash)).toEqual(rendered.rules.map((r) => r.hash));
     }
   });
 });
@@ -208,6 +209,31 @@ const handWritten: [string, Rule][] = [
     },
   ],
   [
+    'DNS query of a watched pod: NFLOG with a threshold',
+    {
+      match: m(
+        { kind: 'protocol', protocol: 'udp' },
+        { kind: 'dports', ports: [{ from: 53, to: 53 }] },
+        { kind: 'set', set, direction: 'src' },
+        { kind: 'ctdir', direction: 'ORIGINAL' },
+      ),
+      action: { kind: 'nflog', group: 4101, prefix: 'dns-query', threshold: 1 },
+    },
+  ],
+  [
+    'DNS answer to a watched pod: held on NFQUEUE',
+    {
+      match: m(
+        { kind: 'protocol', protocol: 'tcp' },
+        { kind: 'sports', ports: [{ from: 53, to: 53 }] },
+        { kind: 'set', set, direction: 'dst' },
+        { kind: 'ctstate', states: ['ESTABLISHED'] },
+        { kind: 'ctdir', direction: 'REPLY' },
+      ),
+      action: { kind: 'nfqueue', queue: 4100 },
+    },
+  ],
+  [
     'ICMPv6 ND allowance',
     {
       match: m(
@@ -281,14 +307,14 @@ describe('parseIptablesSave(renderFullRestore(state))', () => {
       const saved = filter.chains.get(chain.name)!;
       const rendered = renderChain(chain);
       expect(saved.policy).toBe('-');
-      expect(saved.rules.map((r) => `-A ${chain.name} ${r.text}`)).toEqual(rendered.lines);
-      expect(saved.rules.map((r) => r.hash)).toEqual(rendered.hashes);
+      expect(saved.rules.map((r) => `-A ${chain.name} ${r.text}`)).toEqual(appendLines(rendered));
+      expect(saved.rules.map((r) => r.hash)).toEqual(rendered.rules.map((r) => r.hash));
       expect(saved.rules.map((r) => r.rule)).toEqual(chain.rules);
     }
   });
 
   it.each(compiledStates)('%s: hooks as iptables-save prints them come back with their hash', (_name, state) => {
-    const hooks = state.hooks.map((h) => `-A ${h.chain} ${renderHookArgs(h)}`);
+    const hooks = state.hooks.map((h) => `-A ${h.chain} ${renderHook(h).text}`);
     const text = ['*filter', ':FORWARD ACCEPT [0:0]', '-A FORWARD -s 1.1.1.1/32 -j ACCEPT', ...hooks, 'COMMIT', ''].join('\n');
     const forward = parseIptablesSave(text).get('filter')!.chains.get('FORWARD')!;
     expect(forward.policy).toBe('ACCEPT');
@@ -354,11 +380,11 @@ describe('comments', () => {
     expect(clean).not.toMatch(/["'\\\n\t`$]/);
     const r: Rule = { match: [], action: { kind: 'accept' }, comment: text };
     const chain: Chain = { name: 'nf-c' as ChainName, rules: [r], role: { kind: 'static' } };
-    const [line] = renderChain(chain).lines;
+    const [line] = appendLines(renderChain(chain));
     const args = tokenize(line!);
     const comment = args[args.indexOf('--comment') + 1]!;
     expect(comment.length).toBeLessThanOrEqual(256);
-    expect(comment).toBe(`nf:${renderChain(chain).hashes[0]} ${clean}`.slice(0, comment.length));
+    expect(comment).toBe(`nf:${renderChain(chain).rules[0]!.hash} ${clean}`.slice(0, comment.length));
     expect(args.at(-1)).toBe('ACCEPT');
   });
 });
@@ -369,6 +395,31 @@ describe('flow-log rules print as iptables-save prints them (checked by hand aga
       'default burst left out, prefix quoted because of ":"',
       { match: m({ kind: 'limit', perSecond: 10, burst: 5 }), action: { kind: 'nflog', group: 5, prefix: 'nf:isolated' } },
       '-m limit --limit 10/sec -j NFLOG --nflog-prefix "nf:isolated" --nflog-group 5',
+    ],
+    [
+      'DNS query: NFLOG threshold after the group',
+      {
+        match: m(
+          { kind: 'protocol', protocol: 'udp' },
+          { kind: 'dports', ports: [{ from: 53, to: 53 }] },
+          { kind: 'ctdir', direction: 'ORIGINAL' },
+        ),
+        action: { kind: 'nflog', group: 4101, prefix: 'dns-query', threshold: 1 },
+      },
+      '-p udp -m multiport --dports 53 -m conntrack --ctdir ORIGINAL -j NFLOG --nflog-prefix dns-query --nflog-group 4101 --nflog-threshold 1',
+    ],
+    [
+      'DNS answer: NFQUEUE with bypass, state and direction as two conntrack matches',
+      {
+        match: m(
+          { kind: 'protocol', protocol: 'udp' },
+          { kind: 'sports', ports: [{ from: 53, to: 53 }] },
+          { kind: 'ctstate', states: ['ESTABLISHED'] },
+          { kind: 'ctdir', direction: 'REPLY' },
+        ),
+        action: { kind: 'nfqueue', queue: 4100 },
+      },
+      '-p udp -m multiport --sports 53 -m conntrack --ctstate ESTABLISHED -m conntrack --ctdir REPLY -j NFQUEUE --queue-num 4100 --queue-bypass',
     ],
     [
       'burst shown, group 0 left out, bare prefix',

@@ -4,6 +4,7 @@
 import { compile } from '../../../src/compile/index.js';
 import type { IpSet } from '../../../src/model/index.js';
 import {
+  canonicalRuleForm,
   IPSET_MAXELEM,
   IpsetParseError,
   parseIpsetSave,
@@ -62,6 +63,7 @@ describe('parseIptablesSave: good dumps', () => {
     expect(foreign).toEqual({
       text: '-m comment --comment "kube-router rule" -j ACCEPT',
       args: ['-m', 'comment', '--comment', 'kube-router rule', '-j', 'ACCEPT'],
+      form: canonicalRuleForm(['-m', 'comment', '--comment', 'kube-router rule', '-j', 'ACCEPT']),
     });
     expect(hook).toEqual(
       expect.objectContaining({
