@@ -56,6 +56,8 @@ export function compile(snapshot: ClusterSnapshot, settings: NodeSettings): Comp
 
 export class Compiler {
   private readonly state = new ClusterState();
+  /** Other nodes' memories, by node name, for a compiler asked for each node of a cluster in turn (map). */
+  private readonly otherNodes = new Map<string, RenderMemory>();
   /** Everything rendered that the next compile may reuse, made from the settings (render-memory.ts). */
   private memory = new RenderMemory(undefined);
   /** The snapshot compiled last: the next one of the same source can say what changed since. */
@@ -75,14 +77,14 @@ export class Compiler {
   private readonly cnp = new ClusterPolicyCompiler();
   private lastNodes: ClusterSnapshot['nodes'] = [];
   private ipv6Wanted: { readonly memory: RenderMemory; readonly local: readonly Pod[]; readonly wanted: boolean } | undefined;
+  private lastNodeName: string | undefined;
 
   constructor() {
     this.targets = new PolicyTargets(this.state);
   }
 
   compile(snapshot: ClusterSnapshot, settings: NodeSettings): CompileResult {
-    // New settings: nothing rendered before is reused.
-    if (!sameData(settings, this.memory.settings)) this.memory = new RenderMemory(settings);
+    if (!sameData(settings, this.memory.settings)) this.memory = this.memoryFor(settings);
     const delta = this.lastSnapshot ? snapshot.changes?.since(this.lastSnapshot) : undefined;
     this.lastSnapshot = snapshot;
     this.state.update(snapshot, settings.nodeName, delta);
@@ -107,10 +109,29 @@ export class Compiler {
     const v6 = this.wantsIpv6(settings) ? this.compileFamily(6, policies, settings, shared, learned) : emptyFamilyState(6);
     this.memory.endpoints.rotate();
     this.memory.interned.rotate();
-    this.state.sweep();
+    // Selections no compile of this node asked for are forgotten; not when the node changed (a compiler asked
+    // for each node of a cluster in turn): the next node asks for most of them again, and one filled anew
+    // gets a new version, so its set would be resolved anew too.
+    if (settings.nodeName === this.lastNodeName) this.state.sweep();
+    this.lastNodeName = settings.nodeName;
     // The DNS agent's part (model/dns-egress.ts): present only while some rule learns names.
     const dns = learned.length > 0 ? { settings: settings.dnsEgress ?? defaultDnsLearningSettings, sets: learned } : undefined;
     return { desired: { v4, v6, ...(dns ? { dns } : {}) }, problems, ...(budget ? { budget } : {}) };
+  }
+
+  /**
+   * New settings: nothing rendered before is reused, except what every node renders alike when only the node
+   * changed, and that node's own memory when it was compiled before with these settings (a compiler asked
+   * for each node of a cluster in turn, then for each node of a changed cluster, as a diff of two maps does).
+   */
+  private memoryFor(settings: NodeSettings): RenderMemory {
+    const last = this.memory;
+    const wide = last.clusterWide.fits(settings) ? last.clusterWide : undefined;
+    if (!wide) this.otherNodes.clear();
+    else if (last.settings && last.settings.nodeName !== settings.nodeName) this.otherNodes.set(last.settings.nodeName, last);
+    const kept = this.otherNodes.get(settings.nodeName);
+    this.otherNodes.delete(settings.nodeName);
+    return kept && kept.clusterWide === wide && sameData(kept.settings, settings) ? kept : new RenderMemory(settings, wide);
   }
 
   /**
@@ -197,13 +218,17 @@ export class Compiler {
     const hostChains = hostSide ? this.toNodeChains(family, settings, pods, dns) : [];
     const output = dns ? [this.fixedChain('output-dns', family, () => outputChain(this.memory.names, dns))] : [];
 
-    const ipsets = this.memory.setBuilder(family).build(sets, {
-      state: this.state,
-      family,
-      targetsOf: (policy) => targetsByPolicy.get(policy) ?? NO_PODS,
-      nodes: this.lastNodes,
-      subjectsOf: this.cnp.subjectsOf,
-    });
+    const ipsets = this.memory.setBuilder(family).build(
+      sets,
+      {
+        state: this.state,
+        family,
+        targetsOf: (policy) => targetsByPolicy.get(policy) ?? NO_PODS,
+        nodes: this.lastNodes,
+        subjectsOf: this.cnp.subjectsOf,
+      },
+      settings.nodeName,
+    );
 
     return {
       family,

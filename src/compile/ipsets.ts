@@ -145,9 +145,15 @@ interface Built {
 /** Resolves set requests into IpSets, reusing the previous compile's object when its inputs did not move. */
 export class IpSetBuilder {
   private previous = new Map<string, Built>();
+  private node: string | undefined;
 
-  build(registry: IpSetRegistry, ctx: MemberContext): IpSet[] {
-    const next = new Map<string, Built>();
+  /** `node`: the node compiled (ctx.state's); the sets of another node are kept for the next one asked for. */
+  build(registry: IpSetRegistry, ctx: MemberContext, node = ''): IpSet[] {
+    // One node's compiles forget the sets it no longer asks for. A compiler asked for each node in turn keeps
+    // them: the next node asks for most of them again, and a set's members do not depend on the node
+    // asking (those that do, the named-port targets, carry the targets in their stamp).
+    const next = node !== this.node && this.node !== undefined ? new Map(this.previous) : new Map<string, Built>();
+    this.node = node;
     const out: IpSet[] = [];
     for (const [name, req] of registry.entries()) {
       const stamp = stampOf(req.spec, ctx);
@@ -155,6 +161,9 @@ export class IpSetBuilder {
       let built: Built;
       if (old && old.stamp === stamp && old.set.description === req.description) {
         built = old;
+      } else if (old && old.stamp === stamp) {
+        // Only the description moved (another rule asked first): the members are the same list.
+        built = { ...old, set: { ...old.set, description: req.description } };
       } else {
         const selection = req.spec.kind === 'selector' ? ctx.state.select(req.spec.peer, req.spec.namespace) : undefined;
         const patchable = old && selection && old.version !== undefined && old.sharedVersion === ctx.state.sharedVersion;

@@ -8,7 +8,7 @@ import { ChainCache } from './chain-cache.js';
 import type { DispatchEntry } from './dispatch.js';
 import type { EndpointChains } from './endpoint-chains.js';
 import { IpSetBuilder, type SetRequest } from './ipsets.js';
-import { ChainInterner, Memo, TupleMap } from './memo.js';
+import { ChainInterner, Memo, sameData, TupleMap } from './memo.js';
 import { chainNames, type ChainNames } from './names.js';
 import type { CheckedPolicy } from './policy-targets.js';
 import type { ClusterPolicyRef, PolicyRef } from './resolution.js';
@@ -45,6 +45,27 @@ export interface PodEndpoint {
   readonly host: DispatchEntry[];
 }
 
+/**
+ * What is rendered from the cluster and the settings every node shares: policy chains (a policy renders the
+ * same chain on every node) and resolved sets (a set's name stands for its content cluster-wide). A compiler
+ * asked for several nodes in turn (`netfence map`, `why`) keeps it across them; a node's own settings (its
+ * name, its pod CIDRs) only decide the dispatch and fixed chains, which stay in RenderMemory.
+ */
+export class ClusterWideMemory {
+  /** Policy chains, NetworkPolicy and CNP, by the object and what else they were rendered from. */
+  readonly chains = new ChainCache();
+  readonly setBuilders = new Map<IpFamily, IpSetBuilder>();
+
+  constructor(readonly settings: NodeSettings | undefined) {}
+
+  /** Whether `settings` differ from the ones this was made from at most in what is each node's own. */
+  fits(settings: NodeSettings): boolean {
+    return this.settings !== undefined && sameData(clusterWide(settings), clusterWide(this.settings));
+  }
+}
+
+const clusterWide = (settings: NodeSettings): NodeSettings => ({ ...settings, nodeName: '', podCidrs: [] });
+
 export class RenderMemory {
   readonly names: ChainNames;
   readonly hooks: readonly Hook[];
@@ -52,8 +73,8 @@ export class RenderMemory {
   readonly hooksWithInput: readonly Hook[];
   /** With `domainNames` rules: also OUTPUT (answers of node-local resolvers). */
   readonly hooksWithDns: readonly Hook[];
-  /** Policy chains, NetworkPolicy and CNP, by the object and what else they were rendered from. */
-  readonly chains = new ChainCache();
+  /** Policy chains, NetworkPolicy and CNP (ClusterWideMemory's). */
+  readonly chains: ChainCache;
   /** Each local pod's chains, per family, by what they were rendered from. */
   readonly endpoints = new Memo<
     readonly [IpFamily, boolean, string, string, string, readonly PolicyRef[], readonly ClusterPolicyRef[]],
@@ -70,14 +91,20 @@ export class RenderMemory {
   /** Chains that depend on the settings and the family only. */
   readonly fixed = new TupleMap<readonly ['forward' | 'input' | 'forward-dns' | 'input-dns' | 'output-dns', IpFamily], Chain>();
   hostPass: Chain | undefined;
-  readonly setBuilders = new Map<IpFamily, IpSetBuilder>();
   /** Per family, the policy chains made from the last list of active policies. */
   readonly lastPolicyChains = new Map<IpFamily, PolicyChains>();
   /** The node budget's decision on the last list of active policies. */
   admitted: Admitted | undefined;
 
-  /** `settings` undefined: nothing compiled yet (the default chain prefix, no hooks). */
-  constructor(readonly settings: NodeSettings | undefined) {
+  /**
+   * `settings` undefined: nothing compiled yet (the default chain prefix, no hooks). `clusterWide`: the last
+   * node's, when its settings differ from these only in what is each node's own.
+   */
+  constructor(
+    readonly settings: NodeSettings | undefined,
+    readonly clusterWide: ClusterWideMemory = new ClusterWideMemory(settings),
+  ) {
+    this.chains = clusterWide.chains;
     this.names = chainNames(settings?.chainPrefix ?? 'nf-');
     this.hooks = settings ? [forwardHook(this.names)] : [];
     this.hooksWithInput = settings ? [forwardHook(this.names), inputHook(this.names)] : [];
@@ -85,8 +112,9 @@ export class RenderMemory {
   }
 
   setBuilder(family: IpFamily): IpSetBuilder {
-    let builder = this.setBuilders.get(family);
-    if (!builder) this.setBuilders.set(family, (builder = new IpSetBuilder()));
+    const builders = this.clusterWide.setBuilders;
+    let builder = builders.get(family);
+    if (!builder) builders.set(family, (builder = new IpSetBuilder()));
     return builder;
   }
 }

@@ -5,10 +5,12 @@
 
 import type { ClusterSnapshot, IpFamily, NodeSettings } from '../model/index.js';
 import { finishMap, endsOf, type GroupState, type MapModel, type MapOptions } from './build.js';
-import { combine, Judge, type Cell } from './judge.js';
+import { combine, Judge, type Cell, type End } from './judge.js';
+import type { Profile } from './profiles.js';
 import { PROTOCOLS, type PortRange } from './model.js';
 import { intersect, joinRanges, rangesText, subtract } from './ports.js';
-import { defaultFamily, prepare } from './prepare.js';
+import { carryOver } from './carry-over.js';
+import { defaultFamily, prepare, PrepareCache } from './prepare.js';
 
 export interface EdgeChange {
   /** Group ids in the new map (in the old one for pods the new cluster no longer has). */
@@ -39,8 +41,9 @@ export function diffClusters(
   options: MapOptions = {},
 ): { diff: MapDiff; before: MapModel; after: MapModel } {
   const family = options.family ?? defaultFamily(after.snapshot);
-  const p0 = prepare(before.snapshot, before.settingsFor, family);
-  const p1 = prepare(after.snapshot, after.settingsFor, family);
+  const cache = new PrepareCache();
+  const p0 = prepare(before.snapshot, before.settingsFor, family, new Map(), cache);
+  const p1 = prepare(carryOver(before.snapshot, after.snapshot), after.settingsFor, family, new Map(), cache);
   const cidrs = [...p0.addresses.netCidrs(), ...p1.addresses.netCidrs()];
   const m0 = finishMap(p0, { ...options, extraCidrs: cidrs, listEdges: false });
   const m1 = finishMap(p1, { ...options, extraCidrs: cidrs, listEdges: false });
@@ -55,10 +58,16 @@ interface DiffClass {
 
 export function diffMaps(before: MapModel, after: MapModel): MapDiff {
   const classes = diffClasses(before, after);
+  const same = sameJudging(before.judge, after.judge, classes);
   const changes = new Map<string, { from: string; to: string; opened: PortRange[]; closed: PortRange[]; because: Set<string> }>();
-  for (const a of classes)
-    for (const b of classes) {
+  for (let i = 0; i < classes.length; i++)
+    for (let j = 0; j < classes.length; j++) {
+      const a = classes[i]!;
+      const b = classes[j]!;
       if (a === b && a.size < 2) continue;
+      // Judged by the same rules seeing the same of each other on both sides: the same answer (the
+      // judge's own premise, judge.ts), so nothing to compare.
+      if (same.unchanged(i, j)) continue;
       const was = allowed(before.judge, a.before, b.before);
       const now = allowed(after.judge, a.after, b.after);
       if (was === 'none' && now === 'none') continue;
@@ -117,6 +126,42 @@ function diffClasses(before: MapModel, after: MapModel): DiffClass[] {
     classes.set(key, c);
   }
   return [...classes.values()];
+}
+
+/**
+ * Which pairs of classes both maps judge alike without tracing either. One direction of a connection is
+ * decided by the judging pod's profile (its chains' content), by what those chains see of the peer's
+ * address and of the pod's own (judge.ts); when all three are the same text in both maps, so are the
+ * verdicts and their reasons. A policy change touches the profiles of the pods it selects and the address
+ * classes of the pods its peers name: only their rows and columns are traced again.
+ */
+function sameJudging(before: Judge, after: Judge, classes: readonly DiffClass[]): { unchanged: (src: number, dst: number) => boolean } {
+  const end = (g: GroupState): End => g.ends[0]!;
+  const profileOf = (e: End, direction: 'egress' | 'ingress'): Profile | undefined => (e.kind === 'pod' ? e.pod[direction] : undefined);
+  // A class's own side, before and after: the same profile (or both outside, judged by nobody) seeing the same of itself.
+  const sameSide = (c: DiffClass, direction: 'egress' | 'ingress'): boolean => {
+    const [was, now] = [end(c.before), end(c.after)];
+    const [p0, p1] = [profileOf(was, direction), profileOf(now, direction)];
+    if (!p0 || !p1) return p0 === p1;
+    return p0.key === p1.key && before.seenText(p0, was.cls) === after.seenText(p1, now.cls);
+  };
+  const egress = classes.map((c) => sameSide(c, 'egress'));
+  const ingress = classes.map((c) => sameSide(c, 'ingress'));
+  // The same address class on both sides: every profile sees the same of it.
+  const address = classes.map((c) => before.classText(end(c.before).cls) === after.classText(end(c.after).cls));
+  const seesAlike = (judging: DiffClass, direction: 'egress' | 'ingress', peer: DiffClass): boolean => {
+    const p0 = profileOf(end(judging.before), direction);
+    const p1 = profileOf(end(judging.after), direction);
+    if (!p0 || !p1) return true;
+    return before.seenText(p0, end(peer.before).cls) === after.seenText(p1, end(peer.after).cls);
+  };
+  return {
+    unchanged: (i, j) =>
+      egress[i]! &&
+      ingress[j]! &&
+      (address[j]! || seesAlike(classes[i]!, 'egress', classes[j]!)) &&
+      (address[i]! || seesAlike(classes[j]!, 'ingress', classes[i]!)),
+  };
 }
 
 /** Cheap first: nothing (one side refuses everything), everything (open to open), or some. */

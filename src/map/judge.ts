@@ -42,6 +42,12 @@ export interface Side {
   readonly row: (Outcome | undefined)[];
 }
 
+/** What one profile sees of every address class: an id per class, and each id's text. */
+interface SeenView {
+  readonly seen: Int32Array;
+  readonly texts: readonly string[];
+}
+
 const open = (what: string): Outcome => ({
   intervals: PROTOCOLS.map((proto) => ({ proto, from: 1, to: 65535, allowed: true, by: what })),
   any: true,
@@ -53,7 +59,7 @@ export class Judge {
   private readonly classEntries: readonly (readonly string[])[];
   /** Set name → the classes holding it, each with its entry (`set` or `set@tcp:80`). */
   private readonly holders = new Map<string, { cls: number; entry: string }[]>();
-  private readonly seenBy = new Map<string, { seen: Int32Array; ids: Map<string, number> }>();
+  private readonly seenBy = new Map<string, SeenView>();
   private readonly rows = new Map<string, (Outcome | undefined)[]>();
   private readonly sides = new Map<PodView, { egress?: Side; ingress?: Side }>();
   /** Traces run, for the benchmark's account. */
@@ -62,8 +68,9 @@ export class Judge {
   /** `classes`: every address class of the map, by id. */
   constructor(
     private readonly prepared: Prepared,
-    classes: readonly string[],
+    private readonly classTexts: readonly string[],
   ) {
+    const classes = classTexts;
     this.classEntries = classes.map((c) => (c === '' ? [] : c.split(' ')));
     this.classEntries.forEach((entries, cls) => {
       for (const entry of entries) {
@@ -92,12 +99,27 @@ export class Judge {
     return side;
   }
 
+  /**
+   * What a profile sees of an address class, in words (the entries of the sets its chains match, sorted):
+   * comparable between two judges, where the ids are not.
+   */
+  seenText(profile: Profile, cls: number): string {
+    const view = this.seenOf(profile);
+    return view.texts[view.seen[cls]!]!;
+  }
+
+  /** An address class by id, as the map's Classes list holds it. */
+  classText(cls: number): string {
+    return this.classTexts[cls]!;
+  }
+
   /** What `profile` sees of each class: the entries of the sets its chains match, interned (0: none of them). */
-  private seenOf(profile: Profile): { seen: Int32Array; ids: Map<string, number> } {
+  private seenOf(profile: Profile): SeenView {
     let view = this.seenBy.get(profile.key);
     if (view) return view;
     const seen = new Int32Array(this.classEntries.length);
     const ids = new Map<string, number>([['', 0]]);
+    const texts = [''];
     const parts = new Map<number, string[]>();
     for (const set of profile.sets)
       for (const { cls, entry } of this.holders.get(set) ?? []) {
@@ -108,10 +130,13 @@ export class Judge {
     for (const [cls, entries] of parts) {
       const key = entries.sort().join(' ');
       let id = ids.get(key);
-      if (id === undefined) ids.set(key, (id = ids.size));
+      if (id === undefined) {
+        ids.set(key, (id = ids.size));
+        texts.push(key);
+      }
       seen[cls] = id;
     }
-    view = { seen, ids };
+    view = { seen, texts };
     this.seenBy.set(profile.key, view);
     return view;
   }

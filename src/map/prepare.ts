@@ -5,10 +5,10 @@
 import { Compiler } from '../compile/index.js';
 import { podKey, type ClusterSnapshot, type IpFamily, type NodeSettings, type Pod, type PodOwner } from '../model/index.js';
 import { parseIp } from '../model/address.js';
-import type { IpSets } from '../trace/index.js';
+import { SavedForms, type IpSets } from '../trace/index.js';
 import { compiledKey, nodeRulesOf, type CompiledRules, type NodeRules } from '../why/index.js';
 import { AddressClasses } from './addresses.js';
-import { NodeProfiles, type Profile } from './profiles.js';
+import { NodeProfiles, SubtreeCache, type Profile } from './profiles.js';
 
 /** A pod as the map sees it: where it runs, its address of the map's family, and what the rules see of it. */
 export interface PodView {
@@ -48,11 +48,23 @@ export function defaultFamily(snapshot: ClusterSnapshot): IpFamily {
   return snapshot.pods.some((p) => p.ips.some((ip) => parseIp(ip)?.family === 4)) ? 4 : 6;
 }
 
+/**
+ * What prepares of related clusters (a diff's two sides) share: one compiler, which follows one snapshot to
+ * the next as a daemon does (what did not change is not rendered or resolved again), and the saved forms and
+ * profile subtrees of the chains and sets it hands back again.
+ */
+export class PrepareCache {
+  readonly compiler = new Compiler();
+  readonly forms = new SavedForms();
+  readonly subtrees = new SubtreeCache();
+}
+
 export function prepare(
   snapshot: ClusterSnapshot,
   settingsFor: (node: string) => NodeSettings,
   family: IpFamily,
   compiled: CompiledRules = new Map(),
+  cache: PrepareCache = new PrepareCache(),
 ): Prepared {
   const skipped: string[] = [];
   const running: { pod: Pod; ip: string }[] = [];
@@ -64,7 +76,7 @@ export function prepare(
   }
   // One long-lived compiler for every node, as the daemon keeps one: it gives the answer compile() gives
   // (compile.ts), and reuses what does not depend on the node (selector matches), which is most of the work.
-  const compiler = new Compiler();
+  const { compiler, forms, subtrees } = cache;
   const addresses = new AddressClasses(family);
   const nodes = [...new Set(running.map((r) => r.pod.nodeName))].sort();
   const rulesOf = new Map<string, NodeRules>();
@@ -75,7 +87,7 @@ export function prepare(
     if (!rules) {
       const settings = settingsFor(node);
       const desired = compiler.compile(snapshot, settings).desired;
-      rules = shareSets(nodeRulesOf(snapshot, settings, node, family === 6 ? desired.v6 : desired.v4), shared);
+      rules = shareSets(nodeRulesOf(snapshot, settings, node, family === 6 ? desired.v6 : desired.v4, forms), shared);
       compiled.set(key, rules);
     }
     rulesOf.set(node, rules);
@@ -84,7 +96,7 @@ export function prepare(
   const pods: PodView[] = [];
   for (const node of nodes) {
     const rules = rulesOf.get(node)!;
-    const profiles = new NodeProfiles(rules.chains, rules.ipsets);
+    const profiles = new NodeProfiles(rules.chains, rules.ipsets, subtrees);
     const chainsOf = new Map<string, { ingress?: Profile; egress?: Profile }>();
     for (const chain of rules.chains) {
       if (chain.role.kind !== 'workload') continue;

@@ -25,20 +25,37 @@ export interface Profile {
 interface Subtree {
   readonly key: string;
   readonly sets: ReadonlySet<string>;
-  readonly cuts: CutBuilder;
+  readonly cuts: PortCuts;
   readonly policies: readonly string[];
 }
 
 const hash = (text: string): string => createHash('sha1').update(text).digest('base64url').slice(0, 22);
 
-/** Profiles of one node's workload chains; policy chains are read once per node. */
+/**
+ * Subtrees by chain object, kept across the nodes of a cluster and the two clusters of a diff: the compiler
+ * hands every node the same object for a policy's chain, and a diff's new cluster the same object for what
+ * did not change, so each is read once. A subtree holds for a node whose chains of those names (the jumps it
+ * followed) and named-port sets are the same objects. (A pod's own chain names its pod: its placeholders
+ * come from the chain itself.)
+ */
+export class SubtreeCache {
+  readonly byChain = new WeakMap<Chain, { readonly tree: Subtree; readonly uses: Uses; readonly own: boolean }>();
+}
+
+/** What a subtree read of its node besides the chain itself: the chains it jumped to and the named-port sets. */
+interface Uses {
+  readonly chains: Map<string, Chain | undefined>;
+  readonly portSets: Map<string, IpSets extends ReadonlyMap<string, infer S> ? S | undefined : never>;
+}
+
+/** Profiles of one node's workload chains; policy chains are read once per cluster (SubtreeCache). */
 export class NodeProfiles {
   private readonly byName: ReadonlyMap<string, Chain>;
-  private readonly subtrees = new Map<Chain, Subtree>();
 
   constructor(
     chains: readonly Chain[],
     private readonly ipsets: IpSets,
+    private readonly cache: SubtreeCache = new SubtreeCache(),
   ) {
     this.byName = new Map(chains.map((c) => [c.name, c]));
   }
@@ -48,41 +65,53 @@ export class NodeProfiles {
     const self = chain.role.kind === 'workload' ? chain.role : undefined;
     const tree = this.subtree(chain, self ? { chain: chain.name, pod: self.pod, ip: self.ip } : undefined);
     const open = !chain.rules.some((r) => r.action.kind === 'jump' || r.action.kind === 'goto');
-    return { key: tree.key, sets: tree.sets, cuts: tree.cuts.build(), policies: tree.policies, open };
+    return { key: tree.key, sets: tree.sets, cuts: tree.cuts, policies: tree.policies, open };
   }
 
   private subtree(chain: Chain, self: { chain: string; pod: string; ip: string } | undefined): Subtree {
-    const known = self ? undefined : this.subtrees.get(chain);
-    if (known) return known;
+    const known = this.cache.byChain.get(chain);
+    if (known && known.own === (self !== undefined) && this.stillHolds(known.uses)) return known.tree;
     const sets = new Set<string>();
     const cuts = new CutBuilder();
     const policies: string[] = [];
+    const uses: Uses = { chains: new Map(), portSets: new Map() };
     if (chain.role.kind === 'policy' || chain.role.kind === 'cluster-policy')
       policies.push(chain.role.kind === 'policy' ? chain.role.policy : `ClusterNetworkPolicy ${chain.role.policy}`);
     const parts = chain.rules.map((rule) => {
-      for (const m of rule.match) this.note(m, rule, sets, cuts);
+      for (const m of rule.match) this.note(m, rule, sets, cuts, uses);
       const action = rule.action;
       if (action.kind === 'jump' || action.kind === 'goto') {
         const target = this.byName.get(action.target);
-        if (!target) return ruleText(rule, self, `missing:${action.target}`);
+        uses.chains.set(action.target, target);
+        if (!target) return ruleText(rule, `missing:${action.target}`);
         const sub = this.subtree(target, undefined);
         for (const s of sub.sets) sets.add(s);
-        cuts.merge(sub.cuts.build());
+        cuts.merge(sub.cuts);
         for (const p of sub.policies) if (!policies.includes(p)) policies.push(p);
-        return ruleText(rule, self, sub.key);
+        return ruleText(rule, sub.key);
       }
-      return ruleText(rule, self);
+      return ruleText(rule);
     });
-    const tree = { key: hash(parts.join('\n')), sets, cuts, policies };
-    if (!self) this.subtrees.set(chain, tree);
+    // The pod's own chain, name and address as placeholders, in the whole text at once (none holds a newline).
+    const text = self ? withPlaceholders(parts.join('\n'), self) : parts.join('\n');
+    const tree = { key: hash(text), sets, cuts: cuts.build(), policies };
+    this.cache.byChain.set(chain, { tree, uses, own: self !== undefined });
     return tree;
   }
 
+  private stillHolds(uses: Uses): boolean {
+    for (const [name, chain] of uses.chains) if (this.byName.get(name) !== chain) return false;
+    for (const [name, set] of uses.portSets) if (this.ipsets.get(name) !== set) return false;
+    return true;
+  }
+
   /** What a match looks at: a set (a named-port set's ports cut too), or destination ports. */
-  private note(m: Match, rule: Rule, sets: Set<string>, cuts: CutBuilder): void {
+  private note(m: Match, rule: Rule, sets: Set<string>, cuts: CutBuilder, uses: Uses): void {
     if (m.kind === 'set') {
       sets.add(m.set);
       const set = this.ipsets.get(m.set);
+      // A named-port set holds each node's own targets: what it cuts is this node's.
+      if (set?.type !== 'hash:ip' && set?.type !== 'hash:net') uses.portSets.set(m.set, set);
       if (set?.type === 'hash:ip,port')
         for (const member of set.members) {
           const port = /,(tcp|udp|sctp):(\d+)(?:-(\d+))?/.exec(member);
@@ -96,11 +125,13 @@ export class NodeProfiles {
   }
 }
 
-/** A rule as data, with the pod's own chain, name and address (and a jump's target) replaced by placeholders. */
-function ruleText(rule: Rule, self: { chain: string; pod: string; ip: string } | undefined, target?: string): string {
+/** A rule as data (a jump's target replaced by the target's key). */
+function ruleText(rule: Rule, target?: string): string {
   const action =
     target !== undefined && (rule.action.kind === 'jump' || rule.action.kind === 'goto') ? { ...rule.action, target } : rule.action;
-  let text = JSON.stringify([rule.match, action, rule.comment ?? '']);
-  if (self) text = text.split(self.chain).join('<chain>').split(self.pod).join('<pod>').split(`"${self.ip}/`).join('"<self>/');
-  return text;
+  return JSON.stringify([rule.match, action, rule.comment ?? '']);
 }
+
+/** Rules' text with the pod's own chain, name and address replaced by placeholders. */
+const withPlaceholders = (text: string, self: { chain: string; pod: string; ip: string }): string =>
+  text.split(self.chain).join('<chain>').split(self.pod).join('<pod>').split(`"${self.ip}/`).join('"<self>/');

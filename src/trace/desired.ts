@@ -3,25 +3,51 @@
 // their structured rules, and our ipsets. Strict mode judges conntrack entries against this, so the
 // verdict is the one the rules just programmed give a new flow.
 
-import type { FamilyState, Rule } from '../model/index.js';
+import type { Chain, FamilyState, IpSet, Rule } from '../model/index.js';
 import { canonicalRuleForm, joinArgs, ruleArgs, type SavedChain, type SavedIpSet, type SavedRule } from '../render/index.js';
 import type { IpSets } from './ipsets.js';
 import type { Ruleset } from './ruleset.js';
 
-const saved = (rule: Rule): SavedRule => {
-  const args = ruleArgs(rule);
-  return {
-    text: joinArgs(args),
-    args,
-    rule,
-    ...(rule.comment !== undefined ? { comment: rule.comment } : {}),
-    get form() {
-      return canonicalRuleForm(args);
-    },
-  };
-};
+/**
+ * A compiled rule as the tracer reads it. Its iptables words, line and canonical form are made when first read:
+ * the tracer reads them only for the rules a packet meets, and a map of the cluster holds every pod's rules while
+ * it traces a few pods of each kind.
+ */
+class DesiredRule implements SavedRule {
+  readonly comment?: string;
+  private words: readonly string[] | undefined;
+  private line: string | undefined;
+  private canonical: string | undefined;
 
-export function rulesetOfDesired(state: FamilyState): { ruleset: Ruleset; ipsets: IpSets } {
+  constructor(readonly rule: Rule) {
+    if (rule.comment !== undefined) this.comment = rule.comment;
+  }
+
+  get args(): readonly string[] {
+    return (this.words ??= ruleArgs(this.rule));
+  }
+
+  get text(): string {
+    return (this.line ??= joinArgs(this.args));
+  }
+
+  get form(): string {
+    return (this.canonical ??= canonicalRuleForm(this.args));
+  }
+}
+
+const saved = (rule: Rule): SavedRule => new DesiredRule(rule);
+
+/**
+ * Saved forms already made, by the compiled object they were made from: a caller reading the states of many
+ * nodes (a map of the cluster) gets one saved form of a chain or set the compiler handed every node alike.
+ */
+export class SavedForms {
+  readonly chains = new WeakMap<Chain, SavedChain>();
+  readonly sets = new WeakMap<IpSet, SavedIpSet>();
+}
+
+export function rulesetOfDesired(state: FamilyState, forms?: SavedForms): { ruleset: Ruleset; ipsets: IpSets } {
   const chains = new Map<string, SavedChain>();
   const hooks = (chain: string, position: 'insert' | 'append') =>
     state.hooks.filter((h) => h.chain === chain && h.position === position).map((h) => saved(h.rule));
@@ -29,9 +55,23 @@ export function rulesetOfDesired(state: FamilyState): { ruleset: Ruleset; ipsets
   // INPUT (local pods to this node) only when something hooks it: ClusterNetworkPolicy egress.
   if (state.hooks.some((h) => h.chain === 'INPUT'))
     chains.set('INPUT', { name: 'INPUT', policy: 'ACCEPT', rules: [...hooks('INPUT', 'insert'), ...hooks('INPUT', 'append')] });
-  for (const chain of state.chains) chains.set(chain.name, { name: chain.name, policy: '-', rules: chain.rules.map(saved) });
+  for (const chain of state.chains) {
+    let form = forms?.chains.get(chain);
+    if (!form) {
+      form = { name: chain.name, policy: '-', rules: chain.rules.map(saved) };
+      forms?.chains.set(chain, form);
+    }
+    chains.set(chain.name, form);
+  }
   const ipsets = new Map<string, SavedIpSet>(
-    state.ipsets.map((s) => [s.name, { name: s.name, type: s.type, family: s.family, members: [...s.members] }]),
+    state.ipsets.map((s) => {
+      let form = forms?.sets.get(s);
+      if (!form) {
+        form = { name: s.name, type: s.type, family: s.family, members: [...s.members] };
+        forms?.sets.set(s, form);
+      }
+      return [s.name, form];
+    }),
   );
   return { ruleset: { name: 'filter', chains }, ipsets };
 }

@@ -11,6 +11,7 @@ import type { Chain, ClusterSnapshot, FamilyState, IpFamily, L4Protocol, NodeSet
 import {
   packetFor,
   rulesetOfDesired,
+  type SavedForms,
   tracePacket,
   type IpSets,
   type NodeLayout,
@@ -75,8 +76,14 @@ export type CompiledRules = Map<string, NodeRules>;
 export const compiledKey = (family: IpFamily, node: string): string => `${family}/${node}`;
 
 /** A node's compiled family state as the tracer reads it, laid out as flannel places that node's pods. */
-export function nodeRulesOf(snapshot: ClusterSnapshot, settings: NodeSettings, node: string, state: FamilyState): NodeRules {
-  const { ruleset, ipsets } = rulesetOfDesired(state);
+export function nodeRulesOf(
+  snapshot: ClusterSnapshot,
+  settings: NodeSettings,
+  node: string,
+  state: FamilyState,
+  forms?: SavedForms,
+): NodeRules {
+  const { ruleset, ipsets } = rulesetOfDesired(state, forms);
   const layout = { bridge: settings.bridge, uplink: UPLINK, podCidrs: settings.podCidrs, localIps: localIps(snapshot, node) };
   return { ruleset, ipsets, layout, chains: state.chains };
 }

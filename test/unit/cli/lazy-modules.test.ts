@@ -63,7 +63,6 @@ describe('module loading per command', () => {
         // The configuration's default manifest limits (no imports of its own).
         'model/manifest-limits.ts',
         // The dnsEgress defaults (type imports only).
-        'model/dns-egress.ts',
       ].sort(),
     );
   });

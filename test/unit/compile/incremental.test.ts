@@ -288,6 +288,53 @@ describe('incremental Compiler', () => {
     );
   });
 
+  it('asked for each node of a cluster in turn (map, why), equals compile() of each node', () => {
+    // The policy chains and resolved sets are kept from one node to the next (render-memory.ts
+    // ClusterWideMemory); the dispatch tree and the fixed chains are each node's own. Nodes are asked for
+    // forward then back, so a set kept from a node compiled earlier is reused by one compiled later.
+    const withCnps: ClusterSnapshot = { ...start, clusterPolicies: generateClusterPolicies(start, 5, 12) };
+    const nodes = start.nodes.map((n) => n.name);
+    expect(nodes.length).toBeGreaterThan(5);
+    const settingsOf = (node: string): NodeSettings => ({
+      ...settings,
+      nodeName: node,
+      podCidrs: start.nodes.find((n) => n.name === node)!.podCidrs,
+    });
+    for (const snap of [start, withCnps]) {
+      const compiler = new Compiler();
+      for (const node of [...nodes, ...[...nodes].reverse()]) {
+        const s = settingsOf(node);
+        expect({ node, text: text(compiler.compile(snap, s).desired) }).toEqual({ node, text: text(compile(snap, s).desired) });
+      }
+    }
+  });
+
+  it('asked for each node of a cluster, then for each node of changed clusters (a map diff), equals compile() of each', () => {
+    // Each node's own memory (dispatch, its pods' chains) is kept while other nodes are compiled and used
+    // again when that node is asked for with the next cluster. Two nodes run no pod: their dispatch trees
+    // have the same (no) entries and differ only in their pod CIDRs.
+    const empty = [1, 2].map((i) => ({ ...start.nodes[0]!, name: `empty-${i}`, podCidrs: [`10.250.${i}.0/24`], addresses: [] }));
+    const cluster: ClusterSnapshot = { ...start, nodes: [...start.nodes, ...empty] };
+    const nodes = cluster.nodes.map((n) => n.name);
+    const settingsOf = (node: string): NodeSettings => ({
+      ...settings,
+      nodeName: node,
+      podCidrs: cluster.nodes.find((n) => n.name === node)!.podCidrs,
+    });
+    const compiler = new Compiler();
+    let snap: ClusterSnapshot = cluster;
+    for (let step = 0; step < 6; step++) {
+      if (step > 0) {
+        const mutation = MUTATIONS[(step * 5 + 1) % MUTATIONS.length]!;
+        snap = mutation.apply(snap, { node: nodes[step % nodes.length]!, pick: step + 2 });
+      }
+      for (const node of nodes) {
+        const s = settingsOf(node);
+        expect({ step, node, text: text(compiler.compile(snap, s).desired) }).toEqual({ step, node, text: text(compile(snap, s).desired) });
+      }
+    }
+  });
+
   it('returns the very same chain and set objects for what a remote pod change did not touch', () => {
     const compiler = new Compiler();
     const before = compiler.compile(start, settings).desired.v4;
