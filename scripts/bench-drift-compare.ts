@@ -9,7 +9,7 @@
 import { performance } from 'node:perf_hooks';
 import { compile } from '../src/compile/index.js';
 import { expectedObserved, observeFamily, planFamily, type Ownership } from '../src/plan/index.js';
-import { sameObserved } from '../src/reconcile/syncer.js';
+import { sameObserved } from '../src/reconcile/kernel-reads.js';
 import { renderFullRestore, renderIpsetRestore } from '../src/render/index.js';
 import { generateCluster, TIERS, type Tier } from './bench-lib/generator.js';
 

@@ -1,10 +1,9 @@
 // `netfence compile`: the desired ipsets and rules of one node from manifests, printed as the restore
 // payloads. No kernel, no API server: this module loads neither.
 
-import { compile } from '../compile/index.js';
-import { compileHeader, renderFullRestore, renderIpsetRestore } from '../render/index.js';
+import { compileForNode, restorePayloads } from '../commands/compile.js';
 import type { Io } from './command-specs.js';
-import { configFrom, loadResources, manifestLimits, nodeSettings, parseCommand, requireKnownNode, UsageError } from './context.js';
+import { configFrom, loadResources, manifestLimits, parseCommand, requireKnownNode, UsageError } from './context.js';
 import { EXIT_INCOMPLETE_SOURCE, printProblems, refuseIncomplete } from './source-errors.js';
 import type { IpFamily } from '../model/index.js';
 
@@ -14,17 +13,10 @@ export async function compileCommand(argv: readonly string[], io: Io): Promise<n
   const cluster = loadResources(parsed, manifestLimits(config));
   if (refuseIncomplete(io, 'compile', cluster)) return EXIT_INCOMPLETE_SOURCE;
   requireKnownNode(cluster.snapshot, config.nodeName, 'the manifests');
-  const settings = await nodeSettings(config, cluster.snapshot);
-  const result = compile(cluster.snapshot, settings);
+  const result = await compileForNode(config, cluster.snapshot);
   printProblems(io, [...cluster.problems, ...result.problems]);
-  const families = familiesToPrint(parsed.values['family'], parsed.values['ipv6'] === true);
-  for (const family of families ?? [4]) {
-    const state = family === 6 ? result.desired.v6 : result.desired.v4;
-    // The header lets `--saved` tell the families apart (and says which tool each payload is for).
-    if (families) io.out(compileHeader(family));
-    io.out(renderIpsetRestore(state.ipsets));
-    io.out(renderFullRestore(state));
-  }
+  for (const payload of restorePayloads(result.desired, familiesToPrint(parsed.values['family'], parsed.values['ipv6'] === true)))
+    io.out(payload);
   return 0;
 }
 

@@ -4,14 +4,12 @@
 
 import type { DaemonConfig } from '../config/schema.js';
 import { parseListenAddress } from '../config/listen-address.js';
-import type { FlowRecord } from '../observe/flow-log.js';
 import { parseFlowsQuery } from '../observe/flows-query.js';
 import type { Io } from './command-specs.js';
 import { configFrom, parseCommand, UsageError } from './context.js';
-import { CommandFailure } from './options.js';
-import { FlowsAnswerError, parseFlowsAnswer, readBoundedBody } from './flows-answer.js';
+import { fetchFlows } from '../commands/flows-answer.js';
 import { formatRecord } from './flow-record-text.js';
-import { terminalSafe, terminalSafeJson } from './terminal-text.js';
+import { terminalSafeJson } from '../commands/terminal-text.js';
 
 const FOLLOW_INTERVAL_MS = 1000;
 
@@ -65,35 +63,9 @@ export function daemonUrl(config: Pick<DaemonConfig, 'listenAddress'>): string {
   return `http://${host}:${addr.port}`;
 }
 
-/** The records the daemon at `url` answered; errors say what was wrong with the answer and where. */
-async function fetchFlows(url: string): Promise<FlowRecord[]> {
-  let res: Response;
-  try {
-    res = await fetch(url, { signal: AbortSignal.timeout(5000) });
-  } catch (err) {
-    throw new CommandFailure(
-      `cannot reach the netfence daemon at ${new URL(url).origin} (${describeCause(err)}); is it running on this node? (--url)`,
-    );
-  }
-  const body = await readBoundedBody(res, url);
-  if (res.status !== 200) {
-    // Enough of the answer to say why (the daemon's are one line), never the whole of a hostile one.
-    const said = terminalSafe(body.trim().slice(0, 300));
-    throw new FlowsAnswerError(`the daemon at ${url} answered ${res.status}: ${said}`);
-  }
-  return parseFlowsAnswer(body, url);
-}
-
 function sigintSignal(): AbortSignal {
   const controller = new AbortController();
   process.once('SIGINT', () => controller.abort());
   process.once('SIGTERM', () => controller.abort());
   return controller.signal;
-}
-
-/** fetch's own message is "fetch failed"; the reason (ECONNREFUSED, ENOTFOUND) is its cause. */
-function describeCause(err: unknown): string {
-  // Not `instanceof Error`: the cause may come from another realm.
-  const e = err as { message?: unknown; cause?: { name?: unknown; message?: unknown } };
-  return typeof e.cause?.message === 'string' ? `${String(e.cause.name ?? 'Error')}: ${e.cause.message}` : String(e.message ?? err);
 }

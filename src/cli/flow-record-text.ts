@@ -3,7 +3,7 @@
 import { endText, type FlowRecord } from '../observe/flow-log.js';
 import type { FlowEnd } from '../observe/flows.js';
 import { wrap } from '../trace/wrap.js';
-import { terminalSafe } from './terminal-text.js';
+import { terminalSafe } from '../commands/terminal-text.js';
 
 const safeEnd = (e: FlowEnd): FlowEnd => ({
   ip: terminalSafe(e.ip),

@@ -1,7 +1,7 @@
 // What to do about a kernel tool that failed for a reason the operator can fix: the tool is not
 // installed, or netfence runs without the privilege to change the firewall.
 
-import type { DataplaneCommandError } from '../dataplane/errors.js';
+import type { DataplaneCommandError } from '../commands/errors.js';
 
 /** The Debian package of each tool netfence runs (the image and scripts/lib/prereqs.sh install these). */
 const PACKAGE_OF: Readonly<Record<string, string>> = {

@@ -5,7 +5,7 @@
 
 import { readFileSync } from 'node:fs';
 import { setFlagsFromString } from 'node:v8';
-import { DataplaneCommandError } from '../dataplane/errors.js';
+import { DataplaneCommandError } from '../commands/errors.js';
 import { COMMANDS, isCommandName, type Io } from './command-specs.js';
 import { COMMAND_MODULES } from './commands.js';
 import { commandHelp, configHelp, helpWidth, overviewHelp } from './help.js';

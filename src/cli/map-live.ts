@@ -5,8 +5,8 @@
 import type { DaemonConfig } from '../config/schema.js';
 import type { NodeFlows } from '../map/index.js';
 import type { Parsed } from './context.js';
-import { parseFlowsAnswer } from './flows-answer.js';
-import { terminalSafe } from './terminal-text.js';
+import { parseFlowsAnswer } from '../commands/flows-answer.js';
+import { terminalSafe } from '../commands/terminal-text.js';
 import { reachFor } from './why-live.js';
 
 export async function readFlows(

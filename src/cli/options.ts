@@ -16,15 +16,7 @@ import {
 } from '../config/schema.js';
 import { LOG_FORMATS, LOG_LEVELS } from '../log-levels.js';
 
-/** A command line that cannot be run as written: exit 2 with the command's usage. */
-export class UsageError extends Error {
-  override readonly name = 'UsageError';
-}
-
-/** A failure its message explains in full (what and where): exit 2 with the message alone, no usage or stack. */
-export class CommandFailure extends Error {
-  override readonly name: string = 'CommandFailure';
-}
+export { CommandFailure, UsageError } from '../commands/errors.js';
 
 export interface OptionDef {
   /** Long name without dashes. */

@@ -5,17 +5,19 @@
 // dropped, 2 error (a node --live cannot reach is an error, after the desired answer is printed).
 
 import { incompleteRead } from '../cluster/manifests.js';
-import { podCidrsOf, toNodeSettings } from '../config/load.js';
-import type { DaemonConfig } from '../config/schema.js';
+import { settingsPerNode } from '../config/node-settings.js';
 import { createLogger } from '../log.js';
-import type { ClusterSnapshot, IpFamily, L4Protocol, NodeSettings } from '../model/index.js';
+import type { IpFamily, L4Protocol } from '../model/index.js';
 import { formatProblem } from '../model/index.js';
 import { parseIp } from '../model/address.js';
 import { EndpointError, formatAnswer, whyConnection, type Answer } from '../why/index.js';
 import type { Io } from './command-specs.js';
 import { configFrom, loadCluster, manifestLimits, parseCommand, UsageError, type Parsed } from './context.js';
-import { terminalSafeJson } from './terminal-text.js';
+import { terminalSafeJson } from '../commands/terminal-text.js';
 import { formatLive, liveReport, reachFor } from './why-live.js';
+
+// `map` compiles every node as `why` does.
+export { settingsPerNode } from '../config/node-settings.js';
 
 const PROTOCOLS: readonly L4Protocol[] = ['tcp', 'udp', 'sctp'];
 /** Time to list the cluster before giving up (exit 2). */
@@ -51,21 +53,6 @@ export async function whyCommand(argv: readonly string[], io: Io): Promise<numbe
   const unreachable = live.nodes.filter((n) => n.error !== undefined);
   for (const n of unreachable) io.err(`netfence why --live: cannot reach the daemon on ${n.node}: ${n.error}\n`);
   return unreachable.length > 0 ? 2 : desiredCode;
-}
-
-/** Each node's settings as its own daemon would have them: this command's configuration, that node's name and pod CIDRs. */
-export function settingsPerNode(config: DaemonConfig, snapshot: ClusterSnapshot): (node: string) => NodeSettings {
-  const cache = new Map<string, NodeSettings>();
-  return (node) => {
-    let settings = cache.get(node);
-    if (!settings) {
-      // --pod-cidr names one node's range; every node here takes its own from its Node object.
-      const nodeConfig = { ...config, nodeName: node, podCidrs: [] };
-      settings = toNodeSettings(nodeConfig, podCidrsOf(nodeConfig, snapshot));
-      cache.set(node, settings);
-    }
-    return settings;
-  };
 }
 
 function queryOf(parsed: Parsed) {

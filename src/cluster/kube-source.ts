@@ -24,12 +24,13 @@
 //
 // The pod informer may narrow what it receives with a field selector (option `peerPodsOnly`): pods that
 // are Succeeded or Failed, or on the host network, never count in NetworkPolicy (DESIGN.md §3, countsAsPeer
-// in compile/cluster-state.ts), so they need not cross the wire. A pod that stops matching (a Job's pod
+// in compile/pod-peers.ts), so they need not cross the wire. A pod that stops matching (a Job's pod
 // completing) arrives as a DELETED event, as the API server's watch cache filters; a relist drops it
 // likewise. Servers before 1.28 do not know `spec.hostNetwork` (400): the selector falls back to the phase
 // alone, and without that to none.
 
-import { CustomObjectsApi, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import { ClusterPolicyDiscovery, type DiscoveryHost } from './cnp-discovery.js';
 import type { ClusterSnapshot, Problem } from '../model/index.js';
 import { convert } from './convert.js';
 import { KindInformer } from './kind-informer.js';
@@ -43,123 +44,24 @@ import {
   StreamRefusedError,
   type InitialState,
   type InitialStateLimits,
-  type StreamRefusalReason,
 } from './kube-list.js';
+import {
+  backoffDelay,
+  CNP_API,
+  DEFAULT_INITIAL_STATE_LIMITS,
+  describeError,
+  keyOf,
+  LIST_PAGE_SIZE,
+  PEER_POD_SELECTORS,
+  statusOf,
+  type AnyList,
+  type KindWatch,
+  type KubeSourceOptions,
+  type StreamRefusal,
+} from './kube-source-options.js';
 import { slimObject } from './slim.js';
 import type { ObjectKind } from './object-kind.js';
 import { ChangeEmitter, ObjectStore, type ClusterChange, type ClusterSource, type Logger } from './source.js';
-
-export interface BackoffOptions {
-  /** First retry delay (before jitter). Default 500 ms. */
-  readonly initialMs?: number;
-  /** Cap on the retry delay. Default 30 s. */
-  readonly maxMs?: number;
-}
-
-export interface KubeSourceOptions {
-  readonly kubeConfig: KubeConfig;
-  readonly logger: Logger;
-  readonly backoff?: BackoffOptions;
-  /** Source of jitter in [0, 1); injectable for tests. */
-  readonly random?: () => number;
-  /** Server-side watch timeout; default a random 300–600 s per watch. */
-  readonly watchTimeoutSeconds?: number;
-  /** How often to look again for the ClusterNetworkPolicy API while it is not installed. Default 60 s. */
-  readonly crdRecheckMs?: number;
-  /**
-   * After a 404 for a kind that can vanish (ClusterNetworkPolicy): how far apart the discovery requests are
-   * that must all say it is gone (GONE_CONFIRMATIONS of them) before its objects are forgotten. Default 5 s.
-   */
-  readonly goneConfirmIntervalMs?: number;
-  /**
-   * Told while a kind that answered 404 is not yet confirmed gone (what, and since when), and undefined once
-   * it is settled (served again, or confirmed gone). Meanwhile its last state is kept: the daemon is not ready.
-   */
-  readonly onUnconfirmed?: (reason: string | undefined) => void;
-  /** Read each kind's initial state as a WatchList stream where the server offers it (default true). */
-  readonly watchList?: boolean;
-  /**
-   * Ask only for pods that can count in policy (not Succeeded/Failed, not hostNetwork). The daemon does;
-   * the one-shot commands keep every pod (trace resolves any pod's name). Default false.
-   */
-  readonly peerPodsOnly?: boolean;
-  /** Bounds on each kind's initial state (DEFAULT_INITIAL_STATE_LIMITS for what is not given). */
-  readonly limits?: Partial<InitialStateLimits>;
-  /** Called for every response refused for breaking a bound or the protocol (already logged). */
-  readonly onRefused?: (refusal: StreamRefusal) => void;
-  /**
-   * Called for every failed list, watch or discovery before it is logged and retried. A one-shot command
-   * gives up on the errors retrying cannot mend (connection refused, unauthorized) and says so itself: it
-   * returns true, and the failure is not logged.
-   */
-  readonly onFailure?: (err: unknown) => boolean;
-}
-
-/** A refused response: which kind, which request, and why. */
-export interface StreamRefusal {
-  readonly kind: ObjectKind;
-  readonly request: 'watch-list' | 'list' | 'watch';
-  readonly reason: StreamRefusalReason;
-}
-
-/**
- * Four kinds stream at once: a server flooding all four with small pods took the daemon to a 548 MiB peak at
- * 150,000 objects each (Kubernetes' own ceiling for pods; the DaemonSet's limit is 512Mi), 438 MiB at 100,000 on Node 24;
- * all kinds together are held to 1.25 times the per-kind bound (KubeSource's InFlightObjects): 331–375 MiB.
- * 1 GiB of JSON is ~10 KiB for each of those. 120 s for a WatchList stream is the xl tier's (50,000 pods) many
- * times over; 60 s a page is the API server's own request timeout, past which it gives up on a list itself.
- * The daemon's configuration (initialList*, listPageTimeoutSeconds) carries the same defaults.
- */
-export const DEFAULT_INITIAL_STATE_LIMITS: InitialStateLimits = {
-  maxObjects: 100_000,
-  maxBytes: 1024 * 1024 * 1024,
-  streamTimeoutMs: 120_000,
-  pageTimeoutMs: 60_000,
-};
-
-/** Pod field selectors, most selective first; each is tried when the server refused the one before (400). */
-const PEER_POD_SELECTORS: readonly (string | undefined)[] = [
-  'status.phase!=Succeeded,status.phase!=Failed,spec.hostNetwork=false',
-  'status.phase!=Succeeded,status.phase!=Failed',
-  undefined,
-];
-
-/** ClusterNetworkPolicy (network-policy-api v0.2.0): a CRD, so it may not be installed. */
-const CNP_API = { group: 'policy.networking.k8s.io', version: 'v1alpha2', plural: 'clusternetworkpolicies' } as const;
-
-/**
- * Absent answers from discovery, in a row and `goneConfirmIntervalMs` apart, that make a kind gone after its
- * list or watch answered 404. One 404 is not enough: an API server or aggregation layer that is restarting
- * answers 404 for a CRD's resources (and its discovery) for a moment, and believing it would remove every
- * ClusterNetworkPolicy from the kernel, opening what they deny, until the next discovery found them again.
- */
-export const GONE_CONFIRMATIONS = 3;
-
-type AnyList = KubernetesListObject<KubernetesObject>;
-
-interface KindWatch {
-  readonly kind: ObjectKind;
-  readonly path: string;
-  /** Field selectors to try in order (the last that the server accepts is kept); none: no selector. */
-  readonly fieldSelectors?: readonly (string | undefined)[];
-}
-
-/**
- * Objects per list page. One unpaged list of 50,000 pods is a response of tens of megabytes held twice
- * over (text, parsed JSON) before slimming; in pages of 500, only one page is, and the daemon's heap does
- * not grow to that peak and stay there. (client-go's reflector pages by 500 too.) The API server serves
- * every page from the snapshot of the first one.
- */
-export const LIST_PAGE_SIZE = 500;
-
-/**
- * Delay before retry number `attempt` (0-based): exponential up to the cap, then "equal jitter"
- * (50–100% of that), so nodes that lost the API together do not come back in lockstep.
- */
-export function backoffDelay(attempt: number, initialMs: number, maxMs: number, random: () => number): number {
-  const base = Math.min(maxMs, initialMs * 2 ** Math.min(attempt, 30));
-  return Math.round(base * (0.5 + random() / 2));
-}
 
 export class KubeSource implements ClusterSource {
   readonly synced: Promise<void>;
@@ -180,18 +82,7 @@ export class KubeSource implements ClusterSource {
   private readonly random: () => number;
   private readonly watchTimeoutSeconds: number | undefined;
   private readonly kubeConfig: KubeConfig;
-  private readonly crdRecheckMs: number;
-  /** True until discovery has said whether the ClusterNetworkPolicy API exists (sync waits for that). */
-  private discovering = true;
-  private cnpAbsentLogged = false;
-  private discoveryTimer: NodeJS.Timeout | undefined;
-  private discoveryAttempts = 0;
-  private readonly goneConfirmIntervalMs: number;
-  private readonly onUnconfirmed: (reason: string | undefined) => void;
-  /** The ClusterNetworkPolicy API answered 404 and is not yet confirmed gone: absent answers so far, since when. */
-  private suspect: { absent: number; since: Date; timer: NodeJS.Timeout | undefined } | undefined;
-  /** Discovery listed it again: settled once its watch is connected (a second 404 before that suspects it again). */
-  private resuming = false;
+  private readonly discovery: ClusterPolicyDiscovery;
   /** Cleared for good once the server refuses WatchList (422): then every kind lists. */
   private watchList: boolean;
   /** Per kind, which of its fieldSelectors is in use. */
@@ -209,15 +100,14 @@ export class KubeSource implements ClusterSource {
     this.random = opts.random ?? Math.random;
     this.synced = new Promise<void>((resolve) => (this.markSynced = resolve));
     this.kubeConfig = opts.kubeConfig;
-    this.crdRecheckMs = opts.crdRecheckMs ?? 60_000;
-    this.goneConfirmIntervalMs = opts.goneConfirmIntervalMs ?? 5_000;
-    this.onUnconfirmed = opts.onUnconfirmed ?? (() => undefined);
     this.watchList = opts.watchList ?? true;
     const limits = { ...DEFAULT_INITIAL_STATE_LIMITS, ...opts.limits };
     // All kinds together: room for the largest kind at its bound plus a quarter of that for the others.
     this.limits = { ...limits, inFlight: new InFlightObjects(Math.ceil(limits.maxObjects * 1.25)) };
     this.onRefused = opts.onRefused ?? (() => undefined);
     this.onFailure = opts.onFailure ?? (() => false);
+
+    this.discovery = new ClusterPolicyDiscovery(this.discoveryHost(opts));
 
     // Pods of all namespaces and all nodes: policy peers can be anywhere.
     const watches: readonly KindWatch[] = [
@@ -228,146 +118,45 @@ export class KubeSource implements ClusterSource {
     ];
     for (const w of watches) this.informers.set(w.kind, this.makeInformer(opts.kubeConfig, w));
     for (const kind of this.informers.keys()) this.startInformer(kind);
-    void this.discoverClusterPolicies();
+    void this.discovery.discover();
   }
 
-  /**
-   * Watches ClusterNetworkPolicies once discovery lists them. A cluster without the CRD gets a 404:
-   * that is logged once and looked at again every `crdRecheckMs` (installing the CRD later is picked up),
-   * never retried as an error. Other failures retry with backoff, and sync waits: programming without
-   * the admin tier's Denies would open traffic they close.
-   */
-  private async discoverClusterPolicies(): Promise<void> {
-    this.discoveryTimer = undefined;
-    if (this.stopped) return;
-    const answer = await this.askDiscovery();
-    if (this.stopped) return;
-    if (typeof answer !== 'boolean') {
-      const delayMs = backoffDelay(this.discoveryAttempts++, this.initialMs, this.maxMs, this.random);
-      if (!this.onFailure(answer.error))
-        this.logger.warn('ClusterNetworkPolicy discovery failed; retrying', { delayMs, error: describeError(answer.error) });
-      this.scheduleDiscovery(delayMs);
-      return;
-    }
-    const installed = answer;
-    this.discoveryAttempts = 0;
-    if (installed && !this.informers.has('ClusterNetworkPolicy')) {
-      this.logger.info('ClusterNetworkPolicy API found; watching it', { api: `${CNP_API.group}/${CNP_API.version}` });
-      this.cnpAbsentLogged = false;
-      this.informers.set('ClusterNetworkPolicy', this.makeInformer(this.kubeConfig, this.cnpWatch()));
-      this.startInformer('ClusterNetworkPolicy');
-    } else if (!installed) {
-      if (!this.cnpAbsentLogged) {
-        this.logger.info('ClusterNetworkPolicy API not installed; enforcing NetworkPolicy only', {
-          api: `${CNP_API.group}/${CNP_API.version}`,
-        });
-        this.cnpAbsentLogged = true;
-      }
-      this.scheduleDiscovery(this.crdRecheckMs);
-    }
-    this.discovering = false;
-    this.maybeSynced();
-  }
-
-  /** Whether discovery lists the ClusterNetworkPolicy resource (a 404 for its group-version: no); other failures as they are. */
-  private async askDiscovery(): Promise<boolean | { error: unknown }> {
-    try {
-      const custom = this.kubeConfig.makeApiClient(CustomObjectsApi);
-      const list = await custom.getAPIResources({ group: CNP_API.group, version: CNP_API.version });
-      return (list.resources ?? []).some((r) => r.name === CNP_API.plural);
-    } catch (err) {
-      return statusOf(err) === 404 ? false : { error: err };
-    }
-  }
-
-  /**
-   * The ClusterNetworkPolicy list or watch answered 404. Nothing is forgotten yet: the informer stays stopped,
-   * the policies last seen stay in the store (so in the kernel), the daemon is told (not ready), and discovery
-   * is asked every `goneConfirmIntervalMs`: GONE_CONFIRMATIONS absent answers in a row drop the policies; an
-   * answer that lists the resource restarts the informer (resuming its watch).
-   */
-  private suspectGone(err: unknown): void {
-    if (this.suspect) return;
-    this.resuming = false;
-    this.suspect = { absent: 0, since: new Date(), timer: undefined };
-    this.logger.warn('the ClusterNetworkPolicy API answered 404; confirming through discovery, still enforcing its policies', {
-      confirmations: GONE_CONFIRMATIONS,
-      intervalMs: this.goneConfirmIntervalMs,
-      error: describeError(err),
-    });
-    this.reportSuspect();
-    this.scheduleConfirm();
-  }
-
-  private reportSuspect(): void {
-    if (!this.suspect) return this.onUnconfirmed(undefined);
-    this.onUnconfirmed(
-      `the ClusterNetworkPolicy API answered 404 at ${this.suspect.since.toISOString()}; confirming it is gone ` +
-        `(${this.suspect.absent} of ${GONE_CONFIRMATIONS} absent answers from discovery), its last policies still enforced`,
-    );
-  }
-
-  private scheduleConfirm(): void {
-    if (this.stopped || !this.suspect) return;
-    this.suspect.timer = setTimeout(() => void this.confirmGone(), this.goneConfirmIntervalMs);
-    this.suspect.timer.unref();
-  }
-
-  private async confirmGone(): Promise<void> {
-    if (this.stopped || !this.suspect) return;
-    const answer = await this.askDiscovery();
-    if (this.stopped || !this.suspect) return;
-    if (answer === true) {
-      this.logger.info('discovery lists the ClusterNetworkPolicy API again; watching it again', { absentAnswers: this.suspect.absent });
-      this.suspect = undefined;
-      // Still not settled: ready again only once its watch is connected (onConnected in makeInformer).
-      this.resuming = true;
-      if (this.informers.has('ClusterNetworkPolicy')) this.startInformer('ClusterNetworkPolicy');
-      return;
-    }
-    // A failed discovery request says nothing either way: the count stands and discovery is asked again.
-    if (answer === false) this.suspect.absent++;
-    else
-      this.logger.warn('ClusterNetworkPolicy discovery failed while confirming the API is gone; asking again', {
-        error: describeError(answer.error),
-      });
-    if (this.suspect.absent < GONE_CONFIRMATIONS) {
-      this.reportSuspect();
-      return this.scheduleConfirm();
-    }
-    this.suspect = undefined;
-    this.dropClusterPolicies();
-    this.reportSuspect();
-  }
-
-  private scheduleDiscovery(delayMs: number): void {
-    if (this.stopped) return;
-    this.discoveryTimer = setTimeout(() => void this.discoverClusterPolicies(), delayMs);
-    this.discoveryTimer.unref();
-  }
-
-  private cnpWatch(): KindWatch {
-    return { kind: 'ClusterNetworkPolicy', path: `/apis/${CNP_API.group}/${CNP_API.version}/${CNP_API.plural}` };
-  }
-
-  /** The CRD went away (its objects with it): forget them and go back to discovery. */
-  private dropClusterPolicies(): void {
-    const informer = this.informers.get('ClusterNetworkPolicy');
-    this.informers.delete('ClusterNetworkPolicy');
-    this.listed.delete('ClusterNetworkPolicy');
-    this.attempts.delete('ClusterNetworkPolicy');
-    clearTimeout(this.retryTimers.get('ClusterNetworkPolicy'));
-    this.retryTimers.delete('ClusterNetworkPolicy');
-    void informer?.stop().catch(() => undefined);
-    for (const key of this.store.keys('ClusterNetworkPolicy')) {
-      this.setProblems('ClusterNetworkPolicy', key, []);
-      this.changes.emit(this.store.delete('ClusterNetworkPolicy', key));
-    }
-    this.logger.warn('ClusterNetworkPolicy API gone (discovery confirmed it); its policies are no longer enforced', {
-      confirmations: GONE_CONFIRMATIONS,
-      intervalMs: this.goneConfirmIntervalMs,
-    });
-    this.scheduleDiscovery(this.crdRecheckMs);
+  /** The informer of a ClusterNetworkPolicy API discovery found, and what becomes of it when the API goes. */
+  private discoveryHost(opts: KubeSourceOptions): DiscoveryHost {
+    const cnp = 'ClusterNetworkPolicy';
+    return {
+      kubeConfig: this.kubeConfig,
+      logger: this.logger,
+      crdRecheckMs: opts.crdRecheckMs ?? 60_000,
+      goneConfirmIntervalMs: opts.goneConfirmIntervalMs ?? 5_000,
+      onUnconfirmed: opts.onUnconfirmed ?? (() => undefined),
+      onFailure: this.onFailure,
+      backoff: (attempt) => backoffDelay(attempt, this.initialMs, this.maxMs, this.random),
+      isStopped: () => this.stopped,
+      watching: () => this.informers.has(cnp),
+      watch: () => {
+        const path = `/apis/${CNP_API.group}/${CNP_API.version}/${CNP_API.plural}`;
+        this.informers.set(cnp, this.makeInformer(this.kubeConfig, { kind: cnp, path }));
+        this.startInformer(cnp);
+      },
+      resume: () => {
+        if (this.informers.has(cnp)) this.startInformer(cnp);
+      },
+      forget: () => {
+        const informer = this.informers.get(cnp);
+        this.informers.delete(cnp);
+        this.listed.delete(cnp);
+        this.attempts.delete(cnp);
+        clearTimeout(this.retryTimers.get(cnp));
+        this.retryTimers.delete(cnp);
+        void informer?.stop().catch(() => undefined);
+        for (const key of this.store.keys(cnp)) {
+          this.setProblems(cnp, key, []);
+          this.changes.emit(this.store.delete(cnp, key));
+        }
+      },
+      settled: () => this.maybeSynced(),
+    };
   }
 
   snapshot(): ClusterSnapshot {
@@ -385,8 +174,7 @@ export class KubeSource implements ClusterSource {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.discoveryTimer);
-    clearTimeout(this.suspect?.timer);
+    this.discovery.stop();
     for (const timer of this.retryTimers.values()) clearTimeout(timer);
     this.retryTimers.clear();
     await Promise.all([...this.informers.values()].map((i) => i.stop()));
@@ -401,11 +189,7 @@ export class KubeSource implements ClusterSource {
       onWatchStart: () => this.markListed(w.kind),
       onConnected: () => {
         this.attempts.set(w.kind, 0);
-        if (w.kind === 'ClusterNetworkPolicy' && this.resuming) {
-          this.resuming = false;
-          this.logger.info('watching ClusterNetworkPolicies again; their API is confirmed served');
-          this.onUnconfirmed(undefined);
-        }
+        if (w.kind === 'ClusterNetworkPolicy') this.discovery.connected();
       },
       timeoutSeconds: () => this.watchTimeoutSeconds ?? 300 + Math.floor(this.random() * 300),
       onDecodeError: (line) => {
@@ -531,7 +315,7 @@ export class KubeSource implements ClusterSource {
   private onInformerError(kind: ObjectKind, err: unknown): void {
     // A ClusterNetworkPolicy informer dropped with its CRD still reports its stop: nothing to restart.
     if (this.stopped || this.retryTimers.has(kind) || !this.informers.has(kind)) return;
-    if (kind === 'ClusterNetworkPolicy' && statusOf(err) === 404) return this.suspectGone(err);
+    if (kind === 'ClusterNetworkPolicy' && statusOf(err) === 404) return this.discovery.suspectGone(err);
     const attempt = this.attempts.get(kind) ?? 0;
     this.attempts.set(kind, attempt + 1);
     const delayMs = backoffDelay(attempt, this.initialMs, this.maxMs, this.random);
@@ -556,7 +340,7 @@ export class KubeSource implements ClusterSource {
 
   private syncedOnce = false;
   private maybeSynced(): void {
-    if (this.syncedOnce || this.discovering) return;
+    if (this.syncedOnce || this.discovery.discovering) return;
     if (this.listed.size === this.informers.size) {
       this.syncedOnce = true;
       this.logger.info('cluster synced', { nodes: this.snapshot().nodes.length, pods: this.snapshot().pods.length });
@@ -603,24 +387,4 @@ export class KubeSource implements ClusterSource {
     else this.objectProblems.set(id, problems);
     this.problemList = undefined;
   }
-}
-
-function keyOf(kind: ObjectKind, obj: KubernetesObject): string {
-  const name = obj.metadata?.name ?? '';
-  if (kind === 'Namespace' || kind === 'Node' || kind === 'ClusterNetworkPolicy') return name;
-  return `${obj.metadata?.namespace || 'default'}/${name}`;
-}
-
-/** The HTTP status of a client-node error (ApiException `code`), if it has one. */
-function statusOf(err: unknown): number | undefined {
-  const e = err as { code?: unknown; statusCode?: unknown } | null;
-  const code = e?.code ?? e?.statusCode;
-  return typeof code === 'number' ? code : undefined;
-}
-
-function describeError(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  const e = err as Error & { code?: unknown; statusCode?: unknown };
-  const code = e.statusCode ?? e.code;
-  return code !== undefined ? `${e.message} (${String(code)})` : e.message;
 }

@@ -5,7 +5,6 @@
 import {
   diffByIdentity,
   type ClusterSnapshot,
-  type IpFamily,
   type Labels,
   type Namespace,
   type Pod,
@@ -13,101 +12,19 @@ import {
   type SnapshotDelta,
 } from '../model/index.js';
 import { podAddressFamily } from '../model/address.js';
-import { canonicalSelector, selectorMatches } from './selectors.js';
+import { countsAsPeer, hasBadAddress, peerKey } from './pod-peers.js';
+import { SelectionEntry, type Selection } from './selection.js';
+import { selectorMatches } from './selectors.js';
 
-// "Peer pods count only while they have an IP and are not Succeeded/Failed; hostNetwork pods are never
-// policy targets and never selector-matched peers (their IP is the node's)." (DESIGN.md §3)
-export const countsAsPeer = (p: Pod): boolean => p.ips.length > 0 && !p.hostNetwork && p.phase !== 'Succeeded' && p.phase !== 'Failed';
-
-const hasBadAddress = (p: Pod): boolean => p.ips.some((ip) => podAddressFamily(ip) === undefined);
-
-// Every address is parsed once (parseIp keeps what it parsed); asking again is one map lookup.
-const podFamilyOf = podAddressFamily;
-const byFamily = new WeakMap<Pod, { readonly 4: readonly string[]; readonly 6: readonly string[] }>();
-const NO_IPS: readonly string[] = [];
-/** A pod's addresses of one family (cached per pod object: pods are immutable values). */
-export function ipsOfFamily(p: Pod, family: IpFamily): readonly string[] {
-  // Single-stack pods (most): the pod's own array or none, with nothing kept per pod.
-  if (p.ips.length <= 1) return p.ips.length === 1 && podFamilyOf(p.ips[0]!) === family ? p.ips : NO_IPS;
-  let split = byFamily.get(p);
-  if (!split) byFamily.set(p, (split = { 4: p.ips.filter((ip) => podFamilyOf(ip) === 4), 6: p.ips.filter((ip) => podFamilyOf(ip) === 6) }));
-  return split[family];
-}
+export { ipsOfFamily, peerKey } from './pod-peers.js';
+export type { Selection } from './selection.js';
 
 // Built only for pods that changed (updatePods); not cached per pod, which cost a WeakMap entry per pod
 // kept for the daemon's lifetime for a string the maps below already hold.
 const keyOf = (p: { readonly namespace: string; readonly name: string }): string => `${p.namespace}/${p.name}`;
-/** The canonical text of a selector peer: its set's key, and the key its selection is kept under. */
-export function peerKey(peer: PolicyPeer, policyNamespace: string): string {
-  // Asked for by every rendered selector match: kept per peer object (a peer has one policy's namespace).
-  const known = peerKeys.get(peer);
-  if (known?.namespace === policyNamespace) return known.key;
-  const key = peerKeyText(peer, policyNamespace);
-  peerKeys.set(peer, { namespace: policyNamespace, key });
-  return key;
-}
-const peerKeys = new WeakMap<PolicyPeer, { readonly namespace: string; readonly key: string }>();
-function peerKeyText(peer: PolicyPeer, policyNamespace: string): string {
-  // "If namespaceSelector is also set ... selects the Pods matching PodSelector in the Namespaces
-  // selected by NamespaceSelector. Otherwise it selects the Pods matching PodSelector in the policy's own Namespace."
-  const scope = peer.namespaceSelector ? `nsSelector=${canonicalSelector(peer.namespaceSelector)}` : `namespace=${policyNamespace}`;
-  return `${scope} podSelector=${peer.podSelector ? canonicalSelector(peer.podSelector) : '{}'}`;
-}
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 const byName = (a: Pod, b: Pod): number => cmp(a.name, b.name);
 const NO_PODS: readonly Pod[] = [];
-
-/** One pod entering, leaving or changing inside a selection (`before`/`after` absent: not in it then). */
-export interface SelectionChange {
-  readonly version: number;
-  readonly before?: Pod | undefined;
-  readonly after?: Pod | undefined;
-}
-
-/** The pods one selector peer matches, and a version that moves whenever any of them changes. */
-export interface Selection {
-  readonly key: string;
-  readonly pods: ReadonlyMap<string, Pod>;
-  readonly version: number;
-  /** What changed after `version`, oldest first; undefined when that is no longer remembered. */
-  changesSince(version: number): readonly SelectionChange[] | undefined;
-}
-
-/** How many changes a selection remembers: enough for the batches between two compiles. */
-const JOURNAL_MAX = 256;
-
-class SelectionEntry implements Selection {
-  readonly pods = new Map<string, Pod>();
-  used = true;
-  private journal: SelectionChange[] = [];
-  /** The journal holds every change with a version above this one. */
-  private journalFrom: number;
-
-  constructor(
-    readonly key: string,
-    readonly peer: PolicyPeer,
-    readonly namespace: string,
-    public version: number,
-  ) {
-    this.journalFrom = version;
-  }
-
-  record(version: number, before: Pod | undefined, after: Pod | undefined): void {
-    this.version = version;
-    this.journal.push({ version, before, after });
-    if (this.journal.length > JOURNAL_MAX) {
-      const dropped = this.journal.splice(0, this.journal.length - JOURNAL_MAX / 2);
-      this.journalFrom = dropped.at(-1)!.version;
-    }
-  }
-
-  changesSince(version: number): readonly SelectionChange[] | undefined {
-    if (version < this.journalFrom) return undefined;
-    let i = this.journal.length;
-    while (i > 0 && this.journal[i - 1]!.version > version) i--;
-    return this.journal.slice(i);
-  }
-}
 
 export class ClusterState {
   /** The pod list the state was last brought to, while known (after a delta only the keys are). */
@@ -193,7 +110,7 @@ export class ClusterState {
 
   private claim(pod: Pod, key: string, add: boolean): void {
     for (const ip of pod.ips) {
-      if (podFamilyOf(ip) === undefined) continue;
+      if (podAddressFamily(ip) === undefined) continue;
       // One claimant (nearly every address) is kept as its key; a Set only while several claim it.
       const before = this.claims.get(ip);
       let now: string | Set<string> | undefined;

@@ -244,7 +244,7 @@ export const DEFAULT_CONFIG: Omit<DaemonConfig, 'nodeName'> = {
   budgetSetMembers: DEFAULT_NODE_BUDGET.setMembers,
   budgetRules: DEFAULT_NODE_BUDGET.rules,
   // Why these values, and the daemon's peak memory at them: DEFAULT_INITIAL_STATE_LIMITS in
-  // cluster/kube-source.ts and docs/hostile-input.md.
+  // cluster/kube-source-options.ts and docs/hostile-input.md.
   initialListMaxObjects: 100_000,
   initialListMaxMiB: 1024,
   initialListTimeoutSeconds: 120,

@@ -19,7 +19,7 @@ import { kubeConfigOf, openSource, policyEventsOf } from './cluster-source.js';
 import { createDnsEgress } from './dns-egress.js';
 import { createRevoker, establishedFlows } from './established-flows.js';
 import { eventKind, eventLatency } from './event-latency.js';
-import { nodeSettingsSource } from './node-settings.js';
+import { nodeSettingsSource } from '../config/node-settings.js';
 import { startObservability } from './observability.js';
 import { preconditionChecker } from './preconditions.js';
 import { createServiceGuards } from './service-guards.js';

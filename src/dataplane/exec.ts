@@ -1,4 +1,6 @@
-// The one place processes are spawned. Everything that runs a tool goes through `run`.
+// The one place a tool is run and waited for: everything that runs one goes through `run`. Processes that
+// stay up and answer requests (the NFLOG reader, the netns workers) start in process.ts, the only other
+// module that spawns.
 //
 // node:child_process directly rather than execa: when the process is out of file descriptors, execa 9
 // fails inside its own setup ("subprocess.stdio is not iterable") before it listens for the child's

@@ -13,7 +13,7 @@ import type {
   PolicyView,
   SetView,
   WorkloadView,
-} from './model.js';
+} from './report.js';
 
 export interface FormatOptions {
   /** Print policy blocks (with the pods using them) instead of pod blocks: `--policy`. */

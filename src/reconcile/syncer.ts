@@ -2,44 +2,22 @@
 // last programmed, plans against that, and re-reads the kernel only when it has reason to doubt it
 // (start, drift timer, any failure).
 
-import { sha256, type DesiredState, type FamilyState, type IpFamily } from '../model/index.js';
+import type { DesiredState, FamilyState, IpFamily } from '../model/index.js';
 import {
   expectedAfter,
   expectedObserved,
-  observeFamily,
   planFamily,
   retypeSteps,
-  sameRule,
-  sameRules,
   type FamilyPlan,
   type ObservedFamily,
   type Ownership,
   type SetStep,
 } from '../plan/index.js';
-import { renderIpsetOps, saveWithoutComments, type IpsetOp } from '../render/index.js';
-import { detachObserved } from './detach.js';
+import { renderIpsetOps, type IpsetOp } from '../render/index.js';
+import { KernelReads } from './kernel-reads.js';
+import type { KernelPort, SyncLogger } from './kernel-port.js';
 
-/** The kernel as the syncer needs it; src/dataplane provides the real one, tests may fake it. */
-export interface KernelPort {
-  saveFilter(family: IpFamily): Promise<string>;
-  restoreFilter(family: IpFamily, text: string): Promise<void>;
-  ipsetSave(): Promise<string>;
-  ipsetRestore(text: string): Promise<void>;
-  /**
-   * Writes one ipset step given as ops (the same as its restore text); the daemon's port sends member changes
-   * over netlink (dataplane/ipset-writer.ts). Absent: the step's text goes to `ipsetRestore`.
-   */
-  ipsetApply?(ops: readonly IpsetOp[]): Promise<void>;
-  /** Whether this family can be programmed at all (ip6tables present, IPv6 enabled). */
-  supports(family: IpFamily): boolean;
-}
-
-export interface SyncLogger {
-  info(msg: string, fields?: Record<string, unknown>): void;
-  warn(msg: string, fields?: Record<string, unknown>): void;
-  error(msg: string, fields?: Record<string, unknown>): void;
-  debug(msg: string, fields?: Record<string, unknown>): void;
-}
+export type { KernelPort, SyncLogger } from './kernel-port.js';
 
 export interface SyncResult {
   readonly plans: readonly FamilyPlan[];
@@ -61,12 +39,6 @@ interface EarlierRead {
   readonly belief?: ReadonlyMap<IpFamily, FamilyState> | undefined;
 }
 
-/** One `ipset save` and the filter table of each family, as the tools printed them. */
-interface KernelTexts {
-  readonly ipsetText: string;
-  readonly saves: readonly string[];
-}
-
 export class Syncer {
   /**
    * What we last programmed, per family: the planner skips unchanged objects by identity against it, and what
@@ -78,15 +50,8 @@ export class Syncer {
   private lastDesired = new Map<IpFamily, FamilyState>();
   private readonly expected = new WeakMap<FamilyState, ObservedFamily>();
   private inSync = false;
-  /**
-   * The last read's texts as SHA-256 digests, with what they parsed to. Digests, not the texts: at 50,000 pods
-   * `ipset save` alone is 7 MB the daemon would keep between drift checks; hashing it takes ~7 ms here.
-   */
-  private readonly lastRead = new Map<
-    IpFamily,
-    { readonly iptables: string; readonly ipsets: string; readonly observed: ObservedFamily }
-  >();
-  private lastMatch: { readonly programmed: ObservedFamily; readonly fresh: ObservedFamily } | undefined;
+  /** Reads of the kernel, parsed unless unchanged, and whether one shows what we programmed. */
+  private readonly reads: KernelReads;
   private given: Promise<EarlierRead> | undefined;
   /** Kernel writes so far: a read taken before the last of them no longer shows the kernel as it is. */
   private writes = 0;
@@ -117,6 +82,7 @@ export class Syncer {
       ipsetRestore: (text) => kernel.ipsetRestore(text).finally(written),
       ...(kernel.ipsetApply ? { ipsetApply: (ops: readonly IpsetOp[]) => kernel.ipsetApply!(ops).finally(written) } : {}),
     };
+    this.reads = new KernelReads(this.kernel, own);
   }
 
   /** Forget what we believe is programmed: the next sync reads the kernel first. */
@@ -148,9 +114,9 @@ export class Syncer {
     const taken = this.inTurn(async () => {
       const writes = this.writes;
       const belief = this.inSync && families.every((f) => this.lastDesired.has(f)) ? new Map(this.lastDesired) : undefined;
-      return { texts: await this.readTexts(families), writes, belief };
+      return { texts: await this.reads.texts(families), writes, belief };
     });
-    this.given = taken.then(({ texts, writes, belief }) => ({ observed: this.parse(families, texts), writes, belief }));
+    this.given = taken.then(({ texts, writes, belief }) => ({ observed: this.reads.parse(families, texts), writes, belief }));
     this.given.catch(() => undefined);
     await this.given.catch(() => undefined);
   }
@@ -184,7 +150,7 @@ export class Syncer {
         const fresh = reads.get(family)!;
         // When the kernel holds exactly what we last programmed, plan from the tracker: the planner then
         // skips every unchanged object by identity instead of comparing the whole ruleset.
-        const matches = observed !== undefined && this.matchesProgrammed(observed, fresh);
+        const matches = observed !== undefined && this.reads.matchesProgrammed(observed, fresh);
         if (!(matches && previous !== undefined && this.inSync)) {
           // Drift: the kernel differs from what we last programmed (only meaningful once we programmed).
           if (observed && !matches) drift = true;
@@ -368,7 +334,9 @@ export class Syncer {
   /** One `ipset save` and one `iptables-save` per family, run side by side, parsed unless unchanged. */
   private async read(families: readonly IpFamily[]): Promise<Map<IpFamily, ObservedFamily>> {
     const earlier = await this.takeEarlierRead(families);
-    return earlier && earlier.writes === this.writes ? new Map(families.map((f) => [f, earlier.observed.get(f)!])) : this.readNow(families);
+    return earlier && earlier.writes === this.writes
+      ? new Map(families.map((f) => [f, earlier.observed.get(f)!]))
+      : this.reads.now(families);
   }
 
   /**
@@ -385,9 +353,11 @@ export class Syncer {
       this.inSync &&
       families.every((f) => {
         const then = belief.get(f);
-        return then !== undefined && this.lastDesired.has(f) && this.matchesProgrammed(this.programmedOf(then), earlier!.observed.get(f)!);
+        return (
+          then !== undefined && this.lastDesired.has(f) && this.reads.matchesProgrammed(this.programmedOf(then), earlier!.observed.get(f)!)
+        );
       });
-    return showedBelief ? 'as believed' : this.readNow(families);
+    return showedBelief ? 'as believed' : this.reads.now(families);
   }
 
   /** The read taken ahead (once), if it covers these families; its failure is thrown here. */
@@ -397,54 +367,6 @@ export class Syncer {
     if (!given) return undefined;
     const earlier = await given;
     return families.every((f) => earlier.observed.has(f)) ? earlier : undefined;
-  }
-
-  private async readNow(families: readonly IpFamily[]): Promise<Map<IpFamily, ObservedFamily>> {
-    return this.parse(families, await this.readTexts(families));
-  }
-
-  private parse(families: readonly IpFamily[], { ipsetText, saves }: KernelTexts): Map<IpFamily, ObservedFamily> {
-    const ipsetDigest = digest(ipsetText);
-    return new Map(families.map((family, i) => [family, this.observe(family, saves[i]!, ipsetText, ipsetDigest)]));
-  }
-
-  private async readTexts(families: readonly IpFamily[]): Promise<KernelTexts> {
-    const [ipsetText, ...saves] = await Promise.all([this.kernel.ipsetSave(), ...families.map((f) => this.kernel.saveFilter(f))]);
-    return { ipsetText, saves };
-  }
-
-  /** Parses a read, unless the kernel printed exactly what it printed last time (a drift timer's usual case). */
-  private observe(family: IpFamily, iptablesSave: string, ipsetSave: string, ipsetDigest: string): ObservedFamily {
-    const iptables = digest(saveWithoutComments(iptablesSave));
-    const last = this.lastRead.get(family);
-    if (last && last.iptables === iptables && last.ipsets === ipsetDigest) return last.observed;
-    // Kept until the next read: detached, so it does not hold the texts it was parsed from (detach.ts).
-    const observed = detachObserved(observeFamily(family, iptablesSave, ipsetSave, this.own));
-    this.lastRead.set(family, { iptables, ipsets: ipsetDigest, observed });
-    return observed;
-  }
-
-  /** sameObserved, remembered for the last pair: an unchanged kernel is compared once, not on every tick. */
-  private matchesProgrammed(programmed: ObservedFamily, fresh: ObservedFamily): boolean {
-    if (this.lastMatch?.programmed === programmed && this.lastMatch.fresh === fresh) return true;
-    if (!sameObserved(programmed, fresh)) return false;
-    this.lastMatch = { programmed, fresh: this.rememberAsProgrammed(programmed, fresh) };
-    return true;
-  }
-
-  /**
-   * The read matches what we programmed (the steady state), so the remembered read may hold programmed's
-   * chains, hooks and set members instead of its own parsed copies of them: equal by sameObserved, and at
-   * 50,000 pods the copy is ~7 MiB. What sameObserved does not compare (policies, foreign rules, set
-   * headers such as maxelem) stays as read.
-   */
-  private rememberAsProgrammed(programmed: ObservedFamily, fresh: ObservedFamily): ObservedFamily {
-    const last = this.lastRead.get(fresh.family);
-    if (last?.observed !== fresh) return fresh;
-    const ipsets = new Map([...fresh.ipsets].map(([name, set]) => [name, { ...set, members: programmed.ipsets.get(name)!.members }]));
-    const shared: ObservedFamily = { ...fresh, chains: programmed.chains, hooks: programmed.hooks, ipsets };
-    this.lastRead.set(fresh.family, { ...last, observed: shared });
-    return shared;
   }
 
   /** What the kernel holds after programming `state` (expectedObserved), once per state object. */
@@ -474,30 +396,3 @@ export class SetsNotProgrammedError extends Error {
     );
   }
 }
-
-/**
- * Same chains, hooks and set members: what we own is exactly as we left it (`a` what we programmed, `b` a
- * read). Rules are compared by identity and meaning (plan/rule-identity.ts), not by how they are printed.
- */
-export function sameObserved(a: ObservedFamily, b: ObservedFamily): boolean {
-  const sameList = (x: readonly string[] | undefined, y: readonly string[] | undefined) =>
-    x !== undefined && y !== undefined && x.length === y.length && x.every((v, i) => v === y[i]);
-  if (a.chains.size !== b.chains.size || a.ipsets.size !== b.ipsets.size || a.hooks.size !== b.hooks.size) return false;
-  for (const [name, rules] of a.chains) if (!sameRules(b.chains.get(name), rules)) return false;
-  for (const [name, set] of a.ipsets) {
-    const other = b.ipsets.get(name);
-    if (set.type !== other?.type || set.family !== other.family) return false;
-    // A learned set (timeout and comment): its members are the DNS agent's, its options are ours.
-    if (set.timeout !== undefined || other.timeout !== undefined) {
-      if (set.timeout !== other.timeout || set.maxelem !== other.maxelem || set.comment !== other.comment) return false;
-    } else if (!sameList(set.members, other.members)) return false;
-  }
-  for (const [chain, hooks] of a.hooks) {
-    const other = b.hooks.get(chain);
-    if (other?.length !== hooks.length) return false;
-    if (!hooks.every((h, i) => other[i]!.position === h.position && sameRule(other[i]!.rule, h.rule))) return false;
-  }
-  return true;
-}
-
-const digest = (text: string): string => sha256(text, 'base64');

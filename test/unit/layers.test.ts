@@ -1,5 +1,6 @@
 // The layer map of CONTRIBUTING.md, enforced: which folder of src/ may import which, nothing in src/ imports
-// from outside src/ (src/ is the product: dist/ and the image), and only src/dataplane runs processes.
+// from outside src/ (src/ is the product: dist/ and the image), only src/dataplane runs processes, and cli/
+// reaches the kernel, the compiler and the planner only through commands/.
 
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -30,8 +31,26 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   why: ['model', 'compile', 'trace'],
   map: ['model', 'compile', 'trace', 'why'],
   daemon: ['model', 'log', 'config', 'cluster', 'dataplane', 'render', 'plan', 'reconcile', 'revoke', 'antispoof', 'observe', 'dns'],
-  cli: ['*'],
+  commands: [
+    'model',
+    'log',
+    'config',
+    'cluster',
+    'compile',
+    'render',
+    'dataplane',
+    'plan',
+    'reconcile',
+    'trace',
+    'inspect',
+    'antispoof',
+    'observe',
+    'why',
+  ],
+  cli: ['commands', 'model', 'log', 'log-levels', 'config', 'cluster', 'inspect', 'trace', 'observe', 'why', 'map', 'daemon'],
 };
+/** What only commands/ may reach for cli/: the kernel, the compiler, the planner, the text layer. */
+const BELOW_COMMANDS = ['dataplane', 'compile', 'plan', 'reconcile', 'render', 'antispoof', 'revoke', 'dns'];
 /** STYLE rule 4: exactly one module runs processes or touches the kernel. */
 const PROCESS_MODULES = ['node:child_process', 'child_process', 'execa', 'netlink'];
 
@@ -91,6 +110,11 @@ describe('layer map', () => {
       .filter(([layer, allowed]) => layer !== 'cli' && (allowed.includes('daemon') || allowed.includes('*')))
       .map(([layer]) => layer);
     expect(wrong).toEqual([]);
+  });
+
+  it('cli/ parses, calls and prints: it reaches the kernel, the compiler, the planner and the text layer only through commands/', () => {
+    const cli = MAY_IMPORT['cli'] ?? [];
+    expect(cli.filter((layer) => layer === '*' || BELOW_COMMANDS.includes(layer))).toEqual([]);
   });
 
   it('only src/dataplane runs processes or talks netlink', () => {

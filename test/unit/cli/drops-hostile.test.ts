@@ -5,7 +5,7 @@
 
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { MAX_FLOWS_BODY_BYTES } from '../../../src/cli/flows-answer.js';
+import { MAX_FLOWS_BODY_BYTES } from '../../../src/commands/flows-answer.js';
 import { main } from '../../../src/cli/main.js';
 
 /** Never more than this per answer, whatever the client does: the server is bounded on its own. */

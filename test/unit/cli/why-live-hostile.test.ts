@@ -8,7 +8,7 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MAX_FLOWS_BODY_BYTES } from '../../../src/cli/flows-answer.js';
+import { MAX_FLOWS_BODY_BYTES } from '../../../src/commands/flows-answer.js';
 import { main } from '../../../src/cli/main.js';
 
 const CLUSTER = `

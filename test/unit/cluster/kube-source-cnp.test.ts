@@ -6,7 +6,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { GONE_CONFIRMATIONS, KubeSource } from '../../../src/cluster/kube-source.js';
+import { KubeSource } from '../../../src/cluster/kube-source.js';
+import { GONE_CONFIRMATIONS } from '../../../src/cluster/kube-source-options.js';
 import type { Logger } from '../../../src/cluster/source.js';
 import { FakeApiServer, writeKubeconfig, type KubeObject } from '../../fakes/fake-apiserver.js';
 

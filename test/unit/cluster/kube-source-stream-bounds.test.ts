@@ -7,7 +7,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { KubeSource, type KubeSourceOptions, type StreamRefusal } from '../../../src/cluster/kube-source.js';
+import { KubeSource } from '../../../src/cluster/kube-source.js';
+import type { KubeSourceOptions, StreamRefusal } from '../../../src/cluster/kube-source-options.js';
 import type { Logger } from '../../../src/cluster/source.js';
 import { FakeApiServer, writeKubeconfig, type HostileStream, type KubeObject } from '../../fakes/fake-apiserver.js';
 

@@ -6,7 +6,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { KubeSource, type KubeSourceOptions } from '../../../src/cluster/kube-source.js';
+import { KubeSource } from '../../../src/cluster/kube-source.js';
+import type { KubeSourceOptions } from '../../../src/cluster/kube-source-options.js';
 import type { ClusterChange, Logger } from '../../../src/cluster/source.js';
 import { FakeApiServer, writeKubeconfig, type FakeApiServerOptions, type KubeObject } from '../../fakes/fake-apiserver.js';
 

@@ -4,7 +4,7 @@
 import { loadGoldenCase } from '../../helpers/golden.js';
 import { observeFamily, planFamily, type ObservedFamily } from '../../../src/plan/index.js';
 import { detachObserved, ownString } from '../../../src/reconcile/detach.js';
-import { sameObserved } from '../../../src/reconcile/syncer.js';
+import { sameObserved } from '../../../src/reconcile/kernel-reads.js';
 import { renderFullRestore, type RuleRecord } from '../../../src/render/index.js';
 
 const OWN = { chainPrefix: 'nf-', ipsetPrefix: 'nf' };

@@ -17,9 +17,3 @@ export async function readSavedDumps(paths: readonly string[], ipsetPrefix: stri
   });
   return splitSavedDumps(inputs, ipsetPrefix);
 }
-
-/** The `--saved` paths given (none: read the live kernel). */
-export const savedPaths = (values: Readonly<Record<string, unknown>>): string[] => {
-  const v = values['saved'];
-  return Array.isArray(v) ? (v as string[]) : typeof v === 'string' ? [v] : [];
-};

@@ -11,8 +11,10 @@
 // Imported statically, not on first use: readKernel then spawns every tool synchronously, before the
 // command's loading and compiling hold the event loop (an import() would resolve only after them).
 import { openDecidedKernel, openKernelAndRead, type Kernel, type KernelOptions } from '../dataplane/kernel.js';
+import type { Logger } from '../log.js';
 import type { IpFamily } from '../model/index.js';
 import { observeFamily, type ObservedFamily, type Ownership } from '../plan/observed.js';
+import { Syncer } from '../reconcile/syncer.js';
 
 export interface KernelReadRequest {
   readonly kernel: KernelOptions;
@@ -37,4 +39,16 @@ export function readKernel(request: KernelReadRequest): KernelReading {
   kernel.catch(() => undefined);
   observed.catch(() => undefined);
   return { kernel, observed };
+}
+
+/**
+ * A syncer on the kernel being read (readKernel), started before the command loads and compiles the
+ * cluster; the plan uses what it read. A failure surfaces where the result is awaited, as it did when the
+ * kernel was read after compiling.
+ */
+export async function kernelSyncer(request: KernelReadRequest, logger: Logger): Promise<Syncer> {
+  const reading = readKernel(request);
+  const syncer = new Syncer(await reading.kernel, request.own, logger);
+  syncer.useRead(reading.observed);
+  return syncer;
 }

@@ -4,7 +4,7 @@
 // never a partly printed list.
 
 import type { FlowRecord } from '../observe/flow-log.js';
-import { CommandFailure } from './options.js';
+import { CommandFailure } from './errors.js';
 import { terminalSafe } from './terminal-text.js';
 
 /**
@@ -110,4 +110,30 @@ export function parseFlowsAnswer(body: string, url: string): FlowRecord[] {
     throw err;
   }
   return (doc as { records: FlowRecord[] }).records;
+}
+
+/** The records the daemon at `url` answered; errors say what was wrong with the answer and where. */
+export async function fetchFlows(url: string): Promise<FlowRecord[]> {
+  let res: Response;
+  try {
+    res = await fetch(url, { signal: AbortSignal.timeout(5000) });
+  } catch (err) {
+    throw new CommandFailure(
+      `cannot reach the netfence daemon at ${new URL(url).origin} (${describeCause(err)}); is it running on this node? (--url)`,
+    );
+  }
+  const body = await readBoundedBody(res, url);
+  if (res.status !== 200) {
+    // Enough of the answer to say why (the daemon's are one line), never the whole of a hostile one.
+    const said = terminalSafe(body.trim().slice(0, 300));
+    throw new FlowsAnswerError(`the daemon at ${url} answered ${res.status}: ${said}`);
+  }
+  return parseFlowsAnswer(body, url);
+}
+
+/** fetch's own message is "fetch failed"; the reason (ECONNREFUSED, ENOTFOUND) is its cause. */
+function describeCause(err: unknown): string {
+  // Not `instanceof Error`: the cause may come from another realm.
+  const e = err as { message?: unknown; cause?: { name?: unknown; message?: unknown } };
+  return typeof e.cause?.message === 'string' ? `${String(e.cause.name ?? 'Error')}: ${e.cause.message}` : String(e.message ?? err);
 }
