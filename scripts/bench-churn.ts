@@ -255,7 +255,8 @@ async function main(): Promise<void> {
         ...['--node-name', args.node, '--kubeconfig', kubeconfig, ...(inside ? [] : ['--netns', netns])],
         ...['--listen-address', `127.0.0.1:${port}`, '--log-format', 'json', '--flannel-subnet-env', join(tmp, 'none.env')],
       ],
-      { netns: undefined, logFile },
+      // BENCH_CHURN_DAEMON_FLAGS: node flags for the daemon (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it).
+      { netns: undefined, logFile, extraNodeFlags: process.env.BENCH_CHURN_DAEMON_FLAGS?.split(' ').filter(Boolean) },
     );
     await waitReady(daemon, url, startedAt, 100);
     const readyMs = Date.now() - startedAt;

@@ -38,7 +38,7 @@ import { sameData } from './memo.js';
 import { policyChain } from './policy-chains.js';
 import { PolicyTargets, type CheckedPolicy } from './policy-targets.js';
 import { EndpointResolver, type Selecting } from './resolution.js';
-import { RenderMemory, type DispatchSide, type PolicyChains } from './render-memory.js';
+import { RenderMemory, type DispatchSide, type PodEndpoint, type PolicyChains } from './render-memory.js';
 import { sharedAddressChains, sharedAddressProblems, type SharedAddresses } from './shared-addresses.js';
 import { forwardChain, hostPassChain, inputChain, outputChain, type DnsWatch } from './static-chains.js';
 
@@ -76,6 +76,7 @@ export class Compiler {
   /** ClusterNetworkPolicy tiers (cluster-policy.ts). */
   private readonly cnp = new ClusterPolicyCompiler();
   private lastNodes: ClusterSnapshot['nodes'] = [];
+  private ipv6Wanted: { readonly memory: RenderMemory; readonly local: readonly Pod[]; readonly wanted: boolean } | undefined;
   private lastNodeName: string | undefined;
 
   constructor() {
@@ -105,7 +106,7 @@ export class Compiler {
     this.lastNodes = snapshot.nodes;
     const learned: DnsLearnedSet[] = [];
     const v4 = this.compileFamily(4, policies, settings, shared, learned);
-    const v6 = this.wantsFamily(6, settings) ? this.compileFamily(6, policies, settings, shared, learned) : emptyFamilyState(6);
+    const v6 = this.wantsIpv6(settings) ? this.compileFamily(6, policies, settings, shared, learned) : emptyFamilyState(6);
     this.memory.endpoints.rotate();
     this.memory.interned.rotate();
     // Selections no compile of this node asked for are forgotten; not when the node changed (a compiler asked
@@ -173,6 +174,14 @@ export class Compiler {
     const use = { ...used, refused: refused.size };
     if (refused.size === 0) return { policies, budget: use, problems: over };
     return { policies: policies.map((cp) => (refused.has(cp.policy) ? { ...cp, valid: false } : cp)), budget: use, problems: over };
+  }
+
+  /** wantsFamily(6), decided again only when the settings or the local pods moved (it reads every local pod). */
+  private wantsIpv6(settings: NodeSettings): boolean {
+    const local = this.state.localPods;
+    if (this.ipv6Wanted?.memory !== this.memory || this.ipv6Wanted.local !== local)
+      this.ipv6Wanted = { memory: this.memory, local, wanted: this.wantsFamily(6, settings) };
+    return this.ipv6Wanted.wanted;
   }
 
   private wantsFamily(family: IpFamily, settings: NodeSettings): boolean {
@@ -251,10 +260,29 @@ export class Compiler {
   private endpointsOf(render: EndpointRenderContext, cnp: CnpFamilyResult | undefined, shared: SharedAddresses): RenderedEndpoints {
     const { family, names, settings, hostSide } = render;
     const out: RenderedEndpoints = { workload: [], toNode: [], entries: { from: [], to: [], host: [] } };
+    const lastOfPod = this.memory.podEndpoints[family];
     for (const pod of this.state.localPods) {
       const ips = ipsOfFamily(pod, family);
       if (ips.length === 0) continue;
       const selection = this.resolver.selectionOf(pod);
+      // The pod as the last compile rendered it, when nothing its chains depend on moved: under churn nearly
+      // every local pod, each of which otherwise costs a key, closures and entries on every compile.
+      const last = lastOfPod.get(pod);
+      if (
+        last &&
+        last.hostSide === hostSide &&
+        last.policies === selection.policies &&
+        last.clusterPolicies === selection.clusterPolicies &&
+        !ips.some((a) => shared.has(a))
+      ) {
+        out.workload.push(last.chains.ingress, last.chains.egress);
+        for (const chain of last.chains.verdictCopiesOf) cnp!.verdictOf(chain);
+        if (last.chains.host) out.toNode.push(last.chains.host);
+        out.entries.to.push(...last.to);
+        out.entries.from.push(...last.from);
+        if (hostSide) out.entries.host.push(...last.host);
+        continue;
+      }
       const ip = ips[0]!;
       // Everything the chains depend on (the settings are fixed for this Compiler).
       const key = [family, hostSide, pod.namespace, pod.name, ip, selection.policies, selection.clusterPolicies] as const;
@@ -266,15 +294,22 @@ export class Compiler {
         const made = endpointChains({ podKey: `${pod.namespace}/${pod.name}`, ip }, selection, render);
         return { ...made, ingress: intern(made.ingress), egress: intern(made.egress), ...(made.host ? { host: intern(made.host) } : {}) };
       });
-      out.workload.push(intern(chains.ingress), intern(chains.egress));
+      const used = { ...chains, ingress: intern(chains.ingress), egress: intern(chains.egress) };
+      if (chains.host) used.host = intern(chains.host);
+      out.workload.push(used.ingress, used.egress);
       for (const chain of chains.verdictCopiesOf) cnp!.verdictOf(chain);
-      if (chains.host) out.toNode.push(intern(chains.host));
+      if (used.host) out.toNode.push(used.host);
+      const made: PodEndpoint = { ...selection, hostSide, chains: used, to: [], from: [], host: [] };
       for (const address of ips) {
         if (shared.has(address)) continue;
-        out.entries.to.push({ ip: address, target: chains.ingress.name });
-        out.entries.from.push({ ip: address, target: chains.egress.name });
-        if (hostSide) out.entries.host.push({ ip: address, target: chains.host?.name ?? names.hostPass });
+        made.to.push({ ip: address, target: chains.ingress.name });
+        made.from.push({ ip: address, target: chains.egress.name });
+        if (hostSide) made.host.push({ ip: address, target: chains.host?.name ?? names.hostPass });
       }
+      out.entries.to.push(...made.to);
+      out.entries.from.push(...made.from);
+      out.entries.host.push(...made.host);
+      lastOfPod.set(pod, made);
     }
     for (const [ip, owners] of shared) {
       // Dispatch concerns this node's pods only; the address is still left out of every peer set (ipsets.ts).

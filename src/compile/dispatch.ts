@@ -53,9 +53,12 @@ export function dispatchChains(input: DispatchInput): Chain[] {
       const step = Math.min(STEP_BITS, bits - common);
       const shift = BigInt(bits - common - step);
       const buckets = new Map<bigint, Node[]>();
+      const mask = (1n << BigInt(step)) - 1n;
       for (const n of group) {
-        const k = (n.value >> shift) & ((1n << BigInt(step)) - 1n);
-        buckets.set(k, [...(buckets.get(k) ?? []), n]);
+        const k = (n.value >> shift) & mask;
+        const bucket = buckets.get(k);
+        if (bucket) bucket.push(n);
+        else buckets.set(k, [n]);
       }
       for (const bucket of buckets.values()) {
         if (bucket.length === 1) {

@@ -22,50 +22,113 @@ export class TupleMap<K extends readonly unknown[], V> {
       node = next;
     }
     node.set(key[key.length - 1], value);
+    this.depth = key.length;
+  }
+
+  private depth = 0;
+
+  /** Drops the values `keep` refuses (and the nodes left empty); returns how many values remain. */
+  sweep(keep: (value: V) => boolean): number {
+    let left = 0;
+    const walk = (node: Map<unknown, unknown>, level: number): void => {
+      for (const [part, child] of node) {
+        if (level === this.depth - 1) {
+          if (keep(child as V)) left++;
+          else node.delete(part);
+          continue;
+        }
+        walk(child as Map<unknown, unknown>, level + 1);
+        if ((child as Map<unknown, unknown>).size === 0) node.delete(part);
+      }
+    };
+    if (this.depth > 0) walk(this.root, 0);
+    return left;
   }
 }
 
+/** A value and the compile that last asked for it. */
+interface Used<V> {
+  value: V;
+  used: number;
+}
+
+/**
+ * Forgetting what a compile did not ask for, without rebuilding the maps after every compile: entries carry the
+ * compile that last used them, and once as many entries were made since the last sweep as it kept (and at least
+ * SWEEP_MIN), those the last compile did not use are dropped. Memory stays within about twice what one compile
+ * uses; a one-pod change no longer re-creates a nested map per local pod.
+ */
+class Generations<K extends readonly unknown[], V> {
+  private readonly entries = new TupleMap<K, Used<V>>();
+  private generation = 0;
+  private kept = 0;
+  private made = 0;
+
+  /** The entry of `key`, marked as used by this compile. */
+  use(key: K): Used<V> | undefined {
+    const entry = this.entries.get(key);
+    if (entry) entry.used = this.generation;
+    return entry;
+  }
+
+  add(key: K, value: V): void {
+    this.entries.set(key, { value, used: this.generation });
+    this.made++;
+  }
+
+  /** A compile ended. */
+  rotate(): void {
+    this.generation++;
+    if (this.made <= Math.max(SWEEP_MIN, this.kept)) return;
+    const last = this.generation - 1;
+    this.kept = this.entries.sweep((e) => e.used === last);
+    this.made = 0;
+  }
+}
+
+const SWEEP_MIN = 256;
+
 /**
  * Results reused from one compile to the next while they are asked for with the same key; rotate() after
- * each compile drops what that compile did not ask for.
+ * each compile (what no compile asks for any more is dropped, see Generations). A result is a pure function of
+ * its key, so one kept a little longer is the one make() would give again.
  */
 export class Memo<K extends readonly unknown[], V> {
-  private previous = new TupleMap<K, V>();
-  private current = new TupleMap<K, V>();
+  private readonly entries = new Generations<K, V>();
 
   get(key: K, make: () => V): V {
-    let v = this.current.get(key);
-    if (v !== undefined) return v;
-    v = this.previous.get(key) ?? make();
-    this.current.set(key, v);
+    const found = this.entries.use(key);
+    if (found) return found.value;
+    const v = make();
+    this.entries.add(key, v);
     return v;
   }
 
   rotate(): void {
-    this.previous = this.current;
-    this.current = new TupleMap();
+    this.entries.rotate();
   }
 }
 
 /**
  * Chains whose content decides their reuse (dispatch children, shared-address chains): a chain equal to
- * the one of its family and name the last compile returned comes back as that same object.
+ * the one of its family and name handed out last comes back as that same object.
  */
 export class ChainInterner<C extends { readonly name: string }> {
-  private previous = new TupleMap<readonly [number, string], C>();
-  private current = new TupleMap<readonly [number, string], C>();
+  private readonly entries = new Generations<readonly [number, string], C>();
 
   intern(family: number, chain: C): C {
     const key = [family, chain.name] as const;
-    const before = this.current.get(key) ?? this.previous.get(key);
-    const out = before !== undefined && sameData(before, chain) ? before : chain;
-    this.current.set(key, out);
-    return out;
+    const before = this.entries.use(key);
+    if (before === undefined) {
+      this.entries.add(key, chain);
+      return chain;
+    }
+    if (before.value !== chain && !sameData(before.value, chain)) before.value = chain;
+    return before.value;
   }
 
   rotate(): void {
-    this.previous = this.current;
-    this.current = new TupleMap();
+    this.entries.rotate();
   }
 }
 
@@ -79,9 +142,15 @@ export function sameData(a: unknown, b: unknown): boolean {
     return true;
   }
   if (Array.isArray(b)) return false;
-  const ka = Object.keys(a).filter((k) => (a as Record<string, unknown>)[k] !== undefined);
-  const kb = Object.keys(b).filter((k) => (b as Record<string, unknown>)[k] !== undefined);
-  if (ka.length !== kb.length) return false;
-  for (const k of ka) if (!sameData((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k])) return false;
-  return true;
+  // Counted, not listed: the dispatch trees compare every rule of theirs whenever a pod comes or goes.
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  let defined = 0;
+  for (const k of Object.keys(x)) {
+    if (x[k] === undefined) continue;
+    defined++;
+    if (!sameData(x[k], y[k])) return false;
+  }
+  for (const k of Object.keys(y)) if (y[k] !== undefined) defined--;
+  return defined === 0;
 }

@@ -33,6 +33,18 @@ export interface Admitted {
   readonly problems: readonly Problem[];
 }
 
+/** One local pod's chains and dispatch entries in one family, with what they were made from. */
+export interface PodEndpoint {
+  readonly policies: readonly PolicyRef[];
+  readonly clusterPolicies: readonly ClusterPolicyRef[];
+  readonly hostSide: boolean;
+  /** As interned when made: the objects the planner knows as programmed. */
+  readonly chains: EndpointChains;
+  readonly to: DispatchEntry[];
+  readonly from: DispatchEntry[];
+  readonly host: DispatchEntry[];
+}
+
 /**
  * What is rendered from the cluster and the settings every node shares: policy chains (a policy renders the
  * same chain on every node) and resolved sets (a set's name stands for its content cluster-wide). A compiler
@@ -69,6 +81,8 @@ export class RenderMemory {
     EndpointChains
   >();
   readonly interned = new ChainInterner<Chain>();
+  /** Per family, each local pod object as the last compile that rendered it left it (compile.ts endpointsOf). */
+  readonly podEndpoints: Readonly<Record<IpFamily, WeakMap<Pod, PodEndpoint>>> = { 4: new WeakMap(), 6: new WeakMap() };
   /** Each dispatch tree with the entries it was built from. */
   readonly dispatch = new TupleMap<
     readonly [IpFamily, DispatchSide],

@@ -49,18 +49,26 @@ export function startAntiSpoof(
  */
 export class BridgedPolicingSource implements SyncSubscriber {
   private current: BridgedPolicing = UNKNOWN_POLICING;
-  private key = '';
+  /** Whether the listener heard of a sync yet (the first one is always told). */
+  private told = false;
+  /** The workload chains and families (familiesOf) `current` was worked out from. */
+  private workloads: readonly Chain[] = [];
+  private families = 0;
   private listener: (() => void) | undefined;
 
   /** `programs`: whether the kernel is programmed for a family at all (`ipv6: false`, or no ip6tables). */
   constructor(private readonly programs: (family: 4 | 6) => boolean) {}
 
   synced(result: Pick<SyncReport, 'desired'>): void {
+    // The same workload chain objects as last time (a change that moved no local pod's chains): the same answer.
+    const families = familiesOf(result.desired, this.programs);
+    if (this.told && families === this.families && sameWorkloadChains(result.desired, this.workloads)) return;
+    this.families = families;
+    this.workloads = workloadChains(result.desired);
     const next = bridgedPolicing(result.desired, this.programs);
-    const key = JSON.stringify([[...next.pods], [...next.families]]);
-    if (key === this.key) return;
+    if (this.told && samePolicing(next, this.current)) return;
+    this.told = true;
     this.current = next;
-    this.key = key;
     this.listener?.();
   }
 
@@ -71,6 +79,24 @@ export class BridgedPolicingSource implements SyncSubscriber {
   onChange(listener: () => void): void {
     this.listener = listener;
   }
+}
+
+/** The families programmed (bit 1: IPv4, bit 2: IPv6), as bridgedPolicing counts them. */
+const familiesOf = (desired: DesiredState, programs: (family: 4 | 6) => boolean): number =>
+  (desired.v4.chains.length > 0 && programs(4) ? 1 : 0) | (desired.v6.chains.length > 0 && programs(6) ? 2 : 0);
+
+function workloadChains(desired: DesiredState): Chain[] {
+  const out: Chain[] = [];
+  for (const f of [desired.v4, desired.v6]) for (const c of f.chains) if (c.role.kind === 'workload') out.push(c);
+  return out;
+}
+
+/** Whether the state's workload chains are exactly these objects, in this order (no list built to tell). */
+function sameWorkloadChains(desired: DesiredState, chains: readonly Chain[]): boolean {
+  let i = 0;
+  for (const c of desired.v4.chains) if (c.role.kind === 'workload' && chains[i++] !== c) return false;
+  for (const c of desired.v6.chains) if (c.role.kind === 'workload' && chains[i++] !== c) return false;
+  return i === chains.length;
 }
 
 function bridgedPolicing(desired: DesiredState, programs: (family: 4 | 6) => boolean): BridgedPolicing {
@@ -88,8 +114,34 @@ function bridgedPolicing(desired: DesiredState, programs: (family: 4 | 6) => boo
   return { pods: pods as ReadonlyMap<string, PodOpenness>, families };
 }
 
-const isOpen = (chain: Chain, pod: string, direction: 'ingress' | 'egress'): boolean =>
-  chain.rules.some((r) => r.comment === ruleComment.workloadOpen(pod, direction));
+/**
+ * Whether a workload chain ends open, once per chain object: every sync hands over every chain, and the
+ * compiler returns the same object for a chain that did not change.
+ */
+const openness = new WeakMap<Chain, boolean>();
+function isOpen(chain: Chain, pod: string, direction: 'ingress' | 'egress'): boolean {
+  let open = openness.get(chain);
+  if (open === undefined) {
+    const comment = ruleComment.workloadOpen(pod, direction);
+    openness.set(chain, (open = chain.rules.some((r) => r.comment === comment)));
+  }
+  return open;
+}
+
+/** Same pods with the same openness, same families (in the order they were found). */
+function samePolicing(a: BridgedPolicing, b: BridgedPolicing): boolean {
+  if (a.pods.size !== b.pods.size || a.families.size !== b.families.size) return false;
+  const otherIps = b.pods.keys();
+  for (const ip of a.pods.keys()) {
+    if (otherIps.next().value !== ip) return false;
+    const x = a.pods.get(ip)!;
+    const y = b.pods.get(ip)!;
+    if (x.ingress !== y.ingress || x.egress !== y.egress) return false;
+  }
+  const families = b.families.values();
+  for (const f of a.families) if (families.next().value !== f) return false;
+  return true;
+}
 
 /** Reads the bridge table's drop counters at scrape time; a port's pod is found by the addresses bound to it. */
 export function spoofDropSource(guard: AntiSpoofGuard, netns: string | undefined, pods: () => ReadonlyMap<string, PodRef>) {
@@ -106,14 +158,18 @@ export function spoofDropSource(guard: AntiSpoofGuard, netns: string | undefined
 
 /** A sync subscriber: local pods by address as last programmed, which the drop series name a port by. */
 export class LocalPods implements SyncSubscriber {
-  private byIp: ReadonlyMap<string, PodRef> = new Map();
+  private desired: DesiredState | undefined;
+  private byIp: ReadonlyMap<string, PodRef> | undefined;
 
+  /** Only remembered: the map is made when a scrape asks for it, not on every sync. */
   synced(result: Pick<SyncReport, 'desired'>): void {
-    this.byIp = localPodsByIp(result.desired);
+    if (result.desired === this.desired) return;
+    this.desired = result.desired;
+    this.byIp = undefined;
   }
 
   get(): ReadonlyMap<string, PodRef> {
-    return this.byIp;
+    return (this.byIp ??= this.desired ? localPodsByIp(this.desired) : new Map());
   }
 }
 

@@ -11,12 +11,12 @@ export function syncMetrics(metrics: Metrics, health: HealthState): SyncSubscrib
     heartbeat: () => health.heartbeat(),
     synced: (info) => {
       metrics.setLastSuccessfulSync(Date.now() / 1000);
-      metrics.keepDeniedPods(localPods(info.desired));
+      metrics.keepDeniedPods(() => localPods(info.desired));
       // A sync that re-read the kernel is a full one (start-up, drift timer, retry); others trust the tracker.
       metrics.observeSync(info.readKernel ? 'full' : 'incremental', info.seconds);
       metrics.observeApply(info.applySeconds);
       if (info.reason !== 'change') metrics.countEvent('resync');
-      metrics.setProgrammed(programmedCounts(info.desired));
+      metrics.setProgrammed(() => programmedCounts(info.desired));
       if (info.drift) {
         for (const plan of info.plans) for (const c of plan.changes) metrics.countDriftRepair(c.object);
       }

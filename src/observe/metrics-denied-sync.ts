@@ -20,7 +20,7 @@ export interface DeniedLabels {
 export interface VisibilityMetrics {
   countDenied(labels: DeniedLabels): void;
   /** Drops the series of pods no longer on this node, so pod churn does not grow /metrics forever. */
-  keepDeniedPods(live: ReadonlySet<string>): void;
+  keepDeniedPods(live: ReadonlySet<string> | (() => ReadonlySet<string>)): void;
   setLastSuccessfulSync(epochSeconds: number): void;
   observeEventToProgrammed(seconds: number): void;
   countToolRun(tool: string, ok: boolean): void;
@@ -95,11 +95,13 @@ export function createVisibilityMetrics(registers: Registry[]): VisibilityMetric
       if (!seen.some((s) => sameLabels(s, bounded))) seen.push(bounded);
       denied.inc({ ...bounded });
     },
-    keepDeniedPods: (live) => {
+    keepDeniedPods: (given) => {
+      // Asked for only when some series names a pod (under churn with no drops, never).
+      let live: ReadonlySet<string> | undefined = typeof given === 'function' ? undefined : given;
       for (let i = seen.length - 1; i >= 0; i--) {
         const s = seen[i]!;
         const key = `${s.namespace}/${s.pod}`;
-        if (s.pod === '' || s.pod === '_other' || live.has(key)) continue;
+        if (s.pod === '' || s.pod === '_other' || (live ??= (given as () => ReadonlySet<string>)()).has(key)) continue;
         denied.remove({ ...s });
         seen.splice(i, 1);
         pods.delete(key);

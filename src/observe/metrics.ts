@@ -32,7 +32,8 @@ export interface Metrics extends VisibilityMetrics, AuditMetrics, HardeningMetri
   observeSync(kind: SyncKind, seconds: number): void;
   observeApply(seconds: number): void;
   countEvent(kind: EventKind, n?: number): void;
-  setProgrammed(counts: ProgrammedCounts): void;
+  /** The counts, or how to count them: then counted when /metrics is next read, not on every sync. */
+  setProgrammed(counts: ProgrammedCounts | (() => ProgrammedCounts)): void;
   countApplyFailure(): void;
   countDriftRepair(object: DriftObject, n?: number): void;
   /** Replaces every policy's count, so a policy that was fixed or deleted disappears from /metrics. */
@@ -92,12 +93,32 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     labelNames: ['kind'] as const,
     registers,
   });
-  const rules = new Gauge({ name: 'netfence_rules_programmed', help: 'iptables rules netfence owns, as last programmed.', registers });
-  const ipsets = new Gauge({ name: 'netfence_ipsets_programmed', help: 'ipsets netfence owns, as last programmed.', registers });
-  const ipsetMembers = new Gauge({
+  // Counted at scrape time from the last state given: a sync under churn would otherwise walk every chain and set.
+  let programmed: ProgrammedCounts | (() => ProgrammedCounts) = { rules: 0, ipsets: 0, ipsetMembers: 0 };
+  const programmedNow = (): ProgrammedCounts => (typeof programmed === 'function' ? (programmed = programmed()) : programmed);
+  new Gauge({
+    name: 'netfence_rules_programmed',
+    help: 'iptables rules netfence owns, as last programmed.',
+    registers,
+    collect() {
+      this.set(programmedNow().rules);
+    },
+  });
+  new Gauge({
+    name: 'netfence_ipsets_programmed',
+    help: 'ipsets netfence owns, as last programmed.',
+    registers,
+    collect() {
+      this.set(programmedNow().ipsets);
+    },
+  });
+  new Gauge({
     name: 'netfence_ipset_members_programmed',
     help: 'Members across all ipsets netfence owns, as last programmed.',
     registers,
+    collect() {
+      this.set(programmedNow().ipsetMembers);
+    },
   });
   const applyFailures = new Counter({
     name: 'netfence_apply_failures_total',
@@ -167,9 +188,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     observeApply: (seconds) => applyDuration.observe(seconds),
     countEvent: (kind, n = 1) => events.inc({ kind }, n),
     setProgrammed: (counts) => {
-      rules.set(counts.rules);
-      ipsets.set(counts.ipsets);
-      ipsetMembers.set(counts.ipsetMembers);
+      programmed = counts;
     },
     countApplyFailure: () => applyFailures.inc(),
     countDriftRepair: (object, n = 1) => driftRepairs.inc({ object }, n),

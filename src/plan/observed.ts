@@ -91,34 +91,44 @@ function savedMembersOf(set: IpSet): string[] {
 
 const byCodeUnits = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
-export function expectedObserved(desired: FamilyState): ObservedFamily {
-  // Cached per chain (renderChain) and set object: the compiler returns the same objects for what did not change.
-  const savedOf = (s: IpSet): SavedIpSet => {
-    let saved = savedSets.get(s);
-    if (!saved)
-      savedSets.set(
-        s,
-        (saved = s.learned
-          ? {
-              name: s.name,
-              type: s.type,
-              family: s.family,
-              maxelem: s.learned.maxelem,
-              timeout: s.learned.timeout,
-              comment: true,
-              members: [],
-            }
-          : { name: s.name, type: s.type, family: s.family, maxelem: IPSET_MAXELEM, members: savedMembersOf(s) }),
-      );
-    return saved;
-  };
-  const chains = new Map(desired.chains.map((c) => [c.name as string, renderChain(c).rules]));
+/** A set as `ipset save` will show it once programmed (cached per set object). */
+export function savedOf(s: IpSet): SavedIpSet {
+  let saved = savedSets.get(s);
+  if (!saved)
+    savedSets.set(
+      s,
+      (saved = s.learned
+        ? {
+            name: s.name,
+            type: s.type,
+            family: s.family,
+            maxelem: s.learned.maxelem,
+            timeout: s.learned.timeout,
+            comment: true,
+            members: [],
+          }
+        : { name: s.name, type: s.type, family: s.family, maxelem: IPSET_MAXELEM, members: savedMembersOf(s) }),
+    );
+  return saved;
+}
+
+/** Our hooks as the save will show them, per kernel chain. */
+export function expectedHooks(desired: FamilyState): Map<KernelChainName, ObservedHook[]> {
   const hooks = new Map<KernelChainName, ObservedHook[]>();
   for (const hook of desired.hooks) {
     const list = hooks.get(hook.chain) ?? [];
     list.push({ position: list.length + 1, rule: renderHook(hook) });
     hooks.set(hook.chain, list);
   }
-  const ipsets = new Map<string, SavedIpSet>(desired.ipsets.map((s) => [s.name as string, savedOf(s)]));
-  return { family: desired.family, chains, hooks, policies: new Map(), ipsets };
+  return hooks;
+}
+
+export function expectedObserved(desired: FamilyState): ObservedFamily {
+  // Cached per chain (renderChain) and set object: the compiler returns the same objects for what did not change.
+  // Filled in loops: every sync that is not planned from the last one derives this from the whole state.
+  const chains = new Map<string, readonly RuleRecord[]>();
+  for (const c of desired.chains) chains.set(c.name, renderChain(c).rules);
+  const ipsets = new Map<string, SavedIpSet>();
+  for (const s of desired.ipsets) ipsets.set(s.name, savedOf(s));
+  return { family: desired.family, chains, hooks: expectedHooks(desired), policies: new Map(), ipsets };
 }

@@ -2,7 +2,7 @@
 // and repairs what someone else changed; failures keep the old rules and retry with backoff.
 
 import { Compiler } from '../compile/index.js';
-import type { ClusterSnapshot, NodeSettings, Problem } from '../model/index.js';
+import type { ClusterSnapshot, NetworkPolicy, NodeSettings, Problem } from '../model/index.js';
 import { formatPlanDiff, formatSummary, summarize } from '../plan/diff.js';
 import { BoundedFrequencyRunner, type Clock, type RunReason } from './runner.js';
 import { SyncReports, type SyncSubscriber } from './sync-reports.js';
@@ -49,6 +49,8 @@ export class Reconciler {
   private readonly compiler = new Compiler();
   private syncs = 0;
   private lastProblemKey = '';
+  /** The snapshot whose policies were prepared last. */
+  private prepared: ClusterSnapshot | undefined;
   /** Cleanup retries since a sync left stale sets behind. */
   private cleanups = 0;
 
@@ -101,8 +103,10 @@ export class Reconciler {
     try {
       const snapshot = this.opts.source.snapshot();
       // A policy with 10,000 excepts costs tens of milliseconds to read; thirty arriving at once would hold
-      // the event loop (and /healthz) for seconds on a busy node. Read them one per turn of the loop first.
-      for (const policy of snapshot.policies) if (this.compiler.prepare(policy)) await yieldToEventLoop();
+      // the event loop (and /healthz) for seconds on a busy node. Read them one per turn of the loop first:
+      // those that changed since the last snapshot prepared, when the source can say (not the whole list on
+      // every change).
+      for (const policy of this.policiesToPrepare(snapshot)) if (this.compiler.prepare(policy)) await yieldToEventLoop();
       result = this.compiler.compile(snapshot, this.opts.settings(snapshot));
       this.reportProblems([...this.opts.source.problems(), ...result.problems]);
       this.reports.budget(result.budget);
@@ -155,6 +159,14 @@ export class Reconciler {
       this.reports.failed({ reason, error, stage: 'apply' });
       throw error;
     }
+  }
+
+  /** The snapshot's policies that may be new since the last snapshot prepared (all of them when it cannot tell). */
+  private policiesToPrepare(snapshot: ClusterSnapshot): Iterable<NetworkPolicy> {
+    const delta = this.prepared ? snapshot.changes?.since(this.prepared) : undefined;
+    this.prepared = snapshot;
+    if (!delta) return snapshot.policies;
+    return [...delta.policies.values()].filter((p): p is NetworkPolicy => p !== undefined);
   }
 
   /**

@@ -4,6 +4,7 @@
 
 import type { DesiredState, FamilyState, IpFamily } from '../model/index.js';
 import {
+  expectedAfter,
   expectedObserved,
   planFamily,
   retypeSteps,
@@ -42,7 +43,9 @@ export class Syncer {
   /**
    * What we last programmed, per family: the planner skips unchanged objects by identity against it, and what
    * the kernel should hold (`programmedOf`) is derived from it when a sync first needs it. Not after every
-   * write: a one-shot `apply` never needs it, and it renders every chain and sorts every set once more.
+   * write: a one-shot `apply` never needs it, and it renders every chain and sorts every set once more. A sync
+   * planned against that derivation patches it with its own changes instead (expectedAfter), which is what
+   * keeps a one-pod change under churn from costing a walk of the whole ruleset.
    */
   private lastDesired = new Map<IpFamily, FamilyState>();
   private readonly expected = new WeakMap<FamilyState, ObservedFamily>();
@@ -137,6 +140,8 @@ export class Syncer {
     const reads = read === 'as believed' ? undefined : read;
     let drift = false;
     const plans: FamilyPlan[] = [];
+    /** Per family, the expected state a plan was made against (not a kernel read): what it patches once applied. */
+    const against = new Map<IpFamily, ObservedFamily>();
     for (const family of families) {
       const state = desired[family === 4 ? 'v4' : 'v6'];
       let previous = this.lastDesired.get(family);
@@ -153,6 +158,7 @@ export class Syncer {
           previous = undefined;
         }
       }
+      if (previous !== undefined) against.set(family, observed!);
       plans.push(planFamily(state, observed!, this.own, previous));
     }
     this.inSync = false;
@@ -198,6 +204,12 @@ export class Syncer {
       this.lastDesired.clear();
       this.leftovers = { names: undestroyed, desired, clean };
     } else {
+      // What the kernel now holds, patched from what the plans were made against (O(change), not O(ruleset)).
+      for (const plan of plans) {
+        const state = desired[plan.family === 4 ? 'v4' : 'v6'];
+        const before = against.get(plan.family);
+        if (before && !this.expected.has(state)) this.expected.set(state, expectedAfter(before, plan, state));
+      }
       this.programmed(desired, clean);
     }
     for (const plan of plans) for (const e of plan.errors) this.logger.error(e);

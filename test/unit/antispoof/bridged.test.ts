@@ -117,3 +117,42 @@ describe('the bridge table with bridged judging', () => {
     ]);
   });
 });
+
+describe('BridgedPolicingSource: the bridge table is rewritten only when isolation moved', () => {
+  const desiredOf = (extra: Parameters<typeof makePolicy>[2][] = []) =>
+    compile(
+      snapshot({
+        namespaces: [makeNamespace('x')],
+        pods: [makePod('x', 'b', '10.244.1.3', labels({ app: 'b' })), makePod('x', 'c', '10.244.1.4', labels({ app: 'c' }))],
+        policies: [
+          makePolicy('x', 'deny-b', selectPods(sel({ app: 'b' })), types('Ingress')),
+          ...(extra.length > 0 ? [makePolicy('x', 'extra', ...extra)] : []),
+        ],
+      }),
+      settings({ podCidrs: ['10.244.1.0/24'] }),
+    ).desired;
+
+  it('tells its listener after the first sync, not after one that isolates the same pods, and again when isolation changes', () => {
+    const source = new BridgedPolicingSource(() => true);
+    let told = 0;
+    source.onChange(() => told++);
+    source.synced({ desired: desiredOf() });
+    expect(told).toBe(1);
+    // Another compile of the same cluster: new objects, the same isolation.
+    source.synced({ desired: desiredOf() });
+    expect(told).toBe(1);
+    source.synced({ desired: desiredOf([selectPods(sel({ app: 'c' })), types('Egress')]) });
+    expect(told).toBe(2);
+    expect(source.get().pods.get('10.244.1.4')).toEqual({ ingress: true, egress: false });
+  });
+
+  it('tells its listener after a first sync that programs nothing (the table stops judging every port)', () => {
+    const source = new BridgedPolicingSource(() => true);
+    let told = 0;
+    source.onChange(() => told++);
+    source.synced({
+      desired: { v4: { family: 4, chains: [], ipsets: [], hooks: [] }, v6: { family: 6, chains: [], ipsets: [], hooks: [] } },
+    });
+    expect(told).toBe(1);
+  });
+});

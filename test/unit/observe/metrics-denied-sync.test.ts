@@ -38,6 +38,33 @@ describe('visibility metrics', () => {
     expect(await lines(m, 'netfence_denied_packets_logged_total{namespace="ns",pod="new"')).toHaveLength(1);
   });
 
+  it('asks for the live pods only when some series names a pod, and prunes by them then', async () => {
+    const m = createMetrics();
+    let asked = 0;
+    const live = () => (asked++, new Set(['ns/kept']));
+    m.countDenied({ namespace: '', pod: '', direction: 'egress', reason: 'unknown-pod', policy: '' });
+    m.keepDeniedPods(live);
+    expect(asked).toBe(0);
+    m.countDenied({ namespace: 'ns', pod: 'kept', direction: 'ingress', reason: 'isolated', policy: 'ns/p' });
+    m.countDenied({ namespace: 'ns', pod: 'gone', direction: 'ingress', reason: 'isolated', policy: 'ns/p' });
+    m.keepDeniedPods(live);
+    expect(asked).toBe(1);
+    expect(await lines(m, 'netfence_denied_packets_logged_total{namespace="ns"')).toEqual([
+      'netfence_denied_packets_logged_total{namespace="ns",pod="kept",direction="ingress",reason="isolated",policy="ns/p"} 1',
+    ]);
+  });
+
+  it('counts what is programmed when /metrics is read, from the last state given', async () => {
+    const m = createMetrics();
+    let counted = 0;
+    m.setProgrammed(() => (counted++, { rules: 3, ipsets: 2, ipsetMembers: 9 }));
+    m.setProgrammed(() => (counted++, { rules: 120, ipsets: 7, ipsetMembers: 4000 }));
+    expect(counted).toBe(0);
+    expect(await lines(m, 'netfence_rules_programmed')).toEqual(['netfence_rules_programmed 120']);
+    expect(await lines(m, 'netfence_ipset_members_programmed')).toEqual(['netfence_ipset_members_programmed 4000']);
+    expect(counted).toBe(1);
+  });
+
   it(`folds policies past ${MAX_DENIED_POLICIES} into policy="_other" (the label's bound)`, async () => {
     const m = createMetrics();
     for (let i = 0; i <= MAX_DENIED_POLICIES; i++)
