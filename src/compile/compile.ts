@@ -309,7 +309,10 @@ export class Compiler {
       out.entries.to.push(...made.to);
       out.entries.from.push(...made.from);
       out.entries.host.push(...made.host);
-      lastOfPod.set(pod, made);
+      // Kept for reuse only when every address got its entries: one left out as shared must come back into
+      // dispatch once a single pod holds it again, which a reused, entry-less record would never do.
+      if (made.to.length === ips.length) lastOfPod.set(pod, made);
+      else lastOfPod.delete(pod);
     }
     for (const [ip, owners] of shared) {
       // Dispatch concerns this node's pods only; the address is still left out of every peer set (ipsets.ts).

@@ -16,6 +16,8 @@ import {
 } from '../../../src/model/index.js';
 import { expectedObserved } from '../../../src/plan/index.js';
 import { renderFullRestore, renderIpsetRestore } from '../../../src/render/index.js';
+import { labels, makePod, makePolicy, selectPods, settings as fixtureSettings, types } from '../../helpers/builders.js';
+import { cluster as fixtureCluster, IP as fixtureIp } from './fixtures.js';
 
 const text = (d: DesiredState): string => [d.v4, d.v6].map((f) => renderIpsetRestore(f.ipsets) + renderFullRestore(f)).join('\n');
 
@@ -346,5 +348,29 @@ describe('incremental Compiler', () => {
     expect(sameChains).toBe(before.chains.length);
     const reused = after.ipsets.filter((s) => before.ipsets.includes(s)).length;
     expect(reused).toBeGreaterThanOrEqual(after.ipsets.length - 2);
+  });
+  it("equals compile() when a local pod's address is claimed by a second pod and then freed again (the store's deltas)", () => {
+    // Two pods claiming one address: neither gets a dispatch entry (shared-addresses.ts). Once one of them is
+    // gone the other must be dispatched again, exactly as a fresh compile dispatches it. The daemon's path:
+    // snapshots from a store, each saying what changed, so the pod that stays is the very same object.
+    const isolateWeb = makePolicy('prod', 'isolate-web', selectPods({ matchLabels: { app: 'web' }, matchExpressions: [] }), types('Ingress'));
+    const base = fixtureCluster([isolateWeb]);
+    const small = fixtureSettings();
+    const store = new ObjectStore();
+    for (const ns of base.namespaces) store.set('Namespace', ns.name, ns);
+    for (const node of base.nodes) store.set('Node', node.name, node);
+    for (const pod of base.pods) store.set('Pod', `${pod.namespace}/${pod.name}`, pod);
+    for (const policy of base.policies) store.set('NetworkPolicy', `${policy.namespace}/${policy.name}`, policy);
+    const claimant = makePod('prod', 'aaa', fixtureIp.web, labels({ app: 'imposter' }));
+    const compiler = new Compiler();
+    const step = (way: string): void => {
+      const snap = store.snapshot();
+      expect({ way, text: text(compiler.compile(snap, small).desired) }).toEqual({ way, text: text(compile(snap, small).desired) });
+    };
+    step('before');
+    store.set('Pod', 'prod/aaa', claimant);
+    step('claimed');
+    store.delete('Pod', 'prod/aaa');
+    step('freed');
   });
 });
