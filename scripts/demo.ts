@@ -6,7 +6,8 @@
 // default-deny in audit mode shows the flows it would break (`netfence drops --audit`), then is enforced; the
 // demo ends with a map of its cluster written to a file (`netfence map --format html`) and a `netfence map
 // --diff` of that last change, and one ClusterNetworkPolicy `domainNames` rule at work (a DNS server pod, a
-// lookup with `dig`, the connection it allows, `netfence trace` naming the learned address). Everything it creates (namespaces, daemons, temp files; not the map) is removed at the end, also on
+// lookup with `dig`, the connection it allows, `netfence trace` and `netfence why --live` naming the learned
+// address). Everything it creates (namespaces, daemons, temp files; not the map) is removed at the end, also on
 // failure and Ctrl-C. Exit 0 only when every expected matrix was reached.
 //
 // `--dual-stack`: the same cluster dual-stack, as flannel's EnableIPv6 builds it (an IPv6 /64 per node
@@ -394,7 +395,8 @@ async function main(): Promise<number> {
  * One ClusterNetworkPolicy with a `domainNames` rule: dev's pods may reach web.other.example on TCP 80 (and the
  * resolver), nothing else. A DNS server pod (dnsmasq) answers web.other.example with other/web's address. Before
  * the lookup dev/client cannot connect; `dig` from dev/client, and the connection it allows goes through; the
- * trace on the node names the learned address, its name, the pod whose lookup it was and until when.
+ * trace on the node names the learned address, its name, the pod whose lookup it was and until when, and so does
+ * `why --live` (the cluster's answer, then the node daemon's /learned).
  */
 async function dnsEgressStep(sandbox: Sandbox, watched: string, tmp: string, started: (pid: number) => void): Promise<boolean> {
   const resolver = await sandbox.addPod({ namespace: 'dns', name: 'resolver', node: 'n1' });
@@ -487,11 +489,35 @@ async function dnsEgressStep(sandbox: Sandbox, watched: string, tmp: string, sta
   out(`    netfence trace dev/client -> other/web on n2: exit ${trace.code}`);
   const learned = lines.findIndex((l) => l.includes('learned for'));
   for (const line of [lines[verdict], ...(learned >= 0 ? lines.slice(learned, learned + 2) : [])]) out(`    | ${line ?? ''}`);
+  // `why` judges from the cluster alone (a lookup would allow it); --live asks n2's daemon what its kernel learned.
+  const why = await netfence(
+    [
+      'why',
+      '--resources',
+      watched,
+      '--live',
+      '--daemon-url',
+      `${n2.name}=http://${LISTEN}`,
+      '--src',
+      'dev/client',
+      '--dst',
+      `other/web:${PORT}`,
+    ],
+    n2.netns,
+  );
+  out(`    netfence why --live dev/client -> other/web:${PORT} (exit 1: the cluster alone drops it): exit ${why.code}`);
+  const whyLines = why.output.split('\n');
+  const from = whyLines.findIndex((l) => /egress\s+DROPPED/.test(l));
+  for (const line of whyLines.slice(Math.max(from, 0), Math.max(from, 0) + 10)) out(`    | ${line}`);
+  const whyNamed = why.output.replace(/\s+/g, ' ').includes(`allowed: ${web} learned for web.other.example from dev/client's lookup`);
   const other = await sandbox.probe('dev/client', { protocol: 'TCP', port: PORT, ip: sandbox.addressOf('prod/web'), timeoutMs: 500 });
   out(`    dev/client -> prod/web:${PORT} (no name of the rule resolves to it): ${other.ok ? 'connected' : 'blocked'}`);
   const named = trace.output.replace(/\s+/g, ' ').includes(`${web} learned for web.other.example from dev/client's lookup`);
-  if (!blocked.ok || dig.stdout.trim() !== web || !probe.ok || other.ok || trace.code !== 0 || !named) {
-    out('    unexpected: blocked before the lookup, the lookup answered, connected after it, the trace naming the learned address');
+  if (!blocked.ok || dig.stdout.trim() !== web || !probe.ok || other.ok || trace.code !== 0 || !named || why.code !== 1 || !whyNamed) {
+    out(
+      '    unexpected: blocked before the lookup, the lookup answered, connected after it, trace and why --live naming the learned address',
+    );
+    for (const line of whyLines.slice(-20)) out(`    | ${line}`);
     for (const line of lines.slice(-20)) out(`    | ${line}`);
     return false;
   }

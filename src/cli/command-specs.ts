@@ -188,7 +188,7 @@ export const COMMANDS = {
       {
         name: 'live',
         type: 'boolean',
-        help: "also ask each node's daemon (/readyz, /flows) whether its kernel agrees: through --daemon-url, else the API server's pod proxy to the netfence pod on that node (needs listenAddress on the node's address); exit 2 naming a node it cannot reach",
+        help: "also ask each node's daemon (/readyz, /flows) whether its kernel agrees, and, when a domainNames rule would allow the connection, the source pod's daemon (/learned) whether the destination was learned (for which name, until when): through --daemon-url, else the API server's pod proxy to the netfence pod on that node (needs listenAddress on the node's address); exit 2 naming a node it cannot reach",
       },
       {
         name: 'daemon-url',

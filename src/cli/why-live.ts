@@ -17,6 +17,7 @@ export function formatLive(live: LiveReport): string {
     }
     lines.push(`  ${n.node}  ${n.ready?.ok === true ? 'in sync' : 'NOT in sync'} (/readyz: ${n.ready?.text ?? '?'})`);
     for (const d of n.disagreements) lines.push(...wrap(d, '    DISAGREES: ', '      '));
+    for (const l of n.learned?.text ?? []) lines.push(...wrap(l, '    ', '      '));
     for (const note of n.notes) lines.push(...wrap(note, '    ', '      '));
   }
   return `${lines.join('\n')}\n`;

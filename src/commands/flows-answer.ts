@@ -4,6 +4,7 @@
 // never a partly printed list.
 
 import type { FlowRecord } from '../observe/flow-log.js';
+import { MAX_LEARNED_SETS, type LearnedAnswer } from '../observe/learned-answer.js';
 import { CommandFailure } from './errors.js';
 import { terminalSafe } from './terminal-text.js';
 
@@ -110,6 +111,60 @@ export function parseFlowsAnswer(body: string, url: string): FlowRecord[] {
     throw err;
   }
   return (doc as { records: FlowRecord[] }).records;
+}
+
+// Seconds since 1970 that print as a date (learnedAt), and a timeout no ipset holds past (2^31 - 1 s).
+const isEpochSeconds: Check = (v, where) =>
+  void (Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) <= 8.64e12 ? undefined : fail(where, 'seconds since 1970', v));
+const isTimeout: Check = (v, where) =>
+  void (Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) <= 2 ** 31 - 1 ? undefined : fail(where, 'a timeout in seconds', v));
+// Short of Date's limit (8.64e15 ms) by more than any timeout, so `readAt + remainingSeconds` prints as a date.
+const isReadAt: Check = (v, where) =>
+  void (Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) <= 8e15 ? undefined : fail(where, 'a time in ms since 1970', v));
+const isShortList =
+  (check: Check, most: number): Check =>
+  (v, where) => {
+    if (Array.isArray(v) && v.length > most) fail(where, `at most ${most} entries`, `${v.length}`);
+    isArrayOf(check)(v, where);
+  };
+
+const isLearnedAnswer = isObject({
+  pod: isString,
+  address: isString,
+  readAt: isReadAt,
+  sets: isCount,
+  names: isShortList(isString, 1024),
+  learned: isShortList(
+    isObject({
+      set: isString,
+      policy: isString,
+      rule: isString,
+      name: optional(isString),
+      learnedAt: optional(isEpochSeconds),
+      remainingSeconds: optional(isTimeout),
+    }),
+    MAX_LEARNED_SETS,
+  ),
+});
+
+/** The daemon's `/learned` answer, checked as /flows answers are; errors name where and what was wrong. */
+export function parseLearnedAnswer(body: string, url: string): LearnedAnswer {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(body);
+  } catch (err) {
+    throw new FlowsAnswerError(`the answer from ${url} is not JSON (${terminalSafe((err as Error).message)})`);
+  }
+  const refusal = (doc as { error?: unknown } | null)?.error;
+  if (typeof refusal === 'string')
+    throw new FlowsAnswerError(`the daemon at ${url} refused the query: ${terminalSafe(refusal.slice(0, 300))}`);
+  try {
+    isLearnedAnswer(doc, 'answer');
+  } catch (err) {
+    if (err instanceof FlowsAnswerError) throw new FlowsAnswerError(`the answer from ${url} is not a learned-set answer: ${err.message}`);
+    throw err;
+  }
+  return doc as LearnedAnswer;
 }
 
 /** The records the daemon at `url` answered; errors say what was wrong with the answer and where. */

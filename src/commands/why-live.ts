@@ -1,6 +1,7 @@
 // `why --live`'s work: what the kernels of the nodes a connection crosses hold, from their daemons: /readyz
 // (is the node in sync with the cluster?) and /flows (did it drop this connection?), held against the
-// desired answer. A daemon is reached directly at its URL, or through the API server's pod proxy to the
+// desired answer; and, when the desired answer names a `domainNames` rule a lookup would open, /learned on the
+// source pod's node (has its DNS agent learned the destination, for which name, until when?). A daemon is reached directly at its URL, or through the API server's pod proxy to the
 // netfence pod on that node; the DaemonSet is hostNetwork, so that needs the daemon listening on the node's
 // address (listenAddress), not the loopback default.
 
@@ -8,8 +9,10 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { parseListenAddress } from '../config/listen-address.js';
 import type { DaemonConfig } from '../config/schema.js';
 import type { FlowRecord } from '../observe/flow-log.js';
+import type { LearnedMemberAnswer } from '../observe/learned-answer.js';
+import { learnedText } from '../trace/index.js';
 import type { Answer } from '../why/index.js';
-import { FlowsAnswerError, MAX_FLOWS_BODY_BYTES, parseFlowsAnswer, readBoundedBody } from './flows-answer.js';
+import { FlowsAnswerError, MAX_FLOWS_BODY_BYTES, parseFlowsAnswer, parseLearnedAnswer, readBoundedBody } from './flows-answer.js';
 import { terminalSafe } from './terminal-text.js';
 
 /** One GET on a node's daemon: the status and body, or a thrown error saying why it could not be asked. */
@@ -24,9 +27,20 @@ export interface NodeLive {
   readonly ready?: { readonly ok: boolean; readonly text: string };
   /** Drops of this connection the daemon recorded. */
   readonly drops?: readonly FlowRecord[];
+  /** What the source pod's DNS agent learned for the destination, when a `domainNames` rule would allow it. */
+  readonly learned?: NodeLearned;
   /** Where the kernel and the desired answer part ways (or may: the node is not in sync). */
   readonly disagreements: readonly string[];
   readonly notes: readonly string[];
+}
+
+export interface NodeLearned {
+  readonly pod: string;
+  readonly address: string;
+  /** The members the daemon read from its kernel's learned sets (absent: it could not say). */
+  readonly entries?: readonly LearnedMemberAnswer[];
+  /** `allowed: 198.51.100.10 learned for good.example from x/a's lookup at 12:00:01, until 12:01:01`, or why not. */
+  readonly text: readonly string[];
 }
 
 export interface LiveReport {
@@ -45,12 +59,17 @@ async function nodeLive(answer: Answer, node: string, reach: DaemonReach): Promi
   const sides = answer.sides.filter((s) => s.node === node && (s.verdict === 'allowed' || s.verdict === 'dropped'));
   // Ask for the flows of the pod on this node (either end; the daemon filters, the tuple is matched here).
   const local = src.kind === 'pod' && src.node === node ? src.pod : dst.kind === 'pod' && dst.node === node ? dst.pod : undefined;
+  // A `domainNames` rule would allow the egress once the source pod looks a name up: what is learned lives here.
+  const learner = sides.some((s) => s.direction === 'egress' && s.afterLookup !== undefined) && src.kind === 'pod' ? src.pod : undefined;
+  const learnedPath = learner && `/learned?${new URLSearchParams({ pod: learner, address: dst.ip }).toString()}`;
   let readyz: { status: number; body: string };
   let flows: { status: number; body: string };
+  let learnedAnswer: { status: number; body: string } | undefined;
   try {
-    [readyz, flows] = await Promise.all([
+    [readyz, flows, learnedAnswer] = await Promise.all([
       reach.get(node, '/readyz'),
       reach.get(node, `/flows${local ? `?pod=${encodeURIComponent(local)}` : ''}`),
+      learnedPath ? reach.get(node, learnedPath) : undefined,
     ]);
   } catch (err) {
     // The message may quote the daemon's (or a proxy's) answer: shown, so made terminal-safe here.
@@ -89,7 +108,44 @@ async function nodeLive(answer: Answer, node: string, reach: DaemonReach): Promi
           : `${node} recorded no drop of it (${side.direction}): not tried lately, or flow logs are off`,
       );
   }
-  return { node, ready, drops, disagreements, notes };
+  let learned: NodeLearned | undefined;
+  if (learner && learnedAnswer) {
+    try {
+      learned = learnedOf(node, learner, dst.ip, learnedAnswer);
+    } catch (err) {
+      return { node, error: (err as Error).message, ready, drops, disagreements, notes };
+    }
+  }
+  return { node, ready, drops, ...(learned ? { learned } : {}), disagreements, notes };
+}
+
+function learnedOf(node: string, pod: string, address: string, got: { status: number; body: string }): NodeLearned {
+  if (got.status !== 200)
+    return {
+      pod,
+      address,
+      text: [`${node} cannot say what it learned for ${pod} (/learned ${got.status}: ${terminalSafe(got.body.trim().slice(0, 300))})`],
+    };
+  const answer = parseLearnedAnswer(got.body, `${node} /learned`);
+  const text =
+    answer.learned.length > 0
+      ? answer.learned.map(
+          (e) =>
+            `allowed: ${learnedText(
+              {
+                pod,
+                address,
+                ...(e.name !== undefined ? { name: terminalSafe(e.name.slice(0, 253)) } : {}),
+                ...(e.learnedAt !== undefined ? { learnedAt: e.learnedAt } : {}),
+                ...(e.remainingSeconds !== undefined ? { remainingSeconds: e.remainingSeconds } : {}),
+              },
+              answer.readAt,
+            )}`,
+        )
+      : answer.sets === 0
+        ? [`not learned on ${node}: its DNS agent has no domainNames rule for ${pod} (not in sync yet?)`]
+        : [`not learned on ${node}: no lookup of those names seen`];
+  return { pod, address, entries: answer.learned, text };
 }
 
 export async function direct(url: string): Promise<{ status: number; body: string }> {

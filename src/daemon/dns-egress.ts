@@ -26,6 +26,8 @@ export interface DnsEgressOptions {
 export interface DnsEgress extends SyncSubscriber {
   /** Follows a plan: opens, re-plans or closes the socket. Resolves once the socket is in the plan's state. */
   follow(plan: DnsLearningPlan | undefined): Promise<void>;
+  /** The plan last followed: the learned sets on this node (for `/learned`). */
+  plan(): DnsLearningPlan | undefined;
   /** Releases every held answer and closes the socket. */
   stop(): Promise<void>;
 }
@@ -40,6 +42,7 @@ export function createDnsEgress(opts: DnsEgressOptions): DnsEgress {
   let socket: DnsSocket | undefined;
   let bound: { queue: number; group: number } | undefined;
   let deadlineMs = 100;
+  let followed: DnsLearningPlan | undefined;
   // Plans apply one after another: a sync's report never races the previous one's open or close.
   let chain: Promise<void> = Promise.resolve();
   const lastWarn = new Map<string, { at: number; suppressed: number }>();
@@ -117,6 +120,7 @@ export function createDnsEgress(opts: DnsEgressOptions): DnsEgress {
   };
 
   const apply = async (plan: DnsLearningPlan | undefined): Promise<void> => {
+    followed = plan;
     if (!plan || plan.sets.length === 0) {
       if (socket) logger.info('dns egress: no domainNames rule on this node; answers no longer held');
       await close();
@@ -162,6 +166,7 @@ export function createDnsEgress(opts: DnsEgressOptions): DnsEgress {
   const follow = (plan: DnsLearningPlan | undefined): Promise<void> => (chain = chain.then(() => apply(plan)));
   return {
     follow,
+    plan: () => followed,
     synced: (result: Pick<SyncReport, 'desired'>) => void follow(result.desired.dns),
     stop: () => (chain = chain.then(close)),
   };

@@ -7,6 +7,7 @@ import type { ClusterSource } from '../cluster/source.js';
 import type { DaemonConfig } from '../config/schema.js';
 import { kernelOptions, ownershipOf } from '../config/views.js';
 import { onToolRun } from '../dataplane/exec.js';
+import { saveIpset } from '../dataplane/ipset.js';
 import { openKernel } from '../dataplane/kernel.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../observe/metrics.js';
@@ -17,6 +18,7 @@ import type { Revoker } from '../revoke/revoker.js';
 import { BridgedPolicingSource, LocalPods, spoofDropSource, startAntiSpoof } from './anti-spoofing.js';
 import { kubeConfigOf, openSource, policyEventsOf } from './cluster-source.js';
 import { createDnsEgress } from './dns-egress.js';
+import { learnedQuery } from './learned-query.js';
 import { createRevoker, establishedFlows } from './established-flows.js';
 import { eventKind, eventLatency } from './event-latency.js';
 import { nodeSettingsSource } from '../config/node-settings.js';
@@ -108,7 +110,10 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   reports.subscribe(establishedFlows({ config, revoker, settings: node.last, netns, logger }));
   // Egress by DNS name: idle (no socket) until a compiled plan has learned sets on this node.
   const dnsEgress = config.dryRun ? undefined : createDnsEgress({ netns, logger: logger.child({ component: 'dns-egress' }), metrics });
-  if (dnsEgress) reports.subscribe(dnsEgress);
+  if (dnsEgress) {
+    reports.subscribe(dnsEgress);
+    server.serveLearned(learnedQuery({ plan: () => dnsEgress.plan(), readSet: (name) => saveIpset(name, { netns }), now: Date.now }));
+  }
 
   await guards.checkIpvs();
   // The bridge table also judges bridged pod traffic no pod address explains, so it runs with anti-spoofing off too.

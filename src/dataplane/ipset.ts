@@ -42,3 +42,9 @@ export function ipsetErrorLine(stderr: string): number | undefined {
   const m = /\bError in line (\d+)/.exec(stderr);
   return m?.[1] !== undefined ? Number(m[1]) : undefined;
 }
+
+/** `ipset save NAME`: one set and its members (a learned set's timeouts and comments), as restore-format text. */
+export async function saveIpset(name: string, opts: IpsetRunnerOptions = {}): Promise<string> {
+  const base = { netns: opts.netns, timeoutMs: opts.timeoutMs ?? 10_000 };
+  return (await run('ipset', ['save', name], base)).stdout;
+}

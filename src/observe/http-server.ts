@@ -1,7 +1,7 @@
 // The observability endpoints on the metrics port: /healthz (liveness), /readyz (readiness),
 // /metrics (Prometheus text) and /flows. Plain node:http: four read-only routes do not need a framework.
 //
-// /flows names pods, addresses and policies: a client other than the node itself (loopback) must prove who
+// /flows and /learned name pods, addresses and policies: a client other than the node itself (loopback) must prove who
 // it is and be allowed (`authorize`: TokenReview and SubjectAccessReview, as kube-rbac-proxy does). On a
 // node address, the port is also served on loopback, where the kubelet probes from.
 
@@ -14,6 +14,10 @@ import type { Check, HealthChecks } from './health.js';
 import type { Metrics } from './metrics.js';
 import type { ConnectionRefusal } from './metrics-hostile.js';
 import type { FlowsAnswer } from './flows-query.js';
+import type { LearnedAnswer } from './learned-answer.js';
+
+/** `/learned?pod=&address=`: what the DNS agent learned for one pod and destination; `{ error }` for a bad query. */
+export type LearnedHandler = (query: URLSearchParams) => Promise<LearnedAnswer | { readonly error: string }>;
 
 export interface ObserveServerOptions {
   readonly health: HealthChecks;
@@ -24,6 +28,8 @@ export interface ObserveServerOptions {
    * 400 (with the reason as JSON) for a query that cannot be read.
    */
   readonly flows?: (query: URLSearchParams) => FlowsAnswer;
+  /** `/learned` (ClusterNetworkPolicy `domainNames`); also set later with serveLearned. 404 while absent. */
+  readonly learned?: LearnedHandler;
   /** Bounds on what clients may hold; defaults in CONNECTION_LIMITS. */
   readonly limits?: Partial<ConnectionLimits>;
   /** Peers that may use the slots others cannot (default: loopback, where the kubelet probes from). */
@@ -35,7 +41,7 @@ export interface ObserveServerOptions {
    * sent). Absent: such requests are refused (403), since nothing can say who is asking.
    */
   readonly authorize?: RequestAuthorizer;
-  /** Told of every /flows request refused for want of authentication or authorisation. */
+  /** Told of every /flows or /learned request refused for want of authentication or authorisation. */
   readonly onAuthRefused?: (why: AuthRefusal) => void;
 }
 
@@ -86,11 +92,18 @@ function coversLoopback(host: string): boolean {
 export class ObserveServer {
   private servers: Server[] = [];
   private readonly logger: Logger;
+  private learned: LearnedHandler | undefined;
   /** Where the loopback listener bound, when the main address is a node address. */
   loopback: ListenAddress | undefined;
 
   constructor(private readonly options: ObserveServerOptions) {
     this.logger = options.logger ?? nullLogger;
+    this.learned = options.learned;
+  }
+
+  /** Serves /learned from now on (the DNS agent starts after the server, which answers probes from the start). */
+  serveLearned(handler: LearnedHandler): void {
+    this.learned = handler;
   }
 
   /** Listens on `host:port` (port 0 picks a free one) and resolves to the address actually bound. */
@@ -203,15 +216,22 @@ export class ObserveServer {
       case '/flows': {
         if (!this.options.flows) return send(res, 404, 'flow log is off (flowLogs: false)\n');
         const refusal = await this.refusal(req, path);
-        if (refusal)
-          return send(
-            res,
-            AUTH_STATUS[refusal.why],
-            `${refusal.message}\n`,
-            refusal.why === 'unauthenticated' ? { 'WWW-Authenticate': 'Bearer' } : {},
-          );
+        if (refusal) return sendRefusal(res, refusal);
         const answer = this.options.flows(url.searchParams);
         return send(res, 'error' in answer ? 400 : 200, `${JSON.stringify(answer)}\n`, { 'Content-Type': 'application/json' });
+      }
+      case '/learned': {
+        const learned = this.learned;
+        if (!learned) return send(res, 404, 'no DNS agent here (dry-run)\n');
+        const refusal = await this.refusal(req, path);
+        if (refusal) return sendRefusal(res, refusal);
+        try {
+          const answer = await learned(url.searchParams);
+          return send(res, 'error' in answer ? 400 : 200, `${JSON.stringify(answer)}\n`, { 'Content-Type': 'application/json' });
+        } catch (err) {
+          this.logger.error('reading learned sets failed', { err });
+          return send(res, 500, 'reading learned sets failed\n');
+        }
       }
       default:
         return send(res, 404, 'not found: try /healthz, /readyz or /metrics\n');
@@ -241,6 +261,10 @@ export class ObserveServer {
     this.options.onAuthRefused?.(decision.why);
     return decision;
   }
+}
+
+function sendRefusal(res: ServerResponse, refusal: { why: AuthRefusal; message: string }): void {
+  send(res, AUTH_STATUS[refusal.why], `${refusal.message}\n`, refusal.why === 'unauthenticated' ? { 'WWW-Authenticate': 'Bearer' } : {});
 }
 
 function sendCheck(res: ServerResponse, check: Check): void {

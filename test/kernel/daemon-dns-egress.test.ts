@@ -2,7 +2,8 @@
 // Deny of everything, compiled by the daemon in a sandbox node; its DNS agent holds the subject pods' answers,
 // learns from each pod's own lookups and releases them. A DNS server pod answers (dns-peer.py), a web pod is the
 // named destination. Before a lookup the subject cannot connect; the instant its lookup's answer arrives it can;
-// another subject pod that did not look the name up still cannot; the metrics count what happened.
+// another subject pod that did not look the name up still cannot; the metrics count what happened; and
+// `netfence why --live` names the learned address (from the daemon's /learned, read from the kernel's sets).
 
 import { jest } from '@jest/globals';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -10,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createSandbox, type Sandbox, type SandboxPod } from '../../sandbox/index.js';
+import { main } from '../../src/cli/main.js';
 import { startJsonLineProcess, type JsonLineProcess, type JsonObject } from '../../src/dataplane/process.js';
 import { httpGet, metricValue, startNodeDaemon, waitReady, type NodeDaemon } from '../helpers/daemon-harness.js';
 import { describeKernel } from '../helpers/netns.js';
@@ -23,6 +25,7 @@ describeKernel('daemon: a domainNames rule allows what the subject pod’s own l
   let sandbox: Sandbox;
   let daemon: NodeDaemon;
   let dir: string;
+  let file: string;
   const pods = {} as Record<'client' | 'other' | 'dns' | 'web', SandboxPod>;
   const peers = {} as Record<keyof typeof pods, JsonLineProcess>;
   const ask = (p: keyof typeof pods, msg: JsonObject): Promise<JsonObject> => peers[p].request(msg, 60_000);
@@ -40,7 +43,7 @@ describeKernel('daemon: a domainNames rule allows what the subject pod’s own l
       spec: { nodeName: 'n1' },
       status: { phase: 'Running', podIP: p.ip },
     });
-    const file = join(dir, 'cluster.json');
+    file = join(dir, 'cluster.json');
     writeFileSync(
       file,
       JSON.stringify({
@@ -120,6 +123,22 @@ describeKernel('daemon: a domainNames rule allows what the subject pod’s own l
     const metrics = (await httpGet(`${daemon.url}/metrics`)).body;
     expect(metricValue(metrics, 'netfence_dns_answers_total')).toBeGreaterThanOrEqual(20);
     expect(metricValue(metrics, 'netfence_dns_addresses_learned_total')).toBeGreaterThanOrEqual(1);
+  });
+
+  it('why --live names the address the lookup taught the node, and says nothing was learned for a pod that did not look', async () => {
+    const why = async (src: string): Promise<string> => {
+      let out = '';
+      const args = ['why', '--resources', file, '--live', '--daemon-url', `n1=${daemon.url}`, '--src', src, '--dst', `${pods.web.ip}:80`];
+      // The desired answer (the cluster alone) is a drop a lookup would lift: exit 1.
+      expect(await main(args, { out: (t) => (out += t), err: (t) => (out += t) })).toBe(1);
+      return out.replace(/\s+/g, ' ');
+    };
+    expect(await why('x/client')).toMatch(
+      new RegExp(
+        `allowed: ${pods.web.ip.replace(/\./g, '\\.')} learned for good\\.example from x/client's lookup at \\d\\d:\\d\\d:\\d\\d, until `,
+      ),
+    );
+    expect(await why('x/other')).toContain('not learned on n1: no lookup of those names seen');
   });
 
   it('a name matched through the queried name only: www.shop.example (a CNAME into *.cdn.example) allows nothing', async () => {
