@@ -17,6 +17,10 @@ step "unused files, exports, dependencies (knip)" npx --no-install knip --no-pro
 step "runtime dependencies = what src/ loads (scripts/check-runtime-deps.ts)" node --import ./scripts/register-ts.mjs scripts/check-runtime-deps.ts
 step "no ticket numbers or branch names in tracked text (scripts/check-tracked-text.ts)" node --import ./scripts/register-ts.mjs scripts/check-tracked-text.ts
 step "docs/commands.md option tables = the command specs (npm run docs:commands)" node --import ./scripts/register-ts.mjs scripts/docs-commands.ts --check
+step "structure: the layer map, netfilter text only in render/, no import cycles (test/unit/{layers,text-layer,import-cycles})" \
+  node --experimental-vm-modules --no-warnings node_modules/jest/bin/jest.js --selectProjects unit --silent \
+  -- test/unit/layers.test.ts test/unit/text-layer.test.ts test/unit/import-cycles.test.ts
+step "BENCHMARKS.md at most 300 lines (the latest figures, not their history)" bash -c '[ "$(wc -l <BENCHMARKS.md)" -le 300 ]'
 step "types (tsc, product)" npx --no-install tsc -p tsconfig.json --noEmit --pretty false
 step "types (tsc, tests and scripts)" npx --no-install tsc -p tsconfig.test.json --noEmit --pretty false
 if [ ${#failed[@]} -gt 0 ]; then

@@ -353,7 +353,12 @@ describe('incremental Compiler', () => {
     // Two pods claiming one address: neither gets a dispatch entry (shared-addresses.ts). Once one of them is
     // gone the other must be dispatched again, exactly as a fresh compile dispatches it. The daemon's path:
     // snapshots from a store, each saying what changed, so the pod that stays is the very same object.
-    const isolateWeb = makePolicy('prod', 'isolate-web', selectPods({ matchLabels: { app: 'web' }, matchExpressions: [] }), types('Ingress'));
+    const isolateWeb = makePolicy(
+      'prod',
+      'isolate-web',
+      selectPods({ matchLabels: { app: 'web' }, matchExpressions: [] }),
+      types('Ingress'),
+    );
     const base = fixtureCluster([isolateWeb]);
     const small = fixtureSettings();
     const store = new ObjectStore();
