@@ -125,7 +125,9 @@ for (const family of [4, 6] as const)
       expect(Math.max(...windows)).toBeLessThanOrEqual(2000);
 
       const metrics = (await httpGet(`${daemon!.url}/metrics`)).body;
-      expect(metricValue(metrics, 'netfence_hook_displaced_total{chain="FORWARD"}')).toBeGreaterThanOrEqual(windows.length);
+      // At least one displacement counted: a restart may also be repaired by a sync some other event started
+      // before the watch's tick saw it (CI once saw two repairs of 72 and 136 ms and one count), which is no fault.
+      expect(metricValue(metrics, 'netfence_hook_displaced_total{chain="FORWARD"}')).toBeGreaterThanOrEqual(1);
       expect(daemon!.logs.some((l) => l.includes(`jump is no longer first (IPv${family})`))).toBe(true);
     });
   });
