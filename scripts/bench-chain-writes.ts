@@ -10,9 +10,9 @@
 // Set-only changes are written over netlink by the daemon (no process). Pure: no kernel, no root.
 
 import { Compiler } from '../src/compile/index.js';
-import type { ClusterSnapshot, FamilyState, NetworkPolicy } from '../src/model/index.js';
+import type { ClusterSnapshot, FamilyState } from '../src/model/index.js';
 import { expectedObserved, planFamily, type FamilyPlan } from '../src/plan/index.js';
-import { ChurnWriter, PEER_LABEL } from './bench-lib/churn-writes.js';
+import { ChurnWriter, churnBenchPolicy } from './bench-lib/churn-writes.js';
 import { generateCluster, TIERS, type Tier } from './bench-lib/generator.js';
 import { podObject, policyObject } from './bench-daemon.js';
 
@@ -56,23 +56,7 @@ const args = parseArgs(process.argv.slice(2));
 const { snapshot, settings } = generateCluster({ tier: args.tier, seed: args.seed, node: args.node });
 // The churn benchmark's bench policy: every label flip moves a pod in or out of its peer set.
 const target = snapshot.pods.find((p) => p.nodeName === args.node && !p.hostNetwork && p.phase === 'Running' && p.ips.length > 0)!;
-const benchPolicy: NetworkPolicy = {
-  namespace: target.namespace,
-  name: 'bench-churn',
-  podSelector: { matchLabels: {}, matchExpressions: [] },
-  policyTypes: ['Ingress'],
-  ingress: [
-    {
-      peers: [
-        {
-          namespaceSelector: { matchLabels: {}, matchExpressions: [] },
-          podSelector: { matchLabels: { [PEER_LABEL]: 'on' }, matchExpressions: [] },
-        },
-      ],
-      ports: [{ protocol: 'TCP', port: 1000 }],
-    },
-  ],
-};
+const benchPolicy = churnBenchPolicy(target);
 const writer = new ChurnWriter(
   { create: () => undefined, update: () => undefined, delete: () => undefined },
   {

@@ -17,13 +17,13 @@ import { mkdtempSync, openSync, readSync, closeSync, readFileSync, rmSync, write
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateCluster, TIERS, type Tier } from './bench-lib/generator.js';
-import { ChurnWriter, PEER_LABEL } from './bench-lib/churn-writes.js';
+import { ChurnWriter, churnBenchPolicy } from './bench-lib/churn-writes.js';
 import { histogramQuantile, leastSquaresSlope, percentile } from './bench-lib/stats.js';
 import { CLI, cpuMs, metric, podObject, policyObject, procStatusKiB, snapshotObjects, waitReady } from './bench-daemon.js';
 import { fileURLToPath } from 'node:url';
 import { run } from '../src/dataplane/exec.js';
 import { openIpsetNetlink } from '../src/dataplane/ipset-netlink.js';
-import type { NetworkPolicy, Pod } from '../src/model/index.js';
+import type { Pod } from '../src/model/index.js';
 import { FakeApiServer } from '../test/fakes/fake-apiserver.js';
 import { sleep, startDaemonProcess, type DaemonProcess } from './demo/daemon-process.js';
 import { freePort } from '../test/helpers/free-port.js';
@@ -205,23 +205,7 @@ async function main(): Promise<void> {
   // namespace: every label flip anywhere moves a pod in or out of its peer set.
   const target = snapshot.pods.find((p) => p.nodeName === args.node && !p.hostNetwork && p.phase === 'Running' && p.ips.length > 0);
   if (!target) throw new Error(`no running pod on ${args.node}`);
-  const benchPolicy: NetworkPolicy = {
-    namespace: target.namespace,
-    name: 'bench-churn',
-    podSelector: { matchLabels: {}, matchExpressions: [] },
-    policyTypes: ['Ingress'],
-    ingress: [
-      {
-        peers: [
-          {
-            namespaceSelector: { matchLabels: {}, matchExpressions: [] },
-            podSelector: { matchLabels: { [PEER_LABEL]: 'on' }, matchExpressions: [] },
-          },
-        ],
-        ports: [{ protocol: 'TCP', port: 1000 }],
-      },
-    ],
-  };
+  const benchPolicy = churnBenchPolicy(target);
   // Probe pods: remote and local, never replaced, flipped once a second in turn.
   const ordinary = snapshot.pods.filter((p) => !p.hostNetwork && p.phase === 'Running' && p.ips.length > 0);
   const probes: Pod[] = [

@@ -20,7 +20,7 @@ import { createMetrics } from '../src/observe/metrics.js';
 import { Syncer, type KernelPort } from '../src/reconcile/syncer.js';
 import type { SyncReport } from '../src/reconcile/sync-reports.js';
 import type { KubeObject } from '../test/fakes/fake-apiserver.js';
-import { ChurnWriter, PEER_LABEL } from './bench-lib/churn-writes.js';
+import { ChurnWriter, churnBenchPolicy } from './bench-lib/churn-writes.js';
 import { generateCluster, TIERS, type Tier } from './bench-lib/generator.js';
 
 const args = { tier: 'large' as Tier, changes: 2000, seed: 1, node: 'node-1', flipsOnly: false };
@@ -41,23 +41,7 @@ for (let i = 0; i < argv.length; i++) {
 
 const { snapshot, settings } = generateCluster({ tier: args.tier, seed: args.seed, node: args.node });
 const target = snapshot.pods.find((p) => p.nodeName === args.node && !p.hostNetwork && p.phase === 'Running' && p.ips.length > 0)!;
-const benchPolicy: NetworkPolicy = {
-  namespace: target.namespace,
-  name: 'bench-churn',
-  podSelector: { matchLabels: {}, matchExpressions: [] },
-  policyTypes: ['Ingress'],
-  ingress: [
-    {
-      peers: [
-        {
-          namespaceSelector: { matchLabels: {}, matchExpressions: [] },
-          podSelector: { matchLabels: { [PEER_LABEL]: 'on' }, matchExpressions: [] },
-        },
-      ],
-      ports: [{ protocol: 'TCP', port: 1000 }],
-    },
-  ],
-};
+const benchPolicy = churnBenchPolicy(target);
 
 const store = new ObjectStore();
 const key = (o: { namespace: string; name: string }): string => `${o.namespace}/${o.name}`;

@@ -37,6 +37,30 @@ interface ChurnInput {
 
 export const PEER_LABEL = 'bench-peer';
 
+/**
+ * The churn's bench policy: it isolates the pods of `target`'s namespace and admits `bench-peer=on` pods of
+ * every namespace, so every label flip anywhere moves a pod in or out of its peer set.
+ */
+export function churnBenchPolicy(target: Pod): NetworkPolicy {
+  return {
+    namespace: target.namespace,
+    name: 'bench-churn',
+    podSelector: { matchLabels: {}, matchExpressions: [] },
+    policyTypes: ['Ingress'],
+    ingress: [
+      {
+        peers: [
+          {
+            namespaceSelector: { matchLabels: {}, matchExpressions: [] },
+            podSelector: { matchLabels: { [PEER_LABEL]: 'on' }, matchExpressions: [] },
+          },
+        ],
+        ports: [{ protocol: 'TCP', port: 1000 }],
+      },
+    ],
+  };
+}
+
 const key = (p: { namespace: string; name: string }): string => `${p.namespace}/${p.name}`;
 const ordinary = (p: Pod): boolean => !p.hostNetwork && p.phase === 'Running' && p.ips.length > 0;
 
