@@ -148,11 +148,16 @@ export class IpSetBuilder {
   private node: string | undefined;
 
   /** `node`: the node compiled (ctx.state's); the sets of another node are kept for the next one asked for. */
-  build(registry: IpSetRegistry, ctx: MemberContext, node = ''): IpSet[] {
+  build(registry: IpSetRegistry, ctx: MemberContext, node = '', everyNode = false): IpSet[] {
     // One node's compiles forget the sets it no longer asks for. A compiler asked for each node in turn keeps
     // them: the next node asks for most of them again, and a set's members do not depend on the node
-    // asking (those that do, the named-port targets, carry the targets in their stamp).
-    const next = node !== this.node && this.node !== undefined ? new Map(this.previous) : new Map<string, Built>();
+    // asking (those that do, the named-port targets, carry the targets in their stamp). `everyNode`: a
+    // compiler asked for each node (compile.ts) keeps them all, also across two compiles of one node.
+    const next = everyNode
+      ? this.previous
+      : node !== this.node && this.node !== undefined
+        ? new Map(this.previous)
+        : new Map<string, Built>();
     this.node = node;
     const out: IpSet[] = [];
     for (const [name, req] of registry.entries()) {

@@ -10,7 +10,7 @@ import type { Profile } from './profiles.js';
 import { PROTOCOLS, type PortRange } from './model.js';
 import { intersect, joinRanges, rangesText, subtract } from './ports.js';
 import { carryOver } from './carry-over.js';
-import { defaultFamily, prepare, PrepareCache } from './prepare.js';
+import { defaultFamily, prepareAll, type Prepared } from './prepare.js';
 
 export interface EdgeChange {
   /** Group ids in the new map (in the old one for pods the new cluster no longer has). */
@@ -41,9 +41,13 @@ export function diffClusters(
   options: MapOptions = {},
 ): { diff: MapDiff; before: MapModel; after: MapModel } {
   const family = options.family ?? defaultFamily(after.snapshot);
-  const cache = new PrepareCache();
-  const p0 = prepare(before.snapshot, before.settingsFor, family, new Map(), cache);
-  const p1 = prepare(carryOver(before.snapshot, after.snapshot), after.settingsFor, family, new Map(), cache);
+  const [p0, p1] = prepareAll(
+    [
+      { snapshot: before.snapshot, settingsFor: before.settingsFor, compiled: new Map() },
+      { snapshot: carryOver(before.snapshot, after.snapshot), settingsFor: after.settingsFor, compiled: new Map() },
+    ],
+    family,
+  ) as [Prepared, Prepared];
   const cidrs = [...p0.addresses.netCidrs(), ...p1.addresses.netCidrs()];
   const m0 = finishMap(p0, { ...options, extraCidrs: cidrs, listEdges: false });
   const m1 = finishMap(p1, { ...options, extraCidrs: cidrs, listEdges: false });
