@@ -189,7 +189,7 @@ export class Judge {
           ctstate: 'NEW' as const,
         };
         this.traces++;
-        const t = tracePacket(rules.ruleset, rules.ipsets, packet, { chainPrefix });
+        const t = tracePacket(rules.ruleset, rules.ipsets, packet, { chainPrefix, steps: false });
         const allowed = finalVerdict(t) === 'ACCEPT';
         out.push({ proto, from, to, allowed, by: reason(t, direction, allowed) });
       }

@@ -11,6 +11,8 @@ export interface MatchContext {
   /** The packet mark at this point of the walk. */
   readonly mark: number;
   readonly ipsets: IpSets;
+  /** No words for a failed match (a caller that keeps only the verdict). */
+  readonly quiet?: boolean;
 }
 
 /** `true`/`false`, or why the tracer cannot tell (then the rule is reported as not evaluated). */
@@ -122,7 +124,7 @@ export function evaluateMatches(matches: readonly Match[], ctx: MatchContext): R
   let unknown: string | undefined;
   for (const m of matches) {
     const answer = evaluateMatch(m, ctx);
-    if (answer === false) return { result: 'no-match', failed: describeFailed(m, ctx) };
+    if (answer === false) return { result: 'no-match', failed: ctx.quiet === true ? '' : describeFailed(m, ctx) };
     if (answer !== true) unknown ??= answer.unknown;
   }
   return unknown === undefined ? { result: 'match' } : { result: 'unknown', why: unknown };

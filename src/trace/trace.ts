@@ -92,6 +92,11 @@ export interface TraceOptions {
   readonly startChain?: string;
   /** Guards against jump loops in a hand-edited ruleset. */
   readonly maxSteps?: number;
+  /**
+   * False: no steps recorded and no words for the matches that failed (`steps` is empty): a caller that
+   * reads only the verdict and who decided it (map, tracing thousands of packets) is spared building them.
+   */
+  readonly steps?: boolean;
 }
 
 interface Frame {
@@ -118,6 +123,8 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
   let mark = packet.mark ?? 0;
   let phase: Phase = 'before-hook';
   const maxSteps = opts.maxSteps ?? 10000;
+  const quiet = opts.steps === false;
+  let walked = 0;
 
   const finish = (decided: DecidedBy): TraceResult => {
     const base = { allowedBy, steps, warnings, hookFound, finalMark: mark, audit, ...(lookups.length > 0 ? { afterLookup: lookups } : {}) };
@@ -132,7 +139,7 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
   };
 
   while (frames.length > 0) {
-    if (steps.length >= maxSteps) {
+    if ((quiet ? walked : steps.length) >= maxSteps) {
       warnings.push(`stopped after ${maxSteps} steps: the chains loop`);
       return { verdict: 'NO-VERDICT', allowedBy, steps, warnings, hookFound, finalMark: mark, audit };
     }
@@ -148,10 +155,12 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
       continue;
     }
     const ruleIndex = ++frame.next;
+    walked++;
     const ref: StepRef = { chain: chain.name, ruleIndex, text: saved.text };
     const comment = saved.comment;
     const rule = saved.rule ?? toRule(saved.args);
     const record = (result: Step['result'], detail?: string) =>
+      quiet ||
       steps.push({
         ...ref,
         depth,
@@ -165,7 +174,7 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
       warnings.push(notEvaluated(ref, 'a match or target the tracer does not model', phase));
       continue;
     }
-    const matched = evaluateMatches(rule.match, { packet, mark, ipsets });
+    const matched = evaluateMatches(rule.match, { packet, mark, ipsets, quiet });
     if (matched.result === 'no-match') {
       record('no-match', matched.failed);
       const missed = isOwned ? afterLookup(rule, comment, { packet, mark, ipsets }) : undefined;
