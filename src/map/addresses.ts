@@ -6,7 +6,7 @@
 // the plain `hash:ip` and `hash:ip,port` sets.
 
 import type { IpFamily } from '../model/index.js';
-import { parseIp } from '../model/address.js';
+import { familyBits, parseCidrOrHost, parseIp, type ParsedIp } from '../model/address.js';
 import { setMatches, type IpSets } from '../trace/index.js';
 
 export class AddressClasses {
@@ -15,6 +15,9 @@ export class AddressClasses {
   private readonly seen = new Set<string>();
   private readonly entries = new Set<string>();
   private readonly memo = new Map<string, string>();
+  /** The `hash:net` sets holding an address, by the address's first `netBits` bits (netsOf). */
+  private readonly netMemo = new Map<bigint, string[]>();
+  private netBits: number | undefined;
 
   constructor(private readonly family: IpFamily) {}
 
@@ -28,6 +31,8 @@ export class AddressClasses {
       this.seen.add(name);
       if (set.type === 'hash:net') {
         this.nets.push({ name, set });
+        this.netMemo.clear();
+        this.netBits = undefined;
         continue;
       }
       for (const member of set.members) {
@@ -52,15 +57,36 @@ export class AddressClasses {
     let known = this.memo.get(ip);
     if (known !== undefined) return known;
     const parsed = parseIp(ip);
-    const entries = [...(parsed ? (this.byIp.get(`${parsed.value}`) ?? []) : [])];
-    const probe = { src: ip, dst: ip, proto: 'tcp' as const, dport: 0, inIface: '', outIface: '', ctstate: 'NEW' as const };
-    for (const { name, set } of this.nets) {
-      const answer = setMatches(set, probe, 'src');
-      if (answer.known && answer.member) entries.push(name);
-    }
+    const entries = [...(parsed ? (this.byIp.get(`${parsed.value}`) ?? []) : []), ...this.netsOf(ip, parsed)];
     known = [...new Set(entries)].sort().join(' ');
     this.memo.set(ip, known);
     return known;
+  }
+
+  /**
+   * The `hash:net` sets holding `ip`. Two addresses alike in the first bits of the longest prefix any of
+   * those sets names are in the same entries of every one of them, so in the same sets: asked once per such
+   * block (pods of one node's /24 share a handful), not once per address.
+   */
+  private netsOf(ip: string, parsed: ParsedIp | undefined): string[] {
+    if (this.nets.length === 0) return [];
+    this.netBits ??= Math.max(
+      0,
+      ...this.nets.flatMap(({ set }) =>
+        set.members.map((m) => parseCidrOrHost(m.trim().split(/\s+/)[0] ?? '')?.prefix ?? familyBits(this.family)),
+      ),
+    );
+    const block = parsed?.family === this.family ? parsed.value >> BigInt(familyBits(this.family) - this.netBits) : undefined;
+    const known = block !== undefined ? this.netMemo.get(block) : undefined;
+    if (known) return known;
+    const probe = { src: ip, dst: ip, proto: 'tcp' as const, dport: 0, inIface: '', outIface: '', ctstate: 'NEW' as const };
+    const names: string[] = [];
+    for (const { name, set } of this.nets) {
+      const answer = setMatches(set, probe, 'src');
+      if (answer.known && answer.member) names.push(name);
+    }
+    if (block !== undefined) this.netMemo.set(block, names);
+    return names;
   }
 
   /** Every CIDR the `hash:net` sets name (ipBlocks and their excepts, ClusterNetworkPolicy networks). */
