@@ -58,15 +58,18 @@ export interface ChainNames {
   policyEgress(policyKey: string): ChainName;
 }
 
+/** Chain names by prefix, kind and key, for every ChainNames alike (a map makes one per node it compiles). */
+const chainNameMemo = new Map<string, ChainName>();
+
 export function chainNames(prefix: string): ChainNames {
   // Names are asked for on every compile; hashing each key once is enough.
-  const memo = new Map<string, ChainName>();
   const hashed = (kind: ChainTag, key: string, len = 16): ChainName => {
     const id = `${kind}|${key}`;
-    let name = memo.get(id);
+    const memoKey = `${prefix}|${len}|${id}`;
+    let name = chainNameMemo.get(memoKey);
     if (name === undefined) {
-      if (memo.size > 200_000) memo.clear();
-      memo.set(id, (name = chainName(taggedChainName(prefix, kind, hash32(id, len)))));
+      if (chainNameMemo.size > 200_000) chainNameMemo.clear();
+      chainNameMemo.set(memoKey, (name = chainName(taggedChainName(prefix, kind, hash32(id, len)))));
     }
     return name;
   };
