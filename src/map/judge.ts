@@ -104,8 +104,12 @@ export class Judge {
    * comparable between two judges, where the ids are not.
    */
   seenText(profile: Profile, cls: number): string {
-    const view = this.seenOf(profile);
-    return view.texts[view.seen[cls]!]!;
+    const view = this.seenBy.get(profile.key);
+    if (view) return view.texts[view.seen[cls]!]!;
+    // One class asked of a profile not judged yet (a diff comparing its sides): its own entries, not every class's.
+    return this.classEntries[cls]!.filter((entry) => profile.sets.has(entry.split('@')[0]!))
+      .sort()
+      .join(' ');
   }
 
   /** An address class by id, as the map's Classes list holds it. */

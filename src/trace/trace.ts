@@ -156,7 +156,14 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
     }
     const ruleIndex = ++frame.next;
     walked++;
-    const ref: StepRef = { chain: chain.name, ruleIndex, text: saved.text };
+    // The rule's text is made when read (a step, a decision, an allowance), not for every rule walked past.
+    const ref: StepRef = {
+      chain: chain.name,
+      ruleIndex,
+      get text() {
+        return saved.text;
+      },
+    };
     const comment = saved.comment;
     const rule = saved.rule ?? toRule(saved.args);
     const record = (result: Step['result'], detail?: string) =>
