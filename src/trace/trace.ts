@@ -108,6 +108,8 @@ interface Frame {
 
 type Phase = 'before-hook' | 'netfence' | 'after';
 
+const noRecord = (): void => undefined;
+
 export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, opts: TraceOptions = {}): TraceResult {
   const prefix = opts.chainPrefix ?? 'nf-';
   const start = ruleset.chains.get(opts.startChain ?? 'FORWARD');
@@ -157,28 +159,23 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
     const ruleIndex = ++frame.next;
     walked++;
     // The rule's text is made when read (a step, a decision, an allowance), not for every rule walked past.
-    const ref: StepRef = {
-      chain: chain.name,
-      ruleIndex,
-      get text() {
-        return saved.text;
-      },
-    };
+    const ref = (): StepRef => ({ chain: chain.name, ruleIndex, text: saved.text });
     const comment = saved.comment;
     const rule = saved.rule ?? toRule(saved.args);
-    const record = (result: Step['result'], detail?: string) =>
-      quiet ||
-      steps.push({
-        ...ref,
-        depth,
-        result,
-        owned: isOwned,
-        ...(detail !== undefined ? { detail } : {}),
-        ...(comment !== undefined ? { comment } : {}),
-      });
+    const record = quiet
+      ? noRecord
+      : (result: Step['result'], detail?: string) =>
+          steps.push({
+            ...ref(),
+            depth,
+            result,
+            owned: isOwned,
+            ...(detail !== undefined ? { detail } : {}),
+            ...(comment !== undefined ? { comment } : {}),
+          });
     if (!rule) {
       record('not-evaluated', 'netfence cannot read this rule');
-      warnings.push(notEvaluated(ref, 'a match or target the tracer does not model', phase));
+      warnings.push(notEvaluated(ref(), 'a match or target the tracer does not model', phase));
       continue;
     }
     const matched = evaluateMatches(rule.match, { packet, mark, ipsets, quiet });
@@ -190,7 +187,7 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
     }
     if (matched.result === 'unknown') {
       record('not-evaluated', matched.why);
-      warnings.push(notEvaluated(ref, matched.why, phase));
+      warnings.push(notEvaluated(ref(), matched.why, phase));
       continue;
     }
     const action = rule.action;
@@ -203,14 +200,14 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
         const who = attribute(saved, rule, allowedBy);
         // An isolation drop: name every policy the pod's chain consulted, as the flow log does.
         const selecting = verb !== 'ACCEPT' && who.pod !== undefined && isOwned ? selectingPolicies(chain, ruleset) : {};
-        return finish({ ...ref, action: verb, owned: isOwned, ...who, ...selecting });
+        return finish({ ...ref(), action: verb, owned: isOwned, ...who, ...selecting });
       }
       case 'set-mark': {
         mark = ((mark & ~action.mask) ^ action.value) >>> 0;
         record('match', `mark is now 0x${mark.toString(16)}`);
         if (action.value !== 0 && !frame.auditPass && !inAuditPass(chain, ruleIndex - 1)) {
           const learned = learnedGrant(rule, comment, packet, ipsets);
-          allowedBy.push({ ...ref, value: action.value, ...attributionOf(comment), ...(learned ? { learned } : {}) });
+          allowedBy.push({ ...ref(), value: action.value, ...attributionOf(comment), ...(learned ? { learned } : {}) });
         }
         break;
       }
@@ -228,7 +225,7 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
       case 'nfqueue': {
         // Held for the DNS agent, which releases every answer unchanged (docs/dns-egress-design.md): accepted.
         record('match', `held on NFQUEUE ${action.queue}, then released`);
-        return finish({ ...ref, action: 'ACCEPT', owned: isOwned, ...attributionOf(comment) });
+        return finish({ ...ref(), action: 'ACCEPT', owned: isOwned, ...attributionOf(comment) });
       }
       case 'return':
         record('match');
@@ -241,7 +238,7 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
         const target = ruleset.chains.get(action.target);
         if (!target) {
           record('not-evaluated', `chain ${action.target} does not exist`);
-          warnings.push(notEvaluated(ref, `target chain ${action.target} is missing`, phase));
+          warnings.push(notEvaluated(ref(), `target chain ${action.target} is missing`, phase));
           break;
         }
         record('match');
