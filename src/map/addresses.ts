@@ -9,11 +9,35 @@ import type { IpFamily } from '../model/index.js';
 import { familyBits, parseCidrOrHost, parseIp, type ParsedIp } from '../model/address.js';
 import { setMatches, type IpSets } from '../trace/index.js';
 
+type SavedIpSet = IpSets extends ReadonlyMap<string, infer S> ? S : never;
+
+/**
+ * A `hash:ip` or `hash:ip,port` set's members as (address value, entry) pairs, read once per set object: the
+ * two clusters of a diff hand over the same object for a set that did not change.
+ */
+const entriesBySet = new WeakMap<SavedIpSet, { readonly name: string; readonly entries: readonly (readonly [string, string])[] }>();
+function entriesOf(name: string, set: SavedIpSet): readonly (readonly [string, string])[] {
+  const known = entriesBySet.get(set);
+  if (known?.name === name) return known.entries;
+  const out: [string, string][] = [];
+  for (const member of set.members) {
+    const text = member.trim();
+    const space = text.search(/\s/);
+    const element = space < 0 ? text : text.slice(0, space);
+    const comma = element.lastIndexOf(',');
+    const ipText = set.type === 'hash:ip,port' && comma >= 0 ? element.slice(0, comma) : element;
+    const ip = parseIp(ipText);
+    if (!ip) continue;
+    out.push([`${ip.value}`, set.type === 'hash:ip,port' ? `${name}@${element.slice(comma + 1)}` : name]);
+  }
+  entriesBySet.set(set, { name, entries: out });
+  return out;
+}
+
 export class AddressClasses {
   private readonly byIp = new Map<string, string[]>();
   private readonly nets: { name: string; set: Parameters<typeof setMatches>[0] }[] = [];
   private readonly seen = new Set<string>();
-  private readonly entries = new Set<string>();
   private readonly memo = new Map<string, string>();
   /** The `hash:net` sets holding an address, by the address's first `netBits` bits (netsOf). */
   private readonly netMemo = new Map<bigint, string[]>();
@@ -35,16 +59,7 @@ export class AddressClasses {
         this.netBits = undefined;
         continue;
       }
-      for (const member of set.members) {
-        const element = member.trim().split(/\s+/)[0] ?? '';
-        const comma = element.lastIndexOf(',');
-        const ipText = set.type === 'hash:ip,port' && comma >= 0 ? element.slice(0, comma) : element;
-        const ip = parseIp(ipText);
-        if (!ip) continue;
-        const entry = set.type === 'hash:ip,port' ? `${name}@${element.slice(comma + 1)}` : name;
-        const key = `${ip.value}`;
-        if (this.entries.has(`${key} ${entry}`)) continue;
-        this.entries.add(`${key} ${entry}`);
+      for (const [key, entry] of entriesOf(name, set)) {
         const list = this.byIp.get(key);
         if (list) list.push(entry);
         else this.byIp.set(key, [entry]);
