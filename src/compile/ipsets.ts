@@ -373,8 +373,18 @@ function patchMembers(
 ): { readonly members: readonly string[]; readonly delta: MemberDelta } | undefined {
   const changes = selection.changesSince(version);
   if (!changes || changes.length > 64) return undefined;
-  const gone = new Set(changes.flatMap((c) => (c.before ? ipsOfFamily(c.before, family) : [])));
-  const come = new Set(changes.flatMap((c) => (c.after ? peerIps(c.after, family, state) : [])));
+  // Per pod, from what it was before the first change to what it is after the last: a pod that came and
+  // went again since (a set kept while other nodes or clusters were compiled) is neither.
+  const spans = new Map<string, { readonly first: Pod | undefined; last: Pod | undefined }>();
+  for (const c of changes) {
+    const pod = (c.before ?? c.after)!;
+    const key = `${pod.namespace}/${pod.name}`;
+    const span = spans.get(key);
+    if (span) span.last = c.after;
+    else spans.set(key, { first: c.before, last: c.after });
+  }
+  const gone = new Set([...spans.values()].flatMap((s) => (s.first ? ipsOfFamily(s.first, family) : [])));
+  const come = new Set([...spans.values()].flatMap((s) => (s.last ? peerIps(s.last, family, state) : [])));
   for (const ip of come) gone.delete(ip);
   // An address that left may still be another selected pod's (an IP handed on while both are listed). Asked
   // of the address's claimants, not by walking the selection: a namespaceSelector set may hold 40,000 pods.

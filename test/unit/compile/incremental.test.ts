@@ -337,6 +337,30 @@ describe('incremental Compiler', () => {
     }
   });
 
+  it('asked for each node of two clusters node by node (a map diff: old, new, next node), equals compile() of each, keeping every selection or not', () => {
+    // A map diff compiles each node for the old cluster and at once for the new one, so the second compile is
+    // the incremental one; a map's compiler (everyNode) also keeps every selection and set across the pair.
+    const nodes = start.nodes.map((n) => n.name);
+    const settingsOf = (node: string): NodeSettings => ({
+      ...settings,
+      nodeName: node,
+      podCidrs: start.nodes.find((n) => n.name === node)!.podCidrs,
+    });
+    for (const everyNode of [true, false]) {
+      const compiler = new Compiler(everyNode);
+      for (let step = 1; step <= 4; step++) {
+        const mutation = MUTATIONS[(step * 7 + 3) % MUTATIONS.length]!;
+        const changed = mutation.apply(start, { node: nodes[step % nodes.length]!, pick: step + 5 });
+        for (const node of nodes.slice(0, 6))
+          for (const snap of [start, changed]) {
+            const s = settingsOf(node);
+            const got = text(compiler.compile(snap, s).desired);
+            expect({ everyNode, step, node, same: got === text(compile(snap, s).desired) }).toEqual({ everyNode, step, node, same: true });
+          }
+      }
+    }
+  });
+
   it('returns the very same chain and set objects for what a remote pod change did not touch', () => {
     const compiler = new Compiler();
     const before = compiler.compile(start, settings).desired.v4;
