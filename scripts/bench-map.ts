@@ -4,7 +4,7 @@
 // busiest namespace isolated for egress). Wall time, CPU (user+sys) and peak RSS come from /usr/bin/time; the load
 // average is printed beside them, since wall time on a shared machine says little without it.
 //
-// Usage: npm run --silent build && node --import ./scripts/register-ts.mjs scripts/bench-map.ts [--tier large] [--seed 1]
+// Usage: npm run --silent build && node --import ./scripts/register-ts.mjs scripts/bench-map.ts [--tier large] [--seed 1] [--only map|diff]
 //   targets (large tier: 10,000 pods, 1,000 policies): map ≤ 10 s and ≤ 500 MiB; a one-policy diff ≤ 3 s.
 
 import { spawnSync } from 'node:child_process';
@@ -26,6 +26,8 @@ function flag(name: string, fallback: string): string {
 const tier = flag('tier', 'large') as Tier;
 if (!TIERS.includes(tier)) throw new Error(`--tier must be one of ${TIERS.join(', ')}`);
 const seed = Number(flag('seed', '1'));
+const only = flag('only', 'both');
+if (!['both', 'map', 'diff'].includes(only)) throw new Error('--only must be map or diff');
 
 /**
  * The same cluster and one more policy: every pod of the busiest namespace no policy isolates for egress
@@ -71,10 +73,14 @@ try {
   console.log(
     `tier ${tier} (seed ${seed}): ${stats.pods} pods, ${stats.policies} policies, ${stats.namespaces} namespaces, ${stats.nodes} nodes; node ${process.version}`,
   );
-  measure('map --format json', ['map', '--resources', old, '--format', 'json', '-o', join(dir, 'map.json')], [0]);
-  measure('map --format html', ['map', '--resources', old, '--format', 'html', '-o', join(dir, 'map.html')], [0]);
-  console.log(`one policy added for the diff: ${changed.policy} (every pod of its namespace isolated for egress)`);
-  measure('map --diff (one policy)', ['map', '--diff', old, neu, '--format', 'json', '-o', join(dir, 'diff.json')], [1]);
+  if (only !== 'diff') {
+    measure('map --format json', ['map', '--resources', old, '--format', 'json', '-o', join(dir, 'map.json')], [0]);
+    measure('map --format html', ['map', '--resources', old, '--format', 'html', '-o', join(dir, 'map.html')], [0]);
+  }
+  if (only !== 'map') {
+    console.log(`one policy added for the diff: ${changed.policy} (every pod of its namespace isolated for egress)`);
+    measure('map --diff (one policy)', ['map', '--diff', old, neu, '--format', 'json', '-o', join(dir, 'diff.json')], [1]);
+  }
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
