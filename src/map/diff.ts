@@ -41,10 +41,11 @@ export function diffClusters(
   options: MapOptions = {},
 ): { diff: MapDiff; before: MapModel; after: MapModel } {
   const family = options.family ?? defaultFamily(after.snapshot);
+  const [old, neu] = carryOver(before.snapshot, after.snapshot);
   const [p0, p1] = prepareAll(
     [
-      { snapshot: before.snapshot, settingsFor: before.settingsFor, compiled: new Map() },
-      { snapshot: carryOver(before.snapshot, after.snapshot), settingsFor: after.settingsFor, compiled: new Map() },
+      { snapshot: old, settingsFor: before.settingsFor, compiled: new Map() },
+      { snapshot: neu, settingsFor: after.settingsFor, compiled: new Map() },
     ],
     family,
   ) as [Prepared, Prepared];
