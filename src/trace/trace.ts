@@ -275,18 +275,36 @@ function selectingPolicies(chain: SavedChain, ruleset: Ruleset): { policies: str
   return { policies, invalidPolicies };
 }
 
+/** Where audit mode splits a chain (enforcedVerdictAt, inAuditPass), read once per chain: every packet asks. */
+const auditSplits = new WeakMap<
+  SavedChain,
+  { readonly rules: readonly SavedRule[]; readonly length: number; readonly start: number; readonly restore: number }
+>();
+function auditSplit(chain: SavedChain): { readonly start: number; readonly restore: number } {
+  const known = auditSplits.get(chain);
+  if (known && known.rules === chain.rules && known.length === chain.rules.length) return known;
+  const start = chain.rules.findIndex(
+    (r) => r.comment !== undefined && /(^| )(enforced verdict|not isolated when enforced)$/.test(r.comment),
+  );
+  const restore =
+    start < 0
+      ? -1
+      : chain.rules.findIndex((r, i) => i > start && r.comment !== undefined && / ?audited allow not enforced$/.test(r.comment));
+  const split = { rules: chain.rules, length: chain.rules.length, start, restore };
+  auditSplits.set(chain, split);
+  return split;
+}
+
 /** The rule that saves the enforced verdict in a workload chain in audit mode (compile/workload-chains.ts); -1 elsewhere. */
-const enforcedVerdictAt = (chain: SavedChain): number =>
-  chain.rules.findIndex((r) => r.comment !== undefined && /(^| )(enforced verdict|not isolated when enforced)$/.test(r.comment));
+const enforcedVerdictAt = (chain: SavedChain): number => auditSplit(chain).start;
 
 /**
  * Whether rule `index` of `chain` belongs to audit mode's second pass: after the enforced verdict is saved
  * and before it is restored (the rule commented `audited allow not enforced`, else the chain's last rule).
  */
 function inAuditPass(chain: SavedChain, index: number): boolean {
-  const start = enforcedVerdictAt(chain);
+  const { start, restore } = auditSplit(chain);
   if (start < 0 || index <= start) return false;
-  const restore = chain.rules.findIndex((r, i) => i > start && r.comment !== undefined && / ?audited allow not enforced$/.test(r.comment));
   return index < (restore >= 0 ? restore : chain.rules.length - 1);
 }
 
