@@ -15,18 +15,24 @@ const rulesets = new WeakMap<FamilyState, ReturnType<typeof rulesetOfDesired>>()
 
 /**
  * The `domainNames` rules above the drop whose every other match held for `pod`'s egress packet (empty: none,
- * or the pod has no egress chain here, or the programmed rules do not drop the packet).
+ * or the pod has no egress chain here, or the programmed rules do not drop the packet). `toNode`: the packet
+ * was going to this node itself (INPUT: no output interface), judged by the pod's chain to its node.
  */
 export function missedLookups(
   desired: DesiredState | undefined,
   chainPrefix: string,
   pod: string,
   ip: NonNullable<NflogPacket['ip']>,
+  toNode = false,
 ): AfterLookup[] {
   const proto = PROTOCOLS[ip.protocol];
   if (!desired || proto === undefined) return [];
   const state = ip.family === 6 ? desired.v6 : desired.v4;
-  const chain = state.chains.find((c) => c.role.kind === 'workload' && c.role.direction === 'egress' && c.role.pod === pod);
+  const chain = state.chains.find((c) =>
+    toNode
+      ? c.role.kind === 'host-workload' && c.role.pod === pod
+      : c.role.kind === 'workload' && c.role.direction === 'egress' && c.role.pod === pod,
+  );
   if (!chain) return [];
   let rules = rulesets.get(state);
   if (!rules) rulesets.set(state, (rules = rulesetOfDesired(state)));

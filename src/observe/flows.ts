@@ -110,7 +110,7 @@ export function explainDrop(packet: NflogPacket, ctx: FlowContext, pods: PodInde
       policies: [policy],
       because: clusterDenyReason(policy, denyRuleText(chain, packet.prefix, code.rule, direction)),
     };
-    return withLookups(flow, ctx, ip);
+    return withLookups(flow, ctx, packet);
   }
   if (!chain || chain.role.kind !== 'workload') {
     // The chain changed since the packet was logged (a sync in between): say what we still know.
@@ -133,7 +133,7 @@ export function explainDrop(packet: NflogPacket, ctx: FlowContext, pods: PodInde
     policies,
     because: isolatedReason(pod, direction, policies, invalid),
   };
-  return withLookups(flow, ctx, ip);
+  return withLookups(flow, ctx, packet);
 }
 
 /**
@@ -141,9 +141,10 @@ export function explainDrop(packet: NflogPacket, ctx: FlowContext, pods: PodInde
  * for want of a lookup, named in the record and its sentence. An ingress drop is not the source pod's egress:
  * a lookup would change nothing there.
  */
-function withLookups(flow: DeniedFlow, ctx: FlowContext, ip: NonNullable<NflogPacket['ip']>): DeniedFlow {
-  if (flow.direction !== 'egress' || flow.src.pod === undefined) return flow;
-  const missed = missedLookups(ctx.desired, ctx.chainPrefix ?? 'nf-', flow.src.pod, ip);
+function withLookups(flow: DeniedFlow, ctx: FlowContext, packet: NflogPacket): DeniedFlow {
+  const ip = packet.ip;
+  if (!ip || flow.direction !== 'egress' || flow.src.pod === undefined) return flow;
+  const missed = missedLookups(ctx.desired, ctx.chainPrefix ?? 'nf-', flow.src.pod, ip, packet.outIfindex === undefined);
   if (missed.length === 0) return flow;
   return { ...flow, because: `${flow.because}; ${notLearnedReason(ip.dst, missed)}`, afterLookup: missed };
 }

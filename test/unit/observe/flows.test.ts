@@ -43,10 +43,13 @@ const { desired, problems } = compile(cluster, settings());
 const workloadChain = (state: DesiredState, pod: string, direction: 'ingress' | 'egress'): ChainName =>
   state.v4.chains.find((c) => c.role.kind === 'workload' && c.role.pod === pod && c.role.direction === direction)!.name;
 
+/** A packet crossing FORWARD (it has an output interface: the bridge or the uplink). */
 const packet = (prefix: string, src: string, dst: string, dstPort = 80): NflogPacket => ({
   group: 9476,
   prefix,
   time: 1000,
+  inIfindex: 3,
+  outIfindex: 4,
   ip: { family: 4, src, dst, protocol: 6, srcPort: 40000, dstPort },
 });
 
@@ -332,6 +335,19 @@ describe('ClusterNetworkPolicy Deny records, and the domainNames rule a drop nam
         'dropped by ClusterNetworkPolicy default-deny rule egress:0 Deny; no lookup by shop/a of good.example or *.cdn.example had learned 198.51.100.10 (ClusterNetworkPolicy shop-egress rule egress:0 payment-api Accept)',
       afterLookup: [missed],
     });
+  });
+
+  it("a packet to the node itself (INPUT, no output interface) is judged by the pod's chain to its node", () => {
+    const s = shop({ nodes: [{ name: 'node-1', podCidrs: ['10.244.1.0/24'], addresses: ['192.168.0.1'], labels: {} }] });
+    const { desired: d } = compile(s, settings());
+    expect(d.v4.chains.some((c) => c.role.kind === 'host-workload' && c.role.pod === 'shop/a')).toBe(true);
+    const { outIfindex: _out, ...toNode } = packet(
+      dropPrefix({ kind: 'cluster-deny', chain: cnpChainOf(d, 'shop-egress', 'egress'), rule: 1 }),
+      '10.244.1.10',
+      '192.168.0.1',
+      443,
+    );
+    expect(drop(s, d, toNode)).toMatchObject({ reason: 'cluster-deny', afterLookup: [missed] });
   });
 
   it('waits for the sync that programmed the log rule (flow logs just turned on)', () => {
