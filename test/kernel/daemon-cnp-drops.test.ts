@@ -2,7 +2,8 @@
 // as by default), a ClusterNetworkPolicy with a `domainNames` Accept above a Deny of everything, and another whose
 // plain ingress Deny has no domain rule anywhere near it. A subject pod connecting to an address none of its
 // lookups returned is dropped by the Deny; `netfence drops` and the daemon's flow-log line name that Deny and the
-// domainNames rule a lookup would have opened. The plain Deny's drop is a record too, naming only itself.
+// domainNames rule a lookup would have opened, and `why --live` sees the kernel's drop. The plain Deny's drop is
+// a record too, naming only itself.
 
 import { jest } from '@jest/globals';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -10,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSandbox, type Sandbox, type SandboxPod } from '../../sandbox/index.js';
 import { dropsCommand } from '../../src/cli/drops.js';
+import { main } from '../../src/cli/main.js';
 import type { FlowRecord } from '../../src/observe/flow-log.js';
 import { startNodeDaemon, waitReady, waitUntil, type NodeDaemon } from '../helpers/daemon-harness.js';
 import { flowLineErrors } from '../helpers/flow-record-schema.js';
@@ -23,6 +25,7 @@ describeKernel('flow log: ClusterNetworkPolicy Deny drops, and the domainNames r
   let sandbox: Sandbox;
   let daemon: NodeDaemon;
   let dir: string;
+  let file: string;
   const pods = {} as Record<'client' | 'web' | 'intruder', SandboxPod>;
   const drops = async (...args: string[]): Promise<string> => {
     let out = '';
@@ -53,7 +56,7 @@ describeKernel('flow log: ClusterNetworkPolicy Deny drops, and the domainNames r
       spec: { nodeName: 'n1' },
       status: { phase: 'Running', podIP: p.ip },
     });
-    const file = join(dir, 'cluster.json');
+    file = join(dir, 'cluster.json');
     writeFileSync(
       file,
       JSON.stringify({
@@ -133,6 +136,11 @@ describeKernel('flow log: ClusterNetworkPolicy Deny drops, and the domainNames r
     const line = daemon.logs.find((l) => l.includes('"denied connection"') && l.includes('by-name'));
     expect(flowLineErrors(line!)).toEqual([]);
     expect(JSON.parse(line!)).toMatchObject({ reason: 'cluster-deny', because, afterLookup: record!.afterLookup });
+    // `why --live` holds the daemon's record against the desired verdict: the kernel dropped it too.
+    let out = '';
+    const args = ['why', '--resources', file, '--live', '--daemon-url', `n1=${daemon.url}`, '--src', 'x/client', '--dst', `${web}:80`];
+    expect(await main(args, { out: (t) => (out += t), err: (t) => (out += t) })).toBe(1);
+    expect(out.replace(/\s+/g, ' ')).toContain("n1's kernel dropped it too (egress, last at");
   });
 
   it('a plain ClusterNetworkPolicy Deny with no domain rule is a drop record too, naming only itself', async () => {
