@@ -26,7 +26,8 @@ export function missedLookups(
   toNode = false,
 ): AfterLookup[] {
   const proto = PROTOCOLS[ip.protocol];
-  if (!desired || proto === undefined) return [];
+  // No `domainNames` rule learns for this pod (the compiler's plan lists one set per rule, pod and family): no trace.
+  if (!desired?.dns?.sets.some((s) => s.pod === pod && s.family === ip.family) || proto === undefined) return [];
   const state = ip.family === 6 ? desired.v6 : desired.v4;
   const chain = state.chains.find((c) =>
     toNode

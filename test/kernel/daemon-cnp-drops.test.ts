@@ -3,7 +3,7 @@
 // plain ingress Deny has no domain rule anywhere near it. A subject pod connecting to an address none of its
 // lookups returned is dropped by the Deny; `netfence drops` and the daemon's flow-log line name that Deny and the
 // domainNames rule a lookup would have opened, and `why --live` sees the kernel's drop. The plain Deny's drop is
-// a record too, naming only itself.
+// a record too, naming only itself; and so is the drop by a NetworkPolicy below a domain rule.
 
 import { jest } from '@jest/globals';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -20,13 +20,19 @@ import { describeKernel } from '../helpers/netns.js';
 jest.setTimeout(60_000);
 
 const NODE = { name: 'n1', podCidr: '10.244.1.0/24' };
+const GOOD = {
+  name: 'good',
+  action: 'Accept',
+  to: [{ domainNames: ['good.example', '*.cdn.example'] }],
+  protocols: [{ tcp: { destinationPort: { number: 80 } } }],
+};
 
 describeKernel('flow log: ClusterNetworkPolicy Deny drops, and the domainNames rule a lookup would have opened', () => {
   let sandbox: Sandbox;
   let daemon: NodeDaemon;
   let dir: string;
   let file: string;
-  const pods = {} as Record<'client' | 'web' | 'intruder', SandboxPod>;
+  const pods = {} as Record<'client' | 'web' | 'intruder' | 'isolated', SandboxPod>;
   const drops = async (...args: string[]): Promise<string> => {
     let out = '';
     const code = await dropsCommand(['--url', daemon.url, ...args], { out: (t) => void (out += t), err: (t) => void (out += t) });
@@ -48,7 +54,8 @@ describeKernel('flow log: ClusterNetworkPolicy Deny drops, and the domainNames r
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'nft-cnp-drops-'));
     sandbox = await createSandbox({ nodes: [NODE] });
-    for (const name of ['client', 'web', 'intruder'] as const) pods[name] = await sandbox.addPod({ namespace: 'x', name, node: 'n1' });
+    for (const name of ['client', 'web', 'intruder', 'isolated'] as const)
+      pods[name] = await sandbox.addPod({ namespace: 'x', name, node: 'n1' });
     const pod = (p: SandboxPod, labels: Record<string, string>) => ({
       apiVersion: 'v1',
       kind: 'Pod',
@@ -68,19 +75,12 @@ describeKernel('flow log: ClusterNetworkPolicy Deny drops, and the domainNames r
           pod(pods.client, { role: 'client' }),
           pod(pods.web, { app: 'web' }),
           pod(pods.intruder, { app: 'intruder' }),
+          pod(pods.isolated, { role: 'isolated' }),
           cnp(
             'by-name',
             { role: 'client' },
             {
-              egress: [
-                {
-                  name: 'good',
-                  action: 'Accept',
-                  to: [{ domainNames: ['good.example', '*.cdn.example'] }],
-                  protocols: [{ tcp: { destinationPort: { number: 80 } } }],
-                },
-                { name: 'nothing-else', action: 'Deny', to: [{ networks: ['0.0.0.0/0'] }] },
-              ],
+              egress: [GOOD, { name: 'nothing-else', action: 'Deny', to: [{ networks: ['0.0.0.0/0'] }] }],
             },
           ),
           cnp(
@@ -96,6 +96,14 @@ describeKernel('flow log: ClusterNetworkPolicy Deny drops, and the domainNames r
               ],
             },
           ),
+          // The same domain rule with nothing below it in the Admin tier: a NetworkPolicy isolates the pod's egress.
+          cnp('by-name-only', { role: 'isolated' }, { egress: [GOOD] }),
+          {
+            apiVersion: 'networking.k8s.io/v1',
+            kind: 'NetworkPolicy',
+            metadata: { name: 'no-egress', namespace: 'x' },
+            spec: { podSelector: { matchLabels: { role: 'isolated' } }, policyTypes: ['Egress'] },
+          },
         ],
       }),
     );
@@ -158,5 +166,21 @@ describeKernel('flow log: ClusterNetworkPolicy Deny drops, and the domainNames r
       because: 'dropped by ClusterNetworkPolicy lock rule ingress:0 no-intruder Deny',
     });
     expect(record).not.toHaveProperty('afterLookup');
+  });
+
+  it('the NetworkPolicy layer below the Admin tier drops the unlearned destination: the isolation, and the domain rule', async () => {
+    const web = pods.web.ip;
+    expect((await sandbox.probe('x/isolated', { protocol: 'TCP', ip: web, port: 80, timeoutMs: 500 })).ok).toBe(false);
+    await waitUntil('the drop record', async () => (await records('--pod', 'x/isolated')).length > 0, 5000);
+    const [record] = await records('--pod', 'x/isolated');
+    expect(record).toMatchObject({
+      direction: 'egress',
+      reason: 'isolated',
+      pod: 'x/isolated',
+      policies: ['x/no-egress'],
+      because:
+        'x/isolated is isolated for egress; policy x/no-egress selects it; none allowed this peer; no lookup by x/isolated of ' +
+        `good.example or *.cdn.example had learned ${web} (ClusterNetworkPolicy by-name-only rule egress:0 good Accept)`,
+    });
   });
 });
