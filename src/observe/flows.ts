@@ -158,8 +158,7 @@ function denyRuleText(chain: Chain, prefix: string, index: number, direction: Po
   const comment = at >= 0 ? chain.rules[at + 1]?.comment : undefined;
   const meaning = comment !== undefined ? readComment(comment) : undefined;
   if (meaning?.kind !== 'cluster-policy-rule') return `${direction}:${index} Deny`;
-  const failsClosed = comment!.endsWith(': fails closed, denies all') ? ', which fails closed (denies all)' : '';
-  return `${meaning.rule} ${meaning.action}${failsClosed}`;
+  return `${meaning.rule} ${meaning.action}${meaning.failsClosed ? ', which fails closed (denies all)' : ''}`;
 }
 
 /** An `nf:alw:` packet: which policy and rule allowed it (`allowed by policy prod/db rule ingress:0`). */

@@ -337,6 +337,18 @@ describe('ClusterNetworkPolicy Deny records, and the domainNames rule a drop nam
     });
   });
 
+  it('a rule that fails closed as a Deny (a peer netfence cannot use) is named as such', () => {
+    const broken = cnp('broken', 'Admin', 30, podSubject(sel(), sel({ app: 'web' })), {
+      egress: [cRule('Pass', [{ kind: 'unknown', what: 'future' }], undefined, 'odd')],
+    });
+    const s = shop({ clusterPolicies: [broken] });
+    const { desired: d } = compile(s, settings());
+    const chain = d.v4.chains.find((c) => c.name === cnpChainOf(d, 'broken', 'egress'))!;
+    expect(chain.rules.map((r) => r.action.kind)).toEqual(['nflog', 'drop']);
+    const p = packet(dropPrefix({ kind: 'cluster-deny', chain: chain.name, rule: 0 }), '10.244.1.20', '8.8.8.8', 53);
+    expect(drop(s, d, p)?.because).toBe('dropped by ClusterNetworkPolicy broken rule egress:0 odd Pass, which fails closed (denies all)');
+  });
+
   it("a packet to the node itself (INPUT, no output interface) is judged by the pod's chain to its node", () => {
     const s = shop({ nodes: [{ name: 'node-1', podCidrs: ['10.244.1.0/24'], addresses: ['192.168.0.1'], labels: {} }] });
     const { desired: d } = compile(s, settings());
