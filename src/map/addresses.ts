@@ -38,6 +38,8 @@ export class AddressClasses {
   private readonly byIp = new Map<string, string[]>();
   private readonly nets: { name: string; set: Parameters<typeof setMatches>[0] }[] = [];
   private readonly seen = new Set<string>();
+  /** The set objects read, by name (a named-port set has one per node). */
+  private readonly objects = new Map<string, SavedIpSet[]>();
   private readonly memo = new Map<string, string>();
   /** The `hash:net` sets holding an address, by the address's first `netBits` bits (netsOf). */
   private readonly netMemo = new Map<bigint, string[]>();
@@ -53,6 +55,9 @@ export class AddressClasses {
       // policy say): read once. A named-port set holds the node's own targets: read on every node.
       if (set.type !== 'hash:ip,port' && this.seen.has(name)) continue;
       this.seen.add(name);
+      const read = this.objects.get(name);
+      if (read) read.push(set);
+      else this.objects.set(name, [set]);
       if (set.type === 'hash:net') {
         this.nets.push({ name, set });
         this.netMemo.clear();
@@ -65,6 +70,29 @@ export class AddressClasses {
         else this.byIp.set(key, [entry]);
       }
     }
+  }
+
+  /**
+   * Keeps what `other` (the other cluster of a diff, all its sets added) worked out for every address no set
+   * that differs between the two holds: such an address is in the same sets on both sides. When a `hash:net`
+   * set differs, any address may be in it: nothing is kept.
+   */
+  inherit(other: AddressClasses): void {
+    if (other.family !== this.family || other.nets.length !== this.nets.length) return;
+    if (this.nets.some((n, i) => n.name !== other.nets[i]!.name || n.set !== other.nets[i]!.set)) return;
+    const touched = new Set<string>();
+    for (const name of new Set([...this.objects.keys(), ...other.objects.keys()])) {
+      const mine = this.objects.get(name) ?? [];
+      const theirs = other.objects.get(name) ?? [];
+      if (mine.length === theirs.length && mine.every((set) => theirs.includes(set))) continue;
+      for (const set of [...mine, ...theirs]) for (const [key] of entriesOf(name, set)) touched.add(key);
+    }
+    for (const [ip, known] of other.memo) {
+      const parsed = parseIp(ip);
+      if (parsed?.family === this.family && !touched.has(`${parsed.value}`)) this.memo.set(ip, known);
+    }
+    this.netBits = other.netBits;
+    for (const [block, names] of other.netMemo) this.netMemo.set(block, names);
   }
 
   /** The sets holding `ip`, sorted: `nf4s:abc`, `nf4n:def@tcp:80`. Its class key is these joined by spaces. */

@@ -93,7 +93,11 @@ export function prepareAll(sides: readonly PrepareSide[], family: IpFamily, cach
     runs.forEach(({ side }, i) => {
       if (hosting[i]!.has(node)) rulesOf[i]!.set(node, compileNode(side, node, family, cache, shared[i]!));
     });
-  return runs.map(({ side, running, skipped }, i) => profilesOf(side, family, nodesOf[i]!, rulesOf[i]!, running, skipped, cache));
+  const out: Prepared[] = [];
+  runs.forEach(({ side, running, skipped }, i) =>
+    out.push(profilesOf(side, family, nodesOf[i]!, rulesOf[i]!, running, skipped, cache, out[0]?.addresses)),
+  );
+  return out;
 }
 
 function runningPods(snapshot: ClusterSnapshot, family: IpFamily): { running: { pod: Pod; ip: string }[]; skipped: string[] } {
@@ -130,10 +134,13 @@ function profilesOf(
   running: readonly { pod: Pod; ip: string }[],
   skipped: string[],
   cache: PrepareCache,
+  related?: AddressClasses,
 ): Prepared {
   const { snapshot, settingsFor, compiled } = side;
   const addresses = new AddressClasses(family);
   for (const node of nodes) addresses.add(rulesOf.get(node)!.ipsets);
+  // A diff's second cluster: the first one's classes, for the addresses no changed set holds.
+  if (related) addresses.inherit(related);
   const byNode = new Map<string, { pod: Pod; ip: string }[]>();
   for (const r of running) {
     const list = byNode.get(r.pod.nodeName);

@@ -134,4 +134,4 @@ function ruleText(rule: Rule, target?: string): string {
 
 /** Rules' text with the pod's own chain, name and address replaced by placeholders. */
 const withPlaceholders = (text: string, self: { chain: string; pod: string; ip: string }): string =>
-  text.split(self.chain).join('<chain>').split(self.pod).join('<pod>').split(`"${self.ip}/`).join('"<self>/');
+  text.replaceAll(self.chain, '<chain>').replaceAll(self.pod, '<pod>').replaceAll(`"${self.ip}/`, '"<self>/');
