@@ -66,7 +66,7 @@ export function chainNames(prefix: string): ChainNames {
   const memoOf = (kind: ChainTag, len: number): Map<string, ChainName> => {
     const of = `${prefix}|${kind}|${len}`;
     let memo = chainNameMemo.get(of);
-    if (!memo) chainNameMemo.set(of, (memo = new Map()));
+    if (!memo) chainNameMemo.set(of, (memo = new Map<string, ChainName>()));
     return memo;
   };
   const memos = new Map<string, Map<string, ChainName>>();
