@@ -172,8 +172,13 @@ function output(parsed: Parsed, io: Io, writer: (out: Out) => void): void {
   const send = (chunk: string): void => {
     if (fd === undefined) return io.out(chunk);
     try {
-      const bytes = Buffer.from(chunk);
-      for (let at = 0; at < bytes.length;) at += writeSync(fd, bytes, at);
+      // The string as it is (no Buffer made of it); the rest as bytes, should a write take only part.
+      const written = writeSync(fd, chunk);
+      const bytes = Buffer.byteLength(chunk);
+      if (written < bytes) {
+        const rest = Buffer.from(chunk);
+        for (let at = written; at < bytes;) at += writeSync(fd, rest, at);
+      }
     } catch (err) {
       throw failed(err);
     }
