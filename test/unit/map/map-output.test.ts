@@ -33,7 +33,7 @@ const pageData = (html: string): string => /<script type="application\/json" id=
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'nft-map-output-'));
-  // 1,000 pods and 100 policies: several MB of map, so the output is written in several chunks.
+  // 1,000 pods and 100 policies: a map of over 1 MB, so the output is written in many chunks.
   const { snapshot } = generateCluster({ tier: 'medium', seed: 1, node: 'node-1' });
   cluster = join(dir, 'cluster.json');
   writeFileSync(cluster, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: snapshotObjects(snapshot) }));
