@@ -120,13 +120,16 @@ export function writeSvg(map: ConnectivityMap, write: Out, standalone = true, li
   const nsById = new Map<string, string>();
   for (const g of map.groups) if (!nsById.has(g.id)) nsById.set(g.id, escapeXml(g.namespace ?? 'outside the cluster'));
   const nsOf = (id: string) => nsById.get(id) ?? escapeXml('outside the cluster');
+  // Each group's id escaped once, not once per connection.
+  const escapedIds = new Map(map.groups.map((g) => [g.id, escapeXml(g.id)]));
+  const idOf = (id: string) => escapedIds.get(id) ?? escapeXml(id);
   const liveAt = new Map((live?.edges ?? []).map((e, i) => [`${e.from}\0${e.to}`, i]));
   map.edges.forEach((e, i) => {
     const d = arrowPath(l.at.get(e.from)!, l.at.get(e.to)!, e.from === e.to);
     const li = liveAt.get(`${e.from}\0${e.to}`);
     const lv = li !== undefined ? live!.edges[li]! : undefined;
     const look = lv ? liveLook(lv) : undefined;
-    const attrs = `class="edge${look ? ` ${look.cls}` : ''}" data-edge="${i}"${li !== undefined ? ` data-live="${li}"` : ''} data-from="${escapeXml(e.from)}" data-to="${escapeXml(e.to)}" data-ns-from="${nsOf(e.from)}" data-ns-to="${nsOf(e.to)}"`;
+    const attrs = `class="edge${look ? ` ${look.cls}` : ''}" data-edge="${i}"${li !== undefined ? ` data-live="${li}"` : ''} data-from="${idOf(e.from)}" data-to="${idOf(e.to)}" data-ns-from="${nsOf(e.from)}" data-ns-to="${nsOf(e.to)}"`;
     const title = `<title>${escapeXml(`${e.from} → ${e.to}: ${rangesText(e.ports)}${lv ? ` (${liveSummary(lv)})` : ''}`)}</title>`;
     const stroke = look
       ? `stroke="${look.stroke}" stroke-opacity="0.9" stroke-width="${look.width}"`
