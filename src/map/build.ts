@@ -119,7 +119,7 @@ class EdgeShapes {
 
   of(egress: Outcome, ingress: Outcome): EdgeShape | undefined {
     let byIngress = this.known.get(egress);
-    if (!byIngress) this.known.set(egress, (byIngress = new Map()));
+    if (!byIngress) this.known.set(egress, (byIngress = new Map<Outcome, EdgeShape | undefined>()));
     if (byIngress.has(ingress)) return byIngress.get(ingress);
     const shape = shapeOf(egress, ingress);
     byIngress.set(ingress, shape);
