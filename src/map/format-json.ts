@@ -27,9 +27,7 @@ export function writeJson(value: unknown, out: Out, indent = 0): void {
 
 function write(value: unknown, out: Out, gap: string, at: string, depth: number): void {
   if (depth >= STREAMED_DEPTH || value === null || typeof value !== 'object') {
-    const text = JSON.stringify(value, null, gap);
-    // A string never holds a raw newline (JSON escapes it): each newline is a line break of the layout.
-    out(gap === '' || at === '' ? text : text.replace(/\n/g, `\n${at}`));
+    out(gap === '' ? JSON.stringify(value) : indented(value, gap, at.length / gap.length));
     return;
   }
   const inner = at + gap;
@@ -56,4 +54,21 @@ function write(value: unknown, out: Out, gap: string, at: string, depth: number)
     write(v, out, gap, inner, depth + 1);
   }
   out(first ? '{}' : `${close}}`);
+}
+
+/**
+ * JSON.stringify's text of `value` as it stands `levels` deep in an indented layout: stringified inside that
+ * many one-element arrays, which JSON.stringify indents, and cut out of them (no pass over the text to indent
+ * each line: that pass was a tenth of the map's JSON output time).
+ */
+function indented(value: unknown, gap: string, levels: number): string {
+  let wrapped = value;
+  for (let i = 0; i < levels; i++) wrapped = [wrapped];
+  const text = JSON.stringify(wrapped, null, gap);
+  // Each level opens with `[`, a newline and its indent, and closes with a newline, the outer indent and `]`.
+  let head = 0;
+  let tail = 0;
+  for (let i = 1; i <= levels; i++) head += 2 + i * gap.length;
+  for (let i = 0; i < levels; i++) tail += 2 + i * gap.length;
+  return text.slice(head, text.length - tail);
 }
