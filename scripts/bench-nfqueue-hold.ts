@@ -1,8 +1,9 @@
 // The hold floor of an NFQUEUE: how long a UDP answer spends in the queue when its verdict is sent at once
 // (no work). In a scratch network namespace, a UDP server on 127.0.0.1 answers a client N times, one
-// exchange at a time; the answers (source port 53) go through `-j NFQUEUE` to a queue this process binds
-// (src/dataplane/nfqueue.ts) and accepts on arrival. The answer's way from the server's send to the client's
-// receipt is timed with the queue rule and, as the baseline, without it; the floor is the difference. Prints p50/p99/max of both and the load average.
+// exchange at a time; the answers (source port 53) go through `-j NFQUEUE` to a queue this process binds with
+// the DNS agent's socket (src/dataplane/dns-socket.ts) and releases on arrival. The answer's way from the
+// server's send to the client's receipt is timed with the queue rule and, as the baseline, without it; the floor
+// is the difference. Prints p50/p99/max of both and the load average.
 // With --capture FILE it instead writes one kernel NFQNL_MSG_PACKET message (hex) for the codec's unit test.
 //
 //   node --import ./scripts/register-ts.mjs scripts/bench-nfqueue-hold.ts [--count 2000]
@@ -75,8 +76,14 @@ async function inside(): Promise<void> {
   } else {
     const baseline = await series();
     sh('iptables', ['-w', '-A', ...RULE]);
-    const { openNfQueue } = await import('../src/dataplane/nfqueue.js');
-    const queue = await openNfQueue({ queue: QUEUE, onPacket: (p) => queue.accept(p.id) });
+    const { openInProcess } = await import('../src/dataplane/dns-socket.js');
+    const queue = await openInProcess({
+      queue: QUEUE,
+      nflogGroup: QUEUE + 1,
+      onAnswer: (id) => queue.release(id),
+      onQuery: () => undefined,
+      onError: (message) => console.error(message),
+    });
     const queued = await series();
     await queue.close();
     const pct = (xs: number[], p: number): string => xs[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!.toFixed(3);

@@ -283,7 +283,12 @@ export const COMMANDS = {
     options: [
       { name: 'pod', type: 'string', arg: 'NS/NAME', help: 'only flows to or from this pod' },
       { name: 'namespace', type: 'string', arg: 'NS', help: 'only flows to or from pods of this namespace' },
-      { name: 'policy', type: 'string', arg: 'NS/NAME', help: 'only drops at pods this policy selects' },
+      {
+        name: 'policy',
+        type: 'string',
+        arg: 'NS/NAME|NAME',
+        help: "only drops at pods this NetworkPolicy selects (NS/NAME), or by this ClusterNetworkPolicy's Deny rules (NAME)",
+      },
       {
         name: 'audit',
         type: 'boolean',

@@ -1,7 +1,8 @@
 // Per-ClusterNetworkPolicy chains nf-ci-<id> / nf-ce-<id>: one per CNP and direction, shared by every
 // local pod it selects, rules in written order ("rules are evaluated in order; the first match wins"):
 //   Deny   → <match> DROP             "Drops the selected traffic" — a silent DROP, never REJECT
-//                                     (the upstream conformance prober counts REFUSED as a failure).
+//                                     (the upstream conformance prober counts REFUSED as a failure);
+//                                     with flow logs on, a rate-limited NFLOG `nf:cnp:<chain>:<rule>` first.
 //   Accept → <match> set accept bit, return if set.
 //   Pass   → <match> set pass bit, return if set: "Skips all further ClusterNetworkPolicy rules in the
 //            current tier", which the workload chain implements by jumping only while the bit is clear.
@@ -31,6 +32,7 @@ import { CHAIN_KIND_TAG, chainName, defaultDnsLearningSettings, ruleComment, tag
 import { parseCidr, formatCidr, type Cidr } from '../model/address.js';
 import { ipsOfFamily, peerKey } from './cluster-state.js';
 import { SetNamer, type PodScope, type RenderedChain } from './ipsets.js';
+import { flowLogRules } from './flow-log.js';
 import { hash32 } from './names.js';
 import { cidrMember } from './peers-ports.js';
 import type { Direction } from './policy-chains.js';
@@ -111,6 +113,7 @@ function renderCnpChain(
     if (body === 'broken' || (invalid && action === 'Accept')) {
       if (action === 'Accept') continue;
       const failClosed = ruleComment.cnpFailClosed(label, action);
+      if (!verdictOnly) rules.push(...flowLogRules(ctx.settings.flowLog, { kind: 'cluster-deny', chain: name, rule: i }));
       rules.push({
         match: [],
         action: verdictOnly ? { kind: 'set-mark', value: deny, mask: deny } : { kind: 'drop' },
@@ -128,7 +131,13 @@ function renderCnpChain(
     switch (action) {
       case 'Deny':
         if (!verdictOnly) {
-          rules.push(...body.map((match) => ({ match, action: { kind: 'drop' }, comment }) as const));
+          // "Drops the selected traffic", each alternative after its flow-log copy (none when flow logs are off).
+          for (const match of body)
+            rules.push(...flowLogRules(ctx.settings.flowLog, { kind: 'cluster-deny', chain: name, rule: i }, match), {
+              match,
+              action: { kind: 'drop' },
+              comment,
+            });
           break;
         }
         rules.push(...body.map((match) => ({ match, action: { kind: 'set-mark', value: deny, mask: deny }, comment }) as const));

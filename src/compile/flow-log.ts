@@ -8,11 +8,14 @@ import { AUDIT_PREFIX, type ChainName, type FlowLogSettings, type Rule } from '.
 /**
  * Why a drop happened, as carried in the NFLOG prefix (≤ 63 bytes, the kernel's NFLOG prefix limit):
  * `nf:iso:<workload chain>` a pod isolated in that chain's direction with no policy allowing the packet;
- * `nf:unk:from` / `nf:unk:to` an address of this node's pod CIDR that no known pod owns (fail-closed).
+ * `nf:unk:from` / `nf:unk:to` an address of this node's pod CIDR that no known pod owns (fail-closed);
+ * `nf:cnp:<ClusterNetworkPolicy chain>:<rule>` a ClusterNetworkPolicy Deny rule (or a rule failing closed as one).
  */
 export type DropCode =
   | { readonly kind: 'isolated'; readonly chain: ChainName }
   | { readonly kind: 'unknown-pod'; readonly direction: 'from' | 'to' }
+  /** `nf:cnp:<ClusterNetworkPolicy chain>:<rule>`, the Deny rule `i` of that chain's direction (ingress or egress list). */
+  | { readonly kind: 'cluster-deny'; readonly chain: ChainName; readonly rule: number }
   /** Not a drop: `nf:alw:<policy chain>:<rule>`, rule `i` of the policy's ingress/egress list allowed it (opt-in). */
   | { readonly kind: 'allowed'; readonly chain: ChainName; readonly rule: number }
   /** Not a drop: `nf:aud:d:<workload chain>`, allowed now, dropped if the audited policies were enforced. */
@@ -28,6 +31,8 @@ export function dropPrefix(code: DropCode): string {
       return `${PREFIX_HEAD}iso:${code.chain}`;
     case 'unknown-pod':
       return `${PREFIX_HEAD}unk:${code.direction}`;
+    case 'cluster-deny':
+      return `${PREFIX_HEAD}cnp:${code.chain}:${code.rule}`;
     case 'allowed':
       return `${PREFIX_HEAD}alw:${code.chain}:${code.rule}`;
     case 'would-deny':
@@ -43,8 +48,8 @@ export function parseDropPrefix(prefix: string): DropCode | undefined {
     const chain = prefix.slice(`${PREFIX_HEAD}iso:`.length);
     return chain.length > 0 ? { kind: 'isolated', chain: chain as ChainName } : undefined;
   }
-  const allowed = /^nf:alw:(.+):(\d+)$/.exec(prefix);
-  if (allowed) return { kind: 'allowed', chain: allowed[1]! as ChainName, rule: Number(allowed[2]) };
+  const ruled = /^nf:(alw|cnp):(.+):(\d+)$/.exec(prefix);
+  if (ruled) return { kind: ruled[1] === 'alw' ? 'allowed' : 'cluster-deny', chain: ruled[2]! as ChainName, rule: Number(ruled[3]) };
   for (const kind of ['would-deny', 'would-allow'] as const) {
     const head = kind === 'would-deny' ? AUDIT_PREFIX.wouldDeny : AUDIT_PREFIX.wouldAllow;
     if (prefix.startsWith(head) && prefix.length > head.length) return { kind, chain: prefix.slice(head.length) as ChainName };
@@ -69,6 +74,7 @@ export function flowLogRules(settings: FlowLogSettings | undefined, code: DropCo
 const LOG_COMMENT: Readonly<Record<DropCode['kind'], string>> = {
   isolated: 'flow log of the drop below',
   'unknown-pod': 'flow log of the drop below',
+  'cluster-deny': 'flow log of the drop below',
   allowed: 'flow log of the allow below',
   'would-deny': 'audit: enforced allows, audited would drop',
   'would-allow': 'audit: enforced drops, audited would allow',

@@ -78,9 +78,10 @@ export function workloadChain(input: WorkloadChainInput, settings: NodeSettings)
  *   Admin tier: each CNP chain by (priority, name) while the pass bit is clear; Accept returns (final),
  *     Deny drops inside the chain, Pass sets the pass bit: the rest of the tier is skipped.
  *   NetworkPolicy tier: "v1.NetworkPolicy always makes a final decision for selected pods" — the usual
- *     jumps and the isolating DROP. Only then is a pod reaching itself (a Service hairpin) accepted:
- *     "A Pod connecting to a Service IP that the service proxy load-balances back to the same Pod is
- *     subject to ClusterNetworkPolicy", and NetworkPolicy keeps netfence's allow-itself rule.
+ *     jumps and the isolating DROP (after its flow-log copy, as in workloadChain). Only then is a pod
+ *     reaching itself (a Service hairpin) accepted: "A Pod connecting to a Service IP that the service
+ *     proxy load-balances back to the same Pod is subject to ClusterNetworkPolicy", and NetworkPolicy
+ *     keeps netfence's allow-itself rule.
  *   Baseline tier: only for pods no NetworkPolicy selects in this direction, then default allow.
  * Each direction is its own chain, so an egress Accept leaves the destination's ingress chain in force.
  */
@@ -112,6 +113,7 @@ function tieredWorkloadChain(input: WorkloadChainInput, tiers: CnpTierChains, se
       rules.push({ match: [], action: { kind: 'jump', target } });
       rules.push({ match: [accepted], action: { kind: 'return' } });
     }
+    rules.push(...flowLogRules(settings.flowLog, { kind: 'isolated', chain: input.name }));
     rules.push({ match: [], action: { kind: 'drop' }, comment: ruleComment.workloadIsolated(input.podKey, input.direction) });
   } else {
     tier(tiers.baseline);

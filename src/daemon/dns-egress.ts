@@ -4,7 +4,9 @@
 // and releases the answer. Never drops or rewrites an answer: every one is released, granted or not. A write
 // that fails or misses the hold deadline releases the answer ungranted (counted, logged rate-limited). A socket
 // that cannot be opened is logged and retried on the next sync: answers then pass unheld (`--queue-bypass`) and
-// grant nothing, so the rules fail closed for new names while DNS keeps working.
+// grant nothing, so the rules fail closed for new names while DNS keeps working. Before it follows a set it did
+// not count itself (at start: every set, adopted from before the restart), it reads what the kernel's sets hold
+// and counts it against the per-node bound (learned-seed.ts).
 
 import { openDnsSocket, type DnsSocket, type GrantOutcome } from '../dataplane/dns-socket.js';
 import { DnsLearner, type AnswerDecision } from '../dns/learner.js';
@@ -12,6 +14,7 @@ import type { Logger } from '../log.js';
 import type { DnsLearningPlan } from '../model/index.js';
 import type { DnsMetrics } from '../observe/metrics-dns.js';
 import type { SyncReport, SyncSubscriber } from '../reconcile/sync-reports.js';
+import { createdSets, seededMembers, setsToRead } from './learned-seed.js';
 
 export interface DnsEgressOptions {
   readonly netns: string | undefined;
@@ -21,11 +24,17 @@ export interface DnsEgressOptions {
   readonly now?: () => number;
   /** Opens the socket (default: dataplane/dns-socket.ts); tests pass one. */
   readonly open?: typeof openDnsSocket;
+  /** `ipset save` of the node's namespace: the learned members already in the kernel (none: nothing is read). */
+  readonly readSets?: () => Promise<string>;
 }
 
 export interface DnsEgress extends SyncSubscriber {
-  /** Follows a plan: opens, re-plans or closes the socket. Resolves once the socket is in the plan's state. */
-  follow(plan: DnsLearningPlan | undefined): Promise<void>;
+  /**
+   * Follows a plan: counts what its sets already hold, then opens, re-plans or closes the socket. Resolves once the
+   * socket is in the plan's state. `created`: the sets the sync just created (empty, so not read); without it
+   * every set the agent does not follow yet is read.
+   */
+  follow(plan: DnsLearningPlan | undefined, created?: ReadonlySet<string>): Promise<void>;
   /** The plan last followed: the learned sets on this node (for `/learned`). */
   plan(): DnsLearningPlan | undefined;
   /** Releases every held answer and closes the socket. */
@@ -119,17 +128,47 @@ export function createDnsEgress(opts: DnsEgressOptions): DnsEgress {
     await s?.close();
   };
 
-  const apply = async (plan: DnsLearningPlan | undefined): Promise<void> => {
+  // The sets whose members the learner counts: followed since they were created, or read back from the kernel.
+  let counted = new Set<string>();
+  /** What the kernel's sets in `names` already hold, or undefined when they could not be read (retried next time). */
+  const readBack = async (plan: DnsLearningPlan, names: readonly string[]) => {
+    if (names.length === 0 || !opts.readSets) return [];
+    const readAt = now();
+    try {
+      return seededMembers(await opts.readSets(), names, readAt, plan.settings.maxTtlSeconds);
+    } catch (err) {
+      warn('read', 'dns egress: cannot read the learned sets back; what they hold is not counted yet (retried next sync)', {
+        sets: names.length,
+        error: (err as Error).message,
+      });
+      return undefined;
+    }
+  };
+
+  const apply = async (plan: DnsLearningPlan | undefined, created: ReadonlySet<string> | undefined): Promise<void> => {
     followed = plan;
     if (!plan || plan.sets.length === 0) {
       if (socket) logger.info('dns egress: no domainNames rule on this node; answers no longer held');
       await close();
       learner = undefined;
+      counted = new Set();
       return;
     }
     deadlineMs = plan.settings.holdDeadlineMs;
+    // Read before the learner follows the new sets, so nothing is granted to them past the bound meanwhile.
+    const toRead = setsToRead(plan, counted, created);
+    const seeded = await readBack(plan, toRead);
     if (learner) learner.setPlan(plan);
     else learner = new DnsLearner(plan);
+    // A set the sync recreated (drift repair, a new type) lost its members: they no longer take places.
+    for (const name of created ?? []) if (counted.has(name)) learner.forgetSet(name);
+    const unread = new Set(seeded ? [] : toRead);
+    counted = new Set(plan.sets.map((s) => s.setName).filter((name) => !unread.has(name)));
+    if (seeded && seeded.length > 0) {
+      learner.seed(seeded);
+      logger.info('dns egress: counted the learned entries the kernel already holds', { entries: seeded.length, sets: toRead.length });
+    }
+    metrics.setDnsLearnedEntries(learner.learnedEntries);
     const want = { queue: plan.settings.queueNum, group: plan.settings.nflogGroup };
     if (socket && bound && (bound.queue !== want.queue || bound.group !== want.group)) await close();
     if (socket) return;
@@ -163,11 +202,12 @@ export function createDnsEgress(opts: DnsEgressOptions): DnsEgress {
     }
   };
 
-  const follow = (plan: DnsLearningPlan | undefined): Promise<void> => (chain = chain.then(() => apply(plan)));
+  const follow = (plan: DnsLearningPlan | undefined, created?: ReadonlySet<string>): Promise<void> =>
+    (chain = chain.then(() => apply(plan, created)));
   return {
     follow,
     plan: () => followed,
-    synced: (result: Pick<SyncReport, 'desired'>) => void follow(result.desired.dns),
+    synced: (result: Pick<SyncReport, 'desired' | 'plans'>) => void follow(result.desired.dns, createdSets(result.plans)),
     stop: () => (chain = chain.then(close)),
   };
 }

@@ -77,7 +77,11 @@ export function createFlowLogging(opts: FlowLoggingOptions): FlowLogging {
         if (allowed) return allowedFlows.add(allowed);
         const audited = explainAudit(packet, { desired }, pods);
         if (audited) return auditedFlows.add(audited);
-        const flow = explainDrop(packet, { desired, snapshot: source.snapshot(), invalidPolicies: invalid }, pods);
+        const flow = explainDrop(
+          packet,
+          { desired, snapshot: source.snapshot(), invalidPolicies: invalid, chainPrefix: config.chainPrefix },
+          pods,
+        );
         if (flow) flows.add(flow);
       };
       try {

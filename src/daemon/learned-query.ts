@@ -1,7 +1,8 @@
 // `/learned`'s answer (observe/learned-answer.ts): the pod's learned sets come from the DNS agent's current plan,
 // their members from the kernel (`ipset save SET`), because the kernel is the truth: members and their
-// provenance comments outlive a daemon restart, while the agent's own record (dns/learned.ts) starts empty and
-// keeps no names. The query is checked before anything runs; at most MAX_LEARNED_SETS sets are read.
+// provenance comments outlive a daemon restart, while the agent's own record (dns/learned.ts) keeps only each
+// entry's lifetime (read back at start, learned-seed.ts), no names. The query is checked before anything runs;
+// at most MAX_LEARNED_SETS sets are read.
 
 import type { DnsLearningPlan } from '../model/index.js';
 import { parseIp, parseLearnedComment } from '../model/index.js';

@@ -109,7 +109,10 @@ export async function startDaemon(config: DaemonConfig, inputs: DaemonInputs): P
   reports.subscribe(syncMetrics(metrics, health));
   reports.subscribe(establishedFlows({ config, revoker, settings: node.last, netns, logger }));
   // Egress by DNS name: idle (no socket) until a compiled plan has learned sets on this node.
-  const dnsEgress = config.dryRun ? undefined : createDnsEgress({ netns, logger: logger.child({ component: 'dns-egress' }), metrics });
+  // It counts what the learned sets held before this start (the kernel's `ipset save`) against the node's bound.
+  const dnsEgress = config.dryRun
+    ? undefined
+    : createDnsEgress({ netns, logger: logger.child({ component: 'dns-egress' }), metrics, readSets: () => kernel.ipsetSave() });
   if (dnsEgress) {
     reports.subscribe(dnsEgress);
     server.serveLearned(learnedQuery({ plan: () => dnsEgress.plan(), readSet: (name) => saveIpset(name, { netns }), now: Date.now }));

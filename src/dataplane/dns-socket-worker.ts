@@ -1,4 +1,4 @@
-// `node dns-socket-worker.js QUEUE GROUP`, started by dns-socket.ts with `ip netns exec`: the DNS agent's socket
+// `node dns-socket-worker.js QUEUE GROUP [MAXLEN]`, started by dns-socket.ts with `ip netns exec`: the DNS agent's socket
 // inside that network namespace. Writes `{ ready: true }` (or `{ ready: true, error }`), then one line per held
 // answer `{ answer: id, packet: base64 }` and per logged query `{ query: base64 }`, in the socket's order. Answers
 // `{ id, op: 'grant', packetId, changes, deadlineMs }` with `{ id, outcome }` and `{ id, op: 'release', packetId }`
@@ -10,11 +10,13 @@ import { serveJsonLines, writeLine } from './json-line-worker.js';
 
 const queue = Number(process.argv[2]);
 const group = Number(process.argv[3]);
+const maxLen = process.argv[4] !== undefined ? Number(process.argv[4]) : undefined;
 let socket: DnsSocket | undefined;
 try {
   socket = await openInProcess({
     queue,
     nflogGroup: group,
+    ...(maxLen !== undefined ? { maxLen } : {}),
     onAnswer: (id, packet) => writeLine({ answer: id, packet: packet.toString('base64') }),
     onQuery: (packet) => writeLine({ query: packet.toString('base64') }),
     onError: (error) => writeLine({ error }),

@@ -37,6 +37,8 @@ export interface DnsSocketOptions {
   readonly queue: number;
   readonly nflogGroup: number;
   readonly netns?: string | undefined;
+  /** How many answers the kernel holds at most (default 1024); past it they pass unheld (fail open). */
+  readonly maxLen?: number;
   /** A held answer (the packet from its network header on); release it with grant or release. */
   readonly onAnswer: (packetId: number, packet: Buffer) => void;
   /** A logged query (the packet from its network header on). */
@@ -147,7 +149,7 @@ export async function openInProcess(opts: Omit<DnsSocketOptions, 'netns'>): Prom
     await request(NFQNL_MSG_CONFIG, queueBind(opts.queue), `bind NFQUEUE ${opts.queue}`);
     await request(
       NFQNL_MSG_CONFIG,
-      configRequest(opts.queue, { copyRange: COPY_RANGE, maxLen: QUEUE_MAXLEN, failOpen: true, conntrack: false }),
+      configRequest(opts.queue, { copyRange: COPY_RANGE, maxLen: opts.maxLen ?? QUEUE_MAXLEN, failOpen: true, conntrack: false }),
       `configure NFQUEUE ${opts.queue}`,
     );
     await request(NFULNL_MSG_CONFIG, logBind(opts.nflogGroup), `bind NFLOG group ${opts.nflogGroup}`);
@@ -215,7 +217,7 @@ async function openInNetns(opts: DnsSocketOptions, netns: string): Promise<DnsSo
   const { file, args } = dataplaneModuleCommand('dns-socket-worker');
   const proc = await startJsonLineProcess({
     file,
-    args: [...args, String(opts.queue), String(opts.nflogGroup)],
+    args: [...args, String(opts.queue), String(opts.nflogGroup), ...(opts.maxLen !== undefined ? [String(opts.maxLen)] : [])],
     netns,
     readyTimeoutMs: 20_000,
     onStderr: (line) => opts.onError(line),

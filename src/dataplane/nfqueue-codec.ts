@@ -1,6 +1,6 @@
 // nfnetlink_queue on the wire (include/uapi/linux/netfilter/nfnetlink_queue.h), as pure functions over
 // bytes: the configuration requests that bind a queue and set how it copies packets, the packet messages
-// the kernel sends, and the verdicts that release them. No socket here (nfqueue.ts has it), so the same
+// the kernel sends, and the verdicts that release them. No socket here (dns-socket.ts has it), so the same
 // code reads kernel messages and byte fixtures.
 
 import { attr, be32, parseAttributes } from './netlink-attributes.js';

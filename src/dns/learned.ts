@@ -1,8 +1,10 @@
 // The learned entries on this node, counted by the agent so a pod resolving a million random names under a
 // wildcard cannot exhaust the node: past `perNodeMax` unexpired entries a new address is refused (counted), an
 // address already learned may always be refreshed. The kernel expires the set members itself; this count
-// follows the same lifetimes, so an entry frees its place when its member is gone. Memory: one Map entry per
-// learned (set, address) (a key string of ~40-70 bytes and a number: about 150 bytes in V8).
+// follows the same lifetimes, so an entry frees its place when its member is gone. The kernel's sets outlive the
+// daemon: at start (and whenever the agent adopts a set that already holds members) the count is seeded from
+// what the kernel holds, each member with its remaining timeout, so a restart does not reset the bound. Memory:
+// one Map entry per learned (set, address) (a key string of ~40-70 bytes and a number: about 150 bytes in V8).
 
 export type LearnOutcome = 'new' | 'refresh' | 'node-bound';
 
@@ -34,6 +36,17 @@ export class LearnedEntries {
     }
     this.expiresAt.set(key, until);
     return 'new';
+  }
+
+  /**
+   * Counts a member the kernel already holds (read back at start or when a set is adopted), living until `until`
+   * (ms). Counted whatever the bound: the kernel holds it, so it takes a place until it expires. Seen twice
+   * (learned while the read was under way), the later lifetime is kept.
+   */
+  seed(set: string, address: string, until: number): void {
+    const key = `${set} ${address}`;
+    const prior = this.expiresAt.get(key);
+    if (prior === undefined || prior < until) this.expiresAt.set(key, until);
   }
 
   /** Drops a set's entries (the set was destroyed with its rule, so its members are gone). */

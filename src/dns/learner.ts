@@ -92,6 +92,19 @@ export class DnsLearner {
     return this.pending.size;
   }
 
+  /**
+   * Members the kernel's learned sets already hold (read back after a restart, or from a set adopted with its
+   * members), so the per-node bound counts them: `until` is when the kernel will expire each (ms).
+   */
+  seed(members: Iterable<{ readonly set: string; readonly address: string; readonly until: number }>): void {
+    for (const m of members) this.learned.seed(m.set, m.address, m.until);
+  }
+
+  /** A set emptied under the agent (recreated by a sync): its members no longer count. */
+  forgetSet(set: string): void {
+    this.learned.forgetSet(set);
+  }
+
   /** A new plan: sets that are gone are forgotten (their members went with them); pending queries are kept. */
   setPlan(plan: DnsLearningPlan): void {
     const next = new Map<string, CompiledSet[]>();

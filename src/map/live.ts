@@ -39,7 +39,7 @@ export interface LiveSample {
   /** `tcp/5432`, `icmp`. */
   readonly connection: string;
   readonly direction: string;
-  /** `isolated`, `invalid-policy`, `unknown-pod`, `would-deny`. */
+  /** `isolated`, `invalid-policy`, `unknown-pod`, `cluster-deny`, `would-deny`. */
   readonly reason: string;
   readonly count: number;
   readonly because: string;
@@ -74,7 +74,7 @@ export interface LiveOverlay {
 const SAMPLES = 5;
 const UNPLACED = 50;
 /** The records the overlay draws: drops and audited would-deny (would-allow and allowed lines are not drops). */
-const DROP_REASONS = new Set(['isolated', 'invalid-policy', 'unknown-pod']);
+const DROP_REASONS = new Set(['isolated', 'invalid-policy', 'unknown-pod', 'cluster-deny']);
 
 export function liveOverlay(map: ConnectivityMap, snapshot: ClusterSnapshot, flows: readonly NodeFlows[]): LiveOverlay {
   const place = placer(map, snapshot);

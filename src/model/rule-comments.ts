@@ -57,6 +57,8 @@ export type CommentMeaning =
       readonly action: CnpVerdict;
       /** A `domainNames` Accept: the pod whose lookups fill its set, and the names (a `...` last: more not shown). */
       readonly learned?: { readonly pod: string; readonly names: readonly string[] };
+      /** A rule netfence cannot use, denying everything in its place (cnpFailClosed). */
+      readonly failsClosed?: true;
     }
   | { readonly kind: 'cluster-policy-empty'; readonly policy: string; readonly direction: CommentDirection }
   | { readonly kind: 'other'; readonly text: string };
@@ -66,7 +68,7 @@ const POLICY_RULE = new RegExp(`^${KEY} (ingress|egress):(\\d+)$`);
 const POLICY_NONE = new RegExp(`^no (ingress|egress) rule of ${KEY} can match$`);
 const POLICY_INVALID = new RegExp(`^${KEY} is invalid: allows nothing$`);
 const WORKLOAD = new RegExp(`^${KEY} (not isolated|isolated) for (ingress|egress)`);
-const CNP_RULE = /^cnp ([a-z0-9.-]+) (ingress|egress):(\d+)(?: (.*?))? (Accept|Deny|Pass)(?:: fails closed, denies all)?$/;
+const CNP_RULE = /^cnp ([a-z0-9.-]+) (ingress|egress):(\d+)(?: (.*?))? (Accept|Deny|Pass)(: fails closed, denies all)?$/;
 const CNP_LEARNED = new RegExp(`^cnp ([a-z0-9.-]+) (egress):(\\d+)(?: (.*?))? (Accept) learned by ${KEY} for (\\S+)$`);
 const CNP_NONE = /^cnp ([a-z0-9.-]+): no (ingress|egress) rule can match$/;
 
@@ -97,6 +99,7 @@ export function readComment(text: string): CommentMeaning {
       direction: m[2] as CommentDirection,
       rule,
       action: m[5] as CnpVerdict,
+      ...(m[6] !== undefined ? { failsClosed: true as const } : {}),
     };
   }
   if ((m = CNP_NONE.exec(text)))

@@ -132,6 +132,7 @@ function fields(r: FlowRecord, node: string | undefined, packets: number): Recor
     reason: r.reason,
     because: r.because,
     ...(r.policies.length > 0 ? { policies: r.policies } : {}),
+    ...(r.afterLookup !== undefined ? { afterLookup: r.afterLookup } : {}),
     packets,
   };
 }

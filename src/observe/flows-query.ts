@@ -5,7 +5,7 @@
 // Accepted forms (each at most once, none empty):
 //   pod=<namespace>/<name>     namespace a DNS-1123 label, name a DNS-1123 subdomain
 //   namespace=<namespace>      a DNS-1123 label
-//   policy=<namespace>/<name>  as pod
+//   policy=<namespace>/<name>  as pod; or <name>, a ClusterNetworkPolicy (cluster-scoped, a DNS-1123 subdomain)
 //   since=<seq>                decimal digits only, 0 to 2^53-1 (records with a greater seq)
 //   audit=true                 the audit records (docs/audit.md) instead of the drops
 
@@ -28,7 +28,10 @@ const isObjectRef = (s: string): boolean => {
 const FORMS: Readonly<Record<Parameter, { readonly valid: (s: string) => boolean; readonly expected: string }>> = {
   pod: { valid: isObjectRef, expected: 'namespace/name of a pod' },
   namespace: { valid: isLabel, expected: 'a namespace name (DNS-1123 label)' },
-  policy: { valid: isObjectRef, expected: 'namespace/name of a NetworkPolicy' },
+  policy: {
+    valid: (s) => isObjectRef(s) || isSubdomain(s),
+    expected: 'namespace/name of a NetworkPolicy, or the name of a ClusterNetworkPolicy',
+  },
   // Digits only: Number() would also take '', ' 1', '1e3', '0x10' and '-0'.
   since: {
     valid: (s) => /^[0-9]{1,16}$/.test(s) && Number(s) <= Number.MAX_SAFE_INTEGER,

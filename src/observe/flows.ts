@@ -4,10 +4,21 @@
 
 import { parseDropPrefix } from '../compile/flow-log.js';
 import type { NflogPacket } from '../dataplane/nflog.js';
-import type { Chain, ClusterSnapshot, DesiredState, Pod, Problem } from '../model/index.js';
-import { allowedReason, auditReason, isolatedReason, unknownPodReason, type PolicyDirection } from '../trace/reasons.js';
+import { readComment, type Chain, type ClusterSnapshot, type DesiredState, type Pod, type Problem } from '../model/index.js';
+import type { AfterLookup } from '../trace/learned.js';
+import {
+  allowedReason,
+  auditReason,
+  clusterDenyReason,
+  isolatedReason,
+  notLearnedReason,
+  unknownPodReason,
+  type PolicyDirection,
+} from '../trace/reasons.js';
+import { missedLookups } from './flow-lookups.js';
 
-export type DropReason = 'isolated' | 'invalid-policy' | 'unknown-pod';
+/** `cluster-deny`: a ClusterNetworkPolicy Deny rule (or a rule failing closed as one). */
+export type DropReason = 'isolated' | 'invalid-policy' | 'unknown-pod' | 'cluster-deny';
 
 /** One end of a flow: a pod (`ns/name`), or an address with where it lies. */
 export interface FlowEnd {
@@ -38,6 +49,11 @@ export interface DeniedFlow {
   readonly policies: readonly string[];
   /** The sentence `trace` would give. */
   readonly because: string;
+  /**
+   * An egress drop: the ClusterNetworkPolicy `domainNames` rules above the drop that would have allowed the
+   * packet had the source pod's own lookup of one of their names returned its destination.
+   */
+  readonly afterLookup?: readonly AfterLookup[];
 }
 
 /** An allowed new connection (flow log with `flowLogAllowed`): the policy rule that allowed it. */
@@ -57,6 +73,8 @@ export interface FlowContext {
   readonly snapshot: ClusterSnapshot;
   /** Policies (`ns/name`) with error problems: they allow nothing. */
   readonly invalidPolicies: ReadonlySet<string>;
+  /** The owned chain prefix (default `nf-`): the tracer that finds missed `domainNames` rules walks only owned chains. */
+  readonly chainPrefix?: string;
 }
 
 const PROTOCOL_NAMES: Readonly<Record<number, string>> = { 1: 'icmp', 6: 'tcp', 17: 'udp', 58: 'icmpv6', 132: 'sctp' };
@@ -81,12 +99,25 @@ export function explainDrop(packet: NflogPacket, ctx: FlowContext, pods: PodInde
     return { ...base, direction, reason: 'unknown-pod', policies: [], because: unknownPodReason(unknown, direction) };
   }
   const chain = findChain(ctx.desired, code.chain);
+  if (code.kind === 'cluster-deny' && chain?.role.kind === 'cluster-policy') {
+    const { policy, direction } = chain.role;
+    const pod = (direction === 'ingress' ? dst : src).pod;
+    const flow = {
+      ...base,
+      direction,
+      reason: 'cluster-deny' as const,
+      ...(pod !== undefined ? { pod } : {}),
+      policies: [policy],
+      because: clusterDenyReason(policy, denyRuleText(chain, packet.prefix, code.rule, direction)),
+    };
+    return withLookups(flow, ctx, packet);
+  }
   if (!chain || chain.role.kind !== 'workload') {
     // The chain changed since the packet was logged (a sync in between): say what we still know.
     return {
       ...base,
       direction: 'ingress',
-      reason: 'isolated',
+      reason: code.kind === 'cluster-deny' ? 'cluster-deny' : 'isolated',
       policies: [],
       because: `dropped by ${code.chain}, which is no longer programmed`,
     };
@@ -94,14 +125,40 @@ export function explainDrop(packet: NflogPacket, ctx: FlowContext, pods: PodInde
   const { pod, direction } = chain.role;
   const policies = policiesOf(ctx.desired, chain);
   const invalid = policies.filter((p) => ctx.invalidPolicies.has(p));
-  return {
+  const flow = {
     ...base,
     direction,
-    reason: invalid.length > 0 ? 'invalid-policy' : 'isolated',
+    reason: invalid.length > 0 ? ('invalid-policy' as const) : ('isolated' as const),
     pod,
     policies,
     because: isolatedReason(pod, direction, policies, invalid),
   };
+  return withLookups(flow, ctx, packet);
+}
+
+/**
+ * An egress drop of a local pod's packet: the `domainNames` rules above the drop that its destination missed
+ * for want of a lookup, named in the record and its sentence. An ingress drop is not the source pod's egress:
+ * a lookup would change nothing there.
+ */
+function withLookups(flow: DeniedFlow, ctx: FlowContext, packet: NflogPacket): DeniedFlow {
+  const ip = packet.ip;
+  if (!ip || flow.direction !== 'egress' || flow.src.pod === undefined) return flow;
+  const missed = missedLookups(ctx.desired, ctx.chainPrefix ?? 'nf-', flow.src.pod, ip, packet.outIfindex === undefined);
+  if (missed.length === 0) return flow;
+  return { ...flow, because: `${flow.because}; ${notLearnedReason(ip.dst, missed)}`, afterLookup: missed };
+}
+
+/**
+ * `egress:1 [name] Deny` of the ClusterNetworkPolicy rule whose flow-log copy carried `prefix`: the comment of the
+ * drop right below it, where the compiler wrote the rule's label (model/rule-comments.ts cnpRule, cnpFailClosed).
+ */
+function denyRuleText(chain: Chain, prefix: string, index: number, direction: PolicyDirection): string {
+  const at = chain.rules.findIndex((r) => r.action.kind === 'nflog' && r.action.prefix === prefix);
+  const comment = at >= 0 ? chain.rules[at + 1]?.comment : undefined;
+  const meaning = comment !== undefined ? readComment(comment) : undefined;
+  if (meaning?.kind !== 'cluster-policy-rule') return `${direction}:${index} Deny`;
+  return `${meaning.rule} ${meaning.action}${meaning.failsClosed ? ', which fails closed (denies all)' : ''}`;
 }
 
 /** An `nf:alw:` packet: which policy and rule allowed it (`allowed by policy prod/db rule ingress:0`). */
@@ -162,6 +219,9 @@ export function explainsDrop(packet: NflogPacket, desired: DesiredState | undefi
   // An audit packet names a pod's chain that exists before its audited policy does: wait for the chain
   // that carries this very log rule, or its audited policies would be read from the previous form.
   if (code?.kind === 'would-deny' || code?.kind === 'would-allow')
+    return findChain(desired, code.chain)?.rules.some((r) => r.action.kind === 'nflog' && r.action.prefix === packet.prefix) === true;
+  // A ClusterNetworkPolicy Deny: the chain that carries this very log rule (its rule label is read there).
+  if (code?.kind === 'cluster-deny')
     return findChain(desired, code.chain)?.rules.some((r) => r.action.kind === 'nflog' && r.action.prefix === packet.prefix) === true;
   if (!code || code.kind !== 'isolated') return true;
   const chain = findChain(desired, code.chain);

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
-export type DeniedReason = 'isolated' | 'invalid-policy' | 'unknown-pod';
+export type DeniedReason = 'isolated' | 'invalid-policy' | 'unknown-pod' | 'cluster-deny';
 
 export interface DeniedLabels {
   /** Of the local pod whose rules dropped the connection; empty for an unknown local address. */
@@ -41,7 +41,7 @@ export function createVisibilityMetrics(registers: Registry[]): VisibilityMetric
   // 5), so under a flood this is far below the packets dropped, and a retried connection counts each try.
   const denied = new Counter({
     name: 'netfence_denied_packets_logged_total',
-    help: 'First packets of new connections netfence dropped that the flow log saw (rate-limited: flowLogRate per drop rule), by the dropping pod, direction, reason and each policy selecting that pod (policy="" when none).',
+    help: 'First packets of new connections netfence dropped that the flow log saw (rate-limited: flowLogRate per drop rule), by the dropping pod, direction, reason and each policy selecting that pod (policy="" when none; reason cluster-deny: the ClusterNetworkPolicy whose Deny dropped it).',
     labelNames: ['namespace', 'pod', 'direction', 'reason', 'policy'] as const,
     registers,
   });

@@ -131,6 +131,25 @@ export function savedEntryOf(member: string): SavedEntry {
   };
 }
 
+/**
+ * The members of the named sets in an `ipset save` of a whole namespace, taken apart (`savedEntryOf`). Only those
+ * sets' member lines are read: the node's other sets (most of a large dump) are skipped line by line, never
+ * parsed or kept.
+ */
+export function savedMembersOf(text: string, names: ReadonlySet<string>): Map<string, SavedEntry[]> {
+  const members = new Map<string, SavedEntry[]>();
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('add ')) continue;
+    const space = line.indexOf(' ', 4);
+    const name = space > 4 ? line.slice(4, space) : '';
+    if (!names.has(name)) continue;
+    const list = members.get(name) ?? [];
+    list.push(savedEntryOf(line.slice(space + 1)));
+    members.set(name, list);
+  }
+  return members;
+}
+
 export class IpsetParseError extends Error {
   override readonly name = 'IpsetParseError';
   constructor(

@@ -4,7 +4,7 @@
 import type { Packet } from './packet.js';
 import { ruleTextWithoutComment } from '../render/index.js';
 import { chainLabel, type Ruleset } from './ruleset.js';
-import type { AfterLookup, LearnedGrant } from './learned.js';
+import { lookupNamesText, type AfterLookup, type LearnedGrant } from './learned.js';
 import type { Allowance, DecidedBy, Step, TraceResult } from './trace.js';
 import { isolatedReason } from './reasons.js';
 import { wrap } from './wrap.js';
@@ -148,8 +148,7 @@ export function learnedText(g: LearnedGrant, now?: number): string {
 
 /** `ClusterNetworkPolicy p rule egress:0 api Accept, after x/a looks up good.example or *.cdn.example`. */
 export function afterLookupText(a: AfterLookup): string {
-  const names = a.names.at(-1) === '...' ? [...a.names.slice(0, -1), 'another of its names'] : a.names;
-  return `${policyWords(a.policy)} rule ${a.rule}, after ${a.pod} looks up ${names.join(' or ')}`;
+  return `${policyWords(a.policy)} rule ${a.rule}, after ${a.pod} looks up ${lookupNamesText(a.names)}`;
 }
 
 /** Under the verdict: the learned destination that allowed the packet, or the rules a lookup would open. */

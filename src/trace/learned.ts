@@ -29,6 +29,10 @@ export interface AfterLookup {
   readonly names: readonly string[];
 }
 
+/** A rule's names as a sentence says them: `good.example or *.cdn.example` (a comment cut short: `… or another of its names`). */
+export const lookupNamesText = (names: readonly string[]): string =>
+  (names.at(-1) === '...' ? [...names.slice(0, -1), 'another of its names'] : names).join(' or ');
+
 const learnedRule = (comment: string | undefined) => {
   const meaning = comment !== undefined ? readComment(comment) : undefined;
   return meaning?.kind === 'cluster-policy-rule' && meaning.learned ? { ...meaning, learned: meaning.learned } : undefined;

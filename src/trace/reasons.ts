@@ -1,6 +1,8 @@
 // Why a new connection was dropped, in one sentence: the words `trace` prints for its verdict and the
 // flow log writes for each denied connection, so an operator reads the same explanation in both.
 
+import { lookupNamesText, type AfterLookup } from './learned.js';
+
 export type PolicyDirection = 'ingress' | 'egress';
 
 /**
@@ -40,4 +42,19 @@ export function auditReason(wouldDeny: boolean, pod: string, direction: PolicyDi
 /** fail-closed: an address of this node's pod CIDR that no known pod owns. */
 export function unknownPodReason(ip: string, direction: PolicyDirection): string {
   return `${ip} is in this node's pod CIDR but is no known pod (unknown local pods fail closed, ${direction})`;
+}
+
+/** A ClusterNetworkPolicy Deny (or a rule failing closed as one): `rule` is its comment's `egress:1 [name] Deny`. */
+export function clusterDenyReason(policy: string, rule: string): string {
+  return `dropped by ClusterNetworkPolicy ${policy} rule ${rule}`;
+}
+
+/**
+ * A drop that `domainNames` rules above it would not have made after a lookup: `no lookup by x/a of
+ * good.example or *.cdn.example had learned 198.51.100.10 (ClusterNetworkPolicy p rule egress:0 api Accept)`.
+ */
+export function notLearnedReason(address: string, missed: readonly AfterLookup[]): string {
+  return missed
+    .map((a) => `no lookup by ${a.pod} of ${lookupNamesText(a.names)} had learned ${address} (${a.policy} rule ${a.rule})`)
+    .join('; ');
 }

@@ -3,9 +3,12 @@
 // learns from each pod's own lookups and releases them. A DNS server pod answers (dns-peer.py), a web pod is the
 // named destination. Before a lookup the subject cannot connect; the instant its lookup's answer arrives it can;
 // another subject pod that did not look the name up still cannot; the metrics count what happened; and
-// `netfence why --live` names the learned address (from the daemon's /learned, read from the kernel's sets).
+// `netfence why --live` names the learned address (from the daemon's /learned, read from the kernel's sets). The
+// node's bound of learned entries (4 here) outlives a daemon restart: the restarted agent counts what the sets
+// already hold, so it grants only what is left of the bound and counts the refusals.
 
 import { jest } from '@jest/globals';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,6 +23,7 @@ jest.setTimeout(90_000);
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const NODE = { name: 'n1', podCidr: '10.244.1.0/24' };
+const PER_NODE_MAX = 4;
 
 describeKernel('daemon: a domainNames rule allows what the subject pod’s own lookup answered', () => {
   let sandbox: Sandbox;
@@ -31,6 +35,24 @@ describeKernel('daemon: a domainNames rule allows what the subject pod’s own l
   const ask = (p: keyof typeof pods, msg: JsonObject): Promise<JsonObject> => peers[p].request(msg, 60_000);
   const connect = async (p: keyof typeof pods, ip: string): Promise<boolean> =>
     (await ask(p, { op: 'connect', ip, port: 80, timeoutMs: 300 }))['ok'] === true;
+  const startDaemon = async (): Promise<NodeDaemon> => {
+    const d = await startNodeDaemon(
+      sandbox.nodes()[0]!,
+      { resources: [file] },
+      {
+        'batch-window-ms': '10',
+        'dns-egress-per-node-max': String(PER_NODE_MAX),
+      },
+    );
+    await waitReady(d);
+    return d;
+  };
+  /** The learned members the node's kernel holds (every learned set: those members carry a timeout and a comment). */
+  const learnedInKernel = (): string[] =>
+    execFileSync('ip', ['netns', 'exec', sandbox.nodes()[0]!.netns, 'ipset', 'save'], { encoding: 'utf8' })
+      .split('\n')
+      .flatMap((l) => /^add \S+ (\S+) timeout \d+ comment /.exec(l)?.[1] ?? [])
+      .sort();
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'nft-dns-e2e-'));
@@ -92,11 +114,13 @@ describeKernel('daemon: a domainNames rule allows what the subject pod’s own l
         'good.example': [{ type: 'A', value: pods.web.ip, ttl: 300 }],
         'www.shop.example': [{ type: 'CNAME', value: 'edge.cdn.example', ttl: 300 }],
         'edge.cdn.example': [{ type: 'A', value: pods.web.ip, ttl: 300 }],
+        // The web pod first (the one connected to), then addresses nothing answers on: each is a learned entry.
+        'a.cdn.example': [pods.web.ip, '10.99.0.1', '10.99.0.2'].map((value) => ({ type: 'A', value, ttl: 300 })),
+        'b.cdn.example': [pods.web.ip, '10.99.1.1', '10.99.1.2', '10.99.1.3'].map((value) => ({ type: 'A', value, ttl: 300 })),
       },
     });
     await ask('web', { op: 'listen-tcp', addrs: ['0.0.0.0'], port: 80 });
-    daemon = await startNodeDaemon(sandbox.nodes()[0]!, { resources: [file] }, { 'batch-window-ms': '10' });
-    await waitReady(daemon);
+    daemon = await startDaemon();
   }, 90_000);
 
   afterAll(async () => {
@@ -152,6 +176,29 @@ describeKernel('daemon: a domainNames rule allows what the subject pod’s own l
     });
     expect(r).toMatchObject({ ok: 0, addresses: [pods.web.ip] });
     expect(await connect('other', pods.web.ip)).toBe(false);
+  });
+
+  it('a daemon restart keeps the node bound: what the sets hold is counted, only the rest of the bound is granted, the refusals counted', async () => {
+    // One entry so far (good.example → web); a.cdn.example adds two: 3 of the 4 places.
+    expect(await ask('client', { op: 'lookup-connect', server: pods.dns.ip, name: 'a.cdn.example', port: 80, count: 1 })).toMatchObject({
+      ok: 1,
+    });
+    expect(learnedInKernel()).toEqual(['10.99.0.1', '10.99.0.2', pods.web.ip].sort());
+
+    await daemon.stop();
+    daemon = await startDaemon();
+    await waitUntilLogged(daemon, 'dns egress: holding DNS answers');
+    expect(metricValue((await httpGet(`${daemon.url}/metrics`)).body, 'netfence_dns_learned_entries')).toBe(3);
+
+    // b.cdn.example: the web address again (a refresh, always granted), then three new ones for one place left.
+    const r = await ask('client', { op: 'lookup-connect', server: pods.dns.ip, name: 'b.cdn.example', port: 80, count: 1 });
+    expect(r).toMatchObject({ ok: 1, failures: [] });
+    const learned = learnedInKernel();
+    expect(learned).toHaveLength(PER_NODE_MAX);
+    expect(learned.filter((a) => a.startsWith('10.99.1.'))).toHaveLength(1);
+    const metrics = (await httpGet(`${daemon.url}/metrics`)).body;
+    expect(metricValue(metrics, 'netfence_dns_bound_refusals_total{bound="learned-node"}')).toBe(2);
+    expect(metricValue(metrics, 'netfence_dns_learned_entries')).toBe(PER_NODE_MAX);
   });
 });
 

@@ -272,6 +272,27 @@ describeKernel('the DNS agent learns addresses from each pod’s own answers, by
     await agent.follow(planWith());
   });
 
+  it('a write the kernel refuses (the set replaced under the agent): the answer still arrives, nothing is granted, counted', async () => {
+    // Someone swaps lb4 for a set without timeouts: the agent's add (with a timeout and a comment) is refused,
+    // so the address cannot be programmed before the hold deadline. Fail closed for the address, DNS keeps working.
+    const series = 'netfence_dns_released_on_error_total{kind="error"}';
+    await node.exec('ipset', ['create', 'lbplain', 'hash:ip', 'family', 'inet']);
+    await node.exec('ipset', ['swap', 'lb4', 'lbplain']);
+    try {
+      const before = (await metric(series)) || 0;
+      const learned = await metric('netfence_dns_addresses_learned_total');
+      expect(await lookupConnect('b', 'good.example')).toMatchObject({ ok: 0, failed: 1, addresses: [target(10)] });
+      expect(await connect('b', target(10))).toBe(false);
+      expect(await metric(series)).toBe(before + 1);
+      expect(await metric('netfence_dns_addresses_learned_total')).toBe(learned);
+    } finally {
+      await node.exec('ipset', ['swap', 'lb4', 'lbplain']);
+      await node.exec('ipset', ['destroy', 'lbplain']);
+    }
+    // The learned set back in place, the same lookup grants again.
+    expect(await lookupConnect('b', 'good.example')).toMatchObject({ ok: 1, failed: 0 });
+  });
+
   it('the agent stopped while answers flow: every lookup is answered, what was learned stays, nothing new is granted', async () => {
     const flowing = lookupConnect('a', 'good.example', { count: 300 });
     await agent.stop();

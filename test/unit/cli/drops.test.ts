@@ -100,6 +100,25 @@ describe('netfence drops', () => {
     expect(daemonUrl({ listenAddress: '10.0.0.5:9476' })).toBe('http://10.0.0.5:9476');
   });
 
+  it('prints a ClusterNetworkPolicy Deny drop with the domainNames rule a lookup would have opened, within 80 columns', () => {
+    const because =
+      'dropped by ClusterNetworkPolicy shop-egress rule egress:1 nothing-else Deny; no lookup by shop/a of good.example or ' +
+      '*.cdn.example had learned 198.51.100.10 (ClusterNetworkPolicy shop-egress rule egress:0 payment-api Accept)';
+    const record = {
+      ...flow({ dst: { ip: '198.51.100.10', where: 'outside the cluster' }, direction: 'egress', reason: 'cluster-deny', because }),
+      src: { ip: '10.244.1.10', pod: 'shop/a' },
+      port: 443,
+      seq: 1,
+      count: 1,
+      lastSeen: 0,
+    } as FlowRecord;
+    const text = formatRecord(record);
+    expect(text.replace(/\s+/g, ' ')).toBe(
+      `11:20:01 tcp/443 shop/a (10.244.1.10) -> 198.51.100.10 (outside the cluster), egress ${because} `,
+    );
+    expect(text.split('\n').filter((l) => l.length > 80)).toEqual([]);
+  });
+
   it('formatRecord keeps lines within 80 columns', () => {
     const long = { ...flow({ because: 'x '.repeat(100) }), seq: 1, count: 1, lastSeen: 0 } as FlowRecord;
     expect(

@@ -131,6 +131,13 @@ describe('the live overlay', () => {
     ]);
   });
 
+  it('a ClusterNetworkPolicy Deny drop is a drop like any other', () => {
+    const live = liveOverlay(map, cluster, [
+      { node: 'n2', records: [record({ reason: 'cluster-deny', because: 'dropped by ClusterNetworkPolicy lock rule ingress:0 Deny' })] },
+    ]);
+    expect(live.edges[0]).toMatchObject({ from: 'other/client', to: 'shop/db', drops: 1, wouldDeny: 0 });
+  });
+
   it('an audit would-deny of a connection the map denies disagrees with it', () => {
     const live = liveOverlay(map, cluster, [{ node: 'n2', records: [record({ reason: 'would-deny' })] }]);
     expect(live.edges[0]).toMatchObject({ from: 'other/client', to: 'shop/db', wouldDeny: 1, contradictions: 1 });

@@ -60,6 +60,7 @@ describe('rule comments: written, rendered, read back', () => {
         direction: 'egress',
         rule: 'egress:0',
         action: 'Deny',
+        failsClosed: true,
       },
     },
     {

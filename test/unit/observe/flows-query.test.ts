@@ -1,6 +1,6 @@
 // GET /flows with a query that cannot be read: refused with a message naming the parameter, never
 // answered as if there were no filter. Served by an ObserveServer on 127.0.0.1 over a FlowLog holding
-// records 1-3 (the daemon's wiring: answerFlowsQuery over its ring).
+// records 1-4 (the daemon's wiring: answerFlowsQuery over its ring).
 
 import { nullLogger } from '../../../src/log.js';
 import { FlowLog } from '../../../src/observe/flow-log.js';
@@ -31,6 +31,8 @@ describe('GET /flows query parameters', () => {
     log.add(flow('prod/db', 'prod/default-deny', 80));
     log.add(flow('prod/web', 'prod/web-in', 443));
     log.add(flow('staging/db', 'staging/deny', 5432));
+    // A ClusterNetworkPolicy's Deny: the policy is cluster-scoped, named alone.
+    log.add(flow('staging/web', 'lock', 8080));
     server = new ObserveServer({
       health: new HealthState({ now: () => 0, stallAfterMs: 1000 }),
       metrics: createMetrics(),
@@ -62,7 +64,8 @@ describe('GET /flows query parameters', () => {
     ['pod=', 'pod'],
     ['namespace=prod/db', 'namespace'],
     ['namespace=', 'namespace'],
-    ['policy=default-deny', 'policy'],
+    ['policy=Default-Deny', 'policy'],
+    ['policy=prod/db/x', 'policy'],
     ['namespce=prod', 'namespce'],
     ['pod=prod/db&%1B%5B31m=1', 'a parameter'],
   ])('%s: refused with 400, naming %s, nothing listed', async (query, parameter) => {
@@ -73,14 +76,15 @@ describe('GET /flows query parameters', () => {
   });
 
   it.each([
-    ['', [1, 2, 3]],
-    ['since=0', [1, 2, 3]],
-    ['since=2', [3]],
+    ['', [1, 2, 3, 4]],
+    ['since=0', [1, 2, 3, 4]],
+    ['since=2', [3, 4]],
     ['since=9007199254740991', []],
     ['pod=prod/db', [1]],
     ['namespace=prod', [1, 2]],
     ['policy=prod/web-in', [2]],
-    ['namespace=staging&since=1', [3]],
+    ['namespace=staging&since=1', [3, 4]],
+    ['policy=lock', [4]],
   ])('%s: the records it selects', async (query, seqs) => {
     const answer = await get(query);
     expect(answer.status).toBe(200);

@@ -1,10 +1,11 @@
 // Explaining logged packets against a compiled node: the pods at both ends, the direction and the
-// reason in trace's words, for every drop netfence logs (isolated, invalid policy, unknown local pod).
+// reason in trace's words, for every drop netfence logs (isolated, invalid policy, unknown local pod, a
+// ClusterNetworkPolicy Deny and the `domainNames` rule a lookup would have opened).
 
 import { compile } from '../../../src/compile/index.js';
-import { dropPrefix } from '../../../src/compile/flow-log.js';
+import { dropPrefix, parseDropPrefix, type DropCode } from '../../../src/compile/flow-log.js';
 import type { NflogPacket } from '../../../src/dataplane/nflog.js';
-import { DEFAULT_FLOW_LOG, type ChainName, type ClusterSnapshot, type DesiredState } from '../../../src/model/index.js';
+import { DEFAULT_FLOW_LOG, type ChainName, type ClusterSnapshot, type DesiredState, type Rule } from '../../../src/model/index.js';
 import { explainAllowed, explainAudit, explainDrop, explainsDrop, invalidPoliciesOf, PodIndex } from '../../../src/observe/flows.js';
 import {
   ingress,
@@ -22,6 +23,7 @@ import {
   tcp,
   types,
 } from '../../helpers/builders.js';
+import { cnp, cRule, cTcp, domains, networks, podPeerC, podSubject } from '../../helpers/cnp-builders.js';
 
 const cluster: ClusterSnapshot = snapshot({
   namespaces: [makeNamespace('prod'), makeNamespace('dev')],
@@ -41,10 +43,13 @@ const { desired, problems } = compile(cluster, settings());
 const workloadChain = (state: DesiredState, pod: string, direction: 'ingress' | 'egress'): ChainName =>
   state.v4.chains.find((c) => c.role.kind === 'workload' && c.role.pod === pod && c.role.direction === direction)!.name;
 
+/** A packet crossing FORWARD (it has an output interface: the bridge or the uplink). */
 const packet = (prefix: string, src: string, dst: string, dstPort = 80): NflogPacket => ({
   group: 9476,
   prefix,
   time: 1000,
+  inIfindex: 3,
+  outIfindex: 4,
   ip: { family: 4, src, dst, protocol: 6, srcPort: 40000, dstPort },
 });
 
@@ -196,5 +201,197 @@ describe('audit mode records', () => {
     expect(workloadChain(without, 'dev/api', 'ingress')).toBe(chain);
     expect(explainsDrop(p, without)).toBe(false);
     expect(explainsDrop(p, withAudit)).toBe(true);
+  });
+});
+
+describe('ClusterNetworkPolicy Deny records, and the domainNames rule a drop names', () => {
+  // "DomainNames is only supported for Accept rules": an Admin Accept by name on TCP 443 above a Deny of the rest.
+  const client = makePod('shop', 'a', '10.244.1.10', labels({ app: 'client' }));
+  const web = makePod('shop', 'web', '10.244.1.20', labels({ app: 'web' }));
+  const locked = makePod('shop', 'locked', '10.244.1.30', labels({ app: 'locked' }));
+  const byName = cRule('Accept', [domains('good.example', '*.cdn.example')], [cTcp(443)], 'payment-api');
+  const shopEgress = cnp('shop-egress', 'Admin', 10, podSubject(sel(), sel({ app: 'client' })), {
+    egress: [byName, cRule('Deny', [networks('0.0.0.0/0')], undefined, 'nothing-else')],
+  });
+  // A plain ingress Deny, no domain rule anywhere near it.
+  const lock = cnp('lock', 'Admin', 20, podSubject(sel(), sel({ app: 'locked' })), {
+    ingress: [cRule('Deny', [podPeerC(sel(), sel({ app: 'web' }))], undefined, 'no-web')],
+  });
+  const shop = (over: Partial<ClusterSnapshot> = {}): ClusterSnapshot =>
+    snapshot({ namespaces: [makeNamespace('shop')], pods: [client, web, locked], clusterPolicies: [shopEgress, lock], ...over });
+  const cnpChainOf = (d: DesiredState, policy: string, direction: 'ingress' | 'egress'): ChainName =>
+    d.v4.chains.find((c) => c.role.kind === 'cluster-policy' && c.role.policy === policy && c.role.direction === direction)!.name;
+  const drop = (s: ClusterSnapshot, d: DesiredState, p: NflogPacket) =>
+    explainDrop(p, { desired: d, snapshot: s, invalidPolicies: new Set() }, new PodIndex(() => s));
+  const { desired: withCnp } = compile(shop(), settings());
+  const missed = {
+    policy: 'ClusterNetworkPolicy shop-egress',
+    rule: 'egress:0 payment-api Accept',
+    pod: 'shop/a',
+    names: ['good.example', '*.cdn.example'],
+  };
+
+  it("puts a rate-limited log rule with the Deny's own matches before each Deny alternative; none with flow logs off", () => {
+    const chain = withCnp.v4.chains.find((c) => c.name === cnpChainOf(withCnp, 'shop-egress', 'egress'))!;
+    const at = chain.rules.findIndex((r) => r.action.kind === 'drop');
+    expect(chain.rules[at - 1]).toEqual({
+      match: [...chain.rules[at]!.match, { kind: 'limit', perSecond: 10, burst: 5 }],
+      action: { kind: 'nflog', group: 9476, prefix: `nf:cnp:${chain.name}:1` },
+      comment: 'flow log of the drop below',
+    });
+    const off = compile(shop(), settings({ flowLog: undefined })).desired;
+    // The DNS agent's query copies (their own group) are not flow logs.
+    const flowLog = (r: Rule): boolean => r.action.kind === 'nflog' && r.action.prefix.startsWith('nf:');
+    const withoutLogs = (d: DesiredState) => d.v4.chains.map((c) => ({ ...c, rules: c.rules.filter((r) => !flowLog(r)) }));
+    expect(off.v4.chains.flatMap((c) => c.rules).filter(flowLog)).toEqual([]);
+    expect(off.v4.chains).toEqual(withoutLogs(withCnp));
+  });
+
+  it('a Deny below a domainNames Accept: the Deny and the rule a lookup would have opened', () => {
+    const p = packet(
+      dropPrefix({ kind: 'cluster-deny', chain: cnpChainOf(withCnp, 'shop-egress', 'egress'), rule: 1 }),
+      '10.244.1.10',
+      '198.51.100.10',
+      443,
+    );
+    expect(explainsDrop(p, withCnp)).toBe(true);
+    expect(drop(shop(), withCnp, p)).toEqual({
+      time: 1000,
+      src: { ip: '10.244.1.10', pod: 'shop/a', labels: { app: 'client' } },
+      dst: { ip: '198.51.100.10', where: 'outside the cluster' },
+      protocol: 'tcp',
+      port: 443,
+      srcPort: 40000,
+      direction: 'egress',
+      reason: 'cluster-deny',
+      pod: 'shop/a',
+      policies: ['shop-egress'],
+      because:
+        'dropped by ClusterNetworkPolicy shop-egress rule egress:1 nothing-else Deny; no lookup by shop/a of good.example or *.cdn.example had learned 198.51.100.10 (ClusterNetworkPolicy shop-egress rule egress:0 payment-api Accept)',
+      afterLookup: [missed],
+    });
+  });
+
+  it('a port the domainNames rule does not allow: the Deny alone', () => {
+    const p = packet(
+      dropPrefix({ kind: 'cluster-deny', chain: cnpChainOf(withCnp, 'shop-egress', 'egress'), rule: 1 }),
+      '10.244.1.10',
+      '198.51.100.10',
+      80,
+    );
+    const flow = drop(shop(), withCnp, p);
+    expect(flow?.because).toBe('dropped by ClusterNetworkPolicy shop-egress rule egress:1 nothing-else Deny');
+    expect(flow).not.toHaveProperty('afterLookup');
+  });
+
+  it('a plain ingress Deny: the destination pod, the ClusterNetworkPolicy and its rule', () => {
+    const p = packet(
+      dropPrefix({ kind: 'cluster-deny', chain: cnpChainOf(withCnp, 'lock', 'ingress'), rule: 0 }),
+      '10.244.1.20',
+      '10.244.1.30',
+    );
+    expect(drop(shop(), withCnp, p)).toMatchObject({
+      src: { pod: 'shop/web' },
+      dst: { pod: 'shop/locked' },
+      direction: 'ingress',
+      reason: 'cluster-deny',
+      pod: 'shop/locked',
+      policies: ['lock'],
+      because: 'dropped by ClusterNetworkPolicy lock rule ingress:0 no-web Deny',
+    });
+  });
+
+  it('the NetworkPolicy layer below drops the unlearned destination: the isolation, and the domain rule', () => {
+    const acceptOnly = { ...shopEgress, egress: [byName] };
+    const s = shop({
+      clusterPolicies: [acceptOnly],
+      policies: [makePolicy('shop', 'no-egress', selectPods(sel({ app: 'client' })), types('Egress'))],
+    });
+    const { desired: d } = compile(s, settings());
+    const p = packet(dropPrefix({ kind: 'isolated', chain: workloadChain(d, 'shop/a', 'egress') }), '10.244.1.10', '198.51.100.10', 443);
+    expect(explainsDrop(p, d)).toBe(true);
+    expect(drop(s, d, p)).toMatchObject({
+      reason: 'isolated',
+      because:
+        'shop/a is isolated for egress; policy shop/no-egress selects it; none allowed this peer; no lookup by shop/a of good.example or *.cdn.example had learned 198.51.100.10 (ClusterNetworkPolicy shop-egress rule egress:0 payment-api Accept)',
+      afterLookup: [missed],
+    });
+  });
+
+  it('a Baseline Deny below the Admin domainNames rule names it too', () => {
+    const baseline = cnp('default-deny', 'Baseline', 10, podSubject(sel(), sel()), { egress: [cRule('Deny', [networks('0.0.0.0/0')])] });
+    const s = shop({ clusterPolicies: [{ ...shopEgress, egress: [byName] }, baseline] });
+    const { desired: d } = compile(s, settings());
+    const p = packet(
+      dropPrefix({ kind: 'cluster-deny', chain: cnpChainOf(d, 'default-deny', 'egress'), rule: 0 }),
+      '10.244.1.10',
+      '198.51.100.10',
+      443,
+    );
+    expect(drop(s, d, p)).toMatchObject({
+      reason: 'cluster-deny',
+      policies: ['default-deny'],
+      because:
+        'dropped by ClusterNetworkPolicy default-deny rule egress:0 Deny; no lookup by shop/a of good.example or *.cdn.example had learned 198.51.100.10 (ClusterNetworkPolicy shop-egress rule egress:0 payment-api Accept)',
+      afterLookup: [missed],
+    });
+  });
+
+  it('a rule that fails closed as a Deny (a peer netfence cannot use) is named as such', () => {
+    const broken = cnp('broken', 'Admin', 30, podSubject(sel(), sel({ app: 'web' })), {
+      egress: [cRule('Pass', [{ kind: 'unknown', what: 'future' }], undefined, 'odd')],
+    });
+    const s = shop({ clusterPolicies: [broken] });
+    const { desired: d } = compile(s, settings());
+    const chain = d.v4.chains.find((c) => c.name === cnpChainOf(d, 'broken', 'egress'))!;
+    expect(chain.rules.map((r) => r.action.kind)).toEqual(['nflog', 'drop']);
+    const p = packet(dropPrefix({ kind: 'cluster-deny', chain: chain.name, rule: 0 }), '10.244.1.20', '8.8.8.8', 53);
+    expect(drop(s, d, p)?.because).toBe('dropped by ClusterNetworkPolicy broken rule egress:0 odd Pass, which fails closed (denies all)');
+  });
+
+  it("a packet to the node itself (INPUT, no output interface) is judged by the pod's chain to its node", () => {
+    const s = shop({ nodes: [{ name: 'node-1', podCidrs: ['10.244.1.0/24'], addresses: ['192.168.0.1'], labels: {} }] });
+    const { desired: d } = compile(s, settings());
+    expect(d.v4.chains.some((c) => c.role.kind === 'host-workload' && c.role.pod === 'shop/a')).toBe(true);
+    const { outIfindex: _out, ...toNode } = packet(
+      dropPrefix({ kind: 'cluster-deny', chain: cnpChainOf(d, 'shop-egress', 'egress'), rule: 1 }),
+      '10.244.1.10',
+      '192.168.0.1',
+      443,
+    );
+    expect(drop(s, d, toNode)).toMatchObject({ reason: 'cluster-deny', afterLookup: [missed] });
+  });
+
+  it('waits for the sync that programmed the log rule (flow logs just turned on)', () => {
+    const off = compile(shop(), settings({ flowLog: undefined })).desired;
+    const p = packet(
+      dropPrefix({ kind: 'cluster-deny', chain: cnpChainOf(withCnp, 'lock', 'ingress'), rule: 0 }),
+      '10.244.1.20',
+      '10.244.1.30',
+    );
+    expect(explainsDrop(p, off)).toBe(false);
+    expect(explainsDrop(p, undefined)).toBe(false);
+  });
+});
+
+describe('drop prefixes', () => {
+  // The kernel keeps at most 63 bytes of an NFLOG prefix: the longest chain name iptables takes (28) and a rule
+  // index past the API's 100 rules still fit.
+  const chain = 'nf-ce-abcdefghijklmnopqrstuv' as ChainName;
+  it.each<DropCode>([
+    { kind: 'cluster-deny', chain, rule: 99 },
+    { kind: 'cluster-deny', chain, rule: 0 },
+    { kind: 'allowed', chain, rule: 3 },
+    { kind: 'isolated', chain },
+    { kind: 'unknown-pod', direction: 'to' },
+    { kind: 'would-deny', chain },
+  ])('%j reads back as itself and fits the kernel', (code) => {
+    expect(parseDropPrefix(dropPrefix(code))).toEqual(code);
+    expect(Buffer.byteLength(dropPrefix(code))).toBeLessThanOrEqual(63);
+  });
+  it('a ClusterNetworkPolicy Deny prefix names the chain and the rule', () => {
+    expect(dropPrefix({ kind: 'cluster-deny', chain, rule: 7 })).toBe(`nf:cnp:${chain}:7`);
+    expect(parseDropPrefix('nf:cnp:nf-ce-x:')).toBeUndefined();
+    expect(parseDropPrefix('nf:cnp:')).toBeUndefined();
   });
 });

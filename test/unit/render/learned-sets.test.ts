@@ -3,7 +3,7 @@
 // machine), and a learned member's remaining timeout and provenance comment are read back for the tools.
 
 import { parseLearnedComment } from '../../../src/model/index.js';
-import { parseIpsetSave, renderIpsetRestore, savedEntryOf } from '../../../src/render/index.js';
+import { parseIpsetSave, renderIpsetRestore, savedEntryOf, savedMembersOf } from '../../../src/render/index.js';
 import { ipSetName } from '../../../src/model/index.js';
 
 const SAVED = [
@@ -44,5 +44,14 @@ describe('learned sets in ipset text', () => {
     expect(parseLearnedComment(entries[0]!.comment!)).toEqual({ learnedAt: 1700000000, name: 'good.example' });
     expect(savedEntryOf('10.0.0.1')).toEqual({ element: '10.0.0.1' });
     expect(savedEntryOf('10.0.0.0/8 nomatch')).toEqual({ element: '10.0.0.0/8' });
+  });
+
+  it('reads the members of the named sets only out of a whole save (what the DNS agent counts at start)', () => {
+    const wanted = savedMembersOf(`${SAVED}\n`, new Set(['nf4d:learn', 'nf4d:absent']));
+    expect([...wanted.keys()]).toEqual(['nf4d:learn']);
+    expect(wanted.get('nf4d:learn')!.map((e) => [e.element, e.timeout])).toEqual([
+      ['198.51.100.10', 19],
+      ['198.51.100.11', 0],
+    ]);
   });
 });
