@@ -168,8 +168,12 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
     const matched = evaluateMatches(rule.match, { packet, mark, ipsets });
     if (matched.result === 'no-match') {
       record('no-match', matched.failed);
-      const missed = isOwned ? afterLookup(rule, comment, { packet, mark, ipsets }) : undefined;
-      if (missed) lookups.push(missed);
+      // Audit mode's second pass judges with the audited objects: their rules open nothing, a lookup neither.
+      const judged = isOwned && !frame.auditPass && !inAuditPass(chain, ruleIndex - 1);
+      const missed = judged ? afterLookup(rule, comment, { packet, mark, ipsets }) : undefined;
+      // One rule is one alternative per protocol, and audit mode judges the enforced tiers again for the flow log: named once.
+      if (missed && !lookups.some((l) => l.policy === missed.policy && l.rule === missed.rule && l.pod === missed.pod))
+        lookups.push(missed);
       continue;
     }
     if (matched.result === 'unknown') {
