@@ -196,7 +196,8 @@ function auditedWorkloadChain(input: WorkloadChainInput, audited: readonly Chain
  * A pod some ClusterNetworkPolicy selects, with an audited object (CNP or NetworkPolicy) in this
  * direction: the tiers of tieredWorkloadChain judged twice, without and with the audited objects, into
  * bits (accept, or deny), through verdict-only copies of the CNP chains so that neither pass drops; the
- * differences logged as in auditedWorkloadChain, then the enforced verdict acted on.
+ * differences logged as in auditedWorkloadChain, then the enforced verdict acted on, a drop flow-logged as
+ * tieredWorkloadChain logs it (enforcedDropLog).
  */
 function auditedTieredWorkloadChain(
   input: WorkloadChainInput,
