@@ -5,11 +5,15 @@
 // average is printed beside them, since wall time on a shared machine says little without it.
 //
 // Usage: npm run --silent build && node --import ./scripts/register-ts.mjs scripts/bench-map.ts [--tier large] [--seed 1]
-//   targets (large tier: 10,000 pods, 1,000 policies): map ≤ 10 s and ≤ 500 MiB; a one-policy diff ≤ 3 s.
+//          [--only map|diff] [--formats json,html,md,dot,svg] [--keep DIR]
+//   targets (large tier: 10,000 pods, 1,000 policies): map ≤ 10 s and ≤ 500 MiB in every format; a one-policy
+//   diff ≤ 3 s. `--only map` measures the map alone (each format of --formats, default json and html), `--only
+//   diff` the diff alone; `--keep DIR` writes the cluster dumps and outputs there and keeps them (to profile
+//   one command again, or to compare two trees' outputs byte for byte).
 
 import { spawnSync } from 'node:child_process';
 import { loadavg, tmpdir } from 'node:os';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ClusterSnapshot, NetworkPolicy } from '../src/model/index.js';
@@ -26,6 +30,12 @@ function flag(name: string, fallback: string): string {
 const tier = flag('tier', 'large') as Tier;
 if (!TIERS.includes(tier)) throw new Error(`--tier must be one of ${TIERS.join(', ')}`);
 const seed = Number(flag('seed', '1'));
+const only = flag('only', 'both');
+if (!['map', 'diff', 'both'].includes(only)) throw new Error('--only must be map or diff');
+const FORMATS = ['json', 'html', 'md', 'dot', 'svg'];
+const formats = flag('formats', 'json,html').split(',');
+for (const f of formats) if (!FORMATS.includes(f)) throw new Error(`--formats: each of ${FORMATS.join(', ')}, not "${f}"`);
+const keep = flag('keep', '');
 
 /**
  * The same cluster and one more policy: every pod of the busiest namespace no policy isolates for egress
@@ -60,7 +70,8 @@ function measure(what: string, args: readonly string[], okCodes: readonly number
   console.log(`  netfence ${args.join(' ')}`);
 }
 
-const dir = mkdtempSync(join(tmpdir(), 'nft-bench-map-'));
+const dir = keep !== '' ? keep : mkdtempSync(join(tmpdir(), 'nft-bench-map-'));
+if (keep !== '') mkdirSync(dir, { recursive: true });
 try {
   const { snapshot, stats } = generateCluster({ tier, seed, node: 'node-1' });
   const old = join(dir, 'old.json');
@@ -71,10 +82,13 @@ try {
   console.log(
     `tier ${tier} (seed ${seed}): ${stats.pods} pods, ${stats.policies} policies, ${stats.namespaces} namespaces, ${stats.nodes} nodes; node ${process.version}`,
   );
-  measure('map --format json', ['map', '--resources', old, '--format', 'json', '-o', join(dir, 'map.json')], [0]);
-  measure('map --format html', ['map', '--resources', old, '--format', 'html', '-o', join(dir, 'map.html')], [0]);
-  console.log(`one policy added for the diff: ${changed.policy} (every pod of its namespace isolated for egress)`);
-  measure('map --diff (one policy)', ['map', '--diff', old, neu, '--format', 'json', '-o', join(dir, 'diff.json')], [1]);
+  if (only !== 'diff')
+    for (const format of formats)
+      measure(`map --format ${format}`, ['map', '--resources', old, '--format', format, '-o', join(dir, `map.${format}`)], [0]);
+  if (only !== 'map') {
+    console.log(`one policy added for the diff: ${changed.policy} (every pod of its namespace isolated for egress)`);
+    measure('map --diff (one policy)', ['map', '--diff', old, neu, '--format', 'json', '-o', join(dir, 'diff.json')], [1]);
+  }
 } finally {
-  rmSync(dir, { recursive: true, force: true });
+  if (keep === '') rmSync(dir, { recursive: true, force: true });
 }

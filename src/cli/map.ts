@@ -2,7 +2,7 @@
 // src/map (each node compiled, representative packets traced), printed or written in one format.
 // `--diff OLD NEW`: what a change opens and closes; exit 0 no change, 1 changes, 2 error.
 
-import { writeFileSync } from 'node:fs';
+import { closeSync, openSync, writeSync } from 'node:fs';
 import { incompleteRead, loadManifests } from '../cluster/manifests.js';
 import type { DaemonConfig } from '../config/schema.js';
 import { createLogger } from '../log.js';
@@ -11,16 +11,18 @@ import {
   buildMap,
   diffClusters,
   formatDiff,
-  formatDot,
-  formatHtml,
-  formatMarkdown,
-  formatSvg,
   defaultFamily,
   liveOverlay,
   nameLookups,
   withLookups,
+  writeDot,
+  writeHtml,
+  writeJson,
+  writeMarkdown,
+  writeSvg,
   type ConnectivityMap,
   type LiveOverlay,
+  type Out,
 } from '../map/index.js';
 import { commandOptions, type Io } from './command-specs.js';
 import { CommandFailure } from './options.js';
@@ -48,7 +50,7 @@ export async function mapCommand(argv: readonly string[], io: Io): Promise<numbe
       { snapshot: after.snapshot, settingsFor: settingsPerNode(config, after.snapshot) },
       options,
     );
-    write(parsed, io, formatDiff(diff, format));
+    output(parsed, io, (out) => out(formatDiff(diff, format)));
     return diff.changes.length > 0 ? 1 : 0;
   }
   const format = formatOf(parsed, MAP_FORMATS, 'md');
@@ -56,9 +58,35 @@ export async function mapCommand(argv: readonly string[], io: Io): Promise<numbe
     await loadCluster(parsed, createLogger({ level: 'error', format: 'text' }), manifestLimits(config), API_TIMEOUT_MS),
     'the cluster',
   );
+  const map = drawnMap(cluster, config, format, options);
+  if (parsed.values['live'] !== true) {
+    output(parsed, io, (out) => render(map, format, out));
+    return 0;
+  }
+  const { snapshot } = cluster;
+  const nodes = [...new Set([...snapshot.nodes.map((n) => n.name), ...snapshot.pods.map((p) => p.nodeName)])]
+    .filter((n) => n !== '')
+    .sort();
+  const live = liveOverlay(map, snapshot, await (await import('./map-live.js')).readFlows(parsed, config, nodes));
+  output(parsed, io, (out) => render(map, format, out, live));
+  const unread = live.nodes.filter((n) => n.error !== undefined);
+  for (const n of unread) io.err(`netfence map --live: cannot read the flow log of ${n.node}: ${n.error}\n`);
+  return unread.length > 0 ? 2 : 0;
+}
+
+/**
+ * The map alone: what it was computed from (every node's compiled rules, the judge's tables) is left behind
+ * here, free to be collected before the output is written.
+ */
+function drawnMap(
+  cluster: LoadedCluster,
+  config: DaemonConfig,
+  format: (typeof MAP_FORMATS)[number],
+  options: { family?: IpFamily; groupBy?: string },
+): ConnectivityMap {
   const settingsFor = settingsPerNode(config, cluster.snapshot);
   // ClusterNetworkPolicy domainNames peers: traced as after a lookup (src/map/domains.ts).
-  const lookups = withLookups(cluster.snapshot, settingsFor, family ?? defaultFamily(cluster.snapshot));
+  const lookups = withLookups(cluster.snapshot, settingsFor, options.family ?? defaultFamily(cluster.snapshot));
   const built = buildMap(
     cluster.snapshot,
     settingsFor,
@@ -69,34 +97,22 @@ export async function mapCommand(argv: readonly string[], io: Io): Promise<numbe
     },
     lookups.compiled,
   );
-  const map = nameLookups(built.map, lookups);
-  if (parsed.values['live'] !== true) {
-    write(parsed, io, render(map, format));
-    return 0;
-  }
-  const { snapshot } = cluster;
-  const nodes = [...new Set([...snapshot.nodes.map((n) => n.name), ...snapshot.pods.map((p) => p.nodeName)])]
-    .filter((n) => n !== '')
-    .sort();
-  const live = liveOverlay(map, snapshot, await (await import('./map-live.js')).readFlows(parsed, config, nodes));
-  write(parsed, io, render(map, format, live));
-  const unread = live.nodes.filter((n) => n.error !== undefined);
-  for (const n of unread) io.err(`netfence map --live: cannot read the flow log of ${n.node}: ${n.error}\n`);
-  return unread.length > 0 ? 2 : 0;
+  return nameLookups(built.map, lookups);
 }
 
-function render(map: ConnectivityMap, format: (typeof MAP_FORMATS)[number], live?: LiveOverlay): string {
+function render(map: ConnectivityMap, format: (typeof MAP_FORMATS)[number], out: Out, live?: LiveOverlay): void {
   switch (format) {
     case 'html':
-      return formatHtml(map, live);
+      return writeHtml(map, out, live);
     case 'svg':
-      return formatSvg(map, true, live);
+      return writeSvg(map, out, true, live);
     case 'dot':
-      return formatDot(map, live);
+      return writeDot(map, out, live);
     case 'md':
-      return formatMarkdown(map, live);
+      return writeMarkdown(map, out, live);
     case 'json':
-      return `${JSON.stringify(live ? { ...map, live } : map, null, 2)}\n`;
+      writeJson(live ? { ...map, live } : map, out, 2);
+      return out('\n');
   }
 }
 
@@ -136,17 +152,57 @@ function complete(cluster: LoadedCluster, what: string): LoadedCluster {
   return cluster;
 }
 
-function write(parsed: Parsed, io: Io, output: string): void {
+/**
+ * Pieces of output are gathered to about this many characters before each write: few writes, and each chunk
+ * small enough for V8's young generation (a string past ~128 KB is allocated among the large objects, which
+ * only a full collection frees: 1 MiB chunks of a 100 MB page kept ~30 MiB more resident).
+ */
+const WRITE_CHUNK = 1 << 15;
+
+/**
+ * The output as it is made, to `--output`'s file or else stdout, a chunk at a time: the large tier's map is
+ * 70-100 MB of text, and holding it whole (and the file write's copy of it) was most of the command's peak memory.
+ */
+function output(parsed: Parsed, io: Io, writer: (out: Out) => void): void {
   const file = text(parsed, 'output');
-  if (file === undefined) io.out(output);
-  else {
+  const failed = (err: unknown) => new CommandFailure(`cannot write ${file}: ${(err as Error).message}`);
+  let fd: number | undefined;
+  if (file !== undefined)
     try {
-      writeFileSync(file, output);
+      fd = openSync(file, 'w');
     } catch (err) {
-      throw new CommandFailure(`cannot write ${file}: ${(err as Error).message}`);
+      throw failed(err);
     }
-    io.err(`netfence map: wrote ${file}\n`);
+  const send = (chunk: string): void => {
+    if (fd === undefined) return io.out(chunk);
+    try {
+      // The string as it is (no Buffer made of it); the rest as bytes, should a write take only part.
+      const written = writeSync(fd, chunk);
+      const bytes = Buffer.byteLength(chunk);
+      if (written < bytes) {
+        const rest = Buffer.from(chunk);
+        for (let at = written; at < bytes;) at += writeSync(fd, rest, at);
+      }
+    } catch (err) {
+      throw failed(err);
+    }
+  };
+  let parts: string[] = [];
+  let size = 0;
+  try {
+    writer((piece) => {
+      parts.push(piece);
+      size += piece.length;
+      if (size < WRITE_CHUNK) return;
+      send(parts.join(''));
+      parts = [];
+      size = 0;
+    });
+    if (parts.length > 0) send(parts.join(''));
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
+  if (file !== undefined) io.err(`netfence map: wrote ${file}\n`);
 }
 
 function text(parsed: Parsed, flag: string): string | undefined {

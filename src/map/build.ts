@@ -4,7 +4,7 @@
 
 import { podKey, type ClusterSnapshot, type IpFamily, type NodeSettings } from '../model/index.js';
 import { formatAnswer, whyConnection, type CompiledRules } from '../why/index.js';
-import { combine, Judge, type End } from './judge.js';
+import { combine, Judge, type End, type Outcome } from './judge.js';
 import type { ConnectivityMap, EdgeReason, MapEdge, MapGroup, PortRange, Split } from './model.js';
 import { outsideBlocks } from './outside.js';
 import { joinRanges, rangeText } from './ports.js';
@@ -54,18 +54,7 @@ export function finishMap(prepared: Prepared, options: MapOptions = {}): MapMode
   const outside = outsideGroups(prepared, options.extraCidrs ?? [], classes);
   const all = [...groups, ...outside];
   const judge = new Judge(prepared, classes.list);
-  const edges: MapEdge[] = [];
-  for (const src of options.listEdges === false ? [] : all) {
-    const srcEnd = src.ends[0]!;
-    const egress = srcEnd.kind === 'pod' ? judge.side(srcEnd.pod, 'egress', srcEnd.cls) : undefined;
-    for (const dst of all) {
-      if (src.group.egress === 'open' && dst.group.ingress === 'open') continue;
-      // Most pairs are refused by one side: ask the sender's cached verdicts first, then build the edge.
-      if (egress && src !== dst && !judge.egress(egress, dst.ends[0]!).any) continue;
-      const edge = edgeOf(judge, src, dst);
-      if (edge) edges.push(edge);
-    }
-  }
+  const edges = options.listEdges === false ? [] : listEdges(judge, all);
   if (options.explain !== undefined) explain(prepared, all, edges, options.explain);
   const map: ConnectivityMap = {
     family: prepared.family,
@@ -78,13 +67,67 @@ export function finishMap(prepared: Prepared, options: MapOptions = {}): MapMode
   return { map, groups: all, prepared, judge };
 }
 
-/** The connection from one group to another, unless nothing is allowed or both ends are open (implied). */
-export function edgeOf(judge: Judge, src: GroupState, dst: GroupState): MapEdge | undefined {
-  if (src.group.kind === 'outside' && dst.group.kind === 'outside') return undefined;
-  if (src.group.egress === 'open' && dst.group.ingress === 'open') return undefined;
-  const ends = endsOf(src, dst);
-  if (!ends) return undefined;
-  const { egress, ingress } = judge.both(ends[0], ends[1]);
+/**
+ * Every connection between two groups, sender by sender, in the groups' order. Of the millions of pairs at
+ * 2,000 groups most are refused by one side: each side's verdict is one look-up in the judge's tables (each
+ * group's receiving side is found once), and an edge is built only for a pair both sides allow. Its ports and
+ * reasons depend only on the two verdicts, which the judge hands out as shared objects: made once per pair of
+ * verdicts (EdgeShapes) and shared by every edge with those verdicts, not made again for each of 100,000 edges.
+ */
+function listEdges(judge: Judge, all: readonly GroupState[]): MapEdge[] {
+  const edges: MapEdge[] = [];
+  const shapes = new EdgeShapes();
+  const receivers = all.map((g) => {
+    const end = g.ends[0]!;
+    return end.kind === 'pod' ? judge.side(end.pod, 'ingress', end.cls) : undefined;
+  });
+  for (const src of all) {
+    const srcEnd = src.ends[0]!;
+    const sender = srcEnd.kind === 'pod' ? judge.side(srcEnd.pod, 'egress', srcEnd.cls) : undefined;
+    const openSender = src.group.egress === 'open';
+    const outsideSender = src.group.kind === 'outside';
+    all.forEach((dst, d) => {
+      if (openSender && dst.group.ingress === 'open') return;
+      if (src === dst) {
+        // Two pods of one group: its second member receives.
+        const edge = edgeOf(judge, src, dst);
+        if (edge) edges.push(edge);
+        return;
+      }
+      if (outsideSender && dst.group.kind === 'outside') return;
+      const egress = sender ? judge.egress(sender, dst.ends[0]!) : Judge.fromOutside;
+      if (!egress.any) return;
+      const receiver = receivers[d];
+      const ingress = receiver ? judge.ingress(receiver, srcEnd) : Judge.toOutside;
+      if (!ingress.any) return;
+      const shape = shapes.of(egress, ingress);
+      if (shape) edges.push({ from: src.group.id, to: dst.group.id, ports: shape.ports, because: shape.because });
+    });
+  }
+  return edges;
+}
+
+/** What an edge allows and why, for one pair of verdicts; undefined: nothing is allowed. */
+interface EdgeShape {
+  readonly ports: readonly PortRange[];
+  readonly because: readonly EdgeReason[];
+}
+
+/** Edge shapes by the pair of verdicts (the judge's shared Outcome objects) they come from. */
+class EdgeShapes {
+  private readonly known = new Map<Outcome, Map<Outcome, EdgeShape | undefined>>();
+
+  of(egress: Outcome, ingress: Outcome): EdgeShape | undefined {
+    let byIngress = this.known.get(egress);
+    if (!byIngress) this.known.set(egress, (byIngress = new Map<Outcome, EdgeShape | undefined>()));
+    if (byIngress.has(ingress)) return byIngress.get(ingress);
+    const shape = shapeOf(egress, ingress);
+    byIngress.set(ingress, shape);
+    return shape;
+  }
+}
+
+function shapeOf(egress: Outcome, ingress: Outcome): EdgeShape | undefined {
   if (!egress.any || !ingress.any) return undefined;
   const cells = combine(egress.intervals, ingress.intervals).filter((c) => c.allowed);
   if (cells.length === 0) return undefined;
@@ -96,12 +139,18 @@ export function edgeOf(judge: Judge, src: GroupState, dst: GroupState): MapEdge 
     reasons.set(k, r);
   }
   const because: EdgeReason[] = [...reasons.values()].map((r) => ({ ...r, ports: joinRanges(r.ports) }));
-  return {
-    from: src.group.id,
-    to: dst.group.id,
-    ports: joinRanges(cells.map((c) => ({ proto: c.proto, from: c.from, to: c.to }))),
-    because,
-  };
+  return { ports: joinRanges(cells.map((c) => ({ proto: c.proto, from: c.from, to: c.to }))), because };
+}
+
+/** The connection from one group to another, unless nothing is allowed or both ends are open (implied). */
+export function edgeOf(judge: Judge, src: GroupState, dst: GroupState): MapEdge | undefined {
+  if (src.group.kind === 'outside' && dst.group.kind === 'outside') return undefined;
+  if (src.group.egress === 'open' && dst.group.ingress === 'open') return undefined;
+  const ends = endsOf(src, dst);
+  if (!ends) return undefined;
+  const { egress, ingress } = judge.both(ends[0], ends[1]);
+  const shape = shapeOf(egress, ingress);
+  return shape ? { from: src.group.id, to: dst.group.id, ports: shape.ports, because: shape.because } : undefined;
 }
 
 /** The two ends traced for a pair of groups: a group to itself is two of its pods (a pod to itself is always allowed). */

@@ -26,13 +26,14 @@ export interface Lookups {
   readonly cidrs: readonly string[];
 }
 
-const NONE: Lookups = { compiled: new Map(), peers: [], cidrs: [] };
+/** No lookups: a fresh cache each time (buildMap fills it with this cluster's compiled nodes). */
+const none = (): Lookups => ({ compiled: new Map(), peers: [], cidrs: [] });
 
 export const hasDomainNames = (snapshot: ClusterSnapshot): boolean =>
   (snapshot.clusterPolicies ?? []).some((p) => p.egress.some((r) => r.peers.some((peer) => peer.kind === 'domainNames')));
 
 export function withLookups(snapshot: ClusterSnapshot, settingsFor: (node: string) => NodeSettings, family: IpFamily): Lookups {
-  if (!hasDomainNames(snapshot)) return NONE;
+  if (!hasDomainNames(snapshot)) return none();
   const compiler = new Compiler();
   const nodes = [...new Set(snapshot.pods.map((p) => p.nodeName))].filter((n) => n !== '').sort();
   const rulesOf = new Map<string, NodeRules>();
@@ -50,7 +51,7 @@ export function withLookups(snapshot: ClusterSnapshot, settingsFor: (node: strin
       namesOf.set(key, names);
     }
   }
-  if (namesOf.size === 0) return NONE;
+  if (namesOf.size === 0) return none();
   // Stand-ins outside every CIDR the policies name: the first free address of the whole address space, each
   // one then cut away so the next is another.
   const named = [

@@ -6,7 +6,8 @@
 
 import type { LiveOverlay } from './live.js';
 import type { ConnectivityMap } from './model.js';
-import { escapeXml, formatSvg, liveSummary } from './format-svg.js';
+import { collect, writeJson, type Out } from './format-json.js';
+import { escapeXml, liveSummary, writeSvg } from './format-svg.js';
 
 const STYLE = `
 body{margin:0;font-family:sans-serif;font-size:13px;color:#222;display:flex;height:100vh}
@@ -102,7 +103,7 @@ const SCRIPT = `
 `;
 
 /** JSON inside a script element: `</script>` and `<!--` cannot end it early. */
-const scriptJson = (value: unknown): string => JSON.stringify(value).replace(/</g, '\\u003c');
+const scriptJson = (value: unknown, out: Out): void => writeJson(value, (text) => out(text.replace(/</g, '\\u003c')));
 
 /** The side's account of the overlay: nodes read and not, pairs, disagreements, records on no pair. */
 function liveSide(live: LiveOverlay): string {
@@ -126,11 +127,15 @@ function liveSide(live: LiveOverlay): string {
   );
 }
 
-export function formatHtml(map: ConnectivityMap, live?: LiveOverlay, title = 'netfence map'): string {
+export const formatHtml = (map: ConnectivityMap, live?: LiveOverlay, title = 'netfence map'): string =>
+  collect((out) => writeHtml(map, out, live, title));
+
+/** formatHtml's text, handed to `out` in pieces: the drawing a line at a time, the data an element at a time. */
+export function writeHtml(map: ConnectivityMap, out: Out, live?: LiveOverlay, title = 'netfence map'): void {
   const pods = map.groups.filter((g) => g.kind === 'pods');
   const summary = `${pods.length} groups in ${new Set(pods.map((g) => g.namespace)).size} namespaces · ${map.edges.length} connections · IPv${map.family}`;
   const splits = map.splits.map((s) => `<li>${escapeXml(s.workload)} → ${s.groups.length} groups: ${escapeXml(s.why)}</li>`).join('');
-  return `<!DOCTYPE html>
+  out(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>${escapeXml(title)}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>${STYLE}</style></head>
@@ -146,10 +151,14 @@ ${live ? liveSide(live) : ''}
 <div id="details"></div>
 </div>
 <div id="canvas">
-${formatSvg(map, false, live)}
+`);
+  writeSvg(map, out, false, live);
+  out(`
 </div>
-<script type="application/json" id="map-data">${scriptJson(live ? { ...map, live } : map)}</script>
+<script type="application/json" id="map-data">`);
+  scriptJson(live ? { ...map, live } : map, out);
+  out(`</script>
 <script>${SCRIPT}</script>
 </body></html>
-`;
+`);
 }

@@ -1,5 +1,6 @@
 // The map as Markdown (for a pull-request comment or a CI log) and as Graphviz dot.
 
+import { collect, type Out } from './format-json.js';
 import { liveSummary, outsideText } from './format-svg.js';
 import type { LiveEdge, LiveOverlay } from './live.js';
 import type { ConnectivityMap, MapEdge, MapGroup } from './model.js';
@@ -7,10 +8,15 @@ import { rangesText } from './ports.js';
 
 const cell = (text: string): string => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 
-export function formatMarkdown(map: ConnectivityMap, live?: LiveOverlay): string {
+export const formatMarkdown = (map: ConnectivityMap, live?: LiveOverlay): string => collect((out) => writeMarkdown(map, out, live));
+
+/** formatMarkdown's text, handed to `out` a line at a time (a connection is a line). */
+export function writeMarkdown(map: ConnectivityMap, out: Out, live?: LiveOverlay): void {
   const pods = map.groups.filter((g) => g.kind === 'pods');
   const outside = map.groups.filter((g) => g.kind === 'outside');
-  const lines: string[] = [
+  const line = (text: string) => out(`${text}\n`);
+  const lines = { push: (...texts: string[]) => texts.forEach(line) };
+  lines.push(
     `# netfence map (IPv${map.family})`,
     '',
     `${pods.length} groups of pods in ${new Set(pods.map((g) => g.namespace)).size} namespaces, ${outside.length} outside blocks, ${map.edges.length} connections listed.`,
@@ -20,17 +26,13 @@ export function formatMarkdown(map: ConnectivityMap, live?: LiveOverlay): string
     '',
     '| group | pods | egress | ingress | policies |',
     '|---|---|---|---|---|',
-    ...map.groups.map(
-      (g) =>
-        `| ${cell(g.id)} | ${g.kind === 'outside' ? cell(g.domainNames ? `${g.domainNames.join(', ')} (after a lookup)` : outsideText(g, '; ')) : g.pods.length} | ${g.egress} | ${g.ingress} | ${cell(policiesText(g))} |`,
-    ),
-    '',
-    '## Connections',
-    '',
-    '| from | to | allowed | because |',
-    '|---|---|---|---|',
-    ...map.edges.map((e) => `| ${cell(e.from)} | ${cell(e.to)} | ${cell(rangesText(e.ports))} | ${cell(becauseText(e))} |`),
-  ];
+  );
+  for (const g of map.groups)
+    line(
+      `| ${cell(g.id)} | ${g.kind === 'outside' ? cell(g.domainNames ? `${g.domainNames.join(', ')} (after a lookup)` : outsideText(g, '; ')) : g.pods.length} | ${g.egress} | ${g.ingress} | ${cell(policiesText(g))} |`,
+    );
+  lines.push('', '## Connections', '', '| from | to | allowed | because |', '|---|---|---|---|');
+  for (const e of map.edges) line(`| ${cell(e.from)} | ${cell(e.to)} | ${cell(rangesText(e.ports))} | ${cell(becauseText(e))} |`);
   if (map.splits.length > 0) {
     lines.push('', '## Workloads drawn as several groups', '');
     for (const s of map.splits) lines.push(`- ${s.workload} → ${s.groups.join(', ')}: ${s.why}`);
@@ -40,7 +42,6 @@ export function formatMarkdown(map: ConnectivityMap, live?: LiveOverlay): string
     for (const s of map.skipped) lines.push(`- ${s}`);
   }
   if (live) lines.push('', ...liveMarkdown(live));
-  return `${lines.join('\n')}\n`;
 }
 
 /** What the map says of a pair the flow logs name. */
@@ -84,8 +85,12 @@ export const becauseText = (e: MapEdge): string =>
 
 const quote = (s: string): string => `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 
-export function formatDot(map: ConnectivityMap, live?: LiveOverlay): string {
-  const lines = ['digraph netfence_map {', '  rankdir=LR;', '  node [shape=box, style=rounded, fontname="sans-serif"];'];
+export const formatDot = (map: ConnectivityMap, live?: LiveOverlay): string => collect((out) => writeDot(map, out, live));
+
+/** formatDot's text, handed to `out` a line at a time. */
+export function writeDot(map: ConnectivityMap, out: Out, live?: LiveOverlay): void {
+  const lines = { push: (...texts: string[]) => texts.forEach((text) => out(`${text}\n`)) };
+  lines.push('digraph netfence_map {', '  rankdir=LR;', '  node [shape=box, style=rounded, fontname="sans-serif"];');
   const byNamespace = new Map<string, MapGroup[]>();
   for (const g of map.groups) {
     const ns = g.namespace ?? '(outside)';
@@ -117,7 +122,6 @@ export function formatDot(map: ConnectivityMap, live?: LiveOverlay): string {
     if (l.onMap !== 'edge')
       lines.push(`  ${quote(l.from)} -> ${quote(l.to)} [style=dashed, label=${quote(liveSummary(l))}${liveStyle(l)}];`);
   lines.push('}');
-  return `${lines.join('\n')}\n`;
 }
 
 const liveStyle = (l: LiveEdge): string =>

@@ -1,8 +1,9 @@
 export { buildMap } from './build.js';
 export { diffClusters, formatDiff } from './diff.js';
-export { formatDot, formatMarkdown } from './format-text.js';
-export { formatSvg } from './format-svg.js';
-export { formatHtml } from './format-html.js';
+export { formatDot, formatMarkdown, writeDot, writeMarkdown } from './format-text.js';
+export { formatSvg, writeSvg } from './format-svg.js';
+export { formatHtml, writeHtml } from './format-html.js';
+export { writeJson, type Out } from './format-json.js';
 export { groupOfPod, mapAllows, type ConnectivityMap } from './model.js';
 export { liveOverlay, type LiveOverlay, type NodeFlows } from './live.js';
 export { nameLookups, withLookups } from './domains.js';

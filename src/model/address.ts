@@ -19,6 +19,20 @@ export interface Cidr {
 
 export const familyBits = (family: IpFamily): number => (family === 4 ? 32 : 128);
 
+function computeMask(family: IpFamily, prefix: number): bigint {
+  const bits = familyBits(family);
+  const all = (1n << BigInt(bits)) - 1n;
+  return prefix === 0 ? 0n : all ^ ((1n << BigInt(bits - prefix)) - 1n);
+}
+
+/** Every prefix's mask, made once: a map's traces test addresses against CIDRs hundreds of thousands of times. */
+const MASKS: Readonly<Record<IpFamily, readonly bigint[]>> = {
+  4: Array.from({ length: 33 }, (_, prefix) => computeMask(4, prefix)),
+  6: Array.from({ length: 129 }, (_, prefix) => computeMask(6, prefix)),
+};
+
+const maskOf = (family: IpFamily, prefix: number): bigint => MASKS[family][prefix] ?? computeMask(family, prefix);
+
 export type ParsedCidr = { ok: true; cidr: Cidr; hadHostBits: boolean } | { ok: false; message: string };
 
 function toBigInt(addr: ipaddr.IPv4 | ipaddr.IPv6): bigint {
@@ -134,19 +148,23 @@ export function parseCidr(text: string): ParsedCidr {
  * members without their prefix. Undefined when the text is neither.
  */
 export function parseCidrOrHost(text: string): Cidr | undefined {
+  // One lookup, as parseIp: the tracer reads a rule's CIDR text again for every packet it meets.
+  const known = parsedNets.get(text);
+  if (known !== undefined) return known ?? undefined;
+  let cidr: Cidr | undefined;
   if (text.includes('/')) {
     const parsed = parseCidr(text);
-    return parsed.ok ? parsed.cidr : undefined;
+    cidr = parsed.ok ? parsed.cidr : undefined;
+  } else {
+    const ip = parseIp(text);
+    cidr = ip && { family: ip.family, base: ip.value, prefix: familyBits(ip.family) };
   }
-  const ip = parseIp(text);
-  return ip && { family: ip.family, base: ip.value, prefix: familyBits(ip.family) };
+  if (parsedNets.size >= 100_000) parsedNets.clear();
+  parsedNets.set(text, cidr ?? null);
+  return cidr;
 }
 
-function maskOf(family: IpFamily, prefix: number): bigint {
-  const bits = familyBits(family);
-  const all = (1n << BigInt(bits)) - 1n;
-  return prefix === 0 ? 0n : all ^ ((1n << BigInt(bits - prefix)) - 1n);
-}
+const parsedNets = new Map<string, Cidr | null>();
 
 export function contains(outer: Cidr, inner: Cidr): boolean {
   return outer.family === inner.family && outer.prefix <= inner.prefix && (inner.base & maskOf(outer.family, outer.prefix)) === outer.base;

@@ -54,9 +54,25 @@ export function isLocal(ip: string, layout: NodeLayout): boolean {
   const addr = parseIp(ip);
   if (!addr) return false;
   return (
-    inAnyCidr(addr, layout.podCidrs) ||
-    (layout.localIps ?? []).some((l) => parseIp(l)?.value === addr.value && parseIp(l)?.family === addr.family)
+    inAnyCidr(addr, layout.podCidrs) || (layout.localIps !== undefined && localSet(layout.localIps).has(`${addr.family}:${addr.value}`))
   );
+}
+
+/** A layout's local addresses as a set, made once per list: `netfence map` walks thousands of packets through one node. */
+const localSets = new WeakMap<readonly string[], ReadonlySet<string>>();
+
+function localSet(ips: readonly string[]): ReadonlySet<string> {
+  let set = localSets.get(ips);
+  if (!set) {
+    set = new Set(
+      ips.flatMap((l) => {
+        const a = parseIp(l);
+        return a ? [`${a.family}:${a.value}`] : [];
+      }),
+    );
+    localSets.set(ips, set);
+  }
+  return set;
 }
 
 /**

@@ -5,7 +5,7 @@ import { podKey, type ClusterSnapshot, type CnpTier, type Pod } from '../model/i
 import { afterLookupText, auditClause, type Allowance, type DecidedBy, type TraceResult } from '../trace/index.js';
 import { closestRules, type ClosestRule } from './closest.js';
 import { cnpTier, policyRule, ruleText, selectorText } from './describe.js';
-import type { Endpoint } from './endpoints.js';
+import { podNamed, type Endpoint } from './endpoints.js';
 import type { Connection, Walk } from './walk.js';
 
 export type SideVerdict = 'allowed' | 'dropped' | 'not reached' | 'not policed';
@@ -166,7 +166,7 @@ function dropSide(snapshot: ClusterSnapshot, c: Connection, node: string, direct
 }
 
 function podOf(snapshot: ClusterSnapshot, e: Endpoint): Pod | undefined {
-  return e.kind === 'pod' ? snapshot.pods.find((p) => podKey(p) === e.pod) : undefined;
+  return e.kind === 'pod' ? podNamed(snapshot, e.pod) : undefined;
 }
 
 /** `shop/web (app=web)`, or the bare address of a non-pod end. */

@@ -67,7 +67,7 @@ describe('module loading per command', () => {
     );
   });
 
-  it.each(['cli/compile.ts', 'cli/trace.ts', 'cli/inspect.ts'])(
+  it.each(['cli/compile.ts', 'cli/trace.ts', 'cli/inspect.ts', 'cli/map.ts'])(
     '%s does not load the Kubernetes client, execa or the reconciler',
     (entry) => {
       const { packages, modules } = loadedBy(entry);

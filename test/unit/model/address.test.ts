@@ -1,7 +1,16 @@
 // The one address module every layer reads addresses and CIDRs through: one strictness for all of them.
 
 import ipaddr from 'ipaddr.js';
-import { canonicalCidr, inAnyCidr, ipFromBytes, ipToBytes, parseCidr, parseCidrOrHost, parseIp } from '../../../src/model/address.js';
+import {
+  canonicalCidr,
+  containsIp,
+  inAnyCidr,
+  ipFromBytes,
+  ipToBytes,
+  parseCidr,
+  parseCidrOrHost,
+  parseIp,
+} from '../../../src/model/address.js';
 
 describe('parseIp', () => {
   it.each([
@@ -109,5 +118,40 @@ describe('addresses as netlink carries them (network byte order)', () => {
   it('refuses text that is not an address rather than sending zeros', () => {
     expect(() => ipToBytes('010.0.0.1')).toThrow('not an IP address');
     expect(() => ipToBytes('fe80::1%eth0')).toThrow('not an IP address');
+  });
+});
+
+describe('prefix masks and CIDR text, each computed once', () => {
+  /** Whether the first `prefix` bits of two addresses agree, from their bits as text. */
+  const samePrefix = (a: bigint, b: bigint, bits: number, prefix: number): boolean =>
+    a.toString(2).padStart(bits, '0').slice(0, prefix) === b.toString(2).padStart(bits, '0').slice(0, prefix);
+
+  it.each([
+    [4, '10.1.2.3', ['10.1.2.4', '10.1.255.0', '11.1.2.3', '138.1.2.3', '0.0.0.0']],
+    [6, 'fd00:1:2::3', ['fd00:1:2::4', 'fd00:1:3::', 'fe00::', '7d00::1', '::']],
+  ] as const)('every prefix of IPv%i contains what shares its first bits', (family, base, others) => {
+    const bits = family === 4 ? 32 : 128;
+    for (let prefix = 0; prefix <= bits; prefix++) {
+      const cidr = parseCidrOrHost(`${base}/${prefix}`)!;
+      expect(cidr.prefix).toBe(prefix);
+      for (const other of [base, ...others]) {
+        const ip = parseIp(other)!;
+        expect([prefix, other, containsIp(cidr, family, ip.value)]).toEqual([
+          prefix,
+          other,
+          samePrefix(parseIp(base)!.value, ip.value, bits, prefix),
+        ]);
+      }
+    }
+  });
+
+  it('reads each text as its own, however often it is asked', () => {
+    for (let round = 0; round < 2; round++) {
+      expect(parseCidrOrHost('10.0.0.0/8')).toEqual({ family: 4, base: 0x0a000000n, prefix: 8 });
+      expect(parseCidrOrHost('10.0.0.0/16')).toEqual({ family: 4, base: 0x0a000000n, prefix: 16 });
+      expect(parseCidrOrHost('10.0.0.1')).toEqual({ family: 4, base: 0x0a000001n, prefix: 32 });
+      expect(parseCidrOrHost('10.0.0.0/33')).toBeUndefined();
+      expect(parseCidrOrHost('nonsense')).toBeUndefined();
+    }
   });
 });
