@@ -196,7 +196,8 @@ function auditedWorkloadChain(input: WorkloadChainInput, audited: readonly Chain
  * A pod some ClusterNetworkPolicy selects, with an audited object (CNP or NetworkPolicy) in this
  * direction: the tiers of tieredWorkloadChain judged twice, without and with the audited objects, into
  * bits (accept, or deny), through verdict-only copies of the CNP chains so that neither pass drops; the
- * differences logged as in auditedWorkloadChain, then the enforced verdict acted on.
+ * differences logged as in auditedWorkloadChain, then the enforced verdict acted on, a drop flow-logged as
+ * tieredWorkloadChain logs it (enforcedDropLog).
  */
 function auditedTieredWorkloadChain(
   input: WorkloadChainInput,
@@ -254,8 +255,43 @@ function auditedTieredWorkloadChain(
     },
     { match: [{ kind: 'mark', value: real, mask: real }], action: { kind: 'set-mark', value: accept, mask: all } },
     { match: [{ kind: 'mark', value: accept, mask: accept }], action: { kind: 'return' } },
+    // 4. Only a packet the enforced verdict drops gets here: its flow log (none when flow logs are off).
+    ...enforcedDropLog(input, enforced(tiers.admin), enforced(input.policyChains).length > 0, enforced(tiers.baseline), settings),
     { match: [], action: { kind: 'drop' }, comment: ruleComment.workloadIsolated(input.podKey, input.direction) },
   ];
   const role = { kind: 'workload', direction: input.direction, pod: input.podKey, ip: input.ip } as const;
   return { name: input.name, rules, role };
+}
+
+/**
+ * The flow log of an audited tiered pod's enforced drop, exactly as tieredWorkloadChain writes it: the verdict-only
+ * copies cannot say which rule denied, so the enforced tiers are judged once more through the CNP chains themselves,
+ * whose Deny logs `nf:cnp:<chain>:<rule>` and drops, and a packet no Deny took is the NetworkPolicy isolation
+ * (`nf:iso:`). Reached only by packets the enforced verdict drops, and it ends in the DROP below whatever its
+ * chains do (they drop, set a bit or return, never accept), so it logs no drop that does not happen.
+ */
+function enforcedDropLog(
+  input: WorkloadChainInput,
+  admin: readonly ChainName[],
+  isolating: boolean,
+  baseline: readonly ChainName[],
+  settings: NodeSettings,
+): Rule[] {
+  if (!settings.flowLog) return [];
+  const { accept, pass } = settings.marks;
+  const inTier = { kind: 'mark', value: 0, mask: accept | pass } as const;
+  const tier = (chains: readonly ChainName[]): Rule[] =>
+    chains.map((target): Rule => ({ match: [inTier], action: { kind: 'jump', target } }));
+  const out: Rule[] = [];
+  // The second pass may have left its pass bit set (the accept bit is clear here).
+  if (admin.length > 0 || (!isolating && baseline.length > 0))
+    out.push({ match: [], action: { kind: 'set-mark', value: 0, mask: accept | pass }, comment: 'which enforced rule drops' });
+  out.push(...tier(admin));
+  if (admin.length > 0) out.push({ match: [], action: { kind: 'set-mark', value: 0, mask: pass }, comment: 'end of admin tier' });
+  // "v1.NetworkPolicy always makes a final decision for selected pods": past the Admin tier, the isolation
+  // (only while no CNP chain set the accept bit: the enforced pass said drop, so that takes a set changing in between).
+  if (isolating)
+    out.push(...flowLogRules(settings.flowLog, { kind: 'isolated', chain: input.name }, [{ kind: 'mark', value: 0, mask: accept }]));
+  else out.push(...tier(baseline));
+  return out;
 }

@@ -48,11 +48,6 @@ export function missedLookups(
     ctstate: 'NEW',
   };
   const result = tracePacket(rules.ruleset, rules.ipsets, packet, { chainPrefix, startChain: chain.name });
-  if (result.verdict !== 'DROP') return [];
-  // One rule is one alternative per protocol: named once.
-  const seen = new Set<string>();
-  return (result.afterLookup ?? []).filter((a) => {
-    const key = `${a.policy}\0${a.rule}\0${a.pod}`;
-    return !seen.has(key) && seen.add(key) !== undefined;
-  });
+  // The tracer names each rule once, and none an audited object's pass judged (it opens nothing).
+  return result.verdict === 'DROP' ? [...(result.afterLookup ?? [])] : [];
 }

@@ -181,8 +181,12 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
     const matched = evaluateMatches(rule.match, { packet, mark, ipsets, quiet });
     if (matched.result === 'no-match') {
       record('no-match', matched.failed);
-      const missed = isOwned ? afterLookup(rule, comment, { packet, mark, ipsets }) : undefined;
-      if (missed) lookups.push(missed);
+      // Audit mode's second pass judges with the audited objects: their rules open nothing, a lookup neither.
+      const judged = isOwned && !frame.auditPass && !inAuditPass(chain, ruleIndex - 1);
+      const missed = judged ? afterLookup(rule, comment, { packet, mark, ipsets }) : undefined;
+      // One rule is one alternative per protocol, and audit mode judges the enforced tiers again for the flow log: named once.
+      if (missed && !lookups.some((l) => l.policy === missed.policy && l.rule === missed.rule && l.pod === missed.pod))
+        lookups.push(missed);
       continue;
     }
     if (matched.result === 'unknown') {
@@ -197,7 +201,7 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
       case 'reject': {
         record('match');
         const verb = action.kind === 'accept' ? 'ACCEPT' : action.kind === 'drop' ? 'DROP' : 'REJECT';
-        const who = attribute(saved, rule, allowedBy);
+        const who = (verb === 'DROP' && isOwned ? deniedInCopy(chain, allowedBy) : undefined) ?? attribute(saved, rule, allowedBy);
         // An isolation drop: name every policy the pod's chain consulted, as the flow log does.
         const selecting = verb !== 'ACCEPT' && who.pod !== undefined && isOwned ? selectingPolicies(chain, ruleset) : {};
         return finish({ ...ref(), action: verb, owned: isOwned, ...who, ...selecting });
@@ -251,6 +255,20 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
     }
   }
   throw new Error('unreachable: the walk ends at a verdict or a chain policy');
+}
+
+/**
+ * Audit mode at a pod some CNP selects, with flow logs off (compile/workload-chains.ts auditedTieredWorkloadChain):
+ * the enforced pass ran through verdict-only copies, whose Deny only sets a bit, and the chain's one DROP comes
+ * after both passes. The last bit the enforced pass set decided: when that was a CNP Deny, the drop is that rule's
+ * (the audited pass's bits are not recorded). Undefined elsewhere: the DROP speaks for itself.
+ */
+function deniedInCopy(chain: SavedChain, allowedBy: readonly Allowance[]): Attribution | undefined {
+  if (enforcedVerdictAt(chain) < 0) return undefined;
+  const last = allowedBy.at(-1);
+  const meaning = last?.comment !== undefined ? readComment(last.comment) : undefined;
+  if (meaning?.kind !== 'cluster-policy-rule' || (meaning.action !== 'Deny' && meaning.failsClosed !== true)) return undefined;
+  return attributionOf(last!.comment);
 }
 
 /** The policies a workload chain jumps to, named by their chains' comments; invalid ones say so there. */

@@ -3,7 +3,9 @@
 // plain ingress Deny has no domain rule anywhere near it. A subject pod connecting to an address none of its
 // lookups returned is dropped by the Deny; `netfence drops` and the daemon's flow-log line name that Deny and the
 // domainNames rule a lookup would have opened, and `why --live` sees the kernel's drop. The plain Deny's drop is
-// a record too, naming only itself; and so is the drop by a NetworkPolicy below a domain rule.
+// a record too, naming only itself; and so is the drop by a NetworkPolicy below a domain rule. A pod whose Admin tier
+// holds an audited ClusterNetworkPolicy too (judged twice, through verdict-only copies: docs/audit.md) has its
+// enforced Deny's drop recorded the same way, its audited Deny's would-deny as before, and nothing for what passes.
 
 import { jest } from '@jest/globals';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -32,7 +34,7 @@ describeKernel('flow log: ClusterNetworkPolicy Deny drops, and the domainNames r
   let daemon: NodeDaemon;
   let dir: string;
   let file: string;
-  const pods = {} as Record<'client' | 'web' | 'intruder' | 'isolated', SandboxPod>;
+  const pods = {} as Record<'client' | 'web' | 'intruder' | 'isolated' | 'trial', SandboxPod>;
   const drops = async (...args: string[]): Promise<string> => {
     let out = '';
     const code = await dropsCommand(['--url', daemon.url, ...args], { out: (t) => void (out += t), err: (t) => void (out += t) });
@@ -44,17 +46,18 @@ describeKernel('flow log: ClusterNetworkPolicy Deny drops, and the domainNames r
       .split('\n')
       .filter((l) => l !== '')
       .map((l) => JSON.parse(l) as FlowRecord);
-  const cnp = (name: string, labels: Record<string, string>, rules: Record<string, unknown>) => ({
+  const cnp = (name: string, labels: Record<string, string>, rules: Record<string, unknown>, audit = false) => ({
     apiVersion: 'policy.networking.k8s.io/v1alpha2',
     kind: 'ClusterNetworkPolicy',
-    metadata: { name },
+    metadata: { name, ...(audit ? { annotations: { 'netfence.io/mode': 'audit' } } : {}) },
     spec: { tier: 'Admin', priority: 1, subject: { pods: { namespaceSelector: {}, podSelector: { matchLabels: labels } } }, ...rules },
   });
+  const toApp = (app: string) => ({ pods: { namespaceSelector: {}, podSelector: { matchLabels: { app } } } });
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'nft-cnp-drops-'));
     sandbox = await createSandbox({ nodes: [NODE] });
-    for (const name of ['client', 'web', 'intruder', 'isolated'] as const)
+    for (const name of ['client', 'web', 'intruder', 'isolated', 'trial'] as const)
       pods[name] = await sandbox.addPod({ namespace: 'x', name, node: 'n1' });
     const pod = (p: SandboxPod, labels: Record<string, string>) => ({
       apiVersion: 'v1',
@@ -76,6 +79,7 @@ describeKernel('flow log: ClusterNetworkPolicy Deny drops, and the domainNames r
           pod(pods.web, { app: 'web' }),
           pod(pods.intruder, { app: 'intruder' }),
           pod(pods.isolated, { role: 'isolated' }),
+          pod(pods.trial, { role: 'trial' }),
           cnp(
             'by-name',
             { role: 'client' },
@@ -98,6 +102,20 @@ describeKernel('flow log: ClusterNetworkPolicy Deny drops, and the domainNames r
           ),
           // The same domain rule with nothing below it in the Admin tier: a NetworkPolicy isolates the pod's egress.
           cnp('by-name-only', { role: 'isolated' }, { egress: [GOOD] }),
+          // Enforced: x/trial may not reach x/intruder (below a domain rule).
+          cnp('trial-lock', { role: 'trial' }, { egress: [GOOD, { name: 'no-intruder', action: 'Deny', to: [toApp('intruder')] }] }),
+          // Audited, and tried first (same priority, earlier name): a domain rule of its own, and a Deny of x/web's port 81.
+          cnp(
+            'trial-audit',
+            { role: 'trial' },
+            {
+              egress: [
+                { ...GOOD, name: 'maybe', to: [{ domainNames: ['trial.example'] }] },
+                { name: 'not-web-81', action: 'Deny', to: [toApp('web')], protocols: [{ tcp: { destinationPort: { number: 81 } } }] },
+              ],
+            },
+            true,
+          ),
           {
             apiVersion: 'networking.k8s.io/v1',
             kind: 'NetworkPolicy',
@@ -166,6 +184,41 @@ describeKernel('flow log: ClusterNetworkPolicy Deny drops, and the domainNames r
       because: 'dropped by ClusterNetworkPolicy lock rule ingress:0 no-intruder Deny',
     });
     expect(record).not.toHaveProperty('afterLookup');
+  });
+
+  it('beside an audited ClusterNetworkPolicy: the enforced Deny is a drop record, the audited Deny a would-deny, the rest nothing', async () => {
+    const [web, intruder] = [pods.web.ip, pods.intruder.ip];
+    const probe = async (ip: string, port: number) => (await sandbox.probe('x/trial', { protocol: 'TCP', ip, port, timeoutMs: 500 })).ok;
+    // Allowed (the audited Deny is not enforced), then dropped by trial-lock: records are explained in the kernel's order.
+    expect(await probe(web, 80)).toBe(true);
+    expect(await probe(web, 81)).toBe(true);
+    expect(await probe(intruder, 80)).toBe(false);
+    await waitUntil('the drop record', async () => (await records('--pod', 'x/trial')).length > 0, 5000);
+    expect(await records('--pod', 'x/trial')).toEqual([
+      expect.objectContaining({
+        src: expect.objectContaining({ pod: 'x/trial' }),
+        dst: expect.objectContaining({ pod: 'x/intruder' }),
+        port: 80,
+        direction: 'egress',
+        reason: 'cluster-deny',
+        pod: 'x/trial',
+        policies: ['trial-lock'],
+        // The enforced domain rule a lookup would open; not the audited one (it opens nothing).
+        because:
+          `dropped by ClusterNetworkPolicy trial-lock rule egress:1 no-intruder Deny; no lookup by x/trial of good.example or ` +
+          `*.cdn.example had learned ${intruder} (ClusterNetworkPolicy trial-lock rule egress:0 good Accept)`,
+      }),
+    ]);
+    await waitUntil('the audit record', async () => (await records('--audit', '--pod', 'x/trial')).length > 0, 5000);
+    expect(await records('--audit', '--pod', 'x/trial')).toEqual([
+      expect.objectContaining({
+        dst: expect.objectContaining({ pod: 'x/web' }),
+        port: 81,
+        reason: 'would-deny',
+        pod: 'x/trial',
+        policies: ['trial-audit'],
+      }),
+    ]);
   });
 
   it('the NetworkPolicy layer below the Admin tier drops the unlearned destination: the isolation, and the domain rule', async () => {

@@ -67,6 +67,10 @@ interface Walked {
   readonly allowed: boolean;
   /** NFLOG prefixes of the audit log rules the packet met, on every hop. */
   readonly audit: readonly string[];
+  /** `node prefix` of the drop log rules (`nf:cnp:`, `nf:iso:`) the packet met, on every hop. */
+  readonly drops: readonly string[];
+  /** Hops whose drop log disagrees with their verdict (`node: dropped, not logged` or `node: logged, not dropped`). */
+  readonly misLogged: readonly string[];
 }
 
 function walker(snap: ClusterSnapshot): (src: string, dst: string, proto: L4Protocol, port: number) => Walked {
@@ -78,19 +82,34 @@ function walker(snap: ClusterSnapshot): (src: string, dst: string, proto: L4Prot
     return family === 4 ? d.v4 : d.v6;
   };
   const nodeOf = (ip: string): string | undefined => snap.pods.find((p) => alive(p) && p.ips.includes(ip))?.nodeName;
-  const prefixes = (hop: Hop): string[] =>
+  const logged = (hop: Hop): string[] =>
     hop.result.path.flatMap((at) => {
       const [chain, index] = at.split('#');
       const r = stateOf(hop.node, 4).chains.find((c) => c.name === chain)?.rules[Number(index)];
-      return r?.action.kind === 'nflog' && r.action.prefix.startsWith('nf:aud:') ? [r.action.prefix] : [];
+      return r?.action.kind === 'nflog' ? [r.action.prefix] : [];
     });
+  const isDrop = (prefix: string): boolean => prefix.startsWith('nf:cnp:') || prefix.startsWith('nf:iso:');
   return (src, dst, proto, port) => {
     const { allowed, hops } = evaluateCluster(stateOf, nodeOf, { src, dst, proto, dport: port });
-    return { allowed, audit: hops.flatMap(prefixes) };
+    const misLogged = hops.flatMap((hop) => {
+      const dropped = hop.result.verdict === 'DROP';
+      const drops = logged(hop).filter(isDrop).length;
+      return dropped === drops > 0 ? [] : [`${hop.node}: ${dropped ? 'dropped, not logged' : 'logged, not dropped'}`];
+    });
+    return {
+      allowed,
+      audit: hops.flatMap((hop) => logged(hop).filter((p) => p.startsWith('nf:aud:'))),
+      drops: hops.flatMap((hop) => logged(hop).flatMap((p) => (isDrop(p) ? [`${hop.node} ${p}`] : []))),
+      misLogged,
+    };
   };
 }
 
-/** Every pod pair and probe: enforced as the oracle without the audited objects; logged where the oracle with them differs. */
+/**
+ * Every pod pair and probe: enforced as the oracle without the audited objects; logged where the oracle with them
+ * differs; and every drop flow-logged exactly as the cluster without the audited objects logs it (the same
+ * `nf:cnp:` rule or `nf:iso:` chain, docs/audit.md), no drop unlogged and no log without a drop.
+ */
 function expectAudit(
   policies: readonly NetworkPolicy[],
   cnps: readonly ClusterNetworkPolicy[] = [],
@@ -109,6 +128,12 @@ function expectAudit(
     ),
   );
   const walk = walker(snap);
+  const walkEnforced = walker(
+    cluster(
+      policies.filter((p) => !p.audit),
+      cnps.filter((c) => !c.audit),
+    ),
+  );
   const pods = snap.pods.filter(alive);
   const wrong: string[] = [];
   let wouldDeny = 0;
@@ -132,6 +157,10 @@ function expectAudit(
         if (!now && audit && !allowedLog) wrong.push(`${cell}: would be allowed, not logged`);
         if (!audit && allowedLog) wrong.push(`${cell}: logged as would-allow, but denied with the audited objects`);
         if (now === audit && now && got.audit.length > 0) wrong.push(`${cell}: unchanged, but logged ${got.audit.join(', ')}`);
+        const enforcedDrops = walkEnforced(pkt.src, pkt.dst, proto, port).drops;
+        if (got.drops.join(', ') !== enforcedDrops.join(', '))
+          wrong.push(`${cell}: drop log [${got.drops.join(', ')}], without the audited objects [${enforcedDrops.join(', ')}]`);
+        wrong.push(...got.misLogged.map((m) => `${cell} at ${m}`));
         if (now && !audit) wouldDeny++;
         if (!now && audit) wouldAllow++;
       }
@@ -190,6 +219,45 @@ describe('audit mode: audited objects are absent for the verdict and present for
       cnp('baseline', 'Baseline', 10, nsSubject(G), { ingress: [cRule('Deny', [nsPeerC(S)]), cRule('Deny', [nsPeerC(H)])] }),
     );
     expect(expectAudit([], [accept, baseline]).wouldDeny).toBeGreaterThan(0);
+  });
+
+  it('an enforced isolation under an audited Admin Accept: the isolation drop is logged as such, would-allow beside it', () => {
+    const enforced = makePolicy(NS('gryffindor'), 'only-slytherin', ingress(rule([nsPeer(S)])));
+    const accept = audited(cnp('open-hufflepuff', 'Admin', 10, nsSubject(G), { ingress: [cRule('Accept', [nsPeerC(H)])] }));
+    expect(expectAudit([enforced], [accept]).wouldAllow).toBeGreaterThan(0);
+  });
+
+  it('an enforced Admin Deny below an audited Admin Deny and an audited NetworkPolicy: each enforced drop names its rule', () => {
+    const guard = audited(cnp('guard', 'Admin', 5, nsSubject(G), { ingress: [cRule('Deny', [nsPeerC(H)], [cTcp(80)])] }));
+    const deny = cnp('deny', 'Admin', 10, nsSubject(G), {
+      ingress: [cRule('Accept', [nsPeerC(H)], [cTcp(8080)]), cRule('Deny', [nsPeerC(S)]), cRule('Deny', [nsPeerC(H)])],
+    });
+    const np = audited(makePolicy(NS('gryffindor'), 'from-slytherin', ingress(rule([nsPeer(S)]))));
+    const counts = expectAudit([np], [guard, deny]);
+    expect(counts.wouldDeny).toBeGreaterThan(0);
+  });
+
+  it("the enforced drop's flow log judges the enforced CNP chains themselves, after the verdict stands; nothing with flow logs off", () => {
+    const guard = audited(cnp('guard', 'Admin', 5, nsSubject(G), { ingress: [cRule('Deny', [nsPeerC(H)])] }));
+    const deny = cnp('deny', 'Admin', 10, nsSubject(G), { ingress: [cRule('Deny', [nsPeerC(S)])] });
+    const layout = (flowLog: boolean) => {
+      const tweak = { nodeName: 'node-1', podCidrs: ['10.244.1.0/24'], ...(flowLog ? {} : { flowLog: undefined }) };
+      const { chains } = compile(cluster([], [guard, deny]), settings(tweak)).desired.v4;
+      const role = (name: string) => chains.find((c) => c.name === name)?.role;
+      const chain = chains.find(
+        (c) => c.role.kind === 'workload' && c.role.direction === 'ingress' && c.role.pod === `${NS('gryffindor')}/gryffindor-0`,
+      )!;
+      // What the chain does once the enforced verdict is restored (the rule commented `audited allow not enforced`).
+      const after = chain.rules.slice(chain.rules.findIndex((r) => r.comment === 'audited allow not enforced') + 3);
+      return after.map((r) => {
+        if (r.action.kind !== 'jump') return r.comment ?? r.action.kind;
+        const target = role(r.action.target);
+        return target?.kind === 'cluster-policy' ? `${target.policy}${target.verdictOnly ? ' (verdict-only)' : ''}` : r.action.target;
+      });
+    };
+    // The real chains, whose Deny logs `nf:cnp:` and drops; only the enforced ones; then the DROP as before.
+    expect(layout(true)).toEqual(['which enforced rule drops', 'deny', 'end of admin tier', expect.stringMatching(/isolated/)]);
+    expect(layout(false)).toEqual([expect.stringMatching(/isolated/)]);
   });
 
   it('without the annotation the chains are those of the enforced policy (no audit rules at all)', () => {

@@ -5,7 +5,14 @@
 import { compile } from '../../../src/compile/index.js';
 import { dropPrefix, parseDropPrefix, type DropCode } from '../../../src/compile/flow-log.js';
 import type { NflogPacket } from '../../../src/dataplane/nflog.js';
-import { DEFAULT_FLOW_LOG, type ChainName, type ClusterSnapshot, type DesiredState, type Rule } from '../../../src/model/index.js';
+import {
+  DEFAULT_FLOW_LOG,
+  type Chain,
+  type ChainName,
+  type ClusterSnapshot,
+  type DesiredState,
+  type Rule,
+} from '../../../src/model/index.js';
 import { explainAllowed, explainAudit, explainDrop, explainsDrop, invalidPoliciesOf, PodIndex } from '../../../src/observe/flows.js';
 import {
   ingress,
@@ -360,6 +367,64 @@ describe('ClusterNetworkPolicy Deny records, and the domainNames rule a drop nam
       443,
     );
     expect(drop(s, d, toNode)).toMatchObject({ reason: 'cluster-deny', afterLookup: [missed] });
+  });
+
+  describe('at a pod whose tiers include an audited ClusterNetworkPolicy (docs/audit.md)', () => {
+    // Audited, above everything: a domain rule of its own (it opens nothing, so no lookup would) and a Deny.
+    const trial = {
+      ...cnp('trial', 'Admin', 5, podSubject(sel(), sel({ app: 'client' })), {
+        egress: [
+          cRule('Accept', [domains('trial.example')], [cTcp(443)], 'maybe'),
+          cRule('Deny', [networks('203.0.113.0/24')], undefined, 'not-there'),
+        ],
+      }),
+      audit: true,
+    };
+    const realChainOf = (d: DesiredState, policy: string): Chain =>
+      d.v4.chains.find(
+        (c) => c.role.kind === 'cluster-policy' && c.role.policy === policy && c.role.direction === 'egress' && !c.role.verdictOnly,
+      )!;
+    /** The pod's egress chain jumps to the real chain (whose Deny logs) only once the enforced verdict is to drop. */
+    const jumpsAfterVerdict = (d: DesiredState, target: string): boolean => {
+      const rules = d.v4.chains.find((c) => c.name === workloadChain(d, 'shop/a', 'egress'))!.rules;
+      const restored = rules.findIndex((r) => r.comment === 'audited allow not enforced');
+      return rules.slice(restored).some((r) => r.action.kind === 'jump' && r.action.target === target);
+    };
+
+    it('the enforced Deny names its rule and the enforced domain rule, never the audited one', () => {
+      const s = shop({ clusterPolicies: [trial, shopEgress, lock] });
+      const { desired: d } = compile(s, settings());
+      const chain = realChainOf(d, 'shop-egress');
+      expect(jumpsAfterVerdict(d, chain.name)).toBe(true);
+      const p = packet(dropPrefix({ kind: 'cluster-deny', chain: chain.name, rule: 1 }), '10.244.1.10', '198.51.100.10', 443);
+      expect(explainsDrop(p, d)).toBe(true);
+      expect(drop(s, d, p)).toMatchObject({
+        direction: 'egress',
+        reason: 'cluster-deny',
+        pod: 'shop/a',
+        policies: ['shop-egress'],
+        because:
+          'dropped by ClusterNetworkPolicy shop-egress rule egress:1 nothing-else Deny; no lookup by shop/a of good.example or *.cdn.example had learned 198.51.100.10 (ClusterNetworkPolicy shop-egress rule egress:0 payment-api Accept)',
+        afterLookup: [missed],
+      });
+    });
+
+    it('the NetworkPolicy isolation names the enforced policy and domain rule, never the audited ones', () => {
+      const s = shop({
+        clusterPolicies: [trial, { ...shopEgress, egress: [byName] }],
+        policies: [makePolicy('shop', 'no-egress', selectPods(sel({ app: 'client' })), types('Egress'))],
+      });
+      const { desired: d } = compile(s, settings());
+      const p = packet(dropPrefix({ kind: 'isolated', chain: workloadChain(d, 'shop/a', 'egress') }), '10.244.1.10', '198.51.100.10', 443);
+      expect(explainsDrop(p, d)).toBe(true);
+      expect(drop(s, d, p)).toMatchObject({
+        reason: 'isolated',
+        policies: ['shop/no-egress'],
+        because:
+          'shop/a is isolated for egress; policy shop/no-egress selects it; none allowed this peer; no lookup by shop/a of good.example or *.cdn.example had learned 198.51.100.10 (ClusterNetworkPolicy shop-egress rule egress:0 payment-api Accept)',
+        afterLookup: [missed],
+      });
+    });
   });
 
   it('waits for the sync that programmed the log rule (flow logs just turned on)', () => {

@@ -120,6 +120,26 @@ describe('why in audit mode', () => {
     expect(a.sides.find((s) => s.direction === 'ingress')!.audit).toBe('would be DROPPED by ClusterNetworkPolicy guard (audit)');
   });
 
+  it('an enforced Admin Deny beside an audited ClusterNetworkPolicy: the drop is the Deny, with flow logs on or off', () => {
+    const subject = nsSubject(sel({ team: 'shop' }));
+    const guard = audited(cnp('guard', 'Admin', 5, subject, { ingress: [cRule('Deny', [nsPeerC(sel({ team: 'nobody' }))])] }));
+    const lock = cnp('lock', 'Admin', 10, subject, { ingress: [cRule('Deny', [nsPeerC(sel({ team: 'ops' }))], undefined, 'no-ops')] });
+    const snap = shop([], [guard, lock]);
+    for (const flowLog of [true, false]) {
+      const a = whyConnection(
+        snap,
+        (node) => ({
+          ...defaultNodeSettings(node, snap.nodes.find((n) => n.name === node)?.podCidrs ?? []),
+          ...(flowLog ? {} : { flowLog: undefined }),
+        }),
+        { src: 'ops/api', dst: 'shop/db', proto: 'tcp', port: 5432 },
+      );
+      // Not "isolated": no NetworkPolicy selects shop/db; the enforced pass's Deny decided.
+      expect(a.sides.find((s) => s.direction === 'ingress')).toMatchObject({ verdict: 'dropped', policy: 'ClusterNetworkPolicy lock' });
+      expect(formatAnswer(a).replace(/\s+/g, ' ')).toContain('ClusterNetworkPolicy lock (Admin tier) rule ingress:0 no-ops Deny');
+    }
+  });
+
   it('without the annotation the same policy drops it, and there is no audit note', () => {
     const { audit: _a, ...enforced } = defaultDeny;
     const a = why(shop([enforced]), 'ops/api', 'shop/db');
