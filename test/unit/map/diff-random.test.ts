@@ -1,10 +1,10 @@
 // `map --diff` reuses what a change did not touch: each node is compiled for the new cluster right after the
 // old one by the same compiler (unchanged objects carried over, each side giving the other its delta), the new
 // cluster keeps the old one's profiles and address classes where the objects are the same, and only the rows
-// and columns of the classes a change moved are looked at (diff.ts sameJudging). All of it is checked here against an oracle without them: two
-// maps built on their own, each with every edge, compared pod class by pod class. Seeded random clusters and
-// changes (policies replaced, added or removed, pods relabelled, added or removed, namespace labels moved),
-// IPv4 and IPv6.
+// and columns of the classes a change moved are looked at (diff.ts sameJudging). All of it is checked here
+// against an oracle without them: two maps built on their own, each with every edge, compared pod class by pod
+// class. Seeded random clusters and changes (policies replaced, added or removed, pods relabelled, added or
+// removed, namespace labels moved), IPv4 and IPv6.
 
 import { describe, expect, it } from '@jest/globals';
 import { buildMap } from '../../../src/map/build.js';
