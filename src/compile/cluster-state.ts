@@ -36,6 +36,8 @@ export class ClusterState {
   private namespaces: readonly Namespace[] = [];
   private readonly peerByKey = new Map<string, Pod>();
   private readonly peersByNamespace = new Map<string, Map<string, Pod>>();
+  /** The same peers by node: a compiler asked for each node in turn finds a node's pods without walking all. */
+  private readonly peersByNode = new Map<string, Map<string, Pod>>();
   private readonly nsLabels = new Map<string, Labels>();
   private readonly selections = new Map<string, SelectionEntry>();
   private readonly byNamespace = new Map<string, Set<SelectionEntry>>();
@@ -299,12 +301,18 @@ export class ClusterState {
       this.allPodsVersion = ++this.versionCounter;
       if (peerBefore) this.claim(peerBefore, key, false);
       if (peerNow) this.claim(peerNow, key, true);
-      if (peerBefore) this.peersByNamespace.get(peerBefore.namespace)?.delete(key);
+      if (peerBefore) {
+        this.peersByNamespace.get(peerBefore.namespace)?.delete(key);
+        this.peersByNode.get(peerBefore.nodeName)?.delete(key);
+      }
       if (peerNow) {
         this.peerByKey.set(key, peerNow);
         let inNs = this.peersByNamespace.get(peerNow.namespace);
         if (!inNs) this.peersByNamespace.set(peerNow.namespace, (inNs = new Map<string, Pod>()));
         inNs.set(key, peerNow);
+        let onNode = this.peersByNode.get(peerNow.nodeName);
+        if (!onNode) this.peersByNode.set(peerNow.nodeName, (onNode = new Map<string, Pod>()));
+        onNode.set(key, peerNow);
       } else {
         this.peerByKey.delete(key);
       }
@@ -314,10 +322,17 @@ export class ClusterState {
       this.rematch(this.crossNamespace, key, peerNow);
     }
     if (rebuildLocal) {
+      // Another node: its pods by namespace, from the node's own peers.
       this.localByNamespace.clear();
-      for (const ns of this.peersByNamespace.keys()) localNamespaces.add(ns);
-    }
-    if (localNamespaces.size === 0) return;
+      const byNamespace = new Map<string, Pod[]>();
+      for (const pod of this.peersByNode.get(this.nodeName)?.values() ?? []) {
+        const list = byNamespace.get(pod.namespace);
+        if (list) list.push(pod);
+        else byNamespace.set(pod.namespace, [pod]);
+      }
+      for (const [ns, pods] of byNamespace) this.localByNamespace.set(ns, pods.sort(byName));
+      localNamespaces.clear();
+    } else if (localNamespaces.size === 0) return;
     for (const ns of localNamespaces) {
       const pods = [...(this.peersByNamespace.get(ns)?.values() ?? [])].filter((p) => p.nodeName === this.nodeName).sort(byName);
       if (pods.length > 0) this.localByNamespace.set(ns, pods);

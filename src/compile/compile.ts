@@ -79,7 +79,12 @@ export class Compiler {
   private ipv6Wanted: { readonly memory: RenderMemory; readonly local: readonly Pod[]; readonly wanted: boolean } | undefined;
   private lastNodeName: string | undefined;
 
-  constructor() {
+  /**
+   * `everyNode`: the compiler is asked for each node of a cluster (or of two related clusters) in turn, and
+   * keeps every selection it filled: a node compiled twice in a row (a diff's old and new cluster) would
+   * otherwise forget those only the other nodes ask for, and the next node would fill them again.
+   */
+  constructor(private readonly everyNode = false) {
     this.targets = new PolicyTargets(this.state);
   }
 
@@ -112,7 +117,7 @@ export class Compiler {
     // Selections no compile of this node asked for are forgotten; not when the node changed (a compiler asked
     // for each node of a cluster in turn): the next node asks for most of them again, and one filled anew
     // gets a new version, so its set would be resolved anew too.
-    if (settings.nodeName === this.lastNodeName) this.state.sweep();
+    if (settings.nodeName === this.lastNodeName && !this.everyNode) this.state.sweep();
     this.lastNodeName = settings.nodeName;
     // The DNS agent's part (model/dns-egress.ts): present only while some rule learns names.
     const dns = learned.length > 0 ? { settings: settings.dnsEgress ?? defaultDnsLearningSettings, sets: learned } : undefined;
@@ -228,6 +233,7 @@ export class Compiler {
         subjectsOf: this.cnp.subjectsOf,
       },
       settings.nodeName,
+      this.everyNode,
     );
 
     return {

@@ -148,11 +148,16 @@ export class IpSetBuilder {
   private node: string | undefined;
 
   /** `node`: the node compiled (ctx.state's); the sets of another node are kept for the next one asked for. */
-  build(registry: IpSetRegistry, ctx: MemberContext, node = ''): IpSet[] {
+  build(registry: IpSetRegistry, ctx: MemberContext, node = '', everyNode = false): IpSet[] {
     // One node's compiles forget the sets it no longer asks for. A compiler asked for each node in turn keeps
     // them: the next node asks for most of them again, and a set's members do not depend on the node
-    // asking (those that do, the named-port targets, carry the targets in their stamp).
-    const next = node !== this.node && this.node !== undefined ? new Map(this.previous) : new Map<string, Built>();
+    // asking (those that do, the named-port targets, carry the targets in their stamp). `everyNode`: a
+    // compiler asked for each node (compile.ts) keeps them all, also across two compiles of one node.
+    const next = everyNode
+      ? this.previous
+      : node !== this.node && this.node !== undefined
+        ? new Map(this.previous)
+        : new Map<string, Built>();
     this.node = node;
     const out: IpSet[] = [];
     for (const [name, req] of registry.entries()) {
@@ -368,8 +373,18 @@ function patchMembers(
 ): { readonly members: readonly string[]; readonly delta: MemberDelta } | undefined {
   const changes = selection.changesSince(version);
   if (!changes || changes.length > 64) return undefined;
-  const gone = new Set(changes.flatMap((c) => (c.before ? ipsOfFamily(c.before, family) : [])));
-  const come = new Set(changes.flatMap((c) => (c.after ? peerIps(c.after, family, state) : [])));
+  // Per pod, from what it was before the first change to what it is after the last: a pod that came and
+  // went again since (a set kept while other nodes or clusters were compiled) is neither.
+  const spans = new Map<string, { readonly first: Pod | undefined; last: Pod | undefined }>();
+  for (const c of changes) {
+    const pod = (c.before ?? c.after)!;
+    const key = `${pod.namespace}/${pod.name}`;
+    const span = spans.get(key);
+    if (span) span.last = c.after;
+    else spans.set(key, { first: c.before, last: c.after });
+  }
+  const gone = new Set([...spans.values()].flatMap((s) => (s.first ? ipsOfFamily(s.first, family) : [])));
+  const come = new Set([...spans.values()].flatMap((s) => (s.last ? peerIps(s.last, family, state) : [])));
   for (const ip of come) gone.delete(ip);
   // An address that left may still be another selected pod's (an IP handed on while both are listed). Asked
   // of the address's claimants, not by walking the selection: a namespaceSelector set may hold 40,000 pods.

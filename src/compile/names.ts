@@ -58,15 +58,26 @@ export interface ChainNames {
   policyEgress(policyKey: string): ChainName;
 }
 
+/** Chain names by prefix, kind and length, then key, for every ChainNames alike (a map makes one per node it compiles). */
+const chainNameMemo = new Map<string, Map<string, ChainName>>();
+
 export function chainNames(prefix: string): ChainNames {
   // Names are asked for on every compile; hashing each key once is enough.
-  const memo = new Map<string, ChainName>();
+  const memoOf = (kind: ChainTag, len: number): Map<string, ChainName> => {
+    const of = `${prefix}|${kind}|${len}`;
+    let memo = chainNameMemo.get(of);
+    if (!memo) chainNameMemo.set(of, (memo = new Map<string, ChainName>()));
+    return memo;
+  };
+  const memos = new Map<string, Map<string, ChainName>>();
   const hashed = (kind: ChainTag, key: string, len = 16): ChainName => {
-    const id = `${kind}|${key}`;
-    let name = memo.get(id);
+    const of = `${kind}${len}`;
+    let memo = memos.get(of);
+    if (!memo) memos.set(of, (memo = memoOf(kind, len)));
+    let name = memo.get(key);
     if (name === undefined) {
       if (memo.size > 200_000) memo.clear();
-      memo.set(id, (name = chainName(taggedChainName(prefix, kind, hash32(id, len)))));
+      memo.set(key, (name = chainName(taggedChainName(prefix, kind, hash32(`${kind}|${key}`, len)))));
     }
     return name;
   };

@@ -6,15 +6,44 @@
 // the plain `hash:ip` and `hash:ip,port` sets.
 
 import type { IpFamily } from '../model/index.js';
-import { parseIp } from '../model/address.js';
+import { familyBits, parseCidrOrHost, parseIp, type ParsedIp } from '../model/address.js';
 import { setMatches, type IpSets } from '../trace/index.js';
+
+type SavedIpSet = IpSets extends ReadonlyMap<string, infer S> ? S : never;
+
+/**
+ * A `hash:ip` or `hash:ip,port` set's members as (address value, entry) pairs, read once per set object: the
+ * two clusters of a diff hand over the same object for a set that did not change.
+ */
+const entriesBySet = new WeakMap<SavedIpSet, { readonly name: string; readonly entries: readonly (readonly [string, string])[] }>();
+function entriesOf(name: string, set: SavedIpSet): readonly (readonly [string, string])[] {
+  const known = entriesBySet.get(set);
+  if (known?.name === name) return known.entries;
+  const out: [string, string][] = [];
+  for (const member of set.members) {
+    const text = member.trim();
+    const space = text.search(/\s/);
+    const element = space < 0 ? text : text.slice(0, space);
+    const comma = element.lastIndexOf(',');
+    const ipText = set.type === 'hash:ip,port' && comma >= 0 ? element.slice(0, comma) : element;
+    const ip = parseIp(ipText);
+    if (!ip) continue;
+    out.push([`${ip.value}`, set.type === 'hash:ip,port' ? `${name}@${element.slice(comma + 1)}` : name]);
+  }
+  entriesBySet.set(set, { name, entries: out });
+  return out;
+}
 
 export class AddressClasses {
   private readonly byIp = new Map<string, string[]>();
   private readonly nets: { name: string; set: Parameters<typeof setMatches>[0] }[] = [];
   private readonly seen = new Set<string>();
-  private readonly entries = new Set<string>();
+  /** The set objects read, by name (a named-port set has one per node). */
+  private readonly objects = new Map<string, SavedIpSet[]>();
   private readonly memo = new Map<string, string>();
+  /** The `hash:net` sets holding an address, by the address's first `netBits` bits (netsOf). */
+  private readonly netMemo = new Map<bigint, string[]>();
+  private netBits: number | undefined;
 
   constructor(private readonly family: IpFamily) {}
 
@@ -26,20 +55,16 @@ export class AddressClasses {
       // policy say): read once. A named-port set holds the node's own targets: read on every node.
       if (set.type !== 'hash:ip,port' && this.seen.has(name)) continue;
       this.seen.add(name);
+      const read = this.objects.get(name);
+      if (read) read.push(set);
+      else this.objects.set(name, [set]);
       if (set.type === 'hash:net') {
         this.nets.push({ name, set });
+        this.netMemo.clear();
+        this.netBits = undefined;
         continue;
       }
-      for (const member of set.members) {
-        const element = member.trim().split(/\s+/)[0] ?? '';
-        const comma = element.lastIndexOf(',');
-        const ipText = set.type === 'hash:ip,port' && comma >= 0 ? element.slice(0, comma) : element;
-        const ip = parseIp(ipText);
-        if (!ip) continue;
-        const entry = set.type === 'hash:ip,port' ? `${name}@${element.slice(comma + 1)}` : name;
-        const key = `${ip.value}`;
-        if (this.entries.has(`${key} ${entry}`)) continue;
-        this.entries.add(`${key} ${entry}`);
+      for (const [key, entry] of entriesOf(name, set)) {
         const list = this.byIp.get(key);
         if (list) list.push(entry);
         else this.byIp.set(key, [entry]);
@@ -47,20 +72,64 @@ export class AddressClasses {
     }
   }
 
+  /**
+   * Keeps what `other` (the other cluster of a diff, all its sets added) worked out for every address no set
+   * that differs between the two holds: such an address is in the same sets on both sides. When a `hash:net`
+   * set differs, any address may be in it: nothing is kept.
+   */
+  inherit(other: AddressClasses): void {
+    if (other.family !== this.family || other.nets.length !== this.nets.length) return;
+    if (this.nets.some((n, i) => n.name !== other.nets[i]!.name || n.set !== other.nets[i]!.set)) return;
+    const touched = new Set<string>();
+    for (const name of new Set([...this.objects.keys(), ...other.objects.keys()])) {
+      const mine = this.objects.get(name) ?? [];
+      const theirs = other.objects.get(name) ?? [];
+      if (mine.length === theirs.length && mine.every((set) => theirs.includes(set))) continue;
+      for (const set of [...mine, ...theirs]) for (const [key] of entriesOf(name, set)) touched.add(key);
+    }
+    for (const [ip, known] of other.memo) {
+      const parsed = parseIp(ip);
+      if (parsed?.family === this.family && !touched.has(`${parsed.value}`)) this.memo.set(ip, known);
+    }
+    this.netBits = other.netBits;
+    for (const [block, names] of other.netMemo) this.netMemo.set(block, names);
+  }
+
   /** The sets holding `ip`, sorted: `nf4s:abc`, `nf4n:def@tcp:80`. Its class key is these joined by spaces. */
   classOf(ip: string): string {
     let known = this.memo.get(ip);
     if (known !== undefined) return known;
     const parsed = parseIp(ip);
-    const entries = [...(parsed ? (this.byIp.get(`${parsed.value}`) ?? []) : [])];
-    const probe = { src: ip, dst: ip, proto: 'tcp' as const, dport: 0, inIface: '', outIface: '', ctstate: 'NEW' as const };
-    for (const { name, set } of this.nets) {
-      const answer = setMatches(set, probe, 'src');
-      if (answer.known && answer.member) entries.push(name);
-    }
+    const entries = [...(parsed ? (this.byIp.get(`${parsed.value}`) ?? []) : []), ...this.netsOf(ip, parsed)];
     known = [...new Set(entries)].sort().join(' ');
     this.memo.set(ip, known);
     return known;
+  }
+
+  /**
+   * The `hash:net` sets holding `ip`. Two addresses alike in the first bits of the longest prefix any of
+   * those sets names are in the same entries of every one of them, so in the same sets: asked once per such
+   * block (pods of one node's /24 share a handful), not once per address.
+   */
+  private netsOf(ip: string, parsed: ParsedIp | undefined): string[] {
+    if (this.nets.length === 0) return [];
+    this.netBits ??= Math.max(
+      0,
+      ...this.nets.flatMap(({ set }) =>
+        set.members.map((m) => parseCidrOrHost(m.trim().split(/\s+/)[0] ?? '')?.prefix ?? familyBits(this.family)),
+      ),
+    );
+    const block = parsed?.family === this.family ? parsed.value >> BigInt(familyBits(this.family) - this.netBits) : undefined;
+    const known = block !== undefined ? this.netMemo.get(block) : undefined;
+    if (known) return known;
+    const probe = { src: ip, dst: ip, proto: 'tcp' as const, dport: 0, inIface: '', outIface: '', ctstate: 'NEW' as const };
+    const names: string[] = [];
+    for (const { name, set } of this.nets) {
+      const answer = setMatches(set, probe, 'src');
+      if (answer.known && answer.member) names.push(name);
+    }
+    if (block !== undefined) this.netMemo.set(block, names);
+    return names;
   }
 
   /** Every CIDR the `hash:net` sets name (ipBlocks and their excepts, ClusterNetworkPolicy networks). */

@@ -10,7 +10,7 @@ import type { Profile } from './profiles.js';
 import { PROTOCOLS, type PortRange } from './model.js';
 import { intersect, joinRanges, rangesText, subtract } from './ports.js';
 import { carryOver } from './carry-over.js';
-import { defaultFamily, prepare, PrepareCache } from './prepare.js';
+import { defaultFamily, prepareAll, type Prepared } from './prepare.js';
 
 export interface EdgeChange {
   /** Group ids in the new map (in the old one for pods the new cluster no longer has). */
@@ -41,9 +41,14 @@ export function diffClusters(
   options: MapOptions = {},
 ): { diff: MapDiff; before: MapModel; after: MapModel } {
   const family = options.family ?? defaultFamily(after.snapshot);
-  const cache = new PrepareCache();
-  const p0 = prepare(before.snapshot, before.settingsFor, family, new Map(), cache);
-  const p1 = prepare(carryOver(before.snapshot, after.snapshot), after.settingsFor, family, new Map(), cache);
+  const [old, neu] = carryOver(before.snapshot, after.snapshot);
+  const [p0, p1] = prepareAll(
+    [
+      { snapshot: old, settingsFor: before.settingsFor, compiled: new Map() },
+      { snapshot: neu, settingsFor: after.settingsFor, compiled: new Map() },
+    ],
+    family,
+  ) as [Prepared, Prepared];
   const cidrs = [...p0.addresses.netCidrs(), ...p1.addresses.netCidrs()];
   const m0 = finishMap(p0, { ...options, extraCidrs: cidrs, listEdges: false });
   const m1 = finishMap(p1, { ...options, extraCidrs: cidrs, listEdges: false });
@@ -60,8 +65,9 @@ export function diffMaps(before: MapModel, after: MapModel): MapDiff {
   const classes = diffClasses(before, after);
   const same = sameJudging(before.judge, after.judge, classes);
   const changes = new Map<string, { from: string; to: string; opened: PortRange[]; closed: PortRange[]; because: Set<string> }>();
+  const all = classes.map((_, j) => j);
   for (let i = 0; i < classes.length; i++)
-    for (let j = 0; j < classes.length; j++) {
+    for (const j of same.rowChanged(i) ? all : same.columns) {
       const a = classes[i]!;
       const b = classes[j]!;
       if (a === b && a.size < 2) continue;
@@ -135,7 +141,11 @@ function diffClasses(before: MapModel, after: MapModel): DiffClass[] {
  * verdicts and their reasons. A policy change touches the profiles of the pods it selects and the address
  * classes of the pods its peers name: only their rows and columns are traced again.
  */
-function sameJudging(before: Judge, after: Judge, classes: readonly DiffClass[]): { unchanged: (src: number, dst: number) => boolean } {
+function sameJudging(
+  before: Judge,
+  after: Judge,
+  classes: readonly DiffClass[],
+): { unchanged: (src: number, dst: number) => boolean; rowChanged: (src: number) => boolean; columns: readonly number[] } {
   const end = (g: GroupState): End => g.ends[0]!;
   const profileOf = (e: End, direction: 'egress' | 'ingress'): Profile | undefined => (e.kind === 'pod' ? e.pod[direction] : undefined);
   // A class's own side, before and after: the same profile (or both outside, judged by nobody) seeing the same of itself.
@@ -155,7 +165,12 @@ function sameJudging(before: Judge, after: Judge, classes: readonly DiffClass[])
     if (!p0 || !p1) return true;
     return before.seenText(p0, end(peer.before).cls) === after.seenText(p1, end(peer.after).cls);
   };
+  // A pair can differ only where its sender's egress or address changed (the row) or its receiver's ingress
+  // or address did (the column): other pairs are not even looked at.
+  const columns = classes.flatMap((_, j) => (ingress[j]! && address[j]! ? [] : [j]));
   return {
+    rowChanged: (i) => !egress[i]! || !address[i]!,
+    columns,
     unchanged: (i, j) =>
       egress[i]! &&
       ingress[j]! &&
@@ -170,7 +185,10 @@ function allowed(judge: Judge, src: GroupState, dst: GroupState): 'none' | 'all'
   if (src.group.egress === 'open' && dst.group.ingress === 'open') return 'all';
   const ends = endsOf(src, dst);
   if (!ends) return 'none';
-  const { egress, ingress } = judge.both(ends[0], ends[1]);
+  const [from, to] = ends;
+  // A sender whose egress allows nothing: no need to ask the receiver.
+  if (from.kind === 'pod' && !judge.egress(judge.side(from.pod, 'egress', from.cls), to).any) return 'none';
+  const { egress, ingress } = judge.both(from, to);
   return egress.any && ingress.any ? 'some' : 'none';
 }
 

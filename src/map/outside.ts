@@ -18,7 +18,11 @@ export function outsideBlocks(snapshot: ClusterSnapshot, family: IpFamily, named
   const parse = (texts: readonly string[]): Cidr[] => texts.flatMap((t) => parseCidrOrHost(t) ?? []).filter((c) => c.family === family);
   const root: Cidr = { family, base: 0n, prefix: 0 };
   const blocks = dedupe([root, ...parse(named)]);
-  const cluster = parse([...snapshot.nodes.flatMap((n) => [...n.podCidrs, ...n.addresses]), ...snapshot.pods.flatMap((p) => p.ips)]);
+  const nodes = parse(snapshot.nodes.flatMap((n) => [...n.podCidrs, ...n.addresses]));
+  // A pod address inside a node's pod CIDR cuts nothing that CIDR does not already cut: left out, so each
+  // block below is held against the nodes and the few pods outside their CIDRs, not against every pod.
+  const inNodes = holder(nodes);
+  const cluster = [...nodes, ...parse(snapshot.pods.flatMap((p) => p.ips)).filter((ip) => !inNodes(ip))];
   const out: OutsideBlock[] = [];
   for (const c of blocks) {
     if (cluster.some((x) => contains(x, c))) continue;
@@ -33,6 +37,20 @@ export function outsideBlocks(snapshot: ClusterSnapshot, family: IpFamily, named
     out.push({ text: `${formatCidr(c)}${except}`, ip: formatIp(family, ip) });
   }
   return out;
+}
+
+/** Whether some CIDR of `list` holds a CIDR: one lookup per prefix length `list` has. */
+function holder(list: readonly Cidr[]): (c: Cidr) => boolean {
+  const byPrefix = new Map<number, Set<bigint>>();
+  for (const x of list) byPrefix.set(x.prefix, (byPrefix.get(x.prefix) ?? new Set()).add(x.base));
+  return (c) => {
+    const bits = BigInt(familyBits(c.family));
+    for (const [prefix, bases] of byPrefix) {
+      const host = bits - BigInt(prefix);
+      if (prefix <= c.prefix && bases.has((c.base >> host) << host)) return true;
+    }
+    return false;
+  };
 }
 
 /** The first address of `c` in none of `holes` (sorted by base), skipping the network address of a wide block. */

@@ -54,7 +54,7 @@ export function defaultFamily(snapshot: ClusterSnapshot): IpFamily {
  * profile subtrees of the chains and sets it hands back again.
  */
 export class PrepareCache {
-  readonly compiler = new Compiler();
+  readonly compiler = new Compiler(true);
   readonly forms = new SavedForms();
   readonly subtrees = new SubtreeCache();
 }
@@ -66,6 +66,41 @@ export function prepare(
   compiled: CompiledRules = new Map(),
   cache: PrepareCache = new PrepareCache(),
 ): Prepared {
+  return prepareAll([{ snapshot, settingsFor, compiled }], family, cache)[0]!;
+}
+
+/** One cluster of `prepareAll`. */
+export interface PrepareSide {
+  readonly snapshot: ClusterSnapshot;
+  readonly settingsFor: (node: string) => NodeSettings;
+  readonly compiled: CompiledRules;
+}
+
+/**
+ * Related clusters (a diff's two sides) prepared together, node by node: the one compiler compiles a node for
+ * each cluster in turn, so the second compile of a node follows the first as a daemon's next compile follows
+ * its last (only what the change touched is resolved and rendered again). Switching nodes costs a compile
+ * most of its work (the local pods and their selections change); switching clusters on one node costs little.
+ */
+export function prepareAll(sides: readonly PrepareSide[], family: IpFamily, cache: PrepareCache = new PrepareCache()): Prepared[] {
+  const runs = sides.map((side) => ({ side, ...runningPods(side.snapshot, family) }));
+  const nodesOf = runs.map((r) => [...new Set(r.running.map((p) => p.pod.nodeName))].sort());
+  // Sets are shared between the nodes of one cluster only: one name may hold other members in the other.
+  const shared = runs.map(() => new Map<string, SavedIpSet>());
+  const rulesOf = runs.map(() => new Map<string, NodeRules>());
+  const hosting = nodesOf.map((list) => new Set(list));
+  for (const node of [...new Set(nodesOf.flat())].sort())
+    runs.forEach(({ side }, i) => {
+      if (hosting[i]!.has(node)) rulesOf[i]!.set(node, compileNode(side, node, family, cache, shared[i]!));
+    });
+  const out: Prepared[] = [];
+  runs.forEach(({ side, running, skipped }, i) =>
+    out.push(profilesOf(side, family, nodesOf[i]!, rulesOf[i]!, running, skipped, cache, out[0]?.addresses)),
+  );
+  return out;
+}
+
+function runningPods(snapshot: ClusterSnapshot, family: IpFamily): { running: { pod: Pod; ip: string }[]; skipped: string[] } {
   const skipped: string[] = [];
   const running: { pod: Pod; ip: string }[] = [];
   for (const pod of snapshot.pods) {
@@ -74,29 +109,48 @@ export function prepare(
     if (why !== undefined || ip === undefined) skipped.push(`${podKey(pod)}: ${why ?? `no IPv${family} address`}`);
     else running.push({ pod, ip });
   }
-  // One long-lived compiler for every node, as the daemon keeps one: it gives the answer compile() gives
-  // (compile.ts), and reuses what does not depend on the node (selector matches), which is most of the work.
-  const { compiler, forms, subtrees } = cache;
+  return { running, skipped };
+}
+
+// One long-lived compiler for every node, as the daemon keeps one: it gives the answer compile() gives
+// (compile.ts), and reuses what does not depend on the node (selector matches), which is most of the work.
+function compileNode(side: PrepareSide, node: string, family: IpFamily, cache: PrepareCache, shared: Map<string, SavedIpSet>): NodeRules {
+  const key = compiledKey(family, node);
+  let rules = side.compiled.get(key);
+  if (!rules) {
+    const settings = side.settingsFor(node);
+    const desired = cache.compiler.compile(side.snapshot, settings).desired;
+    rules = shareSets(nodeRulesOf(side.snapshot, settings, node, family === 6 ? desired.v6 : desired.v4, cache.forms), shared);
+    side.compiled.set(key, rules);
+  }
+  return rules;
+}
+
+function profilesOf(
+  side: PrepareSide,
+  family: IpFamily,
+  nodes: readonly string[],
+  rulesOf: ReadonlyMap<string, NodeRules>,
+  running: readonly { pod: Pod; ip: string }[],
+  skipped: string[],
+  cache: PrepareCache,
+  related?: AddressClasses,
+): Prepared {
+  const { snapshot, settingsFor, compiled } = side;
   const addresses = new AddressClasses(family);
-  const nodes = [...new Set(running.map((r) => r.pod.nodeName))].sort();
-  const rulesOf = new Map<string, NodeRules>();
-  const shared = new Map<string, SavedIpSet>();
-  for (const node of nodes) {
-    const key = compiledKey(family, node);
-    let rules = compiled.get(key);
-    if (!rules) {
-      const settings = settingsFor(node);
-      const desired = compiler.compile(snapshot, settings).desired;
-      rules = shareSets(nodeRulesOf(snapshot, settings, node, family === 6 ? desired.v6 : desired.v4, forms), shared);
-      compiled.set(key, rules);
-    }
-    rulesOf.set(node, rules);
-    addresses.add(rules.ipsets);
+  for (const node of nodes) addresses.add(rulesOf.get(node)!.ipsets);
+  // A diff's second cluster: the first one's classes, for the addresses no changed set holds.
+  if (related) addresses.inherit(related);
+  const byNode = new Map<string, { pod: Pod; ip: string }[]>();
+  for (const r of running) {
+    const list = byNode.get(r.pod.nodeName);
+    if (list) list.push(r);
+    else byNode.set(r.pod.nodeName, [r]);
   }
   const pods: PodView[] = [];
   for (const node of nodes) {
     const rules = rulesOf.get(node)!;
-    const profiles = new NodeProfiles(rules.chains, rules.ipsets, subtrees);
+    const profiles = new NodeProfiles(rules.chains, rules.ipsets, cache.subtrees);
     const chainsOf = new Map<string, { ingress?: Profile; egress?: Profile }>();
     for (const chain of rules.chains) {
       if (chain.role.kind !== 'workload') continue;
@@ -104,8 +158,7 @@ export function prepare(
       entry[chain.role.direction] = profiles.profileOf(chain);
       chainsOf.set(chain.role.pod, entry);
     }
-    for (const { pod, ip } of running) {
-      if (pod.nodeName !== node) continue;
+    for (const { pod, ip } of byNode.get(node) ?? []) {
       const key = podKey(pod);
       const chains = chainsOf.get(key);
       if (!chains?.egress || !chains.ingress) {

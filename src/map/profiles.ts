@@ -4,7 +4,7 @@
 // profile's key is that content, and it also lists what the chains look at in the peer: the ipsets they
 // match (so a peer's address only matters through its membership of those) and the ports they cut.
 
-import { createHash } from 'node:crypto';
+import { hash as digest } from 'node:crypto';
 import type { Chain, L4Protocol, Match, Rule } from '../model/index.js';
 import type { IpSets } from '../trace/index.js';
 import { CutBuilder, type PortCuts } from './ports.js';
@@ -29,7 +29,8 @@ interface Subtree {
   readonly policies: readonly string[];
 }
 
-const hash = (text: string): string => createHash('sha1').update(text).digest('base64url').slice(0, 22);
+// One call, no Hash object: a map reads some 20,000 chains.
+const hash = (text: string): string => digest('sha1', text, 'base64url').slice(0, 22);
 
 /**
  * Subtrees by chain object, kept across the nodes of a cluster and the two clusters of a diff: the compiler
@@ -134,4 +135,4 @@ function ruleText(rule: Rule, target?: string): string {
 
 /** Rules' text with the pod's own chain, name and address replaced by placeholders. */
 const withPlaceholders = (text: string, self: { chain: string; pod: string; ip: string }): string =>
-  text.split(self.chain).join('<chain>').split(self.pod).join('<pod>').split(`"${self.ip}/`).join('"<self>/');
+  text.replaceAll(self.chain, '<chain>').replaceAll(self.pod, '<pod>').replaceAll(`"${self.ip}/`, '"<self>/');

@@ -11,6 +11,8 @@ export interface MatchContext {
   /** The packet mark at this point of the walk. */
   readonly mark: number;
   readonly ipsets: IpSets;
+  /** No words for a failed match (a caller that keeps only the verdict). */
+  readonly quiet?: boolean;
 }
 
 /** `true`/`false`, or why the tracer cannot tell (then the rule is reported as not evaluated). */
@@ -24,8 +26,19 @@ export function ifaceMatches(pattern: string, name: string | undefined): boolean
 
 const flip = (answer: MatchAnswer, negate: boolean | undefined): MatchAnswer => (typeof answer === 'boolean' && negate ? !answer : answer);
 
+/** Rules' CIDRs parsed once: a map walks thousands of packets past the same rules. */
+const cidrs = new Map<string, ReturnType<typeof parseCidrOrHost> | null>();
+function cidrOf(text: string): ReturnType<typeof parseCidrOrHost> {
+  let net = cidrs.get(text);
+  if (net === undefined) {
+    if (cidrs.size > 100_000) cidrs.clear();
+    cidrs.set(text, (net = parseCidrOrHost(text) ?? null));
+  }
+  return net ?? undefined;
+}
+
 function addrIn(cidr: string, ip: string): MatchAnswer {
-  const net = parseCidrOrHost(cidr);
+  const net = cidrOf(cidr);
   const addr = parseIp(ip);
   if (!net) return { unknown: `"${cidr}" is not a CIDR` };
   if (!addr) return { unknown: `"${ip}" is not an address` };
@@ -122,7 +135,7 @@ export function evaluateMatches(matches: readonly Match[], ctx: MatchContext): R
   let unknown: string | undefined;
   for (const m of matches) {
     const answer = evaluateMatch(m, ctx);
-    if (answer === false) return { result: 'no-match', failed: describeFailed(m, ctx) };
+    if (answer === false) return { result: 'no-match', failed: ctx.quiet === true ? '' : describeFailed(m, ctx) };
     if (answer !== true) unknown ??= answer.unknown;
   }
   return unknown === undefined ? { result: 'match' } : { result: 'unknown', why: unknown };

@@ -92,6 +92,11 @@ export interface TraceOptions {
   readonly startChain?: string;
   /** Guards against jump loops in a hand-edited ruleset. */
   readonly maxSteps?: number;
+  /**
+   * False: no steps recorded and no words for the matches that failed (`steps` is empty): a caller that
+   * reads only the verdict and who decided it (map, tracing thousands of packets) is spared building them.
+   */
+  readonly steps?: boolean;
 }
 
 interface Frame {
@@ -102,6 +107,8 @@ interface Frame {
 }
 
 type Phase = 'before-hook' | 'netfence' | 'after';
+
+const noRecord = (): void => undefined;
 
 export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, opts: TraceOptions = {}): TraceResult {
   const prefix = opts.chainPrefix ?? 'nf-';
@@ -118,6 +125,8 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
   let mark = packet.mark ?? 0;
   let phase: Phase = 'before-hook';
   const maxSteps = opts.maxSteps ?? 10000;
+  const quiet = opts.steps === false;
+  let walked = 0;
 
   const finish = (decided: DecidedBy): TraceResult => {
     const base = { allowedBy, steps, warnings, hookFound, finalMark: mark, audit, ...(lookups.length > 0 ? { afterLookup: lookups } : {}) };
@@ -132,7 +141,7 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
   };
 
   while (frames.length > 0) {
-    if (steps.length >= maxSteps) {
+    if ((quiet ? walked : steps.length) >= maxSteps) {
       warnings.push(`stopped after ${maxSteps} steps: the chains loop`);
       return { verdict: 'NO-VERDICT', allowedBy, steps, warnings, hookFound, finalMark: mark, audit };
     }
@@ -148,24 +157,28 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
       continue;
     }
     const ruleIndex = ++frame.next;
-    const ref: StepRef = { chain: chain.name, ruleIndex, text: saved.text };
+    walked++;
+    // The rule's text is made when read (a step, a decision, an allowance), not for every rule walked past.
+    const ref = (): StepRef => ({ chain: chain.name, ruleIndex, text: saved.text });
     const comment = saved.comment;
     const rule = saved.rule ?? toRule(saved.args);
-    const record = (result: Step['result'], detail?: string) =>
-      steps.push({
-        ...ref,
-        depth,
-        result,
-        owned: isOwned,
-        ...(detail !== undefined ? { detail } : {}),
-        ...(comment !== undefined ? { comment } : {}),
-      });
+    const record = quiet
+      ? noRecord
+      : (result: Step['result'], detail?: string) =>
+          steps.push({
+            ...ref(),
+            depth,
+            result,
+            owned: isOwned,
+            ...(detail !== undefined ? { detail } : {}),
+            ...(comment !== undefined ? { comment } : {}),
+          });
     if (!rule) {
       record('not-evaluated', 'netfence cannot read this rule');
-      warnings.push(notEvaluated(ref, 'a match or target the tracer does not model', phase));
+      warnings.push(notEvaluated(ref(), 'a match or target the tracer does not model', phase));
       continue;
     }
-    const matched = evaluateMatches(rule.match, { packet, mark, ipsets });
+    const matched = evaluateMatches(rule.match, { packet, mark, ipsets, quiet });
     if (matched.result === 'no-match') {
       record('no-match', matched.failed);
       // Audit mode's second pass judges with the audited objects: their rules open nothing, a lookup neither.
@@ -178,7 +191,7 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
     }
     if (matched.result === 'unknown') {
       record('not-evaluated', matched.why);
-      warnings.push(notEvaluated(ref, matched.why, phase));
+      warnings.push(notEvaluated(ref(), matched.why, phase));
       continue;
     }
     const action = rule.action;
@@ -191,14 +204,14 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
         const who = (verb === 'DROP' && isOwned ? deniedInCopy(chain, allowedBy) : undefined) ?? attribute(saved, rule, allowedBy);
         // An isolation drop: name every policy the pod's chain consulted, as the flow log does.
         const selecting = verb !== 'ACCEPT' && who.pod !== undefined && isOwned ? selectingPolicies(chain, ruleset) : {};
-        return finish({ ...ref, action: verb, owned: isOwned, ...who, ...selecting });
+        return finish({ ...ref(), action: verb, owned: isOwned, ...who, ...selecting });
       }
       case 'set-mark': {
         mark = ((mark & ~action.mask) ^ action.value) >>> 0;
         record('match', `mark is now 0x${mark.toString(16)}`);
         if (action.value !== 0 && !frame.auditPass && !inAuditPass(chain, ruleIndex - 1)) {
           const learned = learnedGrant(rule, comment, packet, ipsets);
-          allowedBy.push({ ...ref, value: action.value, ...attributionOf(comment), ...(learned ? { learned } : {}) });
+          allowedBy.push({ ...ref(), value: action.value, ...attributionOf(comment), ...(learned ? { learned } : {}) });
         }
         break;
       }
@@ -216,7 +229,7 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
       case 'nfqueue': {
         // Held for the DNS agent, which releases every answer unchanged (docs/dns-egress-design.md): accepted.
         record('match', `held on NFQUEUE ${action.queue}, then released`);
-        return finish({ ...ref, action: 'ACCEPT', owned: isOwned, ...attributionOf(comment) });
+        return finish({ ...ref(), action: 'ACCEPT', owned: isOwned, ...attributionOf(comment) });
       }
       case 'return':
         record('match');
@@ -229,7 +242,7 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
         const target = ruleset.chains.get(action.target);
         if (!target) {
           record('not-evaluated', `chain ${action.target} does not exist`);
-          warnings.push(notEvaluated(ref, `target chain ${action.target} is missing`, phase));
+          warnings.push(notEvaluated(ref(), `target chain ${action.target} is missing`, phase));
           break;
         }
         record('match');
@@ -280,18 +293,36 @@ function selectingPolicies(chain: SavedChain, ruleset: Ruleset): { policies: str
   return { policies, invalidPolicies };
 }
 
+/** Where audit mode splits a chain (enforcedVerdictAt, inAuditPass), read once per chain: every packet asks. */
+const auditSplits = new WeakMap<
+  SavedChain,
+  { readonly rules: readonly SavedRule[]; readonly length: number; readonly start: number; readonly restore: number }
+>();
+function auditSplit(chain: SavedChain): { readonly start: number; readonly restore: number } {
+  const known = auditSplits.get(chain);
+  if (known && known.rules === chain.rules && known.length === chain.rules.length) return known;
+  const start = chain.rules.findIndex(
+    (r) => r.comment !== undefined && /(^| )(enforced verdict|not isolated when enforced)$/.test(r.comment),
+  );
+  const restore =
+    start < 0
+      ? -1
+      : chain.rules.findIndex((r, i) => i > start && r.comment !== undefined && / ?audited allow not enforced$/.test(r.comment));
+  const split = { rules: chain.rules, length: chain.rules.length, start, restore };
+  auditSplits.set(chain, split);
+  return split;
+}
+
 /** The rule that saves the enforced verdict in a workload chain in audit mode (compile/workload-chains.ts); -1 elsewhere. */
-const enforcedVerdictAt = (chain: SavedChain): number =>
-  chain.rules.findIndex((r) => r.comment !== undefined && /(^| )(enforced verdict|not isolated when enforced)$/.test(r.comment));
+const enforcedVerdictAt = (chain: SavedChain): number => auditSplit(chain).start;
 
 /**
  * Whether rule `index` of `chain` belongs to audit mode's second pass: after the enforced verdict is saved
  * and before it is restored (the rule commented `audited allow not enforced`, else the chain's last rule).
  */
 function inAuditPass(chain: SavedChain, index: number): boolean {
-  const start = enforcedVerdictAt(chain);
+  const { start, restore } = auditSplit(chain);
   if (start < 0 || index <= start) return false;
-  const restore = chain.rules.findIndex((r, i) => i > start && r.comment !== undefined && / ?audited allow not enforced$/.test(r.comment));
   return index < (restore >= 0 ? restore : chain.rules.length - 1);
 }
 

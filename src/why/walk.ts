@@ -165,5 +165,19 @@ export function walkConnection(
   return { hops, unpoliced, compiled: [...consulted] };
 }
 
-const localIps = (snapshot: ClusterSnapshot, node: string): string[] =>
-  snapshot.pods.filter((p) => p.nodeName === node && !p.hostNetwork).flatMap((p) => p.ips);
+/** Each node's pod addresses, by pod list: a map asks for every node of one list (one walk, not one per node). */
+const localIpsByList = new WeakMap<ClusterSnapshot['pods'], Map<string, string[]>>();
+function localIps(snapshot: ClusterSnapshot, node: string): string[] {
+  let byNode = localIpsByList.get(snapshot.pods);
+  if (!byNode) {
+    byNode = new Map();
+    for (const p of snapshot.pods) {
+      if (p.hostNetwork) continue;
+      const list = byNode.get(p.nodeName);
+      if (list) list.push(...p.ips);
+      else byNode.set(p.nodeName, [...p.ips]);
+    }
+    localIpsByList.set(snapshot.pods, byNode);
+  }
+  return [...(byNode.get(node) ?? [])];
+}

@@ -1,8 +1,10 @@
-// `map --diff` reuses what a change did not touch: the new cluster is compiled by the compiler that compiled
-// the old one, and pairs of groups judged by the same rules seeing the same of each other on both sides are
-// not traced again (diff.ts sameJudging). Both shortcuts are checked here against an oracle without them: two
-// maps built on their own, each with every edge, compared pod class by pod class. Seeded random clusters and
-// changes (policies replaced, added or removed, pods relabelled, namespace labels moved), IPv4 and IPv6.
+// `map --diff` reuses what a change did not touch: each node is compiled for the new cluster right after the
+// old one by the same compiler (unchanged objects carried over, each side giving the other its delta), the new
+// cluster keeps the old one's profiles and address classes where the objects are the same, and only the rows
+// and columns of the classes a change moved are looked at (diff.ts sameJudging). All of it is checked here
+// against an oracle without them: two maps built on their own, each with every edge, compared pod class by pod
+// class. Seeded random clusters and changes (policies replaced, added or removed, pods relabelled, added or
+// removed, namespace labels moved), IPv4 and IPv6.
 
 import { describe, expect, it } from '@jest/globals';
 import { buildMap } from '../../../src/map/build.js';
@@ -26,7 +28,16 @@ function changed(base: ClusterSnapshot, seed: number): ClusterSnapshot {
     ...base.policies.filter((_, i) => pick(i) !== 0),
     ...other.policies.filter((_, i) => pick(i + 3) < 2).map((p) => ({ ...p, name: `${p.name}-new` })),
   ];
-  const pods = base.pods.map((p, i) => (pick(i + 5) === 0 ? { ...p, labels: { ...p.labels, app: 'moved' } } : p));
+  // Some pods relabelled, some gone, and a few new ones (copies of others, on their node, at unused addresses).
+  const kept = base.pods.filter((_, i) => pick(i + 7) !== 1);
+  const relabelled = kept.map((p, i) => (pick(i + 5) === 0 ? { ...p, labels: { ...p.labels, app: 'moved' } } : p));
+  const added = base.pods
+    .filter((p, i) => pick(i + 13) === 2 && !p.hostNetwork)
+    .map((p, k) => {
+      const n = p.nodeName === 'node-1' ? 1 : 2;
+      return { ...p, name: `${p.name}-new`, ips: [`10.244.${n}.${200 + k}`, `fd00:${n}::${200 + k}`] };
+    });
+  const pods = [...relabelled, ...added];
   const namespaces = base.namespaces.map((n, i) => (pick(i + 11) === 0 ? { ...n, labels: { ...n.labels, team: 'z' } } : n));
   return { ...base, policies, pods, namespaces };
 }
