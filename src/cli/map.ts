@@ -2,7 +2,6 @@
 // src/map (each node compiled, representative packets traced), printed or written in one format.
 // `--diff OLD NEW`: what a change opens and closes; exit 0 no change, 1 changes, 2 error.
 
-import { closeSync, openSync, writeSync } from 'node:fs';
 import { incompleteRead, loadManifests } from '../cluster/manifests.js';
 import type { DaemonConfig } from '../config/schema.js';
 import { createLogger } from '../log.js';
@@ -26,6 +25,7 @@ import {
 } from '../map/index.js';
 import { commandOptions, type Io } from './command-specs.js';
 import { CommandFailure } from './options.js';
+import { writeOutput } from './output-file.js';
 import { configFrom, loadCluster, manifestLimits, parseCommand, UsageError, type LoadedCluster, type Parsed } from './context.js';
 import { settingsPerNode } from './why.js';
 
@@ -152,57 +152,9 @@ function complete(cluster: LoadedCluster, what: string): LoadedCluster {
   return cluster;
 }
 
-/**
- * Pieces of output are gathered to about this many characters before each write: few writes, and each chunk
- * small enough for V8's young generation (a string past ~128 KB is allocated among the large objects, which
- * only a full collection frees: 1 MiB chunks of a 100 MB page kept ~30 MiB more resident).
- */
-const WRITE_CHUNK = 1 << 15;
-
-/**
- * The output as it is made, to `--output`'s file or else stdout, a chunk at a time: the large tier's map is
- * 70-100 MB of text, and holding it whole (and the file write's copy of it) was most of the command's peak memory.
- */
+/** The output as it is made, to `--output`'s file (replaced only once whole: output-file.ts) or else stdout. */
 function output(parsed: Parsed, io: Io, writer: (out: Out) => void): void {
-  const file = text(parsed, 'output');
-  const failed = (err: unknown) => new CommandFailure(`cannot write ${file}: ${(err as Error).message}`);
-  let fd: number | undefined;
-  if (file !== undefined)
-    try {
-      fd = openSync(file, 'w');
-    } catch (err) {
-      throw failed(err);
-    }
-  const send = (chunk: string): void => {
-    if (fd === undefined) return io.out(chunk);
-    try {
-      // The string as it is (no Buffer made of it); the rest as bytes, should a write take only part.
-      const written = writeSync(fd, chunk);
-      const bytes = Buffer.byteLength(chunk);
-      if (written < bytes) {
-        const rest = Buffer.from(chunk);
-        for (let at = written; at < bytes;) at += writeSync(fd, rest, at);
-      }
-    } catch (err) {
-      throw failed(err);
-    }
-  };
-  let parts: string[] = [];
-  let size = 0;
-  try {
-    writer((piece) => {
-      parts.push(piece);
-      size += piece.length;
-      if (size < WRITE_CHUNK) return;
-      send(parts.join(''));
-      parts = [];
-      size = 0;
-    });
-    if (parts.length > 0) send(parts.join(''));
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
-  if (file !== undefined) io.err(`netfence map: wrote ${file}\n`);
+  writeOutput(text(parsed, 'output'), io, writer, 'map');
 }
 
 function text(parsed: Parsed, flag: string): string | undefined {

@@ -4,7 +4,7 @@
 
 import { parseDropPrefix } from '../compile/flow-log.js';
 import type { NflogPacket } from '../dataplane/nflog.js';
-import { readComment, type Chain, type ClusterSnapshot, type DesiredState, type Pod, type Problem } from '../model/index.js';
+import { chainKindOf, readComment, type Chain, type ClusterSnapshot, type DesiredState, type Pod, type Problem } from '../model/index.js';
 import type { AfterLookup } from '../trace/learned.js';
 import {
   allowedReason,
@@ -113,10 +113,12 @@ export function explainDrop(packet: NflogPacket, ctx: FlowContext, pods: PodInde
     return withLookups(flow, ctx, packet);
   }
   if (!chain || chain.role.kind !== 'workload') {
-    // The chain changed since the packet was logged (a sync in between): say what we still know.
+    // The chain changed since the packet was logged (a sync in between): say what we still know, the direction
+    // too (its name's tag: an egress chain's drop, or one of a pod's chain to its node, is the source's egress).
+    const kind = chainKindOf(code.chain, ctx.chainPrefix ?? 'nf-', []);
     return {
       ...base,
-      direction: 'ingress',
+      direction: kind.endsWith('-egress') || kind === 'workload-host' ? 'egress' : 'ingress',
       reason: code.kind === 'cluster-deny' ? 'cluster-deny' : 'isolated',
       policies: [],
       because: `dropped by ${code.chain}, which is no longer programmed`,

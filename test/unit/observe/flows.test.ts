@@ -136,6 +136,22 @@ describe('explainDrop', () => {
     const p = packet(dropPrefix({ kind: 'isolated', chain: 'nf-tw-gone' as ChainName }), '10.244.2.9', '10.244.1.5');
     expect(explainDrop(p, ctx(), new PodIndex(() => cluster))!.because).toBe('dropped by nf-tw-gone, which is no longer programmed');
   });
+
+  it.each([
+    ['an egress workload chain', { kind: 'isolated', chain: 'nf-fw-gone' }, 'egress', 'isolated'],
+    ['an ingress workload chain', { kind: 'isolated', chain: 'nf-tw-gone' }, 'ingress', 'isolated'],
+    ['a ClusterNetworkPolicy egress chain', { kind: 'cluster-deny', chain: 'nf-ce-gone', rule: 1 }, 'egress', 'cluster-deny'],
+    ['a ClusterNetworkPolicy ingress chain', { kind: 'cluster-deny', chain: 'nf-ci-gone', rule: 0 }, 'ingress', 'cluster-deny'],
+    ["a pod's chain to its node", { kind: 'cluster-deny', chain: 'nf-fh-gone', rule: 0 }, 'egress', 'cluster-deny'],
+  ] as const)('%s reprogrammed away: the direction its name tells', (_what, code, direction, reason) => {
+    const p = packet(dropPrefix(code as DropCode), '10.244.1.5', '10.244.2.9');
+    expect(explainDrop(p, ctx(), new PodIndex(() => cluster))).toMatchObject({
+      direction,
+      reason,
+      policies: [],
+      because: `dropped by ${code.chain}, which is no longer programmed`,
+    });
+  });
 });
 
 describe('explainsDrop', () => {
