@@ -42,6 +42,7 @@ export async function startObservability(config: DaemonConfig, logger: Logger, k
           onDenied: (flow) => countDenied(metrics, flow),
           onAudited: (flow) => countAudited(metrics, flow),
           onReaderError: () => metrics.countFlowLogReaderError(),
+          onExplainError: (step) => metrics.countFlowLogExplainError(step),
         })
       : undefined;
   const server = new ObserveServer({

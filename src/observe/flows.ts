@@ -75,7 +75,14 @@ export interface FlowContext {
   readonly invalidPolicies: ReadonlySet<string>;
   /** The owned chain prefix (default `nf-`): the tracer that finds missed `domainNames` rules walks only owned chains. */
   readonly chainPrefix?: string;
+  /** Finds the `domainNames` rules a drop missed; flow-lookups.ts's unless the caller hands in another. */
+  readonly missedLookups?: LookupTracer;
+  /** The lookup tracer threw for this packet: its record is written without `afterLookup`. */
+  readonly onLookupError?: (error: unknown) => void;
 }
+
+/** The tracer run for an egress drop (flow-lookups.ts missedLookups). */
+export type LookupTracer = typeof missedLookups;
 
 const PROTOCOL_NAMES: Readonly<Record<number, string>> = { 1: 'icmp', 6: 'tcp', 17: 'udp', 58: 'icmpv6', 132: 'sctp' };
 
@@ -146,7 +153,15 @@ export function explainDrop(packet: NflogPacket, ctx: FlowContext, pods: PodInde
 function withLookups(flow: DeniedFlow, ctx: FlowContext, packet: NflogPacket): DeniedFlow {
   const ip = packet.ip;
   if (!ip || flow.direction !== 'egress' || flow.src.pod === undefined) return flow;
-  const missed = missedLookups(ctx.desired, ctx.chainPrefix ?? 'nf-', flow.src.pod, ip, packet.outIfindex === undefined);
+  let missed: AfterLookup[];
+  try {
+    missed = (ctx.missedLookups ?? missedLookups)(ctx.desired, ctx.chainPrefix ?? 'nf-', flow.src.pod, ip, packet.outIfindex === undefined);
+  } catch (error) {
+    // This runs in the NFLOG packet callback: a tracer bug must cost only this part of one record, never the
+    // record itself or the daemon that enforces.
+    ctx.onLookupError?.(error);
+    return flow;
+  }
   if (missed.length === 0) return flow;
   return { ...flow, because: `${flow.because}; ${notLearnedReason(ip.dst, missed)}`, afterLookup: missed };
 }

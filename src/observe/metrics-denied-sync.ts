@@ -25,7 +25,12 @@ export interface VisibilityMetrics {
   observeEventToProgrammed(seconds: number): void;
   countToolRun(tool: string, ok: boolean): void;
   countFlowLogReaderError(): void;
+  /** Explaining one logged packet threw (a bug); `step`: which part, `after-lookup` still writes the record. */
+  countFlowLogExplainError(step: FlowExplainStep): void;
 }
+
+/** `after-lookup`: naming the `domainNames` rule a lookup would have opened (the record is written without it); `explain`: the rest (no record). */
+export type FlowExplainStep = 'after-lookup' | 'explain';
 
 /** More distinct pods than this and the rest share `pod="_other"`: a bound whatever the node runs. */
 export const MAX_DENIED_PODS = 1000;
@@ -80,6 +85,12 @@ export function createVisibilityMetrics(registers: Registry[]): VisibilityMetric
     help: 'Flow-log reader failures: could not start, or lost messages (socket buffer overrun).',
     registers,
   });
+  const explainErrors = new Counter({
+    name: 'netfence_flow_log_explain_errors_total',
+    help: 'Logged packets whose explanation threw (a bug; enforcement is unaffected), by step: after-lookup (record written without the domainNames part) or explain (no record).',
+    labelNames: ['step'] as const,
+    registers,
+  });
   const pods = new Set<string>();
   const policies = new Set<string>();
   const seen: DeniedLabels[] = [];
@@ -114,6 +125,7 @@ export function createVisibilityMetrics(registers: Registry[]): VisibilityMetric
       if (!ok) toolFailures.inc({ tool });
     },
     countFlowLogReaderError: () => readerErrors.inc(),
+    countFlowLogExplainError: (step) => explainErrors.inc({ step }),
   };
 }
 

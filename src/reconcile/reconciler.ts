@@ -6,7 +6,8 @@ import type { ClusterSnapshot, NetworkPolicy, NodeSettings, Problem } from '../m
 import { formatPlanDiff, formatSummary, summarize } from '../plan/diff.js';
 import { BoundedFrequencyRunner, type Clock, type RunReason } from './runner.js';
 import { SyncReports, type SyncSubscriber } from './sync-reports.js';
-import { SetsNotProgrammedError, type SyncLogger, type Syncer } from './syncer.js';
+import { SetsNotProgrammedError } from './set-writes.js';
+import type { SyncLogger, Syncer } from './syncer.js';
 
 export interface SnapshotSource {
   snapshot(): ClusterSnapshot;

@@ -11,11 +11,11 @@ import {
   type FamilyPlan,
   type ObservedFamily,
   type Ownership,
-  type SetStep,
 } from '../plan/index.js';
-import { renderIpsetOps, writesIpsetLines, type IpsetOp } from '../render/index.js';
+import { writesIpsetLines, type IpsetOp } from '../render/index.js';
 import { KernelReads } from './kernel-reads.js';
 import type { KernelPort, SyncLogger } from './kernel-port.js';
+import { applySets, destroySet, destroyStaleSets, SetsNotProgrammedError, type FailedSet } from './set-writes.js';
 
 export type { KernelPort, SyncLogger } from './kernel-port.js';
 
@@ -172,7 +172,9 @@ export class Syncer {
           // docs/dataplane.md, "Order of a change": what narrows before the rules, what widens after them.
           if (writesIpsetLines(plan.ipsetOps))
             failedSets.push(
-              ...(await this.applySets(
+              ...(await applySets(
+                this.kernel,
+                this.logger,
                 plan.ipsetOps,
                 () => plan.ipsetRestore,
                 () => plan.setSteps,
@@ -181,7 +183,9 @@ export class Syncer {
           if (plan.iptablesRestore) await this.kernel.restoreFilter(plan.family, plan.iptablesRestore);
           if (writesIpsetLines(plan.ipsetAfterOps))
             failedSets.push(
-              ...(await this.applySets(
+              ...(await applySets(
+                this.kernel,
+                this.logger,
                 plan.ipsetAfterOps,
                 () => plan.ipsetAfterRules,
                 () => plan.afterSetSteps,
@@ -189,7 +193,7 @@ export class Syncer {
             );
         }
         for (const plan of plans) {
-          if (plan.ipsetDestroy) undestroyed.push(...(await this.destroyStaleSets(plan.ipsetDestroy, plan.staleSets)));
+          if (plan.ipsetDestroy) undestroyed.push(...(await destroyStaleSets(this.kernel, this.logger, plan.ipsetDestroy, plan.staleSets)));
         }
         // Everything else is programmed; the sync still fails, so the next one reads the kernel and retries.
         if (failedSets.length > 0) throw new SetsNotProgrammedError(failedSets);
@@ -225,7 +229,7 @@ export class Syncer {
     if (!left) return [];
     const still: string[] = [];
     await this.inTurn(async () => {
-      for (const name of left.names) if (!(await this.destroySet(name))) still.push(name);
+      for (const name of left.names) if (!(await destroySet(this.kernel, this.logger, name))) still.push(name);
     });
     if (this.leftovers !== left) return still;
     if (still.length > 0) this.leftovers = { ...left, names: still };
@@ -267,74 +271,6 @@ export class Syncer {
     const rest = await this.sync(desired, { readKernel: true, afterRetype: true });
     const retyped = new Map(plans.map((p) => [p.family, p.changes.filter((c) => c.object === 'set' && sets.includes(c.name))]));
     return { ...rest, drift: true, plans: rest.plans.map((p) => ({ ...p, changes: [...(retyped.get(p.family) ?? []), ...p.changes] })) };
-  }
-
-  /**
-   * Step 1 of a plan. `ipset restore` stops at the first line it refuses, and one set's failure must not hold
-   * back every other set and the chains after them: when the whole fails on a line, each set is applied on its
-   * own, and a set whose own lines fail is rebuilt whole (a temp set swapped in). Returns the sets that still
-   * failed. A failure that names no line (the tool hung or could not run) is thrown as it is. The step goes to the
-   * port's ipsetApply when it has one (netlink for member changes); a member the kernel refused there counts as a
-   * refused line.
-   */
-  private async applySets(ops: readonly IpsetOp[], text: () => string, steps: () => readonly SetStep[]): Promise<FailedSet[]> {
-    try {
-      if (this.kernel.ipsetApply) await this.kernel.ipsetApply(ops);
-      else await this.kernel.ipsetRestore(text());
-      return [];
-    } catch (err) {
-      const refusedLine = (err as { line?: unknown }).line !== undefined || (err as Error).name === 'IpsetNetlinkError';
-      if (!refusedLine) throw err;
-      this.logger.warn('ipset refused a line; applying each set on its own', { error: (err as Error).message });
-    }
-    const failed: FailedSet[] = [];
-    for (const step of steps()) {
-      let error: unknown;
-      try {
-        await this.kernel.ipsetRestore(step.restore);
-        continue;
-      } catch (err) {
-        error = err;
-      }
-      if (step.rebuild !== undefined) {
-        try {
-          await this.kernel.ipsetRestore(step.rebuild);
-          this.logger.warn('rebuilt an ipset whose update was refused', { set: step.name, error: (error as Error).message });
-          continue;
-        } catch (err) {
-          error = err;
-        }
-      }
-      failed.push({ name: step.name, error: (error as Error).message });
-    }
-    return failed;
-  }
-
-  /**
-   * The sets that could not be destroyed (still referenced: by someone else's rule, or by one of ours the
-   * kernel has not released yet); enforcement is unaffected. `ipset restore` stops at the first failing line,
-   * so after a failure each set is tried on its own: one busy set must not keep the others.
-   */
-  private async destroyStaleSets(text: string, names: readonly string[]): Promise<string[]> {
-    try {
-      await this.kernel.ipsetRestore(text);
-      return [];
-    } catch (err) {
-      this.logger.debug('could not destroy every stale ipset at once; trying one by one', { error: (err as Error).message });
-    }
-    const left: string[] = [];
-    for (const name of names) if (!(await this.destroySet(name))) left.push(name);
-    return left;
-  }
-
-  private async destroySet(name: string): Promise<boolean> {
-    try {
-      await this.kernel.ipsetRestore(renderIpsetOps([{ op: 'destroy', name }]));
-      return true;
-    } catch (err) {
-      this.logger.debug('stale ipset still in use; will retry', { set: name, error: (err as Error).message });
-      return false;
-    }
   }
 
   /** `fn` once no write and no read-ahead is under way; the next waits for it. */
@@ -391,21 +327,5 @@ export class Syncer {
 
   private families(): IpFamily[] {
     return ([4, 6] as const).filter((f) => this.kernel.supports(f));
-  }
-}
-
-interface FailedSet {
-  readonly name: string;
-  readonly error: string;
-}
-
-/** Some sets could not be programmed, even rebuilt; everything else of the sync was. */
-export class SetsNotProgrammedError extends Error {
-  override readonly name = 'SetsNotProgrammedError';
-  constructor(readonly sets: readonly FailedSet[]) {
-    super(
-      `ipset ${sets.map((s) => s.name).join(', ')} could not be programmed (${sets[0]!.error}); ` +
-        'every other set and the chains were, and the next sync retries',
-    );
   }
 }

@@ -29,6 +29,7 @@ describe('createMetrics', () => {
         'netfence_drift_repairs_total counter',
         'netfence_event_to_programmed_seconds histogram',
         'netfence_flow_log_reader_errors_total counter',
+        'netfence_flow_log_explain_errors_total counter',
         'netfence_last_successful_sync_timestamp_seconds gauge',
         'netfence_tool_failures_total counter',
         'netfence_tool_invocations_total counter',

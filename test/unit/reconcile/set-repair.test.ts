@@ -6,7 +6,8 @@
 import { compile } from '../../../src/compile/index.js';
 import { DataplaneCommandError } from '../../../src/dataplane/errors.js';
 import { renderFullRestore } from '../../../src/render/index.js';
-import { SetsNotProgrammedError, Syncer, type KernelPort } from '../../../src/reconcile/syncer.js';
+import { SetsNotProgrammedError } from '../../../src/reconcile/set-writes.js';
+import { Syncer, type KernelPort } from '../../../src/reconcile/syncer.js';
 import { FakeKernel } from '../../fakes/fake-kernel.js';
 import { makePolicy, sel, selectPods, types } from '../../helpers/builders.js';
 import { loadGoldenCase } from '../../helpers/golden.js';

@@ -1,0 +1,35 @@
+// The plain fields every object converter reads leniently (convert.ts, policy-convert.ts): what has the wrong
+// type reads as absent or as the documented default, never throws.
+
+import type { Labels, Protocol } from '../model/index.js';
+
+/** The namespace kubectl puts a namespaced object in when its manifest names none. */
+export const DEFAULT_NAMESPACE = 'default';
+
+export function readProtocol(v: unknown): Protocol {
+  return v === 'UDP' || v === 'SCTP' ? v : 'TCP';
+}
+
+export function readLabels(v: unknown): Labels {
+  const out: Record<string, string> = {};
+  const labels = record(v);
+  if (!labels) return out;
+  for (const k of Object.keys(labels)) {
+    const val = labels[k];
+    if (typeof val === 'string') out[k] = val;
+  }
+  return out;
+}
+
+export function namespaceOf(meta: Record<string, unknown> | undefined): string {
+  const ns = meta?.['namespace'];
+  return typeof ns === 'string' && ns !== '' ? ns : DEFAULT_NAMESPACE;
+}
+
+export function record(v: unknown): Record<string, unknown> | undefined {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+}
+
+export function array(v: unknown): readonly unknown[] {
+  return Array.isArray(v) ? v : [];
+}
