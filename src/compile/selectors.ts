@@ -3,11 +3,14 @@
 import type { LabelSelector, Labels, SelectorRequirement } from '../model/index.js';
 
 // "matchLabels is a map of {key,value} pairs. ... The requirements are ANDed." (metav1.LabelSelector)
+// Asked once per policy and local pod of every node a map compiles: plain loops, nothing allocated per call.
 export function selectorMatches(selector: LabelSelector, labels: Labels): boolean {
-  for (const [key, value] of Object.entries(selector.matchLabels)) {
-    if (labels[key] !== value) return false;
+  const matchLabels = selector.matchLabels;
+  for (const key in matchLabels) {
+    if (Object.hasOwn(matchLabels, key) && labels[key] !== matchLabels[key]) return false;
   }
-  return selector.matchExpressions.every((req) => requirementMatches(req, labels));
+  for (const req of selector.matchExpressions) if (!requirementMatches(req, labels)) return false;
+  return true;
 }
 
 function requirementMatches(req: SelectorRequirement, labels: Labels): boolean {

@@ -88,16 +88,36 @@ export function prepareAll(sides: readonly PrepareSide[], family: IpFamily, cach
   // Sets are shared between the nodes of one cluster only: one name may hold other members in the other.
   const shared = runs.map(() => new Map<string, SavedIpSet>());
   const rulesOf = runs.map(() => new Map<string, NodeRules>());
+  const profilesOn = runs.map(() => new Map<string, ChainProfiles>());
   const hosting = nodesOf.map((list) => new Set(list));
   for (const node of [...new Set(nodesOf.flat())].sort())
     runs.forEach(({ side }, i) => {
-      if (hosting[i]!.has(node)) rulesOf[i]!.set(node, compileNode(side, node, family, cache, shared[i]!));
+      if (!hosting[i]!.has(node)) return;
+      const rules = compileNode(side, node, family, cache, shared[i]!);
+      rulesOf[i]!.set(node, rules);
+      // Read while the node's chains are young: once read, nothing here needs them again.
+      profilesOn[i]!.set(node, chainProfiles(rules, cache));
     });
   const out: Prepared[] = [];
   runs.forEach(({ side, running, skipped }, i) =>
-    out.push(profilesOf(side, family, nodesOf[i]!, rulesOf[i]!, running, skipped, cache, out[0]?.addresses)),
+    out.push(profilesOf(side, family, nodesOf[i]!, rulesOf[i]!, profilesOn[i]!, running, skipped, out[0]?.addresses)),
   );
   return out;
+}
+
+/** A node's workload chains' profiles, by pod. */
+type ChainProfiles = ReadonlyMap<string, { ingress?: Profile; egress?: Profile }>;
+
+function chainProfiles(rules: NodeRules, cache: PrepareCache): ChainProfiles {
+  const profiles = new NodeProfiles(rules.chains, rules.ipsets, cache.subtrees);
+  const chainsOf = new Map<string, { ingress?: Profile; egress?: Profile }>();
+  for (const chain of rules.chains) {
+    if (chain.role.kind !== 'workload') continue;
+    const entry = chainsOf.get(chain.role.pod) ?? {};
+    entry[chain.role.direction] = profiles.profileOf(chain);
+    chainsOf.set(chain.role.pod, entry);
+  }
+  return chainsOf;
 }
 
 function runningPods(snapshot: ClusterSnapshot, family: IpFamily): { running: { pod: Pod; ip: string }[]; skipped: string[] } {
@@ -131,9 +151,9 @@ function profilesOf(
   family: IpFamily,
   nodes: readonly string[],
   rulesOf: ReadonlyMap<string, NodeRules>,
+  profilesOn: ReadonlyMap<string, ChainProfiles>,
   running: readonly { pod: Pod; ip: string }[],
   skipped: string[],
-  cache: PrepareCache,
   related?: AddressClasses,
 ): Prepared {
   const { snapshot, settingsFor, compiled } = side;
@@ -149,15 +169,7 @@ function profilesOf(
   }
   const pods: PodView[] = [];
   for (const node of nodes) {
-    const rules = rulesOf.get(node)!;
-    const profiles = new NodeProfiles(rules.chains, rules.ipsets, cache.subtrees);
-    const chainsOf = new Map<string, { ingress?: Profile; egress?: Profile }>();
-    for (const chain of rules.chains) {
-      if (chain.role.kind !== 'workload') continue;
-      const entry = chainsOf.get(chain.role.pod) ?? {};
-      entry[chain.role.direction] = profiles.profileOf(chain);
-      chainsOf.set(chain.role.pod, entry);
-    }
+    const chainsOf = profilesOn.get(node)!;
     for (const { pod, ip } of byNode.get(node) ?? []) {
       const key = podKey(pod);
       const chains = chainsOf.get(key);
