@@ -15,7 +15,7 @@ import { createSandbox, type Sandbox, type SandboxPod } from '../../sandbox/inde
 import { dropsCommand } from '../../src/cli/drops.js';
 import { main } from '../../src/cli/main.js';
 import type { FlowRecord } from '../../src/observe/flow-log.js';
-import { startNodeDaemon, waitReady, waitUntil, type NodeDaemon } from '../helpers/daemon-harness.js';
+import { podObject, startNodeDaemon, waitReady, waitUntil, type NodeDaemon } from '../helpers/daemon-harness.js';
 import { flowLineErrors } from '../helpers/flow-record-schema.js';
 import { describeKernel } from '../helpers/netns.js';
 
@@ -59,13 +59,6 @@ describeKernel('flow log: ClusterNetworkPolicy Deny drops, and the domainNames r
     sandbox = await createSandbox({ nodes: [NODE] });
     for (const name of ['client', 'web', 'intruder', 'isolated', 'trial'] as const)
       pods[name] = await sandbox.addPod({ namespace: 'x', name, node: 'n1' });
-    const pod = (p: SandboxPod, labels: Record<string, string>) => ({
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name: p.name, namespace: 'x', labels },
-      spec: { nodeName: 'n1' },
-      status: { phase: 'Running', podIP: p.ip },
-    });
     file = join(dir, 'cluster.json');
     writeFileSync(
       file,
@@ -75,11 +68,11 @@ describeKernel('flow log: ClusterNetworkPolicy Deny drops, and the domainNames r
         items: [
           { apiVersion: 'v1', kind: 'Node', metadata: { name: 'n1' }, spec: { podCIDR: NODE.podCidr }, status: { addresses: [] } },
           { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'x' } },
-          pod(pods.client, { role: 'client' }),
-          pod(pods.web, { app: 'web' }),
-          pod(pods.intruder, { app: 'intruder' }),
-          pod(pods.isolated, { role: 'isolated' }),
-          pod(pods.trial, { role: 'trial' }),
+          podObject(pods.client, { role: 'client' }),
+          podObject(pods.web, { app: 'web' }),
+          podObject(pods.intruder, { app: 'intruder' }),
+          podObject(pods.isolated, { role: 'isolated' }),
+          podObject(pods.trial, { role: 'trial' }),
           cnp(
             'by-name',
             { role: 'client' },

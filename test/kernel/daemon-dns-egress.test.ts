@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { createSandbox, type Sandbox, type SandboxPod } from '../../sandbox/index.js';
 import { main } from '../../src/cli/main.js';
 import { startJsonLineProcess, type JsonLineProcess, type JsonObject } from '../../src/dataplane/process.js';
-import { httpGet, metricValue, startNodeDaemon, waitReady, type NodeDaemon } from '../helpers/daemon-harness.js';
+import { httpGet, metricValue, podObject, startNodeDaemon, waitReady, type NodeDaemon } from '../helpers/daemon-harness.js';
 import { describeKernel } from '../helpers/netns.js';
 
 jest.setTimeout(90_000);
@@ -58,13 +58,6 @@ describeKernel('daemon: a domainNames rule allows what the subject pod’s own l
     dir = mkdtempSync(join(tmpdir(), 'nft-dns-e2e-'));
     sandbox = await createSandbox({ nodes: [NODE] });
     for (const name of ['client', 'other', 'dns', 'web'] as const) pods[name] = await sandbox.addPod({ namespace: 'x', name, node: 'n1' });
-    const pod = (p: SandboxPod, labels: Record<string, string>) => ({
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name: p.name, namespace: 'x', labels },
-      spec: { nodeName: 'n1' },
-      status: { phase: 'Running', podIP: p.ip },
-    });
     file = join(dir, 'cluster.json');
     writeFileSync(
       file,
@@ -74,10 +67,10 @@ describeKernel('daemon: a domainNames rule allows what the subject pod’s own l
         items: [
           { apiVersion: 'v1', kind: 'Node', metadata: { name: 'n1' }, spec: { podCIDR: NODE.podCidr }, status: { addresses: [] } },
           { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'x' } },
-          pod(pods.client, { role: 'client' }),
-          pod(pods.other, { role: 'client' }),
-          pod(pods.dns, { app: 'dns' }),
-          pod(pods.web, { app: 'web' }),
+          podObject(pods.client, { role: 'client' }),
+          podObject(pods.other, { role: 'client' }),
+          podObject(pods.dns, { app: 'dns' }),
+          podObject(pods.web, { app: 'web' }),
           {
             apiVersion: 'policy.networking.k8s.io/v1alpha2',
             kind: 'ClusterNetworkPolicy',

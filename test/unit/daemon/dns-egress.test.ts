@@ -18,21 +18,6 @@ const PLAN: DnsLearningPlan = {
   sets: [{ setName: 'a4', family: 4, pod: 'x/a', podAddress: POD, policy: 'p', ruleIndex: 0, domainNames: ['good.example'] }],
 };
 const query = (id: number): Buffer => udpPacket(POD, 4000, DNS, 53, dnsMessage({ id, response: false, name: 'good.example', type: 'A' }));
-const answer = (id: number): Buffer =>
-  udpPacket(
-    DNS,
-    53,
-    POD,
-    4000,
-    dnsMessage({
-      id,
-      response: true,
-      name: 'good.example',
-      type: 'A',
-      answers: [{ name: 'good.example', type: 'A', value: '198.51.100.1', ttl: 60 }],
-    }),
-  );
-
 const answerWith = (id: number, values: string[]): Buffer =>
   udpPacket(
     DNS,
@@ -47,6 +32,7 @@ const answerWith = (id: number, values: string[]): Buffer =>
       answers: values.map((value) => ({ name: 'good.example', type: 'A' as const, value, ttl: 60 })),
     }),
   );
+const answer = (id: number): Buffer => answerWith(id, ['198.51.100.1']);
 
 function fakeSocket(outcome: GrantOutcome, early: [number, Buffer][] = []) {
   const released: number[] = [];
