@@ -14,11 +14,11 @@
 //   sudo node --import ./scripts/register-ts.mjs scripts/bench-dns-hold.ts [--rate 200] [--count 2000] [--sets 1000]
 
 import { spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { createSocket } from 'node:dgram';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { createScratchNetns, destroyAllScratchNetns } from './lib/bench-netns.js';
 
 const QUEUE = 4100;
 const GROUP = 4101;
@@ -43,17 +43,16 @@ const sh = (file: string, args: string[]): string => {
 };
 
 if (!values.inside) {
-  const ns = `nfdnsbench-${randomBytes(3).toString('hex')}`;
-  sh('ip', ['netns', 'add', ns]);
+  // The benchmarks' scratch namespace: deleted even when this run is interrupted.
+  const { name: ns } = await createScratchNetns('dns');
   try {
-    sh('ip', ['-n', ns, 'link', 'set', 'lo', 'up']);
     const self = fileURLToPath(import.meta.url);
     const loader = fileURLToPath(new URL('./register-ts.mjs', import.meta.url));
     const args = ['netns', 'exec', ns, process.execPath, '--expose-gc', '--import', loader, self, '--inside'];
     const r = spawnSync('ip', [...args, '--rate', String(rate), '--count', String(count), '--sets', values.sets], { stdio: 'inherit' });
     process.exitCode = r.status ?? 1;
   } finally {
-    sh('ip', ['netns', 'del', ns]);
+    destroyAllScratchNetns();
   }
 } else {
   await inside();

@@ -190,19 +190,8 @@ export const COMMANDS = {
         type: 'boolean',
         help: "also ask each node's daemon (/readyz, /flows) whether its kernel agrees, and, when a domainNames rule would allow the connection, the source pod's daemon (/learned) whether the destination was learned (for which name, until when): through --daemon-url, else the API server's pod proxy to the netfence pod on that node (needs listenAddress on the node's address); exit 2 naming a node it cannot reach",
       },
-      {
-        name: 'daemon-url',
-        type: 'string',
-        multiple: true,
-        arg: 'NODE=URL',
-        help: "--live: this node's daemon is at URL (e.g. n1=http://10.0.0.1:9476)",
-      },
-      {
-        name: 'daemon-namespace',
-        type: 'string',
-        arg: 'NS',
-        help: '--live through the API: the namespace of the netfence DaemonSet (default kube-system)',
-      },
+      OPT.daemonUrl,
+      OPT.daemonNamespace,
     ],
   },
   map: {
@@ -257,19 +246,8 @@ export const COMMANDS = {
         type: 'boolean',
         help: "also read each node's flow log (its daemon's /flows: drops, and audited policies' would-deny) and place every record on the pair of groups it belongs to, flagging those the map disagrees with: through --daemon-url, else the API server's pod proxy (where /flows answers 401: see docs/map.md)",
       },
-      {
-        name: 'daemon-url',
-        type: 'string',
-        multiple: true,
-        arg: 'NODE=URL',
-        help: "--live: this node's daemon is at URL (e.g. n1=http://10.0.0.1:9476)",
-      },
-      {
-        name: 'daemon-namespace',
-        type: 'string',
-        arg: 'NS',
-        help: '--live through the API: the namespace of the netfence DaemonSet (default kube-system)',
-      },
+      OPT.daemonUrl,
+      OPT.daemonNamespace,
     ],
   },
   drops: {

@@ -92,8 +92,11 @@ const isRecord = isObject({
   lastSeen: optional(isTime),
 });
 
-/** `{ "records": [...] }` from the daemon, checked record by record; errors name the URL and the field. */
-export function parseFlowsAnswer(body: string, url: string): FlowRecord[] {
+/**
+ * A daemon's JSON answer checked by `check`: errors name the URL and the field, a `{ "error": ... }` answer is
+ * the daemon's refusal, and `what` names the answer expected (`a flow list`).
+ */
+function parseAnswer(body: string, url: string, check: Check, what: string): unknown {
   let doc: unknown;
   try {
     doc = JSON.parse(body);
@@ -105,12 +108,17 @@ export function parseFlowsAnswer(body: string, url: string): FlowRecord[] {
   if (typeof refusal === 'string')
     throw new FlowsAnswerError(`the daemon at ${url} refused the query: ${terminalSafe(refusal.slice(0, 300))}`);
   try {
-    isObject({ records: isArrayOf(isRecord) })(doc, 'answer');
+    check(doc, 'answer');
   } catch (err) {
-    if (err instanceof FlowsAnswerError) throw new FlowsAnswerError(`the answer from ${url} is not a flow list: ${err.message}`);
+    if (err instanceof FlowsAnswerError) throw new FlowsAnswerError(`the answer from ${url} is not ${what}: ${err.message}`);
     throw err;
   }
-  return (doc as { records: FlowRecord[] }).records;
+  return doc;
+}
+
+/** `{ "records": [...] }` from the daemon, checked record by record; errors name the URL and the field. */
+export function parseFlowsAnswer(body: string, url: string): FlowRecord[] {
+  return (parseAnswer(body, url, isObject({ records: isArrayOf(isRecord) }), 'a flow list') as { records: FlowRecord[] }).records;
 }
 
 // Seconds since 1970 that print as a date (learnedAt), and a timeout no ipset holds past (2^31 - 1 s).
@@ -149,22 +157,7 @@ const isLearnedAnswer = isObject({
 
 /** The daemon's `/learned` answer, checked as /flows answers are; errors name where and what was wrong. */
 export function parseLearnedAnswer(body: string, url: string): LearnedAnswer {
-  let doc: unknown;
-  try {
-    doc = JSON.parse(body);
-  } catch (err) {
-    throw new FlowsAnswerError(`the answer from ${url} is not JSON (${terminalSafe((err as Error).message)})`);
-  }
-  const refusal = (doc as { error?: unknown } | null)?.error;
-  if (typeof refusal === 'string')
-    throw new FlowsAnswerError(`the daemon at ${url} refused the query: ${terminalSafe(refusal.slice(0, 300))}`);
-  try {
-    isLearnedAnswer(doc, 'answer');
-  } catch (err) {
-    if (err instanceof FlowsAnswerError) throw new FlowsAnswerError(`the answer from ${url} is not a learned-set answer: ${err.message}`);
-    throw err;
-  }
-  return doc as LearnedAnswer;
+  return parseAnswer(body, url, isLearnedAnswer, 'a learned-set answer') as LearnedAnswer;
 }
 
 /** The records the daemon at `url` answered; errors say what was wrong with the answer and where. */

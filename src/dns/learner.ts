@@ -13,7 +13,7 @@ import { parseSegment, type Segment } from './packet.js';
 import { domainMatches, parseDomainPattern, type DomainPattern } from './pattern.js';
 import { PendingQueries } from './pending.js';
 import { TcpStreams } from './tcp-streams.js';
-import { nameText, parseDnsMessage, type DnsName } from './wire.js';
+import { nameText, parseDnsMessage } from './wire.js';
 
 /** Why an answer granted nothing: the metric's label values (a closed set). */
 export type AnswerRefusal =
@@ -174,13 +174,21 @@ export class DnsLearner {
       }
       this.pending.answered(key);
       const matching = sets.filter((c) => c.patterns.some((p) => domainMatches(p, grant.value.name)));
-      if (matching.length === 0) unmatched++;
-      for (const c of matching)
+      if (matching.length === 0) {
+        unmatched++;
+        continue;
+      }
+      // One provenance comment per answer, whatever the number of sets and addresses it grants.
+      const comment = learnedComment({ name: nameText(grant.value.name), learnedAt: Math.floor(now / 1000) });
+      for (const c of matching) {
+        const members = adds.get(c.set.setName) ?? [];
         for (const a of grant.value.addresses) {
-          const member = this.member(c.set.setName, a, grant.value.name, now);
-          if (!member) nodeBound++;
-          else adds.set(c.set.setName, [...(adds.get(c.set.setName) ?? []), member]);
+          const member = this.member(c.set.setName, a, comment, now);
+          if (member) members.push(member);
+          else nodeBound++;
         }
+        if (members.length > 0) adds.set(c.set.setName, members);
+      }
     }
     return {
       adds: [...adds].map(([set, members]) => ({ set, members })),
@@ -190,11 +198,11 @@ export class DnsLearner {
     };
   }
 
-  private member(set: string, a: GrantedAddress, name: DnsName, now: number): LearnedMember | undefined {
+  private member(set: string, a: GrantedAddress, comment: string, now: number): LearnedMember | undefined {
     const { minTtlSeconds, maxTtlSeconds } = this.settings;
     const timeout = Math.min(Math.max(a.ttl, minTtlSeconds), maxTtlSeconds);
     if (this.learned.learn(set, a.address, now + timeout * 1000, now) === 'node-bound') return undefined;
-    return { member: a.address, timeout, comment: learnedComment({ name: nameText(name), learnedAt: Math.floor(now / 1000) }) };
+    return { member: a.address, timeout, comment };
   }
 
   private messagesOf(s: Segment, now: number): { ok: true; value: Buffer[] } | { ok: false; reason: string } {

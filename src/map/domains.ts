@@ -10,7 +10,7 @@ import { Compiler } from '../compile/index.js';
 import type { ClusterSnapshot, IpFamily, NodeSettings } from '../model/index.js';
 import { compiledKey, nodeRulesOf, type CompiledRules, type NodeRules } from '../why/index.js';
 import type { ConnectivityMap, MapGroup } from './model.js';
-import { outsideBlocks } from './outside.js';
+import { blockParts, blockText, outsideBlocks } from './outside.js';
 
 /** One list of names, and the address that stands for what a lookup of them answered. */
 export interface LookupPeer {
@@ -101,8 +101,9 @@ export function nameLookups(map: ConnectivityMap, lookups: Lookups): Connectivit
 }
 
 function withoutStandIns(text: string, standIns: ReadonlyMap<string, unknown>): string {
-  const [base, except] = text.split(' except ');
-  if (except === undefined) return text;
-  const kept = except.split(', ').filter((c) => !standIns.has(c));
-  return kept.length > 0 ? `${base} except ${kept.join(', ')}` : base!;
+  const { base, except } = blockParts(text);
+  return blockText(
+    base,
+    except.filter((c) => !standIns.has(c)),
+  );
 }

@@ -5,8 +5,9 @@
 // Pure: the CLI reads the records (the same /flows path as `why --live`) and hands them in.
 
 import type { ClusterSnapshot, L4Protocol } from '../model/index.js';
-import { containsIp, parseCidrOrHost, parseIp, type Cidr } from '../model/address.js';
+import { containsIp, parseCidrOrHost, parseIp } from '../model/address.js';
 import { mapAllows, PROTOCOLS, type ConnectivityMap } from './model.js';
+import { blockParts } from './outside.js';
 
 /** One flow-log record as a daemon's /flows answers it (the fields the overlay reads; FlowRecord has them). */
 export interface LiveRecord {
@@ -165,9 +166,8 @@ function placer(map: ConnectivityMap, snapshot: ClusterSnapshot): (end: LiveReco
   for (const g of map.groups) for (const p of g.pods) podGroup.set(p, g.id);
   const blocks = map.groups.flatMap((g) =>
     (g.cidrs ?? []).map((text) => {
-      const [base, except] = text.split(' except ');
-      const parse = (t: string): Cidr | undefined => parseCidrOrHost(t.trim());
-      return { id: g.id, base: parse(base!), except: (except ?? '').split(',').flatMap((t) => (t.trim() === '' ? [] : (parse(t) ?? []))) };
+      const { base, except } = blockParts(text);
+      return { id: g.id, base: parseCidrOrHost(base), except: except.flatMap((t) => parseCidrOrHost(t) ?? []) };
     }),
   );
   const cluster = [...snapshot.nodes.flatMap((n) => [...n.podCidrs, ...n.addresses])].flatMap((t) => parseCidrOrHost(t) ?? []);

@@ -33,10 +33,19 @@ export function outsideBlocks(snapshot: ClusterSnapshot, family: IpFamily, named
     const ip = firstFree(c, holes);
     if (ip === undefined) continue;
     const maximal = inner.filter((x) => !inner.some((y) => y !== x && contains(y, x)));
-    const except = maximal.length > 0 ? ` except ${maximal.map(formatCidr).join(', ')}` : '';
-    out.push({ text: `${formatCidr(c)}${except}`, ip: formatIp(family, ip) });
+    out.push({ text: blockText(formatCidr(c), maximal.map(formatCidr)), ip: formatIp(family, ip) });
   }
   return out;
+}
+
+/** An outside block's text: `0.0.0.0/0 except 10.0.0.0/8, 172.16.0.0/12`, or the CIDR alone when nothing is cut out. */
+export const blockText = (base: string, except: readonly string[]): string =>
+  except.length > 0 ? `${base} except ${except.join(', ')}` : base;
+
+/** blockText taken apart again (the live overlay and the domain-name stand-ins read the blocks back). */
+export function blockParts(text: string): { readonly base: string; readonly except: readonly string[] } {
+  const [base, except] = text.split(' except ');
+  return { base: base!, except: except === undefined ? [] : except.split(', ') };
 }
 
 /** Whether some CIDR of `list` holds a CIDR: one lookup per prefix length `list` has. */

@@ -10,38 +10,10 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { main } from '../../../src/cli/main.js';
+import { dropRecord as record, steersTerminal } from '../../helpers/hostile-text.js';
 
 const ESC = '\u001b';
 const HOSTILE = `${ESC}[31mred${ESC}]52;c;cm0gLXJmIH4=\u0007 \u009b31m \u202eevil`;
-
-const record = (over: Record<string, unknown> = {}) => ({
-  seq: 1,
-  time: Date.parse('2026-11-24T11:20:01Z'),
-  src: { ip: '10.244.2.9', pod: 'dev/api' },
-  dst: { ip: '10.244.1.5', pod: 'prod/db' },
-  protocol: 'tcp',
-  port: 80,
-  direction: 'ingress',
-  reason: 'isolated',
-  pod: 'prod/db',
-  policies: ['prod/default-deny'],
-  because: 'prod/db is isolated for ingress',
-  count: 1,
-  lastSeen: Date.parse('2026-11-24T11:20:01Z'),
-  ...over,
-});
-
-/** Characters a terminal acts on rather than shows: C0 but newline, DEL, C1, bidi embeddings/overrides and isolates. */
-const steersTerminal = (text: string): boolean =>
-  [...text].some((c) => {
-    const code = c.codePointAt(0)!;
-    return (
-      (code < 0x20 && code !== 0x0a) ||
-      (code >= 0x7f && code <= 0x9f) ||
-      (code >= 0x202a && code <= 0x202e) ||
-      (code >= 0x2066 && code <= 0x2069)
-    );
-  });
 
 /** What each node's daemon answers on /flows. */
 let answers: Record<string, { status: number; body: string }>;

@@ -7,42 +7,14 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { MAX_FLOWS_BODY_BYTES } from '../../../src/commands/flows-answer.js';
 import { main } from '../../../src/cli/main.js';
+import { dropRecord as record, steersTerminal } from '../../helpers/hostile-text.js';
 
 /** Never more than this per answer, whatever the client does: the server is bounded on its own. */
 const SERVER_CAP = 4 * MAX_FLOWS_BODY_BYTES;
 
-const record = (over: Record<string, unknown> = {}) => ({
-  seq: 1,
-  time: Date.parse('2026-11-24T11:20:01Z'),
-  src: { ip: '10.244.2.9', pod: 'dev/api' },
-  dst: { ip: '10.244.1.5', pod: 'prod/db' },
-  protocol: 'tcp',
-  port: 80,
-  direction: 'ingress',
-  reason: 'isolated',
-  pod: 'prod/db',
-  policies: ['prod/default-deny'],
-  because: 'prod/db is isolated for ingress',
-  count: 1,
-  lastSeen: Date.parse('2026-11-24T11:20:01Z'),
-  ...over,
-});
-
 const ESC = '\u001b';
 /** Colour, a cursor move plus line erase, a window-title OSC, a C1 CSI, a bidi override. */
 const HOSTILE = `${ESC}[31mred${ESC}[2K${ESC}[1A ${ESC}]0;owned\u0007 \u009b31m \u202eevil`;
-
-/** Characters a terminal acts on rather than shows: C0 but newline, DEL, C1, bidi embeddings/overrides and isolates. */
-const steersTerminal = (text: string): boolean =>
-  [...text].some((c) => {
-    const code = c.codePointAt(0)!;
-    return (
-      (code < 0x20 && code !== 0x0a) ||
-      (code >= 0x7f && code <= 0x9f) ||
-      (code >= 0x202a && code <= 0x202e) ||
-      (code >= 0x2066 && code <= 0x2069)
-    );
-  });
 
 /** Streams `x` until the client goes away or SERVER_CAP is reached; counts what it wrote. */
 function endless(res: ServerResponse, sent: { bytes: number }): void {

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MAX_FLOWS_BODY_BYTES } from '../../../src/commands/flows-answer.js';
 import { main } from '../../../src/cli/main.js';
+import { steersTerminal } from '../../helpers/hostile-text.js';
 
 const CLUSTER = `
 apiVersion: v1
@@ -34,18 +35,6 @@ const SERVER_CAP = 8 * MAX_FLOWS_BODY_BYTES;
 const ESC = '\u001b';
 /** Colour, a line erase, a cursor move, a window-title OSC, a clipboard OSC 52, a C1 CSI, a bidi override. */
 const HOSTILE = `${ESC}[31mred${ESC}[2K${ESC}[1A ${ESC}]0;owned\u0007 ${ESC}]52;c;cm0gLXJmIH4=\u0007 \u009b31m \u202eevil`;
-
-/** Characters a terminal acts on rather than shows: C0 but newline, DEL, C1, bidi embeddings/overrides and isolates. */
-const steersTerminal = (text: string): boolean =>
-  [...text].some((c) => {
-    const code = c.codePointAt(0)!;
-    return (
-      (code < 0x20 && code !== 0x0a) ||
-      (code >= 0x7f && code <= 0x9f) ||
-      (code >= 0x202a && code <= 0x202e) ||
-      (code >= 0x2066 && code <= 0x2069)
-    );
-  });
 
 /** Streams `[` until the client goes away or SERVER_CAP is reached; counts what it wrote. */
 function endless(res: ServerResponse, sent: { bytes: number }): void {

@@ -4,7 +4,6 @@
 
 import { describe, expect, it } from '@jest/globals';
 import { buildMap, formatDot, formatHtml, formatMarkdown, formatSvg, liveOverlay, type NodeFlows } from '../../../src/map/index.js';
-import { defaultNodeSettings } from '../../../src/model/index.js';
 import {
   blockPeer,
   egress,
@@ -22,16 +21,11 @@ import {
   tcp,
   types,
 } from '../../helpers/builders.js';
-
-const NODES = [
-  { name: 'n1', podCidrs: ['10.244.1.0/24'], addresses: ['192.168.0.1'] },
-  { name: 'n2', podCidrs: ['10.244.2.0/24'], addresses: ['192.168.0.2'] },
-];
-const settingsFor = (node: string) => defaultNodeSettings(node, NODES.find((n) => n.name === node)?.podCidrs ?? []);
+import { MAP_NODES, mapSettingsFor } from '../../helpers/map-cluster.js';
 
 // shop/db admits shop/web on TCP 5432 only; shop/web may send only to 8.8.8.0/24 and inside the cluster.
 const cluster = snapshot({
-  nodes: NODES,
+  nodes: MAP_NODES,
   namespaces: [makeNamespace('shop'), makeNamespace('other')],
   pods: [
     makePod('shop', 'web', '10.244.1.10', onNode('n1'), labels({ app: 'web' })),
@@ -49,7 +43,7 @@ const cluster = snapshot({
     ),
   ],
 });
-const map = buildMap(cluster, settingsFor).map;
+const map = buildMap(cluster, mapSettingsFor).map;
 
 const WEB = { ip: '10.244.1.10', pod: 'shop/web' };
 const DB = { ip: '10.244.2.20', pod: 'shop/db' };
