@@ -20,6 +20,7 @@ import type {
   Problem,
   Protocol,
 } from '../model/index.js';
+import { record } from './read-fields.js';
 
 type Json = Record<string, unknown>;
 type Report = (field: string, message: string, severity?: Problem['severity']) => void;
@@ -210,7 +211,3 @@ function readProtocol(v: unknown, at: string, report: Report): CnpProtocol {
 }
 
 const isAction = (v: unknown): v is CnpAction => v === 'Accept' || v === 'Deny' || v === 'Pass';
-
-function record(v: unknown): Json | undefined {
-  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : undefined;
-}

@@ -1,5 +1,6 @@
-// The plain fields every object converter reads leniently (convert.ts, policy-convert.ts): what has the wrong
-// type reads as absent or as the documented default, never throws.
+// The plain fields every object converter reads leniently (convert.ts, policy-convert.ts, cnp-convert.ts, and
+// slim.ts as it cuts objects down): what has the wrong type reads as absent or as the documented default, never
+// throws.
 
 import type { Labels, Protocol } from '../model/index.js';
 

@@ -6,9 +6,9 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import type { ObjectKind } from './object-kind.js';
 import { ControllerRefInterner } from './intern.js';
 import { MODE_ANNOTATION } from './policy-mode.js';
+import { record } from './read-fields.js';
 
 type Json = Record<string, unknown>;
-const rec = (v: unknown): Json | undefined => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : undefined);
 
 function pick(obj: Json | undefined, keys: readonly string[]): Json | undefined {
   if (!obj) return undefined;
@@ -22,34 +22,34 @@ const controllerRefs = new ControllerRefInterner();
 const META = ['name', 'namespace', 'uid', 'resourceVersion', 'labels', 'deletionTimestamp'] as const;
 
 export function slimObject(kind: ObjectKind, obj: KubernetesObject): KubernetesObject {
-  const o = rec(obj);
+  const o = record(obj);
   if (!o) return obj;
-  const head: Json = { ...pick(o, ['apiVersion', 'kind']), metadata: pick(rec(o['metadata']), META) };
+  const head: Json = { ...pick(o, ['apiVersion', 'kind']), metadata: pick(record(o['metadata']), META) };
   switch (kind) {
     case 'Pod': {
-      const spec = rec(o['spec']);
+      const spec = record(o['spec']);
       // Only the controller reference, and of it only what convert() reads (the map groups pods by it), one
       // array shared by the pods of one owner (intern.ts): the cache holds every pod.
-      const refs = rec(o['metadata'])?.['ownerReferences'];
-      const controller = Array.isArray(refs) ? refs.map(rec).find((r) => r?.['controller'] === true) : undefined;
+      const refs = record(o['metadata'])?.['ownerReferences'];
+      const controller = Array.isArray(refs) ? refs.map(record).find((r) => r?.['controller'] === true) : undefined;
       const [kind, name] = [controller?.['kind'], controller?.['name']];
       // A malformed one is of no use to convert() (it leaves it out): not kept.
       if (typeof kind === 'string' && typeof name === 'string')
         head['metadata'] = { ...(head['metadata'] as Json), ownerReferences: controllerRefs.intern(kind, name) };
       const containers = Array.isArray(spec?.['containers'])
-        ? (spec['containers'] as unknown[]).map((c) => pick(rec(c), ['name', 'ports']) ?? c)
+        ? (spec['containers'] as unknown[]).map((c) => pick(record(c), ['name', 'ports']) ?? c)
         : spec?.['containers'];
       return {
         ...head,
         spec: { ...pick(spec, ['nodeName', 'hostNetwork']), ...(containers !== undefined ? { containers } : {}) },
-        status: pick(rec(o['status']), ['phase', 'podIP', 'podIPs']),
+        status: pick(record(o['status']), ['phase', 'podIP', 'podIPs']),
       } as KubernetesObject;
     }
     case 'Node':
       return {
         ...head,
-        spec: pick(rec(o['spec']), ['podCIDR', 'podCIDRs']),
-        status: pick(rec(o['status']), ['addresses']),
+        spec: pick(record(o['spec']), ['podCIDR', 'podCIDRs']),
+        status: pick(record(o['status']), ['addresses']),
       } as KubernetesObject;
     case 'Namespace':
       return head as KubernetesObject;
@@ -58,8 +58,8 @@ export function slimObject(kind: ObjectKind, obj: KubernetesObject): KubernetesO
       // Policies are small and every field of the spec matters (and must be validated): keep it whole. Their
       // creationTimestamp orders them for the node budget (compile/budget.ts).
       // The mode annotation says whether the policy is enforced or only audited (docs/audit.md).
-      const created = rec(o['metadata'])?.['creationTimestamp'];
-      const mode = rec(rec(o['metadata'])?.['annotations'])?.[MODE_ANNOTATION];
+      const created = record(o['metadata'])?.['creationTimestamp'];
+      const mode = record(record(o['metadata'])?.['annotations'])?.[MODE_ANNOTATION];
       const metadata = {
         ...(head['metadata'] as Json),
         ...(created !== undefined ? { creationTimestamp: created } : {}),

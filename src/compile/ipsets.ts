@@ -4,6 +4,7 @@
 
 import {
   editSorted,
+  podKey,
   recordMemberDelta,
   type Chain,
   type ClusterNetworkPolicy,
@@ -378,7 +379,7 @@ function patchMembers(
   const spans = new Map<string, { readonly first: Pod | undefined; last: Pod | undefined }>();
   for (const c of changes) {
     const pod = (c.before ?? c.after)!;
-    const key = `${pod.namespace}/${pod.name}`;
+    const key = podKey(pod);
     const span = spans.get(key);
     if (span) span.last = c.after;
     else spans.set(key, { first: c.before, last: c.after });

@@ -11,16 +11,18 @@ export const countsAsPeer = (p: Pod): boolean => p.ips.length > 0 && !p.hostNetw
 
 export const hasBadAddress = (p: Pod): boolean => p.ips.some((ip) => podAddressFamily(ip) === undefined);
 
-// Every address is parsed once (parseIp keeps what it parsed); asking again is one map lookup.
-const podFamilyOf = podAddressFamily;
 const byFamily = new WeakMap<Pod, { readonly 4: readonly string[]; readonly 6: readonly string[] }>();
 const NO_IPS: readonly string[] = [];
-/** A pod's addresses of one family (cached per pod object: pods are immutable values). */
+/**
+ * A pod's addresses of one family (cached per pod object: pods are immutable values). Every address is parsed
+ * once (parseIp keeps what it parsed); asking again is one map lookup.
+ */
 export function ipsOfFamily(p: Pod, family: IpFamily): readonly string[] {
   // Single-stack pods (most): the pod's own array or none, with nothing kept per pod.
-  if (p.ips.length <= 1) return p.ips.length === 1 && podFamilyOf(p.ips[0]!) === family ? p.ips : NO_IPS;
+  if (p.ips.length <= 1) return p.ips.length === 1 && podAddressFamily(p.ips[0]!) === family ? p.ips : NO_IPS;
   let split = byFamily.get(p);
-  if (!split) byFamily.set(p, (split = { 4: p.ips.filter((ip) => podFamilyOf(ip) === 4), 6: p.ips.filter((ip) => podFamilyOf(ip) === 6) }));
+  if (!split)
+    byFamily.set(p, (split = { 4: p.ips.filter((ip) => podAddressFamily(ip) === 4), 6: p.ips.filter((ip) => podAddressFamily(ip) === 6) }));
   return split[family];
 }
 

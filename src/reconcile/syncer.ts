@@ -11,6 +11,7 @@ import {
   type FamilyPlan,
   type ObservedFamily,
   type Ownership,
+  type SetStep,
 } from '../plan/index.js';
 import { writesIpsetLines, type IpsetOp } from '../render/index.js';
 import { KernelReads } from './kernel-reads.js';
@@ -168,29 +169,22 @@ export class Syncer {
     try {
       await this.inTurn(async () => {
         const failedSets: FailedSet[] = [];
+        const writeSets = async (ops: readonly IpsetOp[], text: () => string, steps: () => readonly SetStep[]) => {
+          if (writesIpsetLines(ops)) failedSets.push(...(await applySets(this.kernel, this.logger, ops, text, steps)));
+        };
         for (const plan of plans) {
           // docs/dataplane.md, "Order of a change": what narrows before the rules, what widens after them.
-          if (writesIpsetLines(plan.ipsetOps))
-            failedSets.push(
-              ...(await applySets(
-                this.kernel,
-                this.logger,
-                plan.ipsetOps,
-                () => plan.ipsetRestore,
-                () => plan.setSteps,
-              )),
-            );
+          await writeSets(
+            plan.ipsetOps,
+            () => plan.ipsetRestore,
+            () => plan.setSteps,
+          );
           if (plan.iptablesRestore) await this.kernel.restoreFilter(plan.family, plan.iptablesRestore);
-          if (writesIpsetLines(plan.ipsetAfterOps))
-            failedSets.push(
-              ...(await applySets(
-                this.kernel,
-                this.logger,
-                plan.ipsetAfterOps,
-                () => plan.ipsetAfterRules,
-                () => plan.afterSetSteps,
-              )),
-            );
+          await writeSets(
+            plan.ipsetAfterOps,
+            () => plan.ipsetAfterRules,
+            () => plan.afterSetSteps,
+          );
         }
         for (const plan of plans) {
           if (plan.ipsetDestroy) undestroyed.push(...(await destroyStaleSets(this.kernel, this.logger, plan.ipsetDestroy, plan.staleSets)));

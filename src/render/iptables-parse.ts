@@ -108,22 +108,14 @@ export function parseSavedRule(text: string, args: readonly string[], counters?:
   let form: string | undefined;
   const formOf = () => (form ??= canonicalRuleForm(args));
   if (commentAt < 0)
-    return counters
-      ? {
-          text,
-          args,
-          counters,
-          get form() {
-            return formOf();
-          },
-        }
-      : {
-          text,
-          args,
-          get form() {
-            return formOf();
-          },
-        };
+    return {
+      text,
+      args,
+      ...(counters ? { counters } : {}),
+      get form() {
+        return formOf();
+      },
+    };
   const full = args[commentAt + 1]!.slice(HASH_PREFIX.length);
   const space = full.indexOf(' ');
   const hash = space < 0 ? full : full.slice(0, space);

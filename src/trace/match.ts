@@ -26,19 +26,9 @@ export function ifaceMatches(pattern: string, name: string | undefined): boolean
 
 const flip = (answer: MatchAnswer, negate: boolean | undefined): MatchAnswer => (typeof answer === 'boolean' && negate ? !answer : answer);
 
-/** Rules' CIDRs parsed once: a map walks thousands of packets past the same rules. */
-const cidrs = new Map<string, ReturnType<typeof parseCidrOrHost> | null>();
-function cidrOf(text: string): ReturnType<typeof parseCidrOrHost> {
-  let net = cidrs.get(text);
-  if (net === undefined) {
-    if (cidrs.size > 100_000) cidrs.clear();
-    cidrs.set(text, (net = parseCidrOrHost(text) ?? null));
-  }
-  return net ?? undefined;
-}
-
 function addrIn(cidr: string, ip: string): MatchAnswer {
-  const net = cidrOf(cidr);
+  // parseCidrOrHost keeps what it parsed: a map walks thousands of packets past the same rules.
+  const net = parseCidrOrHost(cidr);
   const addr = parseIp(ip);
   if (!net) return { unknown: `"${cidr}" is not a CIDR` };
   if (!addr) return { unknown: `"${ip}" is not an address` };

@@ -4,6 +4,7 @@
 
 import { podKey, type ClusterSnapshot, type IpFamily, type Pod } from '../model/index.js';
 import { inAnyCidr, parseIp } from '../model/address.js';
+import { countsAsPeer } from '../compile/pod-peers.js';
 
 export type Endpoint =
   | { readonly kind: 'pod'; readonly ip: string; readonly pod: string; readonly node: string }
@@ -18,9 +19,6 @@ export class EndpointError extends Error {
 }
 
 const NAME_REF = /^[^/\s]+\/[^/\s]+$/;
-
-/** Running pods with addresses: the ones policies count (a completed or host-network pod is nobody's peer). */
-const counts = (p: Pod): boolean => p.ips.length > 0 && !p.hostNetwork && p.phase !== 'Succeeded' && p.phase !== 'Failed';
 
 /** A snapshot's pods by `ns/name`, and the pods that count by address; the first in the list, as a search in order finds. */
 interface PodIndex {
@@ -44,10 +42,12 @@ function indexOf(pods: readonly Pod[]): PodIndex {
   for (const p of pods) {
     const key = podKey(p);
     if (!byKey.has(key)) byKey.set(key, p);
-    if (!counts(p)) continue;
+    // Running pods with addresses: the ones policies count (a completed or host-network pod is nobody's peer).
+    if (!countsAsPeer(p)) continue;
     for (const ip of p.ips) {
       const addr = parseIp(ip);
-      if (addr && !byAddress.has(addressKey(addr.family, addr.value))) byAddress.set(addressKey(addr.family, addr.value), p);
+      const at = addr && addressKey(addr.family, addr.value);
+      if (at !== undefined && !byAddress.has(at)) byAddress.set(at, p);
     }
   }
   index = { byKey, byAddress };
@@ -68,7 +68,8 @@ export function locate(ref: string, snapshot: ClusterSnapshot, family: IpFamily)
   if (!NAME_REF.test(ref)) throw new EndpointError(`"${ref}" is neither an IP address nor namespace/pod`);
   const pod = podNamed(snapshot, ref);
   if (!pod) throw new EndpointError(`pod ${ref} is not in the cluster`);
-  if (!counts(pod)) throw new EndpointError(`pod ${ref} ${pod.hostNetwork ? 'uses the host network' : 'has no address or is not running'}`);
+  if (!countsAsPeer(pod))
+    throw new EndpointError(`pod ${ref} ${pod.hostNetwork ? 'uses the host network' : 'has no address or is not running'}`);
   const ip = pod.ips.find((i) => parseIp(i)?.family === family);
   if (ip === undefined) throw new EndpointError(`pod ${ref} has no IPv${family} address (it has ${pod.ips.join(', ')})`);
   return { kind: 'pod', ip, pod: ref, node: pod.nodeName };
