@@ -32,6 +32,7 @@ export class PolicyTargets {
   private localNamespaces: { readonly local: readonly Pod[]; readonly sorted: readonly string[] } = { local: [], sorted: [] };
   private readonly validations = new WeakMap<NetworkPolicy, readonly Problem[]>();
   private readonly checked = new WeakMap<NetworkPolicy, { readonly local: readonly Pod[]; readonly checked: CheckedPolicy }>();
+  private readonly facts = new WeakMap<NetworkPolicy, PolicyFacts>();
 
   constructor(private readonly state: Pick<ClusterState, 'localPods' | 'localPodsIn'>) {}
 
@@ -103,27 +104,56 @@ export class PolicyTargets {
   }
 
   private checkPolicy(policy: NetworkPolicy): CheckedPolicy {
-    const found = this.validationOf(policy);
     // Targets depend on the policy and its namespace's local pods only: reuse them while neither changed.
     const local = this.state.localPodsIn(policy.namespace);
     const cached = this.checked.get(policy);
     if (cached && cached.local === local) return cached.checked;
-    const checked = this.checkTargets(policy, found, local);
+    const checked = this.checkTargets(policy, this.factsOf(policy), local);
     this.checked.set(policy, { local, checked });
     return checked;
   }
 
-  /** `local`: the local pods of the policy's namespace. */
-  private checkTargets(policy: NetworkPolicy, found: readonly Problem[], local: readonly Pod[]): CheckedPolicy {
-    const errors = found.filter((p) => p.severity === 'error');
-    // An invalid podSelector cannot say which pods it meant; failing closed means isolating the namespace.
-    const badSelector = errors.some((p) => p.field.startsWith('spec.podSelector'));
-    const targets = badSelector ? local : local.filter((p) => selectorMatches(policy.podSelector, p.labels));
+  /** What a policy says whatever pods it selects (a compiler asked for each node checks every policy on each). */
+  private factsOf(policy: NetworkPolicy): PolicyFacts {
+    let facts = this.facts.get(policy);
+    if (facts) return facts;
+    const errors = this.validationOf(policy).filter((p) => p.severity === 'error');
+    const key = `${policy.namespace}/${policy.name}`;
     // Any loading problem (wrong types, unknown values) invalidates the policy; semantic warnings do not.
     const valid = errors.length === 0 && (policy.problems?.length ?? 0) === 0;
-    return { policy, key: `${policy.namespace}/${policy.name}`, valid, types: policyTypes(policy), targets };
+    const types = policyTypes(policy);
+    facts = {
+      // An invalid podSelector cannot say which pods it meant; failing closed means isolating the namespace.
+      badSelector: errors.some((p) => p.field.startsWith('spec.podSelector')),
+      selectsNone: { policy, key, valid, types, targets: NO_PODS },
+    };
+    this.facts.set(policy, facts);
+    return facts;
+  }
+
+  /** `local`: the local pods of the policy's namespace. */
+  private checkTargets(policy: NetworkPolicy, facts: PolicyFacts, local: readonly Pod[]): CheckedPolicy {
+    let targets: readonly Pod[] | undefined;
+    if (facts.badSelector) targets = local;
+    else {
+      let matched: Pod[] | undefined;
+      for (const p of local) if (selectorMatches(policy.podSelector, p.labels)) (matched ??= []).push(p);
+      targets = matched;
+    }
+    // Most policies select no pod of a given node: nothing made for them.
+    if (!targets || targets.length === 0) return facts.selectsNone;
+    return { ...facts.selectsNone, targets };
   }
 }
+
+/** A policy's validity, types and key, as every check of its targets reads them. */
+interface PolicyFacts {
+  readonly badSelector: boolean;
+  /** The policy checked with no targets. */
+  readonly selectsNone: CheckedPolicy;
+}
+
+const NO_PODS: readonly Pod[] = [];
 
 const sameChecked = (a: readonly CheckedPolicy[] | undefined, b: readonly CheckedPolicy[]): boolean =>
   a !== undefined && a.length === b.length && a.every((cp, i) => cp === b[i]);

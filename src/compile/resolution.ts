@@ -39,6 +39,12 @@ class Selections<T> {
       const was = this.targetsOf.get(item) ?? NONE;
       if (was === targets) continue;
       this.targetsOf.set(item, targets);
+      // All joined or all left (a compiler moving to another node: every object's targets): no sets to build.
+      if (was.length === 0 || targets.length === 0) {
+        for (const pod of was) changeOf(pod).left.add(item);
+        for (const pod of targets) changeOf(pod).joined.push(item);
+        continue;
+      }
       const now = new Set(targets);
       const had = new Set(was);
       for (const pod of was) if (!now.has(pod)) changeOf(pod).left.add(item);
