@@ -430,14 +430,14 @@ function podProblems(bad: readonly Pod[]): Problem[] {
 const NO_PODS: readonly Pod[] = [];
 
 // The same array while the policy's targets are the same: named-port sets built from it are reused. The
-// targets themselves when all have an address of the family (single-stack clusters: every policy).
+// targets themselves when all have an address of the family (single-stack clusters: every policy), found
+// without a WeakMap entry per array: a compiler asked for each node in turn meets new arrays on every node.
 const targetsByFamily = new WeakMap<readonly Pod[], { 4?: readonly Pod[]; 6?: readonly Pod[] }>();
 function targetsOfFamily(targets: readonly Pod[], family: IpFamily): readonly Pod[] {
+  if (targets.every((p) => ipsOfFamily(p, family).length > 0)) return targets;
   let split = targetsByFamily.get(targets);
   if (!split) targetsByFamily.set(targets, (split = {}));
-  return (split[family] ??= targets.every((p) => ipsOfFamily(p, family).length > 0)
-    ? targets
-    : targets.filter((p) => ipsOfFamily(p, family).length > 0));
+  return (split[family] ??= targets.filter((p) => ipsOfFamily(p, family).length > 0));
 }
 
 interface RenderedEndpoints {

@@ -59,7 +59,7 @@ function workloadChainOf(
   const tiers = tiered ? tierChains(selection, direction, ctx, () => true) : NO_TIERS;
   const inTiers = tiered ? [...tiers.admin, ...tiers.baseline] : NO_NAMES;
   const auditedTiers = tiered ? tierChains(selection, direction, ctx, isAudited) : NO_TIERS;
-  const auditedPolicies = policyChainNames(selection, direction, ctx, true);
+  const { all: policyChains, audited: auditedPolicies } = policyChainLists(selection, direction, ctx);
   const audited = tiered ? [...auditedPolicies, ...auditedTiers.admin, ...auditedTiers.baseline] : auditedPolicies;
   // Verdict-only copies of the CNP chains, only for a pod judged twice (audit mode).
   let verdictChains: Map<ChainName, ChainName> | undefined;
@@ -76,7 +76,7 @@ function workloadChainOf(
       hostBits: familyBits(ctx.family),
       name: direction === 'ingress' ? names.toWorkload(podKey) : names.fromWorkload(podKey),
       direction,
-      policyChains: policyChainNames(selection, direction, ctx),
+      policyChains,
       tiers,
       ...(audited.length > 0 ? { audited } : {}),
       ...(verdictChains ? { verdictChains } : {}),
@@ -106,6 +106,23 @@ function policyChainNames(selection: EndpointSelection, direction: Direction, ct
   for (const p of selection.policies)
     if (p[direction] && (audited === undefined || p.audit === audited)) out.push(policyChainName(p, direction, ctx.names));
   return out;
+}
+
+/** The pod's NetworkPolicy chains in a direction, and the audited ones among them, in one walk. */
+function policyChainLists(
+  selection: EndpointSelection,
+  direction: Direction,
+  ctx: EndpointRenderContext,
+): { readonly all: ChainName[]; readonly audited: ChainName[] } {
+  const all: ChainName[] = [];
+  const audited: ChainName[] = [];
+  for (const p of selection.policies) {
+    if (!p[direction]) continue;
+    const name = policyChainName(p, direction, ctx.names);
+    all.push(name);
+    if (p.audit) audited.push(name);
+  }
+  return { all, audited };
 }
 
 /** The pod's CNP chains in a direction, per tier, in evaluation order ("CNPs with no ingress rules do not affect ingress"). */

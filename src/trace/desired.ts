@@ -39,6 +39,24 @@ class DesiredRule implements SavedRule {
 const saved = (rule: Rule): SavedRule => new DesiredRule(rule);
 
 /**
+ * A compiled chain as the tracer reads it, its rules wrapped when first read: a map holds every pod's chains
+ * and traces through a few pods of each kind, so most chains' rules are never read.
+ */
+class DesiredChain implements SavedChain {
+  readonly name: string;
+  readonly policy = '-';
+  private wrapped: SavedRule[] | undefined;
+
+  constructor(private readonly chain: Chain) {
+    this.name = chain.name;
+  }
+
+  get rules(): SavedRule[] {
+    return (this.wrapped ??= this.chain.rules.map(saved));
+  }
+}
+
+/**
  * Saved forms already made, by the compiled object they were made from: a caller reading the states of many
  * nodes (a map of the cluster) gets one saved form of a chain or set the compiler handed every node alike.
  */
@@ -58,7 +76,7 @@ export function rulesetOfDesired(state: FamilyState, forms?: SavedForms): { rule
   for (const chain of state.chains) {
     let form = forms?.chains.get(chain);
     if (!form) {
-      form = { name: chain.name, policy: '-', rules: chain.rules.map(saved) };
+      form = new DesiredChain(chain);
       forms?.chains.set(chain, form);
     }
     chains.set(chain.name, form);
