@@ -356,12 +356,12 @@ export class Compiler {
     // their sets requested again in one pass, instead of a walk over every policy and direction.
     const last = this.memory.lastPolicyChains.get(family);
     if (last?.policies === policies) {
-      sets.add(last.requests);
+      for (const list of last.requests) sets.add(list);
       return last;
     }
     const chains: Chain[] = [];
     const targetsByPolicy = new Map<NetworkPolicy, readonly Pod[]>();
-    const requests: SetRequest[] = [];
+    const requests: (readonly SetRequest[])[] = [];
     const render = { names: this.memory.names, settings };
     for (const cp of policies) {
       const targets = targetsOfFamily(cp.targets, family);
@@ -373,10 +373,10 @@ export class Compiler {
           policyChain({ policy: cp.policy, direction, family, valid: cp.valid }, render),
         );
         chains.push(rendered.chain);
-        requests.push(...rendered.sets);
+        requests.push(rendered.sets);
+        sets.add(rendered.sets);
       }
     }
-    sets.add(requests);
     const made = { policies, chains, targetsByPolicy, requests };
     this.memory.lastPolicyChains.set(family, made);
     return made;

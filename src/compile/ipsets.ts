@@ -100,10 +100,8 @@ export class IpSetRegistry {
 
   /** The first request of a name describes the set (its description names the rule that asked first). */
   add(requests: readonly SetRequest[]): void {
-    for (const req of requests) {
-      const name = nameOf(req, this.prefix, this.family);
-      if (!this.requests.has(name)) this.requests.set(name, req);
-    }
+    const names = namesOf(requests, this.prefix, this.family);
+    for (let i = 0; i < requests.length; i++) if (!this.requests.has(names[i]!)) this.requests.set(names[i]!, requests[i]!);
   }
 
   entries(): [IpSetName, SetRequest][] {
@@ -120,6 +118,17 @@ function nameOf(req: SetRequest, prefix: string, family: IpFamily): IpSetName {
   const name = ipSetNameFor(prefix, family, req.kind, req.key);
   namesOfRequests.set(req, { prefix, family, name });
   return name;
+}
+
+// A cached chain's requests come back as the same array on every compile: their names are kept with it, one
+// lookup per chain instead of one per set it names.
+const namesOfLists = new WeakMap<readonly SetRequest[], { readonly prefix: string; readonly family: IpFamily; readonly names: IpSetName[] }>();
+function namesOf(requests: readonly SetRequest[], prefix: string, family: IpFamily): readonly IpSetName[] {
+  const known = namesOfLists.get(requests);
+  if (known && known.prefix === prefix && known.family === family) return known.names;
+  const names = requests.map((req) => nameOf(req, prefix, family));
+  namesOfLists.set(requests, { prefix, family, names });
+  return names;
 }
 
 export interface MemberContext {

@@ -108,7 +108,8 @@ const byName = (a: PolicyRef, b: PolicyRef): number => cmp(a.name, b.name);
 
 /** One reference per object key while what it says is the same, whatever objects it was read from. */
 class Refs<T extends object, R> {
-  private readonly byObject = new WeakMap<T, R>();
+  /** Per object its reference and its key (built once: every compile that sees the object marks it by key). */
+  private readonly byObject = new WeakMap<T, { readonly ref: R; readonly key: string }>();
   private byKey = new Map<string, R>();
   private nextByKey = new Map<string, R>();
 
@@ -118,16 +119,16 @@ class Refs<T extends object, R> {
   ) {}
 
   of(item: T): R {
-    let ref = this.byObject.get(item);
-    if (ref === undefined) {
+    let known = this.byObject.get(item);
+    if (known === undefined) {
       const key = this.keyOf(item);
       const fresh = this.read(item);
-      const known = this.byKey.get(key) ?? this.nextByKey.get(key);
-      ref = known !== undefined && sameData(known, fresh) ? known : fresh;
-      this.byObject.set(item, ref);
+      const before = this.byKey.get(key) ?? this.nextByKey.get(key);
+      known = { ref: before !== undefined && sameData(before, fresh) ? before : fresh, key };
+      this.byObject.set(item, known);
     }
-    this.nextByKey.set(this.keyOf(item), ref);
-    return ref;
+    this.nextByKey.set(known.key, known.ref);
+    return known.ref;
   }
 
   /** After each compile: forget the keys it did not see. */

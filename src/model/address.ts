@@ -107,6 +107,10 @@ export function canonicalIp(text: unknown): string | undefined {
 
 /** The family of an address a pod can own; undefined for text that is not one, or for 0.0.0.0 / ::. */
 export function podAddressFamily(text: string): IpFamily | undefined {
+  // A dotted quad is read from its characters (as parseIp reads it first): cheaper than finding it again among
+  // every address parsed, which the compiler would do for each local pod and policy target on every compile.
+  const v4 = strictV4Value(text);
+  if (v4 !== undefined) return v4 !== 0 ? 4 : undefined;
   const ip = parseIp(text);
   return ip && ip.value !== 0n ? ip.family : undefined;
 }
