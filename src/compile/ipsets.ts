@@ -22,7 +22,7 @@ import {
   type Pod,
   type PolicyPeer,
 } from '../model/index.js';
-import { containsIp, parseIp, type Cidr } from '../model/address.js';
+import { containsIp, parseIp, strictV4Value, type Cidr } from '../model/address.js';
 import { ipsOfFamily, type ClusterState, type Selection } from './cluster-state.js';
 import { ipSetNameFor, type SetKind } from './names.js';
 import { selectorMatches } from './selectors.js';
@@ -349,11 +349,8 @@ export function sortMembers(members: Iterable<string>): string[] {
 /** 2^21: an index below it times a 32-bit value stays an exact float (2^53). */
 const INDEX_RANGE = 2_097_152;
 
-/** The value of a plain IPv4 address (strict dotted quad), else undefined. */
-function v4Value(member: string): number | undefined {
-  const ip = member.length <= 15 && !member.includes(':') ? parseIp(member) : undefined;
-  return ip?.family === 4 ? Number(ip.value) : undefined;
-}
+/** The value of a plain IPv4 address (strict dotted quad), else undefined: read from its characters, as parseIp reads it. */
+const v4Value = (member: string): number | undefined => (member.length <= 15 ? strictV4Value(member) : undefined);
 
 /**
  * sortMembers' order for two members. Two plain IPv4 addresses compare by value, which is the order of
@@ -405,7 +402,9 @@ function patchMembers(
 /** `now` in sortMembers order, given the sorted members a set had before. */
 function resortMembers(before: readonly string[], now: ReadonlySet<string>): readonly string[] {
   const kept = before.filter((m) => now.has(m));
-  return kept.length === now.size ? kept : mergeMembers(kept, now);
+  if (kept.length === now.size) return kept;
+  // Nothing kept (another node's named-port targets): the members sorted, with no merge to walk.
+  return kept.length === 0 ? sortMembers(now) : mergeMembers(kept, now);
 }
 
 /**

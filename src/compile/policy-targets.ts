@@ -31,7 +31,6 @@ export class PolicyTargets {
   private lastActive: readonly CheckedPolicy[] | undefined;
   private localNamespaces: { readonly local: readonly Pod[]; readonly sorted: readonly string[] } = { local: [], sorted: [] };
   private readonly validations = new WeakMap<NetworkPolicy, readonly Problem[]>();
-  private readonly checked = new WeakMap<NetworkPolicy, { readonly local: readonly Pod[]; readonly checked: CheckedPolicy }>();
   private readonly facts = new WeakMap<NetworkPolicy, PolicyFacts>();
 
   constructor(private readonly state: Pick<ClusterState, 'localPods' | 'localPodsIn'>) {}
@@ -93,7 +92,11 @@ export class PolicyTargets {
       const localIn = this.state.localPodsIn(ns);
       let entry = this.activeByNamespace.get(ns);
       if (entry?.policies !== policies || entry.local !== localIn) {
-        const active = policies.map((p) => this.checkPolicy(p)).filter((cp) => cp.targets.length > 0);
+        const active: CheckedPolicy[] = [];
+        for (const p of policies) {
+          const cp = this.checkPolicy(p, localIn);
+          if (cp.targets.length > 0) active.push(cp);
+        }
         moved ||= !sameChecked(entry?.active, active);
         this.activeByNamespace.set(ns, (entry = { policies, local: localIn, active }));
       }
@@ -103,14 +106,12 @@ export class PolicyTargets {
     return this.lastActive;
   }
 
-  private checkPolicy(policy: NetworkPolicy): CheckedPolicy {
+  /** `local`: the local pods of the policy's namespace. */
+  private checkPolicy(policy: NetworkPolicy, local: readonly Pod[]): CheckedPolicy {
+    const facts = this.factsOf(policy);
     // Targets depend on the policy and its namespace's local pods only: reuse them while neither changed.
-    const local = this.state.localPodsIn(policy.namespace);
-    const cached = this.checked.get(policy);
-    if (cached && cached.local === local) return cached.checked;
-    const checked = this.checkTargets(policy, this.factsOf(policy), local);
-    this.checked.set(policy, { local, checked });
-    return checked;
+    if (facts.last?.local !== local) facts.last = { local, checked: this.checkTargets(policy, facts, local) };
+    return facts.last.checked;
   }
 
   /** What a policy says whatever pods it selects (a compiler asked for each node checks every policy on each). */
@@ -126,6 +127,7 @@ export class PolicyTargets {
       // An invalid podSelector cannot say which pods it meant; failing closed means isolating the namespace.
       badSelector: errors.some((p) => p.field.startsWith('spec.podSelector')),
       selectsNone: { policy, key, valid, types, targets: NO_PODS },
+      last: undefined,
     };
     this.facts.set(policy, facts);
     return facts;
@@ -146,11 +148,13 @@ export class PolicyTargets {
   }
 }
 
-/** A policy's validity, types and key, as every check of its targets reads them. */
+/** A policy's validity, types and key, as every check of its targets reads them, and its last check. */
 interface PolicyFacts {
   readonly badSelector: boolean;
   /** The policy checked with no targets. */
   readonly selectsNone: CheckedPolicy;
+  /** The last check, with the local pods of the policy's namespace it was made against. */
+  last: { readonly local: readonly Pod[]; readonly checked: CheckedPolicy } | undefined;
 }
 
 const NO_PODS: readonly Pod[] = [];

@@ -24,8 +24,8 @@ class Selections<T> {
 
   constructor(private readonly before: (a: T, b: T) => number) {}
 
-  /** `current`: every object that selects a local pod now. */
-  update(current: Iterable<Selecting<T>>): void {
+  /** `current`: every object that selects a local pod now, each read as its reference by `ref`. */
+  update<S>(current: Iterable<Selecting<S>>, ref: (item: S) => T): void {
     const seen = new Set<T>();
     // Joins and leaves gathered per pod first: each touched pod's list is then rebuilt once.
     const changes = new Map<Pod, { readonly joined: T[]; readonly left: Set<T> }>();
@@ -34,7 +34,9 @@ class Selections<T> {
       if (!change) changes.set(pod, (change = { joined: [], left: new Set() }));
       return change;
     };
-    for (const { item, targets } of current) {
+    for (const selecting of current) {
+      const item = ref(selecting.item);
+      const targets = selecting.targets;
       seen.add(item);
       const was = this.targetsOf.get(item) ?? NONE;
       if (was === targets) continue;
@@ -174,10 +176,10 @@ export class EndpointResolver {
   update(policies: readonly Selecting<NetworkPolicy>[], clusterPolicies: Iterable<Selecting<ClusterNetworkPolicy>>): void {
     if (policies !== this.lastPolicies) {
       this.lastPolicies = policies;
-      this.policies.update(refsOf(policies, this.policyRefs));
+      this.policies.update(policies, (p) => this.policyRefs.of(p));
       this.policyRefs.rotate();
     }
-    this.clusterPolicies.update(refsOf(clusterPolicies, this.clusterPolicyRefs));
+    this.clusterPolicies.update(clusterPolicies, (c) => this.clusterPolicyRefs.of(c));
     this.clusterPolicyRefs.rotate();
   }
   private lastPolicies: readonly Selecting<NetworkPolicy>[] | undefined;
@@ -185,8 +187,4 @@ export class EndpointResolver {
   selectionOf(pod: Pod): EndpointSelection {
     return { policies: this.policies.of(pod), clusterPolicies: this.clusterPolicies.of(pod) };
   }
-}
-
-function* refsOf<T extends object, R>(list: Iterable<Selecting<T>>, refs: Refs<T, R>): Iterable<Selecting<R>> {
-  for (const { item, targets } of list) yield { item: refs.of(item), targets };
 }

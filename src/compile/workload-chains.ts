@@ -59,7 +59,7 @@ export function workloadChain(input: WorkloadChainInput, settings: NodeSettings)
     });
   } else {
     for (const target of input.policyChains) {
-      rules.push({ match: NO_MATCH, action: { kind: 'jump', target } });
+      rules.push(jumpTo(target));
       rules.push(fixed.returnIfAccepted);
     }
     rules.push(...flowLogRules(settings.flowLog, { kind: 'isolated', chain: input.name }));
@@ -70,6 +70,18 @@ export function workloadChain(input: WorkloadChainInput, settings: NodeSettings)
 }
 
 const NO_MATCH: readonly Match[] = [];
+
+// A jump to a policy chain, one per chain name: every pod a policy selects jumps to it alike. Bounded as the
+// chain-name memos are (names.ts).
+const jumps = new Map<ChainName, Rule>();
+function jumpTo(target: ChainName): Rule {
+  let rule = jumps.get(target);
+  if (!rule) {
+    if (jumps.size >= 200_000) jumps.clear();
+    jumps.set(target, (rule = { match: NO_MATCH, action: { kind: 'jump', target } }));
+  }
+  return rule;
+}
 
 /** The rules every plain workload chain holds alike. */
 interface FixedRules {

@@ -52,7 +52,7 @@ const strictV6Form = (text: string): boolean => !text.includes('%') && ipaddr.IP
  * reject IPv4 IPs with leading "0"s". ipaddr.js would read `010.10.0.0` as octal 8.10.0.0. Read character
  * by character: every pod address and every ipBlock except comes through here once.
  */
-function strictV4Value(text: string): number | undefined {
+export function strictV4Value(text: string): number | undefined {
   let value = 0;
   let octet = 0;
   let digits = 0;
