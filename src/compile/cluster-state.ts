@@ -387,6 +387,9 @@ export class ClusterState {
       if (pods.length > 0) this.localByNamespace.set(ns, pods);
       else this.localByNamespace.delete(ns);
     }
-    this.local = [...this.localByNamespace.keys()].sort(cmp).flatMap((ns) => this.localByNamespace.get(ns)!);
+    // A loop, not flatMap: asked on every node a compiler moves to.
+    const local: Pod[] = [];
+    for (const ns of [...this.localByNamespace.keys()].sort(cmp)) for (const pod of this.localByNamespace.get(ns)!) local.push(pod);
+    this.local = local;
   }
 }
