@@ -164,14 +164,18 @@ export function admit(policies: readonly NetworkPolicy[], budget: NodeBudget): A
 function withinWholeBudget(policies: readonly NetworkPolicy[], budget: NodeBudget): Admission | undefined {
   let most = 0;
   let rules = 0;
+  // Only ipBlock sets count, and most policies have none: those with some are kept for the second walk.
+  const withSets: PolicyCost[] = [];
   for (const policy of policies) {
     const cost = policyCost(policy);
-    for (const [, members] of cost.sets) most += members;
     rules += cost.rules;
+    if (cost.sets.length === 0) continue;
+    withSets.push(cost);
+    for (const [, members] of cost.sets) most += members;
   }
   if (most > budget.setMembers || rules > budget.rules) return undefined;
   const counted = new Map<string, number>();
-  for (const policy of policies) for (const [key, members] of policyCost(policy).sets) if (!counted.has(key)) counted.set(key, members);
+  for (const cost of withSets) for (const [key, members] of cost.sets) if (!counted.has(key)) counted.set(key, members);
   let setMembers = 0;
   for (const members of counted.values()) setMembers += members;
   return { refused: new Set(), problems: [], used: { setMembers, rules } };

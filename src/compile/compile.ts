@@ -56,8 +56,6 @@ export function compile(snapshot: ClusterSnapshot, settings: NodeSettings): Comp
 
 export class Compiler {
   private readonly state = new ClusterState();
-  /** Other nodes' memories, by node name, for a compiler asked for each node of a cluster in turn (map). */
-  private readonly otherNodes = new Map<string, RenderMemory>();
   /** Everything rendered that the next compile may reuse, made from the settings (render-memory.ts). */
   private memory = new RenderMemory(undefined);
   /** The snapshot compiled last: the next one of the same source can say what changed since. */
@@ -126,17 +124,13 @@ export class Compiler {
 
   /**
    * New settings: nothing rendered before is reused, except what every node renders alike when only the node
-   * changed, and that node's own memory when it was compiled before with these settings (a compiler asked
-   * for each node of a cluster in turn, then for each node of a changed cluster, as a diff of two maps does).
+   * changed. The last node's own memory is let go: a map compiles each node's two clusters one after the
+   * other and never comes back to a node, and what one node kept (its pods' chains, their keys, its dispatch
+   * trees) would otherwise stay alive, and be copied by the collector, through every node after it.
    */
   private memoryFor(settings: NodeSettings): RenderMemory {
     const last = this.memory;
-    const wide = last.clusterWide.fits(settings) ? last.clusterWide : undefined;
-    if (!wide) this.otherNodes.clear();
-    else if (last.settings && last.settings.nodeName !== settings.nodeName) this.otherNodes.set(last.settings.nodeName, last);
-    const kept = this.otherNodes.get(settings.nodeName);
-    this.otherNodes.delete(settings.nodeName);
-    return kept && kept.clusterWide === wide && sameData(kept.settings, settings) ? kept : new RenderMemory(settings, wide);
+    return new RenderMemory(settings, last.clusterWide.fits(settings) ? last.clusterWide : undefined);
   }
 
   /**
@@ -363,8 +357,11 @@ export class Compiler {
     const targetsByPolicy = new Map<NetworkPolicy, readonly Pod[]>();
     const requests: (readonly SetRequest[])[] = [];
     const render = { names: this.memory.names, settings };
+    // Targets are local pods: when every local pod has an address of the family, so has every target, and
+    // no target need be looked at (a compiler asked for each node in turn does this for every policy).
+    const allOfFamily = this.localPodsAllOf(family);
     for (const cp of policies) {
-      const targets = targetsOfFamily(cp.targets, family);
+      const targets = allOfFamily ? cp.targets : targetsOfFamily(cp.targets, family);
       if (targets.length === 0) continue;
       targetsByPolicy.set(cp.policy, targets);
       for (const direction of ['ingress', 'egress'] as const) {
@@ -381,6 +378,19 @@ export class Compiler {
     this.memory.lastPolicyChains.set(family, made);
     return made;
   }
+
+  /** Whether every local pod has an address of the family; decided again only when the local pods moved. */
+  private localPodsAllOf(family: IpFamily): boolean {
+    const local = this.state.localPods;
+    if (this.localFamilies?.local !== local)
+      this.localFamilies = {
+        local,
+        4: local.every((p) => ipsOfFamily(p, 4).length > 0),
+        6: local.every((p) => ipsOfFamily(p, 6).length > 0),
+      };
+    return this.localFamilies[family];
+  }
+  private localFamilies: { readonly local: readonly Pod[]; readonly 4: boolean; readonly 6: boolean } | undefined;
 
   /**
    * The dispatch tree of one side: rebuilt only when its entries changed; a pod coming or going changes one
