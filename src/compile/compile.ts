@@ -31,7 +31,7 @@ import { ClusterPolicyCompiler, type CnpFamilyResult } from './cluster-policy.js
 import { ClusterState, ipsOfFamily } from './cluster-state.js';
 import type { DispatchEntry } from './dispatch.js';
 import { dispatchSideChains } from './dispatch-sides.js';
-import { endpointChains, type EndpointRenderContext } from './endpoint-chains.js';
+import { endpointChains, type EndpointChains, type EndpointRenderContext } from './endpoint-chains.js';
 import { IpSetRegistry, sortMembers, type SetRequest } from './ipsets.js';
 import { ipSetNameFor } from './names.js';
 import { sameData } from './memo.js';
@@ -257,8 +257,8 @@ export class Compiler {
   }
 
   /** Every local pod of the family rendered from its resolved selection, and the dispatch entries to its chains. */
-  private endpointsOf(render: EndpointRenderContext, cnp: CnpFamilyResult | undefined, shared: SharedAddresses): RenderedEndpoints {
-    const { family, names, settings, hostSide } = render;
+  private endpointsOf(context: EndpointRenderContext, cnp: CnpFamilyResult | undefined, shared: SharedAddresses): RenderedEndpoints {
+    const { family, names, settings, hostSide } = context;
     const out: RenderedEndpoints = { workload: [], toNode: [], entries: { from: [], to: [], host: [] } };
     const lastOfPod = this.memory.podEndpoints[family];
     for (const pod of this.state.localPods) {
@@ -284,16 +284,20 @@ export class Compiler {
         continue;
       }
       const ip = ips[0]!;
-      // Everything the chains depend on (the settings are fixed for this Compiler).
-      const key = [family, hostSide, pod.namespace, pod.name, ip, selection.policies, selection.clusterPolicies] as const;
       // Interned when made (the memo keeps the interned objects) and again when used (then the same object
       // comes back at once): a pod re-rendered because an object selecting it was replaced keeps the chain
       // objects whose content stayed the same.
       const intern = (chain: Chain): Chain => this.memory.interned.intern(family, chain);
-      const chains = this.memory.endpoints.get(key, () => {
-        const made = endpointChains({ podKey: `${pod.namespace}/${pod.name}`, ip }, selection, render);
+      const render = (): EndpointChains => {
+        const made = endpointChains({ podKey: `${pod.namespace}/${pod.name}`, ip }, selection, context);
         return { ...made, ingress: intern(made.ingress), egress: intern(made.egress), ...(made.host ? { host: intern(made.host) } : {}) };
-      });
+      };
+      // Everything the chains depend on (the settings are fixed for this Compiler). A compiler asked for each
+      // node in turn renders each pod once (its next compile of the node reuses the pod as rendered, above)
+      // and never comes back to the node: it keeps no memo, which would cost a key and nested maps per pod.
+      const chains = this.everyNode
+        ? render()
+        : this.memory.endpoints.get([family, hostSide, pod.namespace, pod.name, ip, selection.policies, selection.clusterPolicies], render);
       const used = { ...chains, ingress: intern(chains.ingress), egress: intern(chains.egress) };
       if (chains.host) used.host = intern(chains.host);
       out.workload.push(used.ingress, used.egress);
