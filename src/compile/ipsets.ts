@@ -144,7 +144,7 @@ export interface MemberContext {
 
 /** A resolved set, with the stamp of the inputs it was built from (cache key across compiles). */
 interface Built {
-  readonly stamp: string;
+  readonly stamp: Stamp;
   readonly set: IpSet;
   /** For pod-selector sets: the selection version the members reflect. */
   readonly version?: number;
@@ -171,12 +171,15 @@ export class IpSetBuilder {
     this.node = node;
     const out: IpSet[] = [];
     for (const [name, req] of registry.entries()) {
-      const stamp = stampOf(req.spec, ctx);
+      const tag = stampTag(req.spec);
+      const value = stampValue(req.spec, ctx);
+      const shared = tag === 'fixed' || tag === 'listed' ? 0 : ctx.state.sharedVersion;
       const old = this.previous.get(name);
+      const sameStamp = old !== undefined && old.stamp.tag === tag && old.stamp.value === value && old.stamp.shared === shared;
       let built: Built;
-      if (old && old.stamp === stamp && old.set.description === req.description) {
+      if (sameStamp && old.set.description === req.description) {
         built = old;
-      } else if (old && old.stamp === stamp) {
+      } else if (sameStamp) {
         // Only the description moved (another rule asked first): the members are the same list.
         built = { ...old, set: { ...old.set, description: req.description } };
       } else {
@@ -202,7 +205,7 @@ export class IpSetBuilder {
             };
         if (old && patched && set !== old.set) recordMemberDelta(set, old.set, patched.delta);
         built = {
-          stamp,
+          stamp: { tag, value, shared },
           set,
           ...(selection ? { version: selection.version } : {}),
           sharedVersion: ctx.state.sharedVersion,
@@ -225,30 +228,56 @@ function objectId(o: object): number {
   return id;
 }
 
-/** A string that changes whenever the members might. */
-function stampOf(spec: MemberSpec, ctx: MemberContext): string {
-  if (spec.kind === 'listed') return spec.members.join(',');
-  return spec.kind === 'cidrs' || spec.kind === 'learned' ? 'fixed' : `${podStampOf(spec, ctx)}x${ctx.state.sharedVersion}`;
+/**
+ * What the members of a set were made from, in three parts that change whenever the members might: the kind of
+ * input (`tag`), its version or identity, or the listed members themselves (`value`), and the shared-address
+ * version (shared addresses are left out of pod sets). Compared part by part: no string is built per set on
+ * every compile.
+ */
+interface Stamp {
+  readonly tag: StampTag;
+  readonly value: number | string;
+  readonly shared: number;
 }
 
-function podStampOf(spec: MemberSpec, ctx: MemberContext): string {
+type StampTag = 'listed' | 'fixed' | 'selection' | 'targets' | 'all-pods' | 'nodes';
+
+function stampTag(spec: MemberSpec): StampTag {
   switch (spec.kind) {
-    case 'selector':
-      return `s${ctx.state.select(spec.peer, spec.namespace).version}`;
+    case 'listed':
+      return 'listed';
     case 'cidrs':
     case 'learned':
-    case 'listed':
       return 'fixed';
+    case 'selector':
+      return 'selection';
     case 'named-targets':
-      return `t${objectId(ctx.targetsOf(spec.policy))}`;
-    case 'named-pods':
-      return spec.scope.kind === 'selector'
-        ? `s${ctx.state.select(spec.scope.peer, spec.scope.namespace).version}`
-        : `a${ctx.state.allPodsVersion}`;
-    case 'node-ips':
-      return `n${objectId(ctx.nodes ?? NO_NODES)}`;
     case 'named-subjects':
-      return `t${objectId(ctx.subjectsOf?.(spec.cnp) ?? NO_PODS)}`;
+      return 'targets';
+    case 'named-pods':
+      return spec.scope.kind === 'selector' ? 'selection' : 'all-pods';
+    case 'node-ips':
+      return 'nodes';
+  }
+}
+
+function stampValue(spec: MemberSpec, ctx: MemberContext): number | string {
+  switch (spec.kind) {
+    case 'listed':
+      return spec.members.join(',');
+    case 'cidrs':
+    case 'learned':
+      return 0;
+    case 'selector':
+      return ctx.state.select(spec.peer, spec.namespace).version;
+    case 'named-targets':
+      return objectId(ctx.targetsOf(spec.policy));
+    case 'named-pods':
+      return spec.scope.kind === 'selector' ? ctx.state.select(spec.scope.peer, spec.scope.namespace).version : ctx.state.allPodsVersion;
+    case 'node-ips':
+      return objectId(ctx.nodes ?? NO_NODES);
+    case 'named-subjects':
+      return objectId(ctx.subjectsOf?.(spec.cnp) ?? NO_PODS);
   }
 }
 
@@ -263,8 +292,11 @@ function peerIps(pod: Pod, family: IpFamily, state: ClusterState): readonly stri
 
 function membersOf(spec: MemberSpec, ctx: MemberContext): string[] {
   switch (spec.kind) {
-    case 'selector':
-      return [...ctx.state.select(spec.peer, spec.namespace).pods.values()].flatMap((p) => peerIps(p, ctx.family, ctx.state));
+    case 'selector': {
+      const out: string[] = [];
+      for (const p of ctx.state.select(spec.peer, spec.namespace).pods.values()) for (const ip of peerIps(p, ctx.family, ctx.state)) out.push(ip);
+      return out;
+    }
     case 'cidrs':
     case 'listed':
       return [...spec.members];
