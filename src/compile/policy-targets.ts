@@ -6,7 +6,7 @@ import type { ClusterSnapshot, NetworkPolicy, Pod, PolicyType, Problem, Snapshot
 import type { ClusterState } from './cluster-state.js';
 import { policyTypes } from './policy-chains.js';
 import { byNamespaceKey, PolicyIndex } from './policy-index.js';
-import { selectorMatches } from './selectors.js';
+import { matcherMatches, selectorMatcher, type SelectorMatcher } from './selectors.js';
 import { validatePolicy } from './validate.js';
 
 export interface CheckedPolicy {
@@ -126,6 +126,7 @@ export class PolicyTargets {
     facts = {
       // An invalid podSelector cannot say which pods it meant; failing closed means isolating the namespace.
       badSelector: errors.some((p) => p.field.startsWith('spec.podSelector')),
+      podSelector: selectorMatcher(policy.podSelector),
       selectsNone: { policy, key, valid, types, targets: NO_PODS },
       last: undefined,
     };
@@ -139,7 +140,7 @@ export class PolicyTargets {
     if (facts.badSelector) targets = local;
     else {
       let matched: Pod[] | undefined;
-      for (const p of local) if (selectorMatches(policy.podSelector, p.labels)) (matched ??= []).push(p);
+      for (const p of local) if (matcherMatches(facts.podSelector, p.labels)) (matched ??= []).push(p);
       targets = matched;
     }
     // Most policies select no pod of a given node: nothing made for them.
@@ -151,6 +152,7 @@ export class PolicyTargets {
 /** A policy's validity, types and key, as every check of its targets reads them, and its last check. */
 interface PolicyFacts {
   readonly badSelector: boolean;
+  readonly podSelector: SelectorMatcher;
   /** The policy checked with no targets. */
   readonly selectsNone: CheckedPolicy;
   /** The last check, with the local pods of the policy's namespace it was made against. */
