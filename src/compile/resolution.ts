@@ -47,10 +47,12 @@ class Selections<T> {
         for (const pod of targets) changeOf(pod).joined.push(item);
         continue;
       }
-      const now = new Set(targets);
-      const had = new Set(was);
-      for (const pod of was) if (!now.has(pod)) changeOf(pod).left.add(item);
-      for (const pod of targets) if (!had.has(pod)) changeOf(pod).joined.push(item);
+      // A few pods each (an object's targets on one node): looked up in the lists themselves, no sets built.
+      const small = was.length * targets.length <= 64;
+      const now = small ? undefined : new Set(targets);
+      const had = small ? undefined : new Set(was);
+      for (const pod of was) if (!(now ? now.has(pod) : targets.includes(pod))) changeOf(pod).left.add(item);
+      for (const pod of targets) if (!(had ? had.has(pod) : was.includes(pod))) changeOf(pod).joined.push(item);
     }
     for (const [item, was] of this.targetsOf) {
       if (seen.has(item)) continue;
