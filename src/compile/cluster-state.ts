@@ -243,9 +243,9 @@ export class ClusterState {
       const value = pod.labels[label]!;
       let byValue = this.peersByLabel.get(label);
       if (add) {
-        if (!byValue) this.peersByLabel.set(label, (byValue = new Map()));
+        if (!byValue) this.peersByLabel.set(label, (byValue = new Map<string, Map<string, Pod>>()));
         let pods = byValue.get(value);
-        if (!pods) byValue.set(value, (pods = new Map()));
+        if (!pods) byValue.set(value, (pods = new Map<string, Pod>()));
         pods.set(key, pod);
         continue;
       }

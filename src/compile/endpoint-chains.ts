@@ -151,9 +151,10 @@ const cnpNames = new WeakMap<ClusterPolicyRef, TupleMap<readonly [string, Direct
 function policyChainName(policy: PolicyRef, direction: Direction, names: ChainNames): ChainName {
   let known = policyNames.get(policy);
   if (known?.names !== names) policyNames.set(policy, (known = { names }));
-  return (known[direction] ??= direction === 'ingress'
-    ? names.policyIngress(`${policy.namespace}/${policy.name}`)
-    : names.policyEgress(`${policy.namespace}/${policy.name}`));
+  return (known[direction] ??=
+    direction === 'ingress'
+      ? names.policyIngress(`${policy.namespace}/${policy.name}`)
+      : names.policyEgress(`${policy.namespace}/${policy.name}`));
 }
 
 function cnpChainNameOf(cnp: ClusterPolicyRef, prefix: string, direction: Direction, verdictOnly: boolean): ChainName {

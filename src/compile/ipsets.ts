@@ -122,7 +122,10 @@ function nameOf(req: SetRequest, prefix: string, family: IpFamily): IpSetName {
 
 // A cached chain's requests come back as the same array on every compile: their names are kept with it, one
 // lookup per chain instead of one per set it names.
-const namesOfLists = new WeakMap<readonly SetRequest[], { readonly prefix: string; readonly family: IpFamily; readonly names: IpSetName[] }>();
+const namesOfLists = new WeakMap<
+  readonly SetRequest[],
+  { readonly prefix: string; readonly family: IpFamily; readonly names: IpSetName[] }
+>();
 function namesOf(requests: readonly SetRequest[], prefix: string, family: IpFamily): readonly IpSetName[] {
   const known = namesOfLists.get(requests);
   if (known && known.prefix === prefix && known.family === family) return known.names;
@@ -294,7 +297,8 @@ function membersOf(spec: MemberSpec, ctx: MemberContext): string[] {
   switch (spec.kind) {
     case 'selector': {
       const out: string[] = [];
-      for (const p of ctx.state.select(spec.peer, spec.namespace).pods.values()) for (const ip of peerIps(p, ctx.family, ctx.state)) out.push(ip);
+      for (const p of ctx.state.select(spec.peer, spec.namespace).pods.values())
+        for (const ip of peerIps(p, ctx.family, ctx.state)) out.push(ip);
       return out;
     }
     case 'cidrs':

@@ -96,7 +96,7 @@ interface FixedRules {
 const fixedByMarks = new Map<number, Map<number, FixedRules>>();
 function fixedRules(accept: number, all: number): FixedRules {
   let byAll = fixedByMarks.get(accept);
-  if (!byAll) fixedByMarks.set(accept, (byAll = new Map()));
+  if (!byAll) fixedByMarks.set(accept, (byAll = new Map<number, FixedRules>()));
   let fixed = byAll.get(all);
   if (!fixed)
     byAll.set(

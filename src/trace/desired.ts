@@ -76,7 +76,9 @@ const sameItems = <T>(a: readonly T[], b: readonly T[]): boolean => a.length ===
 export function rulesetOfDesired(state: FamilyState, forms?: SavedForms): { ruleset: Ruleset; ipsets: IpSets } {
   const last = forms?.last;
   const ruleset =
-    last && last.hooks === state.hooks && sameItems(last.chains, state.chains) ? last.ruleset : { name: 'filter', chains: chainsOf(state, forms) };
+    last && last.hooks === state.hooks && sameItems(last.chains, state.chains)
+      ? last.ruleset
+      : { name: 'filter', chains: chainsOf(state, forms) };
   const lastSets = forms?.lastSets;
   const ipsets = lastSets && sameItems(lastSets.sets, state.ipsets) ? lastSets.ipsets : setsOf(state, forms);
   if (forms) {
