@@ -40,10 +40,16 @@ export class ClusterState {
   /** The same peers by node: a compiler asked for each node in turn finds a node's pods without walking all. */
   private readonly peersByNode = new Map<string, Map<string, Pod>>();
   /**
-   * The same peers by label (key, then value): a new selection with a namespaceSelector starts from the pods
-   * carrying one label its podSelector asks for, not from every pod of every namespace it selects.
+   * The same peers by label (key, then value), when asked for: a new selection starts from the pods carrying
+   * one label its podSelector asks for, not from every pod of every namespace it selects. Kept by a compiler
+   * asked for each node in turn (a map fills a selection for every peer the policies name); a daemon fills a
+   * few after its first compile and keeps its memory instead (some 140 bytes per pod).
    */
-  private readonly peersByLabel = new Map<string, Map<string, Map<string, Pod>>>();
+  private readonly peersByLabel: Map<string, Map<string, Map<string, Pod>>> | undefined;
+
+  constructor(options: { readonly labelIndex?: boolean } = {}) {
+    this.peersByLabel = options.labelIndex ? new Map() : undefined;
+  }
   private readonly nsLabels = new Map<string, Labels>();
   private readonly selections = new Map<string, SelectionEntry>();
   private readonly byNamespace = new Map<string, Set<SelectionEntry>>();
@@ -213,7 +219,7 @@ export class ClusterState {
       : [entry.namespace];
     // Then by one label the podSelector asks for, when fewer pods carry it than those namespaces hold (the
     // order the pods are found in does not matter: a set's members are sorted).
-    const carrying = podSelector ? this.carrying(podSelector.matchLabels) : undefined;
+    const carrying = podSelector && this.peersByLabel ? this.carrying(this.peersByLabel, podSelector.matchLabels) : undefined;
     if (carrying && carrying.size < namespaces.reduce((n, ns) => n + (this.peersByNamespace.get(ns)?.size ?? 0), 0)) {
       const inScope = new Set(namespaces);
       for (const [key, pod] of carrying)
@@ -228,22 +234,27 @@ export class ClusterState {
   }
 
   /** The peers carrying the first label of `matchLabels` (by key); undefined when it asks for none. */
-  private carrying(matchLabels: Labels): ReadonlyMap<string, Pod> | undefined {
+  private carrying(
+    index: ReadonlyMap<string, ReadonlyMap<string, ReadonlyMap<string, Pod>>>,
+    matchLabels: Labels,
+  ): ReadonlyMap<string, Pod> | undefined {
     for (const label in matchLabels) {
       if (!Object.hasOwn(matchLabels, label)) continue;
-      return this.peersByLabel.get(label)?.get(matchLabels[label]!) ?? NO_PEERS;
+      return index.get(label)?.get(matchLabels[label]!) ?? NO_PEERS;
     }
     return undefined;
   }
 
   /** Adds a peer to (or removes it from) the label index. */
   private indexLabels(pod: Pod, key: string, add: boolean): void {
+    const index = this.peersByLabel;
+    if (!index) return;
     for (const label in pod.labels) {
       if (!Object.hasOwn(pod.labels, label)) continue;
       const value = pod.labels[label]!;
-      let byValue = this.peersByLabel.get(label);
+      let byValue = index.get(label);
       if (add) {
-        if (!byValue) this.peersByLabel.set(label, (byValue = new Map<string, Map<string, Pod>>()));
+        if (!byValue) index.set(label, (byValue = new Map<string, Map<string, Pod>>()));
         let pods = byValue.get(value);
         if (!pods) byValue.set(value, (pods = new Map<string, Pod>()));
         pods.set(key, pod);
@@ -254,7 +265,7 @@ export class ClusterState {
       pods.delete(key);
       if (pods.size > 0) continue;
       byValue!.delete(value);
-      if (byValue!.size === 0) this.peersByLabel.delete(label);
+      if (byValue!.size === 0) index.delete(label);
     }
   }
 

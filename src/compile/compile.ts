@@ -55,7 +55,7 @@ export function compile(snapshot: ClusterSnapshot, settings: NodeSettings): Comp
 }
 
 export class Compiler {
-  private readonly state = new ClusterState();
+  private readonly state: ClusterState;
   /** Everything rendered that the next compile may reuse, made from the settings (render-memory.ts). */
   private memory = new RenderMemory(undefined);
   /** The snapshot compiled last: the next one of the same source can say what changed since. */
@@ -83,6 +83,7 @@ export class Compiler {
    * otherwise forget those only the other nodes ask for, and the next node would fill them again.
    */
   constructor(private readonly everyNode = false) {
+    this.state = new ClusterState({ labelIndex: everyNode });
     this.targets = new PolicyTargets(this.state);
   }
 

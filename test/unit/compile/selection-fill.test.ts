@@ -30,7 +30,7 @@ function byDefinition(peer: PolicyPeer, policyNamespace: string, snap: ClusterSn
     .sort();
 }
 
-describe('selections filled from the label index', () => {
+describe.each([true, false])('selections filled (label index: %s)', (labelIndex) => {
   it('equal their definition after every step of a 300-step random sequence of pod and namespace changes', () => {
     const rng = mulberry32(7);
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rng.next() * xs.length)]!;
@@ -40,7 +40,7 @@ describe('selections filled from the label index', () => {
       makePod(ns, name, `10.244.1.${(serial % 250) + 1}`, labels(podLabels()));
     let pods: Pod[] = Array.from({ length: 12 }, () => newPod());
     let namespaces: Namespace[] = NAMESPACES.map((n) => makeNamespace(n, { team: pick(['red', 'blue']) }));
-    const state = new ClusterState();
+    const state = new ClusterState({ labelIndex });
     for (let step = 0; step < 300; step++) {
       const r = rng.next();
       // A new list every step (the state diffs the last one it saw against it).
@@ -73,7 +73,7 @@ describe('selections filled from the label index', () => {
   it('a relabelled pod is found by its new label and no longer by its old one', () => {
     const before = makePod('a', 'x', '10.244.1.5', labels({ app: 'web' }));
     const others = ['a', 'b', 'c'].flatMap((ns) => Array.from({ length: 5 }, (_, i) => makePod(ns, `o${i}`, `10.244.2.${i}`)));
-    const state = new ClusterState();
+    const state = new ClusterState({ labelIndex });
     const snap = (pod: Pod): ClusterSnapshot => ({ nodes: [], namespaces: [], pods: [pod, ...others], policies: [] });
     state.update(snap(before), NODE);
     state.update(snap({ ...before, labels: { app: 'db' } }), NODE);
