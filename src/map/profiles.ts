@@ -4,8 +4,7 @@
 // profile's key is that content, and it also lists what the chains look at in the peer: the ipsets they
 // match (so a peer's address only matters through its membership of those) and the ports they cut.
 
-import { hash as digest } from 'node:crypto';
-import type { Chain, L4Protocol, Match, Rule } from '../model/index.js';
+import type { Action, Chain, L4Protocol, Match, Rule } from '../model/index.js';
 import type { IpSets } from '../trace/index.js';
 import { CutBuilder, type PortCuts } from './ports.js';
 
@@ -22,25 +21,104 @@ export interface Profile {
   readonly open: boolean;
 }
 
-interface Subtree {
-  readonly key: string;
-  readonly sets: ReadonlySet<string>;
-  readonly cuts: PortCuts;
-  readonly policies: readonly string[];
+/**
+ * What one chain and the chains it jumps to say: its content's id, and what it looks at, gathered when first
+ * asked (most pods' profiles are only compared by key: a group reads one pod's, the judge one per key).
+ */
+class Subtree {
+  private gathered: { readonly sets: ReadonlySet<string>; readonly cuts: PortCuts; readonly policies: readonly string[] } | undefined;
+
+  constructor(
+    /** The content's id among every chain read with this cache (Contents): equal content, equal id. */
+    readonly key: string,
+    /** The chain's own set names and the subtrees it jumps to, in rule order. */
+    private readonly parts: readonly (string | Subtree)[],
+    /** The cuts of the chain's own matches. */
+    private readonly ownCuts: CutBuilder | undefined,
+    /** The policy whose chain this is. */
+    private readonly policy: string | undefined,
+  ) {}
+
+  get sets(): ReadonlySet<string> {
+    return this.gather().sets;
+  }
+
+  get cuts(): PortCuts {
+    return this.gather().cuts;
+  }
+
+  get policies(): readonly string[] {
+    return this.gather().policies;
+  }
+
+  private gather(): NonNullable<Subtree['gathered']> {
+    if (this.gathered) return this.gathered;
+    const sets = new Set<string>();
+    const cuts = new CutBuilder();
+    if (this.ownCuts) cuts.merge(this.ownCuts.build());
+    const policies = this.policy === undefined ? [] : [this.policy];
+    for (const part of this.parts) {
+      if (typeof part === 'string') {
+        sets.add(part);
+        continue;
+      }
+      for (const s of part.sets) sets.add(s);
+      cuts.merge(part.cuts);
+      for (const p of part.policies) if (!policies.includes(p)) policies.push(p);
+    }
+    return (this.gathered = { sets, cuts: cuts.build(), policies });
+  }
 }
 
-// One call, no Hash object: a map reads some 20,000 chains.
-const hash = (text: string): string => digest('sha1', text, 'base64url').slice(0, 22);
+/** A workload chain's subtree and whether it jumps anywhere. */
+class ChainProfile implements Profile {
+  constructor(
+    private readonly tree: Subtree,
+    readonly open: boolean,
+  ) {}
+
+  get key(): string {
+    return this.tree.key;
+  }
+
+  get sets(): ReadonlySet<string> {
+    return this.tree.sets;
+  }
+
+  get cuts(): PortCuts {
+    return this.tree.cuts;
+  }
+
+  get policies(): readonly string[] {
+    return this.tree.policies;
+  }
+}
 
 /**
  * Subtrees by chain object, kept across the nodes of a cluster and the two clusters of a diff: the compiler
  * hands every node the same object for a policy's chain, and a diff's new cluster the same object for what
  * did not change, so each is read once. A subtree holds for a node whose chains of those names (the jumps it
  * followed) and named-port sets are the same objects. (A pod's own chain names its pod: its placeholders
- * come from the chain itself.)
+ * come from the chain itself.) With the content ids, so that both clusters of a diff number alike.
  */
 export class SubtreeCache {
   readonly byChain = new WeakMap<Chain, { readonly tree: Subtree; readonly uses: Uses; readonly own: boolean }>();
+  readonly contents = new Contents();
+}
+
+/**
+ * Small ids for chains by their content: a chain by its rules' codes one after the other (ruleCode), its
+ * jumps by the target's id. Equal ids exactly when the codes are equal, and the codes are a one-to-one
+ * writing of what the rules say, so no two chains that say different things ever share an id.
+ */
+class Contents {
+  private readonly chains = new Map<string, string>();
+
+  chain(code: string): string {
+    let key = this.chains.get(code);
+    if (key === undefined) this.chains.set(code, (key = `${this.chains.size}`));
+    return key;
+  }
 }
 
 /** What a subtree read of its node besides the chain itself: the chains it jumped to and the named-port sets. */
@@ -51,52 +129,69 @@ interface Uses {
 
 /** Profiles of one node's workload chains; policy chains are read once per cluster (SubtreeCache). */
 export class NodeProfiles {
-  private readonly byName: ReadonlyMap<string, Chain>;
+  private readonly byName = new Map<string, Chain>();
+  /** The chains jumped to, read or found still holding on this node: every pod of the node asks again. */
+  private readonly read = new Map<Chain, Subtree>();
 
   constructor(
     chains: readonly Chain[],
     private readonly ipsets: IpSets,
     private readonly cache: SubtreeCache = new SubtreeCache(),
   ) {
-    this.byName = new Map(chains.map((c) => [c.name, c]));
+    for (const c of chains) this.byName.set(c.name, c);
   }
 
   /** The profile of a workload chain (role `workload`: its own pod and address are written as placeholders). */
   profileOf(chain: Chain): Profile {
     const self = chain.role.kind === 'workload' ? chain.role : undefined;
     const tree = this.subtree(chain, self ? { chain: chain.name, pod: self.pod, ip: self.ip } : undefined);
-    const open = !chain.rules.some((r) => r.action.kind === 'jump' || r.action.kind === 'goto');
-    return { key: tree.key, sets: tree.sets, cuts: tree.cuts, policies: tree.policies, open };
+    return new ChainProfile(tree, !jumps(chain));
   }
 
   private subtree(chain: Chain, self: { chain: string; pod: string; ip: string } | undefined): Subtree {
+    const read = self ? undefined : this.read.get(chain);
+    if (read) return read;
     const known = this.cache.byChain.get(chain);
-    if (known && known.own === (self !== undefined) && this.stillHolds(known.uses)) return known.tree;
-    const sets = new Set<string>();
-    const cuts = new CutBuilder();
-    const policies: string[] = [];
+    if (known && known.own === (self !== undefined) && this.stillHolds(known.uses)) {
+      if (!self) this.read.set(chain, known.tree);
+      return known.tree;
+    }
+    const parts: (string | Subtree)[] = [];
+    let cuts: CutBuilder | undefined;
     const uses: Uses = { chains: new Map(), portSets: new Map() };
-    if (chain.role.kind === 'policy' || chain.role.kind === 'cluster-policy')
-      policies.push(chain.role.kind === 'policy' ? chain.role.policy : `ClusterNetworkPolicy ${chain.role.policy}`);
-    const parts = chain.rules.map((rule) => {
-      for (const m of rule.match) this.note(m, rule, sets, cuts, uses);
-      const action = rule.action;
-      if (action.kind === 'jump' || action.kind === 'goto') {
-        const target = this.byName.get(action.target);
-        uses.chains.set(action.target, target);
-        if (!target) return ruleText(rule, `missing:${action.target}`);
-        const sub = this.subtree(target, undefined);
-        for (const s of sub.sets) sets.add(s);
-        cuts.merge(sub.cuts);
-        for (const p of sub.policies) if (!policies.includes(p)) policies.push(p);
-        return ruleText(rule, sub.key);
+    const text = self ? placeholders(self) : escaped;
+    // Pieces joined once: the code is hashed once, whole, and a string built by `+=` is copied again to be.
+    const code: string[] = [];
+    // Indexed loops: a map reads some 20,000 chains unoptimized (cli/main.ts), where `for…of` makes an iterator each time.
+    const rules = chain.rules;
+    for (let r = 0; r < rules.length; r++) {
+      const rule = rules[r]!;
+      const match = rule.match;
+      for (let i = 0; i < match.length; i++) {
+        const m = match[i]!;
+        code.push(matchCode(m, text));
+        if (m.kind === 'set') this.noteSet(m.set, parts, (cuts ??= new CutBuilder()), uses);
+        else if (m.kind === 'dports') notePorts(m.ports, rule, (cuts ??= new CutBuilder()));
       }
-      return ruleText(rule);
-    });
-    // The pod's own chain, name and address as placeholders, in the whole text at once (none holds a newline).
-    const text = self ? withPlaceholders(parts.join('\n'), self) : parts.join('\n');
-    const tree = { key: hash(text), sets, cuts: cuts.build(), policies };
+      const action = rule.action;
+      let target = '';
+      if (action.kind === 'jump' || action.kind === 'goto') {
+        const sub = this.byName.get(action.target);
+        uses.chains.set(action.target, sub);
+        if (!sub) target = `?${field(text(action.target))}`;
+        else {
+          const tree = this.subtree(sub, undefined);
+          parts.push(tree);
+          target = `#${tree.key},`;
+        }
+      }
+      code.push('|', actionCode(action, text, target), '|', rule.comment ? field(text(rule.comment)) : '0:');
+    }
+    const role = chain.role;
+    const policy = role.kind === 'policy' ? role.policy : role.kind === 'cluster-policy' ? `ClusterNetworkPolicy ${role.policy}` : undefined;
+    const tree = new Subtree(this.cache.contents.chain(code.join('')), parts, cuts, policy);
     this.cache.byChain.set(chain, { tree, uses, own: self !== undefined });
+    if (!self) this.read.set(chain, tree);
     return tree;
   }
 
@@ -106,33 +201,137 @@ export class NodeProfiles {
     return true;
   }
 
-  /** What a match looks at: a set (a named-port set's ports cut too), or destination ports. */
-  private note(m: Match, rule: Rule, sets: Set<string>, cuts: CutBuilder, uses: Uses): void {
-    if (m.kind === 'set') {
-      sets.add(m.set);
-      const set = this.ipsets.get(m.set);
-      // A named-port set holds each node's own targets: what it cuts is this node's.
-      if (set?.type !== 'hash:ip' && set?.type !== 'hash:net') uses.portSets.set(m.set, set);
-      if (set?.type === 'hash:ip,port')
-        for (const member of set.members) {
-          const port = /,(tcp|udp|sctp):(\d+)(?:-(\d+))?/.exec(member);
-          if (port) cuts.add(port[1] as L4Protocol, Number(port[2]), Number(port[3] ?? port[2]));
-        }
-    }
-    if (m.kind === 'dports') {
-      const proto = rule.match.find((x) => x.kind === 'protocol');
-      if (proto?.kind === 'protocol' && proto.protocol !== 'ipv6-icmp') for (const r of m.ports) cuts.add(proto.protocol, r.from, r.to);
-    }
+  /** A set matched: looked at in the peer (a named-port set's ports cut too, this node's). */
+  private noteSet(name: string, parts: (string | Subtree)[], cuts: CutBuilder, uses: Uses): void {
+    parts.push(name);
+    const set = this.ipsets.get(name);
+    // A named-port set holds each node's own targets: what it cuts is this node's.
+    if (set?.type !== 'hash:ip' && set?.type !== 'hash:net') uses.portSets.set(name, set);
+    if (set?.type === 'hash:ip,port')
+      for (const member of set.members) {
+        const port = /,(tcp|udp|sctp):(\d+)(?:-(\d+))?/.exec(member);
+        if (port) cuts.add(port[1] as L4Protocol, Number(port[2]), Number(port[3] ?? port[2]));
+      }
   }
 }
 
-/** A rule as data (a jump's target replaced by the target's key). */
-function ruleText(rule: Rule, target?: string): string {
-  const action =
-    target !== undefined && (rule.action.kind === 'jump' || rule.action.kind === 'goto') ? { ...rule.action, target } : rule.action;
-  return JSON.stringify([rule.match, action, rule.comment ?? '']);
+function jumps(chain: Chain): boolean {
+  for (let r = 0; r < chain.rules.length; r++) {
+    const kind = chain.rules[r]!.action.kind;
+    if (kind === 'jump' || kind === 'goto') return true;
+  }
+  return false;
 }
 
-/** Rules' text with the pod's own chain, name and address replaced by placeholders. */
-const withPlaceholders = (text: string, self: { chain: string; pod: string; ip: string }): string =>
-  text.replaceAll(self.chain, '<chain>').replaceAll(self.pod, '<pod>').replaceAll(`"${self.ip}/`, '"<self>/');
+/** Destination ports matched: they cut their protocol's ports. */
+function notePorts(ports: readonly { from: number; to: number }[], rule: Rule, cuts: CutBuilder): void {
+  const proto = rule.match.find((x) => x.kind === 'protocol');
+  if (proto?.kind === 'protocol' && proto.protocol !== 'ipv6-icmp') for (const r of ports) cuts.add(proto.protocol, r.from, r.to);
+}
+
+/*
+ * A chain written out one-to-one: rule after rule, each match as its kind's letter and its fields in a fixed
+ * order (texts as `length:text`, numbers ended by a comma, lists led by their length), then `|`, the action
+ * likewise (a jump's target as the target's content id), `|` and the comment. Every part says where it ends
+ * and no match's letter is `|`, so two codes are equal only when the chains are. What iptables is given
+ * alike is written alike (an absent `negate` and `false`). Texts go through `text`: the placeholders of the
+ * pod's own chain, or `escaped`.
+ */
+
+type Text = (s: string) => string;
+
+const field = (s: string): string => `${s.length}:${s}`;
+const not = (negate: boolean | undefined): string => (negate ? '!' : '=');
+const ranges = (list: readonly { from: number; to: number }[]): string => {
+  let out = `${list.length},`;
+  for (const r of list) out += `${r.from},${r.to},`;
+  return out;
+};
+
+function matchCode(m: Match, text: Text): string {
+  switch (m.kind) {
+    case 'src-net':
+      return `s${not(m.negate)}${field(text(m.cidr))}`;
+    case 'dst-net':
+      return `d${not(m.negate)}${field(text(m.cidr))}`;
+    case 'in-iface':
+      return `i${not(m.negate)}${field(text(m.name))}`;
+    case 'out-iface':
+      return `o${not(m.negate)}${field(text(m.name))}`;
+    case 'protocol':
+      return `p${field(m.protocol)}`;
+    case 'icmpv6-type':
+      return `t${m.type},`;
+    case 'hop-limit':
+      return `h${m.value},`;
+    case 'dports':
+      return `D${ranges(m.ports)}`;
+    case 'sports':
+      return `S${ranges(m.ports)}`;
+    case 'set':
+      return `m${not(m.negate)}${field(text(m.set))}${field(m.direction)}`;
+    case 'mark':
+      return `k${not(m.negate)}${m.value},${m.mask},`;
+    case 'ctstate': {
+      let out = `c${m.states.length},`;
+      for (const s of m.states) out += field(s);
+      return out;
+    }
+    case 'ctdir':
+      return `r${field(m.direction)}`;
+    case 'physdev':
+      // An absent interface and an empty one, an absent flag and false: iptables is given neither.
+      return `v${m.in ? field(text(m.in)) : '_'}${m.out ? field(text(m.out)) : '_'}${m.isBridged ? 'T' : 'F'}`;
+    case 'connmark':
+      return `K${not(m.negate)}${m.value},${m.mask},`;
+    case 'limit':
+      return `l${m.perSecond},${m.burst},`;
+    default:
+      return unwritten(m);
+  }
+}
+
+/** `target`: a jump's, already written. */
+function actionCode(a: Action, text: Text, target: string): string {
+  switch (a.kind) {
+    case 'accept':
+      return 'A';
+    case 'drop':
+      return 'X';
+    case 'reject':
+      return 'R';
+    case 'return':
+      return 'N';
+    case 'jump':
+      return `J${target}`;
+    case 'goto':
+      return `G${target}`;
+    case 'set-mark':
+      return `M${a.value},${a.mask},`;
+    case 'nflog':
+      return `L${a.group},${field(text(a.prefix))}${a.threshold === undefined ? '_' : `${a.threshold},`}`;
+    case 'nfqueue':
+      return `Q${a.queue},`;
+    default:
+      return unwritten(a);
+  }
+}
+
+/** A kind not written above does not compile; read at run time anyway, it fails rather than pass unread. */
+function unwritten(x: never): never {
+  throw new Error(`map: no profile code for ${JSON.stringify(x)}`);
+}
+
+/** A text of a chain not a pod's own: `<` doubled, so that no text poses as a placeholder. */
+const escaped: Text = (s) => (s.includes('<') ? s.replaceAll('<', '<<') : s);
+
+/** The texts of a pod's own chain: its chain's name, its pod's and a CIDR of its own address as placeholders. */
+function placeholders(self: { chain: string; pod: string; ip: string }): Text {
+  const own = `${self.ip}/`;
+  return (s) => {
+    s = escaped(s);
+    if (s.includes(self.chain)) s = s.replaceAll(self.chain, '<chain>');
+    if (s.includes(self.pod)) s = s.replaceAll(self.pod, '<pod>');
+    return s.startsWith(own) ? `<self>/${s.slice(own.length)}` : s;
+  };
+}
