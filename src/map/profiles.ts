@@ -30,6 +30,8 @@ class Subtree {
 
   constructor(
     /** The content's id among every chain read with this cache (Contents): equal content, equal id. */
+    readonly id: number,
+    /** The id written out. */
     readonly key: string,
     /** The chain's own set names and the subtrees it jumps to, in rule order. */
     private readonly parts: readonly (string | Subtree)[],
@@ -38,13 +40,6 @@ class Subtree {
     /** The policy whose chain this is. */
     private readonly policy: string | undefined,
   ) {}
-
-  /** How a jump to this chain is written in the code of the chain jumping (ruleCode). */
-  get jump(): string {
-    return (this.jumpCode ??= `#${this.key},`);
-  }
-
-  private jumpCode: string | undefined;
 
   get sets(): ReadonlySet<string> {
     return this.gather().sets;
@@ -114,17 +109,48 @@ export class SubtreeCache {
 }
 
 /**
- * Small ids for chains by their content: a chain by its rules' codes one after the other (ruleCode), its
- * jumps by the target's id. Equal ids exactly when the codes are equal, and the codes are a one-to-one
- * writing of what the rules say, so no two chains that say different things ever share an id.
+ * Small ids for rules and chains by their content, through paths of plain values (Path): a rule is the path
+ * of its parts (rulePath), a chain the path of its rules' ids, a jump in it its target's id. A path's end is
+ * one exact sequence of values, and a rule's sequence is written one-to-one, so equal ids mean equal content.
  */
 class Contents {
-  private readonly chains = new Map<string, string>();
+  readonly rules = new Path();
+  private readonly chains = new Path();
+  private ruleCount = 0;
+  private chainCount = 0;
 
-  chain(code: string): string {
-    let key = this.chains.get(code);
-    if (key === undefined) this.chains.set(code, (key = `${this.chains.size}`));
-    return key;
+  ruleId(end: Path): number {
+    if (end.id < 0) end.id = this.ruleCount++;
+    return end.id;
+  }
+
+  /** A chain's id and key (its id written out, once). */
+  chain(ruleIds: readonly number[]): Path & { readonly key: string } {
+    let at = this.chains;
+    for (let i = 0; i < ruleIds.length; i++) at = at.to(ruleIds[i]);
+    if (at.id < 0) {
+      at.id = this.chainCount++;
+      at.key = `${at.id}`;
+    }
+    return at as Path & { readonly key: string };
+  }
+}
+
+/**
+ * One sequence of plain values (strings, numbers, booleans, undefined; compared as a Map compares keys):
+ * the node reached from the root by them, one Map step each. Nothing is written out or hashed whole; the
+ * strings the compiler shares come with their hash already known.
+ */
+class Path {
+  private next: Map<unknown, Path> | undefined;
+  id = -1;
+  key: string | undefined;
+
+  to(part: unknown): Path {
+    const next = (this.next ??= new Map());
+    let at = next.get(part);
+    if (at === undefined) next.set(part, (at = new Path()));
+    return at;
   }
 }
 
@@ -173,38 +199,39 @@ export class NodeProfiles {
     let cuts: CutBuilder | undefined;
     const uses = new Uses();
     const text = self ? placeholders(self) : escaped;
-    // Pieces joined once: the code is hashed once, whole, and a string built by `+=` is copied again to be.
-    const code: string[] = [];
+    const contents = this.cache.contents;
+    const ids: number[] = [];
     // Indexed loops: a map reads some 20,000 chains unoptimized (cli/main.ts), where `for…of` makes an iterator each time.
     const rules = chain.rules;
     for (let r = 0; r < rules.length; r++) {
       const rule = rules[r]!;
       const match = rule.match;
+      let at = contents.rules;
       for (let i = 0; i < match.length; i++) {
         const m = match[i]!;
-        code.push(matchCode(m, text));
+        at = matchPath(at.to(negated(m) ? `!${m.kind}` : m.kind), m, text);
         if (m.kind === 'set') this.noteSet(m.set, parts, (cuts ??= new CutBuilder()), uses);
         else if (m.kind === 'dports') notePorts(m.ports, rule, (cuts ??= new CutBuilder()));
       }
       const action = rule.action;
-      let target = '';
+      at = at.to(action.kind);
       if (action.kind === 'jump' || action.kind === 'goto') {
         const sub = this.byName.get(action.target);
         uses.names.push(action.target);
         uses.chains.push(sub);
-        if (!sub) target = `?${field(text(action.target))}`;
+        if (!sub) at = at.to(text(action.target));
         else {
           const tree = this.subtree(sub, undefined);
           parts.push(tree);
-          target = tree.jump;
+          at = at.to(tree.id);
         }
-      }
-      code.push('|', actionCode(action, text, target));
-      if (rule.comment) code.push(field(text(rule.comment)));
+      } else at = actionPath(at, action, text);
+      ids.push(contents.ruleId(at.to(rule.comment ? text(rule.comment) : '')));
     }
     const role = chain.role;
     const policy = role.kind === 'policy' ? role.policy : role.kind === 'cluster-policy' ? `ClusterNetworkPolicy ${role.policy}` : undefined;
-    const tree = new Subtree(this.cache.contents.chain(code.join('')), parts, cuts, policy);
+    const content = contents.chain(ids);
+    const tree = new Subtree(content.id, content.key, parts, cuts, policy);
     this.cache.byChain.set(chain, { tree, uses, own: self !== undefined });
     if (!self) this.read.set(chain, tree);
     return tree;
@@ -249,92 +276,84 @@ function notePorts(ports: readonly { from: number; to: number }[], rule: Rule, c
 }
 
 /*
- * A chain written out one-to-one: rule after rule, each match as its kind's letter (after `!` when negated)
- * and its fields in a fixed order (texts as `length:text`, numbers ended by a comma, lists led by their
- * length), then `|`, the action likewise (a jump's target as the target's content id), then the comment
- * as a text if it has one. Every part says where it ends (no letter is `|`, `!` or a digit), so two codes are
- * equal only when the chains are. What iptables is given alike is written alike (an absent `negate` and
- * `false`). Texts go through `text`: the placeholders of the pod's own chain, or `escaped`. The kinds the
- * chains hold most come first: the switches are read some 300,000 times a map.
+ * A rule's path: each match's kind (after `!` when negated) and its fields in a fixed order (a list's length
+ * before its items), the action's kind and fields (a jump's target as the target's content id, a number, or
+ * the name of a missing chain, a string), then the comment. Each kind says how many values follow it, and no
+ * match kind is an action kind (_kindsApart), so the sequence reads back as exactly one rule. What iptables is
+ * given alike is written alike: an absent `negate` and `false`, an absent interface and an empty one, no
+ * comment and an empty one. Texts go through `text`: the placeholders of the pod's own chain, or `escaped`.
+ * The kinds the chains hold most come first: the switches are read some 300,000 times a map.
  */
+
+/** Does not compile once a match kind is named like an action kind (or starts with `!`). */
+const _kindsApart: Extract<Match['kind'], Action['kind'] | `!${string}`> extends never ? true : never = true;
 
 type Text = (s: string) => string;
 
-const field = (s: string): string => `${s.length}:${s}`;
-const ranges = (list: readonly { from: number; to: number }[]): string => {
-  let out = `${list.length},`;
-  for (const r of list) out += `${r.from},${r.to},`;
-  return out;
-};
-
-function matchCode(m: Match, text: Text): string {
+function matchPath(at: Path, m: Match, text: Text): Path {
   switch (m.kind) {
     case 'mark':
-      return `${m.negate ? '!k' : 'k'}${m.value},${m.mask},`;
-    case 'ctstate': {
-      let out = `c${m.states.length},`;
-      for (const s of m.states) out += field(s);
-      return out;
-    }
+      return at.to(m.value).to(m.mask);
+    case 'ctstate':
+      at = at.to(m.states.length);
+      for (let i = 0; i < m.states.length; i++) at = at.to(m.states[i]);
+      return at;
     case 'src-net':
-      return `${m.negate ? '!s' : 's'}${field(text(m.cidr))}`;
     case 'dst-net':
-      return `${m.negate ? '!d' : 'd'}${field(text(m.cidr))}`;
+      return at.to(text(m.cidr));
     case 'set':
-      return `${m.negate ? '!m' : 'm'}${field(text(m.set))}${field(m.direction)}`;
+      return at.to(text(m.set)).to(m.direction);
     case 'protocol':
-      return `p${field(m.protocol)}`;
+      return at.to(m.protocol);
     case 'dports':
-      return `D${ranges(m.ports)}`;
-    case 'limit':
-      return `l${m.perSecond},${m.burst},`;
-    case 'in-iface':
-      return `${m.negate ? '!i' : 'i'}${field(text(m.name))}`;
-    case 'out-iface':
-      return `${m.negate ? '!o' : 'o'}${field(text(m.name))}`;
-    case 'icmpv6-type':
-      return `t${m.type},`;
-    case 'hop-limit':
-      return `h${m.value},`;
     case 'sports':
-      return `S${ranges(m.ports)}`;
+      at = at.to(m.ports.length);
+      for (let i = 0; i < m.ports.length; i++) at = at.to(m.ports[i]!.from).to(m.ports[i]!.to);
+      return at;
+    case 'limit':
+      return at.to(m.perSecond).to(m.burst);
+    case 'in-iface':
+    case 'out-iface':
+      return at.to(text(m.name));
+    case 'icmpv6-type':
+      return at.to(m.type);
+    case 'hop-limit':
+      return at.to(m.value);
     case 'ctdir':
-      return `r${field(m.direction)}`;
+      return at.to(m.direction);
     case 'physdev':
-      // An absent interface and an empty one, an absent flag and false: iptables is given neither.
-      return `v${m.in ? field(text(m.in)) : '_'}${m.out ? field(text(m.out)) : '_'}${m.isBridged ? 'T' : 'F'}`;
+      return at.to(text(m.in ?? '')).to(text(m.out ?? '')).to(m.isBridged === true);
     case 'connmark':
-      return `${m.negate ? '!K' : 'K'}${m.value},${m.mask},`;
+      return at.to(m.value).to(m.mask);
     default:
       return unwritten(m);
   }
 }
 
-/** `target`: a jump's, already written. */
-function actionCode(a: Action, text: Text, target: string): string {
+/** Any action but a jump's (its kind is already on the path). */
+function actionPath(at: Path, a: Action, text: Text): Path {
   switch (a.kind) {
-    case 'jump':
-      return `J${target}`;
     case 'return':
-      return 'N';
-    case 'set-mark':
-      return `M${a.value},${a.mask},`;
     case 'accept':
-      return 'A';
     case 'drop':
-      return 'X';
-    case 'nflog':
-      return `L${a.group},${field(text(a.prefix))}${a.threshold === undefined ? '_' : `${a.threshold},`}`;
-    case 'goto':
-      return `G${target}`;
     case 'reject':
-      return 'R';
+      return at;
+    case 'set-mark':
+      return at.to(a.value).to(a.mask);
+    case 'nflog':
+      return at.to(a.group).to(text(a.prefix)).to(a.threshold);
     case 'nfqueue':
-      return `Q${a.queue},`;
+      return at.to(a.queue);
+    case 'jump':
+    case 'goto':
+      throw new Error('map: a jump is read by its target');
     default:
       return unwritten(a);
   }
 }
+
+/** Negated: written as its kind after `!` (no kind starts with one). */
+const negated = (m: Match): boolean => 'negate' in m && m.negate === true;
 
 /** A kind not written above does not compile; read at run time anyway, it fails rather than pass unread. */
 function unwritten(x: never): never {
