@@ -4,7 +4,7 @@
 // profile's key is that content, and it also lists what the chains look at in the peer: the ipsets they
 // match (so a peer's address only matters through its membership of those) and the ports they cut.
 
-import type { Action, Chain, L4Protocol, Match, Rule } from '../model/index.js';
+import type { Action, Chain, ChainRole, L4Protocol, Match, Rule } from '../model/index.js';
 import type { IpSets } from '../trace/index.js';
 import { CutBuilder, type PortCuts } from './ports.js';
 
@@ -22,10 +22,11 @@ export interface Profile {
 }
 
 /**
- * What one chain and the chains it jumps to say: its content's id, and what it looks at, gathered when first
- * asked (most pods' profiles are only compared by key: a group reads one pod's, the judge one per key).
+ * A chain as read: its content's id, what it and the chains it jumps to look at (gathered when first asked:
+ * most pods' profiles are only compared by key, a group reads one pod's, the judge one per key), and what it
+ * read of its node. A workload chain's is its pod's profile of that direction.
  */
-class Subtree {
+class Subtree implements Profile {
   private gathered: { readonly sets: ReadonlySet<string>; readonly cuts: PortCuts; readonly policies: readonly string[] } | undefined;
 
   constructor(
@@ -33,12 +34,20 @@ class Subtree {
     readonly id: number,
     /** The id written out. */
     readonly key: string,
+    /** No jump or goto in the chain itself. */
+    readonly open: boolean,
+    /** Read as a pod's own chain: its own chain, pod and address as placeholders. */
+    readonly own: boolean,
     /** The chain's own set names and the subtrees it jumps to, in rule order. */
     private readonly parts: readonly (string | Subtree)[],
     /** The cuts of the chain's own matches. */
     private readonly ownCuts: CutBuilder | undefined,
     /** The policy whose chain this is. */
     private readonly policy: string | undefined,
+    /** What it read of its node besides the chain itself: the names it jumped to and what they named, in pairs. */
+    readonly jumped: readonly (string | Chain | undefined)[],
+    /** The named-port sets it matched (and sets of no known type) and what they were, in pairs. */
+    readonly portSets: readonly (string | SavedIpSet | undefined)[] | undefined,
   ) {}
 
   get sets(): ReadonlySet<string> {
@@ -72,29 +81,10 @@ class Subtree {
   }
 }
 
-/** A workload chain's subtree and whether it jumps anywhere. */
-class ChainProfile implements Profile {
-  constructor(
-    private readonly tree: Subtree,
-    readonly open: boolean,
-  ) {}
+type SavedIpSet = IpSets extends ReadonlyMap<string, infer S> ? S : never;
 
-  get key(): string {
-    return this.tree.key;
-  }
-
-  get sets(): ReadonlySet<string> {
-    return this.tree.sets;
-  }
-
-  get cuts(): PortCuts {
-    return this.tree.cuts;
-  }
-
-  get policies(): readonly string[] {
-    return this.tree.policies;
-  }
-}
+/** A pod's own chain of one direction. */
+type OwnChain = Chain & { readonly role: Extract<ChainRole, { kind: 'workload' }> };
 
 /**
  * Subtrees by chain object, kept across the nodes of a cluster and the two clusters of a diff: the compiler
@@ -104,18 +94,19 @@ class ChainProfile implements Profile {
  * come from the chain itself.) With the content ids, so that both clusters of a diff number alike.
  */
 export class SubtreeCache {
-  readonly byChain = new WeakMap<Chain, { readonly tree: Subtree; readonly uses: Uses; readonly own: boolean }>();
+  readonly byChain = new WeakMap<Chain, Subtree>();
   readonly contents = new Contents();
 }
 
 /**
  * Small ids for rules and chains by their content, through paths of plain values (Path): a rule is the path
- * of its parts (rulePath), a chain the path of its rules' ids, a jump in it its target's id. A path's end is
- * one exact sequence of values, and a rule's sequence is written one-to-one, so equal ids mean equal content.
+ * of its parts (matchPath, actionPath), a chain the path of its rules' ids, a jump in it its target's id. A
+ * path's end is one exact sequence of values, and a rule's sequence is written one-to-one, so equal ids mean
+ * equal content.
  */
 class Contents {
   readonly rules = new Path();
-  private readonly chains = new Path();
+  readonly chains = new Path();
   private ruleCount = 0;
   private chainCount = 0;
 
@@ -124,15 +115,13 @@ class Contents {
     return end.id;
   }
 
-  /** A chain's id and key (its id written out, once). */
-  chain(ruleIds: readonly number[]): Path & { readonly key: string } {
-    let at = this.chains;
-    for (let i = 0; i < ruleIds.length; i++) at = at.to(ruleIds[i]);
-    if (at.id < 0) {
-      at.id = this.chainCount++;
-      at.key = `${at.id}`;
+  /** The end of a chain's path: its id and key (its id written out, once). */
+  chain(end: Path): Path & { readonly key: string } {
+    if (end.id < 0) {
+      end.id = this.chainCount++;
+      end.key = `${end.id}`;
     }
-    return at as Path & { readonly key: string };
+    return end as Path & { readonly key: string };
   }
 }
 
@@ -154,18 +143,6 @@ class Path {
   }
 }
 
-/** What a subtree read of its node besides the chain itself: the chains it jumped to and the named-port sets. */
-class Uses {
-  /** The chains jumped to by name, as found (undefined: none of that name). */
-  readonly names: string[] = [];
-  readonly chains: (Chain | undefined)[] = [];
-  /** The named-port sets matched (and sets of no known type), as found. */
-  portNames: string[] | undefined;
-  portSets: (SavedIpSet | undefined)[] | undefined;
-}
-
-type SavedIpSet = IpSets extends ReadonlyMap<string, infer S> ? S : never;
-
 /** Profiles of one node's workload chains; policy chains are read once per cluster (SubtreeCache). */
 export class NodeProfiles {
   private readonly byName = new Map<string, Chain>();
@@ -177,30 +154,28 @@ export class NodeProfiles {
     private readonly ipsets: IpSets,
     private readonly cache: SubtreeCache = new SubtreeCache(),
   ) {
-    for (const c of chains) this.byName.set(c.name, c);
+    for (let i = 0; i < chains.length; i++) this.byName.set(chains[i]!.name, chains[i]!);
   }
 
   /** The profile of a workload chain (role `workload`: its own pod and address are written as placeholders). */
   profileOf(chain: Chain): Profile {
-    const self = chain.role.kind === 'workload' ? chain.role : undefined;
-    const tree = this.subtree(chain, self ? { chain: chain.name, pod: self.pod, ip: self.ip } : undefined);
-    return new ChainProfile(tree, !jumps(chain));
+    return this.subtree(chain, chain.role.kind === 'workload' ? (chain as OwnChain) : undefined);
   }
 
-  private subtree(chain: Chain, self: { chain: string; pod: string; ip: string } | undefined): Subtree {
-    const read = self ? undefined : this.read.get(chain);
+  private subtree(chain: Chain, own: OwnChain | undefined): Subtree {
+    const read = own ? undefined : this.read.get(chain);
     if (read) return read;
     const known = this.cache.byChain.get(chain);
-    if (known && known.own === (self !== undefined) && this.stillHolds(known.uses)) {
-      if (!self) this.read.set(chain, known.tree);
-      return known.tree;
+    if (known && known.own === (own !== undefined) && this.stillHolds(known)) {
+      if (!own) this.read.set(chain, known);
+      return known;
     }
     const parts: (string | Subtree)[] = [];
     let cuts: CutBuilder | undefined;
-    const uses = new Uses();
-    const text = self ? placeholders(self) : escaped;
+    const jumped: (string | Chain | undefined)[] = [];
+    const portSets: (string | SavedIpSet | undefined)[] = [];
     const contents = this.cache.contents;
-    const ids: number[] = [];
+    let content = contents.chains;
     // Indexed loops: a map reads some 20,000 chains unoptimized (cli/main.ts), where `for…of` makes an iterator each time.
     const rules = chain.rules;
     for (let r = 0; r < rules.length; r++) {
@@ -209,64 +184,67 @@ export class NodeProfiles {
       let at = contents.rules;
       for (let i = 0; i < match.length; i++) {
         const m = match[i]!;
-        at = matchPath(at.to(negated(m) ? `!${m.kind}` : m.kind), m, text);
-        if (m.kind === 'set') this.noteSet(m.set, parts, (cuts ??= new CutBuilder()), uses);
+        at = matchPath(at, m, own);
+        if (m.kind === 'set') this.noteSet(m.set, parts, (cuts ??= new CutBuilder()), portSets);
         else if (m.kind === 'dports') notePorts(m.ports, rule, (cuts ??= new CutBuilder()));
       }
       const action = rule.action;
       at = at.to(action.kind);
       if (action.kind === 'jump' || action.kind === 'goto') {
         const sub = this.byName.get(action.target);
-        uses.names.push(action.target);
-        uses.chains.push(sub);
-        if (!sub) at = at.to(text(action.target));
+        jumped.push(action.target, sub);
+        if (!sub) at = at.to(textOf(action.target, own));
         else {
           const tree = this.subtree(sub, undefined);
           parts.push(tree);
           at = at.to(tree.id);
         }
-      } else at = actionPath(at, action, text);
-      ids.push(contents.ruleId(at.to(rule.comment ? text(rule.comment) : '')));
+      } else at = actionPath(at, action, own);
+      // No comment and an empty one alike, and no step: the action's values end the rule.
+      if (rule.comment) at = at.to(textOf(rule.comment, own));
+      content = content.to(contents.ruleId(at));
     }
     const role = chain.role;
-    const policy = role.kind === 'policy' ? role.policy : role.kind === 'cluster-policy' ? `ClusterNetworkPolicy ${role.policy}` : undefined;
-    const content = contents.chain(ids);
-    const tree = new Subtree(content.id, content.key, parts, cuts, policy);
-    this.cache.byChain.set(chain, { tree, uses, own: self !== undefined });
-    if (!self) this.read.set(chain, tree);
+    const policy =
+      role.kind === 'policy' ? role.policy : role.kind === 'cluster-policy' ? `ClusterNetworkPolicy ${role.policy}` : undefined;
+    const end = contents.chain(content);
+    const open = jumped.length === 0;
+    const tree = new Subtree(
+      end.id,
+      end.key,
+      open,
+      own !== undefined,
+      parts,
+      cuts,
+      policy,
+      jumped,
+      portSets.length > 0 ? portSets : undefined,
+    );
+    this.cache.byChain.set(chain, tree);
+    if (!own) this.read.set(chain, tree);
     return tree;
   }
 
-  private stillHolds(uses: Uses): boolean {
-    for (let i = 0; i < uses.names.length; i++) if (this.byName.get(uses.names[i]!) !== uses.chains[i]) return false;
-    const names = uses.portNames ?? [];
-    for (let i = 0; i < names.length; i++) if (this.ipsets.get(names[i]!) !== uses.portSets![i]) return false;
+  private stillHolds(tree: Subtree): boolean {
+    const jumped = tree.jumped;
+    for (let i = 0; i < jumped.length; i += 2) if (this.byName.get(jumped[i] as string) !== jumped[i + 1]) return false;
+    const sets = tree.portSets ?? [];
+    for (let i = 0; i < sets.length; i += 2) if (this.ipsets.get(sets[i] as string) !== sets[i + 1]) return false;
     return true;
   }
 
   /** A set matched: looked at in the peer (a named-port set's ports cut too, this node's). */
-  private noteSet(name: string, parts: (string | Subtree)[], cuts: CutBuilder, uses: Uses): void {
+  private noteSet(name: string, parts: (string | Subtree)[], cuts: CutBuilder, portSets: (string | SavedIpSet | undefined)[]): void {
     parts.push(name);
     const set = this.ipsets.get(name);
     // A named-port set holds each node's own targets: what it cuts is this node's.
-    if (set?.type !== 'hash:ip' && set?.type !== 'hash:net') {
-      (uses.portNames ??= []).push(name);
-      (uses.portSets ??= []).push(set);
-    }
+    if (set?.type !== 'hash:ip' && set?.type !== 'hash:net') portSets.push(name, set);
     if (set?.type === 'hash:ip,port')
       for (const member of set.members) {
         const port = /,(tcp|udp|sctp):(\d+)(?:-(\d+))?/.exec(member);
         if (port) cuts.add(port[1] as L4Protocol, Number(port[2]), Number(port[3] ?? port[2]));
       }
   }
-}
-
-function jumps(chain: Chain): boolean {
-  for (let r = 0; r < chain.rules.length; r++) {
-    const kind = chain.rules[r]!.action.kind;
-    if (kind === 'jump' || kind === 'goto') return true;
-  }
-  return false;
 }
 
 /** Destination ports matched: they cut their protocol's ports. */
@@ -278,60 +256,73 @@ function notePorts(ports: readonly { from: number; to: number }[], rule: Rule, c
 /*
  * A rule's path: each match's kind (after `!` when negated) and its fields in a fixed order (a list's length
  * before its items), the action's kind and fields (a jump's target as the target's content id, a number, or
- * the name of a missing chain, a string), then the comment. Each kind says how many values follow it, and no
- * match kind is an action kind (_kindsApart), so the sequence reads back as exactly one rule. What iptables is
- * given alike is written alike: an absent `negate` and `false`, an absent interface and an empty one, no
- * comment and an empty one. Texts go through `text`: the placeholders of the pod's own chain, or `escaped`.
- * The kinds the chains hold most come first: the switches are read some 300,000 times a map.
+ * the name of a missing chain, a string), then the comment if it has one. Each kind says how many values
+ * follow it, and no match kind is an action kind (_kindsApart), so the sequence reads back as exactly one
+ * rule. What iptables is given alike is written alike: an absent `negate` and `false`, an absent interface
+ * and an empty one, no comment and an empty one. Texts go through textOf: the placeholders of the pod's own
+ * chain. The kinds the chains hold most come first: the switches are read some 300,000 times a map.
  */
 
 /** Does not compile once a match kind is named like an action kind (or starts with `!`). */
 const _kindsApart: Extract<Match['kind'], Action['kind'] | `!${string}`> extends never ? true : never = true;
 
-type Text = (s: string) => string;
-
-function matchPath(at: Path, m: Match, text: Text): Path {
+function matchPath(at: Path, m: Match, own: OwnChain | undefined): Path {
   switch (m.kind) {
     case 'mark':
-      return at.to(m.value).to(m.mask);
+      return at
+        .to(m.negate === true ? '!mark' : 'mark')
+        .to(m.value)
+        .to(m.mask);
     case 'ctstate':
-      at = at.to(m.states.length);
+      at = at.to('ctstate').to(m.states.length);
       for (let i = 0; i < m.states.length; i++) at = at.to(m.states[i]);
       return at;
     case 'src-net':
+      return at.to(m.negate === true ? '!src-net' : 'src-net').to(textOf(m.cidr, own));
     case 'dst-net':
-      return at.to(text(m.cidr));
+      return at.to(m.negate === true ? '!dst-net' : 'dst-net').to(textOf(m.cidr, own));
     case 'set':
-      return at.to(text(m.set)).to(m.direction);
+      return at
+        .to(m.negate === true ? '!set' : 'set')
+        .to(textOf(m.set, own))
+        .to(m.direction);
     case 'protocol':
-      return at.to(m.protocol);
+      return at.to('protocol').to(m.protocol);
     case 'dports':
     case 'sports':
-      at = at.to(m.ports.length);
+      at = at.to(m.kind).to(m.ports.length);
       for (let i = 0; i < m.ports.length; i++) at = at.to(m.ports[i]!.from).to(m.ports[i]!.to);
       return at;
     case 'limit':
-      return at.to(m.perSecond).to(m.burst);
+      return at.to('limit').to(m.perSecond).to(m.burst);
     case 'in-iface':
+      return at.to(m.negate === true ? '!in-iface' : 'in-iface').to(textOf(m.name, own));
     case 'out-iface':
-      return at.to(text(m.name));
+      return at.to(m.negate === true ? '!out-iface' : 'out-iface').to(textOf(m.name, own));
     case 'icmpv6-type':
-      return at.to(m.type);
+      return at.to('icmpv6-type').to(m.type);
     case 'hop-limit':
-      return at.to(m.value);
+      return at.to('hop-limit').to(m.value);
     case 'ctdir':
-      return at.to(m.direction);
+      return at.to('ctdir').to(m.direction);
     case 'physdev':
-      return at.to(text(m.in ?? '')).to(text(m.out ?? '')).to(m.isBridged === true);
+      return at
+        .to('physdev')
+        .to(textOf(m.in ?? '', own))
+        .to(textOf(m.out ?? '', own))
+        .to(m.isBridged === true);
     case 'connmark':
-      return at.to(m.value).to(m.mask);
+      return at
+        .to(m.negate === true ? '!connmark' : 'connmark')
+        .to(m.value)
+        .to(m.mask);
     default:
       return unwritten(m);
   }
 }
 
-/** Any action but a jump's (its kind is already on the path). */
-function actionPath(at: Path, a: Action, text: Text): Path {
+/** Any action's values but a jump's (its kind is already on the path). */
+function actionPath(at: Path, a: Action, own: OwnChain | undefined): Path {
   switch (a.kind) {
     case 'return':
     case 'accept':
@@ -341,7 +332,7 @@ function actionPath(at: Path, a: Action, text: Text): Path {
     case 'set-mark':
       return at.to(a.value).to(a.mask);
     case 'nflog':
-      return at.to(a.group).to(text(a.prefix)).to(a.threshold);
+      return at.to(a.group).to(textOf(a.prefix, own)).to(a.threshold);
     case 'nfqueue':
       return at.to(a.queue);
     case 'jump':
@@ -352,24 +343,22 @@ function actionPath(at: Path, a: Action, text: Text): Path {
   }
 }
 
-/** Negated: written as its kind after `!` (no kind starts with one). */
-const negated = (m: Match): boolean => 'negate' in m && m.negate === true;
-
 /** A kind not written above does not compile; read at run time anyway, it fails rather than pass unread. */
 function unwritten(x: never): never {
   throw new Error(`map: no profile code for ${JSON.stringify(x)}`);
 }
 
-/** A text of a chain not a pod's own: `<` doubled, so that no text poses as a placeholder. */
-const escaped: Text = (s) => (s.includes('<') ? s.replaceAll('<', '<<') : s);
-
-/** The texts of a pod's own chain: its chain's name, its pod's and a CIDR of its own address as placeholders. */
-function placeholders(self: { chain: string; pod: string; ip: string }): Text {
-  const own = `${self.ip}/`;
-  return (s) => {
-    s = escaped(s);
-    if (s.includes(self.chain)) s = s.replaceAll(self.chain, '<chain>');
-    if (s.includes(self.pod)) s = s.replaceAll(self.pod, '<pod>');
-    return s.startsWith(own) ? `<self>/${s.slice(own.length)}` : s;
-  };
+/**
+ * A text of a chain as its path holds it: `<` doubled, so that no text poses as a placeholder; in a pod's own
+ * chain, its chain's name, its pod's and a CIDR of its own address as placeholders.
+ */
+function textOf(s: string, own: OwnChain | undefined): string {
+  if (s.includes('<')) s = s.replaceAll('<', '<<');
+  if (!own) return s;
+  if (s.includes(own.name)) s = s.replaceAll(own.name, '<chain>');
+  if (s.includes(own.role.pod)) s = s.replaceAll(own.role.pod, '<pod>');
+  const ip = own.role.ip;
+  return s.startsWith(ip) && s.charCodeAt(ip.length) === SLASH ? `<self>${s.slice(ip.length)}` : s;
 }
+
+const SLASH = 0x2f;
