@@ -30,6 +30,8 @@ class Subtree implements Profile {
   private gathered: { readonly sets: ReadonlySet<string>; readonly cuts: PortCuts; readonly policies: readonly string[] } | undefined;
 
   constructor(
+    /** The chain read. */
+    readonly chain: Chain,
     /** The content's id among every chain read with this cache (Contents): equal content, equal id. */
     readonly id: number,
     /** The id written out. */
@@ -94,7 +96,8 @@ type OwnChain = Chain & { readonly role: Extract<ChainRole, { kind: 'workload' }
  * come from the chain itself.) With the content ids, so that both clusters of a diff number alike.
  */
 export class SubtreeCache {
-  readonly byChain = new WeakMap<Chain, Subtree>();
+  // A Map, not a WeakMap: the chains live as long as the map's compiled rules hold them anyway.
+  readonly byChain = new Map<Chain, Subtree>();
   readonly contents = new Contents();
 }
 
@@ -146,8 +149,8 @@ class Path {
 /** Profiles of one node's workload chains; policy chains are read once per cluster (SubtreeCache). */
 export class NodeProfiles {
   private readonly byName = new Map<string, Chain>();
-  /** The chains jumped to, read or found still holding on this node: every pod of the node asks again. */
-  private readonly read = new Map<Chain, Subtree>();
+  /** The chains jumped to by name, read or found still holding on this node: every pod of the node asks again. */
+  private readonly targets = new Map<string, Subtree>();
 
   constructor(
     chains: readonly Chain[],
@@ -163,13 +166,8 @@ export class NodeProfiles {
   }
 
   private subtree(chain: Chain, own: OwnChain | undefined): Subtree {
-    const read = own ? undefined : this.read.get(chain);
-    if (read) return read;
     const known = this.cache.byChain.get(chain);
-    if (known && known.own === (own !== undefined) && this.stillHolds(known)) {
-      if (!own) this.read.set(chain, known);
-      return known;
-    }
+    if (known && known.own === (own !== undefined) && this.stillHolds(known)) return known;
     const parts: (string | Subtree)[] = [];
     let cuts: CutBuilder | undefined;
     const jumped: (string | Chain | undefined)[] = [];
@@ -191,11 +189,10 @@ export class NodeProfiles {
       const action = rule.action;
       at = at.to(action.kind);
       if (action.kind === 'jump' || action.kind === 'goto') {
-        const sub = this.byName.get(action.target);
-        jumped.push(action.target, sub);
-        if (!sub) at = at.to(textOf(action.target, own));
+        const tree = this.target(action.target);
+        jumped.push(action.target, tree?.chain);
+        if (!tree) at = at.to(textOf(action.target, own));
         else {
-          const tree = this.subtree(sub, undefined);
           parts.push(tree);
           at = at.to(tree.id);
         }
@@ -210,6 +207,7 @@ export class NodeProfiles {
     const end = contents.chain(content);
     const open = jumped.length === 0;
     const tree = new Subtree(
+      chain,
       end.id,
       end.key,
       open,
@@ -221,7 +219,15 @@ export class NodeProfiles {
       portSets.length > 0 ? portSets : undefined,
     );
     this.cache.byChain.set(chain, tree);
-    if (!own) this.read.set(chain, tree);
+    return tree;
+  }
+
+  /** The subtree of this node's chain of that name; none for a name no chain has. */
+  private target(name: string): Subtree | undefined {
+    let tree = this.targets.get(name);
+    if (tree) return tree;
+    const chain = this.byName.get(name);
+    if (chain) this.targets.set(name, (tree = this.subtree(chain, undefined)));
     return tree;
   }
 

@@ -82,7 +82,24 @@ describe('profile keys', () => {
     expect(two.key).toBe(one.key);
   });
 
-  it('treat what iptables is given alike as alike: an absent negate and a false one', () => {
+  it('read a chain shared by two nodes again where a chain it jumps to differs between them', () => {
+    // One object for the policy chain on both nodes (the compiler shares it), jumping to a per-node chain.
+    const via: Chain = {
+      ...POLICY,
+      name: chainName('nf-pi-via'),
+      rules: [{ match: [], action: { kind: 'jump', target: chainName('nf-pi-policy') } }],
+    };
+    const to = (r: Rule[]) => r.map((x, j) => (j === 3 ? { ...x, action: { kind: 'jump' as const, target: chainName('nf-pi-via') } } : x));
+    const other: Chain = { ...POLICY, rules: [{ ...POLICY.rules[0]!, action: { kind: 'accept' } }] };
+    const cache = new SubtreeCache();
+    const one = new NodeProfiles([workload(A, to), via, POLICY], NO_SETS, cache).profileOf(workload(A, to));
+    const two = new NodeProfiles([workload(B, to), via, other], NO_SETS, cache).profileOf(workload(B, to));
+    const three = new NodeProfiles([workload(B, to), via, { ...POLICY }], NO_SETS, cache).profileOf(workload(B, to));
+    expect(two.key).not.toBe(one.key);
+    expect(three.key).toBe(one.key);
+  });
+
+  it('treat what iptables is given alike: an absent negate and a false one', () => {
     const [a, b] = keys(workload(A), workload(B, withMatch(4, { kind: 'mark', value: 0x10000, mask: 0x10000, negate: false })));
     expect(a).toBe(b);
   });
