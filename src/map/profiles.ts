@@ -70,14 +70,16 @@ class Subtree implements Profile {
     const cuts = new CutBuilder();
     if (this.ownCuts) cuts.merge(this.ownCuts.build());
     const policies = this.policy === undefined ? [] : [this.policy];
-    for (const part of this.parts) {
+    for (let i = 0; i < this.parts.length; i++) {
+      const part = this.parts[i]!;
       if (typeof part === 'string') {
         sets.add(part);
         continue;
       }
-      for (const s of part.sets) sets.add(s);
+      part.sets.forEach((s) => sets.add(s));
       cuts.merge(part.cuts);
-      for (const p of part.policies) if (!policies.includes(p)) policies.push(p);
+      const more = part.policies;
+      for (let j = 0; j < more.length; j++) if (!policies.includes(more[j]!)) policies.push(more[j]!);
     }
     return (this.gathered = { sets, cuts: cuts.build(), policies });
   }
