@@ -130,18 +130,20 @@ class Contents {
   }
 }
 
+type Part = string | number | boolean | undefined;
+
 /**
  * One sequence of plain values (strings, numbers, booleans, undefined; compared as a Map compares keys):
  * the node reached from the root by them, one Map step each. Nothing is written out or hashed whole; the
  * strings the compiler shares come with their hash already known.
  */
 class Path {
-  private next: Map<unknown, Path> | undefined;
+  private next: Map<Part, Path> | undefined;
   id = -1;
   key: string | undefined;
 
-  to(part: unknown): Path {
-    const next = (this.next ??= new Map());
+  to(part: Part): Path {
+    const next = (this.next ??= new Map<Part, Path>());
     let at = next.get(part);
     if (at === undefined) next.set(part, (at = new Path()));
     return at;
