@@ -273,8 +273,10 @@ function notePorts(ports: readonly { from: number; to: number }[], rule: Rule, c
  * chain. The kinds the chains hold most come first: the switches are read some 300,000 times a map.
  */
 
-/** Does not compile once a match kind is named like an action kind (or starts with `!`). */
-const _kindsApart: Extract<Match['kind'], Action['kind'] | `!${string}`> extends never ? true : never = true;
+/** Does not compile once a match kind is named like an action kind, or a kind starts with `!`. */
+const _kindsApart: [Extract<Match['kind'], Action['kind']>, Extract<Match['kind'] | Action['kind'], `!${string}`>] extends [never, never]
+  ? true
+  : never = true;
 
 function matchPath(at: Path, m: Match, own: OwnChain | undefined): Path {
   switch (m.kind) {
