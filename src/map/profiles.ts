@@ -272,8 +272,8 @@ function notePorts(ports: readonly { from: number; to: number }[], rule: Rule, c
  * before its items), the action's kind and fields (a jump's target as the target's content id, a number, or
  * the name of a missing chain, a string), then the comment if it has one. Each kind says how many values
  * follow it, and no match kind is an action kind (_kindsApart), so the sequence reads back as exactly one
- * rule. What iptables is given alike is written alike: an absent `negate` and `false`, an absent interface
- * and an empty one, no comment and an empty one. Texts go through textOf: the placeholders of the pod's own
+ * rule. What iptables is given alike is written alike: an absent `negate` and `false`, an absent
+ * `isBridged` and `false`, no comment and an empty one. Texts go through textOf: the placeholders of the pod's own
  * chain. The kinds the chains hold most come first: the switches are read some 300,000 times a map.
  */
 
@@ -322,11 +322,15 @@ function matchPath(at: Path, m: Match, own: OwnChain | undefined): Path {
     case 'ctdir':
       return at.to('ctdir').to(m.direction);
     case 'physdev':
-      return at
-        .to('physdev')
-        .to(textOf(m.in ?? '', own))
-        .to(textOf(m.out ?? '', own))
-        .to(m.isBridged === true);
+      return (
+        at
+          .to('physdev')
+          // An absent interface is any (no option written); an empty one is written, `--physdev-in ''`, and
+          // matches none (trace/match.ts): not alike.
+          .to(m.in === undefined ? undefined : textOf(m.in, own))
+          .to(m.out === undefined ? undefined : textOf(m.out, own))
+          .to(m.isBridged === true)
+      );
     case 'connmark':
       return at
         .to(m.negate === true ? '!connmark' : 'connmark')

@@ -146,6 +146,13 @@ describe('profile keys', () => {
     expect(a).toBe(b);
   });
 
+  it('differ for a bridge port absent (any) and an empty one (written, matching none)', () => {
+    const [a, b] = keys(workload(A, withMatch(4, { kind: 'physdev' })), workload(B, withMatch(4, { kind: 'physdev', in: '' })));
+    expect(a).not.toBe(b);
+    const [c, d] = keys(workload(A, withMatch(4, { kind: 'physdev' })), workload(B, withMatch(4, { kind: 'physdev', out: '' })));
+    expect(c).not.toBe(d);
+  });
+
   type Case = [string, (rules: Rule[], pod: Pod) => Rule[]];
   it.each<Case>([
     ['a mark value', withMatch(4, { kind: 'mark', value: 0x20000, mask: 0x10000 })],
