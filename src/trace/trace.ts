@@ -5,7 +5,7 @@
 import { AUDIT_PREFIX, type Rule } from '../model/index.js';
 import { toRule, type SavedChain, type SavedRule } from '../render/index.js';
 import type { IpSets } from './ipsets.js';
-import { afterLookup, learnedGrant, type AfterLookup, type LearnedGrant } from './learned.js';
+import { afterLookup, learnedGrant, mayBeLearned, type AfterLookup, type LearnedGrant } from './learned.js';
 import { evaluateMatches } from './match.js';
 import type { Packet } from './packet.js';
 import { readComment, type Direction, type Ruleset } from './ruleset.js';
@@ -101,6 +101,8 @@ export interface TraceOptions {
 
 interface Frame {
   readonly chain: SavedChain;
+  /** The chain is netfence's (its name has the owned prefix). */
+  readonly owned: boolean;
   next: number;
   /** Inside audit mode's second pass (the verdict with the audited objects): its allow bits are not the verdict. */
   readonly auditPass?: boolean;
@@ -121,7 +123,7 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
   const audit: AuditNote[] = [];
   const lookups: AfterLookup[] = [];
   const hookFound = start.rules.some((r) => targetChain(r) !== undefined && owned(targetChain(r)!));
-  const frames: Frame[] = [{ chain: start, next: 0 }];
+  const frames: Frame[] = [{ chain: start, owned: owned(start.name), next: 0 }];
   let mark = packet.mark ?? 0;
   let phase: Phase = 'before-hook';
   const maxSteps = opts.maxSteps ?? 10000;
@@ -148,12 +150,12 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
     const frame = frames[frames.length - 1]!;
     const chain = frame.chain;
     const depth = frames.length - 1;
-    const isOwned = owned(chain.name);
+    const isOwned = frame.owned;
     const saved = chain.rules[frame.next];
     if (!saved) {
       frames.pop();
       if (frames.length === 0) return finish(policyDecision(chain, depth, steps));
-      if (isOwned && !owned(frames[frames.length - 1]!.chain.name)) phase = 'after';
+      if (isOwned && !frames[frames.length - 1]!.owned) phase = 'after';
       continue;
     }
     const ruleIndex = ++frame.next;
@@ -182,7 +184,8 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
     if (matched.result === 'no-match') {
       record('no-match', matched.failed);
       // Audit mode's second pass judges with the audited objects: their rules open nothing, a lookup neither.
-      const judged = isOwned && !frame.auditPass && !inAuditPass(chain, ruleIndex - 1);
+      // (Only a `domainNames` rule can be missed for want of a lookup: other rules are passed by at once.)
+      const judged = isOwned && mayBeLearned(comment) && !frame.auditPass && !inAuditPass(chain, ruleIndex - 1);
       const missed = judged ? afterLookup(rule, comment, { packet, mark, ipsets }) : undefined;
       // One rule is one alternative per protocol, and audit mode judges the enforced tiers again for the flow log: named once.
       if (missed && !lookups.some((l) => l.policy === missed.policy && l.rule === missed.rule && l.pod === missed.pod))
@@ -235,7 +238,7 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
         record('match');
         frames.pop();
         if (frames.length === 0) return finish(policyDecision(chain, depth, steps));
-        if (isOwned && !owned(frames[frames.length - 1]!.chain.name)) phase = 'after';
+        if (isOwned && !frames[frames.length - 1]!.owned) phase = 'after';
         break;
       case 'jump':
       case 'goto': {
@@ -246,10 +249,16 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
           break;
         }
         record('match');
-        if (owned(target.name) && !isOwned) phase = 'netfence';
+        const targetOwned = owned(target.name);
+        if (targetOwned && !isOwned) phase = 'netfence';
         // goto: the target replaces this chain, so its RETURN goes back to whoever called this chain.
         if (action.kind === 'goto') frames.pop();
-        frames.push({ chain: target, next: 0, ...(frame.auditPass || inAuditPass(chain, ruleIndex - 1) ? { auditPass: true } : {}) });
+        frames.push({
+          chain: target,
+          owned: targetOwned,
+          next: 0,
+          ...(frame.auditPass || inAuditPass(chain, ruleIndex - 1) ? { auditPass: true } : {}),
+        });
         break;
       }
     }
@@ -271,8 +280,33 @@ function deniedInCopy(chain: SavedChain, allowedBy: readonly Allowance[]): Attri
   return attributionOf(last!.comment);
 }
 
+/**
+ * selectingPolicies per chain, read once per ruleset (a map's traces end at the same isolation drops again and
+ * again). Read again when the chain's rules are another array or another length, as auditSplit.
+ */
+const selecting = new WeakMap<
+  SavedChain,
+  {
+    readonly ruleset: Ruleset;
+    readonly rules: readonly SavedRule[];
+    readonly length: number;
+    readonly policies: readonly string[];
+    readonly invalidPolicies: readonly string[];
+  }
+>();
+
 /** The policies a workload chain jumps to, named by their chains' comments; invalid ones say so there. */
 function selectingPolicies(chain: SavedChain, ruleset: Ruleset): { policies: string[]; invalidPolicies: string[] } {
+  let known = selecting.get(chain);
+  if (known?.ruleset !== ruleset || known.rules !== chain.rules || known.length !== chain.rules.length) {
+    known = { ruleset, rules: chain.rules, length: chain.rules.length, ...readSelectingPolicies(chain, ruleset) };
+    selecting.set(chain, known);
+  }
+  // Copies: each verdict owns its lists.
+  return { policies: [...known.policies], invalidPolicies: [...known.invalidPolicies] };
+}
+
+function readSelectingPolicies(chain: SavedChain, ruleset: Ruleset): { policies: string[]; invalidPolicies: string[] } {
   const policies: string[] = [];
   const invalidPolicies: string[] = [];
   // In audit mode only the policies of the enforced pass isolate the pod.
