@@ -123,7 +123,9 @@ function describeFailed(m: Match, ctx: MatchContext): string {
 /** All matches must hold (iptables ANDs them); the first failing one is named. */
 export function evaluateMatches(matches: readonly Match[], ctx: MatchContext): RuleMatch {
   let unknown: string | undefined;
-  for (const m of matches) {
+  // Indexed: every rule of every traced packet comes here, and the one-shot commands run unoptimised (cli/main.ts).
+  for (let i = 0; i < matches.length; i++) {
+    const m = matches[i]!;
     const answer = evaluateMatch(m, ctx);
     if (answer === false) return { result: 'no-match', failed: ctx.quiet === true ? '' : describeFailed(m, ctx) };
     if (answer !== true) unknown ??= answer.unknown;

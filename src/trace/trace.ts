@@ -129,6 +129,8 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
   const maxSteps = opts.maxSteps ?? 10000;
   const quiet = opts.steps === false;
   let walked = 0;
+  // One context for every rule of the walk (the mark follows the packet's).
+  const ctx = { packet, mark, ipsets, quiet };
 
   const finish = (decided: DecidedBy): TraceResult => {
     const base = { allowedBy, steps, warnings, hookFound, finalMark: mark, audit, ...(lookups.length > 0 ? { afterLookup: lookups } : {}) };
@@ -160,15 +162,13 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
     }
     const ruleIndex = ++frame.next;
     walked++;
-    // The rule's text is made when read (a step, a decision, an allowance), not for every rule walked past.
-    const ref = (): StepRef => ({ chain: chain.name, ruleIndex, text: saved.text });
     const comment = saved.comment;
     const rule = saved.rule ?? toRule(saved.args);
     const record = quiet
       ? noRecord
       : (result: Step['result'], detail?: string) =>
           steps.push({
-            ...ref(),
+            ...refOf(chain, ruleIndex, saved),
             depth,
             result,
             owned: isOwned,
@@ -177,16 +177,16 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
           });
     if (!rule) {
       record('not-evaluated', 'netfence cannot read this rule');
-      warnings.push(notEvaluated(ref(), 'a match or target the tracer does not model', phase));
+      warnings.push(notEvaluated(refOf(chain, ruleIndex, saved), 'a match or target the tracer does not model', phase));
       continue;
     }
-    const matched = evaluateMatches(rule.match, { packet, mark, ipsets, quiet });
+    const matched = evaluateMatches(rule.match, ctx);
     if (matched.result === 'no-match') {
       record('no-match', matched.failed);
       // Audit mode's second pass judges with the audited objects: their rules open nothing, a lookup neither.
       // (Only a `domainNames` rule can be missed for want of a lookup: other rules are passed by at once.)
       const judged = isOwned && mayBeLearned(comment) && !frame.auditPass && !inAuditPass(chain, ruleIndex - 1);
-      const missed = judged ? afterLookup(rule, comment, { packet, mark, ipsets }) : undefined;
+      const missed = judged ? afterLookup(rule, comment, ctx) : undefined;
       // One rule is one alternative per protocol, and audit mode judges the enforced tiers again for the flow log: named once.
       if (missed && !lookups.some((l) => l.policy === missed.policy && l.rule === missed.rule && l.pod === missed.pod))
         lookups.push(missed);
@@ -194,7 +194,7 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
     }
     if (matched.result === 'unknown') {
       record('not-evaluated', matched.why);
-      warnings.push(notEvaluated(ref(), matched.why, phase));
+      warnings.push(notEvaluated(refOf(chain, ruleIndex, saved), matched.why, phase));
       continue;
     }
     const action = rule.action;
@@ -207,14 +207,20 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
         const who = (verb === 'DROP' && isOwned ? deniedInCopy(chain, allowedBy) : undefined) ?? attribute(saved, rule, allowedBy);
         // An isolation drop: name every policy the pod's chain consulted, as the flow log does.
         const selecting = verb !== 'ACCEPT' && who.pod !== undefined && isOwned ? selectingPolicies(chain, ruleset) : {};
-        return finish({ ...ref(), action: verb, owned: isOwned, ...who, ...selecting });
+        return finish({ ...refOf(chain, ruleIndex, saved), action: verb, owned: isOwned, ...who, ...selecting });
       }
       case 'set-mark': {
         mark = ((mark & ~action.mask) ^ action.value) >>> 0;
+        ctx.mark = mark;
         record('match', `mark is now 0x${mark.toString(16)}`);
         if (action.value !== 0 && !frame.auditPass && !inAuditPass(chain, ruleIndex - 1)) {
           const learned = learnedGrant(rule, comment, packet, ipsets);
-          allowedBy.push({ ...ref(), value: action.value, ...attributionOf(comment), ...(learned ? { learned } : {}) });
+          allowedBy.push({
+            ...refOf(chain, ruleIndex, saved),
+            value: action.value,
+            ...attributionOf(comment),
+            ...(learned ? { learned } : {}),
+          });
         }
         break;
       }
@@ -232,7 +238,7 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
       case 'nfqueue': {
         // Held for the DNS agent, which releases every answer unchanged (docs/dns-egress-design.md): accepted.
         record('match', `held on NFQUEUE ${action.queue}, then released`);
-        return finish({ ...ref(), action: 'ACCEPT', owned: isOwned, ...attributionOf(comment) });
+        return finish({ ...refOf(chain, ruleIndex, saved), action: 'ACCEPT', owned: isOwned, ...attributionOf(comment) });
       }
       case 'return':
         record('match');
@@ -245,7 +251,7 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
         const target = ruleset.chains.get(action.target);
         if (!target) {
           record('not-evaluated', `chain ${action.target} does not exist`);
-          warnings.push(notEvaluated(ref(), `target chain ${action.target} is missing`, phase));
+          warnings.push(notEvaluated(refOf(chain, ruleIndex, saved), `target chain ${action.target} is missing`, phase));
           break;
         }
         record('match');
@@ -400,6 +406,9 @@ function targetChain(saved: SavedRule): string | undefined {
   const action = (saved.rule ?? toRule(saved.args))?.action;
   return action && (action.kind === 'jump' || action.kind === 'goto') ? action.target : undefined;
 }
+
+/** A rule as steps and verdicts name it: made when read (a step, a decision, an allowance), not for every rule walked past. */
+const refOf = (chain: SavedChain, ruleIndex: number, saved: SavedRule): StepRef => ({ chain: chain.name, ruleIndex, text: saved.text });
 
 /** The built-in chain's policy decides when its last rule did not. */
 function policyDecision(chain: SavedChain, depth: number, steps: Step[]): DecidedBy {
