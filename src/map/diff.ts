@@ -122,16 +122,22 @@ function diffClasses(before: MapModel, after: MapModel): DiffClass[] {
     return byPod;
   };
   const [was, now] = [groupOf(before), groupOf(after)];
-  const classes = new Map<string, { before: GroupState; after: GroupState; size: number }>();
+  // By the two groups themselves (each map's group ids are unique), in the order each pair is first met.
+  const byPair = new Map<GroupState, Map<GroupState, { before: GroupState; after: GroupState; size: number }>>();
+  const classes: { before: GroupState; after: GroupState; size: number }[] = [];
   for (const [member, b] of was) {
     const a = now.get(member);
     if (!a) continue;
-    const key = `${b.group.id}\0${a.group.id}`;
-    const c = classes.get(key) ?? { before: b, after: a, size: 0 };
+    let byAfter = byPair.get(b);
+    if (!byAfter) byPair.set(b, (byAfter = new Map()));
+    let c = byAfter.get(a);
+    if (!c) {
+      byAfter.set(a, (c = { before: b, after: a, size: 0 }));
+      classes.push(c);
+    }
     c.size++;
-    classes.set(key, c);
   }
-  return [...classes.values()];
+  return classes;
 }
 
 /**

@@ -52,9 +52,29 @@ function dimensionsOf(direction: string): Dimensions {
   return { ip, ...(port !== undefined ? { port } : {}) };
 }
 
+// The last two addresses parsed for packetAddress (a packet's source and destination).
+let lastText: string | undefined;
+let lastIp: ParsedIp | undefined;
+let otherText: string | undefined;
+let otherIp: ParsedIp | undefined;
+
+/**
+ * An address of a packet, parsed. A trace asks for its packet's source and destination at every set and CIDR
+ * match it meets: the last two are kept in front of model/address.ts's cache of every address parsed.
+ */
+export function packetAddress(text: string): ParsedIp | undefined {
+  if (text === lastText) return lastIp;
+  if (text === otherText) return otherIp;
+  otherText = lastText;
+  otherIp = lastIp;
+  lastText = text;
+  lastIp = parseIp(text);
+  return lastIp;
+}
+
 export function setMatches(set: SavedIpSet, packet: Packet, direction: SetDirection): SetAnswer {
   const { ip: ipDim, port: portDim } = DIMENSIONS.get(direction) ?? dimensionsOf(direction);
-  const addr = parseIp(ipDim === 'src' ? packet.src : packet.dst);
+  const addr = packetAddress(ipDim === 'src' ? packet.src : packet.dst);
   if (!addr) return unknown(`packet ${ipDim} is not an address`);
   // A set of the other family never matches (iptables refuses the rule; a v6 packet never meets a v4 set).
   if (set.family !== addr.family) return member(false);

@@ -2,8 +2,8 @@
 // a new Match kind does not compile until the tracer can evaluate and describe it.
 
 import type { Match } from '../model/index.js';
-import { containsIp, parseCidrOrHost, parseIp } from '../model/address.js';
-import { setMatches, type IpSets } from './ipsets.js';
+import { containsIp, parseCidrOrHost } from '../model/address.js';
+import { packetAddress, setMatches, type IpSets } from './ipsets.js';
 import type { Packet } from './packet.js';
 
 export interface MatchContext {
@@ -29,7 +29,7 @@ const flip = (answer: MatchAnswer, negate: boolean | undefined): MatchAnswer => 
 function addrIn(cidr: string, ip: string): MatchAnswer {
   // parseCidrOrHost keeps what it parsed: a map walks thousands of packets past the same rules.
   const net = parseCidrOrHost(cidr);
-  const addr = parseIp(ip);
+  const addr = packetAddress(ip);
   if (!net) return { unknown: `"${cidr}" is not a CIDR` };
   if (!addr) return { unknown: `"${ip}" is not an address` };
   return containsIp(net, addr.family, addr.value);
