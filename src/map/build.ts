@@ -197,9 +197,9 @@ function podGroups(prepared: Prepared, groupBy: string | undefined, classes: Cla
     const parts: PodView[][] = [];
     for (const p of w.pods) {
       let byIngress = bySignature.get(p.egress.key);
-      if (!byIngress) bySignature.set(p.egress.key, (byIngress = new Map()));
+      if (!byIngress) bySignature.set(p.egress.key, (byIngress = new Map<string, Map<string, PodView[]>>()));
       let byClass = byIngress.get(p.ingress.key);
-      if (!byClass) byIngress.set(p.ingress.key, (byClass = new Map()));
+      if (!byClass) byIngress.set(p.ingress.key, (byClass = new Map<string, PodView[]>()));
       const list = byClass.get(p.addressClass);
       if (list) list.push(p);
       else {

@@ -123,13 +123,14 @@ function diffClasses(before: MapModel, after: MapModel): DiffClass[] {
   };
   const [was, now] = [groupOf(before), groupOf(after)];
   // By the two groups themselves (each map's group ids are unique), in the order each pair is first met.
-  const byPair = new Map<GroupState, Map<GroupState, { before: GroupState; after: GroupState; size: number }>>();
-  const classes: { before: GroupState; after: GroupState; size: number }[] = [];
+  type Counting = { before: GroupState; after: GroupState; size: number };
+  const byPair = new Map<GroupState, Map<GroupState, Counting>>();
+  const classes: Counting[] = [];
   for (const [member, b] of was) {
     const a = now.get(member);
     if (!a) continue;
     let byAfter = byPair.get(b);
-    if (!byAfter) byPair.set(b, (byAfter = new Map()));
+    if (!byAfter) byPair.set(b, (byAfter = new Map<GroupState, Counting>()));
     let c = byAfter.get(a);
     if (!c) {
       byAfter.set(a, (c = { before: b, after: a, size: 0 }));
