@@ -12,26 +12,37 @@ import { setMatches, type IpSets } from '../trace/index.js';
 type SavedIpSet = IpSets extends ReadonlyMap<string, infer S> ? S : never;
 
 /**
- * A `hash:ip` or `hash:ip,port` set's members as (address value, entry) pairs, read once per set object: the
- * two clusters of a diff hand over the same object for a set that did not change.
+ * A `hash:ip` or `hash:ip,port` set's members as (address value, entry) pairs, `keys[i]` with `entries[i]`, read
+ * once per set object: the two clusters of a diff hand over the same object for a set that did not change. Two
+ * lists, not a pair per member: a map reads every member of every set, and the one-shot commands run
+ * unoptimised (cli/main.ts), where taking a pair apart costs more than the rest of the loop.
  */
-const entriesBySet = new WeakMap<SavedIpSet, { readonly name: string; readonly entries: readonly (readonly [string, string])[] }>();
-function entriesOf(name: string, set: SavedIpSet): readonly (readonly [string, string])[] {
+interface SetEntries {
+  readonly name: string;
+  readonly keys: readonly string[];
+  readonly entries: readonly string[];
+}
+const entriesBySet = new WeakMap<SavedIpSet, SetEntries>();
+function entriesOf(name: string, set: SavedIpSet): SetEntries {
   const known = entriesBySet.get(set);
-  if (known?.name === name) return known.entries;
-  const out: [string, string][] = [];
-  for (const member of set.members) {
-    const text = member.trim();
+  if (known?.name === name) return known;
+  const keys: string[] = [];
+  const entries: string[] = [];
+  const members = set.members;
+  for (let i = 0; i < members.length; i++) {
+    const text = members[i]!.trim();
     const space = text.search(/\s/);
     const element = space < 0 ? text : text.slice(0, space);
     const comma = element.lastIndexOf(',');
     const ipText = set.type === 'hash:ip,port' && comma >= 0 ? element.slice(0, comma) : element;
     const ip = parseIp(ipText);
     if (!ip) continue;
-    out.push([`${ip.value}`, set.type === 'hash:ip,port' ? `${name}@${element.slice(comma + 1)}` : name]);
+    keys.push(`${ip.value}`);
+    entries.push(set.type === 'hash:ip,port' ? `${name}@${element.slice(comma + 1)}` : name);
   }
-  entriesBySet.set(set, { name, entries: out });
-  return out;
+  const read = { name, keys, entries };
+  entriesBySet.set(set, read);
+  return read;
 }
 
 export class AddressClasses {
@@ -64,10 +75,11 @@ export class AddressClasses {
         this.netBits = undefined;
         continue;
       }
-      for (const [key, entry] of entriesOf(name, set)) {
-        const list = this.byIp.get(key);
-        if (list) list.push(entry);
-        else this.byIp.set(key, [entry]);
+      const { keys, entries } = entriesOf(name, set);
+      for (let i = 0; i < keys.length; i++) {
+        const list = this.byIp.get(keys[i]!);
+        if (list) list.push(entries[i]!);
+        else this.byIp.set(keys[i]!, [entries[i]!]);
       }
     }
   }
@@ -85,7 +97,7 @@ export class AddressClasses {
       const mine = this.objects.get(name) ?? [];
       const theirs = other.objects.get(name) ?? [];
       if (mine.length === theirs.length && mine.every((set) => theirs.includes(set))) continue;
-      for (const set of [...mine, ...theirs]) for (const [key] of entriesOf(name, set)) touched.add(key);
+      for (const set of [...mine, ...theirs]) for (const key of entriesOf(name, set).keys) touched.add(key);
     }
     for (const [ip, known] of other.memo) {
       const parsed = parseIp(ip);
@@ -100,8 +112,14 @@ export class AddressClasses {
     let known = this.memo.get(ip);
     if (known !== undefined) return known;
     const parsed = parseIp(ip);
-    const entries = [...(parsed ? (this.byIp.get(`${parsed.value}`) ?? []) : []), ...this.netsOf(ip, parsed)];
-    known = [...new Set(entries)].sort().join(' ');
+    const held = parsed ? this.byIp.get(`${parsed.value}`) : undefined;
+    const nets = this.netsOf(ip, parsed);
+    // Sorted, each entry once (a named-port set's entry comes from every node whose set holds the address).
+    const entries = held ? held.concat(nets) : nets.slice();
+    entries.sort();
+    const once: string[] = [];
+    for (let i = 0; i < entries.length; i++) if (i === 0 || entries[i] !== entries[i - 1]) once.push(entries[i]!);
+    known = once.join(' ');
     this.memo.set(ip, known);
     return known;
   }

@@ -117,7 +117,10 @@ export function diffMaps(before: MapModel, after: MapModel): MapDiff {
 function diffClasses(before: MapModel, after: MapModel): DiffClass[] {
   const groupOf = (m: MapModel) => {
     const byPod = new Map<string, GroupState>();
-    for (const g of m.groups) for (const pod of g.group.pods) byPod.set(pod, g);
+    for (const g of m.groups) {
+      const pods = g.group.pods;
+      for (let i = 0; i < pods.length; i++) byPod.set(pods[i]!, g);
+    }
     for (const g of m.groups) for (const block of g.group.cidrs ?? []) byPod.set(`outside ${block}`, g);
     return byPod;
   };
@@ -126,9 +129,9 @@ function diffClasses(before: MapModel, after: MapModel): DiffClass[] {
   type Counting = { before: GroupState; after: GroupState; size: number };
   const byPair = new Map<GroupState, Map<GroupState, Counting>>();
   const classes: Counting[] = [];
-  for (const [member, b] of was) {
+  was.forEach((b, member) => {
     const a = now.get(member);
-    if (!a) continue;
+    if (!a) return;
     let byAfter = byPair.get(b);
     if (!byAfter) byPair.set(b, (byAfter = new Map<GroupState, Counting>()));
     let c = byAfter.get(a);
@@ -137,7 +140,7 @@ function diffClasses(before: MapModel, after: MapModel): DiffClass[] {
       classes.push(c);
     }
     c.size++;
-  }
+  });
   return classes;
 }
 
