@@ -296,7 +296,8 @@ function loadObject(
   }
   collector.add(kind, result.value);
   // A kept policy carries its own problems (the compiler reports them); only warnings go here.
-  if (kind !== 'NetworkPolicy' && kind !== 'ClusterNetworkPolicy') for (const p of result.problems) collector.problem(p);
+  if (kind !== 'NetworkPolicy' && kind !== 'ClusterNetworkPolicy')
+    for (let i = 0; i < result.problems.length; i++) collector.problem(result.problems[i]!);
 }
 
 /** Collects objects by key; a later document with the same key replaces the earlier one. */
