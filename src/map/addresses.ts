@@ -52,6 +52,8 @@ export class AddressClasses {
   /** The set objects read, by name (a named-port set has one per node). */
   private readonly objects = new Map<string, SavedIpSet[]>();
   private readonly memo = new Map<string, string>();
+  /** Each class's text, the first string made of it (classOf). */
+  private readonly texts = new Map<string, string>();
   /** The `hash:net` sets holding an address, by the address's first `netBits` bits (netsOf). */
   private readonly netMemo = new Map<bigint, string[]>();
   private netBits: number | undefined;
@@ -99,10 +101,12 @@ export class AddressClasses {
       if (mine.length === theirs.length && mine.every((set) => theirs.includes(set))) continue;
       for (const set of [...mine, ...theirs]) for (const key of entriesOf(name, set).keys) touched.add(key);
     }
-    for (const [ip, known] of other.memo) {
+    other.memo.forEach((known, ip) => {
       const parsed = parseIp(ip);
-      if (parsed?.family === this.family && !touched.has(`${parsed.value}`)) this.memo.set(ip, known);
-    }
+      if (parsed?.family !== this.family || touched.has(`${parsed.value}`)) return;
+      this.memo.set(ip, known);
+      if (!this.texts.has(known)) this.texts.set(known, known);
+    });
     this.netBits = other.netBits;
     for (const [block, names] of other.netMemo) this.netMemo.set(block, names);
   }
@@ -119,7 +123,11 @@ export class AddressClasses {
     entries.sort();
     const once: string[] = [];
     for (let i = 0; i < entries.length; i++) if (i === 0 || entries[i] !== entries[i - 1]) once.push(entries[i]!);
-    known = once.join(' ');
+    // One string per class, shared by its addresses: the map compares and looks classes up pod by pod, and a
+    // class is every set holding the address (often a long text), so equal ones are best the same string.
+    const text = once.join(' ');
+    known = this.texts.get(text);
+    if (known === undefined) this.texts.set(text, (known = text));
     this.memo.set(ip, known);
     return known;
   }
