@@ -43,8 +43,8 @@ export interface Side {
 }
 
 /**
- * What one profile sees of the address classes: an id per class (-1: not worked out yet), and each id's text.
- * Worked out class by class while few are asked (a diff asks a profile about a class or two), for every class
+ * What one profile sees of the address classes: an id per class, stored plus one (0: not worked out yet), and
+ * each id's text. Worked out class by class while few are asked (a diff asks a profile about a class or two), for every class
  * at once after that (a map asks every sender about every receiver).
  */
 interface SeenView {
@@ -132,7 +132,7 @@ export class Judge {
   private viewOf(profile: Profile): SeenView {
     let view = this.seenBy.get(profile.key);
     if (!view) {
-      view = { profile, seen: new Int32Array(this.classEntries.length).fill(-1), ids: new Map([['', 0]]), texts: [''], asked: 0 };
+      view = { profile, seen: new Int32Array(this.classEntries.length), ids: new Map([['', 0]]), texts: [''], asked: 0 };
       this.seenBy.set(profile.key, view);
     }
     return view;
@@ -141,16 +141,18 @@ export class Judge {
   /** The id of what `view`'s profile sees of class `cls`: the entries of the sets its chains match, sorted (0: none of them). */
   private seenId(view: SeenView, cls: number): number {
     const known = view.seen[cls]!;
-    if (known >= 0) return known;
+    if (known > 0) return known - 1;
     if (++view.asked > SEEN_ONE_BY_ONE) {
       this.seeAll(view);
-      return view.seen[cls]!;
+      return view.seen[cls]! - 1;
     }
     const entries = this.classEntries[cls]!;
     const sets = this.classSets[cls]!;
     const mine: string[] = [];
     for (let i = 0; i < entries.length; i++) if (view.profile.sets.has(sets[i]!)) mine.push(entries[i]!);
-    return (view.seen[cls] = idOf(view, mine.sort().join(' ')));
+    const id = idOf(view, mine.sort().join(' '));
+    view.seen[cls] = id + 1;
+    return id;
   }
 
   /** Every class of `view` worked out at once, from the holders of the sets its profile matches. */
@@ -164,9 +166,9 @@ export class Judge {
       }
     const seen = view.seen;
     for (let cls = 0; cls < seen.length; cls++) {
-      if (seen[cls]! >= 0) continue;
+      if (seen[cls]! > 0) continue;
       const entries = parts.get(cls);
-      seen[cls] = entries ? idOf(view, entries.sort().join(' ')) : 0;
+      seen[cls] = (entries ? idOf(view, entries.sort().join(' ')) : 0) + 1;
     }
     view.asked = Infinity;
   }
