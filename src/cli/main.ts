@@ -113,8 +113,9 @@ if (isEntry || process.argv[1]?.endsWith('/netfence')) {
       // A one-shot command is done when main returns. Exit once stdout and stderr have taken all it wrote (a
       // pipe takes it asynchronously; --output is written with synchronous calls): left to wind down, the process
       // would first let V8 finish collecting the heap the command leaves (a map diff of 10,000 pods: ~250 MB)
-      // and then free it. Measured on that diff (large tier, one policy added), user CPU 4.02 / 3.95 / 3.89 →
-      // 3.92 / 3.88 / 3.73 s, run in turns.
+      // and then free it. Measured on that diff (the bench's large tier with one policy added, `/usr/bin/time node
+      // dist/cli/main.js map --diff old.json new.json --format json -o diff.json`, three runs each in turns at
+      // load ~4): user CPU 4.02 / 3.95 / 3.89 → 3.92 / 3.88 / 3.73 s, one full collection fewer.
       if (oneShot) void Promise.all([flushed(process.stdout), flushed(process.stderr)]).then(() => process.exit(code));
     },
     (err) => {

@@ -123,9 +123,11 @@ function chainProfiles(rules: NodeRules, cache: PrepareCache): ChainProfiles {
 function runningPods(snapshot: ClusterSnapshot, family: IpFamily): { running: { pod: Pod; ip: string }[]; skipped: string[] } {
   const skipped: string[] = [];
   const running: { pod: Pod; ip: string }[] = [];
-  for (const pod of snapshot.pods) {
-    const why = leftOut(pod, family);
-    const ip = pod.ips.find((i) => parseIp(i)?.family === family);
+  const { pods } = snapshot;
+  for (let i = 0; i < pods.length; i++) {
+    const pod = pods[i]!;
+    const ip = addressOf(pod, family);
+    const why = leftOut(pod, family, ip);
     if (why !== undefined || ip === undefined) skipped.push(`${podKey(pod)}: ${why ?? `no IPv${family} address`}`);
     else running.push({ pod, ip });
   }
@@ -205,12 +207,19 @@ function shareSets(rules: NodeRules, shared: Map<string, SavedIpSet>): NodeRules
   return { ...rules, ipsets };
 }
 
-function leftOut(pod: Pod, family: IpFamily): string | undefined {
+/** The pod's first address of the family, if it has one. */
+function addressOf(pod: Pod, family: IpFamily): string | undefined {
+  for (let i = 0; i < pod.ips.length; i++) if (parseIp(pod.ips[i]!)?.family === family) return pod.ips[i];
+  return undefined;
+}
+
+/** Why a pod is left out of the map; `ip`: its address of the family (addressOf). */
+function leftOut(pod: Pod, family: IpFamily, ip: string | undefined): string | undefined {
   if (pod.hostNetwork) return 'host network (its address is its node’s)';
   if (pod.phase === 'Succeeded' || pod.phase === 'Failed') return `${pod.phase.toLowerCase()}: not a peer any more`;
   if (pod.nodeName === '') return 'not scheduled';
   if (pod.ips.length === 0) return 'no address yet';
-  if (!pod.ips.some((ip) => parseIp(ip)?.family === family)) return `no IPv${family} address`;
+  if (ip === undefined) return `no IPv${family} address`;
   return undefined;
 }
 
