@@ -152,6 +152,36 @@ export interface Admission {
  * older one of its namespace, and never one of a namespace within its share.
  */
 export function admit(policies: readonly NetworkPolicy[], budget: NodeBudget): Admission {
+  return withinWholeBudget(policies, budget) ?? admitByShares(policies, budget);
+}
+
+/**
+ * The admission when every policy fits the node's whole budget even counting shared sets once per policy:
+ * then no policy can be refused (one past its namespace's share is admitted from what the shares left, and
+ * the whole never passes the budget), and what is used is every distinct set once and every rule. Undefined
+ * otherwise. Most nodes are far within their budget, and a compiler asked for each node in turn admits on each.
+ */
+function withinWholeBudget(policies: readonly NetworkPolicy[], budget: NodeBudget): Admission | undefined {
+  let most = 0;
+  let rules = 0;
+  // Only ipBlock sets count, and most policies have none: those with some are kept for the second walk.
+  const withSets: PolicyCost[] = [];
+  for (const policy of policies) {
+    const cost = policyCost(policy);
+    rules += cost.rules;
+    if (cost.sets.length === 0) continue;
+    withSets.push(cost);
+    for (const [, members] of cost.sets) most += members;
+  }
+  if (most > budget.setMembers || rules > budget.rules) return undefined;
+  const counted = new Map<string, number>();
+  for (const cost of withSets) for (const [key, members] of cost.sets) if (!counted.has(key)) counted.set(key, members);
+  let setMembers = 0;
+  for (const members of counted.values()) setMembers += members;
+  return { refused: new Set(), problems: [], used: { setMembers, rules } };
+}
+
+function admitByShares(policies: readonly NetworkPolicy[], budget: NodeBudget): Admission {
   const sorted = [...policies].sort(byAge);
   const shares = fairShares(sorted, budget);
   const perNamespace = new Map<string, Use>();

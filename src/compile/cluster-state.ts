@@ -25,6 +25,7 @@ const keyOf = (p: { readonly namespace: string; readonly name: string }): string
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 const byName = (a: Pod, b: Pod): number => cmp(a.name, b.name);
 const NO_PODS: readonly Pod[] = [];
+const NO_PEERS: ReadonlyMap<string, Pod> = new Map();
 
 export class ClusterState {
   /** The pod list the state was last brought to, while known (after a delta only the keys are). */
@@ -38,6 +39,17 @@ export class ClusterState {
   private readonly peersByNamespace = new Map<string, Map<string, Pod>>();
   /** The same peers by node: a compiler asked for each node in turn finds a node's pods without walking all. */
   private readonly peersByNode = new Map<string, Map<string, Pod>>();
+  /**
+   * The same peers by label (key, then value), when asked for: a new selection starts from the pods carrying
+   * one label its podSelector asks for, not from every pod of every namespace it selects. Kept by a compiler
+   * asked for each node in turn (a map fills a selection for every peer the policies name); a daemon fills a
+   * few after its first compile and keeps its memory instead (some 140 bytes per pod).
+   */
+  private readonly peersByLabel: Map<string, Map<string, Map<string, Pod>>> | undefined;
+
+  constructor(options: { readonly labelIndex?: boolean } = {}) {
+    this.peersByLabel = options.labelIndex ? new Map() : undefined;
+  }
   private readonly nsLabels = new Map<string, Labels>();
   private readonly selections = new Map<string, SelectionEntry>();
   private readonly byNamespace = new Map<string, Set<SelectionEntry>>();
@@ -200,14 +212,60 @@ export class ClusterState {
 
   private fill(entry: SelectionEntry): void {
     entry.pods.clear();
+    const podSelector = entry.peer.podSelector;
     // Narrow by namespace first: most selectors scope to one namespace or a few.
     const namespaces = entry.peer.namespaceSelector
       ? [...this.peersByNamespace.keys()].filter((ns) => selectorMatches(entry.peer.namespaceSelector!, this.namespaceLabels(ns)))
       : [entry.namespace];
+    // Then by one label the podSelector asks for, when fewer pods carry it than those namespaces hold (the
+    // order the pods are found in does not matter: a set's members are sorted).
+    const carrying = podSelector && this.peersByLabel ? this.carrying(this.peersByLabel, podSelector.matchLabels) : undefined;
+    if (carrying && carrying.size < namespaces.reduce((n, ns) => n + (this.peersByNamespace.get(ns)?.size ?? 0), 0)) {
+      const inScope = new Set(namespaces);
+      for (const [key, pod] of carrying)
+        if (inScope.has(pod.namespace) && selectorMatches(podSelector!, pod.labels)) entry.pods.set(key, pod);
+      return;
+    }
     for (const ns of namespaces) {
       for (const [key, pod] of this.peersByNamespace.get(ns) ?? []) {
-        if (!entry.peer.podSelector || selectorMatches(entry.peer.podSelector, pod.labels)) entry.pods.set(key, pod);
+        if (!podSelector || selectorMatches(podSelector, pod.labels)) entry.pods.set(key, pod);
       }
+    }
+  }
+
+  /** The peers carrying the first label of `matchLabels` (by key); undefined when it asks for none. */
+  private carrying(
+    index: ReadonlyMap<string, ReadonlyMap<string, ReadonlyMap<string, Pod>>>,
+    matchLabels: Labels,
+  ): ReadonlyMap<string, Pod> | undefined {
+    for (const label in matchLabels) {
+      if (!Object.hasOwn(matchLabels, label)) continue;
+      return index.get(label)?.get(matchLabels[label]!) ?? NO_PEERS;
+    }
+    return undefined;
+  }
+
+  /** Adds a peer to (or removes it from) the label index. */
+  private indexLabels(pod: Pod, key: string, add: boolean): void {
+    const index = this.peersByLabel;
+    if (!index) return;
+    for (const label in pod.labels) {
+      if (!Object.hasOwn(pod.labels, label)) continue;
+      const value = pod.labels[label]!;
+      let byValue = index.get(label);
+      if (add) {
+        if (!byValue) index.set(label, (byValue = new Map<string, Map<string, Pod>>()));
+        let pods = byValue.get(value);
+        if (!pods) byValue.set(value, (pods = new Map<string, Pod>()));
+        pods.set(key, pod);
+        continue;
+      }
+      const pods = byValue?.get(value);
+      if (!pods) continue;
+      pods.delete(key);
+      if (pods.size > 0) continue;
+      byValue!.delete(value);
+      if (byValue!.size === 0) index.delete(label);
     }
   }
 
@@ -304,8 +362,10 @@ export class ClusterState {
       if (peerBefore) {
         this.peersByNamespace.get(peerBefore.namespace)?.delete(key);
         this.peersByNode.get(peerBefore.nodeName)?.delete(key);
+        this.indexLabels(peerBefore, key, false);
       }
       if (peerNow) {
+        this.indexLabels(peerNow, key, true);
         this.peerByKey.set(key, peerNow);
         let inNs = this.peersByNamespace.get(peerNow.namespace);
         if (!inNs) this.peersByNamespace.set(peerNow.namespace, (inNs = new Map<string, Pod>()));
@@ -338,6 +398,9 @@ export class ClusterState {
       if (pods.length > 0) this.localByNamespace.set(ns, pods);
       else this.localByNamespace.delete(ns);
     }
-    this.local = [...this.localByNamespace.keys()].sort(cmp).flatMap((ns) => this.localByNamespace.get(ns)!);
+    // A loop, not flatMap: asked on every node a compiler moves to.
+    const local: Pod[] = [];
+    for (const ns of [...this.localByNamespace.keys()].sort(cmp)) for (const pod of this.localByNamespace.get(ns)!) local.push(pod);
+    this.local = local;
   }
 }

@@ -31,7 +31,7 @@ import { ClusterPolicyCompiler, type CnpFamilyResult } from './cluster-policy.js
 import { ClusterState, ipsOfFamily } from './cluster-state.js';
 import type { DispatchEntry } from './dispatch.js';
 import { dispatchSideChains } from './dispatch-sides.js';
-import { endpointChains, type EndpointRenderContext } from './endpoint-chains.js';
+import { endpointChains, type EndpointChains, type EndpointRenderContext } from './endpoint-chains.js';
 import { IpSetRegistry, sortMembers, type SetRequest } from './ipsets.js';
 import { ipSetNameFor } from './names.js';
 import { sameData } from './memo.js';
@@ -55,9 +55,7 @@ export function compile(snapshot: ClusterSnapshot, settings: NodeSettings): Comp
 }
 
 export class Compiler {
-  private readonly state = new ClusterState();
-  /** Other nodes' memories, by node name, for a compiler asked for each node of a cluster in turn (map). */
-  private readonly otherNodes = new Map<string, RenderMemory>();
+  private readonly state: ClusterState;
   /** Everything rendered that the next compile may reuse, made from the settings (render-memory.ts). */
   private memory = new RenderMemory(undefined);
   /** The snapshot compiled last: the next one of the same source can say what changed since. */
@@ -85,6 +83,7 @@ export class Compiler {
    * otherwise forget those only the other nodes ask for, and the next node would fill them again.
    */
   constructor(private readonly everyNode = false) {
+    this.state = new ClusterState({ labelIndex: everyNode });
     this.targets = new PolicyTargets(this.state);
   }
 
@@ -126,17 +125,13 @@ export class Compiler {
 
   /**
    * New settings: nothing rendered before is reused, except what every node renders alike when only the node
-   * changed, and that node's own memory when it was compiled before with these settings (a compiler asked
-   * for each node of a cluster in turn, then for each node of a changed cluster, as a diff of two maps does).
+   * changed. The last node's own memory is let go: a map compiles each node's two clusters one after the
+   * other and never comes back to a node, and what one node kept (its pods' chains, their keys, its dispatch
+   * trees) would otherwise stay alive, and be copied by the collector, through every node after it.
    */
   private memoryFor(settings: NodeSettings): RenderMemory {
     const last = this.memory;
-    const wide = last.clusterWide.fits(settings) ? last.clusterWide : undefined;
-    if (!wide) this.otherNodes.clear();
-    else if (last.settings && last.settings.nodeName !== settings.nodeName) this.otherNodes.set(last.settings.nodeName, last);
-    const kept = this.otherNodes.get(settings.nodeName);
-    this.otherNodes.delete(settings.nodeName);
-    return kept && kept.clusterWide === wide && sameData(kept.settings, settings) ? kept : new RenderMemory(settings, wide);
+    return new RenderMemory(settings, last.clusterWide.fits(settings) ? last.clusterWide : undefined);
   }
 
   /**
@@ -263,8 +258,8 @@ export class Compiler {
   }
 
   /** Every local pod of the family rendered from its resolved selection, and the dispatch entries to its chains. */
-  private endpointsOf(render: EndpointRenderContext, cnp: CnpFamilyResult | undefined, shared: SharedAddresses): RenderedEndpoints {
-    const { family, names, settings, hostSide } = render;
+  private endpointsOf(context: EndpointRenderContext, cnp: CnpFamilyResult | undefined, shared: SharedAddresses): RenderedEndpoints {
+    const { family, names, settings, hostSide } = context;
     const out: RenderedEndpoints = { workload: [], toNode: [], entries: { from: [], to: [], host: [] } };
     const lastOfPod = this.memory.podEndpoints[family];
     for (const pod of this.state.localPods) {
@@ -290,16 +285,20 @@ export class Compiler {
         continue;
       }
       const ip = ips[0]!;
-      // Everything the chains depend on (the settings are fixed for this Compiler).
-      const key = [family, hostSide, pod.namespace, pod.name, ip, selection.policies, selection.clusterPolicies] as const;
       // Interned when made (the memo keeps the interned objects) and again when used (then the same object
       // comes back at once): a pod re-rendered because an object selecting it was replaced keeps the chain
       // objects whose content stayed the same.
       const intern = (chain: Chain): Chain => this.memory.interned.intern(family, chain);
-      const chains = this.memory.endpoints.get(key, () => {
-        const made = endpointChains({ podKey: `${pod.namespace}/${pod.name}`, ip }, selection, render);
+      const render = (): EndpointChains => {
+        const made = endpointChains({ podKey: `${pod.namespace}/${pod.name}`, ip }, selection, context);
         return { ...made, ingress: intern(made.ingress), egress: intern(made.egress), ...(made.host ? { host: intern(made.host) } : {}) };
-      });
+      };
+      // Everything the chains depend on (the settings are fixed for this Compiler). A compiler asked for each
+      // node in turn renders each pod once (its next compile of the node reuses the pod as rendered, above)
+      // and never comes back to the node: it keeps no memo, which would cost a key and nested maps per pod.
+      const chains = this.everyNode
+        ? render()
+        : this.memory.endpoints.get([family, hostSide, pod.namespace, pod.name, ip, selection.policies, selection.clusterPolicies], render);
       const used = { ...chains, ingress: intern(chains.ingress), egress: intern(chains.egress) };
       if (chains.host) used.host = intern(chains.host);
       out.workload.push(used.ingress, used.egress);
@@ -356,15 +355,18 @@ export class Compiler {
     // their sets requested again in one pass, instead of a walk over every policy and direction.
     const last = this.memory.lastPolicyChains.get(family);
     if (last?.policies === policies) {
-      sets.add(last.requests);
+      for (const list of last.requests) sets.add(list);
       return last;
     }
     const chains: Chain[] = [];
     const targetsByPolicy = new Map<NetworkPolicy, readonly Pod[]>();
-    const requests: SetRequest[] = [];
+    const requests: (readonly SetRequest[])[] = [];
     const render = { names: this.memory.names, settings };
+    // Targets are local pods: when every local pod has an address of the family, so has every target, and
+    // no target need be looked at (a compiler asked for each node in turn does this for every policy).
+    const allOfFamily = this.localPodsAllOf(family);
     for (const cp of policies) {
-      const targets = targetsOfFamily(cp.targets, family);
+      const targets = allOfFamily ? cp.targets : targetsOfFamily(cp.targets, family);
       if (targets.length === 0) continue;
       targetsByPolicy.set(cp.policy, targets);
       for (const direction of ['ingress', 'egress'] as const) {
@@ -373,14 +375,27 @@ export class Compiler {
           policyChain({ policy: cp.policy, direction, family, valid: cp.valid }, render),
         );
         chains.push(rendered.chain);
-        requests.push(...rendered.sets);
+        requests.push(rendered.sets);
+        sets.add(rendered.sets);
       }
     }
-    sets.add(requests);
     const made = { policies, chains, targetsByPolicy, requests };
     this.memory.lastPolicyChains.set(family, made);
     return made;
   }
+
+  /** Whether every local pod has an address of the family; decided again only when the local pods moved. */
+  private localPodsAllOf(family: IpFamily): boolean {
+    const local = this.state.localPods;
+    if (this.localFamilies?.local !== local)
+      this.localFamilies = {
+        local,
+        4: local.every((p) => ipsOfFamily(p, 4).length > 0),
+        6: local.every((p) => ipsOfFamily(p, 6).length > 0),
+      };
+    return this.localFamilies[family];
+  }
+  private localFamilies: { readonly local: readonly Pod[]; readonly 4: boolean; readonly 6: boolean } | undefined;
 
   /**
    * The dispatch tree of one side: rebuilt only when its entries changed; a pod coming or going changes one
@@ -429,9 +444,12 @@ function podProblems(bad: readonly Pod[]): Problem[] {
 
 const NO_PODS: readonly Pod[] = [];
 
-// The same array while the policy's targets are the same: named-port sets built from it are reused.
+// The same array while the policy's targets are the same: named-port sets built from it are reused. The
+// targets themselves when all have an address of the family (single-stack clusters: every policy), found
+// without a WeakMap entry per array: a compiler asked for each node in turn meets new arrays on every node.
 const targetsByFamily = new WeakMap<readonly Pod[], { 4?: readonly Pod[]; 6?: readonly Pod[] }>();
 function targetsOfFamily(targets: readonly Pod[], family: IpFamily): readonly Pod[] {
+  if (targets.every((p) => ipsOfFamily(p, family).length > 0)) return targets;
   let split = targetsByFamily.get(targets);
   if (!split) targetsByFamily.set(targets, (split = {}));
   return (split[family] ??= targets.filter((p) => ipsOfFamily(p, family).length > 0));

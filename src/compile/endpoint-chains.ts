@@ -54,10 +54,13 @@ function workloadChainOf(
   verdictCopiesOf: ChainName[],
 ): Chain {
   const { names, settings } = ctx;
-  const tiers = tierChains(selection, direction, ctx, () => true);
-  const inTiers = [...tiers.admin, ...tiers.baseline];
-  const auditedTiers = tierChains(selection, direction, ctx, isAudited);
-  const audited = [...policyChainNames(selection, direction, ctx, true), ...auditedTiers.admin, ...auditedTiers.baseline];
+  // Most pods no ClusterNetworkPolicy selects: no tiers to gather (three walks per direction otherwise).
+  const tiered = selection.clusterPolicies.length > 0;
+  const tiers = tiered ? tierChains(selection, direction, ctx, () => true) : NO_TIERS;
+  const inTiers = tiered ? [...tiers.admin, ...tiers.baseline] : NO_NAMES;
+  const auditedTiers = tiered ? tierChains(selection, direction, ctx, isAudited) : NO_TIERS;
+  const { all: policyChains, audited: auditedPolicies } = policyChainLists(selection, direction, ctx);
+  const audited = tiered ? [...auditedPolicies, ...auditedTiers.admin, ...auditedTiers.baseline] : auditedPolicies;
   // Verdict-only copies of the CNP chains, only for a pod judged twice (audit mode).
   let verdictChains: Map<ChainName, ChainName> | undefined;
   if (audited.length > 0 && inTiers.length > 0) {
@@ -73,7 +76,7 @@ function workloadChainOf(
       hostBits: familyBits(ctx.family),
       name: direction === 'ingress' ? names.toWorkload(podKey) : names.fromWorkload(podKey),
       direction,
-      policyChains: policyChainNames(selection, direction, ctx),
+      policyChains,
       tiers,
       ...(audited.length > 0 ? { audited } : {}),
       ...(verdictChains ? { verdictChains } : {}),
@@ -81,6 +84,9 @@ function workloadChainOf(
     settings,
   );
 }
+
+const NO_NAMES: readonly ChainName[] = [];
+const NO_TIERS: CnpTierChains = { admin: NO_NAMES, baseline: NO_NAMES };
 
 /**
  * The pod's chain to this node, when some CNP egress tier can decide there: only CNP chains that can match
@@ -95,9 +101,28 @@ function toNodeChain({ podKey, ip }: Endpoint, selection: EndpointSelection, ctx
 
 /** The pod's NetworkPolicy chains in a direction (only the audited ones, or only the others, if asked). */
 function policyChainNames(selection: EndpointSelection, direction: Direction, ctx: EndpointRenderContext, audited?: boolean): ChainName[] {
-  return selection.policies
-    .filter((p) => p[direction] && (audited === undefined || p.audit === audited))
-    .map((p) => policyChainName(p, direction, ctx.names));
+  // A loop, not filter and map: asked four times per pod rendered.
+  const out: ChainName[] = [];
+  for (const p of selection.policies)
+    if (p[direction] && (audited === undefined || p.audit === audited)) out.push(policyChainName(p, direction, ctx.names));
+  return out;
+}
+
+/** The pod's NetworkPolicy chains in a direction, and the audited ones among them, in one walk. */
+function policyChainLists(
+  selection: EndpointSelection,
+  direction: Direction,
+  ctx: EndpointRenderContext,
+): { readonly all: ChainName[]; readonly audited: ChainName[] } {
+  const all: ChainName[] = [];
+  const audited: ChainName[] = [];
+  for (const p of selection.policies) {
+    if (!p[direction]) continue;
+    const name = policyChainName(p, direction, ctx.names);
+    all.push(name);
+    if (p.audit) audited.push(name);
+  }
+  return { all, audited };
 }
 
 /** The pod's CNP chains in a direction, per tier, in evaluation order ("CNPs with no ingress rules do not affect ingress"). */
@@ -119,18 +144,17 @@ function tierChains(
 const isAudited = (cnp: ClusterPolicyRef): boolean => cnp.audit;
 
 // Chain names are hashes: worked out once per object, not once per pod it selects (a CNP can select them all).
-const policyNames = new WeakMap<PolicyRef, TupleMap<readonly [ChainNames, Direction], ChainName>>();
+// A policy's names are kept for the one ChainNames (one per chain prefix) that asked last.
+const policyNames = new WeakMap<PolicyRef, { readonly names: ChainNames; ingress?: ChainName; egress?: ChainName }>();
 const cnpNames = new WeakMap<ClusterPolicyRef, TupleMap<readonly [string, Direction, boolean], ChainName>>();
 
 function policyChainName(policy: PolicyRef, direction: Direction, names: ChainNames): ChainName {
   let known = policyNames.get(policy);
-  if (!known) policyNames.set(policy, (known = new TupleMap()));
-  let name = known.get([names, direction]);
-  if (name === undefined) {
-    const key = `${policy.namespace}/${policy.name}`;
-    known.set([names, direction], (name = direction === 'ingress' ? names.policyIngress(key) : names.policyEgress(key)));
-  }
-  return name;
+  if (known?.names !== names) policyNames.set(policy, (known = { names }));
+  return (known[direction] ??=
+    direction === 'ingress'
+      ? names.policyIngress(`${policy.namespace}/${policy.name}`)
+      : names.policyEgress(`${policy.namespace}/${policy.name}`));
 }
 
 function cnpChainNameOf(cnp: ClusterPolicyRef, prefix: string, direction: Direction, verdictOnly: boolean): ChainName {

@@ -22,7 +22,7 @@ import {
   type Pod,
   type PolicyPeer,
 } from '../model/index.js';
-import { containsIp, parseIp, type Cidr } from '../model/address.js';
+import { containsIp, parseIp, strictV4Value, type Cidr } from '../model/address.js';
 import { ipsOfFamily, type ClusterState, type Selection } from './cluster-state.js';
 import { ipSetNameFor, type SetKind } from './names.js';
 import { selectorMatches } from './selectors.js';
@@ -100,10 +100,8 @@ export class IpSetRegistry {
 
   /** The first request of a name describes the set (its description names the rule that asked first). */
   add(requests: readonly SetRequest[]): void {
-    for (const req of requests) {
-      const name = nameOf(req, this.prefix, this.family);
-      if (!this.requests.has(name)) this.requests.set(name, req);
-    }
+    const names = namesOf(requests, this.prefix, this.family);
+    for (let i = 0; i < requests.length; i++) if (!this.requests.has(names[i]!)) this.requests.set(names[i]!, requests[i]!);
   }
 
   entries(): [IpSetName, SetRequest][] {
@@ -122,6 +120,20 @@ function nameOf(req: SetRequest, prefix: string, family: IpFamily): IpSetName {
   return name;
 }
 
+// A cached chain's requests come back as the same array on every compile: their names are kept with it, one
+// lookup per chain instead of one per set it names.
+const namesOfLists = new WeakMap<
+  readonly SetRequest[],
+  { readonly prefix: string; readonly family: IpFamily; readonly names: IpSetName[] }
+>();
+function namesOf(requests: readonly SetRequest[], prefix: string, family: IpFamily): readonly IpSetName[] {
+  const known = namesOfLists.get(requests);
+  if (known && known.prefix === prefix && known.family === family) return known.names;
+  const names = requests.map((req) => nameOf(req, prefix, family));
+  namesOfLists.set(requests, { prefix, family, names });
+  return names;
+}
+
 export interface MemberContext {
   readonly state: ClusterState;
   readonly family: IpFamily;
@@ -135,7 +147,7 @@ export interface MemberContext {
 
 /** A resolved set, with the stamp of the inputs it was built from (cache key across compiles). */
 interface Built {
-  readonly stamp: string;
+  readonly stamp: Stamp;
   readonly set: IpSet;
   /** For pod-selector sets: the selection version the members reflect. */
   readonly version?: number;
@@ -162,12 +174,15 @@ export class IpSetBuilder {
     this.node = node;
     const out: IpSet[] = [];
     for (const [name, req] of registry.entries()) {
-      const stamp = stampOf(req.spec, ctx);
+      const tag = stampTag(req.spec);
+      const value = stampValue(req.spec, ctx);
+      const shared = tag === 'fixed' || tag === 'listed' ? 0 : ctx.state.sharedVersion;
       const old = this.previous.get(name);
+      const sameStamp = old !== undefined && old.stamp.tag === tag && old.stamp.value === value && old.stamp.shared === shared;
       let built: Built;
-      if (old && old.stamp === stamp && old.set.description === req.description) {
+      if (sameStamp && old.set.description === req.description) {
         built = old;
-      } else if (old && old.stamp === stamp) {
+      } else if (sameStamp) {
         // Only the description moved (another rule asked first): the members are the same list.
         built = { ...old, set: { ...old.set, description: req.description } };
       } else {
@@ -193,7 +208,7 @@ export class IpSetBuilder {
             };
         if (old && patched && set !== old.set) recordMemberDelta(set, old.set, patched.delta);
         built = {
-          stamp,
+          stamp: { tag, value, shared },
           set,
           ...(selection ? { version: selection.version } : {}),
           sharedVersion: ctx.state.sharedVersion,
@@ -216,30 +231,56 @@ function objectId(o: object): number {
   return id;
 }
 
-/** A string that changes whenever the members might. */
-function stampOf(spec: MemberSpec, ctx: MemberContext): string {
-  if (spec.kind === 'listed') return spec.members.join(',');
-  return spec.kind === 'cidrs' || spec.kind === 'learned' ? 'fixed' : `${podStampOf(spec, ctx)}x${ctx.state.sharedVersion}`;
+/**
+ * What the members of a set were made from, in three parts that change whenever the members might: the kind of
+ * input (`tag`), its version or identity, or the listed members themselves (`value`), and the shared-address
+ * version (shared addresses are left out of pod sets). Compared part by part: no string is built per set on
+ * every compile.
+ */
+interface Stamp {
+  readonly tag: StampTag;
+  readonly value: number | string;
+  readonly shared: number;
 }
 
-function podStampOf(spec: MemberSpec, ctx: MemberContext): string {
+type StampTag = 'listed' | 'fixed' | 'selection' | 'targets' | 'all-pods' | 'nodes';
+
+function stampTag(spec: MemberSpec): StampTag {
   switch (spec.kind) {
-    case 'selector':
-      return `s${ctx.state.select(spec.peer, spec.namespace).version}`;
+    case 'listed':
+      return 'listed';
     case 'cidrs':
     case 'learned':
-    case 'listed':
       return 'fixed';
+    case 'selector':
+      return 'selection';
     case 'named-targets':
-      return `t${objectId(ctx.targetsOf(spec.policy))}`;
-    case 'named-pods':
-      return spec.scope.kind === 'selector'
-        ? `s${ctx.state.select(spec.scope.peer, spec.scope.namespace).version}`
-        : `a${ctx.state.allPodsVersion}`;
-    case 'node-ips':
-      return `n${objectId(ctx.nodes ?? NO_NODES)}`;
     case 'named-subjects':
-      return `t${objectId(ctx.subjectsOf?.(spec.cnp) ?? NO_PODS)}`;
+      return 'targets';
+    case 'named-pods':
+      return spec.scope.kind === 'selector' ? 'selection' : 'all-pods';
+    case 'node-ips':
+      return 'nodes';
+  }
+}
+
+function stampValue(spec: MemberSpec, ctx: MemberContext): number | string {
+  switch (spec.kind) {
+    case 'listed':
+      return spec.members.join(',');
+    case 'cidrs':
+    case 'learned':
+      return 0;
+    case 'selector':
+      return ctx.state.select(spec.peer, spec.namespace).version;
+    case 'named-targets':
+      return objectId(ctx.targetsOf(spec.policy));
+    case 'named-pods':
+      return spec.scope.kind === 'selector' ? ctx.state.select(spec.scope.peer, spec.scope.namespace).version : ctx.state.allPodsVersion;
+    case 'node-ips':
+      return objectId(ctx.nodes ?? NO_NODES);
+    case 'named-subjects':
+      return objectId(ctx.subjectsOf?.(spec.cnp) ?? NO_PODS);
   }
 }
 
@@ -254,8 +295,12 @@ function peerIps(pod: Pod, family: IpFamily, state: ClusterState): readonly stri
 
 function membersOf(spec: MemberSpec, ctx: MemberContext): string[] {
   switch (spec.kind) {
-    case 'selector':
-      return [...ctx.state.select(spec.peer, spec.namespace).pods.values()].flatMap((p) => peerIps(p, ctx.family, ctx.state));
+    case 'selector': {
+      const out: string[] = [];
+      for (const p of ctx.state.select(spec.peer, spec.namespace).pods.values())
+        for (const ip of peerIps(p, ctx.family, ctx.state)) out.push(ip);
+      return out;
+    }
     case 'cidrs':
     case 'listed':
       return [...spec.members];
@@ -340,11 +385,8 @@ export function sortMembers(members: Iterable<string>): string[] {
 /** 2^21: an index below it times a 32-bit value stays an exact float (2^53). */
 const INDEX_RANGE = 2_097_152;
 
-/** The value of a plain IPv4 address (strict dotted quad), else undefined. */
-function v4Value(member: string): number | undefined {
-  const ip = member.length <= 15 && !member.includes(':') ? parseIp(member) : undefined;
-  return ip?.family === 4 ? Number(ip.value) : undefined;
-}
+/** The value of a plain IPv4 address (strict dotted quad), else undefined: read from its characters, as parseIp reads it. */
+const v4Value = (member: string): number | undefined => (member.length <= 15 ? strictV4Value(member) : undefined);
 
 /**
  * sortMembers' order for two members. Two plain IPv4 addresses compare by value, which is the order of
@@ -396,7 +438,9 @@ function patchMembers(
 /** `now` in sortMembers order, given the sorted members a set had before. */
 function resortMembers(before: readonly string[], now: ReadonlySet<string>): readonly string[] {
   const kept = before.filter((m) => now.has(m));
-  return kept.length === now.size ? kept : mergeMembers(kept, now);
+  if (kept.length === now.size) return kept;
+  // Nothing kept (another node's named-port targets): the members sorted, with no merge to walk.
+  return kept.length === 0 ? sortMembers(now) : mergeMembers(kept, now);
 }
 
 /**

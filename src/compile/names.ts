@@ -10,19 +10,19 @@ import {
   type ChainTag,
   type IpFamily,
   type IpSetName,
-  sha256Bytes,
+  sha256Binary,
 } from '../model/index.js';
 
 const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
 
 /** Lower-case base32 of SHA-256: safe in chain and set names, case-insensitive friendly. */
 export function hash32(text: string, length: number): string {
-  const digest = sha256Bytes(text);
+  const digest = sha256Binary(text);
   let out = '';
   let buffer = 0;
   let bits = 0;
-  for (const byte of digest) {
-    buffer = (buffer << 8) | byte;
+  for (let i = 0; i < digest.length; i++) {
+    buffer = (buffer << 8) | digest.charCodeAt(i);
     bits += 8;
     while (bits >= 5 && out.length < length) {
       out += BASE32[(buffer >> (bits - 5)) & 31];
@@ -58,28 +58,28 @@ export interface ChainNames {
   policyEgress(policyKey: string): ChainName;
 }
 
-/** Chain names by prefix, kind and length, then key, for every ChainNames alike (a map makes one per node it compiles). */
-const chainNameMemo = new Map<string, Map<string, ChainName>>();
+/** One ChainNames per prefix: a pure function of it, and a map makes a RenderMemory per node it compiles. */
+const namesByPrefix = new Map<string, ChainNames>();
 
 export function chainNames(prefix: string): ChainNames {
-  // Names are asked for on every compile; hashing each key once is enough.
-  const memoOf = (kind: ChainTag, len: number): Map<string, ChainName> => {
-    const of = `${prefix}|${kind}|${len}`;
-    let memo = chainNameMemo.get(of);
-    if (!memo) chainNameMemo.set(of, (memo = new Map<string, ChainName>()));
-    return memo;
-  };
-  const memos = new Map<string, Map<string, ChainName>>();
-  const hashed = (kind: ChainTag, key: string, len = 16): ChainName => {
-    const of = `${kind}${len}`;
-    let memo = memos.get(of);
-    if (!memo) memos.set(of, (memo = memoOf(kind, len)));
-    let name = memo.get(key);
-    if (name === undefined) {
-      if (memo.size > 200_000) memo.clear();
-      memo.set(key, (name = chainName(taggedChainName(prefix, kind, hash32(`${kind}|${key}`, len)))));
-    }
-    return name;
+  let names = namesByPrefix.get(prefix);
+  if (!names) namesByPrefix.set(prefix, (names = makeChainNames(prefix)));
+  return names;
+}
+
+function makeChainNames(prefix: string): ChainNames {
+  // Names are asked for on every compile; hashing each key once is enough. One memo per kind of name,
+  // settled here: a name asked for is one map lookup.
+  const hashed = (kind: ChainTag, len = 16): ((key: string) => ChainName) => {
+    const memo = new Map<string, ChainName>();
+    return (key) => {
+      let name = memo.get(key);
+      if (name === undefined) {
+        if (memo.size > 200_000) memo.clear();
+        memo.set(key, (name = chainName(taggedChainName(prefix, kind, hash32(`${kind}|${key}`, len)))));
+      }
+      return name;
+    };
   };
   return {
     forward: chainName(`${prefix}${FIXED_CHAIN.forward}`),
@@ -89,14 +89,14 @@ export function chainNames(prefix: string): ChainNames {
     output: chainName(`${prefix}${FIXED_CHAIN.output}`),
     hostDispatch: chainName(`${prefix}${FIXED_CHAIN.hostDispatch}`),
     hostPass: chainName(`${prefix}${FIXED_CHAIN.hostPass}`),
-    hostDispatchChild: (key) => hashed(CHAIN_KIND_TAG.hostDispatchChild, key, 12),
-    toHost: (key) => hashed(CHAIN_KIND_TAG.toHost, key),
-    fromDispatchChild: (key) => hashed(CHAIN_KIND_TAG.fromDispatchChild, key, 12),
-    toDispatchChild: (key) => hashed(CHAIN_KIND_TAG.toDispatchChild, key, 12),
-    fromWorkload: (key) => hashed(CHAIN_KIND_TAG.fromWorkload, key),
-    toWorkload: (key) => hashed(CHAIN_KIND_TAG.toWorkload, key),
-    policyIngress: (key) => hashed(CHAIN_KIND_TAG.policyIngress, key),
-    policyEgress: (key) => hashed(CHAIN_KIND_TAG.policyEgress, key),
+    hostDispatchChild: hashed(CHAIN_KIND_TAG.hostDispatchChild, 12),
+    toHost: hashed(CHAIN_KIND_TAG.toHost),
+    fromDispatchChild: hashed(CHAIN_KIND_TAG.fromDispatchChild, 12),
+    toDispatchChild: hashed(CHAIN_KIND_TAG.toDispatchChild, 12),
+    fromWorkload: hashed(CHAIN_KIND_TAG.fromWorkload),
+    toWorkload: hashed(CHAIN_KIND_TAG.toWorkload),
+    policyIngress: hashed(CHAIN_KIND_TAG.policyIngress),
+    policyEgress: hashed(CHAIN_KIND_TAG.policyEgress),
   };
 }
 

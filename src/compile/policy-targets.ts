@@ -6,7 +6,7 @@ import type { ClusterSnapshot, NetworkPolicy, Pod, PolicyType, Problem, Snapshot
 import type { ClusterState } from './cluster-state.js';
 import { policyTypes } from './policy-chains.js';
 import { byNamespaceKey, PolicyIndex } from './policy-index.js';
-import { selectorMatches } from './selectors.js';
+import { matcherMatches, selectorMatcher, type SelectorMatcher } from './selectors.js';
 import { validatePolicy } from './validate.js';
 
 export interface CheckedPolicy {
@@ -31,7 +31,7 @@ export class PolicyTargets {
   private lastActive: readonly CheckedPolicy[] | undefined;
   private localNamespaces: { readonly local: readonly Pod[]; readonly sorted: readonly string[] } = { local: [], sorted: [] };
   private readonly validations = new WeakMap<NetworkPolicy, readonly Problem[]>();
-  private readonly checked = new WeakMap<NetworkPolicy, { readonly local: readonly Pod[]; readonly checked: CheckedPolicy }>();
+  private readonly facts = new WeakMap<NetworkPolicy, PolicyFacts>();
 
   constructor(private readonly state: Pick<ClusterState, 'localPods' | 'localPodsIn'>) {}
 
@@ -92,7 +92,11 @@ export class PolicyTargets {
       const localIn = this.state.localPodsIn(ns);
       let entry = this.activeByNamespace.get(ns);
       if (entry?.policies !== policies || entry.local !== localIn) {
-        const active = policies.map((p) => this.checkPolicy(p)).filter((cp) => cp.targets.length > 0);
+        const active: CheckedPolicy[] = [];
+        for (const p of policies) {
+          const cp = this.checkPolicy(p, localIn);
+          if (cp.targets.length > 0) active.push(cp);
+        }
         moved ||= !sameChecked(entry?.active, active);
         this.activeByNamespace.set(ns, (entry = { policies, local: localIn, active }));
       }
@@ -102,28 +106,60 @@ export class PolicyTargets {
     return this.lastActive;
   }
 
-  private checkPolicy(policy: NetworkPolicy): CheckedPolicy {
-    const found = this.validationOf(policy);
+  /** `local`: the local pods of the policy's namespace. */
+  private checkPolicy(policy: NetworkPolicy, local: readonly Pod[]): CheckedPolicy {
+    const facts = this.factsOf(policy);
     // Targets depend on the policy and its namespace's local pods only: reuse them while neither changed.
-    const local = this.state.localPodsIn(policy.namespace);
-    const cached = this.checked.get(policy);
-    if (cached && cached.local === local) return cached.checked;
-    const checked = this.checkTargets(policy, found, local);
-    this.checked.set(policy, { local, checked });
-    return checked;
+    if (facts.last?.local !== local) facts.last = { local, checked: this.checkTargets(policy, facts, local) };
+    return facts.last.checked;
+  }
+
+  /** What a policy says whatever pods it selects (a compiler asked for each node checks every policy on each). */
+  private factsOf(policy: NetworkPolicy): PolicyFacts {
+    let facts = this.facts.get(policy);
+    if (facts) return facts;
+    const errors = this.validationOf(policy).filter((p) => p.severity === 'error');
+    const key = `${policy.namespace}/${policy.name}`;
+    // Any loading problem (wrong types, unknown values) invalidates the policy; semantic warnings do not.
+    const valid = errors.length === 0 && (policy.problems?.length ?? 0) === 0;
+    const types = policyTypes(policy);
+    facts = {
+      // An invalid podSelector cannot say which pods it meant; failing closed means isolating the namespace.
+      badSelector: errors.some((p) => p.field.startsWith('spec.podSelector')),
+      podSelector: selectorMatcher(policy.podSelector),
+      selectsNone: { policy, key, valid, types, targets: NO_PODS },
+      last: undefined,
+    };
+    this.facts.set(policy, facts);
+    return facts;
   }
 
   /** `local`: the local pods of the policy's namespace. */
-  private checkTargets(policy: NetworkPolicy, found: readonly Problem[], local: readonly Pod[]): CheckedPolicy {
-    const errors = found.filter((p) => p.severity === 'error');
-    // An invalid podSelector cannot say which pods it meant; failing closed means isolating the namespace.
-    const badSelector = errors.some((p) => p.field.startsWith('spec.podSelector'));
-    const targets = badSelector ? local : local.filter((p) => selectorMatches(policy.podSelector, p.labels));
-    // Any loading problem (wrong types, unknown values) invalidates the policy; semantic warnings do not.
-    const valid = errors.length === 0 && (policy.problems?.length ?? 0) === 0;
-    return { policy, key: `${policy.namespace}/${policy.name}`, valid, types: policyTypes(policy), targets };
+  private checkTargets(policy: NetworkPolicy, facts: PolicyFacts, local: readonly Pod[]): CheckedPolicy {
+    let targets: readonly Pod[] | undefined;
+    if (facts.badSelector) targets = local;
+    else {
+      let matched: Pod[] | undefined;
+      for (const p of local) if (matcherMatches(facts.podSelector, p.labels)) (matched ??= []).push(p);
+      targets = matched;
+    }
+    // Most policies select no pod of a given node: nothing made for them.
+    if (!targets || targets.length === 0) return facts.selectsNone;
+    return { ...facts.selectsNone, targets };
   }
 }
+
+/** A policy's validity, types and key, as every check of its targets reads them, and its last check. */
+interface PolicyFacts {
+  readonly badSelector: boolean;
+  readonly podSelector: SelectorMatcher;
+  /** The policy checked with no targets. */
+  readonly selectsNone: CheckedPolicy;
+  /** The last check, with the local pods of the policy's namespace it was made against. */
+  last: { readonly local: readonly Pod[]; readonly checked: CheckedPolicy } | undefined;
+}
+
+const NO_PODS: readonly Pod[] = [];
 
 const sameChecked = (a: readonly CheckedPolicy[] | undefined, b: readonly CheckedPolicy[]): boolean =>
   a !== undefined && a.length === b.length && a.every((cp, i) => cp === b[i]);

@@ -21,8 +21,8 @@ export interface PolicyChains {
   readonly policies: readonly CheckedPolicy[];
   readonly chains: readonly Chain[];
   readonly targetsByPolicy: ReadonlyMap<NetworkPolicy, readonly Pod[]>;
-  /** Every set the chains use, in the order they asked for them. */
-  readonly requests: readonly SetRequest[];
+  /** Every set the chains use, in the order they asked for them: each chain's requests as it returned them. */
+  readonly requests: readonly (readonly SetRequest[])[];
 }
 
 /** The node budget's decision on one list of active policies. */

@@ -24,8 +24,8 @@ class Selections<T> {
 
   constructor(private readonly before: (a: T, b: T) => number) {}
 
-  /** `current`: every object that selects a local pod now. */
-  update(current: Iterable<Selecting<T>>): void {
+  /** `current`: every object that selects a local pod now, each read as its reference by `ref`. */
+  update<S>(current: Iterable<Selecting<S>>, ref: (item: S) => T): void {
     const seen = new Set<T>();
     // Joins and leaves gathered per pod first: each touched pod's list is then rebuilt once.
     const changes = new Map<Pod, { readonly joined: T[]; readonly left: Set<T> }>();
@@ -34,15 +34,25 @@ class Selections<T> {
       if (!change) changes.set(pod, (change = { joined: [], left: new Set() }));
       return change;
     };
-    for (const { item, targets } of current) {
+    for (const selecting of current) {
+      const item = ref(selecting.item);
+      const targets = selecting.targets;
       seen.add(item);
       const was = this.targetsOf.get(item) ?? NONE;
       if (was === targets) continue;
       this.targetsOf.set(item, targets);
-      const now = new Set(targets);
-      const had = new Set(was);
-      for (const pod of was) if (!now.has(pod)) changeOf(pod).left.add(item);
-      for (const pod of targets) if (!had.has(pod)) changeOf(pod).joined.push(item);
+      // All joined or all left (a compiler moving to another node: every object's targets): no sets to build.
+      if (was.length === 0 || targets.length === 0) {
+        for (const pod of was) changeOf(pod).left.add(item);
+        for (const pod of targets) changeOf(pod).joined.push(item);
+        continue;
+      }
+      // A few pods each (an object's targets on one node): looked up in the lists themselves, no sets built.
+      const small = was.length * targets.length <= 64;
+      const now = small ? undefined : new Set(targets);
+      const had = small ? undefined : new Set(was);
+      for (const pod of was) if (!(now ? now.has(pod) : targets.includes(pod))) changeOf(pod).left.add(item);
+      for (const pod of targets) if (!(had ? had.has(pod) : was.includes(pod))) changeOf(pod).joined.push(item);
     }
     for (const [item, was] of this.targetsOf) {
       if (seen.has(item)) continue;
@@ -102,7 +112,8 @@ const byName = (a: PolicyRef, b: PolicyRef): number => cmp(a.name, b.name);
 
 /** One reference per object key while what it says is the same, whatever objects it was read from. */
 class Refs<T extends object, R> {
-  private readonly byObject = new WeakMap<T, R>();
+  /** Per object its reference and its key (built once: every compile that sees the object marks it by key). */
+  private readonly byObject = new WeakMap<T, { readonly ref: R; readonly key: string }>();
   private byKey = new Map<string, R>();
   private nextByKey = new Map<string, R>();
 
@@ -112,16 +123,16 @@ class Refs<T extends object, R> {
   ) {}
 
   of(item: T): R {
-    let ref = this.byObject.get(item);
-    if (ref === undefined) {
+    let known = this.byObject.get(item);
+    if (known === undefined) {
       const key = this.keyOf(item);
       const fresh = this.read(item);
-      const known = this.byKey.get(key) ?? this.nextByKey.get(key);
-      ref = known !== undefined && sameData(known, fresh) ? known : fresh;
-      this.byObject.set(item, ref);
+      const before = this.byKey.get(key) ?? this.nextByKey.get(key);
+      known = { ref: before !== undefined && sameData(before, fresh) ? before : fresh, key };
+      this.byObject.set(item, known);
     }
-    this.nextByKey.set(this.keyOf(item), ref);
-    return ref;
+    this.nextByKey.set(known.key, known.ref);
+    return known.ref;
   }
 
   /** After each compile: forget the keys it did not see. */
@@ -167,10 +178,10 @@ export class EndpointResolver {
   update(policies: readonly Selecting<NetworkPolicy>[], clusterPolicies: Iterable<Selecting<ClusterNetworkPolicy>>): void {
     if (policies !== this.lastPolicies) {
       this.lastPolicies = policies;
-      this.policies.update(refsOf(policies, this.policyRefs));
+      this.policies.update(policies, (p) => this.policyRefs.of(p));
       this.policyRefs.rotate();
     }
-    this.clusterPolicies.update(refsOf(clusterPolicies, this.clusterPolicyRefs));
+    this.clusterPolicies.update(clusterPolicies, (c) => this.clusterPolicyRefs.of(c));
     this.clusterPolicyRefs.rotate();
   }
   private lastPolicies: readonly Selecting<NetworkPolicy>[] | undefined;
@@ -178,8 +189,4 @@ export class EndpointResolver {
   selectionOf(pod: Pod): EndpointSelection {
     return { policies: this.policies.of(pod), clusterPolicies: this.clusterPolicies.of(pod) };
   }
-}
-
-function* refsOf<T extends object, R>(list: Iterable<Selecting<T>>, refs: Refs<T, R>): Iterable<Selecting<R>> {
-  for (const { item, targets } of list) yield { item: refs.of(item), targets };
 }

@@ -13,6 +13,24 @@ export function selectorMatches(selector: LabelSelector, labels: Labels): boolea
   return true;
 }
 
+/** A selector read once for matching many label sets: its matchLabels as a list. */
+export interface SelectorMatcher {
+  readonly labels: readonly (readonly [string, string])[];
+  readonly expressions: readonly SelectorRequirement[];
+}
+
+export const selectorMatcher = (selector: LabelSelector): SelectorMatcher => ({
+  labels: Object.entries(selector.matchLabels),
+  expressions: selector.matchExpressions,
+});
+
+/** selectorMatches by a matcher: no walk over the selector's own keys on every call. */
+export function matcherMatches(matcher: SelectorMatcher, labels: Labels): boolean {
+  for (const [key, value] of matcher.labels) if (labels[key] !== value) return false;
+  for (const req of matcher.expressions) if (!requirementMatches(req, labels)) return false;
+  return true;
+}
+
 function requirementMatches(req: SelectorRequirement, labels: Labels): boolean {
   const has = Object.hasOwn(labels, req.key);
   switch (req.operator) {

@@ -1,6 +1,6 @@
 // Per-workload chains: nf-tw-<id> (ingress to a local pod) and nf-fw-<id> (egress from it).
 
-import { ruleComment, type Chain, type ChainName, type NodeSettings, type Rule } from '../model/index.js';
+import { ruleComment, type Chain, type ChainName, type Match, type NodeSettings, type Rule } from '../model/index.js';
 import { denyBit } from './cluster-policy-chains.js';
 import { flowLogRules } from './flow-log.js';
 import type { Direction } from './policy-chains.js';
@@ -40,11 +40,9 @@ export function workloadChain(input: WorkloadChainInput, settings: NodeSettings)
   if (input.audited && input.audited.length > 0) return auditedWorkloadChain(input, input.audited, settings);
   const { accept, all } = settings.marks;
   const self = `${input.ip}/${input.hostBits}`;
+  const fixed = fixedRules(accept, all);
   const rules: Rule[] = [
-    // "Connections are judged on their first packet": replies and later packets of an allowed flow pass.
-    { match: [{ kind: 'ctstate', states: ['RELATED', 'ESTABLISHED'] }], action: { kind: 'accept' } },
-    { match: [{ kind: 'ctstate', states: ['INVALID'] }], action: { kind: 'drop' } },
-    { match: [], action: { kind: 'set-mark', value: 0, mask: all } },
+    ...fixed.head,
     // A pod reaching itself (also through a Service that DNATs back to it: hairpin) is always allowed.
     {
       match: [input.direction === 'ingress' ? { kind: 'src-net', cidr: self } : { kind: 'dst-net', cidr: self }],
@@ -61,14 +59,59 @@ export function workloadChain(input: WorkloadChainInput, settings: NodeSettings)
     });
   } else {
     for (const target of input.policyChains) {
-      rules.push({ match: [], action: { kind: 'jump', target } });
-      rules.push({ match: [{ kind: 'mark', value: accept, mask: accept }], action: { kind: 'return' } });
+      rules.push(jumpTo(target));
+      rules.push(fixed.returnIfAccepted);
     }
     rules.push(...flowLogRules(settings.flowLog, { kind: 'isolated', chain: input.name }));
     rules.push({ match: [], action: { kind: 'drop' }, comment: ruleComment.workloadIsolated(input.podKey, input.direction) });
   }
   const role = { kind: 'workload', direction: input.direction, pod: input.podKey, ip: input.ip } as const;
   return { name: input.name, rules, role };
+}
+
+const NO_MATCH: readonly Match[] = [];
+
+// A jump to a policy chain, one per chain name: every pod a policy selects jumps to it alike. Bounded as the
+// chain-name memos are (names.ts).
+const jumps = new Map<ChainName, Rule>();
+function jumpTo(target: ChainName): Rule {
+  let rule = jumps.get(target);
+  if (!rule) {
+    if (jumps.size >= 200_000) jumps.clear();
+    jumps.set(target, (rule = { match: NO_MATCH, action: { kind: 'jump', target } }));
+  }
+  return rule;
+}
+
+/** The rules every plain workload chain holds alike. */
+interface FixedRules {
+  /** Established flows accepted, invalid ones dropped, the marks cleared. */
+  readonly head: readonly Rule[];
+  /** Back to the caller once a policy chain set the accept bit. */
+  readonly returnIfAccepted: Rule;
+}
+
+// Shared by every pod's chains (rules are read-only values): a map renders some 20,000 workload chains, each
+// of which otherwise allocates these again. Keyed by the marks, which come from the configuration.
+const fixedByMarks = new Map<number, Map<number, FixedRules>>();
+function fixedRules(accept: number, all: number): FixedRules {
+  let byAll = fixedByMarks.get(accept);
+  if (!byAll) fixedByMarks.set(accept, (byAll = new Map<number, FixedRules>()));
+  let fixed = byAll.get(all);
+  if (!fixed)
+    byAll.set(
+      all,
+      (fixed = {
+        head: [
+          // "Connections are judged on their first packet": replies and later packets of an allowed flow pass.
+          { match: [{ kind: 'ctstate', states: ['RELATED', 'ESTABLISHED'] }], action: { kind: 'accept' } },
+          { match: [{ kind: 'ctstate', states: ['INVALID'] }], action: { kind: 'drop' } },
+          { match: [], action: { kind: 'set-mark', value: 0, mask: all } },
+        ],
+        returnIfAccepted: { match: [{ kind: 'mark', value: accept, mask: accept }], action: { kind: 'return' } },
+      }),
+    );
+  return fixed;
 }
 
 /**

@@ -18,12 +18,18 @@ export class CutBuilder {
     if (to + 1 >= 1 && to + 1 <= MAX_PORT) set.add(to + 1);
   }
 
+  // forEach, indexed loops and a typed array's numeric sort: a map gathers some 7,000 profiles' cuts, read
+  // unoptimized (cli/main.ts), where `for…of` makes an iterator and a comparator is a call per comparison.
   merge(other: PortCuts): void {
-    for (const [proto, cuts] of other) for (const c of cuts) this.add(proto, c, c - 1);
+    other.forEach((cuts, proto) => {
+      for (let i = 0; i < cuts.length; i++) this.add(proto, cuts[i]!, cuts[i]! - 1);
+    });
   }
 
   build(): PortCuts {
-    return new Map([...this.cuts].map(([p, s]) => [p, [...s].sort((a, b) => a - b)]));
+    const out = new Map<L4Protocol, readonly number[]>();
+    this.cuts.forEach((set, proto) => out.set(proto, Array.from(Int32Array.from(set).sort())));
+    return out;
   }
 }
 

@@ -111,7 +111,9 @@ type ChainProfiles = ReadonlyMap<string, { ingress?: Profile; egress?: Profile }
 function chainProfiles(rules: NodeRules, cache: PrepareCache): ChainProfiles {
   const profiles = new NodeProfiles(rules.chains, rules.ipsets, cache.subtrees);
   const chainsOf = new Map<string, { ingress?: Profile; egress?: Profile }>();
-  for (const chain of rules.chains) {
+  // Indexed: some 40,000 chains a cluster, read unoptimized (cli/main.ts), where `for…of` makes an iterator.
+  for (let i = 0; i < rules.chains.length; i++) {
+    const chain = rules.chains[i]!;
     if (chain.role.kind !== 'workload') continue;
     const entry = chainsOf.get(chain.role.pod) ?? {};
     entry[chain.role.direction] = profiles.profileOf(chain);
@@ -123,9 +125,9 @@ function chainProfiles(rules: NodeRules, cache: PrepareCache): ChainProfiles {
 function runningPods(snapshot: ClusterSnapshot, family: IpFamily): { running: { pod: Pod; ip: string }[]; skipped: string[] } {
   const skipped: string[] = [];
   const running: { pod: Pod; ip: string }[] = [];
-  const { pods } = snapshot;
-  for (let i = 0; i < pods.length; i++) {
-    const pod = pods[i]!;
+  // Indexed loops, each address read once: 10,000 pods a cluster, read unoptimized (cli/main.ts).
+  for (let i = 0; i < snapshot.pods.length; i++) {
+    const pod = snapshot.pods[i]!;
     const ip = addressOf(pod, family);
     const why = leftOut(pod, family, ip);
     if (why !== undefined || ip === undefined) skipped.push(`${podKey(pod)}: ${why ?? `no IPv${family} address`}`);
@@ -172,7 +174,9 @@ function profilesOf(
   const pods: PodView[] = [];
   for (const node of nodes) {
     const chainsOf = profilesOn.get(node)!;
-    for (const { pod, ip } of byNode.get(node) ?? []) {
+    const here = byNode.get(node) ?? [];
+    for (let i = 0; i < here.length; i++) {
+      const { pod, ip } = here[i]!;
       const key = podKey(pod);
       const chains = chainsOf.get(key);
       if (!chains?.egress || !chains.ingress) {
@@ -182,8 +186,20 @@ function profilesOf(
       pods.push({ key, pod, ip, node, egress: chains.egress, ingress: chains.ingress, addressClass: addresses.classOf(ip) });
     }
   }
-  pods.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  return { snapshot, family, settingsFor, compiled, pods, addresses, skipped };
+  return { snapshot, family, settingsFor, compiled, pods: byKey(pods), addresses, skipped };
+}
+
+/**
+ * The pods in the order of their keys (UTF-16 code units, as `<` compares): the keys sorted by the built-in
+ * comparison, with no function called per comparison (10,000 pods, some 130,000 comparisons).
+ */
+function byKey(pods: readonly PodView[]): PodView[] {
+  const of = new Map<string, PodView>();
+  for (let i = 0; i < pods.length; i++) of.set(pods[i]!.key, pods[i]!);
+  // One pod per key (a snapshot's pods are keyed by namespace and name); were two to share one, keep both.
+  if (of.size !== pods.length) return [...pods].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  const keys = [...of.keys()].sort();
+  return keys.map((k) => of.get(k)!);
 }
 
 type SavedIpSet = IpSets extends ReadonlyMap<string, infer S> ? S : never;
@@ -207,13 +223,13 @@ function shareSets(rules: NodeRules, shared: Map<string, SavedIpSet>): NodeRules
   return { ...rules, ipsets };
 }
 
-/** The pod's first address of the family, if it has one. */
+/** The pod's first address of the family. */
 function addressOf(pod: Pod, family: IpFamily): string | undefined {
   for (let i = 0; i < pod.ips.length; i++) if (parseIp(pod.ips[i]!)?.family === family) return pod.ips[i];
   return undefined;
 }
 
-/** Why a pod is left out of the map; `ip`: its address of the family (addressOf). */
+/** `ip`: the pod's first address of the family (addressOf). */
 function leftOut(pod: Pod, family: IpFamily, ip: string | undefined): string | undefined {
   if (pod.hostNetwork) return 'host network (its address is its node’s)';
   if (pod.phase === 'Succeeded' || pod.phase === 'Failed') return `${pod.phase.toLowerCase()}: not a peer any more`;

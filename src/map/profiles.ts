@@ -4,8 +4,7 @@
 // profile's key is that content, and it also lists what the chains look at in the peer: the ipsets they
 // match (so a peer's address only matters through its membership of those) and the ports they cut.
 
-import { hash as digest } from 'node:crypto';
-import type { Chain, L4Protocol, Match, Rule } from '../model/index.js';
+import type { Action, Chain, ChainRole, L4Protocol, Match, Rule } from '../model/index.js';
 import type { IpSets } from '../trace/index.js';
 import { CutBuilder, type PortCuts } from './ports.js';
 
@@ -22,117 +21,356 @@ export interface Profile {
   readonly open: boolean;
 }
 
-interface Subtree {
-  readonly key: string;
-  readonly sets: ReadonlySet<string>;
-  readonly cuts: PortCuts;
-  readonly policies: readonly string[];
+/**
+ * A chain as read: its content's id, what it and the chains it jumps to look at (gathered when first asked:
+ * most pods' profiles are only compared by key, a group reads one pod's, the judge one per key), and what it
+ * read of its node. A workload chain's is its pod's profile of that direction.
+ */
+class Subtree implements Profile {
+  private gathered: { readonly sets: ReadonlySet<string>; readonly cuts: PortCuts; readonly policies: readonly string[] } | undefined;
+
+  constructor(
+    /** The chain read. */
+    readonly chain: Chain,
+    /** The content's id among every chain read with this cache (Contents): equal content, equal id. */
+    readonly id: number,
+    /** The id written out. */
+    readonly key: string,
+    /** No jump or goto in the chain itself. */
+    readonly open: boolean,
+    /** Read as a pod's own chain: its own chain, pod and address as placeholders. */
+    readonly own: boolean,
+    /** The chain's own set names and the subtrees it jumps to, in rule order. */
+    private readonly parts: readonly (string | Subtree)[],
+    /** The cuts of the chain's own matches. */
+    private readonly ownCuts: CutBuilder | undefined,
+    /** The policy whose chain this is. */
+    private readonly policy: string | undefined,
+    /** What it read of its node besides the chain itself: the names it jumped to and what they named, in pairs. */
+    readonly jumped: readonly (string | Chain | undefined)[],
+    /** The named-port sets it matched (and sets of no known type) and what they were, in pairs. */
+    readonly portSets: readonly (string | SavedIpSet | undefined)[] | undefined,
+  ) {}
+
+  get sets(): ReadonlySet<string> {
+    return this.gather().sets;
+  }
+
+  get cuts(): PortCuts {
+    return this.gather().cuts;
+  }
+
+  get policies(): readonly string[] {
+    return this.gather().policies;
+  }
+
+  private gather(): NonNullable<Subtree['gathered']> {
+    if (this.gathered) return this.gathered;
+    const sets = new Set<string>();
+    const cuts = new CutBuilder();
+    if (this.ownCuts) cuts.merge(this.ownCuts.build());
+    const policies = this.policy === undefined ? [] : [this.policy];
+    for (let i = 0; i < this.parts.length; i++) {
+      const part = this.parts[i]!;
+      if (typeof part === 'string') {
+        sets.add(part);
+        continue;
+      }
+      part.sets.forEach((s) => sets.add(s));
+      cuts.merge(part.cuts);
+      const more = part.policies;
+      for (let j = 0; j < more.length; j++) if (!policies.includes(more[j]!)) policies.push(more[j]!);
+    }
+    return (this.gathered = { sets, cuts: cuts.build(), policies });
+  }
 }
 
-// One call, no Hash object: a map reads some 20,000 chains.
-const hash = (text: string): string => digest('sha1', text, 'base64url').slice(0, 22);
+type SavedIpSet = IpSets extends ReadonlyMap<string, infer S> ? S : never;
+
+/** A pod's own chain of one direction. */
+type OwnChain = Chain & { readonly role: Extract<ChainRole, { kind: 'workload' }> };
 
 /**
  * Subtrees by chain object, kept across the nodes of a cluster and the two clusters of a diff: the compiler
  * hands every node the same object for a policy's chain, and a diff's new cluster the same object for what
  * did not change, so each is read once. A subtree holds for a node whose chains of those names (the jumps it
  * followed) and named-port sets are the same objects. (A pod's own chain names its pod: its placeholders
- * come from the chain itself.)
+ * come from the chain itself.) With the content ids, so that both clusters of a diff number alike.
  */
 export class SubtreeCache {
-  readonly byChain = new WeakMap<Chain, { readonly tree: Subtree; readonly uses: Uses; readonly own: boolean }>();
+  // A Map, not a WeakMap: the chains live as long as the map's compiled rules hold them anyway.
+  readonly byChain = new Map<Chain, Subtree>();
+  readonly contents = new Contents();
 }
 
-/** What a subtree read of its node besides the chain itself: the chains it jumped to and the named-port sets. */
-interface Uses {
-  readonly chains: Map<string, Chain | undefined>;
-  readonly portSets: Map<string, IpSets extends ReadonlyMap<string, infer S> ? S | undefined : never>;
+/**
+ * Small ids for rules and chains by their content, through paths of plain values (Path): a rule is the path
+ * of its parts (matchPath, actionPath), a chain the path of its rules' ids, a jump in it its target's id. A
+ * path's end is one exact sequence of values, and a rule's sequence is written one-to-one, so equal ids mean
+ * equal content.
+ */
+class Contents {
+  readonly rules = new Path();
+  readonly chains = new Path();
+  private ruleCount = 0;
+  private chainCount = 0;
+
+  ruleId(end: Path): number {
+    if (end.id < 0) end.id = this.ruleCount++;
+    return end.id;
+  }
+
+  /** The end of a chain's path: its id and key (its id written out, once). */
+  chain(end: Path): Path & { readonly key: string } {
+    if (end.id < 0) {
+      end.id = this.chainCount++;
+      end.key = `${end.id}`;
+    }
+    return end as Path & { readonly key: string };
+  }
+}
+
+type Part = string | number | boolean | undefined;
+
+/**
+ * One sequence of plain values (strings, numbers, booleans, undefined; compared as a Map compares keys):
+ * the node reached from the root by them, one Map step each. Nothing is written out or hashed whole; the
+ * strings the compiler shares come with their hash already known.
+ */
+class Path {
+  private next: Map<Part, Path> | undefined;
+  id = -1;
+  key: string | undefined;
+
+  to(part: Part): Path {
+    const next = (this.next ??= new Map<Part, Path>());
+    let at = next.get(part);
+    if (at === undefined) next.set(part, (at = new Path()));
+    return at;
+  }
 }
 
 /** Profiles of one node's workload chains; policy chains are read once per cluster (SubtreeCache). */
 export class NodeProfiles {
-  private readonly byName: ReadonlyMap<string, Chain>;
+  private readonly byName = new Map<string, Chain>();
+  /** The chains jumped to by name, read or found still holding on this node: every pod of the node asks again. */
+  private readonly targets = new Map<string, Subtree>();
 
   constructor(
     chains: readonly Chain[],
     private readonly ipsets: IpSets,
     private readonly cache: SubtreeCache = new SubtreeCache(),
   ) {
-    this.byName = new Map(chains.map((c) => [c.name, c]));
+    for (let i = 0; i < chains.length; i++) this.byName.set(chains[i]!.name, chains[i]!);
   }
 
   /** The profile of a workload chain (role `workload`: its own pod and address are written as placeholders). */
   profileOf(chain: Chain): Profile {
-    const self = chain.role.kind === 'workload' ? chain.role : undefined;
-    const tree = this.subtree(chain, self ? { chain: chain.name, pod: self.pod, ip: self.ip } : undefined);
-    const open = !chain.rules.some((r) => r.action.kind === 'jump' || r.action.kind === 'goto');
-    return { key: tree.key, sets: tree.sets, cuts: tree.cuts, policies: tree.policies, open };
+    return this.subtree(chain, chain.role.kind === 'workload' ? (chain as OwnChain) : undefined);
   }
 
-  private subtree(chain: Chain, self: { chain: string; pod: string; ip: string } | undefined): Subtree {
+  private subtree(chain: Chain, own: OwnChain | undefined): Subtree {
     const known = this.cache.byChain.get(chain);
-    if (known && known.own === (self !== undefined) && this.stillHolds(known.uses)) return known.tree;
-    const sets = new Set<string>();
-    const cuts = new CutBuilder();
-    const policies: string[] = [];
-    const uses: Uses = { chains: new Map(), portSets: new Map() };
-    if (chain.role.kind === 'policy' || chain.role.kind === 'cluster-policy')
-      policies.push(chain.role.kind === 'policy' ? chain.role.policy : `ClusterNetworkPolicy ${chain.role.policy}`);
-    const parts = chain.rules.map((rule) => {
-      for (const m of rule.match) this.note(m, rule, sets, cuts, uses);
-      const action = rule.action;
-      if (action.kind === 'jump' || action.kind === 'goto') {
-        const target = this.byName.get(action.target);
-        uses.chains.set(action.target, target);
-        if (!target) return ruleText(rule, `missing:${action.target}`);
-        const sub = this.subtree(target, undefined);
-        for (const s of sub.sets) sets.add(s);
-        cuts.merge(sub.cuts);
-        for (const p of sub.policies) if (!policies.includes(p)) policies.push(p);
-        return ruleText(rule, sub.key);
+    if (known && known.own === (own !== undefined) && this.stillHolds(known)) return known;
+    const parts: (string | Subtree)[] = [];
+    let cuts: CutBuilder | undefined;
+    const jumped: (string | Chain | undefined)[] = [];
+    const portSets: (string | SavedIpSet | undefined)[] = [];
+    const contents = this.cache.contents;
+    let content = contents.chains;
+    // Indexed loops: a map reads some 20,000 chains unoptimized (cli/main.ts), where `for…of` makes an iterator each time.
+    const rules = chain.rules;
+    for (let r = 0; r < rules.length; r++) {
+      const rule = rules[r]!;
+      const match = rule.match;
+      let at = contents.rules;
+      for (let i = 0; i < match.length; i++) {
+        const m = match[i]!;
+        at = matchPath(at, m, own);
+        if (m.kind === 'set') this.noteSet(m.set, parts, (cuts ??= new CutBuilder()), portSets);
+        else if (m.kind === 'dports') notePorts(m.ports, rule, (cuts ??= new CutBuilder()));
       }
-      return ruleText(rule);
-    });
-    // The pod's own chain, name and address as placeholders, in the whole text at once (none holds a newline).
-    const text = self ? withPlaceholders(parts.join('\n'), self) : parts.join('\n');
-    const tree = { key: hash(text), sets, cuts: cuts.build(), policies };
-    this.cache.byChain.set(chain, { tree, uses, own: self !== undefined });
+      const action = rule.action;
+      at = at.to(action.kind);
+      if (action.kind === 'jump' || action.kind === 'goto') {
+        const tree = this.target(action.target);
+        jumped.push(action.target, tree?.chain);
+        if (!tree) at = at.to(textOf(action.target, own));
+        else {
+          parts.push(tree);
+          at = at.to(tree.id);
+        }
+      } else at = actionPath(at, action, own);
+      // No comment and an empty one alike, and no step: the action's values end the rule.
+      if (rule.comment) at = at.to(textOf(rule.comment, own));
+      content = content.to(contents.ruleId(at));
+    }
+    const role = chain.role;
+    const policy =
+      role.kind === 'policy' ? role.policy : role.kind === 'cluster-policy' ? `ClusterNetworkPolicy ${role.policy}` : undefined;
+    const end = contents.chain(content);
+    const open = jumped.length === 0;
+    const tree = new Subtree(
+      chain,
+      end.id,
+      end.key,
+      open,
+      own !== undefined,
+      parts,
+      cuts,
+      policy,
+      jumped,
+      portSets.length > 0 ? portSets : undefined,
+    );
+    this.cache.byChain.set(chain, tree);
     return tree;
   }
 
-  private stillHolds(uses: Uses): boolean {
-    for (const [name, chain] of uses.chains) if (this.byName.get(name) !== chain) return false;
-    for (const [name, set] of uses.portSets) if (this.ipsets.get(name) !== set) return false;
+  /** The subtree of this node's chain of that name; none for a name no chain has. */
+  private target(name: string): Subtree | undefined {
+    let tree = this.targets.get(name);
+    if (tree) return tree;
+    const chain = this.byName.get(name);
+    if (chain) this.targets.set(name, (tree = this.subtree(chain, undefined)));
+    return tree;
+  }
+
+  private stillHolds(tree: Subtree): boolean {
+    const jumped = tree.jumped;
+    for (let i = 0; i < jumped.length; i += 2) if (this.byName.get(jumped[i] as string) !== jumped[i + 1]) return false;
+    const sets = tree.portSets ?? [];
+    for (let i = 0; i < sets.length; i += 2) if (this.ipsets.get(sets[i] as string) !== sets[i + 1]) return false;
     return true;
   }
 
-  /** What a match looks at: a set (a named-port set's ports cut too), or destination ports. */
-  private note(m: Match, rule: Rule, sets: Set<string>, cuts: CutBuilder, uses: Uses): void {
-    if (m.kind === 'set') {
-      sets.add(m.set);
-      const set = this.ipsets.get(m.set);
-      // A named-port set holds each node's own targets: what it cuts is this node's.
-      if (set?.type !== 'hash:ip' && set?.type !== 'hash:net') uses.portSets.set(m.set, set);
-      if (set?.type === 'hash:ip,port')
-        for (const member of set.members) {
-          const port = /,(tcp|udp|sctp):(\d+)(?:-(\d+))?/.exec(member);
-          if (port) cuts.add(port[1] as L4Protocol, Number(port[2]), Number(port[3] ?? port[2]));
-        }
-    }
-    if (m.kind === 'dports') {
-      const proto = rule.match.find((x) => x.kind === 'protocol');
-      if (proto?.kind === 'protocol' && proto.protocol !== 'ipv6-icmp') for (const r of m.ports) cuts.add(proto.protocol, r.from, r.to);
-    }
+  /** A set matched: looked at in the peer (a named-port set's ports cut too, this node's). */
+  private noteSet(name: string, parts: (string | Subtree)[], cuts: CutBuilder, portSets: (string | SavedIpSet | undefined)[]): void {
+    parts.push(name);
+    const set = this.ipsets.get(name);
+    // A named-port set holds each node's own targets: what it cuts is this node's.
+    if (set?.type !== 'hash:ip' && set?.type !== 'hash:net') portSets.push(name, set);
+    if (set?.type === 'hash:ip,port')
+      for (const member of set.members) {
+        const port = /,(tcp|udp|sctp):(\d+)(?:-(\d+))?/.exec(member);
+        if (port) cuts.add(port[1] as L4Protocol, Number(port[2]), Number(port[3] ?? port[2]));
+      }
   }
 }
 
-/** A rule as data (a jump's target replaced by the target's key). */
-function ruleText(rule: Rule, target?: string): string {
-  const action =
-    target !== undefined && (rule.action.kind === 'jump' || rule.action.kind === 'goto') ? { ...rule.action, target } : rule.action;
-  return JSON.stringify([rule.match, action, rule.comment ?? '']);
+/** Destination ports matched: they cut their protocol's ports. */
+function notePorts(ports: readonly { from: number; to: number }[], rule: Rule, cuts: CutBuilder): void {
+  const proto = rule.match.find((x) => x.kind === 'protocol');
+  if (proto?.kind === 'protocol' && proto.protocol !== 'ipv6-icmp') for (const r of ports) cuts.add(proto.protocol, r.from, r.to);
 }
 
-/** Rules' text with the pod's own chain, name and address replaced by placeholders. */
-const withPlaceholders = (text: string, self: { chain: string; pod: string; ip: string }): string =>
-  text.replaceAll(self.chain, '<chain>').replaceAll(self.pod, '<pod>').replaceAll(`"${self.ip}/`, '"<self>/');
+/*
+ * A rule's path: each match's kind (after `!` when negated) and its fields in a fixed order (a list's length
+ * before its items), the action's kind and fields (a jump's target as the target's content id, a number, or
+ * the name of a missing chain, a string), then the comment if it has one. Each kind says how many values
+ * follow it, and no match kind is an action kind (_kindsApart), so the sequence reads back as exactly one
+ * rule. What iptables is given alike is written alike: an absent `negate` and `false`, an absent interface
+ * and an empty one, no comment and an empty one. Texts go through textOf: the placeholders of the pod's own
+ * chain. The kinds the chains hold most come first: the switches are read some 300,000 times a map.
+ */
+
+/** Does not compile once a match kind is named like an action kind, or a kind starts with `!`. */
+const _kindsApart: [Extract<Match['kind'], Action['kind']>, Extract<Match['kind'] | Action['kind'], `!${string}`>] extends [never, never]
+  ? true
+  : never = true;
+
+function matchPath(at: Path, m: Match, own: OwnChain | undefined): Path {
+  switch (m.kind) {
+    case 'mark':
+      return at
+        .to(m.negate === true ? '!mark' : 'mark')
+        .to(m.value)
+        .to(m.mask);
+    case 'ctstate':
+      at = at.to('ctstate').to(m.states.length);
+      for (let i = 0; i < m.states.length; i++) at = at.to(m.states[i]);
+      return at;
+    case 'src-net':
+      return at.to(m.negate === true ? '!src-net' : 'src-net').to(textOf(m.cidr, own));
+    case 'dst-net':
+      return at.to(m.negate === true ? '!dst-net' : 'dst-net').to(textOf(m.cidr, own));
+    case 'set':
+      return at
+        .to(m.negate === true ? '!set' : 'set')
+        .to(textOf(m.set, own))
+        .to(m.direction);
+    case 'protocol':
+      return at.to('protocol').to(m.protocol);
+    case 'dports':
+    case 'sports':
+      at = at.to(m.kind).to(m.ports.length);
+      for (let i = 0; i < m.ports.length; i++) at = at.to(m.ports[i]!.from).to(m.ports[i]!.to);
+      return at;
+    case 'limit':
+      return at.to('limit').to(m.perSecond).to(m.burst);
+    case 'in-iface':
+      return at.to(m.negate === true ? '!in-iface' : 'in-iface').to(textOf(m.name, own));
+    case 'out-iface':
+      return at.to(m.negate === true ? '!out-iface' : 'out-iface').to(textOf(m.name, own));
+    case 'icmpv6-type':
+      return at.to('icmpv6-type').to(m.type);
+    case 'hop-limit':
+      return at.to('hop-limit').to(m.value);
+    case 'ctdir':
+      return at.to('ctdir').to(m.direction);
+    case 'physdev':
+      return at
+        .to('physdev')
+        .to(textOf(m.in ?? '', own))
+        .to(textOf(m.out ?? '', own))
+        .to(m.isBridged === true);
+    case 'connmark':
+      return at
+        .to(m.negate === true ? '!connmark' : 'connmark')
+        .to(m.value)
+        .to(m.mask);
+    default:
+      return unwritten(m);
+  }
+}
+
+/** Any action's values but a jump's (its kind is already on the path). */
+function actionPath(at: Path, a: Action, own: OwnChain | undefined): Path {
+  switch (a.kind) {
+    case 'return':
+    case 'accept':
+    case 'drop':
+    case 'reject':
+      return at;
+    case 'set-mark':
+      return at.to(a.value).to(a.mask);
+    case 'nflog':
+      return at.to(a.group).to(textOf(a.prefix, own)).to(a.threshold);
+    case 'nfqueue':
+      return at.to(a.queue);
+    case 'jump':
+    case 'goto':
+      throw new Error('map: a jump is read by its target');
+    default:
+      return unwritten(a);
+  }
+}
+
+/** A kind not written above does not compile; read at run time anyway, it fails rather than pass unread. */
+function unwritten(x: never): never {
+  throw new Error(`map: no profile code for ${JSON.stringify(x)}`);
+}
+
+/**
+ * A text of a chain as its path holds it: `<` doubled, so that no text poses as a placeholder; in a pod's own
+ * chain, its chain's name, its pod's and a CIDR of its own address as placeholders.
+ */
+function textOf(s: string, own: OwnChain | undefined): string {
+  if (s.includes('<')) s = s.replaceAll('<', '<<');
+  if (!own) return s;
+  if (s.includes(own.name)) s = s.replaceAll(own.name, '<chain>');
+  if (s.includes(own.role.pod)) s = s.replaceAll(own.role.pod, '<pod>');
+  const ip = own.role.ip;
+  return s.startsWith(ip) && s.charCodeAt(ip.length) === SLASH ? `<self>${s.slice(ip.length)}` : s;
+}
+
+const SLASH = 0x2f;

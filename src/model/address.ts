@@ -52,7 +52,7 @@ const strictV6Form = (text: string): boolean => !text.includes('%') && ipaddr.IP
  * reject IPv4 IPs with leading "0"s". ipaddr.js would read `010.10.0.0` as octal 8.10.0.0. Read character
  * by character: every pod address and every ipBlock except comes through here once.
  */
-function strictV4Value(text: string): number | undefined {
+export function strictV4Value(text: string): number | undefined {
   let value = 0;
   let octet = 0;
   let digits = 0;
@@ -107,6 +107,10 @@ export function canonicalIp(text: unknown): string | undefined {
 
 /** The family of an address a pod can own; undefined for text that is not one, or for 0.0.0.0 / ::. */
 export function podAddressFamily(text: string): IpFamily | undefined {
+  // A dotted quad is read from its characters (as parseIp reads it first): cheaper than finding it again among
+  // every address parsed, which the compiler would do for each local pod and policy target on every compile.
+  const v4 = strictV4Value(text);
+  if (v4 !== undefined) return v4 !== 0 ? 4 : undefined;
   const ip = parseIp(text);
   return ip && ip.value !== 0n ? ip.family : undefined;
 }

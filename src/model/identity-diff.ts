@@ -10,6 +10,8 @@
 export function diffByIdentity<T>(prev: readonly T[], next: readonly T[]): { added: T[]; removed: T[] } {
   const added: T[] = [];
   const removed: T[] = [];
+  // The same list (a compiler asked for another node of the same snapshot): nothing to walk.
+  if (prev === next) return { added, removed };
   let i = 0;
   let j = 0;
   let mismatches = 0;

@@ -3,7 +3,7 @@
 // their structured rules, and our ipsets. Strict mode judges conntrack entries against this, so the
 // verdict is the one the rules just programmed give a new flow.
 
-import type { Chain, FamilyState, IpSet, Rule } from '../model/index.js';
+import type { Chain, FamilyState, Hook, IpSet, Rule } from '../model/index.js';
 import { canonicalRuleForm, joinArgs, ruleArgs, type SavedChain, type SavedIpSet, type SavedRule } from '../render/index.js';
 import type { IpSets } from './ipsets.js';
 import type { Ruleset } from './ruleset.js';
@@ -39,15 +39,56 @@ class DesiredRule implements SavedRule {
 const saved = (rule: Rule): SavedRule => new DesiredRule(rule);
 
 /**
+ * A compiled chain as the tracer reads it, its rules wrapped when first read: a map holds every pod's chains
+ * and traces through a few pods of each kind, so most chains' rules are never read.
+ */
+class DesiredChain implements SavedChain {
+  readonly name: string;
+  readonly policy = '-';
+  private wrapped: SavedRule[] | undefined;
+
+  constructor(private readonly chain: Chain) {
+    this.name = chain.name;
+  }
+
+  get rules(): SavedRule[] {
+    return (this.wrapped ??= this.chain.rules.map(saved));
+  }
+}
+
+/**
  * Saved forms already made, by the compiled object they were made from: a caller reading the states of many
  * nodes (a map of the cluster) gets one saved form of a chain or set the compiler handed every node alike.
  */
 export class SavedForms {
   readonly chains = new WeakMap<Chain, SavedChain>();
   readonly sets = new WeakMap<IpSet, SavedIpSet>();
+  /**
+   * The last state read and what was made of it: the next state with the same hooks and chains (a node of a
+   * diff's new cluster that the change did not reach) gets the same ruleset, the same sets the same map.
+   */
+  last: { readonly hooks: readonly Hook[]; readonly chains: readonly Chain[]; readonly ruleset: Ruleset } | undefined;
+  lastSets: { readonly sets: readonly IpSet[]; readonly ipsets: IpSets } | undefined;
 }
 
+const sameItems = <T>(a: readonly T[], b: readonly T[]): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
+
 export function rulesetOfDesired(state: FamilyState, forms?: SavedForms): { ruleset: Ruleset; ipsets: IpSets } {
+  const last = forms?.last;
+  const ruleset =
+    last && last.hooks === state.hooks && sameItems(last.chains, state.chains)
+      ? last.ruleset
+      : { name: 'filter', chains: chainsOf(state, forms) };
+  const lastSets = forms?.lastSets;
+  const ipsets = lastSets && sameItems(lastSets.sets, state.ipsets) ? lastSets.ipsets : setsOf(state, forms);
+  if (forms) {
+    forms.last = { hooks: state.hooks, chains: state.chains, ruleset };
+    forms.lastSets = { sets: state.ipsets, ipsets };
+  }
+  return { ruleset, ipsets };
+}
+
+function chainsOf(state: FamilyState, forms: SavedForms | undefined): Map<string, SavedChain> {
   const chains = new Map<string, SavedChain>();
   const hooks = (chain: string, position: 'insert' | 'append') =>
     state.hooks.filter((h) => h.chain === chain && h.position === position).map((h) => saved(h.rule));
@@ -58,12 +99,16 @@ export function rulesetOfDesired(state: FamilyState, forms?: SavedForms): { rule
   for (const chain of state.chains) {
     let form = forms?.chains.get(chain);
     if (!form) {
-      form = { name: chain.name, policy: '-', rules: chain.rules.map(saved) };
+      form = new DesiredChain(chain);
       forms?.chains.set(chain, form);
     }
     chains.set(chain.name, form);
   }
-  const ipsets = new Map<string, SavedIpSet>(
+  return chains;
+}
+
+function setsOf(state: FamilyState, forms: SavedForms | undefined): IpSets {
+  return new Map<string, SavedIpSet>(
     state.ipsets.map((s) => {
       let form = forms?.sets.get(s);
       if (!form) {
@@ -73,5 +118,4 @@ export function rulesetOfDesired(state: FamilyState, forms?: SavedForms): { rule
       return [s.name, form];
     }),
   );
-  return { ruleset: { name: 'filter', chains }, ipsets };
 }

@@ -76,6 +76,15 @@ describe('node budget', () => {
     expect(problems).toEqual([]);
   });
 
+  it('far within the budget, every policy is admitted and a shared set is still counted once', () => {
+    // 61 members each (the 10.0.0.0/8 set and the same 60 excepts), 122 counted per policy, 61 once.
+    const a = blockPolicy('a', 'db', '2026-01-01T00:00:00Z', 60);
+    const b = blockPolicy('b', 'web', '2026-01-02T00:00:00Z', 60);
+    const result = compile(cluster([a, b]), settings({ budget: budget(1_000) }));
+    expect(result.problems).toEqual([]);
+    expect(result.budget).toEqual({ setMembers: 61, rules: 2, refused: 0 });
+  });
+
   it('the rule budget refuses a policy whose rules would cross it', () => {
     // 400 ports, none adjacent: 27 multiport rules per policy.
     const ports = Array.from({ length: 400 }, (_, i) => tcp(1000 + 2 * i));

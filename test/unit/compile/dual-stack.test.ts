@@ -1,6 +1,8 @@
 // Dual-stack: a pod with v4 and v6 addresses appears in both families, each with its own sets and chains.
 
-import { compile } from '../../../src/compile/index.js';
+import { Compiler, compile } from '../../../src/compile/index.js';
+import type { DesiredState } from '../../../src/model/index.js';
+import { renderFullRestore, renderIpsetRestore } from '../../../src/render/index.js';
 import {
   blockPeer,
   ingress,
@@ -39,6 +41,21 @@ describe('compile: dual-stack', () => {
     );
     // v4-only local pods have no v6 workload chain.
     expect(viewPod(desired.v6, 'prod/db', 'ingress')).toBeUndefined();
+  });
+
+  // A long-lived compiler decides once per list of local pods whether all of them have an address of a family
+  // (then a policy's targets need no filtering): a pod that loses its v4 address must leave the v4 targets.
+  it('a long-lived compiler follows a local pod losing its IPv4 address, as a fresh compile does', () => {
+    const text = (d: DesiredState): string => [d.v4, d.v6].map((f) => renderIpsetRestore(f.ipsets) + renderFullRestore(f)).join('\n');
+    const only = makePolicy('prod', 'only', selectPods(sel({ app: 'dual' })), ingress(rule([podPeer(sel({ app: 'web' }))])));
+    const v6only = { ...dual, ips: ['fd00:1::40'] };
+    const compiler = new Compiler();
+    for (const pod of [dual, v6only, dual]) {
+      const snap = cluster([only], [pod, peer6]);
+      const long = compiler.compile(snap, settings()).desired;
+      expect(text(long)).toBe(text(compile(snap, settings()).desired));
+      expect(long.v4.chains.some((c) => c.role.kind === 'policy' && c.role.policy === 'prod/only')).toBe(pod === dual);
+    }
   });
 
   it('no v6 pod and no v6 pod CIDR: the v6 state is empty', () => {

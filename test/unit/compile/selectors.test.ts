@@ -1,16 +1,22 @@
 // Label selector matching, as metav1.LabelSelector defines it: "matchLabels is a map of {key,value} pairs …
 // The requirements are ANDed." Every pair and every expression must hold; keys the selector only inherits
-// (not its own entries) are not requirements.
+// (not its own entries) are not requirements. The matcher the policy checks read once per selector
+// (selectorMatcher) answers as selectorMatches does, case by case.
 
-import { selectorMatches } from '../../../src/compile/selectors.js';
-import type { LabelSelector } from '../../../src/model/index.js';
+import { matcherMatches, selectorMatcher, selectorMatches as matches } from '../../../src/compile/selectors.js';
+import type { LabelSelector, Labels } from '../../../src/model/index.js';
+
+const MATCHERS: [string, (s: LabelSelector, labels: Labels) => boolean][] = [
+  ['selectorMatches', matches],
+  ['selectorMatcher', (s, labels) => matcherMatches(selectorMatcher(s), labels)],
+];
 
 const selector = (matchLabels: Record<string, string>, matchExpressions: LabelSelector['matchExpressions'] = []): LabelSelector => ({
   matchLabels,
   matchExpressions,
 });
 
-describe('selectorMatches', () => {
+describe.each(MATCHERS)('%s', (_name, selectorMatches) => {
   it('needs every matchLabels pair, whichever one differs', () => {
     const s = selector({ app: 'web', tier: 'front' });
     expect(selectorMatches(s, { app: 'web', tier: 'front', extra: 'x' })).toBe(true);
