@@ -4,6 +4,8 @@
 
 import { incompleteRead, loadManifests } from '../cluster/manifests.js';
 import type { DaemonConfig } from '../config/schema.js';
+// Every node compiled with its own settings, as `why` compiles them.
+import { settingsPerNode } from '../config/node-settings.js';
 import { createLogger } from '../log.js';
 import { formatProblem, type IpFamily } from '../model/index.js';
 import {
@@ -27,7 +29,6 @@ import { commandOptions, type Io } from './command-specs.js';
 import { CommandFailure } from './options.js';
 import { writeOutput } from './output-file.js';
 import { configFrom, loadCluster, manifestLimits, parseCommand, UsageError, type LoadedCluster, type Parsed } from './context.js';
-import { settingsPerNode } from './why.js';
 
 const MAP_FORMATS = ['html', 'svg', 'dot', 'md', 'json'] as const;
 const DIFF_FORMATS = ['md', 'json', 'text'] as const;

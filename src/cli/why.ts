@@ -16,9 +16,6 @@ import { configFrom, loadCluster, manifestLimits, parseCommand, UsageError, type
 import { terminalSafeJson } from '../commands/terminal-text.js';
 import { formatLive, liveReport, reachFor } from './why-live.js';
 
-// `map` compiles every node as `why` does.
-export { settingsPerNode } from '../config/node-settings.js';
-
 const PROTOCOLS: readonly L4Protocol[] = ['tcp', 'udp', 'sctp'];
 /** Time to list the cluster before giving up (exit 2). */
 const API_TIMEOUT_MS = 15_000;

@@ -51,12 +51,13 @@ const optProtocol = (v: unknown): boolean => v === undefined || v === null || PR
 
 // --- core/v1 ------------------------------------------------------------------------------------
 
-// Pods are most of a cluster: these are written out without helper closures (commands run this code
-// unoptimised, where every call counts).
+// Pods are most of a cluster: these are written out without helper closures or `for…of` (commands run this
+// code unoptimised, where every call and every iterator step counts).
 function containerPorts(v: unknown): boolean {
   if (v === undefined || v === null) return true;
   if (!Array.isArray(v)) return false;
-  for (const p of v) {
+  for (let i = 0; i < v.length; i++) {
+    const p: unknown = v[i];
     if (!isObject(p) || !Number.isInteger(p['containerPort'])) return false;
     const name = p['name'];
     const protocol = p['protocol'];
@@ -75,7 +76,10 @@ function podSpec(s: unknown): boolean {
   const containers = s['containers'];
   if (containers === undefined || containers === null) return true;
   if (!Array.isArray(containers)) return false;
-  for (const c of containers) if (!isObject(c) || !containerPorts(c['ports'])) return false;
+  for (let i = 0; i < containers.length; i++) {
+    const c: unknown = containers[i];
+    if (!isObject(c) || !containerPorts(c['ports'])) return false;
+  }
   return true;
 }
 
@@ -90,7 +94,10 @@ function podStatus(s: unknown): boolean {
   const ips = s['podIPs'];
   if (ips === undefined || ips === null) return true;
   if (!Array.isArray(ips)) return false;
-  for (const e of ips) if (!isObject(e) || typeof e['ip'] !== 'string') return false;
+  for (let i = 0; i < ips.length; i++) {
+    const e: unknown = ips[i];
+    if (!isObject(e) || typeof e['ip'] !== 'string') return false;
+  }
   return true;
 }
 

@@ -155,8 +155,8 @@ function readPod(obj: Record<string, unknown>, meta: Record<string, unknown>, wa
  */
 function readOwner(refs: unknown, labels: Labels): PodOwner | undefined {
   if (!Array.isArray(refs)) return undefined;
-  for (const ref of refs) {
-    const r = record(ref);
+  for (let i = 0; i < refs.length; i++) {
+    const r = record(refs[i]);
     if (r?.['controller'] !== true || typeof r['kind'] !== 'string' || typeof r['name'] !== 'string') continue;
     const kind = r['kind'];
     const name = r['name'];

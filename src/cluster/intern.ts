@@ -29,10 +29,26 @@ class WeakInterner<T extends object> {
 }
 
 export class LabelInterner extends WeakInterner<Labels> {
+  /** The label set interned last: the pods of one workload come one after another in a list. */
+  private last: WeakRef<Labels> | undefined;
+
   /** The shared object equal to `labels` (same keys in the same order, same values); `labels` if new. */
   intern(labels: Labels): Labels {
-    return this.share(JSON.stringify(labels), () => labels);
+    const last = this.last?.deref();
+    if (last !== undefined && sameLabels(last, labels)) return last;
+    const shared = this.share(JSON.stringify(labels), () => labels);
+    this.last = new WeakRef(shared);
+    return shared;
   }
+}
+
+/** The same keys in the same order with the same values: what equal JSON.stringify texts of two label sets mean. */
+function sameLabels(a: Labels, b: Labels): boolean {
+  const keys = Object.keys(a);
+  const others = Object.keys(b);
+  if (keys.length !== others.length) return false;
+  for (let i = 0; i < keys.length; i++) if (keys[i] !== others[i] || a[keys[i]!] !== b[keys[i]!]) return false;
+  return true;
 }
 
 export class OwnerInterner extends WeakInterner<PodOwner> {

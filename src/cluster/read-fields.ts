@@ -15,7 +15,10 @@ export function readLabels(v: unknown): Labels {
   const out: Record<string, string> = {};
   const labels = record(v);
   if (!labels) return out;
-  for (const k of Object.keys(labels)) {
+  // Indexed: every pod's labels come through here (10,000 pods), and commands run this code unoptimised.
+  const keys = Object.keys(labels);
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i]!;
     const val = labels[k];
     if (typeof val === 'string') out[k] = val;
   }

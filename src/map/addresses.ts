@@ -12,26 +12,37 @@ import { setMatches, type IpSets } from '../trace/index.js';
 type SavedIpSet = IpSets extends ReadonlyMap<string, infer S> ? S : never;
 
 /**
- * A `hash:ip` or `hash:ip,port` set's members as (address value, entry) pairs, read once per set object: the
- * two clusters of a diff hand over the same object for a set that did not change.
+ * A `hash:ip` or `hash:ip,port` set's members as (address value, entry) pairs, `keys[i]` with `entries[i]`, read
+ * once per set object: the two clusters of a diff hand over the same object for a set that did not change. Two
+ * lists, not a pair per member: a map reads every member of every set, and the one-shot commands run
+ * unoptimised (cli/main.ts), where taking a pair apart costs more than the rest of the loop.
  */
-const entriesBySet = new WeakMap<SavedIpSet, { readonly name: string; readonly entries: readonly (readonly [string, string])[] }>();
-function entriesOf(name: string, set: SavedIpSet): readonly (readonly [string, string])[] {
+interface SetEntries {
+  readonly name: string;
+  readonly keys: readonly string[];
+  readonly entries: readonly string[];
+}
+const entriesBySet = new WeakMap<SavedIpSet, SetEntries>();
+function entriesOf(name: string, set: SavedIpSet): SetEntries {
   const known = entriesBySet.get(set);
-  if (known?.name === name) return known.entries;
-  const out: [string, string][] = [];
-  for (const member of set.members) {
-    const text = member.trim();
+  if (known?.name === name) return known;
+  const keys: string[] = [];
+  const entries: string[] = [];
+  const members = set.members;
+  for (let i = 0; i < members.length; i++) {
+    const text = members[i]!.trim();
     const space = text.search(/\s/);
     const element = space < 0 ? text : text.slice(0, space);
     const comma = element.lastIndexOf(',');
     const ipText = set.type === 'hash:ip,port' && comma >= 0 ? element.slice(0, comma) : element;
     const ip = parseIp(ipText);
     if (!ip) continue;
-    out.push([`${ip.value}`, set.type === 'hash:ip,port' ? `${name}@${element.slice(comma + 1)}` : name]);
+    keys.push(`${ip.value}`);
+    entries.push(set.type === 'hash:ip,port' ? `${name}@${element.slice(comma + 1)}` : name);
   }
-  entriesBySet.set(set, { name, entries: out });
-  return out;
+  const read = { name, keys, entries };
+  entriesBySet.set(set, read);
+  return read;
 }
 
 export class AddressClasses {
@@ -41,6 +52,8 @@ export class AddressClasses {
   /** The set objects read, by name (a named-port set has one per node). */
   private readonly objects = new Map<string, SavedIpSet[]>();
   private readonly memo = new Map<string, string>();
+  /** Each class's text, the first string made of it (classOf). */
+  private readonly texts = new Map<string, string>();
   /** The `hash:net` sets holding an address, by the address's first `netBits` bits (netsOf). */
   private readonly netMemo = new Map<bigint, string[]>();
   private netBits: number | undefined;
@@ -66,12 +79,11 @@ export class AddressClasses {
         this.netBits = undefined;
         return;
       }
-      const entries = entriesOf(name, set);
-      for (let i = 0; i < entries.length; i++) {
-        const pair = entries[i]!;
-        const list = this.byIp.get(pair[0]);
-        if (list) list.push(pair[1]);
-        else this.byIp.set(pair[0], [pair[1]]);
+      const { keys, entries } = entriesOf(name, set);
+      for (let i = 0; i < keys.length; i++) {
+        const list = this.byIp.get(keys[i]!);
+        if (list) list.push(entries[i]!);
+        else this.byIp.set(keys[i]!, [entries[i]!]);
       }
     });
   }
@@ -89,11 +101,13 @@ export class AddressClasses {
       const mine = this.objects.get(name) ?? [];
       const theirs = other.objects.get(name) ?? [];
       if (mine.length === theirs.length && mine.every((set) => theirs.includes(set))) continue;
-      for (const set of [...mine, ...theirs]) for (const [key] of entriesOf(name, set)) touched.add(key);
+      for (const set of [...mine, ...theirs]) for (const key of entriesOf(name, set).keys) touched.add(key);
     }
     other.memo.forEach((known, ip) => {
       const parsed = parseIp(ip);
-      if (parsed?.family === this.family && !touched.has(`${parsed.value}`)) this.memo.set(ip, known);
+      if (parsed?.family !== this.family || touched.has(`${parsed.value}`)) return;
+      this.memo.set(ip, known);
+      if (!this.texts.has(known)) this.texts.set(known, known);
     });
     this.netBits = other.netBits;
     for (const [block, names] of other.netMemo) this.netMemo.set(block, names);
@@ -106,12 +120,16 @@ export class AddressClasses {
     const parsed = parseIp(ip);
     const held = parsed ? this.byIp.get(`${parsed.value}`) : undefined;
     const nets = this.netsOf(ip, parsed);
+    // Sorted, each entry once (a named-port set's entry comes from every node whose set holds the address).
     const entries = held ? held.concat(nets) : nets.slice();
     entries.sort();
-    // Each entry once (a named-port set of one name on several nodes lists an address once for each).
     const once: string[] = [];
     for (let i = 0; i < entries.length; i++) if (i === 0 || entries[i] !== entries[i - 1]) once.push(entries[i]!);
-    known = once.join(' ');
+    // One string per class, shared by its addresses: the map compares and looks classes up pod by pod, and a
+    // class is every set holding the address (often a long text), so equal ones are best the same string.
+    const text = once.join(' ');
+    known = this.texts.get(text);
+    if (known === undefined) this.texts.set(text, (known = text));
     this.memo.set(ip, known);
     return known;
   }

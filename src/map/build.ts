@@ -177,11 +177,14 @@ class Classes {
 
 function podGroups(prepared: Prepared, groupBy: string | undefined, classes: Classes): { groups: GroupState[]; splits: Split[] } {
   const workloads = new Map<string, Workload & { namespace: string; pods: PodView[] }>();
-  for (const view of prepared.pods) {
+  // Indexed loops over the pods: the one-shot commands run unoptimised (cli/main.ts), where `for…of` costs more than the body.
+  const { pods } = prepared;
+  for (let i = 0; i < pods.length; i++) {
+    const view = pods[i]!;
     const w = workloadOf(view.pod, groupBy);
-    const entry = workloads.get(w.key) ?? { ...w, namespace: view.pod.namespace, pods: [] };
-    entry.pods.push(view);
-    workloads.set(w.key, entry);
+    const entry = workloads.get(w.key);
+    if (entry) entry.pods.push(view);
+    else workloads.set(w.key, { ...w, namespace: view.pod.namespace, pods: [view] });
   }
   // Two workloads with one display name in a namespace: name both by their other name (kind and owner, label set).
   const names = new Map<string, number>();
@@ -191,14 +194,24 @@ function podGroups(prepared: Prepared, groupBy: string | undefined, classes: Cla
   for (const w of workloads.values()) {
     const name = names.get(`${w.namespace}/${w.name}`)! > 1 ? w.alt : w.name;
     const workload = `${w.namespace}/${name}`;
-    const bySignature = new Map<string, PodView[]>();
-    for (const p of w.pods) {
-      const sig = `${p.egress.key}\0${p.ingress.key}\0${p.addressClass}`;
-      const list = bySignature.get(sig);
+    // Pods by signature (egress profile, ingress profile, address class), in the order each is first met.
+    // Nested maps: no text per pod joining the three (an address class is every set holding the address).
+    const bySignature = new Map<string, Map<string, Map<string, PodView[]>>>();
+    const parts: PodView[][] = [];
+    for (let i = 0; i < w.pods.length; i++) {
+      const p = w.pods[i]!;
+      let byIngress = bySignature.get(p.egress.key);
+      if (!byIngress) bySignature.set(p.egress.key, (byIngress = new Map<string, Map<string, PodView[]>>()));
+      let byClass = byIngress.get(p.ingress.key);
+      if (!byClass) byIngress.set(p.ingress.key, (byClass = new Map<string, PodView[]>()));
+      const list = byClass.get(p.addressClass);
       if (list) list.push(p);
-      else bySignature.set(sig, [p]);
+      else {
+        const part = [p];
+        byClass.set(p.addressClass, part);
+        parts.push(part);
+      }
     }
-    const parts = [...bySignature.values()];
     const ids = parts.map((_, i) => (i === 0 ? workload : `${workload}#${i + 1}`));
     parts.forEach((members, i) => {
       const first = members[0]!;

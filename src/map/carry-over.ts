@@ -43,30 +43,43 @@ function deltas<T extends { readonly name: string; readonly namespace: string }>
   const forward = new Map<string, T | undefined>();
   const backward = new Map<string, T | undefined>();
   if (was === now) return { forward, backward };
-  const before = new Map(was.map((o) => [named(o), o]));
-  const after = new Map(now.map((o) => [named(o), o]));
+  const before = byKey(was, named);
+  const after = byKey(now, named);
   if (before.size !== was.length || after.size !== now.length) return undefined;
-  for (const [key, o] of after)
+  after.forEach((o, key) => {
     if (before.get(key) !== o) {
       forward.set(key, o);
       backward.set(key, before.get(key));
     }
-  for (const [key, o] of before)
+  });
+  before.forEach((o, key) => {
     if (!after.has(key)) {
       forward.set(key, undefined);
       backward.set(key, o);
     }
+  });
   return { forward, backward };
 }
 
+// Plain loops (a diff carries 10,000 pods over, and the one-shot commands run unoptimised: cli/main.ts).
+
+/** A list by key; a later object of a key replaces an earlier one. */
+function byKey<T extends object>(list: readonly T[], keyOf: (o: T) => string): Map<string, T> {
+  const out = new Map<string, T>();
+  for (let i = 0; i < list.length; i++) out.set(keyOf(list[i]!), list[i]!);
+  return out;
+}
+
 function same<T extends object>(was: readonly T[], now: readonly T[], keyOf: (o: T) => string): readonly T[] {
-  const old = new Map(was.map((o) => [keyOf(o), o]));
+  const old = byKey(was, keyOf);
   let changed = was.length !== now.length;
-  const out = now.map((o, i) => {
+  const out: T[] = [];
+  for (let i = 0; i < now.length; i++) {
+    const o = now[i]!;
     const kept = old.get(keyOf(o));
     const value = kept !== undefined && sameData(kept, o) ? kept : o;
     if (value !== was[i]) changed = true;
-    return value;
-  });
+    out.push(value);
+  }
   return changed ? out : was;
 }

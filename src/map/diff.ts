@@ -117,21 +117,31 @@ export function diffMaps(before: MapModel, after: MapModel): MapDiff {
 function diffClasses(before: MapModel, after: MapModel): DiffClass[] {
   const groupOf = (m: MapModel) => {
     const byPod = new Map<string, GroupState>();
-    for (const g of m.groups) for (const pod of g.group.pods) byPod.set(pod, g);
+    for (const g of m.groups) {
+      const pods = g.group.pods;
+      for (let i = 0; i < pods.length; i++) byPod.set(pods[i]!, g);
+    }
     for (const g of m.groups) for (const block of g.group.cidrs ?? []) byPod.set(`outside ${block}`, g);
     return byPod;
   };
   const [was, now] = [groupOf(before), groupOf(after)];
-  const classes = new Map<string, { before: GroupState; after: GroupState; size: number }>();
-  for (const [member, b] of was) {
+  // By the two groups themselves (each map's group ids are unique), in the order each pair is first met.
+  type Counting = { before: GroupState; after: GroupState; size: number };
+  const byPair = new Map<GroupState, Map<GroupState, Counting>>();
+  const classes: Counting[] = [];
+  was.forEach((b, member) => {
     const a = now.get(member);
-    if (!a) continue;
-    const key = `${b.group.id}\0${a.group.id}`;
-    const c = classes.get(key) ?? { before: b, after: a, size: 0 };
+    if (!a) return;
+    let byAfter = byPair.get(b);
+    if (!byAfter) byPair.set(b, (byAfter = new Map<GroupState, Counting>()));
+    let c = byAfter.get(a);
+    if (!c) {
+      byAfter.set(a, (c = { before: b, after: a, size: 0 }));
+      classes.push(c);
+    }
     c.size++;
-    classes.set(key, c);
-  }
-  return [...classes.values()];
+  });
+  return classes;
 }
 
 /**

@@ -37,32 +37,41 @@ export interface Side {
   readonly direction: 'egress' | 'ingress';
   readonly pod: PodView;
   readonly profile: Profile;
-  /** Address class id → the id of what this profile sees of it. */
-  readonly seen: Int32Array;
+  /** What this profile sees of each address class (`seenId`). */
+  readonly view: SeenView;
   readonly row: (Outcome | undefined)[];
 }
 
-/** What one profile sees of every address class: an id per class, and each id's text. */
+/**
+ * What one profile sees of the address classes: an id per class, stored plus one (0: not worked out yet), and
+ * each id's text. Worked out class by class while few are asked (a diff asks a profile about a class or two), for every class
+ * at once after that (a map asks every sender about every receiver).
+ */
 interface SeenView {
+  readonly profile: Profile;
   readonly seen: Int32Array;
-  readonly texts: readonly string[];
+  readonly ids: Map<string, number>;
+  readonly texts: string[];
+  /** Classes worked out one by one so far; Infinity once every class is. */
+  asked: number;
 }
 
 const open = (what: string): Outcome => ({
   intervals: PROTOCOLS.map((proto) => ({ proto, from: 1, to: 65535, allowed: true, by: what })),
   any: true,
 });
-/** seenText: classes asked of one profile one by one before its whole view is worked out. */
+/** Classes asked of one profile one by one before its whole view is worked out. */
 const SEEN_ONE_BY_ONE = 8;
 const FROM_OUTSIDE = open('from outside the cluster: no egress judged');
 const TO_OUTSIDE = open('to outside the cluster: no ingress judged');
 
 export class Judge {
   private readonly classEntries: readonly (readonly string[])[];
+  /** Each class's entries' set names (an entry's part before `@`), in the order of classEntries. */
+  private readonly classSets: readonly (readonly string[])[];
   /** Set name → the classes holding it, each with its entry (`set` or `set@tcp:80`). */
   private readonly holders = new Map<string, { cls: number; entry: string }[]>();
   private readonly seenBy = new Map<string, SeenView>();
-  private readonly seenAsked = new Map<string, number>();
   private readonly rows = new Map<string, (Outcome | undefined)[]>();
   private readonly sides = new Map<PodView, { egress?: Side; ingress?: Side }>();
   /** Traces run, for the benchmark's account. */
@@ -75,9 +84,12 @@ export class Judge {
   ) {
     const classes = classTexts;
     this.classEntries = classes.map((c) => (c === '' ? [] : c.split(' ')));
+    this.classSets = this.classEntries.map((entries) => entries.map((entry) => entry.split('@')[0]!));
     this.classEntries.forEach((entries, cls) => {
-      for (const entry of entries) {
-        const set = entry.split('@')[0]!;
+      const sets = this.classSets[cls]!;
+      for (let i = 0; i < entries.length; i++) {
+        const entry = entries[i]!;
+        const set = sets[i]!;
         const list = this.holders.get(set);
         if (list) list.push({ cls, entry });
         else this.holders.set(set, [{ cls, entry }]);
@@ -92,12 +104,12 @@ export class Judge {
     const known = entry[direction];
     if (known) return known;
     const profile = pod[direction];
-    const view = this.seenOf(profile);
+    const view = this.viewOf(profile);
     // The judged pod's own memberships count too: a named-port set holds the destination's address and port.
-    const rowKey = `${direction}\0${profile.key}\0${view.seen[cls]}`;
+    const rowKey = `${direction}\0${profile.key}\0${this.seenId(view, cls)}`;
     let row = this.rows.get(rowKey);
     if (!row) this.rows.set(rowKey, (row = []));
-    const side = { direction, pod, profile, seen: view.seen, row };
+    const side = { direction, pod, profile, view, row };
     entry[direction] = side;
     return side;
   }
@@ -107,15 +119,8 @@ export class Judge {
    * comparable between two judges, where the ids are not.
    */
   seenText(profile: Profile, cls: number): string {
-    const asked = (this.seenAsked.get(profile.key) ?? 0) + 1;
-    this.seenAsked.set(profile.key, asked);
-    // A profile asked about a class or two (a diff comparing its sides): that class's own entries; asked
-    // about many, what it sees of every class at once.
-    const view = asked > SEEN_ONE_BY_ONE ? this.seenOf(profile) : this.seenBy.get(profile.key);
-    if (view) return view.texts[view.seen[cls]!]!;
-    return this.classEntries[cls]!.filter((entry) => profile.sets.has(entry.split('@')[0]!))
-      .sort()
-      .join(' ');
+    const view = this.viewOf(profile);
+    return view.texts[this.seenId(view, cls)]!;
   }
 
   /** An address class by id, as the map's Classes list holds it. */
@@ -123,32 +128,49 @@ export class Judge {
     return this.classTexts[cls]!;
   }
 
-  /** What `profile` sees of each class: the entries of the sets its chains match, interned (0: none of them). */
-  private seenOf(profile: Profile): SeenView {
+  /** A profile's view, nothing worked out yet (one per profile key: profiles of one key match the same sets). */
+  private viewOf(profile: Profile): SeenView {
     let view = this.seenBy.get(profile.key);
-    if (view) return view;
-    const seen = new Int32Array(this.classEntries.length);
-    const ids = new Map<string, number>([['', 0]]);
-    const texts = [''];
+    if (!view) {
+      view = { profile, seen: new Int32Array(this.classEntries.length), ids: new Map([['', 0]]), texts: [''], asked: 0 };
+      this.seenBy.set(profile.key, view);
+    }
+    return view;
+  }
+
+  /** The id of what `view`'s profile sees of class `cls`: the entries of the sets its chains match, sorted (0: none of them). */
+  private seenId(view: SeenView, cls: number): number {
+    const known = view.seen[cls]!;
+    if (known > 0) return known - 1;
+    if (++view.asked > SEEN_ONE_BY_ONE) {
+      this.seeAll(view);
+      return view.seen[cls]! - 1;
+    }
+    const entries = this.classEntries[cls]!;
+    const sets = this.classSets[cls]!;
+    const mine: string[] = [];
+    for (let i = 0; i < entries.length; i++) if (view.profile.sets.has(sets[i]!)) mine.push(entries[i]!);
+    const id = idOf(view, mine.sort().join(' '));
+    view.seen[cls] = id + 1;
+    return id;
+  }
+
+  /** Every class of `view` worked out at once, from the holders of the sets its profile matches. */
+  private seeAll(view: SeenView): void {
     const parts = new Map<number, string[]>();
-    for (const set of profile.sets)
+    for (const set of view.profile.sets)
       for (const { cls, entry } of this.holders.get(set) ?? []) {
         const list = parts.get(cls);
         if (list) list.push(entry);
         else parts.set(cls, [entry]);
       }
-    for (const [cls, entries] of parts) {
-      const key = entries.sort().join(' ');
-      let id = ids.get(key);
-      if (id === undefined) {
-        ids.set(key, (id = ids.size));
-        texts.push(key);
-      }
-      seen[cls] = id;
+    const seen = view.seen;
+    for (let cls = 0; cls < seen.length; cls++) {
+      if (seen[cls]! > 0) continue;
+      const entries = parts.get(cls);
+      seen[cls] = (entries ? idOf(view, entries.sort().join(' ')) : 0) + 1;
     }
-    view = { seen, texts };
-    this.seenBy.set(profile.key, view);
-    return view;
+    view.asked = Infinity;
   }
 
   /** `src` → `dst` as the egress side `side` judges it (side.pod is the sender). */
@@ -172,7 +194,7 @@ export class Judge {
   static readonly toOutside = TO_OUTSIDE;
 
   private cell(side: Side, peerCls: number, srcIp: string, dstIp: string): Outcome {
-    const seen = side.seen[peerCls]!;
+    const seen = this.seenId(side.view, peerCls);
     const known = side.row[seen];
     if (known) return known;
     const outcome = this.traceAll(side, srcIp, dstIp);
@@ -207,6 +229,16 @@ export class Judge {
     const intervals = joinSame(out);
     return { intervals, any: intervals.some((j) => j.allowed) };
   }
+}
+
+/** The id of one text of what a profile sees, made when new. */
+function idOf(view: SeenView, text: string): number {
+  let id = view.ids.get(text);
+  if (id === undefined) {
+    view.ids.set(text, (id = view.texts.length));
+    view.texts.push(text);
+  }
+  return id;
 }
 
 const finalVerdict = (t: TraceResult): 'ACCEPT' | 'DROP' => (t.verdict !== 'NO-VERDICT' ? t.verdict : (t.after?.verdict ?? 'ACCEPT'));

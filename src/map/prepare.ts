@@ -257,16 +257,12 @@ export interface Workload {
  * the rules treat differently.
  */
 export function workloadOf(pod: Pod, groupBy: string | undefined): Workload {
-  const labels = Object.fromEntries(
-    Object.entries(pod.labels)
-      .filter(([k]) => !PER_REPLICA_LABELS.has(k))
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
-  );
-  const alone: Workload = { key: `${pod.namespace}\0pod\0${pod.name}`, name: pod.name, alt: `Pod/${pod.name}`, labels };
+  const { labels, text, name: labelName } = labelsView(pod.labels);
+  const alone = (): Workload => ({ key: `${pod.namespace}\0pod\0${pod.name}`, name: pod.name, alt: `Pod/${pod.name}`, labels });
   if (groupBy !== undefined && groupBy !== 'labels' && groupBy !== 'owner') {
     const value = pod.labels[groupBy];
     return value === undefined
-      ? alone
+      ? alone()
       : { key: `${pod.namespace}\0${groupBy}\0${value}`, name: value, alt: `${groupBy}=${value}`, labels: { [groupBy]: value } };
   }
   const owner = groupBy === 'labels' ? undefined : pod.owner;
@@ -278,12 +274,38 @@ export function workloadOf(pod: Pod, groupBy: string | undefined): Workload {
       labels,
       owner,
     };
+  if (text === '') return alone();
+  return { key: `${pod.namespace}\0labels\0${text}`, name: labelName, alt: text, labels };
+}
+
+/** A label set as workloads show it: no per-replica labels, sorted; as text (`app=web,tier=db`); and the name it gives. */
+interface LabelsView {
+  readonly labels: Record<string, string>;
+  readonly text: string;
+  readonly name: string;
+}
+
+/**
+ * Read once per label set object: the pods of one workload share theirs (cluster/intern.ts), and a map reads
+ * every pod's. The view is shared too, so it is never changed.
+ */
+const labelsViews = new WeakMap<Readonly<Record<string, string>>, LabelsView>();
+
+function labelsView(podLabels: Readonly<Record<string, string>>): LabelsView {
+  let view = labelsViews.get(podLabels);
+  if (view) return view;
+  const labels = Object.fromEntries(
+    Object.entries(podLabels)
+      .filter(([k]) => !PER_REPLICA_LABELS.has(k))
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+  );
   const text = Object.entries(labels)
     .map(([k, v]) => `${k}=${v}`)
     .join(',');
-  if (text === '') return alone;
   const values = Object.values(labels);
   const name =
     labels['app.kubernetes.io/name'] ?? labels['app'] ?? labels['k8s-app'] ?? labels['name'] ?? (values.length === 1 ? values[0]! : text);
-  return { key: `${pod.namespace}\0labels\0${text}`, name, alt: text, labels };
+  view = { labels, text, name };
+  labelsViews.set(podLabels, view);
+  return view;
 }

@@ -72,7 +72,21 @@ const CNP_RULE = /^cnp ([a-z0-9.-]+) (ingress|egress):(\d+)(?: (.*?))? (Accept|D
 const CNP_LEARNED = new RegExp(`^cnp ([a-z0-9.-]+) (egress):(\\d+)(?: (.*?))? (Accept) learned by ${KEY} for (\\S+)$`);
 const CNP_NONE = /^cnp ([a-z0-9.-]+): no (ingress|egress) rule can match$/;
 
+// Read once per comment text: a map traces thousands of packets past the same rules, and the tracer asks what
+// a comment says of every rule that decides or allows. Bounded like model/address.ts's parsed addresses.
+const meanings = new Map<string, CommentMeaning>();
+
+/** What a comment says (one shared, read-only answer per text). */
 export function readComment(text: string): CommentMeaning {
+  let meaning = meanings.get(text);
+  if (meaning === undefined) {
+    if (meanings.size >= 100_000) meanings.clear();
+    meanings.set(text, (meaning = parseComment(text)));
+  }
+  return meaning;
+}
+
+function parseComment(text: string): CommentMeaning {
   let m = POLICY_RULE.exec(text);
   if (m) return { kind: 'policy-rule', policy: m[1]!, direction: m[2] as CommentDirection, rule: `${m[2]}:${m[3]}` };
   if ((m = POLICY_NONE.exec(text))) return { kind: 'policy-empty', policy: m[2]!, why: `no ${m[1]} rule can match` };

@@ -20,19 +20,69 @@ interface Entry {
 
 /** `10.0.0.0/24 nomatch`, `10.0.0.1 timeout 30`: the element, then flags and options. */
 const entryOf = (text: string): Entry => {
-  const [element = '', ...flags] = text.trim().split(/\s+/);
-  return { element, nomatch: flags.includes('nomatch') };
+  const trimmed = text.trim();
+  // Most members are an element alone: split only what follows one.
+  const space = trimmed.search(/\s/);
+  if (space < 0) return { element: trimmed, nomatch: false };
+  return {
+    element: trimmed.slice(0, space),
+    nomatch: trimmed
+      .slice(space + 1)
+      .split(/\s+/)
+      .includes('nomatch'),
+  };
 };
 
+interface Dimensions {
+  readonly ip: 'src' | 'dst';
+  readonly port?: 'src' | 'dst';
+}
+
+/** The directions netfence writes (`dst,dst`: the address and the port), read without splitting text for every packet. */
+const DIMENSIONS: ReadonlyMap<string, Dimensions> = new Map<SetDirection, Dimensions>([
+  ['src', { ip: 'src' }],
+  ['dst', { ip: 'dst' }],
+  ['src,src', { ip: 'src', port: 'src' }],
+  ['dst,dst', { ip: 'dst', port: 'dst' }],
+]);
+
+/** Any other (a hand-written `dst,src`), as iptables reads it: one dimension per comma-separated word. */
+function dimensionsOf(direction: string): Dimensions {
+  const [ip = 'src', port] = direction.split(',') as ('src' | 'dst')[];
+  return { ip, ...(port !== undefined ? { port } : {}) };
+}
+
+// The last two addresses parsed for packetAddress (a packet's source and destination).
+let lastText: string | undefined;
+let lastIp: ParsedIp | undefined;
+let otherText: string | undefined;
+let otherIp: ParsedIp | undefined;
+
+/**
+ * An address of a packet, parsed. A trace asks for its packet's source and destination at every set and CIDR
+ * match it meets: the last two are kept in front of model/address.ts's cache of every address parsed.
+ */
+export function packetAddress(text: string): ParsedIp | undefined {
+  if (text === lastText) return lastIp;
+  if (text === otherText) return otherIp;
+  otherText = lastText;
+  otherIp = lastIp;
+  lastText = text;
+  lastIp = parseIp(text);
+  return lastIp;
+}
+
 export function setMatches(set: SavedIpSet, packet: Packet, direction: SetDirection): SetAnswer {
-  const [ipDim = 'src', portDim] = direction.split(',') as ('src' | 'dst')[];
-  const addr = parseIp(ipDim === 'src' ? packet.src : packet.dst);
+  const { ip: ipDim, port: portDim } = DIMENSIONS.get(direction) ?? dimensionsOf(direction);
+  const addr = packetAddress(ipDim === 'src' ? packet.src : packet.dst);
   if (!addr) return unknown(`packet ${ipDim} is not an address`);
   // A set of the other family never matches (iptables refuses the rule; a v6 packet never meets a v4 set).
   if (set.family !== addr.family) return member(false);
   switch (set.type) {
-    case 'hash:ip':
-      return member(indexOf(set).hosts.has(addr.value) || indexOf(set).ranges.some((net) => containsIp(net, addr.family, addr.value)));
+    case 'hash:ip': {
+      const index = indexOf(set);
+      return member(index.hosts.has(addr.value) || index.ranges.some((net) => containsIp(net, addr.family, addr.value)));
+    }
     case 'hash:net':
       return member(longestPrefixMember(indexOf(set).nets, addr));
     case 'hash:ip,port': {
@@ -74,7 +124,8 @@ function indexOf(set: SavedIpSet): SetIndex {
   const ports = new Map<bigint, string[]>();
   const ranges: Cidr[] = [];
   const nets: ParsedEntry[] = [];
-  for (const { element, nomatch } of set.members.map(entryOf)) {
+  for (let i = 0; i < set.members.length; i++) {
+    const { element, nomatch } = entryOf(set.members[i]!);
     if (set.type === 'hash:net') {
       const net = parseCidrOrHost(element);
       if (net) nets.push({ net, nomatch });

@@ -33,8 +33,14 @@ export interface AfterLookup {
 export const lookupNamesText = (names: readonly string[]): string =>
   (names.at(-1) === '...' ? [...names.slice(0, -1), 'another of its names'] : names).join(' or ');
 
+/**
+ * Whether a rule's comment can be a `domainNames` rule's: it names the pod it was learned by
+ * (model/rule-comments.ts). A trace asks of every rule a packet misses; most say no without a parse.
+ */
+export const mayBeLearned = (comment: string | undefined): comment is string => comment !== undefined && comment.includes(' learned by ');
+
 const learnedRule = (comment: string | undefined) => {
-  const meaning = comment !== undefined ? readComment(comment) : undefined;
+  const meaning = mayBeLearned(comment) ? readComment(comment) : undefined;
   return meaning?.kind === 'cluster-policy-rule' && meaning.learned ? { ...meaning, learned: meaning.learned } : undefined;
 };
 
@@ -70,7 +76,7 @@ export function afterLookup(
   ctx: { readonly packet: Packet; readonly mark: number; readonly ipsets: IpSets },
 ): AfterLookup | undefined {
   const meaning = learnedRule(comment);
-  const set = learnedSetMatch(rule);
+  const set = meaning && learnedSetMatch(rule);
   if (!meaning || !set) return undefined;
   const rest = rule.match.filter((m) => m !== set);
   if (evaluateMatches(rest, ctx).result !== 'match') return undefined;

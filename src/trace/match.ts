@@ -2,8 +2,8 @@
 // a new Match kind does not compile until the tracer can evaluate and describe it.
 
 import type { Match } from '../model/index.js';
-import { containsIp, parseCidrOrHost, parseIp } from '../model/address.js';
-import { setMatches, type IpSets } from './ipsets.js';
+import { containsIp, parseCidrOrHost } from '../model/address.js';
+import { packetAddress, setMatches, type IpSets } from './ipsets.js';
 import type { Packet } from './packet.js';
 
 export interface MatchContext {
@@ -29,7 +29,7 @@ const flip = (answer: MatchAnswer, negate: boolean | undefined): MatchAnswer => 
 function addrIn(cidr: string, ip: string): MatchAnswer {
   // parseCidrOrHost keeps what it parsed: a map walks thousands of packets past the same rules.
   const net = parseCidrOrHost(cidr);
-  const addr = parseIp(ip);
+  const addr = packetAddress(ip);
   if (!net) return { unknown: `"${cidr}" is not a CIDR` };
   if (!addr) return { unknown: `"${ip}" is not an address` };
   return containsIp(net, addr.family, addr.value);
@@ -123,7 +123,9 @@ function describeFailed(m: Match, ctx: MatchContext): string {
 /** All matches must hold (iptables ANDs them); the first failing one is named. */
 export function evaluateMatches(matches: readonly Match[], ctx: MatchContext): RuleMatch {
   let unknown: string | undefined;
-  for (const m of matches) {
+  // Indexed: every rule of every traced packet comes here, and the one-shot commands run unoptimised (cli/main.ts).
+  for (let i = 0; i < matches.length; i++) {
+    const m = matches[i]!;
     const answer = evaluateMatch(m, ctx);
     if (answer === false) return { result: 'no-match', failed: ctx.quiet === true ? '' : describeFailed(m, ctx) };
     if (answer !== true) unknown ??= answer.unknown;

@@ -5,7 +5,7 @@
 import { AUDIT_PREFIX, type Rule } from '../model/index.js';
 import { toRule, type SavedChain, type SavedRule } from '../render/index.js';
 import type { IpSets } from './ipsets.js';
-import { afterLookup, learnedGrant, type AfterLookup, type LearnedGrant } from './learned.js';
+import { afterLookup, learnedGrant, mayBeLearned, type AfterLookup, type LearnedGrant } from './learned.js';
 import { evaluateMatches } from './match.js';
 import type { Packet } from './packet.js';
 import { readComment, type Direction, type Ruleset } from './ruleset.js';
@@ -101,6 +101,8 @@ export interface TraceOptions {
 
 interface Frame {
   readonly chain: SavedChain;
+  /** The chain is netfence's (its name has the owned prefix). */
+  readonly owned: boolean;
   next: number;
   /** Inside audit mode's second pass (the verdict with the audited objects): its allow bits are not the verdict. */
   readonly auditPass?: boolean;
@@ -121,12 +123,14 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
   const audit: AuditNote[] = [];
   const lookups: AfterLookup[] = [];
   const hookFound = start.rules.some((r) => targetChain(r) !== undefined && owned(targetChain(r)!));
-  const frames: Frame[] = [{ chain: start, next: 0 }];
+  const frames: Frame[] = [{ chain: start, owned: owned(start.name), next: 0 }];
   let mark = packet.mark ?? 0;
   let phase: Phase = 'before-hook';
   const maxSteps = opts.maxSteps ?? 10000;
   const quiet = opts.steps === false;
   let walked = 0;
+  // One context for every rule of the walk (the mark follows the packet's).
+  const ctx = { packet, mark, ipsets, quiet };
 
   const finish = (decided: DecidedBy): TraceResult => {
     const base = { allowedBy, steps, warnings, hookFound, finalMark: mark, audit, ...(lookups.length > 0 ? { afterLookup: lookups } : {}) };
@@ -148,25 +152,23 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
     const frame = frames[frames.length - 1]!;
     const chain = frame.chain;
     const depth = frames.length - 1;
-    const isOwned = owned(chain.name);
+    const isOwned = frame.owned;
     const saved = chain.rules[frame.next];
     if (!saved) {
       frames.pop();
       if (frames.length === 0) return finish(policyDecision(chain, depth, steps));
-      if (isOwned && !owned(frames[frames.length - 1]!.chain.name)) phase = 'after';
+      if (isOwned && !frames[frames.length - 1]!.owned) phase = 'after';
       continue;
     }
     const ruleIndex = ++frame.next;
     walked++;
-    // The rule's text is made when read (a step, a decision, an allowance), not for every rule walked past.
-    const ref = (): StepRef => ({ chain: chain.name, ruleIndex, text: saved.text });
     const comment = saved.comment;
     const rule = saved.rule ?? toRule(saved.args);
     const record = quiet
       ? noRecord
       : (result: Step['result'], detail?: string) =>
           steps.push({
-            ...ref(),
+            ...refOf(chain, ruleIndex, saved),
             depth,
             result,
             owned: isOwned,
@@ -175,15 +177,16 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
           });
     if (!rule) {
       record('not-evaluated', 'netfence cannot read this rule');
-      warnings.push(notEvaluated(ref(), 'a match or target the tracer does not model', phase));
+      warnings.push(notEvaluated(refOf(chain, ruleIndex, saved), 'a match or target the tracer does not model', phase));
       continue;
     }
-    const matched = evaluateMatches(rule.match, { packet, mark, ipsets, quiet });
+    const matched = evaluateMatches(rule.match, ctx);
     if (matched.result === 'no-match') {
       record('no-match', matched.failed);
       // Audit mode's second pass judges with the audited objects: their rules open nothing, a lookup neither.
-      const judged = isOwned && !frame.auditPass && !inAuditPass(chain, ruleIndex - 1);
-      const missed = judged ? afterLookup(rule, comment, { packet, mark, ipsets }) : undefined;
+      // (Only a `domainNames` rule can be missed for want of a lookup: other rules are passed by at once.)
+      const judged = isOwned && mayBeLearned(comment) && !frame.auditPass && !inAuditPass(chain, ruleIndex - 1);
+      const missed = judged ? afterLookup(rule, comment, ctx) : undefined;
       // One rule is one alternative per protocol, and audit mode judges the enforced tiers again for the flow log: named once.
       if (missed && !lookups.some((l) => l.policy === missed.policy && l.rule === missed.rule && l.pod === missed.pod))
         lookups.push(missed);
@@ -191,7 +194,7 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
     }
     if (matched.result === 'unknown') {
       record('not-evaluated', matched.why);
-      warnings.push(notEvaluated(ref(), matched.why, phase));
+      warnings.push(notEvaluated(refOf(chain, ruleIndex, saved), matched.why, phase));
       continue;
     }
     const action = rule.action;
@@ -204,14 +207,20 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
         const who = (verb === 'DROP' && isOwned ? deniedInCopy(chain, allowedBy) : undefined) ?? attribute(saved, rule, allowedBy);
         // An isolation drop: name every policy the pod's chain consulted, as the flow log does.
         const selecting = verb !== 'ACCEPT' && who.pod !== undefined && isOwned ? selectingPolicies(chain, ruleset) : {};
-        return finish({ ...ref(), action: verb, owned: isOwned, ...who, ...selecting });
+        return finish({ ...refOf(chain, ruleIndex, saved), action: verb, owned: isOwned, ...who, ...selecting });
       }
       case 'set-mark': {
         mark = ((mark & ~action.mask) ^ action.value) >>> 0;
+        ctx.mark = mark;
         record('match', `mark is now 0x${mark.toString(16)}`);
         if (action.value !== 0 && !frame.auditPass && !inAuditPass(chain, ruleIndex - 1)) {
           const learned = learnedGrant(rule, comment, packet, ipsets);
-          allowedBy.push({ ...ref(), value: action.value, ...attributionOf(comment), ...(learned ? { learned } : {}) });
+          allowedBy.push({
+            ...refOf(chain, ruleIndex, saved),
+            value: action.value,
+            ...attributionOf(comment),
+            ...(learned ? { learned } : {}),
+          });
         }
         break;
       }
@@ -229,27 +238,33 @@ export function tracePacket(ruleset: Ruleset, ipsets: IpSets, packet: Packet, op
       case 'nfqueue': {
         // Held for the DNS agent, which releases every answer unchanged (docs/dns-egress-design.md): accepted.
         record('match', `held on NFQUEUE ${action.queue}, then released`);
-        return finish({ ...ref(), action: 'ACCEPT', owned: isOwned, ...attributionOf(comment) });
+        return finish({ ...refOf(chain, ruleIndex, saved), action: 'ACCEPT', owned: isOwned, ...attributionOf(comment) });
       }
       case 'return':
         record('match');
         frames.pop();
         if (frames.length === 0) return finish(policyDecision(chain, depth, steps));
-        if (isOwned && !owned(frames[frames.length - 1]!.chain.name)) phase = 'after';
+        if (isOwned && !frames[frames.length - 1]!.owned) phase = 'after';
         break;
       case 'jump':
       case 'goto': {
         const target = ruleset.chains.get(action.target);
         if (!target) {
           record('not-evaluated', `chain ${action.target} does not exist`);
-          warnings.push(notEvaluated(ref(), `target chain ${action.target} is missing`, phase));
+          warnings.push(notEvaluated(refOf(chain, ruleIndex, saved), `target chain ${action.target} is missing`, phase));
           break;
         }
         record('match');
-        if (owned(target.name) && !isOwned) phase = 'netfence';
+        const targetOwned = owned(target.name);
+        if (targetOwned && !isOwned) phase = 'netfence';
         // goto: the target replaces this chain, so its RETURN goes back to whoever called this chain.
         if (action.kind === 'goto') frames.pop();
-        frames.push({ chain: target, next: 0, ...(frame.auditPass || inAuditPass(chain, ruleIndex - 1) ? { auditPass: true } : {}) });
+        frames.push({
+          chain: target,
+          owned: targetOwned,
+          next: 0,
+          ...(frame.auditPass || inAuditPass(chain, ruleIndex - 1) ? { auditPass: true } : {}),
+        });
         break;
       }
     }
@@ -271,8 +286,33 @@ function deniedInCopy(chain: SavedChain, allowedBy: readonly Allowance[]): Attri
   return attributionOf(last!.comment);
 }
 
+/**
+ * selectingPolicies per chain, read once per ruleset (a map's traces end at the same isolation drops again and
+ * again). Read again when the chain's rules are another array or another length, as auditSplit.
+ */
+const selecting = new WeakMap<
+  SavedChain,
+  {
+    readonly ruleset: Ruleset;
+    readonly rules: readonly SavedRule[];
+    readonly length: number;
+    readonly policies: readonly string[];
+    readonly invalidPolicies: readonly string[];
+  }
+>();
+
 /** The policies a workload chain jumps to, named by their chains' comments; invalid ones say so there. */
 function selectingPolicies(chain: SavedChain, ruleset: Ruleset): { policies: string[]; invalidPolicies: string[] } {
+  let known = selecting.get(chain);
+  if (known?.ruleset !== ruleset || known.rules !== chain.rules || known.length !== chain.rules.length) {
+    known = { ruleset, rules: chain.rules, length: chain.rules.length, ...readSelectingPolicies(chain, ruleset) };
+    selecting.set(chain, known);
+  }
+  // Copies: each verdict owns its lists.
+  return { policies: [...known.policies], invalidPolicies: [...known.invalidPolicies] };
+}
+
+function readSelectingPolicies(chain: SavedChain, ruleset: Ruleset): { policies: string[]; invalidPolicies: string[] } {
   const policies: string[] = [];
   const invalidPolicies: string[] = [];
   // In audit mode only the policies of the enforced pass isolate the pod.
@@ -366,6 +406,9 @@ function targetChain(saved: SavedRule): string | undefined {
   const action = (saved.rule ?? toRule(saved.args))?.action;
   return action && (action.kind === 'jump' || action.kind === 'goto') ? action.target : undefined;
 }
+
+/** A rule as steps and verdicts name it: made when read (a step, a decision, an allowance), not for every rule walked past. */
+const refOf = (chain: SavedChain, ruleIndex: number, saved: SavedRule): StepRef => ({ chain: chain.name, ruleIndex, text: saved.text });
 
 /** The built-in chain's policy decides when its last rule did not. */
 function policyDecision(chain: SavedChain, depth: number, steps: Step[]): DecidedBy {

@@ -12,6 +12,24 @@ describe('LabelInterner', () => {
     expect(interner.size).toBe(3);
   });
 
+  it('shares the set met last only when it is the same text: keys, their order and values', () => {
+    const interner = new LabelInterner();
+    const a = interner.intern({ app: 'web', tier: 'front' });
+    const reordered = interner.intern({ tier: 'front', app: 'web' });
+    expect(reordered).not.toBe(a);
+    expect(Object.keys(reordered)).toEqual(['tier', 'app']);
+    const otherValue = interner.intern({ tier: 'front', app: 'api' });
+    expect(otherValue).not.toBe(reordered);
+    expect(otherValue).toEqual({ tier: 'front', app: 'api' });
+    const fewer = interner.intern({ tier: 'front' });
+    expect(fewer).toEqual({ tier: 'front' });
+    const more = interner.intern({ tier: 'front', app: 'api', x: '' });
+    expect(more).toEqual({ tier: 'front', app: 'api', x: '' });
+    expect(interner.intern({ app: 'web', tier: 'front' })).toBe(a);
+    expect(interner.intern({ app: 'web', tier: 'front' })).toBe(a);
+    expect(interner.size).toBe(5);
+  });
+
   it('pods converted with equal labels share them, and keep their values', () => {
     const pod = (name: string, labels: Record<string, string>) =>
       (
