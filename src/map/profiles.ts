@@ -46,8 +46,8 @@ class Subtree implements Profile {
     private readonly ownCuts: CutBuilder | undefined,
     /** The policy whose chain this is. */
     private readonly policy: string | undefined,
-    /** What it read of its node besides the chain itself: the names it jumped to and what they named, in pairs. */
-    readonly jumped: readonly (string | Chain | undefined)[],
+    /** What it read of its node besides the chain itself: the names it jumped to and what it read there, in pairs. */
+    readonly jumped: readonly (string | Subtree | undefined)[],
     /** The named-port sets it matched (and sets of no known type) and what they were, in pairs. */
     readonly portSets: readonly (string | SavedIpSet | undefined)[] | undefined,
   ) {}
@@ -93,9 +93,12 @@ type OwnChain = Chain & { readonly role: Extract<ChainRole, { kind: 'workload' }
 /**
  * Subtrees by chain object, kept across the nodes of a cluster and the two clusters of a diff: the compiler
  * hands every node the same object for a policy's chain, and a diff's new cluster the same object for what
- * did not change, so each is read once. A subtree holds for a node whose chains of those names (the jumps it
- * followed) and named-port sets are the same objects. (A pod's own chain names its pod: its placeholders
- * come from the chain itself.) With the content ids, so that both clusters of a diff number alike.
+ * did not change, so each is read once. A subtree holds for a node whose named-port sets it matched are the
+ * same objects and where each name it jumped to leads to the very subtree it read there, itself holding: so
+ * a chain met again unchanged is read again when a chain anywhere below it, or a set one of those matched,
+ * differs on this node (a policy chain's named-port set on a node of a diff's new cluster). (A pod's own
+ * chain names its pod: its placeholders come from the chain itself.) With the content ids, so that both
+ * clusters of a diff number alike.
  */
 export class SubtreeCache {
   // A Map, not a WeakMap: the chains live as long as the map's compiled rules hold them anyway.
@@ -174,7 +177,7 @@ export class NodeProfiles {
     if (known && known.own === (own !== undefined) && this.stillHolds(known)) return known;
     const parts: (string | Subtree)[] = [];
     let cuts: CutBuilder | undefined;
-    const jumped: (string | Chain | undefined)[] = [];
+    const jumped: (string | Subtree | undefined)[] = [];
     const portSets: (string | SavedIpSet | undefined)[] = [];
     const contents = this.cache.contents;
     let content = contents.chains;
@@ -194,7 +197,7 @@ export class NodeProfiles {
       at = at.to(action.kind);
       if (action.kind === 'jump' || action.kind === 'goto') {
         const tree = this.target(action.target);
-        jumped.push(action.target, tree?.chain);
+        jumped.push(action.target, tree);
         if (!tree) at = at.to(textOf(action.target, own));
         else {
           parts.push(tree);
@@ -237,7 +240,8 @@ export class NodeProfiles {
 
   private stillHolds(tree: Subtree): boolean {
     const jumped = tree.jumped;
-    for (let i = 0; i < jumped.length; i += 2) if (this.byName.get(jumped[i] as string) !== jumped[i + 1]) return false;
+    // Through target: what a name leads to is read, or found still holding, once a node.
+    for (let i = 0; i < jumped.length; i += 2) if (this.target(jumped[i] as string) !== jumped[i + 1]) return false;
     const sets = tree.portSets ?? [];
     for (let i = 0; i < sets.length; i += 2) if (this.ipsets.get(sets[i] as string) !== sets[i + 1]) return false;
     return true;
@@ -268,8 +272,8 @@ function notePorts(ports: readonly { from: number; to: number }[], rule: Rule, c
  * before its items), the action's kind and fields (a jump's target as the target's content id, a number, or
  * the name of a missing chain, a string), then the comment if it has one. Each kind says how many values
  * follow it, and no match kind is an action kind (_kindsApart), so the sequence reads back as exactly one
- * rule. What iptables is given alike is written alike: an absent `negate` and `false`, an absent interface
- * and an empty one, no comment and an empty one. Texts go through textOf: the placeholders of the pod's own
+ * rule. What iptables is given alike is written alike: an absent `negate` and `false`, an absent
+ * `isBridged` and `false`, no comment and an empty one. Texts go through textOf: the placeholders of the pod's own
  * chain. The kinds the chains hold most come first: the switches are read some 300,000 times a map.
  */
 
@@ -318,11 +322,15 @@ function matchPath(at: Path, m: Match, own: OwnChain | undefined): Path {
     case 'ctdir':
       return at.to('ctdir').to(m.direction);
     case 'physdev':
-      return at
-        .to('physdev')
-        .to(textOf(m.in ?? '', own))
-        .to(textOf(m.out ?? '', own))
-        .to(m.isBridged === true);
+      return (
+        at
+          .to('physdev')
+          // An absent interface is any (no option written); an empty one is written, `--physdev-in ''`, and
+          // matches none (trace/match.ts): not alike.
+          .to(m.in === undefined ? undefined : textOf(m.in, own))
+          .to(m.out === undefined ? undefined : textOf(m.out, own))
+          .to(m.isBridged === true)
+      );
     case 'connmark':
       return at
         .to(m.negate === true ? '!connmark' : 'connmark')

@@ -4,7 +4,7 @@
 // and columns of the classes a change moved are looked at (diff.ts sameJudging). All of it is checked here
 // against an oracle without them: two maps built on their own, each with every edge, compared pod class by pod
 // class. Seeded random clusters and changes (policies replaced, added or removed, pods relabelled, added or
-// removed, namespace labels moved), IPv4 and IPv6.
+// removed, named ports moved, namespace labels moved), IPv4 and IPv6.
 
 import { describe, expect, it } from '@jest/globals';
 import { buildMap } from '../../../src/map/build.js';
@@ -31,13 +31,19 @@ function changed(base: ClusterSnapshot, seed: number): ClusterSnapshot {
   // Some pods relabelled, some gone, and a few new ones (copies of others, on their node, at unused addresses).
   const kept = base.pods.filter((_, i) => pick(i + 7) !== 1);
   const relabelled = kept.map((p, i) => (pick(i + 5) === 0 ? { ...p, labels: { ...p.labels, app: 'moved' } } : p));
+  // Some named ports moved (80 to 81): a named-port set's members change while the chains that match it do not.
+  const moved = relabelled.map((p, i) =>
+    pick(i + 19) === 0 && p.ports.some((c) => c.name)
+      ? { ...p, ports: p.ports.map((c) => (c.name ? { ...c, containerPort: c.containerPort + 1 } : c)) }
+      : p,
+  );
   const added = base.pods
     .filter((p, i) => pick(i + 13) === 2 && !p.hostNetwork)
     .map((p, k) => {
       const n = p.nodeName === 'node-1' ? 1 : 2;
       return { ...p, name: `${p.name}-new`, ips: [`10.244.${n}.${200 + k}`, `fd00:${n}::${200 + k}`] };
     });
-  const pods = [...relabelled, ...added];
+  const pods = [...moved, ...added];
   const namespaces = base.namespaces.map((n, i) => (pick(i + 11) === 0 ? { ...n, labels: { ...n.labels, team: 'z' } } : n));
   return { ...base, policies, pods, namespaces };
 }

@@ -5,7 +5,7 @@
 
 import { describe, expect, it } from '@jest/globals';
 import { NodeProfiles, SubtreeCache } from '../../../src/map/profiles.js';
-import { chainName, type Chain, type Match, type Rule } from '../../../src/model/index.js';
+import { chainName, ipSetName, type Chain, type Match, type Rule } from '../../../src/model/index.js';
 import type { IpSets } from '../../../src/trace/index.js';
 
 const NO_SETS: IpSets = new Map();
@@ -99,9 +99,58 @@ describe('profile keys', () => {
     expect(three.key).toBe(one.key);
   });
 
+  it('read again a pod’s chain met again unchanged where a chain below the one it jumps to differs', () => {
+    // A diff's new cluster hands back the same objects for what did not change: the pod's chain and the chain
+    // it jumps to are those read in the old cluster, the chain that one jumps to is not.
+    const via: Chain = {
+      ...POLICY,
+      name: chainName('nf-pi-via'),
+      rules: [{ match: [], action: { kind: 'jump', target: chainName('nf-pi-policy') } }],
+    };
+    const pod = workload(A, (r) =>
+      r.map((x, j) => (j === 3 ? { ...x, action: { kind: 'jump' as const, target: chainName('nf-pi-via') } } : x)),
+    );
+    const other: Chain = { ...POLICY, rules: [{ ...POLICY.rules[0]!, action: { kind: 'accept' } }] };
+    const cache = new SubtreeCache();
+    const before = new NodeProfiles([pod, via, POLICY], NO_SETS, cache).profileOf(pod);
+    const after = new NodeProfiles([pod, via, other], NO_SETS, cache).profileOf(pod);
+    expect(after.key).not.toBe(before.key);
+    // What the same content reads as, from another object (not read before) on that node.
+    expect(after.key).toBe(new NodeProfiles([pod, via, other], NO_SETS, cache).profileOf({ ...pod }).key);
+  });
+
+  it('cut a pod’s ports by the named-port set of this node when its chain and the policy chain are met again unchanged', () => {
+    // A named port moved (80 to 81) on a pod of the node: the set's members differ, the chains do not.
+    const named: Chain = {
+      ...POLICY,
+      rules: [
+        {
+          match: [
+            { kind: 'protocol', protocol: 'tcp' },
+            { kind: 'set', set: ipSetName('nf4n:web-http'), direction: 'dst,dst' },
+          ],
+          action: { kind: 'set-mark', value: 0x10000, mask: 0x10000 },
+        },
+      ],
+    };
+    const sets = (port: number): IpSets =>
+      new Map([['nf4n:web-http', { name: ipSetName('nf4n:web-http'), type: 'hash:ip,port', family: 4, members: [`${A.ip},tcp:${port}`] }]]);
+    const pod = workload(A);
+    const cache = new SubtreeCache();
+    expect(new NodeProfiles([pod, named], sets(80), cache).profileOf(pod).cuts.get('tcp')).toEqual([1, 80, 81]);
+    expect(new NodeProfiles([pod, named], sets(81), cache).profileOf(pod).cuts.get('tcp')).toEqual([1, 81, 82]);
+  });
+
   it('treat what iptables is given alike: an absent negate and a false one', () => {
     const [a, b] = keys(workload(A), workload(B, withMatch(4, { kind: 'mark', value: 0x10000, mask: 0x10000, negate: false })));
     expect(a).toBe(b);
+  });
+
+  it('differ for a bridge port absent (any) and an empty one (written, matching none)', () => {
+    const [a, b] = keys(workload(A, withMatch(4, { kind: 'physdev' })), workload(B, withMatch(4, { kind: 'physdev', in: '' })));
+    expect(a).not.toBe(b);
+    const [c, d] = keys(workload(A, withMatch(4, { kind: 'physdev' })), workload(B, withMatch(4, { kind: 'physdev', out: '' })));
+    expect(c).not.toBe(d);
   });
 
   type Case = [string, (rules: Rule[], pod: Pod) => Rule[]];
