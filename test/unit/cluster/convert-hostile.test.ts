@@ -2,7 +2,7 @@
 // rest of the object (and every other object) still loads.
 
 import { convert, type Converted } from '../../../src/cluster/convert.js';
-import { selectorMatches } from '../../../src/compile/selectors.js';
+import { selectorErrors, selectorMatches } from '../../../src/compile/selectors.js';
 import type { Problem } from '../../../src/model/index.js';
 
 const problemsOf = (r: Converted<unknown>) => r.problems.map((p: Problem) => `${p.field} | ${p.message}`);
@@ -100,5 +100,7 @@ describe('convert: a label key named like an object prototype', () => {
     ]);
     expect(selectorMatches(selector, carrying.value.labels)).toBe(true);
     expect(selectorMatches(selector, plain.value.labels)).toBe(false);
+    // And the compiler refuses it as the API server would: the policy fails closed.
+    expect(selectorErrors(selector)).toEqual([{ field: 'matchLabels["__proto__"]', message: '"__proto__" is not a valid label key' }]);
   });
 });
