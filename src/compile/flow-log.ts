@@ -38,8 +38,15 @@ const sortedKeys = (_key: string, value: unknown): unknown =>
     ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
     : value;
 
+/** Each rule object's identity, once: both families' chains and every logged packet explained ask again. */
+const ruleIds = new WeakMap<PolicyRule | CnpRule, string>();
+
 /** The identity of a spec rule as the compiler read it (the `<id>` of `nf:alw:` and `nf:cnp:` prefixes). */
-export const ruleId = (rule: PolicyRule | CnpRule): string => hash32(JSON.stringify(rule, sortedKeys), RULE_ID_LENGTH);
+export function ruleId(rule: PolicyRule | CnpRule): string {
+  let id = ruleIds.get(rule);
+  if (id === undefined) ruleIds.set(rule, (id = hash32(JSON.stringify(rule, sortedKeys), RULE_ID_LENGTH)));
+  return id;
+}
 
 const ruleTail = (rule: number, id: string | undefined): string => (id === undefined ? `${rule}` : `${rule}:${id}`);
 
