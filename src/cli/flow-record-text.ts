@@ -16,7 +16,7 @@ const safeEnd = (e: FlowEnd): FlowEnd => ({
 export function formatRecord(r: FlowRecord): string {
   const time = new Date(r.time).toISOString().slice(11, 19);
   // `tcp/80`, `icmp echo-request`, `icmpv6 type 200`: what an operator needs to tell one drop from another.
-  const port = r.port !== undefined ? `/${r.port}` : r.icmp !== undefined ? ` ${icmpText(r.protocol, r.icmp)}` : '';
+  const port = r.port !== undefined ? `/${r.port}` : r.icmp !== undefined ? ` ${terminalSafe(icmpText(r.protocol, r.icmp))}` : '';
   const count = r.count > 1 ? ` (×${r.count})` : '';
   const head = `${time} ${terminalSafe(r.protocol)}${port} ${endText(safeEnd(r.src))} -> ${endText(safeEnd(r.dst))}, ${terminalSafe(r.direction)}${count}`;
   return `${[...wrap(head, '', '         '), ...wrap(terminalSafe(r.because), '         ', '         ')].join('\n')}\n`;
