@@ -18,6 +18,7 @@ import {
   type PolicyDirection,
 } from '../trace/reasons.js';
 import { missedLookups } from './flow-lookups.js';
+import type { FlowIcmp } from './icmp-names.js';
 import { clusterPolicyRules, loggedRule, policyRules } from './logged-rule.js';
 
 /** `cluster-deny`: a ClusterNetworkPolicy Deny rule (or a rule failing closed as one). */
@@ -43,6 +44,8 @@ export interface DeniedFlow {
   readonly port?: number;
   /** Source port for TCP/UDP/SCTP. */
   readonly srcPort?: number;
+  /** ICMP and ICMPv6: the message's type and code (an echo's identifier too), when the logged copy held them. */
+  readonly icmp?: FlowIcmp;
   /** Whose policy dropped it: the destination's ingress or the source's egress. */
   readonly direction: PolicyDirection;
   readonly reason: DropReason;
@@ -94,6 +97,16 @@ export type LookupTracer = typeof missedLookups;
 
 const PROTOCOL_NAMES: Readonly<Record<number, string>> = { 1: 'icmp', 6: 'tcp', 17: 'udp', 58: 'icmpv6', 132: 'sctp' };
 
+/** What a record says of the packet past its addresses: the protocol, and its ports or ICMP type and code. */
+function transportOf(ip: NonNullable<NflogPacket['ip']>): Pick<DeniedFlow, 'protocol' | 'port' | 'srcPort' | 'icmp'> {
+  return {
+    protocol: PROTOCOL_NAMES[ip.protocol] ?? `proto-${ip.protocol}`,
+    ...(ip.dstPort !== undefined ? { port: ip.dstPort } : {}),
+    ...(ip.srcPort !== undefined ? { srcPort: ip.srcPort } : {}),
+    ...(ip.icmp ? { icmp: { type: ip.icmp.type, code: ip.icmp.code, ...(ip.icmp.id !== undefined ? { id: ip.icmp.id } : {}) } } : {}),
+  };
+}
+
 export function explainDrop(packet: NflogPacket, ctx: FlowContext, pods: PodIndex): DeniedFlow | undefined {
   const code = parseDropPrefix(packet.prefix);
   const ip = packet.ip;
@@ -104,9 +117,7 @@ export function explainDrop(packet: NflogPacket, ctx: FlowContext, pods: PodInde
     time: packet.time,
     src,
     dst,
-    protocol: PROTOCOL_NAMES[ip.protocol] ?? `proto-${ip.protocol}`,
-    ...(ip.dstPort !== undefined ? { port: ip.dstPort } : {}),
-    ...(ip.srcPort !== undefined ? { srcPort: ip.srcPort } : {}),
+    ...transportOf(ip),
   };
   if (code.kind === 'unknown-pod') {
     const direction: PolicyDirection = code.direction === 'to' ? 'ingress' : 'egress';
@@ -214,9 +225,7 @@ export function explainAllowed(
     time: packet.time,
     src: pods.end(ip.src),
     dst: pods.end(ip.dst),
-    protocol: PROTOCOL_NAMES[ip.protocol] ?? `proto-${ip.protocol}`,
-    ...(ip.dstPort !== undefined ? { port: ip.dstPort } : {}),
-    ...(ip.srcPort !== undefined ? { srcPort: ip.srcPort } : {}),
+    ...transportOf(ip),
     direction,
     reason: 'allowed',
     policies: [policy],
@@ -239,9 +248,7 @@ export function explainAudit(packet: NflogPacket, ctx: Pick<FlowContext, 'desire
     time: packet.time,
     src: pods.end(ip.src),
     dst: pods.end(ip.dst),
-    protocol: PROTOCOL_NAMES[ip.protocol] ?? `proto-${ip.protocol}`,
-    ...(ip.dstPort !== undefined ? { port: ip.dstPort } : {}),
-    ...(ip.srcPort !== undefined ? { srcPort: ip.srcPort } : {}),
+    ...transportOf(ip),
     direction,
     reason: code.kind,
     pod,

@@ -52,6 +52,8 @@ describe('flow-log lines against docs/flow-record.schema.json', () => {
     log.add(flow({ dst: { ip: '8.8.8.8', where: 'outside the cluster' }, direction: 'egress', pod: 'dev/api', port: 53, protocol: 'udp' }));
     const { port: _port, srcPort: _srcPort, ...portless } = flow({ protocol: 'icmp', policies: [] });
     log.add(portless as LoggedFlow);
+    log.add({ ...portless, protocol: 'icmpv6', icmp: { type: 128, code: 0, id: 4660 } } as LoggedFlow);
+    log.add({ ...portless, protocol: 'icmpv6', icmp: { type: 201, code: 3 } } as LoggedFlow);
     now += 20_000;
     log.closeWindows();
     new FlowLog({ logger, now: () => now, node: 'node-1', message: 'allowed connection' }).add(
@@ -70,9 +72,13 @@ describe('flow-log lines against docs/flow-record.schema.json', () => {
       flow({ reason: 'would-deny', because: 'would be denied' } as Partial<LoggedFlow>),
     );
     await new Promise((r) => setImmediate(r));
-    expect(lines).toHaveLength(7);
+    expect(lines).toHaveLength(9);
     for (const line of lines) expect({ line, errors: flowLineErrors(line) }).toEqual({ line, errors: [] });
-    const [first, outside, , repeated] = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    const [first, outside, icmpBare, echo, unnamed, repeated] = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    // ICMP: the type and code when the logged copy held them (a line without them, as older daemons wrote, still conforms).
+    expect(icmpBare).not.toHaveProperty('icmp');
+    expect(echo!['icmp']).toEqual({ type: 128, code: 0, name: 'echo-request', id: 4660 });
+    expect(unnamed!['icmp']).toEqual({ type: 201, code: 3 });
     expect(first).toMatchObject({
       node: 'node-1',
       source: { ip: '10.244.2.9', port: 40404, namespace: 'dev', pod: 'api', labels: { app: 'api', 'app.kubernetes.io/part-of': 'shop' } },

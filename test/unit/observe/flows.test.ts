@@ -13,9 +13,11 @@ import {
   type DesiredState,
   type Rule,
 } from '../../../src/model/index.js';
+import { missedLookups } from '../../../src/observe/flow-lookups.js';
 import { explainAllowed, explainAudit, explainDrop, explainsDrop, invalidPoliciesOf, PodIndex } from '../../../src/observe/flows.js';
 import {
   ingress,
+  ips,
   labels,
   makeNamespace,
   makePod,
@@ -606,5 +608,61 @@ describe('drop prefixes', () => {
     expect(dropPrefix({ kind: 'cluster-deny', chain, rule: 7 })).toBe(`nf:cnp:${chain}:7`);
     expect(parseDropPrefix('nf:cnp:nf-ce-x:')).toBeUndefined();
     expect(parseDropPrefix('nf:cnp:')).toBeUndefined();
+  });
+});
+
+describe('ICMP and ICMPv6 drops', () => {
+  const client = makePod('shop', 'a', '10.244.1.10', labels({ app: 'client' }), ips('10.244.1.10', 'fd00:1::10'));
+  const anyByName = cRule('Accept', [domains('good.example')], undefined, 'by-name');
+  const shopEgress = cnp('shop-egress', 'Admin', 10, podSubject(sel(), sel({ app: 'client' })), {
+    egress: [anyByName, cRule('Deny', [networks('0.0.0.0/0', '::/0')], undefined, 'rest')],
+  });
+  const s = snapshot({ namespaces: [makeNamespace('shop')], pods: [client], clusterPolicies: [shopEgress] });
+  const { desired: d } = compile(s, settings({ podCidrs: ['10.244.1.0/24', 'fd00:1::/64'] }));
+  const cnpChain6 = d.v6.chains.find((c) => c.role.kind === 'cluster-policy' && c.role.direction === 'egress')!;
+  /** An ICMPv6 packet of shop/a that the CNP's Deny logged. */
+  const icmpPacket = (dst: string, icmp: NonNullable<NflogPacket['ip']>['icmp']): NflogPacket => ({
+    group: 9476,
+    prefix: dropPrefix({ kind: 'cluster-deny', chain: cnpChain6.name, rule: 1 }),
+    time: 1000,
+    inIfindex: 3,
+    outIfindex: 4,
+    ip: { family: 6, src: 'fd00:1::10', dst, protocol: 58, ...(icmp ? { icmp } : {}) },
+  });
+  const explain = (p: NflogPacket) => explainDrop(p, { desired: d, snapshot: s, invalidPolicies: new Set() }, new PodIndex(() => s));
+
+  it('the record carries the logged type and code (an echo its identifier), not a port', () => {
+    const flow = explain(icmpPacket('fd00:99::1', { type: 128, code: 0, id: 77, hopLimit: 64 }));
+    expect(flow).toMatchObject({ protocol: 'icmpv6', icmp: { type: 128, code: 0, id: 77 }, reason: 'cluster-deny' });
+    expect(flow).not.toHaveProperty('port');
+    expect(flow!.icmp).not.toHaveProperty('hopLimit');
+    const bare = explain(icmpPacket('fd00:99::1', undefined));
+    expect(bare).not.toHaveProperty('icmp');
+  });
+
+  it("the lookup trace gets the logged type and hop limit: a rule naming the type above the domain rule decides as the kernel's did", () => {
+    // The compiler names ICMPv6 types only in the static chains (compile/icmpv6.ts); this chain is given one
+    // above its domainNames rule, so that what the trace makes of the type shows in which rules it names.
+    const at = cnpChain6.rules.findIndex((r) => r.comment?.includes(' learned by ') === true);
+    expect(at).toBeGreaterThanOrEqual(0);
+    const nsDrop: Rule = {
+      match: [
+        { kind: 'protocol', protocol: 'ipv6-icmp' },
+        { kind: 'icmpv6-type', type: 135 },
+        { kind: 'hop-limit', value: 255 },
+      ],
+      action: { kind: 'drop' },
+    };
+    const chains = d.v6.chains.map((c) => (c === cnpChain6 ? { ...c, rules: [...c.rules.slice(0, at), nsDrop, ...c.rules.slice(at)] } : c));
+    const edited: DesiredState = { ...d, v6: { ...d.v6, chains } };
+    const missed = (icmp: { type: number; code: number; hopLimit: number }) =>
+      missedLookups(edited, 'nf-', 'shop/a', icmpPacket('fd00:99::1', icmp).ip!);
+    const byName = { policy: 'ClusterNetworkPolicy shop-egress', rule: 'egress:0 by-name Accept', pod: 'shop/a', names: ['good.example'] };
+    // An echo request passes the NS rule and meets the domain rule: a lookup would have opened it.
+    expect(missed({ type: 128, code: 0, hopLimit: 64 })).toEqual([byName]);
+    // A neighbour solicitation with hop limit 255 is dropped by the rule that names it, above the domain rule.
+    expect(missed({ type: 135, code: 0, hopLimit: 255 })).toEqual([]);
+    // The same type routed (hop limit 254) is no match for `--hl-eq 255`: on to the domain rule.
+    expect(missed({ type: 135, code: 0, hopLimit: 254 })).toEqual([byName]);
   });
 });
