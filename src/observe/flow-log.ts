@@ -137,6 +137,7 @@ function fields(r: FlowRecord, node: string | undefined, packets: number): Recor
     because: r.because,
     ...(r.policies.length > 0 ? { policies: r.policies } : {}),
     ...(r.afterLookup !== undefined ? { afterLookup: r.afterLookup } : {}),
+    ...(r.ruleChanged ? { ruleChanged: true } : {}),
     packets,
   };
 }
