@@ -56,6 +56,8 @@ const isTime: Check = (v, where) =>
   void (typeof v === 'number' && Number.isFinite(new Date(v).getTime()) ? undefined : fail(where, 'a time in ms since 1970', v));
 const isPort: Check = (v, where) =>
   void (Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 65535 ? undefined : fail(where, 'a port 0-65535', v));
+const isByte: Check = (v, where) =>
+  void (Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 255 ? undefined : fail(where, 'a number 0-255', v));
 const optional =
   (check: Check): Check =>
   (v, where) =>
@@ -83,6 +85,7 @@ const isRecord = isObject({
   dst: isEnd,
   protocol: isString,
   port: optional(isPort),
+  icmp: optional(isObject({ type: isByte, code: isByte, id: optional(isPort) })),
   direction: isString,
   reason: isString,
   pod: optional(isString),

@@ -32,7 +32,7 @@ import { CHAIN_KIND_TAG, chainName, defaultDnsLearningSettings, ruleComment, tag
 import { parseCidr, formatCidr, type Cidr } from '../model/address.js';
 import { ipsOfFamily, peerKey } from './cluster-state.js';
 import { SetNamer, type PodScope, type RenderedChain } from './ipsets.js';
-import { flowLogRules } from './flow-log.js';
+import { flowLogRules, ruleId, type DropCode } from './flow-log.js';
 import { hash32 } from './names.js';
 import { cidrMember } from './peers-ports.js';
 import type { Direction } from './policy-chains.js';
@@ -110,10 +110,12 @@ function renderCnpChain(
     // An unreadable action reads as Deny; an invalid object's Pass denies (it may not skip the tier's Denies).
     const action = rule.action === undefined || (invalid && rule.action === 'Pass') ? 'Deny' : rule.action;
     const body = ruleMatches(cnp, i, rule, direction, family, ctx);
+    // The Deny's flow-log prefix names the rule by index and content (compile/flow-log.ts).
+    const logCode = (): DropCode => ({ kind: 'cluster-deny', chain: name, rule: i, ...(ctx.settings.flowLog ? { id: ruleId(rule) } : {}) });
     if (body === 'broken' || (invalid && action === 'Accept')) {
       if (action === 'Accept') continue;
       const failClosed = ruleComment.cnpFailClosed(label, action);
-      if (!verdictOnly) rules.push(...flowLogRules(ctx.settings.flowLog, { kind: 'cluster-deny', chain: name, rule: i }));
+      if (!verdictOnly) rules.push(...flowLogRules(ctx.settings.flowLog, logCode()));
       rules.push({
         match: [],
         action: verdictOnly ? { kind: 'set-mark', value: deny, mask: deny } : { kind: 'drop' },
@@ -132,8 +134,9 @@ function renderCnpChain(
       case 'Deny':
         if (!verdictOnly) {
           // "Drops the selected traffic", each alternative after its flow-log copy (none when flow logs are off).
+          const code = logCode();
           for (const match of body)
-            rules.push(...flowLogRules(ctx.settings.flowLog, { kind: 'cluster-deny', chain: name, rule: i }, match), {
+            rules.push(...flowLogRules(ctx.settings.flowLog, code, match), {
               match,
               action: { kind: 'drop' },
               comment,

@@ -17,7 +17,7 @@ import { SetNamer, type PodScope, type RenderedChain } from './ipsets.js';
 import type { ChainNames } from './names.js';
 import type { Cidr } from '../model/address.js';
 import { cidrMember, resolvePeers, resolvePorts, type PeerAlt, type PortAlt } from './peers-ports.js';
-import { flowLogRules } from './flow-log.js';
+import { flowLogRules, ruleId } from './flow-log.js';
 
 export type Direction = 'ingress' | 'egress';
 
@@ -73,9 +73,10 @@ function renderPolicyChain(input: PolicyChainInput, ctx: PolicyChainContext): Ch
       const comment = ruleComment.policyRule(key, direction, i);
       // Opt-in: each allow is preceded by its own rate-limited log rule with the same matches.
       const logged = ctx.settings.flowLog?.allowed ? ctx.settings.flowLog : undefined;
+      const id = logged ? ruleId(rule) : undefined;
       rules.push(
         ...body.flatMap((match): Rule[] => [
-          ...flowLogRules(logged, { kind: 'allowed', chain: name, rule: i }, match),
+          ...flowLogRules(logged, { kind: 'allowed', chain: name, rule: i, ...(id !== undefined ? { id } : {}) }, match),
           { match, action: { kind: 'set-mark', value: accept, mask: accept }, comment },
         ]),
       );

@@ -111,7 +111,7 @@ export function createFlowLogging(opts: FlowLoggingOptions): FlowLogging {
     async start(source, netns) {
       const pods = new PodIndex(() => source.snapshot());
       const explainOne = (packet: NflogPacket): void => {
-        const allowed = explainAllowed(packet, { desired }, pods);
+        const allowed = explainAllowed(packet, { desired, snapshot: source.snapshot() }, pods);
         if (allowed) return allowedFlows.add(allowed);
         const audited = explainAudit(packet, { desired }, pods);
         if (audited) return auditedFlows.add(audited);

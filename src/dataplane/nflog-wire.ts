@@ -75,10 +75,22 @@ export interface IpHeader {
   readonly family: 4 | 6;
   readonly src: string;
   readonly dst: string;
-  /** IANA protocol number (6 tcp, 17 udp, 132 sctp, 1 icmp, 58 icmpv6, …). */
+  /** IANA protocol number (6 tcp, 17 udp, 132 sctp, 1 icmp, 58 icmpv6, …); IPv6: after its extension headers. */
   readonly protocol: number;
   readonly srcPort?: number;
   readonly dstPort?: number;
+  /** ICMP (protocol 1 on IPv4) and ICMPv6 (58 on IPv6) whose header the payload holds. */
+  readonly icmp?: IcmpHeader;
+}
+
+/** The start of an ICMP or ICMPv6 message (RFC 792; RFC 4443 §2.1), and what the trace needs of its IP header. */
+export interface IcmpHeader {
+  readonly type: number;
+  readonly code: number;
+  /** Echo request and reply only: the identifier, which conntrack keys the flow on as it would a port. */
+  readonly id?: number;
+  /** The hop limit (IPv4: TTL) the packet had where it was logged: what `--hl-eq` matched. */
+  readonly hopLimit: number;
 }
 
 /** An NFULNL_MSG_PACKET body → the packet; undefined for any other message. */
@@ -115,8 +127,16 @@ export function nflogPayload(type: number, body: Buffer): Buffer | undefined {
 }
 
 const PORT_PROTOCOLS = new Set([6, 17, 132, 136]); // tcp, udp, sctp, udplite: ports are the first 4 bytes
+/** Each family's ICMP and its echo request and reply, whose bytes 4-5 are the identifier (RFC 792; RFC 4443 §4.1, §4.2). */
+const ICMP4 = { protocol: 1, echo: new Set([8, 0]) };
+const ICMP6 = { protocol: 58, echo: new Set([128, 129]) };
 
-/** The IPv4/IPv6 header (and L4 ports) at the start of a logged packet. */
+/**
+ * The IPv4/IPv6 header at the start of a logged packet, with the L4 ports or the ICMP type and code when the
+ * copy holds them. The reader copies 128 bytes (nflog.ts), which holds an IPv4 header with the most options
+ * (60 bytes) or an IPv6 one with 80 bytes of extension headers, plus the 8 bytes of either: a shorter copy
+ * gives the protocol alone, never a field read past its end.
+ */
 export function parseIpHeader(p: Buffer, ethertype?: number): IpHeader | undefined {
   if (p.length < 1) return undefined;
   const version = p[0]! >> 4;
@@ -125,19 +145,64 @@ export function parseIpHeader(p: Buffer, ethertype?: number): IpHeader | undefin
     const protocol = p[9]!;
     const src = ipFromBytes(p.subarray(12, 16));
     const dst = ipFromBytes(p.subarray(16, 20));
-    // Only the first fragment carries the ports.
+    // Only the first fragment carries the ports (or the ICMP header).
     const fragOffset = p.readUInt16BE(6) & 0x1fff;
-    return { family: 4, src, dst, protocol, ...(fragOffset === 0 ? ports(p, ihl, protocol) : {}) };
+    const l4 = fragOffset === 0 ? upperHeader(p, ihl, protocol, ICMP4, p[8]!) : {};
+    return { family: 4, src, dst, protocol, ...l4 };
   }
   if (version === 6 && (ethertype === undefined || ethertype === 0x86dd) && p.length >= 40) {
-    // The fixed header's next header; extension headers are not walked (the protocol is then theirs).
-    const protocol = p[6]!;
-    return { family: 6, src: ipFromBytes(p.subarray(8, 24)), dst: ipFromBytes(p.subarray(24, 40)), protocol, ...ports(p, 40, protocol) };
+    const { protocol, at } = walkExtensionHeaders(p);
+    return {
+      family: 6,
+      src: ipFromBytes(p.subarray(8, 24)),
+      dst: ipFromBytes(p.subarray(24, 40)),
+      protocol,
+      ...upperHeader(p, at, protocol, ICMP6, p[7]!),
+    };
   }
   return undefined;
 }
 
-function ports(p: Buffer, at: number, protocol: number): { srcPort?: number; dstPort?: number } {
-  if (!PORT_PROTOCOLS.has(protocol) || p.length < at + 4) return {};
-  return { srcPort: p.readUInt16BE(at), dstPort: p.readUInt16BE(at + 2) };
+/** Hop-by-hop, routing and destination options: length in 8-byte units past the first 8 (RFC 8200 §4.3-4.6). */
+const EXT_8 = new Set([0, 43, 60]);
+const FRAGMENT = 44;
+/** Authentication header: its length is in 4-byte units past the first 8 (RFC 4302 §2.2). */
+const AUTH = 51;
+
+/**
+ * The protocol after the IPv6 extension headers, as ip6tables' `-p` judges it (ipv6_find_hdr): an MLD report
+ * behind its hop-by-hop router alert is ICMPv6. `at` is where its header starts; undefined when the copy
+ * ends inside the headers or the packet is a later fragment (no upper header in it). A header cut short
+ * leaves the last next-header read, as the fixed header's alone was before this walk.
+ */
+function walkExtensionHeaders(p: Buffer): { protocol: number; at: number | undefined } {
+  let next = p[6]!;
+  let at = 40;
+  while (EXT_8.has(next) || next === FRAGMENT || next === AUTH) {
+    if (p.length < at + 8) return { protocol: next, at: undefined };
+    const following = p[at]!;
+    if (next === FRAGMENT) {
+      // A fragment offset other than 0: the upper header is in the first fragment, not this one.
+      if (p.readUInt16BE(at + 2) >> 3 !== 0) return { protocol: following, at: undefined };
+      at += 8;
+    } else at += next === AUTH ? (p[at + 1]! + 2) * 4 : (p[at + 1]! + 1) * 8;
+    next = following;
+  }
+  return { protocol: next, at };
+}
+
+function upperHeader(
+  p: Buffer,
+  at: number | undefined,
+  protocol: number,
+  icmp: typeof ICMP4,
+  hopLimit: number,
+): { srcPort?: number; dstPort?: number; icmp?: IcmpHeader } {
+  if (at === undefined) return {};
+  if (PORT_PROTOCOLS.has(protocol)) return p.length < at + 4 ? {} : { srcPort: p.readUInt16BE(at), dstPort: p.readUInt16BE(at + 2) };
+  // ICMP on IPv4, ICMPv6 on IPv6: the other family's number there is no ICMP the kernel would parse as such.
+  if (protocol !== icmp.protocol || p.length < at + 2) return {};
+  const type = p[at]!;
+  const id = icmp.echo.has(type) && p.length >= at + 6 ? { id: p.readUInt16BE(at + 4) } : {};
+  return { icmp: { type, code: p[at + 1]!, ...id, hopLimit } };
 }

@@ -9,7 +9,10 @@ import { bindRequest, modeRequest, NFULNL_MSG_CONFIG, parseNflogMessage, unbindR
 export type { NflogPacket } from './nflog-wire.js';
 
 const NETLINK_NETFILTER = 12;
-/** Bytes of each packet the kernel copies: IPv6 header + extension room + L4 ports. */
+/**
+ * Bytes of each packet the kernel copies (the log rules set no `--nflog-size`, so this is the copy): the IP header,
+ * on IPv6 with up to 80 bytes of extension headers, and the first 8 bytes after it (ports; ICMP type, code, echo id).
+ */
 const COPY_RANGE = 128;
 /** A burst of denied packets queues here while the event loop is busy; the rule's rate limit bounds it. */
 const RECV_BUFFER = 1 << 20;

@@ -5,6 +5,7 @@
 
 import type { Logger } from '../log.js';
 import type { AuditedFlow, DeniedFlow, FlowEnd, LoggedFlow } from './flows.js';
+import { icmpTypeName, type FlowIcmp } from './icmp-names.js';
 
 export type FlowRecord = LoggedFlow & {
   /** Increases by one per new record: `since=<seq>` returns only newer records (follow mode). */
@@ -49,7 +50,9 @@ export const DEFAULT_WINDOW_MS = 10_000;
 
 const isAudited = (flow: LoggedFlow): flow is AuditedFlow => flow.reason === 'would-deny' || flow.reason === 'would-allow';
 
-const flowKey = (f: LoggedFlow): string => `${f.reason}|${f.direction}|${f.src.ip}|${f.dst.ip}|${f.protocol}|${f.port ?? ''}`;
+// An echo request and a neighbour solicitation between the same ends are two flows, as two ports would be.
+const flowKey = (f: LoggedFlow): string =>
+  `${f.reason}|${f.direction}|${f.src.ip}|${f.dst.ip}|${f.protocol}|${f.port ?? ''}|${f.icmp ? `${f.icmp.type}/${f.icmp.code}` : ''}`;
 
 export const endText = (e: FlowEnd): string => (e.pod ? `${e.pod} (${e.ip})` : `${e.ip} (${e.where ?? 'unknown'})`);
 
@@ -128,13 +131,20 @@ function fields(r: FlowRecord, node: string | undefined, packets: number): Recor
     destination: endFields(r.dst, r.port),
     protocol: r.protocol,
     ...(r.port !== undefined ? { port: r.port } : {}),
+    ...(r.icmp !== undefined ? { icmp: icmpFields(r.protocol, r.icmp) } : {}),
     direction: r.direction,
     reason: r.reason,
     because: r.because,
     ...(r.policies.length > 0 ? { policies: r.policies } : {}),
     ...(r.afterLookup !== undefined ? { afterLookup: r.afterLookup } : {}),
+    ...(r.ruleChanged ? { ruleChanged: true } : {}),
     packets,
   };
+}
+
+function icmpFields(protocol: string, icmp: FlowIcmp): Record<string, unknown> {
+  const name = icmpTypeName(protocol, icmp.type);
+  return { type: icmp.type, code: icmp.code, ...(name !== undefined ? { name } : {}), ...(icmp.id !== undefined ? { id: icmp.id } : {}) };
 }
 
 function endFields(e: FlowEnd, port: number | undefined): Record<string, unknown> {

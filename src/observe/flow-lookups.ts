@@ -6,9 +6,17 @@
 
 import type { NflogPacket } from '../dataplane/nflog.js';
 import type { DesiredState, FamilyState, MatchProtocol } from '../model/index.js';
-import { rulesetOfDesired, tracePacket, type AfterLookup, type Packet } from '../trace/index.js';
+import { icmpCtstate, rulesetOfDesired, tracePacket, type AfterLookup, type Packet } from '../trace/index.js';
 
 const PROTOCOLS: Readonly<Record<number, MatchProtocol | 'icmp'>> = { 1: 'icmp', 6: 'tcp', 17: 'udp', 58: 'ipv6-icmp', 132: 'sctp' };
+
+/**
+ * A logged packet got past the chain's ESTABLISHED/RELATED accept and INVALID drop (workload-chains.ts) to its
+ * log rule, so it opened a flow, or is one conntrack never tracks (neighbour discovery, MLD: trace/icmp.ts).
+ */
+function ctstateOf(ip: NonNullable<NflogPacket['ip']>): Packet['ctstate'] {
+  return ip.icmp && icmpCtstate(ip.family, ip.icmp.type) === 'UNTRACKED' ? 'UNTRACKED' : 'NEW';
+}
 
 /** The tracer's input per programmed state: built on the first drop that needs it, dropped with the state. */
 const rulesets = new WeakMap<FamilyState, ReturnType<typeof rulesetOfDesired>>();
@@ -43,9 +51,11 @@ export function missedLookups(
     proto,
     dport: ip.dstPort ?? 0,
     ...(ip.srcPort !== undefined ? { sport: ip.srcPort } : {}),
+    // The type and hop limit the kernel matched (`--icmpv6-type`, `--hl-eq`), as `trace --icmp-type` models them.
+    ...(ip.icmp ? { icmp: { type: ip.icmp.type, hopLimit: ip.icmp.hopLimit } } : {}),
     inIface: '',
     outIface: '',
-    ctstate: 'NEW',
+    ctstate: ctstateOf(ip),
   };
   const result = tracePacket(rules.ruleset, rules.ipsets, packet, { chainPrefix, startChain: chain.name });
   // The tracer names each rule once, and none an audited object's pass judged (it opens nothing).

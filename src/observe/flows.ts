@@ -2,13 +2,15 @@
 // prefix (compile/flow-log.ts), the chains last programmed and the cluster as the daemon sees it.
 // Pure: the daemon hands in the state, so tests can explain kernel packets against any cluster.
 
-import { parseDropPrefix } from '../compile/flow-log.js';
+import { parseDropPrefix, type DropCode } from '../compile/flow-log.js';
 import type { NflogPacket } from '../dataplane/nflog.js';
 import { chainKindOf, readComment, type Chain, type ClusterSnapshot, type DesiredState, type Pod, type Problem } from '../model/index.js';
 import type { AfterLookup } from '../trace/learned.js';
 import {
+  allowedByChangedRule,
   allowedReason,
   auditReason,
+  clusterDenyByChangedRule,
   clusterDenyReason,
   isolatedReason,
   notLearnedReason,
@@ -16,6 +18,8 @@ import {
   type PolicyDirection,
 } from '../trace/reasons.js';
 import { missedLookups } from './flow-lookups.js';
+import type { FlowIcmp } from './icmp-names.js';
+import { clusterPolicyRules, loggedRule, policyRules } from './logged-rule.js';
 
 /** `cluster-deny`: a ClusterNetworkPolicy Deny rule (or a rule failing closed as one). */
 export type DropReason = 'isolated' | 'invalid-policy' | 'unknown-pod' | 'cluster-deny';
@@ -40,6 +44,8 @@ export interface DeniedFlow {
   readonly port?: number;
   /** Source port for TCP/UDP/SCTP. */
   readonly srcPort?: number;
+  /** ICMP and ICMPv6: the message's type and code (an echo's identifier too), when the logged copy held them. */
+  readonly icmp?: FlowIcmp;
   /** Whose policy dropped it: the destination's ingress or the source's egress. */
   readonly direction: PolicyDirection;
   readonly reason: DropReason;
@@ -54,6 +60,11 @@ export interface DeniedFlow {
    * packet had the source pod's own lookup of one of their names returned its destination.
    */
   readonly afterLookup?: readonly AfterLookup[];
+  /**
+   * An allow or ClusterNetworkPolicy Deny logged by a rule that no rule of its policy still has the content of
+   * (edited or removed since): `policies` names the policy, `because` names no rule.
+   */
+  readonly ruleChanged?: true;
 }
 
 /** An allowed new connection (flow log with `flowLogAllowed`): the policy rule that allowed it. */
@@ -86,6 +97,16 @@ export type LookupTracer = typeof missedLookups;
 
 const PROTOCOL_NAMES: Readonly<Record<number, string>> = { 1: 'icmp', 6: 'tcp', 17: 'udp', 58: 'icmpv6', 132: 'sctp' };
 
+/** What a record says of the packet past its addresses: the protocol, and its ports or ICMP type and code. */
+function transportOf(ip: NonNullable<NflogPacket['ip']>): Pick<DeniedFlow, 'protocol' | 'port' | 'srcPort' | 'icmp'> {
+  return {
+    protocol: PROTOCOL_NAMES[ip.protocol] ?? `proto-${ip.protocol}`,
+    ...(ip.dstPort !== undefined ? { port: ip.dstPort } : {}),
+    ...(ip.srcPort !== undefined ? { srcPort: ip.srcPort } : {}),
+    ...(ip.icmp ? { icmp: { type: ip.icmp.type, code: ip.icmp.code, ...(ip.icmp.id !== undefined ? { id: ip.icmp.id } : {}) } } : {}),
+  };
+}
+
 export function explainDrop(packet: NflogPacket, ctx: FlowContext, pods: PodIndex): DeniedFlow | undefined {
   const code = parseDropPrefix(packet.prefix);
   const ip = packet.ip;
@@ -96,9 +117,7 @@ export function explainDrop(packet: NflogPacket, ctx: FlowContext, pods: PodInde
     time: packet.time,
     src,
     dst,
-    protocol: PROTOCOL_NAMES[ip.protocol] ?? `proto-${ip.protocol}`,
-    ...(ip.dstPort !== undefined ? { port: ip.dstPort } : {}),
-    ...(ip.srcPort !== undefined ? { srcPort: ip.srcPort } : {}),
+    ...transportOf(ip),
   };
   if (code.kind === 'unknown-pod') {
     const direction: PolicyDirection = code.direction === 'to' ? 'ingress' : 'egress';
@@ -109,13 +128,16 @@ export function explainDrop(packet: NflogPacket, ctx: FlowContext, pods: PodInde
   if (code.kind === 'cluster-deny' && chain?.role.kind === 'cluster-policy') {
     const { policy, direction } = chain.role;
     const pod = (direction === 'ingress' ? dst : src).pod;
+    const rule = loggedRule(clusterPolicyRules(ctx.snapshot, policy, direction), code.rule, code.id);
     const flow = {
       ...base,
       direction,
       reason: 'cluster-deny' as const,
       ...(pod !== undefined ? { pod } : {}),
       policies: [policy],
-      because: clusterDenyReason(policy, denyRuleText(chain, packet.prefix, code.rule, direction)),
+      ...(rule === 'changed'
+        ? { because: clusterDenyByChangedRule(policy, direction), ruleChanged: true as const }
+        : { because: clusterDenyReason(policy, denyRuleText(ctx.desired, { ...code, rule: rule.index }, direction)) }),
     };
     return withLookups(flow, ctx, packet);
   }
@@ -167,37 +189,49 @@ function withLookups(flow: DeniedFlow, ctx: FlowContext, packet: NflogPacket): D
 }
 
 /**
- * `egress:1 [name] Deny` of the ClusterNetworkPolicy rule whose flow-log copy carried `prefix`: the comment of the
- * drop right below it, where the compiler wrote the rule's label (model/rule-comments.ts cnpRule, cnpFailClosed).
+ * `egress:1 [name] Deny` of the ClusterNetworkPolicy rule whose flow-log copy carries `code`'s prefix: the comment
+ * of the drop right below it, where the compiler wrote the rule's label (model/rule-comments.ts cnpRule,
+ * cnpFailClosed). Either family's chain: a rule of one family's peers logs only there.
  */
-function denyRuleText(chain: Chain, prefix: string, index: number, direction: PolicyDirection): string {
-  const at = chain.rules.findIndex((r) => r.action.kind === 'nflog' && r.action.prefix === prefix);
-  const comment = at >= 0 ? chain.rules[at + 1]?.comment : undefined;
+function denyRuleText(
+  desired: DesiredState | undefined,
+  code: Extract<DropCode, { kind: 'cluster-deny' }>,
+  direction: PolicyDirection,
+): string {
+  let comment: string | undefined;
+  for (const chain of chainsNamed(desired, code.chain)) {
+    const at = chain.rules.findIndex((r) => r.action.kind === 'nflog' && logsRuleAt(r.action.prefix, code));
+    comment ??= at >= 0 ? chain.rules[at + 1]?.comment : undefined;
+  }
   const meaning = comment !== undefined ? readComment(comment) : undefined;
-  if (meaning?.kind !== 'cluster-policy-rule') return `${direction}:${index} Deny`;
+  if (meaning?.kind !== 'cluster-policy-rule') return `${direction}:${code.rule} Deny`;
   return `${meaning.rule} ${meaning.action}${meaning.failsClosed ? ', which fails closed (denies all)' : ''}`;
 }
 
 /** An `nf:alw:` packet: which policy and rule allowed it (`allowed by policy prod/db rule ingress:0`). */
-export function explainAllowed(packet: NflogPacket, ctx: Pick<FlowContext, 'desired'>, pods: PodIndex): AllowedFlow | undefined {
+export function explainAllowed(
+  packet: NflogPacket,
+  ctx: Pick<FlowContext, 'desired' | 'snapshot'>,
+  pods: PodIndex,
+): AllowedFlow | undefined {
   const code = parseDropPrefix(packet.prefix);
   const ip = packet.ip;
   if (code?.kind !== 'allowed' || !ip) return undefined;
   const chain = findChain(ctx.desired, code.chain);
   if (chain?.role.kind !== 'policy') return undefined;
   const { policy, direction } = chain.role;
-  const rule = `${direction}:${code.rule}`;
+  const rule = loggedRule(policyRules(ctx.snapshot, policy, direction), code.rule, code.id);
   return {
     time: packet.time,
     src: pods.end(ip.src),
     dst: pods.end(ip.dst),
-    protocol: PROTOCOL_NAMES[ip.protocol] ?? `proto-${ip.protocol}`,
-    ...(ip.dstPort !== undefined ? { port: ip.dstPort } : {}),
-    ...(ip.srcPort !== undefined ? { srcPort: ip.srcPort } : {}),
+    ...transportOf(ip),
     direction,
     reason: 'allowed',
     policies: [policy],
-    because: allowedReason(policy, rule),
+    ...(rule === 'changed'
+      ? { because: allowedByChangedRule(policy, direction), ruleChanged: true as const }
+      : { because: allowedReason(policy, `${direction}:${rule.index}`) }),
   };
 }
 
@@ -214,9 +248,7 @@ export function explainAudit(packet: NflogPacket, ctx: Pick<FlowContext, 'desire
     time: packet.time,
     src: pods.end(ip.src),
     dst: pods.end(ip.dst),
-    protocol: PROTOCOL_NAMES[ip.protocol] ?? `proto-${ip.protocol}`,
-    ...(ip.dstPort !== undefined ? { port: ip.dstPort } : {}),
-    ...(ip.srcPort !== undefined ? { srcPort: ip.srcPort } : {}),
+    ...transportOf(ip),
     direction,
     reason: code.kind,
     pod,
@@ -237,12 +269,42 @@ export function explainsDrop(packet: NflogPacket, desired: DesiredState | undefi
   // that carries this very log rule, or its audited policies would be read from the previous form.
   if (code?.kind === 'would-deny' || code?.kind === 'would-allow')
     return findChain(desired, code.chain)?.rules.some((r) => r.action.kind === 'nflog' && r.action.prefix === packet.prefix) === true;
-  // A ClusterNetworkPolicy Deny: the chain that carries this very log rule (its rule label is read there).
+  // A ClusterNetworkPolicy Deny: the chain that carries this very log rule (its rule label is read there), or
+  // the same rule's log at another index (it moved: the same rule, whichever sync logged it).
   if (code?.kind === 'cluster-deny')
-    return findChain(desired, code.chain)?.rules.some((r) => r.action.kind === 'nflog' && r.action.prefix === packet.prefix) === true;
+    return chainsNamed(desired, code.chain).some((c) =>
+      c.rules.some((r) => r.action.kind === 'nflog' && (r.action.prefix === packet.prefix || sameRule(r.action.prefix, code))),
+    );
   if (!code || code.kind !== 'isolated') return true;
   const chain = findChain(desired, code.chain);
   return chain !== undefined && chain.rules.some((r) => r.action.kind === 'drop' && r.match.length === 0);
+}
+
+/**
+ * Whether a log prefix names the rule `code` names: by content, or by index for a prefix the previous version
+ * wrote (its rules are replaced by the first sync, and its packets were read by index).
+ */
+function sameRule(prefix: string, code: Extract<DropCode, { kind: 'cluster-deny' }>): boolean {
+  const other = parseDropPrefix(prefix);
+  if (other?.kind !== 'cluster-deny' || other.chain !== code.chain) return false;
+  return code.id === undefined ? other.rule === code.rule : other.id === code.id;
+}
+
+/** Whether a log prefix is the one of rule `code.rule` (with `code.id`'s content, unless a previous version's). */
+function logsRuleAt(prefix: string, code: Extract<DropCode, { kind: 'cluster-deny' }>): boolean {
+  const other = parseDropPrefix(prefix);
+  return (
+    other?.kind === 'cluster-deny' &&
+    other.chain === code.chain &&
+    other.rule === code.rule &&
+    (code.id === undefined || other.id === code.id)
+  );
+}
+
+/** The chains of this name in both families (policy and ClusterNetworkPolicy chains share one name). */
+function chainsNamed(desired: DesiredState | undefined, name: string): Chain[] {
+  if (!desired) return [];
+  return [...desired.v4.chains.filter((c) => c.name === name), ...desired.v6.chains.filter((c) => c.name === name)];
 }
 
 function findChain(desired: DesiredState | undefined, name: string): Chain | undefined {

@@ -31,6 +31,15 @@ export function allowedReason(policy: string, rule: string): string {
   return `allowed by policy ${policy} rule ${rule}`;
 }
 
+/**
+ * A logged allow or ClusterNetworkPolicy Deny whose rule no longer exists with the content it had when the packet
+ * was logged (edited or removed since): the policy is known, its rule is not named, lest it name another.
+ */
+export const changedRuleWords = (direction: PolicyDirection): string => `an ${direction} rule changed since the packet was logged`;
+
+export const allowedByChangedRule = (policy: string, direction: PolicyDirection): string =>
+  `allowed by policy ${policy}, by ${changedRuleWords(direction)}`;
+
 /** Audit mode: what the audited policies would change about a connection, beside what happens now. */
 export function auditReason(wouldDeny: boolean, pod: string, direction: PolicyDirection, audited: readonly string[]): string {
   const who = audited.map((p) => `${p} (audit)`).join(', ');
@@ -48,6 +57,9 @@ export function unknownPodReason(ip: string, direction: PolicyDirection): string
 export function clusterDenyReason(policy: string, rule: string): string {
   return `dropped by ClusterNetworkPolicy ${policy} rule ${rule}`;
 }
+
+export const clusterDenyByChangedRule = (policy: string, direction: PolicyDirection): string =>
+  `dropped by ClusterNetworkPolicy ${policy}, by ${changedRuleWords(direction)}`;
 
 /**
  * A drop that `domainNames` rules above it would not have made after a lookup: `no lookup by x/a of

@@ -356,6 +356,30 @@ print(time.time() - t)
     expect(metricValue(metrics, 'netfence_flow_log_reader_errors_total')).toBe(0);
     expect(metrics).toMatch(/^netfence_build_info\{version="[^"]+",nodejs="[^"]+"\} 1$/m);
   });
+
+  it('a denied ping: the record and the line carry the ICMP type, code and identifier the kernel logged', async () => {
+    // One echo request (RFC 792: type 8, code 0, identifier, sequence, data) from a raw socket: this machine
+    // has no ping binary, and a raw IPv4 ICMP socket leaves the checksum to the sender.
+    const script = [
+      'import socket, struct, sys',
+      "m = struct.pack('!BBHHH', 8, 0, 0, 0x4e46, 1) + b'netfence'",
+      "s = sum(struct.unpack('!%dH' % (len(m) // 2), m)); s = (s >> 16) + (s & 0xffff); s += s >> 16",
+      "m = m[:2] + struct.pack('!H', ~s & 0xffff) + m[4:]",
+      'socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP).sendto(m, (sys.argv[1], 0))',
+    ].join('\n');
+    await run('python3', ['-c', script, pod('prod/db').ip], { netns: pod('dev/api').netns });
+    const isPing = (r: FlowRecord): boolean => r.protocol === 'icmp' && r.src.pod === 'dev/api';
+    await waitUntil("the ping's record on n1", async () => (await recordsOf('--pod', 'prod/db')).some(isPing), 2000);
+    const record = (await recordsOf('--pod', 'prod/db')).find(isPing)!;
+    expect(record).toMatchObject({ dst: { pod: 'prod/db' }, direction: 'ingress', icmp: { type: 8, code: 0, id: 0x4e46 } });
+    expect(record).not.toHaveProperty('port');
+    const text = n1().logs.find((l) => l.includes('"denied connection"') && l.includes('"protocol":"icmp"'))!;
+    expect(flowLineErrors(text)).toEqual([]);
+    expect(JSON.parse(text)).toMatchObject({ icmp: { type: 8, code: 0, name: 'echo-request', id: 0x4e46 } });
+    expect((await drops('--pod', 'prod/db')).out).toContain(
+      `icmp echo-request dev/api (${pod('dev/api').ip}) -> prod/db (${pod('prod/db').ip}), ingress`,
+    );
+  });
 });
 
 describeKernel('NFLOG reader on its own', () => {

@@ -56,6 +56,8 @@ describe('netfence drops against a hostile /flows', () => {
           return json(res, { flows: [] });
         case 'bad-time':
           return json(res, { records: [record({ time: 1e20 })] });
+        case 'bad-icmp':
+          return json(res, { records: [record({ protocol: 'icmp', icmp: { type: `8${ESC}[2J`, code: 0 } })] });
         case 'escapes':
           return json(res, {
             records: [
@@ -121,6 +123,7 @@ describe('netfence drops against a hostile /flows', () => {
     ['wrong-shape', /\/wrong-shape\/flows\S* is not a flow list: answer\.records\[1\]\.src\.ip: expected a string, got number/],
     ['no-records', /is not a flow list: answer\.records: expected an array, got undefined/],
     ['bad-time', /answer\.records\[0\]\.time: expected a time in ms since 1970, got number/],
+    ['bad-icmp', /answer\.records\[0\]\.icmp\.type: expected a number 0-255, got string/],
   ])('%s: a clear error saying what and where, exit 2, no stack', async (path, message) => {
     const r = await drops(path);
     expect({ code: r.code, out: r.out }).toEqual({ code: 2, out: '' });

@@ -127,4 +127,19 @@ describe('netfence drops', () => {
         .filter((l) => l.length > 80),
     ).toEqual([]);
   });
+
+  it('an ICMP drop shows its type by name (the code when not 0, the number for a type without a name) in place of a port', () => {
+    const icmp = (protocol: string, type: number, code = 0): string => {
+      const { port: _p, ...rest } = flow({ protocol, icmp: { type, code } });
+      return formatRecord({ ...rest, seq: 1, count: 1, lastSeen: 0 } as FlowRecord).split('\n')[0]!;
+    };
+    expect(icmp('icmp', 8)).toBe('11:20:01 icmp echo-request dev/api (10.244.2.9) -> prod/db (10.244.1.5), ingress');
+    expect(icmp('icmp', 3, 3)).toContain(' icmp destination-unreachable code 3 dev/api');
+    expect(icmp('icmpv6', 135)).toContain(' icmpv6 neighbour-solicitation dev/api');
+    expect(icmp('icmpv6', 143)).toContain(' icmpv6 mld2-listener-report dev/api');
+    expect(icmp('icmpv6', 8)).toContain(' icmpv6 type 8 dev/api');
+    // A record from a daemon that did not read the type: the protocol alone, as before.
+    const { port: _p, ...bare } = flow({ protocol: 'icmp' });
+    expect(formatRecord({ ...bare, seq: 1, count: 1, lastSeen: 0 } as FlowRecord)).toMatch(/^11:20:01 icmp dev\/api/);
+  });
 });

@@ -74,4 +74,31 @@ describe('FlowLog', () => {
     expect(log.list({ policy: 'prod/web' }).map((r) => r.seq)).toEqual([6]);
     expect(log.list({ since: 5 }).map((r) => r.seq)).toEqual([6]);
   });
+
+  it('ICMP: each type and code its own record, the line naming it (an echo request and a neighbour solicitation are two flows)', () => {
+    const { logger, lines } = recordingLogger();
+    const log = new FlowLog({ logger, now: () => 0 });
+    const icmp = (type: number, code = 0, id?: number): DeniedFlow => {
+      const { port: _p, ...rest } = flow({ protocol: 'icmpv6', icmp: { type, code, ...(id !== undefined ? { id } : {}) } });
+      return rest;
+    };
+    log.add(icmp(128, 0, 7));
+    log.add(icmp(128, 0, 7));
+    log.add(icmp(135));
+    log.add(icmp(1, 4));
+    log.add(icmp(200));
+    expect(log.list().map((r) => [r.icmp, r.count])).toEqual([
+      [{ type: 128, code: 0, id: 7 }, 2],
+      [{ type: 135, code: 0 }, 1],
+      [{ type: 1, code: 4 }, 1],
+      [{ type: 200, code: 0 }, 1],
+    ]);
+    expect(lines.map((l) => l.fields['icmp'])).toEqual([
+      { type: 128, code: 0, name: 'echo-request', id: 7 },
+      { type: 135, code: 0, name: 'neighbour-solicitation' },
+      { type: 1, code: 4, name: 'destination-unreachable' },
+      { type: 200, code: 0 },
+    ]);
+    expect(lines[0]!.fields).not.toHaveProperty('port');
+  });
 });

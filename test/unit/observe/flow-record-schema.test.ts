@@ -52,18 +52,33 @@ describe('flow-log lines against docs/flow-record.schema.json', () => {
     log.add(flow({ dst: { ip: '8.8.8.8', where: 'outside the cluster' }, direction: 'egress', pod: 'dev/api', port: 53, protocol: 'udp' }));
     const { port: _port, srcPort: _srcPort, ...portless } = flow({ protocol: 'icmp', policies: [] });
     log.add(portless as LoggedFlow);
+    log.add({ ...portless, protocol: 'icmpv6', icmp: { type: 128, code: 0, id: 4660 } } as LoggedFlow);
+    log.add({ ...portless, protocol: 'icmpv6', icmp: { type: 201, code: 3 } } as LoggedFlow);
     now += 20_000;
     log.closeWindows();
     new FlowLog({ logger, now: () => now, node: 'node-1', message: 'allowed connection' }).add(
       flow({ reason: 'allowed', policies: ['prod/db'], because: 'allowed by policy prod/db rule ingress:0' } as Partial<LoggedFlow>),
     );
+    // A ClusterNetworkPolicy Deny whose rule was removed since the packet was logged: no rule named, the flag set.
+    new FlowLog({ logger, now: () => now, node: 'node-1' }).add(
+      flow({
+        reason: 'cluster-deny',
+        policies: ['lock'],
+        because: 'dropped by ClusterNetworkPolicy lock, by an ingress rule changed since the packet was logged',
+        ruleChanged: true,
+      } as Partial<LoggedFlow>),
+    );
     new FlowLog({ logger, now: () => now, node: 'node-1', message: 'audited connection' }).add(
       flow({ reason: 'would-deny', because: 'would be denied' } as Partial<LoggedFlow>),
     );
     await new Promise((r) => setImmediate(r));
-    expect(lines).toHaveLength(6);
+    expect(lines).toHaveLength(9);
     for (const line of lines) expect({ line, errors: flowLineErrors(line) }).toEqual({ line, errors: [] });
-    const [first, outside, , repeated] = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    const [first, outside, icmpBare, echo, unnamed, repeated] = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    // ICMP: the type and code when the logged copy held them (a line without them, as older daemons wrote, still conforms).
+    expect(icmpBare).not.toHaveProperty('icmp');
+    expect(echo!['icmp']).toEqual({ type: 128, code: 0, name: 'echo-request', id: 4660 });
+    expect(unnamed!['icmp']).toEqual({ type: 201, code: 3 });
     expect(first).toMatchObject({
       node: 'node-1',
       source: { ip: '10.244.2.9', port: 40404, namespace: 'dev', pod: 'api', labels: { app: 'api', 'app.kubernetes.io/part-of': 'shop' } },
@@ -73,6 +88,10 @@ describe('flow-log lines against docs/flow-record.schema.json', () => {
     expect(outside!['destination']).toEqual({ ip: '8.8.8.8', port: 53, where: 'outside the cluster' });
     // The repeated line adds the window's other packets: summing packets counts each logged packet once.
     expect(repeated).toMatchObject({ message: 'denied connection repeated', count: 2, packets: 1 });
+    expect(lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l['reason'] === 'cluster-deny')).toMatchObject({
+      policies: ['lock'],
+      ruleChanged: true,
+    });
   });
 
   it('the schema is not vacuous: a line without the node, or with an end that is neither a pod nor an address, is refused', async () => {

@@ -3,7 +3,7 @@
 // ClusterNetworkPolicy Deny and the `domainNames` rule a lookup would have opened).
 
 import { compile } from '../../../src/compile/index.js';
-import { dropPrefix, parseDropPrefix, type DropCode } from '../../../src/compile/flow-log.js';
+import { dropPrefix, parseDropPrefix, ruleId, type DropCode } from '../../../src/compile/flow-log.js';
 import type { NflogPacket } from '../../../src/dataplane/nflog.js';
 import {
   DEFAULT_FLOW_LOG,
@@ -13,9 +13,11 @@ import {
   type DesiredState,
   type Rule,
 } from '../../../src/model/index.js';
+import { missedLookups } from '../../../src/observe/flow-lookups.js';
 import { explainAllowed, explainAudit, explainDrop, explainsDrop, invalidPoliciesOf, PodIndex } from '../../../src/observe/flows.js';
 import {
   ingress,
+  ips,
   labels,
   makeNamespace,
   makePod,
@@ -177,14 +179,22 @@ describe('allowed connections (flowLogAllowed, off by default)', () => {
     const allow = dbIngress.rules[logIndex + 1]!;
     expect(allow.action.kind).toBe('set-mark');
     expect(log.match).toEqual([...allow.match, { kind: 'limit', perSecond: 10, burst: 5 }]);
-    expect(log.action).toEqual({ kind: 'nflog', group: 9476, prefix: `nf:alw:${dbIngress.name}:0` });
+    expect(log.action).toEqual({
+      kind: 'nflog',
+      group: 9476,
+      prefix: `nf:alw:${dbIngress.name}:0:${ruleId(cluster.policies[1]!.ingress![0]!)}`,
+    });
     const byDefault = desired.v4.chains.filter((c) => c.role.kind === 'policy');
     expect(byDefault.flatMap((c) => c.rules).filter((r) => r.action.kind === 'nflog')).toEqual([]);
   });
 
   it('explains the logged packet with the policy and rule, in trace words; explainDrop ignores it', () => {
-    const p = packet(`nf:alw:${dbIngress.name}:0`, '10.244.1.6', '10.244.1.5');
-    expect(explainAllowed(p, { desired: withAllowed }, new PodIndex(() => cluster))).toMatchObject({
+    const p = packet(
+      dbIngress.rules.map((r) => (r.action.kind === 'nflog' ? r.action.prefix : '')).find(Boolean)!,
+      '10.244.1.6',
+      '10.244.1.5',
+    );
+    expect(explainAllowed(p, { desired: withAllowed, snapshot: cluster }, new PodIndex(() => cluster))).toMatchObject({
       src: { pod: 'prod/web' },
       dst: { pod: 'prod/db' },
       direction: 'ingress',
@@ -259,7 +269,7 @@ describe('ClusterNetworkPolicy Deny records, and the domainNames rule a drop nam
     const at = chain.rules.findIndex((r) => r.action.kind === 'drop');
     expect(chain.rules[at - 1]).toEqual({
       match: [...chain.rules[at]!.match, { kind: 'limit', perSecond: 10, burst: 5 }],
-      action: { kind: 'nflog', group: 9476, prefix: `nf:cnp:${chain.name}:1` },
+      action: { kind: 'nflog', group: 9476, prefix: `nf:cnp:${chain.name}:1:${ruleId(shopEgress.egress[1]!)}` },
       comment: 'flow log of the drop below',
     });
     const off = compile(shop(), settings({ flowLog: undefined })).desired;
@@ -455,11 +465,134 @@ describe('ClusterNetworkPolicy Deny records, and the domainNames rule a drop nam
   });
 });
 
+describe('a rule edited while its packets were logged: named by content, never by a stale index', () => {
+  // Chains are named by their object, not its content: after an edit the logged index may hold another rule.
+  const fromWeb = rule([podPeer(sel({ app: 'web' }))], [tcp(80)]);
+  const fromApi = rule([podPeer(sel({ app: 'api' }))], [tcp(443)]);
+  const dbWith = (...rules: ReturnType<typeof rule>[]): ClusterSnapshot =>
+    snapshot({ ...cluster, policies: [makePolicy('prod', 'db', selectPods(sel({ app: 'db' })), ingress(...rules))] });
+  const logging = settings({ flowLog: { ...DEFAULT_FLOW_LOG, allowed: true } });
+  /** The prefix of the log rule the compiler wrote for rule `index` of the chain `role` finds. */
+  const logPrefix = (d: DesiredState, role: (c: Chain) => boolean, index: number): string =>
+    d.v4.chains
+      .filter(role)
+      .flatMap((c) => c.rules)
+      .map((r) => (r.action.kind === 'nflog' ? r.action.prefix : ''))
+      .find((prefix) => {
+        const code = parseDropPrefix(prefix);
+        return (code?.kind === 'allowed' || code?.kind === 'cluster-deny') && code.rule === index;
+      })!;
+  const dbPolicy = (c: Chain): boolean => c.role.kind === 'policy' && c.role.policy === 'prod/db';
+  const before = dbWith(fromWeb, fromApi);
+  // The web pod's allow, logged while it was rule ingress:0.
+  const logged = packet(logPrefix(compile(before, logging).desired, dbPolicy, 0), '10.244.1.6', '10.244.1.5');
+  const allowedAfter = (s: ClusterSnapshot) =>
+    explainAllowed(logged, { desired: compile(s, logging).desired, snapshot: s }, new PodIndex(() => s));
+
+  it('the prefix carries the content of the rule as the compiler read it', () => {
+    expect(logged.prefix).toMatch(new RegExp(`^nf:alw:nf-pi-[a-z2-7]+:0:${ruleId(fromWeb)}$`));
+    expect(ruleId(fromWeb)).not.toBe(ruleId(fromApi));
+  });
+
+  it('an allow, explained after the rules were reordered: the rule at its new index', () => {
+    expect(allowedAfter(dbWith(fromApi, fromWeb))).toMatchObject({
+      policies: ['prod/db'],
+      because: 'allowed by policy prod/db rule ingress:1',
+    });
+    expect(allowedAfter(dbWith(fromApi, fromWeb))).not.toHaveProperty('ruleChanged');
+    expect(allowedAfter(before)?.because).toBe('allowed by policy prod/db rule ingress:0');
+  });
+
+  it('an allow, explained after its rule was removed: the policy, no rule, and the record says the rule changed', () => {
+    const flow = allowedAfter(dbWith(fromApi));
+    expect(flow).toMatchObject({
+      reason: 'allowed',
+      policies: ['prod/db'],
+      because: 'allowed by policy prod/db, by an ingress rule changed since the packet was logged',
+      ruleChanged: true,
+    });
+    // Nor after it was edited in place: the same index, another content.
+    expect(allowedAfter(dbWith(rule([podPeer(sel({ app: 'web' }))], [tcp(81)]), fromApi))?.ruleChanged).toBe(true);
+  });
+
+  it('a prefix the previous version wrote (no content) is still read, by its index as before', () => {
+    const old = { ...logged, prefix: logged.prefix.replace(/:[a-z2-7]+$/, '') };
+    expect(parseDropPrefix(old.prefix)).toEqual({
+      kind: 'allowed',
+      chain: compile(before, logging).desired.v4.chains.find(dbPolicy)!.name,
+      rule: 0,
+    });
+    const s = dbWith(fromApi, fromWeb);
+    expect(explainAllowed(old, { desired: compile(s, logging).desired, snapshot: s }, new PodIndex(() => s))?.because).toBe(
+      'allowed by policy prod/db rule ingress:0',
+    );
+  });
+
+  describe('a ClusterNetworkPolicy Deny', () => {
+    const noWeb = cRule('Deny', [podPeerC(sel(), sel({ app: 'web' }))], undefined, 'no-web');
+    const noClient = cRule('Deny', [podPeerC(sel(), sel({ app: 'client' }))], undefined, 'no-client');
+    const pods = [
+      makePod('shop', 'web', '10.244.1.20', labels({ app: 'web' })),
+      makePod('shop', 'locked', '10.244.1.30', labels({ app: 'locked' })),
+    ];
+    const lockWith = (...rules: ReturnType<typeof cRule>[]): ClusterSnapshot =>
+      snapshot({
+        namespaces: [makeNamespace('shop')],
+        pods,
+        clusterPolicies: [cnp('lock', 'Admin', 20, podSubject(sel(), sel({ app: 'locked' })), { ingress: rules })],
+      });
+    const lockChain = (c: Chain): boolean => c.role.kind === 'cluster-policy' && c.role.policy === 'lock';
+    const denied = packet(logPrefix(compile(lockWith(noWeb, noClient), settings()).desired, lockChain, 0), '10.244.1.20', '10.244.1.30');
+    const dropAfter = (s: ClusterSnapshot, p = denied) => {
+      const d = compile(s, settings()).desired;
+      return {
+        ready: explainsDrop(p, d),
+        flow: explainDrop(p, { desired: d, snapshot: s, invalidPolicies: new Set() }, new PodIndex(() => s)),
+      };
+    };
+
+    it('explained after the rules were reordered: the rule at its new index, with its name', () => {
+      const { ready, flow } = dropAfter(lockWith(noClient, noWeb));
+      expect(ready).toBe(true);
+      expect(flow).toMatchObject({
+        reason: 'cluster-deny',
+        policies: ['lock'],
+        because: 'dropped by ClusterNetworkPolicy lock rule ingress:1 no-web Deny',
+      });
+      expect(flow).not.toHaveProperty('ruleChanged');
+    });
+
+    it('explained after its rule was removed: the ClusterNetworkPolicy, no rule, and the record says the rule changed', () => {
+      const { flow } = dropAfter(lockWith(noClient));
+      expect(flow).toMatchObject({
+        reason: 'cluster-deny',
+        pod: 'shop/locked',
+        policies: ['lock'],
+        because: 'dropped by ClusterNetworkPolicy lock, by an ingress rule changed since the packet was logged',
+        ruleChanged: true,
+      });
+    });
+
+    it("a prefix the previous version wrote: read by its index, the rule's name from the chain as before", () => {
+      const old = { ...denied, prefix: denied.prefix.replace(/:[a-z2-7]+$/, '') };
+      expect(parseDropPrefix(old.prefix)).toMatchObject({ kind: 'cluster-deny', rule: 0 });
+      expect(parseDropPrefix(old.prefix)).not.toHaveProperty('id');
+      const { ready, flow } = dropAfter(lockWith(noWeb, noClient), old);
+      expect(ready).toBe(true);
+      expect(flow?.because).toBe('dropped by ClusterNetworkPolicy lock rule ingress:0 no-web Deny');
+    });
+  });
+});
+
 describe('drop prefixes', () => {
-  // The kernel keeps at most 63 bytes of an NFLOG prefix: the longest chain name iptables takes (28) and a rule
-  // index past the API's 100 rules still fit.
+  // The kernel keeps at most 63 bytes of an NFLOG prefix: the longest chain name iptables takes (28), a rule index
+  // past the API's 100 rules (a NetworkPolicy's million, at most) and the rule's content identity still fit.
   const chain = 'nf-ce-abcdefghijklmnopqrstuv' as ChainName;
   it.each<DropCode>([
+    { kind: 'cluster-deny', chain, rule: 99, id: 'abcdef' },
+    { kind: 'allowed', chain, rule: 999_999, id: 'zz7777' },
+    // An identity of digits alone is not read as the previous version's index.
+    { kind: 'allowed', chain, rule: 12, id: '234567' },
     { kind: 'cluster-deny', chain, rule: 99 },
     { kind: 'cluster-deny', chain, rule: 0 },
     { kind: 'allowed', chain, rule: 3 },
@@ -471,8 +604,65 @@ describe('drop prefixes', () => {
     expect(Buffer.byteLength(dropPrefix(code))).toBeLessThanOrEqual(63);
   });
   it('a ClusterNetworkPolicy Deny prefix names the chain and the rule', () => {
+    expect(dropPrefix({ kind: 'cluster-deny', chain, rule: 7, id: 'abcdef' })).toBe(`nf:cnp:${chain}:7:abcdef`);
     expect(dropPrefix({ kind: 'cluster-deny', chain, rule: 7 })).toBe(`nf:cnp:${chain}:7`);
     expect(parseDropPrefix('nf:cnp:nf-ce-x:')).toBeUndefined();
     expect(parseDropPrefix('nf:cnp:')).toBeUndefined();
+  });
+});
+
+describe('ICMP and ICMPv6 drops', () => {
+  const client = makePod('shop', 'a', '10.244.1.10', labels({ app: 'client' }), ips('10.244.1.10', 'fd00:1::10'));
+  const anyByName = cRule('Accept', [domains('good.example')], undefined, 'by-name');
+  const shopEgress = cnp('shop-egress', 'Admin', 10, podSubject(sel(), sel({ app: 'client' })), {
+    egress: [anyByName, cRule('Deny', [networks('0.0.0.0/0', '::/0')], undefined, 'rest')],
+  });
+  const s = snapshot({ namespaces: [makeNamespace('shop')], pods: [client], clusterPolicies: [shopEgress] });
+  const { desired: d } = compile(s, settings({ podCidrs: ['10.244.1.0/24', 'fd00:1::/64'] }));
+  const cnpChain6 = d.v6.chains.find((c) => c.role.kind === 'cluster-policy' && c.role.direction === 'egress')!;
+  /** An ICMPv6 packet of shop/a that the CNP's Deny logged. */
+  const icmpPacket = (dst: string, icmp: NonNullable<NflogPacket['ip']>['icmp']): NflogPacket => ({
+    group: 9476,
+    prefix: dropPrefix({ kind: 'cluster-deny', chain: cnpChain6.name, rule: 1 }),
+    time: 1000,
+    inIfindex: 3,
+    outIfindex: 4,
+    ip: { family: 6, src: 'fd00:1::10', dst, protocol: 58, ...(icmp ? { icmp } : {}) },
+  });
+  const explain = (p: NflogPacket) => explainDrop(p, { desired: d, snapshot: s, invalidPolicies: new Set() }, new PodIndex(() => s));
+
+  it('the record carries the logged type and code (an echo its identifier), not a port', () => {
+    const flow = explain(icmpPacket('fd00:99::1', { type: 128, code: 0, id: 77, hopLimit: 64 }));
+    expect(flow).toMatchObject({ protocol: 'icmpv6', icmp: { type: 128, code: 0, id: 77 }, reason: 'cluster-deny' });
+    expect(flow).not.toHaveProperty('port');
+    expect(flow!.icmp).not.toHaveProperty('hopLimit');
+    const bare = explain(icmpPacket('fd00:99::1', undefined));
+    expect(bare).not.toHaveProperty('icmp');
+  });
+
+  it("the lookup trace gets the logged type and hop limit: a rule naming the type above the domain rule decides as the kernel's did", () => {
+    // The compiler names ICMPv6 types only in the static chains (compile/icmpv6.ts); this chain is given one
+    // above its domainNames rule, so that what the trace makes of the type shows in which rules it names.
+    const at = cnpChain6.rules.findIndex((r) => r.comment?.includes(' learned by ') === true);
+    expect(at).toBeGreaterThanOrEqual(0);
+    const nsDrop: Rule = {
+      match: [
+        { kind: 'protocol', protocol: 'ipv6-icmp' },
+        { kind: 'icmpv6-type', type: 135 },
+        { kind: 'hop-limit', value: 255 },
+      ],
+      action: { kind: 'drop' },
+    };
+    const chains = d.v6.chains.map((c) => (c === cnpChain6 ? { ...c, rules: [...c.rules.slice(0, at), nsDrop, ...c.rules.slice(at)] } : c));
+    const edited: DesiredState = { ...d, v6: { ...d.v6, chains } };
+    const missed = (icmp: { type: number; code: number; hopLimit: number }) =>
+      missedLookups(edited, 'nf-', 'shop/a', icmpPacket('fd00:99::1', icmp).ip!);
+    const byName = { policy: 'ClusterNetworkPolicy shop-egress', rule: 'egress:0 by-name Accept', pod: 'shop/a', names: ['good.example'] };
+    // An echo request passes the NS rule and meets the domain rule: a lookup would have opened it.
+    expect(missed({ type: 128, code: 0, hopLimit: 64 })).toEqual([byName]);
+    // A neighbour solicitation with hop limit 255 is dropped by the rule that names it, above the domain rule.
+    expect(missed({ type: 135, code: 0, hopLimit: 255 })).toEqual([]);
+    // The same type routed (hop limit 254) is no match for `--hl-eq 255`: on to the domain rule.
+    expect(missed({ type: 135, code: 0, hopLimit: 254 })).toEqual([byName]);
   });
 });
