@@ -20,7 +20,11 @@ export function readLabels(v: unknown): Labels {
   for (let i = 0; i < keys.length; i++) {
     const k = keys[i]!;
     const val = labels[k];
-    if (typeof val === 'string') out[k] = val;
+    if (typeof val !== 'string') continue;
+    // `out.__proto__ = val` would set the prototype (a string: ignored) and lose the key: a selector asking for
+    // it would then ask for nothing and select every pod. Kept as the plain key it is, as JSON.parse keeps it.
+    if (k === '__proto__') Object.defineProperty(out, k, { value: val, enumerable: true, writable: true, configurable: true });
+    else out[k] = val;
   }
   return out;
 }

@@ -260,7 +260,8 @@ export function workloadOf(pod: Pod, groupBy: string | undefined): Workload {
   const { labels, text, name: labelName } = labelsView(pod.labels);
   const alone = (): Workload => ({ key: `${pod.namespace}\0pod\0${pod.name}`, name: pod.name, alt: `Pod/${pod.name}`, labels });
   if (groupBy !== undefined && groupBy !== 'labels' && groupBy !== 'owner') {
-    const value = pod.labels[groupBy];
+    // The pod's own label: `constructor` or `toString` is a label key, not a property to read from the prototype.
+    const value = Object.hasOwn(pod.labels, groupBy) ? pod.labels[groupBy] : undefined;
     return value === undefined
       ? alone()
       : { key: `${pod.namespace}\0${groupBy}\0${value}`, name: value, alt: `${groupBy}=${value}`, labels: { [groupBy]: value } };

@@ -73,15 +73,19 @@ function peerMiss(snapshot: ClusterSnapshot, policy: NetworkPolicy, peer: Policy
   const selector = peer.podSelector;
   if (selector) {
     for (const [k, v] of Object.entries(selector.matchLabels))
-      if (pod.labels[k] !== v) misses.push(`one label: ${k}=${pod.labels[k] ?? '(unset)'}, not ${k}=${v}`);
+      if (labelOf(pod.labels, k) !== v) misses.push(`one label: ${k}=${labelOf(pod.labels, k) ?? '(unset)'}, not ${k}=${v}`);
     for (const e of selector.matchExpressions)
       if (!selectorMatches({ matchLabels: {}, matchExpressions: [e] }, pod.labels))
         misses.push(
-          `one label: ${e.key}=${pod.labels[e.key] ?? '(unset)'} fails ${selectorText({ matchLabels: {}, matchExpressions: [e] }, '')}`,
+          `one label: ${e.key}=${labelOf(pod.labels, e.key) ?? '(unset)'} fails ${selectorText({ matchLabels: {}, matchExpressions: [e] }, '')}`,
         );
   }
   return misses;
 }
+
+/** A pod's own label `key` (a key such as `constructor` is not read from the object's prototype). */
+const labelOf = (labels: Readonly<Record<string, string>>, key: string): string | undefined =>
+  Object.hasOwn(labels, key) ? labels[key] : undefined;
 
 function portMisses(rule: PolicyRule, q: ClosestQuery): string[] {
   const ports = rule.ports ?? [];

@@ -2,6 +2,7 @@
 // rest of the object (and every other object) still loads.
 
 import { convert, type Converted } from '../../../src/cluster/convert.js';
+import { selectorErrors, selectorMatches } from '../../../src/compile/selectors.js';
 import type { Problem } from '../../../src/model/index.js';
 
 const problemsOf = (r: Converted<unknown>) => r.problems.map((p: Problem) => `${p.field} | ${p.message}`);
@@ -67,5 +68,39 @@ describe('convert: values the API server rejects', () => {
       status: { podIP: ip },
     });
     expect(r.ok && r.value.ips).toEqual([]);
+  });
+});
+
+describe('convert: a label key named like an object prototype', () => {
+  // JSON.parse and YAML keep `__proto__` as a key; the API server refuses it, a manifest file may hold it.
+  const labels = JSON.parse('{"__proto__":"x","constructor":"y"}') as Record<string, unknown>;
+  const pod = (name: string, podLabels: unknown) =>
+    convert('Pod', { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'shop', labels: podLabels }, spec: {}, status: {} });
+
+  it('is kept on a pod, and in a selector selects only the pods carrying it', () => {
+    const carrying = pod('a', labels);
+    const plain = pod('b', { app: 'web' });
+    if (!carrying.ok || !plain.ok) throw new Error('both pods load');
+    expect(Object.entries(carrying.value.labels)).toEqual([
+      ['__proto__', 'x'],
+      ['constructor', 'y'],
+    ]);
+    const policy = convert('NetworkPolicy', {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: { name: 'p', namespace: 'shop' },
+      spec: { podSelector: {}, ingress: [{ from: [{ podSelector: { matchLabels: { ...labels } } }] }], policyTypes: ['Ingress'] },
+    });
+    if (!policy.ok) throw new Error('the policy loads');
+    const selector = policy.value.ingress?.[0]?.peers?.[0]?.podSelector;
+    if (!selector) throw new Error('the peer keeps its podSelector');
+    expect(Object.entries(selector.matchLabels)).toEqual([
+      ['__proto__', 'x'],
+      ['constructor', 'y'],
+    ]);
+    expect(selectorMatches(selector, carrying.value.labels)).toBe(true);
+    expect(selectorMatches(selector, plain.value.labels)).toBe(false);
+    // And the compiler refuses it as the API server would: the policy fails closed.
+    expect(selectorErrors(selector)).toEqual([{ field: 'matchLabels["__proto__"]', message: '"__proto__" is not a valid label key' }]);
   });
 });

@@ -108,6 +108,21 @@ describe('groups', () => {
     expect(canary.egress).toBe('policed');
     expect(mapAllows(map, 'shop/web', canary.id, 'tcp', 80)).toBe(false);
   });
+
+  it('by a label named like an object property (constructor): a pod without it is a workload of its own', () => {
+    const s = snapshot({
+      nodes: NODES,
+      namespaces: [makeNamespace('shop')],
+      pods: [
+        makePod('shop', 'a', '10.244.1.10', onNode('n1'), labels({ app: 'a' })),
+        makePod('shop', 'b', '10.244.1.11', onNode('n1'), labels({ app: 'b' })),
+        makePod('shop', 'c', '10.244.1.12', onNode('n1'), labels({ constructor: 'x' })),
+      ],
+      policies: [],
+    });
+    const map = mapOf(s, 'constructor');
+    expect(['shop/a', 'shop/b', 'shop/c'].map((pod) => groupOfPod(map, pod)!.id)).toEqual(['shop/a', 'shop/b', 'shop/x']);
+  });
 });
 
 describe('the outside world', () => {

@@ -111,6 +111,29 @@ const cases: Case[] = [
     oracle: true,
   },
   {
+    name: 'closest rule differs in a label named like an object property: the pod has none of it',
+    snap: {
+      ...shop,
+      policies: [
+        makePolicy(
+          'shop',
+          'db-ingress',
+          selectPods(sel({ app: 'db' })),
+          ingress(rule([podPeer(sel({ constructor: 'api' }))], [tcp(5432)])),
+        ),
+      ],
+    },
+    q: { src: 'shop/web', dst: 'shop/db', port: 5432 },
+    allowed: false,
+    droppedAt: 'node-b',
+    sides: [
+      { node: 'node-a', direction: 'egress', verdict: 'allowed' },
+      { node: 'node-b', direction: 'ingress', verdict: 'dropped', policy: 'shop/db-ingress', tier: 'NetworkPolicy' },
+    ],
+    compiles: ['node-a', 'node-b'],
+    closest: 'one label: constructor=(unset), not constructor=api',
+  },
+  {
     name: 'same node: walked once, on one node, both directions',
     snap: shop,
     q: { src: 'shop/api', dst: 'shop/db', port: 5432 },
