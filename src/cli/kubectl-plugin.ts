@@ -10,6 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
+import { tolerateClosedPipes } from './closed-pipes.js';
 import { COMMANDS, isCommandName, type CommandName, type Io } from './command-specs.js';
 import { commandHelp, helpWidth, wrapWords } from './help.js';
 import { main } from './main.js';
@@ -224,10 +225,7 @@ function contextNamespaceFrom(parse: (text: string) => unknown): PluginEnv['cont
 const entry = process.argv[1];
 const isEntry = entry !== undefined && (import.meta.url === new URL(`file://${entry}`).href || entry.endsWith('/kubectl-netfence'));
 if (isEntry) {
-  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code === 'EPIPE') process.exit(0);
-    throw err;
-  });
+  tolerateClosedPipes();
   // As main.ts: a one-shot command spends more on V8's optimizing compiler than it saves.
   setFlagsFromString('--no-opt');
   const io = { out: (t: string) => process.stdout.write(t), err: (t: string) => process.stderr.write(t) };

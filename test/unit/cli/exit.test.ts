@@ -4,7 +4,7 @@
 // runs the command as a process.
 
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { main } from '../../../src/cli/main.js';
@@ -80,5 +80,19 @@ describe('a one-shot command exiting', () => {
     expect(r.code).toBe(code);
     expect(r.out.length).toBe(expected.length);
     expect(r.out).toBe(expected);
+  }, 60_000);
+
+  it('keeps its output and exit status when the reader of stderr has gone', async () => {
+    const out = join(dir, 'map.json');
+    const argv = ['map', '--resources', join(dir, 'cluster.json'), '--format', 'json', '-o', out];
+    // stderr a pipe whose reading end is closed before the command writes its "wrote …" line to it.
+    const child = spawn(process.execPath, [CLI, ...argv], { stdio: ['ignore', 'ignore', 'pipe'] });
+    child.stderr.destroy();
+    const code = await new Promise<number | null>((resolve, reject) => {
+      child.on('error', reject);
+      child.on('close', resolve);
+    });
+    expect(code).toBe(0);
+    expect(JSON.parse(readFileSync(out, 'utf8'))).toHaveProperty('groups');
   }, 60_000);
 });
