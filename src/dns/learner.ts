@@ -70,6 +70,12 @@ export class DnsLearner {
   private settings: DnsLearningSettings;
   /** Subject pod address → its learned sets (both families: the address says which). */
   private byPod = new Map<string, readonly CompiledSet[]>();
+  /**
+   * Each `domainNames` entry of the current plan → its parsed pattern (undefined: invalid), so a sync with the same
+   * entries parses none again. Keyed by the entry's text, and parsing is a function of the text alone: a changed
+   * entry is another key, and the map is rebuilt from the plan on each setPlan, so a removed one is gone at once.
+   */
+  private patterns = new Map<string, DomainPattern | undefined>();
   private pending: PendingQueries;
   private readonly learned: LearnedEntries;
   private readonly tcp = new TcpStreams();
@@ -108,11 +114,20 @@ export class DnsLearner {
   /** A new plan: sets that are gone are forgotten (their members went with them); pending queries are kept. */
   setPlan(plan: DnsLearningPlan): void {
     const next = new Map<string, CompiledSet[]>();
+    const parsed = new Map<string, DomainPattern | undefined>();
+    const patternOf = (text: string): DomainPattern | undefined => {
+      if (parsed.has(text)) return parsed.get(text);
+      let pattern: DomainPattern | undefined;
+      if (this.patterns.has(text)) pattern = this.patterns.get(text);
+      else {
+        const p = parseDomainPattern(text);
+        pattern = p.ok ? p.value : undefined;
+      }
+      parsed.set(text, pattern);
+      return pattern;
+    };
     for (const set of plan.sets) {
-      const patterns = set.domainNames.flatMap((d) => {
-        const p = parseDomainPattern(d);
-        return p.ok ? [p.value] : [];
-      });
+      const patterns = set.domainNames.flatMap((d) => patternOf(d) ?? []);
       const list = next.get(set.podAddress) ?? [];
       list.push({ set, patterns });
       next.set(set.podAddress, list);
@@ -120,6 +135,7 @@ export class DnsLearner {
     const kept = new Set(plan.sets.map((s) => s.setName));
     for (const list of this.byPod.values()) for (const c of list) if (!kept.has(c.set.setName)) this.learned.forgetSet(c.set.setName);
     this.byPod = next;
+    this.patterns = parsed;
     if (plan.settings.pendingPerPod !== this.settings.pendingPerPod) this.pending = this.newPending(plan.settings.pendingPerPod);
     this.learned.perNodeMax = plan.settings.perNodeMax;
     this.settings = plan.settings;

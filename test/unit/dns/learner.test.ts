@@ -143,6 +143,51 @@ describe('the rule matches the QUERIED name', () => {
   });
 });
 
+describe('a new plan takes effect at once (setPlan)', () => {
+  // A pattern that outlived its plan would be a wrong allow: each sync's plan alone says what matches.
+  const grants = (l: DnsLearner, pod: string, id: number, name: string, address: string): readonly string[] => {
+    l.query(query(pod, 40000, id, name), T0);
+    return l.answer(answer(pod, 40000, id, name, [A(name, address)]), T0).adds.map((a) => a.set);
+  };
+
+  it('a changed entry: the old name stops matching, the new one matches', () => {
+    const l = new DnsLearner(plan([set('a4', POD_A, ['good.example'])]));
+    expect(grants(l, POD_A, 1, 'good.example', '198.51.100.50')).toEqual(['a4']);
+    l.setPlan(plan([set('a4', POD_A, ['other.example'])]));
+    expect(grants(l, POD_A, 2, 'good.example', '198.51.100.51')).toEqual([]);
+    expect(grants(l, POD_A, 3, 'other.example', '198.51.100.52')).toEqual(['a4']);
+  });
+
+  it('a removed entry stops matching; the entries kept still match', () => {
+    const l = new DnsLearner(plan([set('a4', POD_A, ['good.example', '*.wild.example'])]));
+    expect(grants(l, POD_A, 1, 'x.wild.example', '198.51.100.53')).toEqual(['a4']);
+    l.setPlan(plan([set('a4', POD_A, ['good.example'])]));
+    expect(grants(l, POD_A, 2, 'x.wild.example', '198.51.100.54')).toEqual([]);
+    expect(grants(l, POD_A, 3, 'good.example', '198.51.100.55')).toEqual(['a4']);
+    // The same plan again (a sync with nothing changed) matches as before.
+    l.setPlan(plan([set('a4', POD_A, ['good.example'])]));
+    expect(grants(l, POD_A, 4, 'good.example', '198.51.100.56')).toEqual(['a4']);
+    expect(grants(l, POD_A, 5, 'x.wild.example', '198.51.100.57')).toEqual([]);
+  });
+
+  it('an entry that moves to another pod’s set grants to that set only', () => {
+    const l = new DnsLearner(plan([set('a4', POD_A, ['good.example'])]));
+    l.setPlan(plan([set('a4', POD_A, ['other.example']), set('b4', POD_B, ['good.example'])]));
+    expect(grants(l, POD_A, 1, 'good.example', '198.51.100.58')).toEqual([]);
+    expect(grants(l, POD_B, 2, 'good.example', '198.51.100.59')).toEqual(['b4']);
+  });
+
+  it('a query pending across the new plan is answered under the new plan', () => {
+    const l = new DnsLearner(plan([set('a4', POD_A, ['good.example'])]));
+    l.query(query(POD_A, 40000, 1, 'good.example'), T0);
+    l.setPlan(plan([set('a4', POD_A, ['other.example'])]));
+    expect(l.answer(answer(POD_A, 40000, 1, 'good.example', [A('good.example', '198.51.100.60')]), T0)).toMatchObject({
+      adds: [],
+      unmatched: 1,
+    });
+  });
+});
+
 describe('bounds', () => {
   it('pending queries per pod: past the bound a new query is refused (and its answer grants nothing)', () => {
     const l = new DnsLearner(plan([set('a4', POD_A, ['good.example'])], { pendingPerPod: 2 }));
