@@ -11,7 +11,8 @@
 
 import { openIpsetNetlink, IpsetNetlinkError, type IpsetNetlink, type SetMembersChange } from './ipset-netlink.js';
 import { NLMSG_ERROR, nlmsg, parseError, splitMessages } from './ipset-wire.js';
-import { NetfilterChannelError, type NetfilterChannel } from './netfilter-channel.js';
+import type { NetfilterChannel } from './netfilter-channel.js';
+import { seqExchange, type WaitingReplies } from './seq-exchange.js';
 import { bindRequest as logBind, modeRequest, NFULNL_MSG_CONFIG, nflogPayload, unbindRequest as logUnbind } from './nflog-wire.js';
 import {
   bindRequest as queueBind,
@@ -83,7 +84,7 @@ export async function openInProcess(opts: Omit<DnsSocketOptions, 'netns'>): Prom
   }
   let seq = 1;
   const nextSeq = (): number => (seq = (seq % 0x7fffffff) + 1);
-  const waiting = new Map<number, (reply: Buffer) => void>();
+  const waiting: WaitingReplies = new Map();
   const held = new Set<number>();
   socket.on('message', (datagram: Buffer) => {
     for (const m of splitMessages(datagram)) {
@@ -115,26 +116,7 @@ export async function openInProcess(opts: Omit<DnsSocketOptions, 'netns'>): Prom
 
   const send = (messages: readonly Buffer[]): Promise<void> =>
     new Promise((resolve, reject) => socket.send(Buffer.concat(messages), {}, (err) => (err ? reject(err) : resolve())));
-  const exchange = async (messages: readonly Buffer[], seqs: readonly number[], timeoutMs: number): Promise<Buffer[]> => {
-    const replies = seqs.map(
-      (s) =>
-        new Promise<Buffer>((resolve, reject) => {
-          const timer = setTimeout(() => {
-            waiting.delete(s);
-            reject(new NetfilterChannelError(`no reply from the kernel within ${timeoutMs} ms`, 'ETIMEDOUT'));
-          }, timeoutMs);
-          waiting.set(s, (reply) => {
-            clearTimeout(timer);
-            resolve(reply);
-          });
-        }),
-    );
-    await send(messages).catch((err: Error & { code?: string }) => {
-      for (const s of seqs) waiting.delete(s);
-      throw new NetfilterChannelError(`sendmsg: ${err.message}`, err.code);
-    });
-    return Promise.all(replies);
-  };
+  const exchange = seqExchange(waiting, send);
   const request = async (type: number, payload: Buffer, what: string): Promise<void> => {
     const s = nextSeq();
     const [reply] = await exchange([nlmsg(type, NLM_F_REQUEST | NLM_F_ACK, s, payload)], [s], 5000);
