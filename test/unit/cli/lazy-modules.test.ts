@@ -43,6 +43,8 @@ describe('module loading per command', () => {
     expect([...main.packages]).toEqual([]);
     expect([...main.modules].sort()).toEqual(
       [
+        // What the entry does when a reader of stdout or stderr has gone (no imports of its own).
+        'cli/closed-pipes.ts',
         'cli/command-specs.ts',
         'cli/commands.ts',
         'cli/help.ts',
