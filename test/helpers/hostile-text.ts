@@ -1,6 +1,8 @@
 // What the hostile-daemon tests share: the check that output shows no terminal control, and the drop record
 // a daemon's /flows lists, which each case lays its hostile field over.
 
+import { deniedFlow } from './denied-flow.js';
+
 /** Characters a terminal acts on rather than shows: C0 but newline, DEL, C1, bidi embeddings/overrides and isolates. */
 export const steersTerminal = (text: string): boolean =>
   [...text].some((c) => {
@@ -16,16 +18,7 @@ export const steersTerminal = (text: string): boolean =>
 /** One drop as a daemon's /flows lists it (dev/api → prod/db, TCP 80, isolated), with `over` laid on top. */
 export const dropRecord = (over: Record<string, unknown> = {}) => ({
   seq: 1,
-  time: Date.parse('2026-11-24T11:20:01Z'),
-  src: { ip: '10.244.2.9', pod: 'dev/api' },
-  dst: { ip: '10.244.1.5', pod: 'prod/db' },
-  protocol: 'tcp',
-  port: 80,
-  direction: 'ingress',
-  reason: 'isolated',
-  pod: 'prod/db',
-  policies: ['prod/default-deny'],
-  because: 'prod/db is isolated for ingress',
+  ...deniedFlow({ because: 'prod/db is isolated for ingress' }),
   count: 1,
   lastSeen: Date.parse('2026-11-24T11:20:01Z'),
   ...over,

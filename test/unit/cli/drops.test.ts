@@ -9,20 +9,9 @@ import { ObserveServer } from '../../../src/observe/http-server.js';
 import { createMetrics } from '../../../src/observe/metrics.js';
 import { FlowLog, type FlowRecord } from '../../../src/observe/flow-log.js';
 import type { DeniedFlow } from '../../../src/observe/flows.js';
+import { deniedFlow } from '../../helpers/denied-flow.js';
 
-const flow = (over: Partial<DeniedFlow>): DeniedFlow => ({
-  time: Date.parse('2026-11-24T11:20:01Z'),
-  src: { ip: '10.244.2.9', pod: 'dev/api' },
-  dst: { ip: '10.244.1.5', pod: 'prod/db' },
-  protocol: 'tcp',
-  port: 80,
-  direction: 'ingress',
-  reason: 'isolated',
-  pod: 'prod/db',
-  policies: ['prod/default-deny'],
-  because: 'prod/db is isolated for ingress; policy prod/default-deny selects it; none allowed this peer',
-  ...over,
-});
+const flow = (over: Partial<DeniedFlow>): DeniedFlow => deniedFlow(over);
 
 describe('netfence drops', () => {
   let server: ObserveServer;

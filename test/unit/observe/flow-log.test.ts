@@ -4,6 +4,7 @@
 import type { Logger } from '../../../src/log.js';
 import { FlowLog } from '../../../src/observe/flow-log.js';
 import type { DeniedFlow } from '../../../src/observe/flows.js';
+import { deniedFlow } from '../../helpers/denied-flow.js';
 
 function recordingLogger(): { logger: Logger; lines: { msg: string; fields: Record<string, unknown> }[] } {
   const lines: { msg: string; fields: Record<string, unknown> }[] = [];
@@ -12,19 +13,7 @@ function recordingLogger(): { logger: Logger; lines: { msg: string; fields: Reco
   return { logger, lines };
 }
 
-const flow = (over: Partial<DeniedFlow> = {}): DeniedFlow => ({
-  time: 0,
-  src: { ip: '10.244.2.9', pod: 'dev/api' },
-  dst: { ip: '10.244.1.5', pod: 'prod/db' },
-  protocol: 'tcp',
-  port: 80,
-  direction: 'ingress',
-  reason: 'isolated',
-  pod: 'prod/db',
-  policies: ['prod/default-deny'],
-  because: 'prod/db is isolated for ingress; policy prod/default-deny selects it; none allowed this peer',
-  ...over,
-});
+const flow = (over: Partial<DeniedFlow> = {}): DeniedFlow => deniedFlow({ time: 0, ...over });
 
 describe('FlowLog', () => {
   it('folds repeats of a flow inside the window into one record and one line, then writes the count', () => {
